@@ -1,0 +1,3 @@
+from gpucheck.cli import main
+
+main()

@@ -1,0 +1,145 @@
+"""What every check sees: the snapshot, the compat matrix, the job's requirements, and a few
+facts derived once from the snapshot (so that checks agree on them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from gpucheck.compat import Compat, cuda_from_int, load
+from gpucheck.snapshot import GpuFacts, Snapshot
+
+
+@dataclass
+class Requirements:
+    min_gpus: int | None = None
+    min_memory_bytes: int | None = None
+    min_memory_text: str | None = None  # as the user wrote it, for the report
+    min_compute_capability: str | None = None
+
+
+@dataclass
+class Visibility:
+    """Which NVML GPUs CUDA_VISIBLE_DEVICES lets CUDA see, following CUDA's own parsing."""
+
+    value: str | None
+    visible: list[GpuFacts] = field(default_factory=list)
+    invalid_token: str | None = None  # CUDA stops at the first entry it cannot resolve
+    mig_entries: int = 0  # MIG-... entries, which name slices rather than whole GPUs
+
+
+def parse_visible_devices(value: str | None, gpus: list[GpuFacts]) -> Visibility:
+    if value is None:
+        return Visibility(None, list(gpus))
+    vis = Visibility(value)
+    for raw in value.split(","):
+        token = raw.strip()
+        if token.lstrip("-").isdigit():
+            index = int(token)
+            match = next((g for g in gpus if g.index == index), None) if index >= 0 else None
+        elif token.startswith("GPU-"):
+            hits = [g for g in gpus if g.uuid and g.uuid.startswith(token)]
+            match = hits[0] if len(hits) == 1 else None
+        elif token.startswith("MIG-"):
+            hits = [
+                g for g in gpus if any(m.uuid and m.uuid.startswith(token) for m in g.mig_devices)
+            ]
+            if len(hits) == 1:
+                vis.mig_entries += 1
+            match = hits[0] if len(hits) == 1 else None
+        else:
+            match = None
+        if match is None:
+            vis.invalid_token = token
+            break
+        if match not in vis.visible:
+            vis.visible.append(match)
+    return vis
+
+
+@dataclass
+class Context:
+    snapshot: Snapshot
+    requirements: Requirements = field(default_factory=Requirements)
+    _compat: Compat | None = None
+
+    @property
+    def compat(self) -> Compat:
+        if self._compat is None:
+            self._compat = load()
+        return self._compat
+
+    @property
+    def os(self) -> str:
+        return "windows" if self.snapshot.system.os == "Windows" else "linux"
+
+    # -- NVML ---------------------------------------------------------------------------------
+
+    @property
+    def nvml_ok(self) -> bool:
+        nvml = self.snapshot.nvml
+        run = self.snapshot.probe("nvml")
+        return (
+            nvml.init_error is None
+            and nvml.init_skipped_reason is None
+            and nvml.driver_version is not None
+            and (run is None or run.status in ("ok", "crashed"))
+        )
+
+    @property
+    def gpus(self) -> list[GpuFacts]:
+        return self.snapshot.nvml.gpus if self.nvml_ok else []
+
+    @property
+    def healthy_handles(self) -> list[GpuFacts]:
+        return [g for g in self.gpus if g.handle_error is None]
+
+    @cached_property
+    def visibility(self) -> Visibility:
+        return parse_visible_devices(
+            self.snapshot.system.env.get("CUDA_VISIBLE_DEVICES"), self.gpus
+        )
+
+    # -- the machine at large ------------------------------------------------------------------
+
+    @property
+    def pci_gpu_count(self) -> int:
+        return len(self.snapshot.system.pci_gpus)
+
+    @property
+    def has_gpu(self) -> bool | None:
+        """True: some layer saw an NVIDIA GPU; False: looked and saw none; None: cannot tell."""
+        sysf = self.snapshot.system
+        if self.pci_gpu_count or self.snapshot.nvml.gpus or self.snapshot.nvml.device_count:
+            return True
+        if self.snapshot.cuda.driver.device_count:
+            return True
+        if sysf.wsl:
+            return None if not self.nvml_ok else False
+        # An empty bus listing is a restricted sysfs (some sandboxes), not an absent GPU.
+        if sysf.pci_scanned and sysf.pci_device_count > 0:
+            return False
+        return None
+
+    @property
+    def driver_cuda(self) -> str | None:
+        """The newest CUDA the installed driver runs, from NVML or else libcuda."""
+        return cuda_from_int(self.snapshot.nvml.cuda_driver_version) or cuda_from_int(
+            self.snapshot.cuda.driver.driver_version
+        )
+
+    @property
+    def driver_version(self) -> str | None:
+        return self.snapshot.nvml.driver_version or self.snapshot.system.nvidia_module_version
+
+
+def gpu_label(gpu: GpuFacts) -> str:
+    name = gpu.name or "unknown GPU"
+    bus = f", {gpu.pci_bus_id}" if gpu.pci_bus_id else ""
+    return f"GPU {gpu.index} ({name}{bus})"
+
+
+def gib(value: int | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value / 1024**3:.1f} GiB"

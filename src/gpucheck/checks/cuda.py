@@ -1,0 +1,320 @@
+"""CUDA checks: the driver API (libcuda), the toolkit (nvcc), and runtime libraries."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+from packaging.version import Version
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.checks.system import container_fix
+from gpucheck.compat import parse_version
+from gpucheck.snapshot import LibraryCopy
+
+# Why cuInit fails, by CUresult name, when NVML (the same driver) works.
+CUINIT_CAUSES = {
+    "CUDA_ERROR_NO_DEVICE": (
+        "CUDA sees no device",
+        "Check CUDA_VISIBLE_DEVICES (system.cuda-visible-devices), MIG devices (gpu.mig) and "
+        "/dev/nvidia-uvm (driver.uvm).",
+    ),
+    "CUDA_ERROR_UNKNOWN": (
+        "cuInit failed with an unknown error, most often a missing nvidia-uvm",
+        "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0; if it persists, look at "
+        "sudo dmesg | grep -i -E 'nvrm|xid'.",
+    ),
+    "CUDA_ERROR_SYSTEM_NOT_READY": (
+        "The system is not ready for CUDA: on NVSwitch systems (HGX/DGX) the fabric manager "
+        "is not running",
+        "sudo systemctl enable --now nvidia-fabricmanager (its version must equal the "
+        "driver's), then check: nvidia-smi -q | grep -A2 -i fabric",
+    ),
+    "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": (
+        "The libcuda in use (a CUDA forward-compatibility package?) does not match the kernel "
+        "driver",
+        "Remove the cuda-compat libraries from LD_LIBRARY_PATH / ldconfig, or install the "
+        "compat package matching this driver branch.",
+    ),
+    "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": (
+        "A CUDA forward-compatibility libcuda is in use, and this GPU does not support it "
+        "(forward compatibility is for data-centre GPUs only)",
+        "Remove the cuda-compat package's libcuda from the loader path (LD_LIBRARY_PATH, "
+        "/etc/ld.so.conf.d) and upgrade the driver instead.",
+    ),
+    "CUDA_ERROR_INSUFFICIENT_DRIVER": (
+        "The loaded libcuda is older than the kernel driver requires",
+        "Reinstall the driver so that libcuda and the kernel module come from the same release.",
+    ),
+    "CUDA_ERROR_OPERATING_SYSTEM": (
+        "The OS refused a CUDA driver request (permissions, cgroups, or a container's device "
+        "rules)",
+        "Check /dev/nvidia* permissions (driver.device-nodes) and the container's device access.",
+    ),
+    "CUDA_ERROR_NOT_PERMITTED": (
+        "CUDA is not permitted on this device",
+        "Check the GPU's compute mode (gpu.compute-mode) and the container's device access.",
+    ),
+}
+
+
+@check("cuda.driver-api", Section.CUDA, "libcuda loads and cuInit succeeds")
+def driver_api(ctx: Context) -> Outcome | None:
+    drv = ctx.snapshot.cuda.driver
+    run = ctx.snapshot.probe("cuda_driver")
+    if run is not None and run.status in ("timeout", "crashed"):
+        return Outcome.fail(
+            f"The CUDA driver API {run.error}",
+            fix="The driver is hung or crashing: look for Xid errors (sudo dmesg | grep -i xid) "
+            "and reboot if it persists.",
+        )
+    if drv.load_error:
+        if not ctx.nvml_ok:
+            return (
+                None
+                if ctx.has_gpu is False
+                else Outcome.skip(
+                    "libcuda not found (no working driver, see above)", drv.load_error
+                )
+            )
+        sysf = ctx.snapshot.system
+        fix = (
+            container_fix(sysf.container)
+            + " With the GPU passed in, NVIDIA_DRIVER_CAPABILITIES must include compute."
+            if sysf.container
+            else "Install the driver's CUDA library (Ubuntu/Debian: libnvidia-compute-"
+            f"{(ctx.driver_version or 'XXX').split('.')[0]}), from the same driver release."
+        )
+        return Outcome.fail(
+            "NVML works but libcuda.so.1 (the CUDA driver library) is missing",
+            drv.load_error,
+            fix=fix,
+        )
+    if drv.init_skipped_reason:
+        return (
+            None
+            if ctx.has_gpu is False
+            else Outcome.skip(
+                "cuInit not tried: the kernel module is not loaded", drv.init_skipped_reason
+            )
+        )
+    if drv.init_result is None:
+        return Outcome.skip(
+            "The CUDA driver API could not be probed", str(run.error if run else "")
+        )
+    version = ctx.driver_cuda or "unknown"
+    if drv.init_result != 0:
+        name = drv.init_error_name or f"CUresult {drv.init_result}"
+        if not ctx.nvml_ok and ctx.has_gpu is False:
+            return None
+        title, fix = CUINIT_CAUSES.get(
+            name,
+            (f"cuInit failed: {name}", "Reinstall the driver; check sudo dmesg for NVRM errors."),
+        )
+        evidence = [f"cuInit(0) = {drv.init_result} ({name})"]
+        if ctx.nvml_ok:
+            evidence.append(f"while NVML works (driver {ctx.snapshot.nvml.driver_version})")
+        if drv.library_path:
+            evidence.append(f"libcuda: {drv.library_path}")
+        return Outcome.fail(title, *evidence, fix=fix)
+    count = drv.device_count or 0
+    evidence = [f"libcuda: {drv.library_path or 'libcuda.so.1'}"]
+    evidence += [
+        f"device {d.index}: {d.name} (compute {d.compute_capability})" for d in drv.devices
+    ]
+    nvml_cuda = ctx.snapshot.nvml.cuda_driver_version
+    if nvml_cuda and drv.driver_version and nvml_cuda != drv.driver_version:
+        evidence.append(
+            f"libcuda reports CUDA {_cuda(drv.driver_version)}, NVML {_cuda(nvml_cuda)}: "
+            "a forward-compatibility libcuda is in use"
+        )
+    if ctx.nvml_ok and count < len(ctx.visibility.visible) and not ctx.visibility.mig_entries:
+        return Outcome.warn(
+            f"CUDA sees {count} device(s), but the driver has {len(ctx.visibility.visible)} "
+            "usable GPU(s)",
+            *evidence,
+            fix="Look at the GPU checks above (lost GPUs, MIG, compute mode) and at "
+            "CUDA_VISIBLE_DEVICES.",
+        )
+    return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
+
+
+def _cuda(value: int) -> str:
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def _major_minor(version: str | None) -> Version | None:
+    parsed = parse_version(version or "")
+    return Version(f"{parsed.major}.{parsed.minor}") if parsed else None
+
+
+def _needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
+    """(severity, explanation) when the driver's CUDA is older than `cuda`, else None."""
+    have = _major_minor(ctx.driver_cuda)
+    want = _major_minor(cuda)
+    if have is None or want is None or want <= have:
+        return None
+    if want.major > have.major:
+        return "fail", (
+            f"CUDA {want} needs a driver for CUDA {want.major}.x; this driver supports "
+            f"CUDA {have}: programs built with it fail with CUDA_ERROR_INSUFFICIENT_DRIVER"
+        )
+    floor = ctx.compat.minor_compat_floor(want.major, ctx.os)
+    driver = parse_version(ctx.driver_version or "")
+    if floor is not None and driver is not None and driver >= floor:
+        return "warn", (
+            f"CUDA {want} is newer than the driver's CUDA {have}: it runs through minor version "
+            f"compatibility (driver {driver} >= {floor}), but PTX JIT compilation and newer "
+            "features fail"
+        )
+    return "fail", f"CUDA {want} is newer than the driver's CUDA {have}"
+
+
+def _driver_upgrade(ctx: Context, cuda: str) -> str:
+    need = ctx.compat.min_driver(cuda, ctx.os)
+    mm = _major_minor(cuda)
+    if need is None:
+        return f"upgrade the NVIDIA driver to one that supports CUDA {mm}"
+    return f"upgrade the NVIDIA driver to {need} or newer (CUDA {mm}'s minimum on {ctx.os.title()})"
+
+
+@check("cuda.toolkit", Section.CUDA, "the CUDA toolkit (nvcc) fits the driver and the GPUs")
+def toolkit(ctx: Context) -> Outcome | None:
+    cuda = ctx.snapshot.cuda
+    env = ctx.snapshot.system.env
+    home_var = next((v for v in ("CUDA_HOME", "CUDA_PATH") if v in env), None)
+    if home_var and cuda.cuda_home and cuda.cuda_home_source == home_var and cuda.nvcc is None:
+        return Outcome.warn(
+            f"{home_var} points to a folder without a CUDA toolkit",
+            f"{home_var}={env[home_var]} (no bin/nvcc there, none on PATH)",
+            fix=f"export {home_var}=<the toolkit's folder, e.g. /usr/local/cuda-12.4> or unset it",
+        )
+    nvcc = cuda.nvcc
+    if nvcc is None:
+        return Outcome.info(
+            "No CUDA toolkit (nvcc): fine for pip/conda frameworks, which ship their own CUDA "
+            "libraries; needed only to compile CUDA code or extensions"
+        )
+    if nvcc.version is None:
+        return Outcome.warn(
+            f"nvcc at {nvcc.path} does not say its version",
+            str(nvcc.error),
+            fix=f"Run {nvcc.path} --version to see why; reinstall the toolkit if it is broken.",
+        )
+    evidence = [f"nvcc {nvcc.version} at {nvcc.path}"]
+    if cuda.cuda_home:
+        evidence.append(f"CUDA home {cuda.cuda_home} (from {cuda.cuda_home_source})")
+    if ctx.driver_cuda is None:
+        return Outcome.info(
+            f"CUDA toolkit {nvcc.version} installed (no driver to run it)", *evidence
+        )
+    newer = _needs_newer_driver(ctx, nvcc.version)
+    if newer:
+        severity, why = newer
+        fix = (
+            f"{_driver_upgrade(ctx, nvcc.version)}, or use a toolkit no newer than CUDA "
+            f"{ctx.driver_cuda} (e.g. /usr/local/cuda-{ctx.driver_cuda} on PATH)"
+        )
+        maker = Outcome.fail if severity == "fail" else Outcome.warn
+        return maker(
+            f"CUDA toolkit {nvcc.version} is newer than the driver supports",
+            why,
+            *evidence,
+            fix=fix,
+        )
+    arch = ctx.compat.cc_range(nvcc.version)
+    if arch is not None:
+        outside = [
+            g
+            for g in ctx.gpus
+            if g.compute_capability
+            and not (arch.min_cc <= Version(g.compute_capability) <= arch.max_cc)
+        ]
+        if outside:
+            return Outcome.warn(
+                f"nvcc {nvcc.version} cannot build for {len(outside)} of the GPUs",
+                *[
+                    f"GPU {g.index} {g.name}: compute capability {g.compute_capability}, "
+                    f"this toolkit builds for {arch.min_cc} to {arch.max_cc}"
+                    for g in outside
+                ],
+                *evidence,
+                fix="Use a CUDA toolkit whose architecture range includes these GPUs "
+                "(see gpucheck's compat data, compat/cuda.toml).",
+            )
+    return Outcome.passed(
+        f"CUDA toolkit {nvcc.version} runs on this driver (CUDA {ctx.driver_cuda})", *evidence
+    )
+
+
+def _copies_line(c: LibraryCopy) -> str:
+    where = c.package or c.origin.replace("_", " ")
+    version = c.version or "unknown version"
+    err = f" - cannot be loaded: {c.load_error}" if c.load_error else ""
+    return f"{version} at {c.path} ({where}){err}"
+
+
+def _soname_major(c: LibraryCopy) -> str:
+    parsed = parse_version(c.version or "")
+    return str(parsed.major) if parsed else "?"
+
+
+def loader_conflicts(copies: list[LibraryCopy]) -> list[list[LibraryCopy]]:
+    """Copies on the loader path sharing a soname (same major) but differing in version: which
+    one a program gets depends on LD_LIBRARY_PATH order. Different majors coexist by design."""
+    by_major: dict[str, list[LibraryCopy]] = defaultdict(list)
+    for c in copies:
+        if c.on_loader_path:
+            by_major[_soname_major(c)].append(c)
+    conflicts = []
+    for group in by_major.values():
+        versions = {_major_minor(c.version) for c in group}
+        if len(versions) > 1:
+            conflicts.append(group)
+    return conflicts
+
+
+@check(
+    "cuda.runtime-libraries",
+    Section.CUDA,
+    "CUDA runtime copies on the loader path agree and fit the driver",
+)
+def runtime_libraries(ctx: Context) -> Outcome | None:
+    copies = ctx.snapshot.cuda.runtimes
+    if not copies:
+        return Outcome.info(
+            "No CUDA runtime (libcudart) installed outside the frameworks",
+            "pip and conda frameworks bring their own; a system copy matters only for code "
+            "built against it",
+        )
+    evidence = [_copies_line(c) for c in copies]
+    conflicts = loader_conflicts(copies)
+    if conflicts:
+        first = conflicts[0]
+        keep = max(first, key=lambda c: parse_version(c.version or "0") or Version("0"))
+        return Outcome.warn(
+            "Several CUDA runtime versions compete on the loader path: which one a program "
+            "gets depends on LD_LIBRARY_PATH order",
+            *evidence,
+            fix="Keep one: remove the other folders from LD_LIBRARY_PATH (keep "
+            f"{os.path.dirname(keep.path)}), or remove stale /etc/ld.so.conf.d entries and run "
+            "sudo ldconfig.",
+        )
+    on_path = [c for c in copies if c.on_loader_path and c.version]
+    problems = [
+        (c, verdict) for c in on_path if (verdict := _needs_newer_driver(ctx, c.version or ""))
+    ]
+    if problems:
+        c, (severity, why) = problems[0]
+        maker = Outcome.fail if severity == "fail" else Outcome.warn
+        return maker(
+            f"CUDA runtime {c.version} on the loader path is newer than the driver supports",
+            why,
+            *evidence,
+            fix=f"{_driver_upgrade(ctx, c.version or '')}, or put a runtime no newer than "
+            f"CUDA {ctx.driver_cuda} first on the loader path",
+        )
+    return Outcome.passed(
+        f"CUDA runtime {', '.join(sorted({c.version or '?' for c in copies}))} found", *evidence
+    )

@@ -1,0 +1,60 @@
+"""cuDNN checks: the copies installed outside the frameworks, and whether they fit the driver."""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.cuda import _copies_line, _needs_newer_driver, loader_conflicts
+from gpucheck.checks.model import Outcome, Section, check
+
+
+@check("cudnn.libraries", Section.CUDNN, "cuDNN copies load, agree, and fit the driver")
+def libraries(ctx: Context) -> Outcome:
+    copies = ctx.snapshot.cudnn.libraries
+    if not copies:
+        return Outcome.info(
+            "No cuDNN installed outside the frameworks",
+            "PyTorch and TensorFlow from pip bring theirs (nvidia-cudnn-cu* wheels)",
+        )
+    evidence = [
+        _copies_line(c) + (f", built for CUDA {c.cuda_version}" if c.cuda_version else "")
+        for c in copies
+    ]
+    broken = [c for c in copies if c.load_error]
+    if broken:
+        c = broken[0]
+        if c.package and " " in c.package:
+            name, version = c.package.split(" ", 1)
+            fix = f"Reinstall it: pip install --force-reinstall {name}=={version}"
+        else:
+            fix = (
+                "Reinstall cuDNN so that all its sub-libraries (libcudnn_*.so) sit beside "
+                f"{c.path}, or remove the broken copy"
+            )
+        return Outcome.warn(
+            f"cuDNN at {c.path} cannot be loaded (its version call failed)",
+            *evidence,
+            fix=fix,
+        )
+    conflicts = loader_conflicts(copies)
+    if conflicts:
+        return Outcome.warn(
+            "Several cuDNN versions compete on the loader path: which one a program gets "
+            "depends on LD_LIBRARY_PATH order",
+            *evidence,
+            fix="Keep one cuDNN on LD_LIBRARY_PATH / in ldconfig (sudo ldconfig after removing "
+            "stale /etc/ld.so.conf.d entries); frameworks from pip use their own.",
+        )
+    driver_major = (ctx.driver_cuda or "?").split(".")[0]
+    for c in copies:
+        newer = _needs_newer_driver(ctx, c.cuda_version) if c.cuda_version else None
+        if newer and newer[0] == "fail" and c.on_loader_path:
+            return Outcome.warn(
+                f"cuDNN {c.version} is built for CUDA {c.cuda_version}, newer than the driver's "
+                f"CUDA {ctx.driver_cuda}",
+                newer[1],
+                *evidence,
+                fix=f"Use a cuDNN built for CUDA {driver_major}.x, or upgrade the driver",
+            )
+    return Outcome.passed(
+        f"cuDNN {', '.join(sorted({c.version or '?' for c in copies}))} found", *evidence
+    )

@@ -1,0 +1,282 @@
+"""Driver checks: kernel module, NVML (the user-space driver), device nodes, persistence."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from gpucheck.checks.context import Context, gpu_label
+from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.checks.system import container_fix
+
+NO_GPU = "No NVIDIA GPU, so no driver is needed"
+RELOAD = (
+    "Reboot; or, with no process using the GPU (sudo lsof /dev/nvidia*), reload the driver: "
+    "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
+)
+HUNG = (
+    "The driver is not answering: look for Xid errors (sudo dmesg | grep -i -E 'xid|nvrm'), "
+    "stop what is using the GPU, enable persistence mode (sudo nvidia-smi -pm 1), and reboot "
+    "if it persists."
+)
+
+
+def _no_gpu(ctx: Context) -> bool:
+    return ctx.has_gpu is False
+
+
+def library_version(path: str | None) -> str | None:
+    """libnvidia-ml.so.535.104.05 -> 535.104.05 (resolving the symlink the loader followed)."""
+    if not path:
+        return None
+    match = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)?)$", os.path.realpath(path))
+    return match.group(1) if match else None
+
+
+@check("driver.kernel-module", Section.DRIVER, "the nvidia kernel module is loaded")
+def kernel_module(ctx: Context) -> Outcome:
+    sysf = ctx.snapshot.system
+    if sysf.os != "Linux":
+        return Outcome.skip(f"Kernel modules are not checked on {sysf.os or 'this OS'}")
+    if sysf.wsl:
+        return Outcome.skip("WSL2: the Windows host's driver serves the GPU, no kernel module")
+    if sysf.nvidia_module_loaded:
+        version = sysf.nvidia_module_version or "unknown version"
+        kind = " (open kernel module)" if "Open Kernel" in (sysf.nvidia_module_banner or "") else ""
+        return Outcome.passed(
+            f"nvidia kernel module {version} loaded{kind}",
+            "modules: " + (", ".join(sysf.nvidia_modules) or "nvidia"),
+        )
+    if _no_gpu(ctx):
+        return Outcome.skip(NO_GPU)
+    if sysf.nvidia_module_loaded is None:
+        return Outcome.skip(
+            "Could not tell which kernel modules are loaded (/proc/modules unreadable)"
+        )
+    if sysf.container:
+        return Outcome.fail(
+            f"The nvidia kernel module is not loaded on this {sysf.container} container's host",
+            fix="Install or load the NVIDIA driver on the host (sudo modprobe nvidia there); a "
+            "container cannot load kernel modules.",
+        )
+    evidence = []
+    for dev in sysf.pci_gpus:
+        bound = f"bound to {dev.driver}" if dev.driver else "no driver bound"
+        evidence.append(f"{dev.name or dev.device_id} at {dev.address}: {bound}")
+    lib_version = library_version(ctx.snapshot.nvml.library_path)
+    if lib_version:
+        evidence.append(f"the user-space driver {lib_version} is installed (libnvidia-ml)")
+    causes = [
+        "Load it: sudo modprobe nvidia. If that fails, the usual causes are:",
+        "  - the kernel was updated and the module not rebuilt for it: dkms status; then "
+        "sudo dkms autoinstall, or reinstall the driver package for kernel $(uname -r)",
+    ]
+    if sysf.secure_boot:
+        evidence.append("Secure Boot is on")
+        causes.append(
+            "  - Secure Boot is on and refuses the unsigned module: enroll the module's key "
+            "(sudo mokutil --import /var/lib/dkms/mok.pub, then reboot) or disable Secure Boot"
+        )
+    else:
+        causes.append("  - Secure Boot refuses an unsigned module: mokutil --sb-state")
+    if sysf.nouveau_loaded:
+        causes.append("  - nouveau holds the GPU: see system.nouveau")
+    if any(d.driver == "vfio-pci" for d in sysf.pci_gpus):
+        causes.append("  - the GPU is bound to vfio-pci (reserved for a VM): unbind it first")
+    if not lib_version:
+        causes.append(
+            "  - no driver is installed: install NVIDIA's driver (Ubuntu: sudo ubuntu-drivers "
+            "install; others: the distribution's nvidia-driver package) and reboot"
+        )
+    return Outcome.fail(
+        "The nvidia kernel module is not loaded: the GPU has no driver",
+        *evidence,
+        fix="\n".join(causes),
+    )
+
+
+@check("driver.nvml", Section.DRIVER, "NVML (the user-space driver) initialises and answers")
+def nvml(ctx: Context) -> Outcome:
+    facts = ctx.snapshot.nvml
+    sysf = ctx.snapshot.system
+    run = ctx.snapshot.probe("nvml")
+    if run is not None and run.status == "timeout":
+        return Outcome.fail(f"NVML {run.error}", fix=HUNG)
+    if run is not None and run.status in ("crashed", "error") and not ctx.nvml_ok:
+        return Outcome.fail(f"NVML probe {run.error}", fix=HUNG)
+    if ctx.nvml_ok:
+        out = Outcome.passed(
+            f"Driver {facts.driver_version}, supports CUDA {ctx.driver_cuda or 'unknown'}, "
+            f"{facts.device_count if facts.device_count is not None else '?'} GPU(s)",
+            f"NVML {facts.nvml_version or '?'} from {facts.library_path or 'libnvidia-ml.so.1'}",
+        )
+        if run is not None and run.status == "crashed":
+            return Outcome.warn(
+                "NVML answers, but one of its calls crashed the probe",
+                *out.evidence,
+                str(run.error),
+                fix="Update the NVIDIA driver (a driver bug); the affected facts are unknown.",
+            )
+        module = sysf.nvidia_module_version
+        if module and facts.driver_version and module != facts.driver_version:
+            return Outcome.warn(
+                "The kernel module and the user-space driver report different versions",
+                f"kernel module {module}, NVML {facts.driver_version}",
+                fix=RELOAD,
+            )
+        return out
+    if facts.init_skipped_reason:
+        if _no_gpu(ctx):
+            return Outcome.skip(
+                "NVML not tried: no GPU, no kernel module", facts.init_skipped_reason
+            )
+        return Outcome.skip(
+            "NVML not tried: the kernel module is not loaded (see driver.kernel-module)",
+            facts.init_skipped_reason,
+        )
+    err = facts.init_error
+    name = err.name if err else "unknown"
+    evidence = [f"nvmlInit: {name}" + (f" ({err.message})" if err and err.message else "")]
+    if name == "BindingMissing":
+        return Outcome.fail(
+            "gpucheck's own environment lacks the NVML binding",
+            *evidence,
+            fix="pip install nvidia-ml-py (in the environment gpucheck runs from)",
+        )
+    if name == "LibraryNotFound":
+        if _no_gpu(ctx):
+            return Outcome.skip(NO_GPU, "libnvidia-ml.so.1 is not installed either")
+        if sysf.container and not sysf.nvidia_module_loaded:
+            return Outcome.skip("No NVIDIA driver library inside this container", *evidence)
+        branch = (sysf.nvidia_module_version or "").split(".")[0]
+        if sysf.container:
+            fix = container_fix(sysf.container) + (
+                " If the GPU is passed in already, set NVIDIA_DRIVER_CAPABILITIES=compute,utility "
+                "so that the driver's libraries are mounted."
+            )
+        elif branch:
+            fix = (
+                f"Install the user-space driver matching kernel module {sysf.nvidia_module_version}"
+                " (Ubuntu/Debian: sudo apt install "
+                f"libnvidia-compute-{branch} nvidia-utils-{branch};"
+                " or reinstall the same driver version with NVIDIA's installer)."
+            )
+        else:
+            fix = "Install the NVIDIA driver (Ubuntu: sudo ubuntu-drivers install) and reboot."
+        return Outcome.fail(
+            "The NVIDIA user-space driver (libnvidia-ml.so.1) is not installed",
+            *evidence,
+            fix=fix,
+        )
+    if name == "DriverNotLoaded":
+        if _no_gpu(ctx):
+            return Outcome.skip(NO_GPU, *evidence)
+        return Outcome.fail(
+            "The NVIDIA driver is installed but not running",
+            *evidence,
+            fix="See driver.kernel-module: sudo modprobe nvidia, and look at dkms status.",
+        )
+    if name == "LibRmVersionMismatch":
+        lib = library_version(facts.library_path)
+        return Outcome.fail(
+            "Driver/library version mismatch: the running kernel module and the installed "
+            "user-space driver differ (typically a driver update without a reboot)",
+            *evidence,
+            f"kernel module {sysf.nvidia_module_version or 'unknown'}, "
+            f"libnvidia-ml {lib or 'unknown'}",
+            fix=RELOAD,
+        )
+    if name == "NoPermission":
+        return Outcome.fail(
+            "No permission to use the GPU",
+            *evidence,
+            fix="See driver.device-nodes: the /dev/nvidia* nodes must be readable and writable "
+            "by this user (ls -l /dev/nvidia*; add the user to their group).",
+        )
+    if name in ("GpuIsLost", "ResetRequired"):
+        return Outcome.fail(
+            "A GPU has fallen off the bus or needs a reset",
+            *evidence,
+            fix="sudo nvidia-smi -r (GPU reset) or reboot; sudo dmesg | grep -i xid says why. "
+            "If it repeats, the GPU or its slot/power is failing.",
+        )
+    return Outcome.fail(f"NVML failed to initialise: {name}", *evidence, fix=HUNG)
+
+
+@check("driver.device-nodes", Section.DRIVER, "/dev/nvidia* nodes exist and are usable")
+def device_nodes(ctx: Context) -> Outcome | None:
+    sysf = ctx.snapshot.system
+    if sysf.os != "Linux" or sysf.wsl:
+        return None
+    if _no_gpu(ctx) or not sysf.nvidia_module_loaded:
+        return None  # the module check says what matters; nodes follow from it
+    nodes = {n.path: n for n in sysf.device_nodes}
+    ctl = nodes.get("/dev/nvidiactl")
+    gpu_nodes = [n for p, n in nodes.items() if re.fullmatch(r"/dev/nvidia\d+", p)]
+    missing = [p for p in ["/dev/nvidiactl"] if not (ctl and ctl.exists)]
+    if not gpu_nodes:
+        missing.append("/dev/nvidia0 ...")
+    if missing:
+        fix = (
+            container_fix(sysf.container)
+            if sysf.container
+            else "sudo nvidia-modprobe -c 0 -u (or start nvidia-persistenced), which creates them"
+        )
+        return Outcome.fail(
+            "GPU device nodes are missing", *[f"{m} missing" for m in missing], fix=fix
+        )
+    denied = [n for n in nodes.values() if n.exists and not (n.readable and n.writable)]
+    if denied:
+        groups = sorted({n.owner_group for n in denied if n.owner_group})
+        group = groups[0] if groups else "video"
+        return Outcome.fail(
+            "No permission on GPU device nodes for this user",
+            *[f"{n.path} {n.mode} group {n.owner_group}" for n in denied],
+            fix=f"sudo usermod -aG {group} $USER, then log in again "
+            "(or fix the udev rule / NVreg_DeviceFileMode that sets these permissions)",
+        )
+    return Outcome.passed(f"{len(gpu_nodes)} GPU device node(s) and /dev/nvidiactl are usable")
+
+
+@check("driver.uvm", Section.DRIVER, "nvidia-uvm (needed by every CUDA program) is present")
+def uvm(ctx: Context) -> Outcome | None:
+    sysf = ctx.snapshot.system
+    if sysf.os != "Linux" or sysf.wsl or not sysf.nvidia_module_loaded:
+        return None
+    node = next((n for n in sysf.device_nodes if n.path == "/dev/nvidia-uvm"), None)
+    loaded = "nvidia_uvm" in sysf.nvidia_modules
+    driver = ctx.snapshot.cuda.driver
+    if (node and node.exists) or driver.init_result == 0:
+        return Outcome.passed("nvidia-uvm is loaded")
+    evidence = [
+        "/dev/nvidia-uvm does not exist",
+        "nvidia_uvm module " + ("loaded" if loaded else "not loaded"),
+    ]
+    if driver.init_error_name:
+        evidence.append(f"cuInit: {driver.init_error_name}")
+    fix = (
+        container_fix(sysf.container)
+        if sysf.container
+        else "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0"
+    )
+    return Outcome.fail("nvidia-uvm is missing: CUDA cannot start", *evidence, fix=fix)
+
+
+@check("driver.persistence-mode", Section.DRIVER, "persistence mode is on for server GPUs")
+def persistence_mode(ctx: Context) -> Outcome | None:
+    if ctx.snapshot.system.os != "Linux" or not ctx.gpus:
+        return None
+    server = [
+        g for g in ctx.healthy_handles if g.brand in ("Tesla", "NVIDIA") and not g.display_active
+    ]
+    if not server:
+        return None
+    off = [g for g in server if g.persistence_mode is False]
+    if not off:
+        return Outcome.passed(f"Persistence mode on for {len(server)} data-centre GPU(s)")
+    return Outcome.warn(
+        f"Persistence mode is off on {len(off)} data-centre GPU(s): every CUDA start pays the "
+        "driver's initialisation, and GPU state resets between jobs",
+        *[gpu_label(g) for g in off],
+        fix="sudo systemctl enable --now nvidia-persistenced (or: sudo nvidia-smi -pm 1)",
+    )

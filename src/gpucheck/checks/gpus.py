@@ -1,0 +1,360 @@
+"""Per-GPU health, each check aggregated over all GPUs: one line for eight healthy GPUs, and
+one evidence line per GPU that has the problem."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpucheck.checks.context import Context, gib, gpu_label
+from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.snapshot import GpuFacts
+
+NO_GPUS = "No GPU facts from the driver (see driver.nvml)"
+# A PCIe link idles at a lower generation to save power; only under load does it matter.
+BUSY_UTILIZATION = 30
+# Throttle reasons that mean the GPU is protecting itself, not just saving power.
+HW_SLOWDOWN = {
+    "hw_slowdown": "hardware slowdown (clocks cut by half or more)",
+    "hw_thermal_slowdown": "hardware thermal slowdown (too hot)",
+    "hw_power_brake_slowdown": "power brake slowdown (external power supply signal)",
+}
+SW_THERMAL = {"sw_thermal_slowdown": "software thermal slowdown"}
+
+
+def _unknown(gpus: list[GpuFacts], field: str) -> list[GpuFacts]:
+    return [g for g in gpus if getattr(g, field) is None]
+
+
+def _unknown_note(gpus: list[GpuFacts], field: str) -> list[str]:
+    unknown = _unknown(gpus, field)
+    if not unknown:
+        return []
+    reasons = sorted({g.field_errors.get(field, "not reported") for g in unknown})
+    return [f"unknown on {len(unknown)} GPU(s): {', '.join(reasons)}"]
+
+
+def _all_unknown(gpus: list[GpuFacts], field: str, what: str) -> Outcome | None:
+    if gpus and len(_unknown(gpus, field)) == len(gpus):
+        return Outcome.skip(f"{what}: not reported by these GPUs", *_unknown_note(gpus, field))
+    return None
+
+
+def _per_gpu(
+    ctx: Context, check_one: Callable[[GpuFacts], str | None]
+) -> tuple[list[GpuFacts], list[str]]:
+    bad, evidence = [], []
+    for g in ctx.healthy_handles:
+        problem = check_one(g)
+        if problem:
+            bad.append(g)
+            evidence.append(f"{gpu_label(g)}: {problem}")
+    return bad, evidence
+
+
+@check("gpu.lost", Section.GPUS, "every GPU answers (none fallen off the bus or needing reset)")
+def lost(ctx: Context) -> Outcome | None:
+    if not ctx.gpus:
+        return Outcome.skip(NO_GPUS) if ctx.has_gpu else None
+    lost = [g for g in ctx.gpus if g.handle_error is not None]
+    count = ctx.snapshot.nvml.device_count
+    unread = count - len(ctx.gpus) if count is not None and count > len(ctx.gpus) else 0
+    if not lost and (count is None or count == len(ctx.gpus)):
+        return Outcome.passed(f"All {len(ctx.gpus)} GPU(s) answer")
+    evidence = [f"GPU {g.index}: {g.handle_error.name}" for g in lost if g.handle_error is not None]
+    if count is not None and count > len(ctx.gpus):
+        evidence.append(f"the driver counts {count} GPUs but only {len(ctx.gpus)} were read")
+    pci = len(ctx.snapshot.system.pci_gpus)
+    return Outcome.fail(
+        f"{len(lost) + unread} GPU(s) do not answer: fallen off the bus or needing a reset",
+        *evidence,
+        *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
+        fix="sudo nvidia-smi -r -i <index> (reset the GPU, with nothing running on it) or reboot; "
+        "sudo dmesg | grep -i xid tells why (Xid 79: fallen off the bus). If it repeats, the "
+        "GPU, its slot or its power is failing.",
+    )
+
+
+@check("gpu.ecc-errors", Section.GPUS, "no uncorrectable ECC memory errors")
+def ecc(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    with_ecc = [g for g in gpus if g.ecc_enabled]
+    if not with_ecc:
+        if all(g.ecc_enabled is None for g in gpus):
+            return Outcome.skip(
+                "ECC: not supported by these GPUs", *_unknown_note(gpus, "ecc_enabled")
+            )
+        return Outcome.info("ECC is off on every GPU: memory errors go undetected")
+    bad, evidence = _per_gpu(
+        ctx,
+        lambda g: (
+            f"{g.ecc_uncorrected_volatile} uncorrectable error(s) since the last reboot"
+            if g.ecc_uncorrected_volatile
+            else None
+        ),
+    )
+    if bad:
+        return Outcome.fail(
+            f"Uncorrectable ECC memory errors on {len(bad)} GPU(s): results and jobs on them "
+            "are not to be trusted",
+            *evidence,
+            fix="Drain the node; reset the GPU (sudo nvidia-smi -r -i <index>) or reboot, then "
+            "re-check. Errors that return after a reset mean the GPU needs replacing (RMA).",
+        )
+    history = [g for g in with_ecc if g.ecc_uncorrected_aggregate]
+    note = [f"{gpu_label(g)}: {g.ecc_uncorrected_aggregate} in its lifetime" for g in history]
+    return Outcome.passed(
+        f"No uncorrectable ECC errors on {len(with_ecc)} GPU(s) since boot", *note
+    )
+
+
+@check("gpu.memory-remapping", Section.GPUS, "no pending or failed row remaps / page retirements")
+def remapping(ctx: Context) -> Outcome | None:
+    gpus = [g for g in ctx.healthy_handles if g.ecc_enabled]
+    if not gpus:
+        return None
+    failed, ev_failed = _per_gpu(
+        ctx, lambda g: "row remapping failed (no spare rows left)" if g.remap_failed else None
+    )
+    if failed:
+        return Outcome.fail(
+            f"Row remapping failed on {len(failed)} GPU(s): the memory has errors it can no "
+            "longer repair",
+            *ev_failed,
+            fix="Take the GPU out of service and replace it (RMA); run NVIDIA's field "
+            "diagnostics (dcgmi diag -r 3) to confirm.",
+        )
+    pending, ev_pending = _per_gpu(
+        ctx,
+        lambda g: (
+            "a row remap is pending (takes effect at the next GPU reset)"
+            if g.remap_pending
+            else ("a page retirement is pending" if g.retired_pages_pending else None)
+        ),
+    )
+    if pending:
+        return Outcome.warn(
+            f"Memory repairs pending on {len(pending)} GPU(s) until they are reset",
+            *ev_pending,
+            fix="Reset the GPU when idle (sudo nvidia-smi -r -i <index>) or reboot the node.",
+        )
+    dbe = [g for g in gpus if (g.retired_pages_dbe or 0) > 0]
+    evidence = [
+        f"{gpu_label(g)}: {g.retired_pages_dbe} page(s) retired for double-bit errors" for g in dbe
+    ]
+    if all(g.remap_pending is None and g.retired_pages_pending is None for g in gpus):
+        return Outcome.skip("Row remapping and page retirement: not reported by these GPUs")
+    return Outcome.passed(f"No pending or failed memory repairs on {len(gpus)} GPU(s)", *evidence)
+
+
+@check("gpu.throttling", Section.GPUS, "no thermal, power-brake or hardware clock slowdown")
+def throttling(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    unknown = _all_unknown(gpus, "clock_event_reasons", "Clock slowdown reasons")
+    if unknown:
+        return unknown
+
+    def hw(g: GpuFacts) -> str | None:
+        reasons = [HW_SLOWDOWN[r] for r in (g.clock_event_reasons or []) if r in HW_SLOWDOWN]
+        return ", ".join(reasons) + _temp(g) if reasons else None
+
+    bad, evidence = _per_gpu(ctx, hw)
+    if bad:
+        return Outcome.fail(
+            f"{len(bad)} GPU(s) are slowed down by hardware protection",
+            *evidence,
+            fix="Check cooling (fans, airflow, inlet temperature) and power delivery (PSU "
+            "cables, power-brake signal); nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER "
+            "shows the detail.",
+        )
+
+    def sw(g: GpuFacts) -> str | None:
+        reasons = [SW_THERMAL[r] for r in (g.clock_event_reasons or []) if r in SW_THERMAL]
+        hot = (
+            g.temperature_c is not None
+            and g.temperature_slowdown_c is not None
+            and g.temperature_c >= g.temperature_slowdown_c - 5
+        )
+        if reasons or hot:
+            return (", ".join(reasons) or "close to its slowdown temperature") + _temp(g)
+        return None
+
+    warm, evidence = _per_gpu(ctx, sw)
+    if warm:
+        return Outcome.warn(
+            f"{len(warm)} GPU(s) run hot enough to lower their clocks",
+            *evidence,
+            fix="Improve cooling (airflow, fan curve, inlet temperature); check with "
+            "nvidia-smi -q -d TEMPERATURE,PERFORMANCE under load.",
+        )
+    return Outcome.passed(f"No hardware or thermal slowdown on {len(gpus)} GPU(s)")
+
+
+def _temp(g: GpuFacts) -> str:
+    if g.temperature_c is None:
+        return ""
+    limit = f", slowdown at {g.temperature_slowdown_c} °C" if g.temperature_slowdown_c else ""
+    return f" ({g.temperature_c} °C{limit})"
+
+
+@check("gpu.pcie-link", Section.GPUS, "each GPU's PCIe link runs at its full width")
+def pcie_link(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    unknown = _all_unknown(gpus, "pcie_width_current", "PCIe link")
+    if unknown:
+        return unknown
+    narrow_bad: list[str] = []
+    narrow_warn: list[str] = []
+    slow: list[str] = []
+    idle_low: list[str] = []
+    for g in gpus:
+        cur_w, max_w = g.pcie_width_current, g.pcie_width_max
+        if cur_w and max_w and cur_w < max_w:
+            line = f"{gpu_label(g)}: x{cur_w} of x{max_w}"
+            (narrow_bad if cur_w * 4 <= max_w else narrow_warn).append(line)
+        cur_g, max_g = g.pcie_gen_current, g.pcie_gen_max
+        if cur_g and max_g and cur_g < max_g:
+            line = f"{gpu_label(g)}: gen {cur_g} of {max_g} at {g.utilization_gpu}% utilisation"
+            busy = g.utilization_gpu is not None and g.utilization_gpu >= BUSY_UTILIZATION
+            (slow if busy else idle_low).append(line)
+    idle_note = [line + " (idle: normal power saving)" for line in idle_low]
+    fix = (
+        "Reseat the GPU or its riser in a full-width slot, check the slot's lane sharing in the "
+        "board manual (M.2 and second x16 slots often split lanes) and BIOS PCIe settings; "
+        "in a VM, the hypervisor's passthrough sets the width."
+    )
+    if narrow_bad:
+        return Outcome.fail(
+            "PCIe link trained far below its width: host<->GPU transfers are at a quarter or less",
+            *narrow_bad,
+            *narrow_warn,
+            fix=fix,
+        )
+    if narrow_warn or slow:
+        return Outcome.warn(
+            "PCIe link below its maximum",
+            *narrow_warn,
+            *[s + " (under load)" for s in slow],
+            *idle_note,
+            fix=fix,
+        )
+    return Outcome.passed(f"PCIe links at full width on {len(gpus)} GPU(s)", *idle_note)
+
+
+@check("gpu.compute-mode", Section.GPUS, "compute mode lets CUDA programs use the GPU")
+def compute_mode(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    prohibited = [g for g in gpus if g.compute_mode == "prohibited"]
+    exclusive = [g for g in gpus if g.compute_mode in ("exclusive_process", "exclusive_thread")]
+    if prohibited:
+        return Outcome.fail(
+            f"Compute is prohibited on {len(prohibited)} GPU(s): no CUDA program can use them",
+            *[gpu_label(g) for g in prohibited],
+            fix="sudo nvidia-smi -i " + ",".join(str(g.index) for g in prohibited) + " -c DEFAULT",
+        )
+    if exclusive:
+        return Outcome.warn(
+            f"{len(exclusive)} GPU(s) in exclusive-process mode: only one process at a time "
+            "(a second one, e.g. a data-loader worker or an evaluation job, fails with "
+            "'all CUDA-capable devices are busy or unavailable')",
+            *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
+            fix="If not set on purpose by the scheduler: sudo nvidia-smi -i "
+            + ",".join(str(g.index) for g in exclusive)
+            + " -c DEFAULT",
+        )
+    return Outcome.passed(f"Compute mode default on {len(gpus)} GPU(s)")
+
+
+@check("gpu.mig", Section.GPUS, "MIG mode, and what it means for CUDA_VISIBLE_DEVICES")
+def mig(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    on = [g for g in gpus if g.mig_enabled]
+    pending = [
+        g
+        for g in gpus
+        if g.mig_enabled_pending is not None and g.mig_enabled_pending != g.mig_enabled
+    ]
+    if pending:
+        return Outcome.warn(
+            f"A MIG mode change is pending on {len(pending)} GPU(s) until they are reset",
+            *[
+                f"{gpu_label(g)}: MIG {'on' if g.mig_enabled else 'off'} now, "
+                f"{'on' if g.mig_enabled_pending else 'off'} after reset"
+                for g in pending
+            ],
+            fix="Reset the GPU (sudo nvidia-smi -r -i <index>) or reboot to apply it.",
+        )
+    if not on:
+        return None
+    empty = [g for g in on if not g.mig_devices]
+    if empty:
+        return Outcome.fail(
+            f"MIG is on but no MIG devices exist on {len(empty)} GPU(s): CUDA sees nothing there",
+            *[gpu_label(g) for g in empty],
+            fix="Create GPU and compute instances, e.g. sudo nvidia-smi mig -i "
+            + ",".join(str(g.index) for g in empty)
+            + " -cgi <profile> -C (list profiles: nvidia-smi mig -lgip); or turn MIG off: "
+            "sudo nvidia-smi -i <index> -mig 0",
+        )
+    evidence = [
+        f"{gpu_label(g)}: {len(g.mig_devices)} MIG device(s): "
+        + ", ".join(f"{m.name or 'MIG'} {m.uuid or ''}".strip() for m in g.mig_devices[:4])
+        + (" ..." if len(g.mig_devices) > 4 else "")
+        for g in on
+    ]
+    evidence.append(
+        "a CUDA process uses one MIG device; select it by UUID: "
+        "CUDA_VISIBLE_DEVICES=MIG-<uuid> (indices name whole GPUs, not slices)"
+    )
+    return Outcome.info(f"MIG is on for {len(on)} GPU(s)", *evidence)
+
+
+@check("gpu.memory-in-use", Section.GPUS, "no other process holds most of a GPU's memory")
+def memory_in_use(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    busy = []
+    for g in gpus:
+        if g.memory_total and g.memory_used is not None and g.memory_used > g.memory_total / 2:
+            procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
+            who = (
+                ", ".join(f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in procs[:3])
+                or "no process listed (another container or VM, or the driver itself)"
+            )
+            busy.append(
+                (g, f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used by {who}")
+            )
+    if busy:
+        pids = sorted({p.pid for g, _ in busy for p in (g.processes or [])})
+        if pids:
+            fix = (
+                "Wait for these jobs or stop them: check what they are "
+                f"(ps -o pid,user,cmd -p {','.join(map(str, pids))}), then kill "
+                + " ".join(map(str, pids))
+            )
+        else:
+            fix = (
+                "Wait for the job holding the memory, or find it where it runs "
+                "(nvidia-smi on the host)"
+            )
+        if len(busy) < len(gpus):
+            fix += "; or use the other GPUs (CUDA_VISIBLE_DEVICES)"
+        return Outcome.warn(
+            f"{len(busy)} GPU(s) already have most of their memory in use",
+            *[line for _, line in busy],
+            fix=fix,
+        )
+    used = [g for g in gpus if g.processes]
+    note = [
+        f"{gpu_label(g)}: {len(g.processes or [])} process(es), {gib(g.memory_used)} used"
+        for g in used
+    ]
+    return Outcome.passed(f"Memory free on {len(gpus)} GPU(s)", *note)

@@ -1,0 +1,90 @@
+"""Requirements a job states on the command line (--min-gpus, --min-memory,
+--min-compute-capability): each is a check of its own, present only when asked for."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from gpucheck.checks.context import Context, gib, gpu_label
+from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.compat import parse_version
+from gpucheck.snapshot import GpuFacts
+
+
+def _usable(ctx: Context) -> list[GpuFacts]:
+    """The GPUs a CUDA program would get: answering, and shown by CUDA_VISIBLE_DEVICES."""
+    return [g for g in ctx.visibility.visible if g.handle_error is None]
+
+
+@check("require.min-gpus", Section.REQUIREMENTS, "at least N usable GPUs (--min-gpus)")
+def min_gpus(ctx: Context) -> Outcome | None:
+    want = ctx.requirements.min_gpus
+    if want is None:
+        return None
+    have = _usable(ctx)
+    shown = f"{len(have)} usable GPU(s)" + (
+        f" of {len(ctx.gpus)} (CUDA_VISIBLE_DEVICES)" if len(have) < len(ctx.gpus) else ""
+    )
+    if len(have) >= want:
+        return Outcome.passed(f"At least {want} GPU(s): {shown}")
+    return Outcome.fail(
+        f"Needs {want} GPU(s), has {len(have)}",
+        shown,
+        *([] if ctx.nvml_ok else ["the driver gives no GPU list (see driver checks)"]),
+        fix=f"Run the job on a node with {want} or more GPUs, or fix the problems above that "
+        "hide GPUs.",
+    )
+
+
+@check(
+    "require.min-memory",
+    Section.REQUIREMENTS,
+    "every usable GPU has at least this memory (--min-memory)",
+)
+def min_memory(ctx: Context) -> Outcome | None:
+    want = ctx.requirements.min_memory_bytes
+    if want is None:
+        return None
+    text = ctx.requirements.min_memory_text or gib(want)
+    gpus = _usable(ctx)
+    if not gpus:
+        return Outcome.fail(
+            f"Needs GPUs with {text} each; no usable GPU", fix="See the problems above."
+        )
+    small = [g for g in gpus if g.memory_total is None or g.memory_total < want]
+    if not small:
+        return Outcome.passed(f"All {len(gpus)} usable GPU(s) have at least {text}")
+    return Outcome.fail(
+        f"{len(small)} GPU(s) have less than {text} of memory",
+        *[f"{gpu_label(g)}: {gib(g.memory_total)}" for g in small],
+        fix=f"Run on GPUs with at least {text} each, or reduce the job's memory (batch size, "
+        "precision, sharding).",
+    )
+
+
+@check(
+    "require.min-compute-capability",
+    Section.REQUIREMENTS,
+    "every usable GPU has at least this compute capability (--min-compute-capability)",
+)
+def min_cc(ctx: Context) -> Outcome | None:
+    want_text = ctx.requirements.min_compute_capability
+    if want_text is None:
+        return None
+    want = Version(want_text)
+    gpus = _usable(ctx)
+    if not gpus:
+        return Outcome.fail(
+            f"Needs compute capability {want_text}; no usable GPU", fix="See the problems above."
+        )
+    low = [g for g in gpus if (parse_version(g.compute_capability or "") or Version("0")) < want]
+    if not low:
+        return Outcome.passed(
+            f"All {len(gpus)} usable GPU(s) have compute capability >= {want_text}"
+        )
+    return Outcome.fail(
+        f"{len(low)} GPU(s) are below compute capability {want_text}",
+        *[f"{gpu_label(g)}: {g.compute_capability or 'unknown'}" for g in low],
+        fix=f"Run on GPUs of compute capability {want_text} or newer "
+        "(gpucheck's compat data lists which GPUs those are).",
+    )

@@ -1,0 +1,182 @@
+"""System checks: is there a GPU at all, and is the environment set up to let CUDA see it."""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context, gpu_label
+from gpucheck.checks.model import Outcome, Section, check
+
+CONTAINER_FIXES = {
+    "kubernetes": (
+        "Request the GPU in the pod spec (resources: limits: nvidia.com/gpu: 1) on a node "
+        "running the NVIDIA device plugin (or GPU Operator)."
+    ),
+    "podman": (
+        "Start the container with the GPU passed in: podman run --device nvidia.com/gpu=all ... "
+        "(CDI spec from: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)."
+    ),
+}
+DEFAULT_CONTAINER_FIX = (
+    "Start the container with the GPU passed in: docker run --gpus all ... "
+    "(the host needs the NVIDIA Container Toolkit: sudo nvidia-ctk runtime configure "
+    "--runtime=docker && sudo systemctl restart docker)."
+)
+
+
+def container_fix(kind: str | None) -> str:
+    return CONTAINER_FIXES.get(kind or "", DEFAULT_CONTAINER_FIX)
+
+
+@check("system.gpu-present", Section.SYSTEM, "an NVIDIA GPU is on this machine (PCI bus, NVML)")
+def gpu_present(ctx: Context) -> Outcome:
+    sysf = ctx.snapshot.system
+    pci = sysf.pci_gpus
+    if pci:
+        names = [f"{d.name or 'device ' + d.device_id} at {d.address}" for d in pci]
+        return Outcome.passed(
+            f"{len(pci)} NVIDIA GPU{'s' if len(pci) > 1 else ''} on the PCI bus",
+            *names,
+        )
+    if ctx.snapshot.nvml.gpus:
+        gpus = ctx.snapshot.nvml.gpus
+        return Outcome.passed(
+            f"{len(gpus)} NVIDIA GPU{'s' if len(gpus) > 1 else ''} reported by the driver",
+            *[gpu_label(g) for g in gpus],
+        )
+    if sysf.wsl and ctx.has_gpu is None:
+        return Outcome.skip(
+            "WSL2: GPUs are not on a PCI bus here; the driver's answer below decides"
+        )
+    if ctx.has_gpu is False:
+        where = f", as seen from this {sysf.container} container" if sysf.container else ""
+        return Outcome.fail(
+            "This machine has no NVIDIA GPU",
+            f"no NVIDIA (vendor 0x10de) display or 3D controller among the "
+            f"{sysf.pci_device_count} PCI devices{where}",
+            fix=(
+                "Run on a machine with an NVIDIA GPU (a GPU cloud instance or node). In a virtual "
+                "machine, attach the GPU to it first (PCI passthrough or a vGPU profile)."
+            ),
+        )
+    if sysf.container:
+        return Outcome.fail(
+            f"No NVIDIA GPU visible in this {sysf.container} container",
+            f"the PCI bus is hidden here ({sysf.container_evidence}) and the driver sees no GPU",
+            "no /dev/nvidia* device nodes" if not _any_node(ctx) else "device nodes exist",
+            fix=container_fix(sysf.container)
+            + " If the host itself has no NVIDIA GPU, run the job on a GPU node.",
+        )
+    return Outcome.skip(
+        "Could not look for GPUs: /sys/bus/pci is not readable",
+        "Without it, the driver checks below say whether a GPU is there.",
+    )
+
+
+def _any_node(ctx: Context) -> bool:
+    return any(n.exists for n in ctx.snapshot.system.device_nodes if n.path != "/dev/dxg")
+
+
+@check("system.container-gpu-access", Section.SYSTEM, "a container was given the host's GPUs")
+def container_access(ctx: Context) -> Outcome | None:
+    sysf = ctx.snapshot.system
+    if not sysf.container:
+        return None
+    if not sysf.pci_gpus:
+        return None  # system.gpu-present says whether there is a GPU at all
+    if ctx.nvml_ok or _any_node(ctx):
+        return Outcome.passed(f"Running in a {sysf.container} container with GPU access")
+    return Outcome.fail(
+        f"The host's GPU is not passed into this {sysf.container} container",
+        f"{len(sysf.pci_gpus)} NVIDIA GPU(s) on the host's PCI bus",
+        "but no /dev/nvidia* device nodes and no usable NVIDIA driver library inside",
+        fix=container_fix(sysf.container),
+    )
+
+
+@check("system.nouveau", Section.SYSTEM, "the open-source nouveau driver is not holding the GPU")
+def nouveau(ctx: Context) -> Outcome | None:
+    sysf = ctx.snapshot.system
+    bound = [d for d in sysf.pci_gpus if d.driver == "nouveau"]
+    if not sysf.nouveau_loaded and not bound:
+        return None if not sysf.pci_gpus else Outcome.passed("nouveau is not loaded")
+    evidence = ["the nouveau kernel module is loaded"] if sysf.nouveau_loaded else []
+    evidence += [f"{d.address} is bound to nouveau" for d in bound]
+    return Outcome.fail(
+        "nouveau, not NVIDIA's driver, is driving the GPU (CUDA cannot run on it)",
+        *evidence,
+        fix=(
+            'printf "blacklist nouveau\\noptions nouveau modeset=0\\n" | sudo tee '
+            "/etc/modprobe.d/blacklist-nouveau.conf && sudo update-initramfs -u && sudo reboot "
+            "(on RHEL/Fedora: sudo dracut --force instead of update-initramfs)"
+        ),
+    )
+
+
+@check(
+    "system.cuda-visible-devices",
+    Section.SYSTEM,
+    "CUDA_VISIBLE_DEVICES does not hide GPUs or name ones that do not exist",
+)
+def cuda_visible_devices(ctx: Context) -> Outcome | None:
+    value = ctx.snapshot.system.env.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    if not ctx.gpus:
+        return Outcome.skip(f"CUDA_VISIBLE_DEVICES={value!r}: no GPU list to compare it with")
+    vis = ctx.visibility
+    total = len(ctx.gpus)
+    shown = f"CUDA_VISIBLE_DEVICES={value!r}"
+    indices = ",".join(str(g.index) for g in ctx.gpus)
+    if vis.invalid_token is not None:
+        evidence = [
+            shown,
+            f"{vis.invalid_token!r} matches no GPU (indices {indices}, or GPU-/MIG- UUIDs); "
+            "CUDA ignores it and every entry after it",
+        ]
+        status = Outcome.fail if not vis.visible else Outcome.warn
+        return status(
+            f"CUDA_VISIBLE_DEVICES names a GPU that does not exist: CUDA sees "
+            f"{len(vis.visible)} of {total}",
+            *evidence,
+            fix=f"export CUDA_VISIBLE_DEVICES={indices} (or unset CUDA_VISIBLE_DEVICES)",
+        )
+    if not vis.visible:
+        return Outcome.fail(
+            f"CUDA_VISIBLE_DEVICES hides all {total} GPU{'s' if total > 1 else ''}",
+            shown,
+            fix="unset CUDA_VISIBLE_DEVICES (or list the GPUs to use: "
+            f"export CUDA_VISIBLE_DEVICES={indices})",
+        )
+    if len(vis.visible) < total:
+        hidden = [g for g in ctx.gpus if g not in vis.visible]
+        return Outcome.info(
+            f"CUDA_VISIBLE_DEVICES shows {len(vis.visible)} of {total} GPUs",
+            shown,
+            "hidden: " + ", ".join(gpu_label(g) for g in hidden),
+        )
+    return Outcome.passed(f"CUDA_VISIBLE_DEVICES shows all {total} GPUs", shown)
+
+
+@check("system.cuda-launch-blocking", Section.SYSTEM, "CUDA_LAUNCH_BLOCKING is not left on")
+def cuda_launch_blocking(ctx: Context) -> Outcome | None:
+    value = ctx.snapshot.system.env.get("CUDA_LAUNCH_BLOCKING")
+    if value is None or value.strip() in ("", "0"):
+        return None
+    return Outcome.warn(
+        "CUDA_LAUNCH_BLOCKING is on: every kernel launch waits for the GPU (a silent slowdown)",
+        f"CUDA_LAUNCH_BLOCKING={value!r}",
+        fix="unset CUDA_LAUNCH_BLOCKING (set it only while debugging a CUDA error)",
+    )
+
+
+@check("system.probes", Section.SYSTEM, "gpucheck could gather the system and library facts")
+def probes(ctx: Context) -> Outcome | None:
+    # NVML and libcuda probe failures are judged by their own checks; these are the rest.
+    bad = [p for p in ctx.snapshot.probes if p.name in ("system", "libraries") and p.status != "ok"]
+    if not bad:
+        return None
+    return Outcome.warn(
+        "Some facts could not be gathered",
+        *[f"{p.name} probe: {p.status}: {p.error}" for p in bad],
+        fix="The findings that depend on these facts are marked skipped or unknown; "
+        "if this repeats, run gpucheck snapshot and report it with the snapshot attached.",
+    )

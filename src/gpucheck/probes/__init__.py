@@ -1,0 +1,115 @@
+"""Probes gather facts and never judge. `collect()` runs them all concurrently, each under a
+time bound, and always returns a complete Snapshot: a probe that fails leaves its facts
+unknown and says why in `snapshot.probes`."""
+
+from __future__ import annotations
+
+import glob
+import os
+import site
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypeVar
+
+from gpucheck.snapshot import (
+    CudaDriverFacts,
+    CudaFacts,
+    CudnnFacts,
+    NvmlFacts,
+    ProbeRun,
+    Snapshot,
+    SystemFacts,
+)
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT = 15.0
+
+
+@dataclass
+class ProbeOptions:
+    timeout: float = DEFAULT_TIMEOUT  # seconds, per probe; probes run side by side
+    root: Path = Path("/")
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    site_dirs: list[Path] | None = None  # None: this interpreter's and the active env's
+
+
+def default_site_dirs(env: Mapping[str, str]) -> list[Path]:
+    """Site folders of this interpreter and of the active virtualenv / conda env, if other."""
+    dirs: list[str] = []
+    try:
+        dirs += site.getsitepackages()
+        dirs.append(site.getusersitepackages())
+    except AttributeError:  # some embedded interpreters lack these
+        pass
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = env.get(var)
+        if prefix:
+            dirs += glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages"))
+            dirs += glob.glob(os.path.join(prefix, "Lib", "site-packages"))
+    seen: list[Path] = []
+    for d in dirs:
+        p = Path(d)
+        if p.is_dir() and p not in seen:
+            seen.append(p)
+    return seen
+
+
+def _guarded(name: str, fn: Callable[[], T], fallback: T) -> tuple[T, list[ProbeRun]]:
+    """Run a probe in-process; a bug in it becomes a recorded failure, not a crash."""
+    start = time.monotonic()
+    try:
+        return fn(), [ProbeRun(name, "ok", round((time.monotonic() - start) * 1000, 1))]
+    except Exception as exc:
+        duration = round((time.monotonic() - start) * 1000, 1)
+        return fallback, [ProbeRun(name, "error", duration, f"{type(exc).__name__}: {exc}")]
+
+
+def _result(future: Future[T], name: str, fallback: T) -> tuple[T, list[ProbeRun]]:
+    try:
+        return future.result(), []
+    except Exception as exc:
+        return fallback, [ProbeRun(name, "error", 0.0, f"{type(exc).__name__}: {exc}")]
+
+
+def driver_init_allowed(system: SystemFacts) -> bool:
+    """False where the nvidia kernel module is known not to be loaded (not WSL): then nvmlInit
+    and cuInit can only fail, and as root they would create device nodes or load modules."""
+    return not (system.os == "Linux" and not system.wsl and system.nvidia_module_loaded is False)
+
+
+def collect(options: ProbeOptions | None = None) -> Snapshot:
+    from gpucheck.probes.libraries import SearchScope
+    from gpucheck.probes.native import probe_cuda_and_cudnn, probe_cuda_driver
+    from gpucheck.probes.nvml import probe_nvml
+    from gpucheck.probes.system import probe_system
+
+    opts = options or ProbeOptions()
+    site_dirs = opts.site_dirs if opts.site_dirs is not None else default_site_dirs(opts.env)
+    scope = SearchScope(env=opts.env, site_dirs=site_dirs)
+    snap = Snapshot(created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    # The system probe reads files only (milliseconds) and decides whether driver init is safe.
+    snap.system, runs = _guarded("system", lambda: probe_system(opts.root, opts.env), SystemFacts())
+    init = driver_init_allowed(snap.system)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        nvml_f = pool.submit(probe_nvml, opts.timeout, opts.env, init)
+        driver_f = pool.submit(probe_cuda_driver, opts.timeout, opts.env, init)
+        libs_f = pool.submit(probe_cuda_and_cudnn, scope, opts.timeout)
+        (snap.nvml, nvml_run), err1 = _result(
+            nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
+        )
+        (driver, driver_run), err2 = _result(
+            driver_f, "cuda_driver", (CudaDriverFacts(), ProbeRun("cuda_driver", "error", 0.0))
+        )
+        (snap.cuda, snap.cudnn, lib_runs), err3 = _result(
+            libs_f, "libraries", (CudaFacts(), CudnnFacts(), [])
+        )
+    snap.cuda.driver = driver
+    snap.probes = [*runs, nvml_run, driver_run, *lib_runs, *err1, *err2, *err3]
+    # A failed future already produced its own error run; drop the placeholder beside it.
+    names = {r.name for r in err1 + err2 + err3}
+    snap.probes = [r for r in snap.probes if not (r.name in names and r.error is None)]
+    return snap

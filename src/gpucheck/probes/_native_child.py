@@ -1,0 +1,130 @@
+"""Native-library probe, run in a child process (see probes/child.py for the protocol).
+
+argv[1] is a JSON list of tasks: {"id": ..., "kind": "cuda_driver" | "cudart" | "cudnn",
+"path": ...}. One JSON line per finished task on stdout; "@ task <id>" on stderr before each,
+so that the parent can tell which library hung or aborted the process.
+
+Standard library only (ctypes); no gpucheck imports; runs on Python 3.8+.
+"""
+
+import ctypes
+import json
+import os
+import sys
+
+
+def step(task_id):
+    os.write(2, ("@ task %s\n" % task_id).encode())
+
+
+def mapped_path(fragment):
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split()
+                if len(parts) >= 6 and fragment in os.path.basename(parts[-1]):
+                    return parts[-1]
+    except OSError:
+        pass
+    return None
+
+
+def cuda_error_name(lib, code):
+    name = ctypes.c_char_p()
+    try:
+        if lib.cuGetErrorName(code, ctypes.byref(name)) == 0 and name.value:
+            return name.value.decode()
+    except Exception:
+        pass
+    return None
+
+
+def cuda_driver(task):
+    out = {"devices": []}
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        out["load_error"] = str(exc)
+        return out
+    out["library_path"] = mapped_path("libcuda.so")
+    version = ctypes.c_int(0)
+    if lib.cuDriverGetVersion(ctypes.byref(version)) == 0:
+        out["driver_version"] = version.value
+    if not task.get("init", True):
+        # As root, cuInit would run nvidia-modprobe: load the module and create device nodes.
+        out["init_skipped_reason"] = "cuInit not called: the nvidia kernel module is not loaded"
+        return out
+    rc = lib.cuInit(0)
+    out["init_result"] = rc
+    out["init_error_name"] = cuda_error_name(lib, rc) if rc else None
+    if rc != 0:
+        return out
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return out
+    out["device_count"] = count.value
+    for index in range(count.value):
+        dev = ctypes.c_int(0)
+        record = {"index": index}
+        if lib.cuDeviceGet(ctypes.byref(dev), index) == 0:
+            buf = ctypes.create_string_buffer(256)
+            if lib.cuDeviceGetName(buf, 256, dev) == 0:
+                record["name"] = buf.value.decode("utf-8", "replace")
+            major, minor = ctypes.c_int(0), ctypes.c_int(0)
+            # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76
+            if (lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev) == 0
+                    and lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev) == 0):
+                record["compute_capability"] = "%d.%d" % (major.value, minor.value)
+            total = ctypes.c_size_t(0)
+            if lib.cuDeviceTotalMem_v2(ctypes.byref(total), dev) == 0:
+                record["memory_total"] = total.value
+        out["devices"].append(record)
+    return out
+
+
+def cudart(task):
+    lib = ctypes.CDLL(task["path"])
+    version = ctypes.c_int(0)
+    rc = lib.cudaRuntimeGetVersion(ctypes.byref(version))
+    if rc != 0:
+        return {"error": "cudaRuntimeGetVersion returned %d" % rc}
+    return {"version": "%d.%d" % (version.value // 1000, (version.value % 1000) // 10)}
+
+
+def cudnn_version_text(value):
+    # cuDNN 9 encodes 9.1.0 as 90100; cuDNN 8 and older encode 8.9.7 as 8907.
+    if value >= 90000:
+        return "%d.%d.%d" % (value // 10000, (value % 10000) // 100, value % 100)
+    return "%d.%d.%d" % (value // 1000, (value % 1000) // 100, value % 100)
+
+
+def cudnn(task):
+    lib = ctypes.CDLL(task["path"])
+    lib.cudnnGetVersion.restype = ctypes.c_size_t
+    out = {"version": cudnn_version_text(lib.cudnnGetVersion())}
+    try:
+        lib.cudnnGetCudartVersion.restype = ctypes.c_size_t
+        rt = lib.cudnnGetCudartVersion()
+        out["cuda_version"] = "%d.%d" % (rt // 1000, (rt % 1000) // 10)
+    except AttributeError:
+        pass
+    return out
+
+
+KINDS = {"cuda_driver": cuda_driver, "cudart": cudart, "cudnn": cudnn}
+
+
+def main():
+    tasks = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
+    for task in tasks:
+        step(task["id"])
+        try:
+            result = KINDS[task["kind"]](task)
+        except Exception as exc:
+            result = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        sys.stdout.write(json.dumps({"id": task["id"], "result": result}) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

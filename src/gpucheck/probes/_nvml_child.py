@@ -1,0 +1,279 @@
+"""NVML probe, run in a child process so that a hanging or crashing driver call cannot take
+the doctor with it.
+
+Protocol (see probes/child.py): one JSON object per line on stdout as facts become known
+(a "header" record, then one "gpu" record per GPU), and "@ <call> gpu=<i>" on stderr before
+every NVML call, so that the parent can say where a crash or a hang happened. argv[1], if
+given, is a JSON object: "skip", NVML function names not to call (ones that crashed on an
+earlier try); "init": false to load the library without calling nvmlInit (which, run as root
+with no kernel module, creates /dev/nvidiactl: diagnosis must not change the machine).
+
+Standard library plus the nvidia-ml-py binding only; no gpucheck imports.
+"""
+
+import json
+import os
+import sys
+
+OPTIONS = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+SKIP = set(OPTIONS.get("skip", []))
+INIT = OPTIONS.get("init", True)
+NO_INIT_REASON = (
+    "nvmlInit not called: the nvidia kernel module is not loaded, and as root NVML would "
+    "create device nodes for it"
+)
+
+BRANDS = {
+    0: "Unknown", 1: "Quadro", 2: "Tesla", 3: "NVS", 4: "GRID", 5: "GeForce", 6: "Titan",
+    7: "NVIDIA Virtual Applications", 8: "NVIDIA Virtual PC", 9: "NVIDIA Virtual Compute Server",
+    10: "NVIDIA RTX Virtual Workstation", 11: "NVIDIA Cloud Gaming", 12: "Quadro RTX",
+    13: "NVIDIA RTX", 14: "NVIDIA", 15: "GeForce RTX", 16: "Titan RTX",
+}
+ARCHITECTURES = {
+    2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
+    8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell", 13: "Rubin",
+}
+COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
+CLOCK_EVENT_BITS = {
+    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
+    0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
+}
+
+
+def emit(record):
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def step(name, gpu=None):
+    # Written unbuffered before each call: the last one names the call that hung or crashed.
+    os.write(2, ("@ %s%s\n" % (name, "" if gpu is None else " gpu=%d" % gpu)).encode())
+
+
+def text(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def error_record(exc):
+    name = type(exc).__name__
+    name = name[len("NVMLError_"):] if name.startswith("NVMLError_") else name
+    return {"code": int(getattr(exc, "value", -1) or -1), "name": name, "message": text(exc)}
+
+
+def loaded_library():
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if "libnvidia-ml" in line:
+                    return line.split()[-1]
+    except OSError:
+        pass
+    return None
+
+
+class Gpu:
+    """Collects one GPU's facts; every field is independent and optional."""
+
+    def __init__(self, nvml, index, handle):
+        self.nvml = nvml
+        self.index = index
+        self.handle = handle
+        self.facts = {"index": index, "field_errors": {}}
+
+    def call(self, field, names, *args):
+        """Call the first of `names` the driver has; record the error under `field` on failure."""
+        nvml = self.nvml
+        last = None
+        for name in names:
+            if name in SKIP:
+                last = "Crashed"
+                continue
+            step(name, self.index)
+            try:
+                return getattr(nvml, name)(self.handle, *args)
+            except nvml.NVMLError as exc:
+                last = error_record(exc)["name"]
+                if last != "FunctionNotFound":
+                    break
+            except Exception as exc:  # a binding bug must not cost the other fields
+                last = type(exc).__name__
+                break
+        self.facts["field_errors"][field] = last
+        return None
+
+    def set(self, field, names, convert=lambda v: v, *args):
+        value = self.call(field, names, *args)
+        if value is not None:
+            try:
+                self.facts[field] = convert(value)
+            except Exception as exc:
+                self.facts["field_errors"][field] = "Unparsable:" + type(exc).__name__
+
+
+def probe_gpu(nvml, index, handle):
+    g = Gpu(nvml, index, handle)
+    g.set("name", ["nvmlDeviceGetName"], text)
+    g.set("uuid", ["nvmlDeviceGetUUID"], text)
+    g.set("serial", ["nvmlDeviceGetSerial"], text)
+    g.set("brand", ["nvmlDeviceGetBrand"], lambda b: BRANDS.get(b, "brand %d" % b))
+    g.set("pci_bus_id", ["nvmlDeviceGetPciInfo"], lambda p: text(p.busId))
+    mem = g.call("memory_total", ["nvmlDeviceGetMemoryInfo"])
+    if mem is not None:
+        g.facts.update(memory_total=int(mem.total), memory_used=int(mem.used),
+                       memory_free=int(mem.free))
+    g.set("compute_capability", ["nvmlDeviceGetCudaComputeCapability"], lambda c: "%d.%d" % c)
+    g.set("architecture", ["nvmlDeviceGetArchitecture"],
+          lambda a: ARCHITECTURES.get(a, "architecture %d" % a))
+    g.set("utilization_gpu", ["nvmlDeviceGetUtilizationRates"], lambda u: int(u.gpu))
+    g.set("temperature_c", ["nvmlDeviceGetTemperature"], int, nvml.NVML_TEMPERATURE_GPU)
+    g.set("temperature_slowdown_c", ["nvmlDeviceGetTemperatureThreshold"], int,
+          nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
+    g.set("temperature_shutdown_c", ["nvmlDeviceGetTemperatureThreshold"], int,
+          nvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN)
+    g.set("power_draw_w", ["nvmlDeviceGetPowerUsage"], lambda mw: round(mw / 1000.0, 1))
+    g.set("power_limit_w", ["nvmlDeviceGetEnforcedPowerLimit"], lambda mw: round(mw / 1000.0, 1))
+    g.set("clock_event_reasons",
+          ["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"],
+          lambda bits: [n for b, n in sorted(CLOCK_EVENT_BITS.items()) if bits & b])
+    g.set("pcie_gen_current", ["nvmlDeviceGetCurrPcieLinkGeneration"], int)
+    g.set("pcie_gen_max", ["nvmlDeviceGetMaxPcieLinkGeneration"], int)
+    g.set("pcie_width_current", ["nvmlDeviceGetCurrPcieLinkWidth"], int)
+    g.set("pcie_width_max", ["nvmlDeviceGetMaxPcieLinkWidth"], int)
+    ecc = g.call("ecc_enabled", ["nvmlDeviceGetEccMode"])
+    if ecc is not None:
+        g.facts.update(ecc_enabled=bool(ecc[0]), ecc_enabled_pending=bool(ecc[1]))
+    if g.facts.get("ecc_enabled"):
+        unc = nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+        g.set("ecc_uncorrected_volatile", ["nvmlDeviceGetTotalEccErrors"], int, unc,
+              nvml.NVML_VOLATILE_ECC)
+        g.set("ecc_uncorrected_aggregate", ["nvmlDeviceGetTotalEccErrors"], int, unc,
+              nvml.NVML_AGGREGATE_ECC)
+        g.set("retired_pages_sbe", ["nvmlDeviceGetRetiredPages"], len,
+              nvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+        g.set("retired_pages_dbe", ["nvmlDeviceGetRetiredPages"], len,
+              nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+        g.set("retired_pages_pending", ["nvmlDeviceGetRetiredPagesPendingStatus"], bool)
+        rows = g.call("remap_pending", ["nvmlDeviceGetRemappedRows"])
+        if rows is not None:
+            g.facts.update(remapped_rows_correctable=int(rows[0]),
+                           remapped_rows_uncorrectable=int(rows[1]),
+                           remap_pending=bool(rows[2]), remap_failed=bool(rows[3]))
+    g.set("persistence_mode", ["nvmlDeviceGetPersistenceMode"], bool)
+    g.set("display_active", ["nvmlDeviceGetDisplayActive"], bool)
+    g.set("compute_mode", ["nvmlDeviceGetComputeMode"],
+          lambda m: COMPUTE_MODES.get(m, "mode %d" % m))
+    mig = g.call("mig_enabled", ["nvmlDeviceGetMigMode"])
+    g.facts["mig_devices"] = []
+    if mig is not None:
+        g.facts.update(mig_enabled=bool(mig[0]), mig_enabled_pending=bool(mig[1]))
+        if mig[0]:
+            g.facts["mig_devices"] = probe_mig(g)
+    procs = g.call("processes", ["nvmlDeviceGetComputeRunningProcesses",
+                                 "nvmlDeviceGetComputeRunningProcesses_v2"])
+    if procs is not None:
+        g.facts["processes"] = [process_record(nvml, p) for p in procs]
+    return g.facts
+
+
+def probe_mig(g):
+    count = g.call("mig_devices", ["nvmlDeviceGetMaxMigDeviceCount"]) or 0
+    devices = []
+    for i in range(int(count)):
+        handle = g.call("mig_devices", ["nvmlDeviceGetMigDeviceHandleByIndex"], i)
+        if handle is None:
+            g.facts["field_errors"].pop("mig_devices", None)  # NotFound: an empty slot
+            continue
+        mig = Gpu(g.nvml, g.index, handle)
+        record = {"index": i}
+        record["uuid"] = text(mig.call("uuid", ["nvmlDeviceGetUUID"]) or "") or None
+        name = mig.call("name", ["nvmlDeviceGetName"])
+        record["name"] = text(name) if name is not None else None
+        mem = mig.call("memory_total", ["nvmlDeviceGetMemoryInfo"])
+        record["memory_total"] = int(mem.total) if mem is not None else None
+        devices.append(record)
+    return devices
+
+
+def process_record(nvml, proc):
+    pid = int(proc.pid)
+    used = getattr(proc, "usedGpuMemory", None)
+    name = None
+    try:
+        step("nvmlSystemGetProcessName")
+        name = text(nvml.nvmlSystemGetProcessName(pid))
+    except Exception:
+        try:
+            with open("/proc/%d/comm" % pid) as comm:
+                name = comm.read().strip()
+        except OSError:
+            pass
+    return {"pid": pid, "name": name, "used_memory": int(used) if used is not None else None}
+
+
+def main():
+    header = {"kind": "header", "init_error": None}
+    try:
+        import pynvml as nvml
+    except Exception as exc:
+        header["init_error"] = {"code": -1, "name": "BindingMissing",
+                                "message": "the nvidia-ml-py binding cannot be imported: %s" % exc}
+        emit(header)
+        return
+    try:
+        from importlib.metadata import version
+
+        header["binding_version"] = version("nvidia-ml-py")
+    except Exception:
+        header["binding_version"] = None
+    if not INIT:
+        step("load")
+        try:
+            nvml._LoadNvmlLibrary()
+        except nvml.NVMLError as exc:
+            header["init_error"] = error_record(exc)
+        header["library_path"] = loaded_library()
+        header["init_skipped_reason"] = NO_INIT_REASON
+        emit(header)
+        return
+    step("nvmlInit")
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        header["init_error"] = error_record(exc)
+        header["library_path"] = loaded_library()
+        emit(header)
+        return
+    header["library_path"] = loaded_library()
+    for field, name, convert in (
+        ("driver_version", "nvmlSystemGetDriverVersion", text),
+        ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion", int),
+        ("nvml_version", "nvmlSystemGetNVMLVersion", text),
+        ("device_count", "nvmlDeviceGetCount", int),
+    ):
+        if name in SKIP:
+            continue
+        step(name)
+        try:
+            header[field] = convert(getattr(nvml, name)())
+        except nvml.NVMLError:
+            header[field] = None
+    emit(header)
+    for index in range(header.get("device_count") or 0):
+        step("nvmlDeviceGetHandleByIndex", index)
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        except nvml.NVMLError as exc:
+            emit({"kind": "gpu", "facts": {"index": index, "handle_error": error_record(exc)}})
+            continue
+        emit({"kind": "gpu", "facts": probe_gpu(nvml, index, handle)})
+    try:
+        nvml.nvmlShutdown()
+    except Exception:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Run probe code in a child process, bounded in time, surviving whatever the child does.
+
+Driver calls can hang (a GPU fallen off the bus), crash (a driver bug) or abort the process
+(cuDNN 9's loader calls abort() when a sub-library is missing). A child process is the only
+isolation that survives all three. The child speaks a tiny protocol:
+
+- stdout: one JSON object per line, as facts become known (so a crash loses only the rest);
+- stderr: "@ <step>" lines written before each risky call, so the parent can say where it
+  hung or died; any other stderr text is kept as the child's own message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class ChildResult:
+    records: list[dict[str, object]] = field(default_factory=list)
+    returncode: int | None = None
+    timed_out: bool = False
+    last_step: str | None = None
+    message: str = ""  # the child's own stderr text, without step lines
+    duration_ms: float = 0.0
+    start_error: str | None = None  # the child could not be started at all
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and self.start_error is None and self.returncode == 0
+
+    @property
+    def status(self) -> str:
+        if self.timed_out:
+            return "timeout"
+        if self.start_error is not None:
+            return "error"
+        if self.returncode is not None and self.returncode < 0:
+            return "crashed"
+        return "ok" if self.returncode == 0 else "error"
+
+    def describe(self, timeout: float) -> str | None:
+        """One line saying what went wrong, or None when nothing did."""
+        where = f" in {self.last_step}" if self.last_step else ""
+        if self.start_error is not None:
+            return f"could not start: {self.start_error}"
+        if self.timed_out:
+            return f"timed out after {timeout:g} s{where}"
+        rc = self.returncode
+        if rc is not None and rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            tail = f": {self.message.splitlines()[-1]}" if self.message.strip() else ""
+            return f"crashed with {name}{where}{tail}"
+        if rc:
+            tail = self.message.strip().splitlines()[-1] if self.message.strip() else ""
+            return f"exited with status {rc}{where}" + (f": {tail}" if tail else "")
+        return None
+
+
+def run_script(
+    script: str | Path,
+    args: list[str],
+    timeout: float,
+    python: str | None = None,
+    env: dict[str, str] | None = None,
+) -> ChildResult:
+    """Run a probe script under `python` and collect its records; never raises."""
+    start = time.monotonic()
+    cmd = [python or sys.executable, str(script), *args]
+    result = ChildResult()
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # so a timeout can kill the child's own children too
+        )
+    except OSError as exc:
+        result.start_error = str(exc)
+        return result
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        result.timed_out = True
+        _kill_group(proc)
+        out, err = proc.communicate()
+    result.returncode = proc.returncode
+    result.duration_ms = round((time.monotonic() - start) * 1000, 1)
+    result.records = _parse_records(out)
+    result.last_step, result.message = _parse_stderr(err)
+    return result
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _parse_records(out: bytes) -> list[dict[str, object]]:
+    records = []
+    for line in out.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue  # a library printing to stdout must not break the protocol
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    return records
+
+
+def _parse_stderr(err: bytes) -> tuple[str | None, str]:
+    last_step = None
+    message = []
+    for line in err.decode("utf-8", "replace").splitlines():
+        if line.startswith("@ "):
+            last_step = line[2:].strip()
+        elif line.strip():
+            message.append(line.rstrip())
+    return last_step, "\n".join(message[-20:])

@@ -1,0 +1,158 @@
+"""CUDA driver API, CUDA runtime and cuDNN facts: discovery in-process, every library call in
+a child process of its own (a libcuda that hangs in cuInit, a cuDNN that aborts the process
+when a sub-library is missing), all children in parallel under one time bound."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from gpucheck.probes.child import HERE, ChildResult, run_script
+from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies
+from gpucheck.serde import DecodeError, from_dict
+from gpucheck.snapshot import (
+    CudaDriverFacts,
+    CudaFacts,
+    CudnnFacts,
+    LibraryCopy,
+    NvccFacts,
+    ProbeRun,
+)
+
+SCRIPT = HERE / "_native_child.py"
+
+
+def _run_task(task: dict[str, object], timeout: float, env: Mapping[str, str]) -> ChildResult:
+    return run_script(SCRIPT, [json.dumps([task])], timeout, env=dict(env))
+
+
+def _task_result(result: ChildResult) -> dict[str, object] | None:
+    for record in result.records:
+        value = record.get("result")
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def probe_cuda_driver(
+    timeout: float, env: Mapping[str, str], init: bool = True
+) -> tuple[CudaDriverFacts, ProbeRun]:
+    task = {"id": "cuda_driver", "kind": "cuda_driver", "init": init}
+    result = _run_task(task, timeout, env)
+    data = _task_result(result)
+    facts = CudaDriverFacts()
+    if data is not None:
+        try:
+            facts = from_dict(CudaDriverFacts, data)
+        except DecodeError as exc:
+            return facts, ProbeRun("cuda_driver", "error", result.duration_ms, str(exc))
+    problem = result.describe(timeout)
+    if problem is None and data is not None and "error" in data:
+        problem = str(data["error"])
+    status = "ok" if problem is None else (result.status if result.status != "ok" else "error")
+    return facts, ProbeRun("cuda_driver", status, result.duration_ms, problem)
+
+
+def probe_library_versions(
+    copies: list[LibraryCopy], timeout: float, env: Mapping[str, str]
+) -> None:
+    """Ask each library its own version, each in its own child; failures become load_error."""
+    if not copies:
+        return
+    child_env = dict(env)
+    with ThreadPoolExecutor(max_workers=min(8, len(copies))) as pool:
+        results = list(
+            pool.map(
+                lambda c: _run_task(
+                    {"id": c.realpath, "kind": c.name, "path": c.realpath}, timeout, child_env
+                ),
+                copies,
+            )
+        )
+    for copy, result in zip(copies, results, strict=False):
+        data = _task_result(result)
+        problem = result.describe(timeout)
+        if data is not None and "error" in data:
+            problem = str(data["error"])
+        if problem:
+            copy.load_error = problem
+            continue
+        if data is None:
+            continue
+        version = data.get("version")
+        # The call gives major.minor for cudart; a file name with the full version says more.
+        if isinstance(version, str) and not (
+            copy.version and copy.version.startswith(version + ".")
+        ):
+            copy.version, copy.version_source = version, "call"
+        elif isinstance(version, str) and copy.version_source != "call":
+            copy.version_source = f"{copy.version_source}+call"
+        cuda_version = data.get("cuda_version")
+        if isinstance(cuda_version, str):
+            copy.cuda_version = cuda_version
+
+
+def probe_nvcc(env: Mapping[str, str], homes: list[Path]) -> NvccFacts | None:
+    path = shutil.which("nvcc", path=env.get("PATH", os.defpath))
+    for home in homes:
+        if path:
+            break
+        candidate = home / "bin" / "nvcc"
+        if os.access(candidate, os.X_OK):
+            path = str(candidate)
+    if not path:
+        return None
+    facts = NvccFacts(path=path)
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        facts.error = f"{type(exc).__name__}: {exc}"
+        return facts
+    facts.version = parse_nvcc_version(out.stdout)
+    if facts.version is None:
+        facts.error = f"unrecognised output: {(out.stdout or out.stderr).strip()[:200]!r}"
+    return facts
+
+
+def parse_nvcc_version(text: str) -> str | None:
+    """'Cuda compilation tools, release 12.4, V12.4.131' -> '12.4.131'."""
+    match = re.search(r"release (\d+\.\d+), V(\d+\.\d+(?:\.\d+)*)", text)
+    if match:
+        return match.group(2)
+    match = re.search(r"release (\d+\.\d+)", text)
+    return match.group(1) if match else None
+
+
+def probe_cuda_and_cudnn(
+    scope: SearchScope, timeout: float
+) -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
+    """Runtime, cuDNN and nvcc facts (the driver API is probed separately, in parallel)."""
+    start = time.monotonic()
+    homes, home, source = cuda_homes(scope.env)
+    if not scope.cuda_homes:
+        scope.cuda_homes = homes
+    runtimes = find_copies("cudart", scope)
+    cudnn = find_copies("cudnn", scope)
+    probe_library_versions(runtimes + cudnn, timeout, scope.env)
+    cuda = CudaFacts(runtimes=runtimes, cuda_home=home, cuda_home_source=source)
+    cuda.nvcc = probe_nvcc(scope.env, scope.cuda_homes)
+    duration = round((time.monotonic() - start) * 1000, 1)
+    failed = [c for c in runtimes + cudnn if c.load_error]
+    runs = [
+        ProbeRun(
+            "libraries",
+            "ok" if not failed else "error",
+            duration,
+            "; ".join(f"{c.path}: {c.load_error}" for c in failed) or None,
+        )
+    ]
+    return cuda, CudnnFacts(libraries=cudnn), runs

@@ -1,0 +1,86 @@
+"""Driver and GPU facts through NVML, gathered in a child process (see _nvml_child.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+
+from gpucheck.probes.child import HERE, ChildResult, run_script
+from gpucheck.serde import DecodeError, from_dict
+from gpucheck.snapshot import GpuFacts, NvmlError, NvmlFacts, ProbeRun
+
+SCRIPT = HERE / "_nvml_child.py"
+MAX_ATTEMPTS = 3
+
+
+def probe_nvml(
+    timeout: float, env: Mapping[str, str] | None = None, init: bool = True
+) -> tuple[NvmlFacts, ProbeRun]:
+    """Gather NVML facts within `timeout` seconds in all.
+
+    A call that crashes the child is skipped on a retry (within the same time bound), so one
+    bad driver function costs one field, not every GPU's facts.
+    """
+    start = time.monotonic()
+    skipped: list[str] = []
+    errors: list[str] = []
+    facts = NvmlFacts()
+    result = ChildResult()
+    for _ in range(MAX_ATTEMPTS):
+        remaining = timeout - (time.monotonic() - start)
+        if remaining <= 0.2:
+            break
+        result = run_script(
+            SCRIPT,
+            [json.dumps({"skip": skipped, "init": init})],
+            remaining,
+            env=dict(env) if env else None,
+        )
+        facts = assemble(result.records)
+        problem = result.describe(remaining)
+        if problem is None:
+            break
+        errors.append(problem)
+        fn = (result.last_step or "").split(" ")[0]
+        if result.status != "crashed" or not fn.startswith("nvmlDevice") or fn in skipped:
+            break
+        skipped.append(fn)
+    duration = round((time.monotonic() - start) * 1000, 1)
+    if not errors:
+        return facts, ProbeRun("nvml", "ok", duration)
+    status = "timeout" if result.timed_out else ("crashed" if skipped else result.status)
+    if skipped and result.ok:
+        errors.append(f"retried without {', '.join(skipped)}; the other facts are complete")
+    return facts, ProbeRun("nvml", status, duration, "; ".join(errors))
+
+
+def assemble(records: list[dict[str, object]]) -> NvmlFacts:
+    """Turn the child's records into NvmlFacts; malformed records are dropped, not fatal."""
+    facts = NvmlFacts()
+    for record in records:
+        kind = record.get("kind")
+        try:
+            if kind == "header":
+                err = record.get("init_error")
+                facts.init_error = from_dict(NvmlError, err) if err else None
+                facts.binding_version = _opt_str(record.get("binding_version"))
+                facts.library_path = _opt_str(record.get("library_path"))
+                facts.driver_version = _opt_str(record.get("driver_version"))
+                facts.cuda_driver_version = _opt_int(record.get("cuda_driver_version"))
+                facts.nvml_version = _opt_str(record.get("nvml_version"))
+                facts.device_count = _opt_int(record.get("device_count"))
+                facts.init_skipped_reason = _opt_str(record.get("init_skipped_reason"))
+            elif kind == "gpu":
+                facts.gpus.append(from_dict(GpuFacts, record.get("facts")))
+        except DecodeError:
+            continue
+    return facts
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,58 @@
+"""Machine formats of the report: JSON (versioned schema) and JUnit XML (what CI systems
+show as test results). Registered by name, as the CLI's --format offers them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import IO
+from xml.etree import ElementTree as ET
+
+from gpucheck.checks import Status
+from gpucheck.report import Report
+
+
+def render_json(report: Report, stream: IO[str], verbose: bool = False) -> None:
+    json.dump(report.to_dict(), stream, indent=2)
+    stream.write("\n")
+
+
+def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None:
+    c = report.counts
+    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if report.strict else set())
+    suite = ET.Element(
+        "testsuite",
+        name="gpucheck",
+        tests=str(len(report.findings)),
+        failures=str(sum(1 for f in report.findings if f.status in failing - {Status.ERROR})),
+        errors=str(c["error"]),
+        skipped=str(c["skip"]),
+        timestamp=report.created_at,
+        hostname=report.snapshot.system.hostname or "unknown",
+    )
+    for f in report.findings:
+        case = ET.SubElement(suite, "testcase", classname=f"gpucheck.{f.section.value}", name=f.id)
+        body = "\n".join([f.title, *f.evidence] + ([f"fix: {f.fix}"] if f.fix else []))
+        if f.status == Status.ERROR:
+            ET.SubElement(case, "error", message=f.title).text = body
+        elif f.status in failing:
+            ET.SubElement(case, "failure", message=f.title, type=f.status.value).text = body
+        elif f.status == Status.SKIP:
+            ET.SubElement(case, "skipped", message=f.title)
+        else:
+            ET.SubElement(case, "system-out").text = body
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    stream.write(ET.tostring(root, encoding="unicode", xml_declaration=True))
+    stream.write("\n")
+
+
+def render_text(report: Report, stream: IO[str], verbose: bool = False) -> None:
+    from gpucheck.report.terminal import render
+
+    render(report, stream, verbose)
+
+
+Renderer = Callable[[Report, IO[str], bool], None]
+FORMATS: dict[str, Renderer] = {"text": render_text, "json": render_json, "junit": render_junit}

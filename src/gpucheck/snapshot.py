@@ -1,0 +1,295 @@
+"""The snapshot: every fact the probes gathered, and nothing they concluded.
+
+It is the contract between probing and judging: `gpucheck snapshot` writes it, `doctor --from`
+reads it back, and every check test is a small snapshot. `None` always means "unknown"
+(not read, not supported, probe failed); the reason, where there is one, sits beside it
+(`field_errors`, `init_error`, the probe runs).
+
+Schema versions are "MAJOR.MINOR": a minor bump only adds optional fields, so any snapshot of
+the same major is readable; a different major is refused with a clear message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpucheck import __version__
+from gpucheck.serde import DecodeError, from_dict, to_dict
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
+
+
+class SnapshotError(ValueError):
+    """A snapshot file that cannot be read: the message is one line for the user."""
+
+
+# --- probe bookkeeping -----------------------------------------------------------------------
+
+
+@dataclass
+class ProbeRun:
+    """How one probe went: the facts it produced are in their own section."""
+
+    name: str
+    status: str  # "ok" | "error" | "timeout" | "crashed"
+    duration_ms: float
+    error: str | None = None
+
+
+# --- system -------------------------------------------------------------------------------
+
+
+@dataclass
+class PciDevice:
+    address: str  # "0000:17:00.0"
+    vendor_id: str  # "0x10de"
+    device_id: str  # "0x2330"
+    class_code: str  # "0x030200" (3D controller)
+    subsystem_vendor_id: str | None = None
+    subsystem_device_id: str | None = None
+    name: str | None = None  # from the system's pci.ids, where it has one
+    driver: str | None = None  # kernel driver bound to it: nvidia, nouveau, vfio-pci, ...
+
+
+@dataclass
+class DeviceNode:
+    path: str
+    exists: bool
+    readable: bool = False
+    writable: bool = False
+    mode: str | None = None  # "crw-rw-rw-"
+    owner_group: str | None = None
+
+
+@dataclass
+class SystemFacts:
+    os: str = ""  # platform.system(): Linux, Windows, Darwin
+    os_release: str | None = None  # /etc/os-release PRETTY_NAME
+    kernel: str = ""
+    arch: str = ""
+    hostname: str = ""
+    python_version: str = ""
+    python_executable: str = ""
+    container: str | None = None  # docker | podman | kubernetes | containerd | lxc | container
+    container_evidence: str | None = None
+    wsl: bool = False
+    pci_scanned: bool = False  # False: /sys/bus/pci could not be read (no facts, not "no GPU")
+    pci_device_count: int = 0  # all PCI devices seen; 0 with pci_scanned means a hidden bus
+    pci_gpus: list[PciDevice] = field(default_factory=list)
+    pci_ids_path: str | None = None
+    nvidia_module_loaded: bool | None = None
+    nvidia_module_version: str | None = None
+    nvidia_module_banner: str | None = None  # /proc/driver/nvidia/version, first line
+    nvidia_modules: list[str] = field(default_factory=list)  # nvidia, nvidia_uvm, ... loaded
+    nouveau_loaded: bool | None = None
+    secure_boot: bool | None = None
+    device_nodes: list[DeviceNode] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # allowlisted variables only
+
+
+# --- NVML ---------------------------------------------------------------------------------
+
+
+@dataclass
+class NvmlError:
+    code: int
+    name: str  # the binding's error name without the prefix: "DriverNotLoaded"
+    message: str = ""
+
+
+@dataclass
+class MigDevice:
+    index: int
+    uuid: str | None = None
+    name: str | None = None
+    memory_total: int | None = None
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    name: str | None = None
+    used_memory: int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
+
+
+@dataclass
+class GpuFacts:
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    serial: str | None = None
+    pci_bus_id: str | None = None
+    brand: str | None = None  # "NVIDIA" (data centre), "Tesla", "GeForce", "Quadro", ...
+    memory_total: int | None = None  # bytes
+    memory_used: int | None = None
+    memory_free: int | None = None
+    compute_capability: str | None = None  # "9.0"
+    architecture: str | None = None  # "Hopper"
+    utilization_gpu: int | None = None  # percent
+    temperature_c: int | None = None
+    temperature_slowdown_c: int | None = None
+    temperature_shutdown_c: int | None = None
+    power_draw_w: float | None = None
+    power_limit_w: float | None = None
+    clock_event_reasons: list[str] | None = None  # active reasons: "hw_slowdown", ...
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None  # of the GPU and the slot together
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    ecc_enabled: bool | None = None
+    ecc_enabled_pending: bool | None = None
+    ecc_uncorrected_volatile: int | None = None
+    ecc_uncorrected_aggregate: int | None = None
+    retired_pages_sbe: int | None = None
+    retired_pages_dbe: int | None = None
+    retired_pages_pending: bool | None = None
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    remap_failed: bool | None = None
+    persistence_mode: bool | None = None
+    display_active: bool | None = None
+    compute_mode: str | None = None  # default | exclusive_thread | prohibited | exclusive_process
+    mig_enabled: bool | None = None
+    mig_enabled_pending: bool | None = None
+    mig_devices: list[MigDevice] = field(default_factory=list)
+    processes: list[GpuProcess] | None = None
+    handle_error: NvmlError | None = None  # the GPU could not be opened at all (lost, ...)
+    field_errors: dict[str, str] = field(default_factory=dict)  # field -> NVML error name
+
+
+@dataclass
+class NvmlFacts:
+    binding_version: str | None = None  # nvidia-ml-py
+    library_path: str | None = None  # the libnvidia-ml really loaded
+    init_error: NvmlError | None = None
+    init_skipped_reason: str | None = None  # nvmlInit deliberately not called (read-only)
+    driver_version: str | None = None
+    cuda_driver_version: int | None = None  # 12020 = CUDA 12.2
+    nvml_version: str | None = None
+    device_count: int | None = None
+    gpus: list[GpuFacts] = field(default_factory=list)
+
+
+# --- CUDA and cuDNN -------------------------------------------------------------------------
+
+
+@dataclass
+class LibraryCopy:
+    """One copy of a shared library found on disk (found, not necessarily loadable)."""
+
+    name: str  # "cudart" | "cudnn"
+    path: str
+    realpath: str
+    origin: str  # ld_library_path | ldconfig | cuda_home | cuda_toolkit | pip | conda | system
+    on_loader_path: bool  # would the dynamic loader find it by name (LD_LIBRARY_PATH, cache)?
+    package: str | None = None  # "nvidia-cudnn-cu12 9.1.0.70" for pip/conda copies
+    version: str | None = None  # "12.4.127", "9.1.0"
+    version_source: str | None = None  # call | filename | header | metadata
+    cuda_version: str | None = None  # for cuDNN: the CUDA runtime it was built for
+    load_error: str | None = None
+
+
+@dataclass
+class CudaDevice:
+    index: int
+    name: str | None = None
+    compute_capability: str | None = None
+    memory_total: int | None = None
+
+
+@dataclass
+class CudaDriverFacts:
+    library_path: str | None = None
+    load_error: str | None = None  # libcuda could not be loaded at all
+    init_result: int | None = None  # cuInit's CUresult
+    init_error_name: str | None = None  # "CUDA_ERROR_NO_DEVICE"
+    init_skipped_reason: str | None = None
+    driver_version: int | None = None  # cuDriverGetVersion: 12020
+    device_count: int | None = None
+    devices: list[CudaDevice] = field(default_factory=list)
+
+
+@dataclass
+class NvccFacts:
+    path: str
+    version: str | None = None  # "12.4.131"
+    error: str | None = None
+
+
+@dataclass
+class CudaFacts:
+    driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)
+    runtimes: list[LibraryCopy] = field(default_factory=list)
+    nvcc: NvccFacts | None = None
+    cuda_home: str | None = None
+    cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
+
+
+@dataclass
+class CudnnFacts:
+    libraries: list[LibraryCopy] = field(default_factory=list)
+
+
+# --- the whole -----------------------------------------------------------------------------
+
+
+@dataclass
+class Snapshot:
+    schema_version: str = SCHEMA_VERSION
+    gpucheck_version: str = __version__
+    created_at: str = ""
+    system: SystemFacts = field(default_factory=SystemFacts)
+    nvml: NvmlFacts = field(default_factory=NvmlFacts)
+    cuda: CudaFacts = field(default_factory=CudaFacts)
+    cudnn: CudnnFacts = field(default_factory=CudnnFacts)
+    probes: list[ProbeRun] = field(default_factory=list)
+
+    def probe(self, name: str) -> ProbeRun | None:
+        return next((p for p in self.probes if p.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Snapshot:
+        if not isinstance(data, dict):
+            raise SnapshotError("not a gpucheck snapshot: expected a JSON object")
+        # A whole `doctor --json` report is accepted too: its snapshot is inside.
+        if "snapshot" in data and "findings" in data and isinstance(data["snapshot"], dict):
+            data = data["snapshot"]
+        version = data.get("schema_version")
+        if not isinstance(version, str) or not _is_version(version):
+            raise SnapshotError("not a gpucheck snapshot: no valid schema_version field")
+        major = int(version.split(".")[0])
+        if major != SCHEMA_MAJOR:
+            raise SnapshotError(
+                f"snapshot schema {version} is not readable by gpucheck {__version__} "
+                f"(reads {SCHEMA_MAJOR}.x): use a gpucheck of the same major schema"
+            )
+        try:
+            return from_dict(cls, data)
+        except DecodeError as exc:
+            raise SnapshotError(f"invalid snapshot: {exc}") from None
+
+
+def _is_version(text: str) -> bool:
+    parts = text.split(".")
+    return len(parts) == 2 and all(p.isdigit() and len(p) < 6 for p in parts)
+
+
+def loads(text: str) -> Snapshot:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise SnapshotError(f"not valid JSON: {exc}") from None
+    except UnicodeDecodeError:
+        raise SnapshotError("not valid JSON: the file is not UTF-8 text") from None
+    return Snapshot.from_dict(data)
+
+
+def dumps(snapshot: Snapshot) -> str:
+    return json.dumps(snapshot.to_dict(), indent=2, sort_keys=False) + "\n"
