@@ -123,10 +123,16 @@ class Context:
 
     @property
     def driver_cuda(self) -> str | None:
-        """The newest CUDA the installed driver runs, from NVML or else libcuda."""
-        return cuda_from_int(self.snapshot.nvml.cuda_driver_version) or cuda_from_int(
-            self.snapshot.cuda.driver.driver_version
-        )
+        """The newest CUDA the running driver supports, from NVML or else a working libcuda.
+
+        None when no driver runs: an installed libcuda with no kernel module behind it still
+        answers cuDriverGetVersion, but nothing can run on it.
+        """
+        if self.nvml_ok and self.snapshot.nvml.cuda_driver_version:
+            return cuda_from_int(self.snapshot.nvml.cuda_driver_version)
+        if self.snapshot.cuda.driver.init_result == 0:
+            return cuda_from_int(self.snapshot.cuda.driver.driver_version)
+        return None
 
     @property
     def driver_version(self) -> str | None:

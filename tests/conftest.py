@@ -1,0 +1,39 @@
+"""Shared test helpers: run the real `gpucheck` command in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_NVSMI = REPO.parent / "shared" / "nvsmi"
+
+
+def run_gpucheck(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m gpucheck ARGS` as a user would, with `env` added to a clean environment."""
+    base = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "NO_COLOR")}
+    base.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "gpucheck", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=base,
+        check=False,
+    )
+
+
+@pytest.fixture
+def gpucheck():  # type: ignore[no-untyped-def]
+    return run_gpucheck
