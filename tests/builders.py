@@ -127,8 +127,12 @@ def a100_mig(index: int = 0) -> GpuFacts:
     gpu.persistence_mode = False
     gpu.mig_enabled = gpu.mig_enabled_pending = True
     gpu.mig_devices = [
-        MigDevice(index=i, uuid=f"MIG-{i:08d}-1111-2222-3333-444444444444",
-                  name="NVIDIA A100-SXM4-80GB MIG 1g.20gb", memory_total=19968 * MIB)
+        MigDevice(
+            index=i,
+            uuid=f"MIG-{i:08d}-1111-2222-3333-444444444444",
+            name="NVIDIA A100-SXM4-80GB MIG 1g.20gb",
+            memory_total=19968 * MIB,
+        )
         for i in range(4)
     ]
     return gpu
@@ -259,8 +263,12 @@ def no_gpu_machine() -> Snapshot:
             cuda_home="/usr/local/cuda",
             cuda_home_source="default",
         ),
-        probes=[ProbeRun("system", "ok", 1.0), ProbeRun("nvml", "ok", 50.0),
-                ProbeRun("cuda_driver", "ok", 30.0), ProbeRun("libraries", "ok", 40.0)],
+        probes=[
+            ProbeRun("system", "ok", 1.0),
+            ProbeRun("nvml", "ok", 50.0),
+            ProbeRun("cuda_driver", "ok", 30.0),
+            ProbeRun("libraries", "ok", 40.0),
+        ],
     )
 
 
@@ -271,11 +279,17 @@ def with_process(gpu: GpuFacts, pid: int, name: str, used_mib: int) -> GpuFacts:
     return gpu
 
 
-def library(name: str, path: str, version: str, origin: str = "ldconfig", **kw: object) -> LibraryCopy:
+def library(
+    name: str, path: str, version: str, origin: str = "ldconfig", **kw: object
+) -> LibraryCopy:
     copy_ = LibraryCopy(
-        name=name, path=path, realpath=path, origin=origin,
+        name=name,
+        path=path,
+        realpath=path,
+        origin=origin,
         on_loader_path=origin in ("ldconfig", "ld_library_path", "system"),
-        version=version, version_source="call",
+        version=version,
+        version_source="call",
     )
     for key, value in kw.items():
         setattr(copy_, key, value)

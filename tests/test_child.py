@@ -1,0 +1,158 @@
+"""The child-process runner survives children that crash, hang, abort or print garbage."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+from gpucheck.probes import nvml
+from gpucheck.probes.child import run_script
+
+
+def script(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "child.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_records_and_steps_are_collected(tmp_path: Path) -> None:
+    child = script(
+        tmp_path,
+        """
+        import json, os, sys
+        os.write(2, b"@ first\\n")
+        print(json.dumps({"a": 1}))
+        print("a library chatting on stdout")
+        print("{not json")
+        print(json.dumps([1, 2]))
+        os.write(2, b"@ second\\n")
+        sys.stderr.write("some warning\\n")
+        print(json.dumps({"b": 2}))
+        """,
+    )
+    result = run_script(child, [], timeout=30)
+    assert result.ok and result.status == "ok"
+    assert result.records == [{"a": 1}, {"b": 2}]
+    assert result.last_step == "second"
+    assert result.message == "some warning"
+    assert result.describe(30) is None
+
+
+def test_crash_keeps_what_came_before_and_names_the_step(tmp_path: Path) -> None:
+    child = script(
+        tmp_path,
+        """
+        import ctypes, json, os, sys
+        print(json.dumps({"gpu": 0}), flush=True)
+        os.write(2, b"@ nvmlDeviceGetEccMode gpu=1\\n")
+        ctypes.string_at(0)  # segfault
+        """,
+    )
+    result = run_script(child, [], timeout=30)
+    assert result.status == "crashed"
+    assert result.records == [{"gpu": 0}]
+    problem = result.describe(30)
+    assert problem is not None
+    assert "SIGSEGV" in problem and "nvmlDeviceGetEccMode gpu=1" in problem
+
+
+def test_abort_message_is_kept(tmp_path: Path) -> None:
+    child = script(
+        tmp_path,
+        """
+        import os, sys
+        sys.stderr.write("Invalid handle. Cannot load symbol cudnnGetVersion\\n")
+        sys.stderr.flush()
+        os.abort()
+        """,
+    )
+    result = run_script(child, [], timeout=30)
+    problem = result.describe(30) or ""
+    assert "SIGABRT" in problem and "Cannot load symbol cudnnGetVersion" in problem
+
+
+def test_hang_is_cut_at_the_time_bound(tmp_path: Path) -> None:
+    child = script(
+        tmp_path,
+        """
+        import json, os, subprocess, sys, time
+        print(json.dumps({"header": True}), flush=True)
+        # a grandchild holding the pipes must not keep the parent waiting either
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        os.write(2, b"@ nvmlInit\\n")
+        time.sleep(60)
+        """,
+    )
+    start = time.monotonic()
+    result = run_script(child, [], timeout=1.5)
+    elapsed = time.monotonic() - start
+    assert result.timed_out and result.status == "timeout"
+    assert elapsed < 15
+    assert result.records == [{"header": True}]
+    assert result.describe(1.5) == "timed out after 1.5 s in nvmlInit"
+
+
+def test_exit_status_and_missing_interpreter(tmp_path: Path) -> None:
+    child = script(tmp_path, "import sys; sys.stderr.write('boom\\n'); sys.exit(4)")
+    result = run_script(child, [], timeout=30)
+    assert result.status == "error"
+    assert result.describe(30) == "exited with status 4: boom"
+    missing = run_script(child, [], timeout=30, python=str(tmp_path / "no-python"))
+    assert missing.status == "error" and "could not start" in (missing.describe(30) or "")
+
+
+def test_nvml_assemble_drops_malformed_records() -> None:
+    facts = nvml.assemble(
+        [
+            {
+                "kind": "header",
+                "driver_version": "535.104.05",
+                "device_count": 2,
+                "init_error": None,
+                "cuda_driver_version": "12020",
+            },
+            {"kind": "gpu", "facts": {"index": 0, "name": "Tesla T4", "memory_total": "lots"}},
+            {"kind": "gpu", "facts": {"index": 1, "name": "Tesla T4"}},
+            {"kind": "unknown"},
+        ]
+    )
+    assert facts.driver_version == "535.104.05"
+    assert facts.cuda_driver_version is None  # a string where an int belongs is not trusted
+    assert [g.index for g in facts.gpus] == [1]
+
+
+def test_nvml_probe_retries_without_a_crashing_call(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A driver function that segfaults costs that field only: the probe reruns without it."""
+    fake = script(
+        tmp_path,
+        """
+        import ctypes, json, os, sys
+        skip = json.loads(sys.argv[1])["skip"]
+        print(json.dumps({"kind": "header", "driver_version": "550.54.14", "device_count": 1}),
+              flush=True)
+        if "nvmlDeviceGetEccMode" not in skip:
+            os.write(2, b"@ nvmlDeviceGetEccMode gpu=0\\n")
+            ctypes.string_at(0)
+        facts = {"index": 0, "name": "NVIDIA A100-SXM4-80GB",
+                 "field_errors": {"ecc_enabled": "Crashed"}}
+        print(json.dumps({"kind": "gpu", "facts": facts}), flush=True)
+        """,
+    )
+    monkeypatch.setattr(nvml, "SCRIPT", fake)
+    facts, run = nvml.probe_nvml(timeout=30)
+    assert [g.name for g in facts.gpus] == ["NVIDIA A100-SXM4-80GB"]
+    assert facts.gpus[0].field_errors == {"ecc_enabled": "Crashed"}
+    assert run.status == "crashed"
+    assert run.error is not None and "SIGSEGV" in run.error and "nvmlDeviceGetEccMode" in run.error
+
+
+def test_child_scripts_use_only_the_standard_library() -> None:
+    """The probe scripts run under other interpreters (no gpucheck there)."""
+    import gpucheck.probes.child as child_mod
+
+    for name in ("_nvml_child.py", "_native_child.py"):
+        text = (child_mod.HERE / name).read_text()
+        assert "gpucheck" not in "".join(
+            line for line in text.splitlines() if line.startswith(("import", "from"))
+        )

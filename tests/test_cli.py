@@ -1,0 +1,260 @@
+"""The real command end to end, in a subprocess: output, JSON, exit codes, --from, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import builders
+import jsonschema
+import pytest
+from conftest import run_gpucheck
+
+from gpucheck import checks
+from gpucheck.schema import report_schema
+from gpucheck.snapshot import Snapshot, dumps
+
+HAS_NVIDIA_PCI = any(
+    (Path(d) / "vendor").read_text().strip() == "0x10de"
+    for d in Path("/sys/bus/pci/devices").glob("*")
+    if (Path(d) / "vendor").exists()
+)
+
+
+def save(tmp_path: Path, snap: Snapshot, name: str = "snap.json") -> str:
+    path = tmp_path / name
+    path.write_text(dumps(snap))
+    return str(path)
+
+
+def one_line_error(result, needle: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("gpucheck: ") and needle in lines[0], lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+# -- this machine, live -----------------------------------------------------------------------
+
+
+def test_live_json_validates_against_the_schema() -> None:
+    result = run_gpucheck("doctor", "--json")
+    assert result.returncode in (0, 1), result.stderr
+    data = json.loads(result.stdout)
+    jsonschema.Draft202012Validator(report_schema()).validate(data)
+    assert data["summary"]["exit_code"] == result.returncode
+    ids = {c.id for c in checks.all_checks()}
+    assert {f["id"] for f in data["findings"]} <= ids
+
+
+@pytest.mark.skipif(HAS_NVIDIA_PCI, reason="this machine has an NVIDIA GPU")
+def test_live_doctor_on_a_machine_without_gpu_says_so_first() -> None:
+    result = run_gpucheck("doctor")
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    first_fail = next(line for line in lines if line.strip().startswith(("✗", "x ")))
+    assert "no NVIDIA GPU" in first_fail and "[system.gpu-present]" in first_fail
+    assert "fix:" in result.stdout
+    assert "\x1b[" not in result.stdout  # not a terminal: no colour codes
+    assert "problem" in lines[-1]
+
+
+def test_snapshot_then_doctor_from_gives_the_same_findings(tmp_path: Path) -> None:
+    out = tmp_path / "snap.json"
+    result = run_gpucheck("snapshot", "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    live = json.loads(run_gpucheck("doctor", "--json", "--from", str(out)).stdout)
+    again = json.loads(run_gpucheck("doctor", "--json", "--from", str(out)).stdout)
+    assert live["findings"] == again["findings"]
+    assert live["snapshot"] == json.loads(out.read_text())
+    stdin = run_gpucheck("doctor", "--json", "--from", "-", stdin=out.read_text())
+    assert json.loads(stdin.stdout)["findings"] == live["findings"]
+
+
+# -- saved snapshots: deterministic ------------------------------------------------------------
+
+
+def test_healthy_node_is_ready(tmp_path: Path) -> None:
+    result = run_gpucheck("doctor", "--from", save(tmp_path, builders.h100_node(8)))
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.strip().splitlines()[-1].startswith(("✓ Ready", "+ Ready"))
+    assert "fix:" not in result.stdout
+
+
+def test_verbose_shows_evidence_of_passing_checks(tmp_path: Path) -> None:
+    path = save(tmp_path, builders.h100_node(2))
+    quiet = run_gpucheck("doctor", "--from", path).stdout
+    loud = run_gpucheck("doctor", "--from", path, "-v").stdout
+    assert "GPU 1 (NVIDIA H100 80GB HBM3" not in quiet
+    assert "[gpu.ecc-errors]" in loud and len(loud.splitlines()) > len(quiet.splitlines())
+
+
+def test_failure_exit_code_and_fix_in_every_format(tmp_path: Path) -> None:
+    snap = builders.h100_node(4)
+    snap.nvml.gpus[2].ecc_uncorrected_volatile = 3
+    path = save(tmp_path, snap)
+    text = run_gpucheck("doctor", "--from", path)
+    assert text.returncode == 1
+    assert "Uncorrectable ECC memory errors on 1 GPU(s)" in text.stdout
+    assert "GPU 2 (NVIDIA H100 80GB HBM3" in text.stdout
+    data = json.loads(run_gpucheck("doctor", "--from", path, "--json").stdout)
+    ecc = next(f for f in data["findings"] if f["id"] == "gpu.ecc-errors")
+    assert ecc["status"] == "fail" and "nvidia-smi -r" in ecc["fix"]
+    assert data["summary"] == {
+        "ready": False,
+        "exit_code": 1,
+        "strict": False,
+        "problems": 1,
+        "counts": data["summary"]["counts"],
+    }
+    junit = run_gpucheck("doctor", "--from", path, "--format", "junit")
+    assert junit.returncode == 1
+    suite = ET.fromstring(junit.stdout).find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["gpu.ecc-errors"]
+
+
+def test_strict_turns_warnings_into_failure(tmp_path: Path) -> None:
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[1].compute_mode = "exclusive_process"
+    path = save(tmp_path, snap)
+    assert run_gpucheck("doctor", "--from", path).returncode == 0
+    strict = run_gpucheck("doctor", "--from", path, "--strict", "--json")
+    assert strict.returncode == 1
+    assert json.loads(strict.stdout)["summary"]["strict"] is True
+
+
+def test_requirements_are_checks_with_their_own_findings(tmp_path: Path) -> None:
+    path = save(tmp_path, builders.h100_node(8))
+    ok = run_gpucheck(
+        "doctor",
+        "--from",
+        path,
+        "--json",
+        "--min-gpus",
+        "8",
+        "--min-memory",
+        "79GiB",
+        "--min-compute-capability",
+        "9.0",
+    )
+    assert ok.returncode == 0
+    found = {f["id"]: f["status"] for f in json.loads(ok.stdout)["findings"]}
+    assert found["require.min-gpus"] == found["require.min-memory"] == "pass"
+    assert found["require.min-compute-capability"] == "pass"
+    short = run_gpucheck("doctor", "--from", path, "--min-gpus", "16", "--min-memory", "80GiB")
+    assert short.returncode == 1
+    assert "Needs 16 GPU(s), has 8" in short.stdout
+    assert "8 GPU(s) have less than 80GiB of memory" in short.stdout
+    hidden = run_gpucheck(
+        "doctor", "--from", path, "--min-gpus", "8", env={"CUDA_VISIBLE_DEVICES": "0"}
+    )
+    # The environment of the diagnosing machine does not leak into a saved snapshot's diagnosis.
+    assert hidden.returncode == 0
+
+
+def test_only_and_skip_select_checks(tmp_path: Path) -> None:
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[0].compute_mode = "prohibited"
+    path = save(tmp_path, snap)
+    only = json.loads(run_gpucheck("doctor", "--from", path, "--json", "--only", "gpu.").stdout)
+    assert {f["id"].split(".")[0] for f in only["findings"]} == {"gpu"}
+    skipped = run_gpucheck("doctor", "--from", path, "--skip", "gpu.compute-mode")
+    assert skipped.returncode == 0
+    assert "compute-mode" not in skipped.stdout
+
+
+def test_output_file_is_written_whole(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    result = run_gpucheck(
+        "doctor", "--from", save(tmp_path, builders.h100_node(1)), "--json", "-o", str(out)
+    )
+    assert result.returncode == 0 and result.stdout == ""
+    assert json.loads(out.read_text())["summary"]["ready"] is True
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_colour_only_when_asked_or_on_a_terminal(tmp_path: Path) -> None:
+    path = save(tmp_path, builders.no_gpu_machine())
+    assert "\x1b[" not in run_gpucheck("doctor", "--from", path).stdout
+    assert "\x1b[" in run_gpucheck("doctor", "--from", path, env={"FORCE_COLOR": "1"}).stdout
+    forced_off = run_gpucheck("doctor", "--from", path, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert "\x1b[3" not in forced_off.stdout  # NO_COLOR: no colours (bold may stay)
+
+
+def test_schema_and_checks_commands() -> None:
+    schema = run_gpucheck("schema")
+    assert schema.returncode == 0
+    assert json.loads(schema.stdout) == report_schema()
+    listing = run_gpucheck("checks").stdout.splitlines()
+    assert [line.split()[0] for line in listing] == [c.id for c in checks.all_checks()]
+    version = run_gpucheck("--version")
+    assert version.returncode == 0 and version.stdout.startswith("gpucheck ")
+
+
+# -- bad input: one line, exit 2, nothing the user had is changed ---------------------------------
+
+
+def test_unreadable_snapshots(tmp_path: Path) -> None:
+    one_line_error(run_gpucheck("doctor", "--from", str(tmp_path / "nope.json")), "no such file")
+    one_line_error(run_gpucheck("doctor", "--from", str(tmp_path)), "is a folder")
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(b"\xff\xfe\x00garbage")
+    one_line_error(run_gpucheck("doctor", "--from", str(garbage)), "not a gpucheck snapshot")
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"schema_version": "1.0", "nvml": {"gpus": [{"index": "zero"}]}}))
+    one_line_error(run_gpucheck("doctor", "--from", str(wrong)), "nvml.gpus[0].index")
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({"schema_version": "9.0"}))
+    one_line_error(run_gpucheck("doctor", "--from", str(future)), "schema 9.0 is not readable")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["doctor", "--min-memory", "lots"], "is not a size"),
+        (["doctor", "--min-compute-capability", "ampere"], "is not a compute capability"),
+        (["doctor", "--min-gpus", "zero"], "--min-gpus"),
+        (["doctor", "--format", "yaml"], "is not one of text, json, junit"),
+        (["doctor", "--only", "gpu.eccc-errors"], "did you mean gpu.ecc-errors"),
+        (["doctor", "--timeout", "0"], "--timeout"),
+        (["doctor", "--bogus"], "--bogus"),
+        (["frobnicate"], "frobnicate"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
+    one_line_error(run_gpucheck(*args), needle)
+
+
+def test_a_failed_run_does_not_touch_an_existing_output_file(tmp_path: Path) -> None:
+    existing = tmp_path / "report.json"
+    existing.write_text("precious")
+    result = run_gpucheck("doctor", "--from", str(tmp_path / "missing.json"), "-o", str(existing))
+    assert result.returncode == 2
+    assert existing.read_text() == "precious"
+    one_line_error(
+        run_gpucheck("snapshot", "-o", str(tmp_path / "no" / "such" / "dir" / "s.json")),
+        "does not exist",
+    )
+
+
+def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = save(tmp_path, builders.h100_node(8))
+    proc = subprocess.run(
+        f"{sys.executable} -m gpucheck doctor -v --from {path} | head -n 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert proc.stdout.startswith("gpucheck ")
+    assert "Traceback" not in proc.stderr and "Broken pipe" not in proc.stderr

@@ -1,0 +1,122 @@
+"""The compat data: well formed, every row cited, invariants that catch typos, and the
+answers the checks rely on (each spot-checked against the row it comes from)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from gpucheck.compat import Compat, CompatError, data_dir, load
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DATA = data_dir() / "cuda.toml"
+RAW = tomllib.loads(DATA.read_text(encoding="utf-8"))
+
+
+def test_data_loads_and_has_a_date() -> None:
+    compat = load()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", compat.data_as_of)
+    assert len(compat.toolkits) >= 50
+    assert {9, 10, 11, 12, 13} <= {t.version.major for t in compat.toolkits}
+
+
+@pytest.mark.parametrize("table", ["toolkit", "minor_compat", "toolkit_arch", "architecture"])
+def test_every_row_cites_a_public_source(table: str) -> None:
+    rows = RAW[table]
+    assert rows
+    for row in rows:
+        assert re.search(r"https://\S+", row["source"]), row
+
+
+def test_min_drivers_never_decrease_within_a_major() -> None:
+    compat = load()
+    for os_name in ("linux", "windows"):
+        last: dict[int, Version] = {}
+        for t in compat.toolkits:
+            need = t.min_driver_linux if os_name == "linux" else t.min_driver_windows
+            if need is None:
+                continue
+            prev = last.get(t.version.major)
+            assert prev is None or need >= prev, (os_name, t.version, need, prev)
+            last[t.version.major] = need
+
+
+def test_minor_compat_floor_is_at_most_every_later_release_of_its_major() -> None:
+    # Not the x.0 GA: CUDA 11.0 GA shipped with 450.51.05, below 11.x's later floor 450.80.02.
+    compat = load()
+    for t in compat.toolkits:
+        floor = compat.minor_compat_floor(t.version.major)
+        if floor is not None and t.min_driver_linux is not None and t.version.minor >= 1:
+            assert floor <= t.min_driver_linux, t.version
+
+
+def test_architecture_ranges_are_consistent() -> None:
+    compat = load()
+    known = {cc for a in compat.architectures for cc in a.compute_capabilities}
+    for row in compat.arch_ranges:
+        assert row.min_cc <= row.max_cc
+        assert str(row.min_cc) in known and str(row.max_cc) in known, row
+    # CUDA 12.0 dropped Kepler; 13.0 dropped Maxwell, Pascal and Volta.
+    assert compat.architecture(str(compat.cc_range("12.0").min_cc)) == "Maxwell"  # type: ignore[union-attr]
+    assert compat.architecture(str(compat.cc_range("13.0").min_cc)) == "Turing"  # type: ignore[union-attr]
+    assert compat.cc_range("11.8").min_cc < Version("5.0")  # type: ignore[union-attr]
+
+
+def _row(version: str) -> dict[str, str]:
+    return next(r for r in RAW["toolkit"] if r["version"] == version)
+
+
+@pytest.mark.parametrize("cuda", ["10.2", "11.8", "12.2", "12.4", "12.8", "13.0"])
+def test_min_driver_is_the_ga_row(cuda: str) -> None:
+    assert str(load().min_driver(cuda)) == str(Version(_row(cuda + ".0")["min_driver_linux"]))
+
+
+def test_max_cuda_for_a_driver_is_the_newest_release_it_meets() -> None:
+    compat = load()
+    ga_124 = _row("12.4.0")["min_driver_linux"]
+    assert str(compat.max_cuda_for_driver(ga_124)) == "12.4"
+    # One patch level below 12.4's minimum runs 12.3 at most.
+    assert str(compat.max_cuda_for_driver(_row("12.3.0")["min_driver_linux"])) == "12.3"
+    assert compat.max_cuda_for_driver("not a version") is None
+    assert compat.max_cuda_for_driver("100.1") is None
+
+
+def test_branch_only_rows_use_the_branch_as_floor() -> None:
+    row = _row("13.3.0")
+    assert row["min_driver_linux"] == ""
+    assert str(load().min_driver("13.3")) == row["driver_branch"]
+
+
+def test_unknown_versions_are_unknown_not_guessed() -> None:
+    compat = load()
+    assert compat.min_driver("99.9") is None
+    assert compat.release("garbage") is None
+
+
+def test_malformed_data_is_a_clear_error(tmp_path: Path) -> None:
+    shutil.copy(DATA, tmp_path / "cuda.toml")
+    text = (tmp_path / "cuda.toml").read_text()
+    (tmp_path / "cuda.toml").write_text(
+        text.replace('min_driver_linux = "384.81"', 'min_driver_linux = "banana"', 1)
+    )
+    with pytest.raises(
+        CompatError, match=r"cuda.toml: toolkit\[0\]: min_driver_linux = 'banana' is not a version"
+    ):
+        Compat.from_dir(tmp_path)
+    (tmp_path / "cuda.toml").write_text(re.sub(r'source = "[^"]*"', 'source = ""', text, count=1))
+    with pytest.raises(CompatError, match="every row needs a source"):
+        Compat.from_dir(tmp_path)
+    (tmp_path / "cuda.toml").write_text("[[toolkit]\n")
+    with pytest.raises(CompatError, match="not valid TOML"):
+        Compat.from_dir(tmp_path)
+    with pytest.raises(CompatError, match="cannot be read"):
+        Compat.from_dir(tmp_path / "nowhere")
