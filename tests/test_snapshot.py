@@ -3,6 +3,7 @@ traceback, for anything that is not a snapshot of a readable schema version."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import builders
@@ -119,10 +120,8 @@ def test_hostile_json_yields_a_snapshot_or_a_snapshot_error(data: dict[str, obje
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_arbitrary_text_never_escapes_as_another_exception(text: str) -> None:
-    try:
+    with contextlib.suppress(SnapshotError):
         loads(text)
-    except SnapshotError:
-        pass
 
 
 def _leaf_paths(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
