@@ -139,7 +139,11 @@ def _read_snapshot(path: str) -> Snapshot:
 TimeoutOpt = Annotated[
     float,
     typer.Option(
-        "--timeout", min=0.5, max=600, help="Seconds each probe may take (they run side by side)."
+        "--timeout",
+        metavar="SECONDS",
+        min=0.5,
+        max=600,
+        help="Seconds each probe may take (they run side by side).",
     ),
 ]
 
@@ -152,7 +156,9 @@ def doctor(
     ] = "text",
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the report to FILE instead of stdout."),
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write the report to FILE instead of stdout."
+        ),
     ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
@@ -161,29 +167,40 @@ def doctor(
     from_file: Annotated[
         str | None,
         typer.Option(
-            "--from", help="Diagnose a saved snapshot (from `gpucheck snapshot`, or - for stdin)."
+            "--from",
+            metavar="FILE",
+            help="Diagnose a saved snapshot (from `gpucheck snapshot`, or - for stdin).",
         ),
     ] = None,
     min_gpus: Annotated[
-        int | None, typer.Option("--min-gpus", min=1, help="Require at least N usable GPUs.")
+        int | None,
+        typer.Option("--min-gpus", min=1, metavar="N", help="Require at least N usable GPUs."),
     ] = None,
     min_memory: Annotated[
         str | None,
-        typer.Option("--min-memory", help="Require this much memory on every GPU (40GiB, 80GB)."),
+        typer.Option(
+            "--min-memory",
+            metavar="SIZE",
+            help="Require this much memory on every GPU (40GiB, 80GB).",
+        ),
     ] = None,
     min_cc: Annotated[
         str | None,
         typer.Option(
-            "--min-compute-capability", help="Require this compute capability on every GPU (8.0)."
+            "--min-compute-capability",
+            metavar="X.Y",
+            help="Require this compute capability on every GPU (8.0).",
         ),
     ] = None,
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", help="Run only these checks (id or prefix, repeatable)."),
+        typer.Option(
+            "--only", metavar="ID", help="Run only these checks (id or prefix, repeatable)."
+        ),
     ] = None,
     skip: Annotated[
         list[str] | None,
-        typer.Option("--skip", help="Skip these checks (id or prefix, repeatable)."),
+        typer.Option("--skip", metavar="ID", help="Skip these checks (id or prefix, repeatable)."),
     ] = None,
     timeout: TimeoutOpt = 15.0,
 ) -> None:
@@ -230,7 +247,9 @@ def doctor(
 def snapshot(
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the snapshot to FILE instead of stdout."),
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write the snapshot to FILE instead of stdout."
+        ),
     ] = None,
     timeout: TimeoutOpt = 15.0,
 ) -> None:

@@ -27,8 +27,10 @@ class SelectionError(ValueError):
 
 
 def _matches(pattern: str, check: Check) -> bool:
-    # An id, or a prefix ending in a dot or star: "gpu." / "gpu.*" / "driver"
+    # An id, an id prefix ("gpu", "gpu.", "gpu.*"), or a section name ("gpus", "cudnn").
     p = pattern.rstrip("*")
+    if p == check.section.value:
+        return True
     return check.id == p or check.id.startswith(p if p.endswith(".") else p + ".")
 
 
