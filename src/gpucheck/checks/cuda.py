@@ -69,6 +69,21 @@ def driver_api(ctx: Context) -> Outcome | None:
             fix="The driver is hung or crashing: look for Xid errors (sudo dmesg | grep -i xid) "
             "and reboot if it persists.",
         )
+    nvml_error = ctx.snapshot.nvml.init_error
+    if (
+        not ctx.nvml_ok
+        and nvml_error is not None
+        and nvml_error.name
+        not in (
+            "BindingMissing",
+            "LibraryNotFound",
+        )
+    ):
+        # The driver itself is broken (driver.nvml says how); cuInit fails as a consequence.
+        return Outcome.skip(
+            "CUDA driver API not judged: the driver is not working (see driver.nvml)",
+            *([f"cuInit: {drv.init_error_name}"] if drv.init_error_name else []),
+        )
     if drv.load_error:
         if not ctx.nvml_ok:
             return (

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import IO
 
 from rich.console import Console
-from rich.padding import Padding
 from rich.text import Text
 
 from gpucheck import __version__
@@ -42,12 +41,12 @@ def render(report: Report, stream: IO[str] | None = None, verbose: bool = False)
         )
         if p
     )
-    head.append(f"  {where}", style="dim")
+    _hanging(console, head, Text(f"  {where}", style="dim"))
     if report.from_file:
-        head.append(
-            f"  (snapshot {report.from_file}, taken {report.snapshot.created_at})", style="dim"
+        taken = report.snapshot.created_at or "at an unknown time"
+        _hanging(
+            console, Text(""), Text(f"snapshot {report.from_file}, taken {taken}", style="dim")
         )
-    console.print(head)
     for section in Section:
         items = [f for f in report.findings if f.section == section]
         if not items:
@@ -56,27 +55,32 @@ def render(report: Report, stream: IO[str] | None = None, verbose: bool = False)
         console.print(Text(section.label, style="bold underline"))
         for f in items:
             mark, ascii_mark, style = MARKS[f.status]
-            line = Text("  ")
-            line.append(mark if unicode_ok else ascii_mark, style=style)
-            line.append(" ")
-            line.append(f.title, style=style if f.status in (Status.FAIL, Status.ERROR) else "")
             problem = f.status in (Status.FAIL, Status.WARN, Status.ERROR)
+            title = Text(f.title, style=style if f.status in (Status.FAIL, Status.ERROR) else "")
             if verbose or problem:
-                line.append(f"  [{f.id}]", style="dim")
-            console.print(line)
+                title.append(f"  [{f.id}]", style="dim")
+            head = Text("  ")
+            head.append(mark if unicode_ok else ascii_mark, style=style)
+            head.append(" ")
+            _hanging(console, head, title)
             if verbose or problem or f.status == Status.INFO:
                 for ev in f.evidence:
-                    console.print(
-                        Padding(
-                            Text(ev, style="" if problem else "dim"), (0, 0, 0, 6), expand=False
-                        )
-                    )
+                    _hanging(console, Text(" " * 6), Text(ev, style="" if problem else "dim"))
             if f.fix and (problem or verbose):
-                fix = Text("fix: ", style="bold")
-                fix.append(f.fix)
-                console.print(Padding(fix, (0, 0, 0, 6), expand=False))
+                _hanging(console, Text("      fix: ", style="bold"), Text(f.fix))
     console.print()
     console.print(_summary(report, unicode_ok))
+
+
+def _hanging(console: Console, prefix: Text, body: Text) -> None:
+    """Print `prefix` + `body`, wrapping `body` with continuation lines aligned under it
+    (and no padding: piped output has no trailing spaces)."""
+    indent = prefix.cell_len
+    width = max(30, console.width - indent)
+    for i, line in enumerate(body.wrap(console, width)):
+        line.rstrip()
+        lead = prefix if i == 0 else Text(" " * indent)
+        console.print(Text.assemble(lead, line), soft_wrap=True)
 
 
 def _summary(report: Report, unicode_ok: bool) -> Text:
