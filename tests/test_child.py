@@ -6,6 +6,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from gpucheck.probes import nvml
 from gpucheck.probes.child import run_script
 
@@ -156,3 +158,30 @@ def test_child_scripts_use_only_the_standard_library() -> None:
         assert "gpucheck" not in "".join(
             line for line in text.splitlines() if line.startswith(("import", "from"))
         )
+
+
+OLD_PYTHONS = sorted(
+    {
+        p
+        for pattern in ("/root/.pyenv/versions/3.8*/bin/python3.8", "/usr/bin/python3.8")
+        for p in __import__("glob").glob(pattern)
+    }
+)
+
+
+@pytest.mark.skipif(not OLD_PYTHONS, reason="no Python 3.8 interpreter on this machine")
+def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
+    """The probe scripts must run under the user's interpreter, however old (3.8+)."""
+    import json
+
+    from gpucheck.probes.child import HERE
+
+    python = OLD_PYTHONS[0]
+    task = [{"id": "x", "kind": "cudart", "path": str(tmp_path / "libcudart.so.12")}]
+    native = run_script(HERE / "_native_child.py", [json.dumps(task)], 30, python=python)
+    assert native.ok, native.message
+    assert native.records[0]["id"] == "x"
+    assert "OSError" in str(native.records[0]["result"])
+    nvml_child = run_script(HERE / "_nvml_child.py", ['{"init": false}'], 30, python=python)
+    assert nvml_child.ok, nvml_child.message
+    assert nvml_child.records[0]["kind"] == "header"

@@ -99,7 +99,7 @@ def probe_library_versions(
             copy.cuda_version = cuda_version
 
 
-def probe_nvcc(env: Mapping[str, str], homes: list[Path]) -> NvccFacts | None:
+def probe_nvcc(env: Mapping[str, str], homes: list[Path], timeout: float = 10) -> NvccFacts | None:
     path = shutil.which("nvcc", path=env.get("PATH", os.defpath))
     for home in homes:
         if path:
@@ -112,7 +112,7 @@ def probe_nvcc(env: Mapping[str, str], homes: list[Path]) -> NvccFacts | None:
     facts = NvccFacts(path=path)
     try:
         out = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=10, check=False
+            [path, "--version"], capture_output=True, text=True, timeout=timeout, check=False
         )
     except (OSError, subprocess.SubprocessError) as exc:
         facts.error = f"{type(exc).__name__}: {exc}"
@@ -142,9 +142,11 @@ def probe_cuda_and_cudnn(
         scope.cuda_homes = homes
     runtimes = find_copies("cudart", scope)
     cudnn = find_copies("cudnn", scope)
-    probe_library_versions(runtimes + cudnn, timeout, scope.env)
-    cuda = CudaFacts(runtimes=runtimes, cuda_home=home, cuda_home_source=source)
-    cuda.nvcc = probe_nvcc(scope.env, scope.cuda_homes)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        nvcc = pool.submit(probe_nvcc, scope.env, scope.cuda_homes, timeout)
+        probe_library_versions(runtimes + cudnn, timeout, scope.env)
+        cuda = CudaFacts(runtimes=runtimes, cuda_home=home, cuda_home_source=source)
+        cuda.nvcc = nvcc.result()
     duration = round((time.monotonic() - start) * 1000, 1)
     failed = [c for c in runtimes + cudnn if c.load_error]
     runs = [
