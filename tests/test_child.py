@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import textwrap
 import time
 from pathlib import Path
@@ -164,7 +165,7 @@ OLD_PYTHONS = sorted(
     {
         p
         for pattern in ("/root/.pyenv/versions/3.8*/bin/python3.8", "/usr/bin/python3.8")
-        for p in __import__("glob").glob(pattern)
+        for p in glob.glob(pattern)
     }
 )
 
