@@ -105,8 +105,11 @@ def run_script(
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    killpg = getattr(os, "killpg", None)  # POSIX; elsewhere the child alone is killed
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if killpg is None:
+            raise ProcessLookupError
+        killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
 

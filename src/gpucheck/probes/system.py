@@ -7,7 +7,6 @@ point it at a fabricated tree. Nothing is loaded, nothing can hang.
 from __future__ import annotations
 
 import contextlib
-import grp
 import os
 import platform
 import re
@@ -232,8 +231,10 @@ def _node(path: Path, shown: str) -> DeviceNode:
     except OSError:
         return DeviceNode(path=shown, exists=False)
     try:
+        import grp  # POSIX only; device nodes exist only there anyway
+
         group = grp.getgrgid(st.st_gid).gr_name
-    except KeyError:
+    except (ImportError, KeyError):
         group = str(st.st_gid)
     return DeviceNode(
         path=shown,
