@@ -87,13 +87,16 @@ def probe_library_versions(
         if data is None:
             continue
         version = data.get("version")
-        # The call gives major.minor for cudart; a file name with the full version says more.
-        if isinstance(version, str) and not (
-            copy.version and copy.version.startswith(version + ".")
-        ):
-            copy.version, copy.version_source = version, "call"
-        elif isinstance(version, str) and copy.version_source != "call":
-            copy.version_source = f"{copy.version_source}+call"
+        if isinstance(version, str):
+            # The call says major.minor for cudart; a file name or wheel with the full version
+            # that agrees says more, so it is kept and the source notes both.
+            agrees = copy.version is not None and (
+                copy.version == version or copy.version.startswith(version + ".")
+            )
+            if agrees and copy.version_source not in (None, "call"):
+                copy.version_source = f"{copy.version_source}+call"
+            elif not agrees:
+                copy.version, copy.version_source = version, "call"
         cuda_version = data.get("cuda_version")
         if isinstance(cuda_version, str):
             copy.cuda_version = cuda_version

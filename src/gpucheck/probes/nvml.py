@@ -35,7 +35,7 @@ def probe_nvml(
             SCRIPT,
             [json.dumps({"skip": skipped, "init": init})],
             remaining,
-            env=dict(env) if env else None,
+            env=dict(env) if env is not None else None,
         )
         facts = assemble(result.records)
         problem = result.describe(remaining)
