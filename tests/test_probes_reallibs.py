@@ -358,7 +358,7 @@ def test_cudnn_from_pip_wheel(wheels: reallibs.PipSite) -> None:
     native.probe_library_versions([copy], TIMEOUT, _env())
     assert copy.load_error is None
     assert copy.version == _three_parts(wheels.cudnn_version)
-    assert copy.version_source == "call"
+    assert copy.version_source == "header+call"  # the header, confirmed by the call
     assert copy.cuda_version == CUDNN_BUILT_FOR_CUDA
 
 
@@ -392,7 +392,10 @@ def test_cudnn_without_graph_library_aborts_the_child_not_the_parent(
     assert broken.cuda_version is None
     # The crash cost that copy alone: this process, and the probe of the whole copy, carry on.
     assert whole.load_error is None
-    assert (whole.version, whole.version_source) == (_three_parts(wheels.cudnn_version), "header+call")
+    assert (whole.version, whole.version_source) == (
+        _three_parts(wheels.cudnn_version),
+        "header+call",
+    )
 
 
 def test_cudnn_version_from_header_beside_a_broken_copy(
