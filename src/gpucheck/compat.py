@@ -76,6 +76,12 @@ def parse_version(text: str) -> Version | None:
         return None
 
 
+def driver_text(version: Version) -> str:
+    """A driver version as NVIDIA prints it: 535.104.05, not packaging's 535.104.5."""
+    major, *rest = version.release
+    return ".".join([str(major), *(f"{part:02d}" for part in rest)])
+
+
 def cuda_from_int(value: int | None) -> str | None:
     """CUDA's integer encoding (12020) -> '12.2'."""
     if value is None or value <= 0:

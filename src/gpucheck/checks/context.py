@@ -34,9 +34,12 @@ def parse_visible_devices(value: str | None, gpus: list[GpuFacts]) -> Visibility
     vis = Visibility(value)
     for raw in value.split(","):
         token = raw.strip()
-        if token.lstrip("-").isdigit():
-            index = int(token)
-            match = next((g for g in gpus if g.index == index), None) if index >= 0 else None
+        # "" and negative indices ("-1") are the usual ways to hide every GPU: CUDA stops
+        # there on purpose, which is not a misspelt entry.
+        if token == "" or (token.lstrip("-").isdigit() and int(token) < 0):
+            break
+        if token.isdigit():
+            match = next((g for g in gpus if g.index == int(token)), None)
         elif token.startswith("GPU-"):
             hits = [g for g in gpus if g.uuid and g.uuid.startswith(token)]
             match = hits[0] if len(hits) == 1 else None

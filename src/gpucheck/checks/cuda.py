@@ -10,7 +10,7 @@ from packaging.version import Version
 from gpucheck.checks.context import Context
 from gpucheck.checks.model import Outcome, Section, check
 from gpucheck.checks.system import container_fix
-from gpucheck.compat import parse_version
+from gpucheck.compat import driver_text, parse_version
 from gpucheck.snapshot import LibraryCopy
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
@@ -180,8 +180,8 @@ def _needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
     if floor is not None and driver is not None and driver >= floor:
         return "warn", (
             f"CUDA {want} is newer than the driver's CUDA {have}: it runs through minor version "
-            f"compatibility (driver {driver} >= {floor}), but PTX JIT compilation and newer "
-            "features fail"
+            f"compatibility (driver {ctx.driver_version} >= {driver_text(floor)}), but PTX JIT "
+            "compilation and newer features fail"
         )
     return "fail", f"CUDA {want} is newer than the driver's CUDA {have}"
 
@@ -191,14 +191,17 @@ def _driver_upgrade(ctx: Context, cuda: str) -> str:
     mm = _major_minor(cuda)
     if need is None:
         return f"upgrade the NVIDIA driver to one that supports CUDA {mm}"
-    return f"upgrade the NVIDIA driver to {need} or newer (CUDA {mm}'s minimum on {ctx.os.title()})"
+    return (
+        f"upgrade the NVIDIA driver to {driver_text(need)} or newer "
+        f"(CUDA {mm}'s minimum on {ctx.os.title()})"
+    )
 
 
 @check("cuda.toolkit", Section.CUDA, "the CUDA toolkit (nvcc) fits the driver and the GPUs")
 def toolkit(ctx: Context) -> Outcome | None:
     cuda = ctx.snapshot.cuda
     env = ctx.snapshot.system.env
-    home_var = next((v for v in ("CUDA_HOME", "CUDA_PATH") if v in env), None)
+    home_var = next((v for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)), None)
     if home_var and cuda.cuda_home and cuda.cuda_home_source == home_var and cuda.nvcc is None:
         return Outcome.warn(
             f"{home_var} points to a folder without a CUDA toolkit",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 from gpucheck.checks.context import Context, gpu_label
@@ -26,10 +25,11 @@ def _no_gpu(ctx: Context) -> bool:
 
 
 def library_version(path: str | None) -> str | None:
-    """libnvidia-ml.so.535.104.05 -> 535.104.05 (resolving the symlink the loader followed)."""
+    """libnvidia-ml.so.535.104.05 -> 535.104.05. The probe records the path the loader really
+    mapped (/proc/self/maps), so the name is read as is: checks do no I/O."""
     if not path:
         return None
-    match = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)?)$", os.path.realpath(path))
+    match = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)?)$", path)
     return match.group(1) if match else None
 
 
@@ -272,6 +272,8 @@ def persistence_mode(ctx: Context) -> Outcome | None:
     if not server:
         return None
     off = [g for g in server if g.persistence_mode is False]
+    if all(g.persistence_mode is None for g in server):
+        return Outcome.skip("Persistence mode: not reported by these GPUs")
     if not off:
         return Outcome.passed(f"Persistence mode on for {len(server)} data-centre GPU(s)")
     return Outcome.warn(

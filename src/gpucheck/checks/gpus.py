@@ -86,6 +86,9 @@ def ecc(ctx: Context) -> Outcome | None:
                 "ECC: not supported by these GPUs", *_unknown_note(gpus, "ecc_enabled")
             )
         return Outcome.info("ECC is off on every GPU: memory errors go undetected")
+    unknown = _all_unknown(with_ecc, "ecc_uncorrected_volatile", "Uncorrectable ECC error counts")
+    if unknown:
+        return unknown
     bad, evidence = _per_gpu(
         ctx,
         lambda g: (
@@ -219,7 +222,8 @@ def pcie_link(ctx: Context) -> Outcome | None:
             (narrow_bad if cur_w * 4 <= max_w else narrow_warn).append(line)
         cur_g, max_g = g.pcie_gen_current, g.pcie_gen_max
         if cur_g and max_g and cur_g < max_g:
-            line = f"{gpu_label(g)}: gen {cur_g} of {max_g} at {g.utilization_gpu}% utilisation"
+            load = f"{g.utilization_gpu}%" if g.utilization_gpu is not None else "unknown"
+            line = f"{gpu_label(g)}: gen {cur_g} of {max_g} at {load} utilisation"
             busy = g.utilization_gpu is not None and g.utilization_gpu >= BUSY_UTILIZATION
             (slow if busy else idle_low).append(line)
     idle_note = [line + " (idle: normal power saving)" for line in idle_low]
@@ -251,6 +255,9 @@ def compute_mode(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     if not gpus:
         return None
+    unknown = _all_unknown(gpus, "compute_mode", "Compute mode")
+    if unknown:
+        return unknown
     prohibited = [g for g in gpus if g.compute_mode == "prohibited"]
     exclusive = [g for g in gpus if g.compute_mode in ("exclusive_process", "exclusive_thread")]
     if prohibited:
@@ -321,6 +328,9 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     if not gpus:
         return None
+    unknown = _all_unknown(gpus, "memory_used", "Memory in use")
+    if unknown:
+        return unknown
     busy = []
     for g in gpus:
         if g.memory_total and g.memory_used is not None and g.memory_used > g.memory_total / 2:

@@ -16,6 +16,14 @@ def _usable(ctx: Context) -> list[GpuFacts]:
     return [g for g in ctx.visibility.visible if g.handle_error is None]
 
 
+def usable_memory(gpu: GpuFacts) -> int | None:
+    """What one CUDA process gets: with MIG on, one MIG device, not the whole GPU."""
+    if gpu.mig_enabled and gpu.mig_devices:
+        sizes = [m.memory_total for m in gpu.mig_devices if m.memory_total is not None]
+        return max(sizes) if sizes else None
+    return gpu.memory_total
+
+
 @check("require.min-gpus", Section.REQUIREMENTS, "at least N usable GPUs (--min-gpus)")
 def min_gpus(ctx: Context) -> Outcome | None:
     want = ctx.requirements.min_gpus
@@ -51,12 +59,16 @@ def min_memory(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"Needs GPUs with {text} each; no usable GPU", fix="See the problems above."
         )
-    small = [g for g in gpus if g.memory_total is None or g.memory_total < want]
+    small = [g for g in gpus if (usable_memory(g) or 0) < want]
     if not small:
         return Outcome.passed(f"All {len(gpus)} usable GPU(s) have at least {text}")
     return Outcome.fail(
         f"{len(small)} GPU(s) have less than {text} of memory",
-        *[f"{gpu_label(g)}: {gib(g.memory_total)}" for g in small],
+        *[
+            f"{gpu_label(g)}: {gib(usable_memory(g))}"
+            + (" in its largest MIG device" if g.mig_enabled else "")
+            for g in small
+        ],
         fix=f"Run on GPUs with at least {text} each, or reduce the job's memory (batch size, "
         "precision, sharding).",
     )

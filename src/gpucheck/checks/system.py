@@ -97,7 +97,11 @@ def nouveau(ctx: Context) -> Outcome | None:
     sysf = ctx.snapshot.system
     bound = [d for d in sysf.pci_gpus if d.driver == "nouveau"]
     if not sysf.nouveau_loaded and not bound:
-        return None if not sysf.pci_gpus else Outcome.passed("nouveau is not loaded")
+        if not sysf.pci_gpus:
+            return None
+        if sysf.nouveau_loaded is None:
+            return Outcome.skip("Could not tell whether nouveau is loaded (no module list)")
+        return Outcome.passed("nouveau is not loaded")
     evidence = ["the nouveau kernel module is loaded"] if sysf.nouveau_loaded else []
     evidence += [f"{d.address} is bound to nouveau" for d in bound]
     return Outcome.fail(

@@ -1,0 +1,465 @@
+"""Per-GPU health checks. Each test takes a healthy node and breaks one fact on one GPU, then
+checks that the finding names that GPU and says what to do about it."""
+
+from __future__ import annotations
+
+import builders
+import more_builders as mb
+import pytest
+from builders import MIB
+from more_builders import finding, run_checks, the
+
+from gpucheck.checks import Status
+from gpucheck.snapshot import GpuProcess, MigDevice, NvmlError
+
+GIB = 1024**3
+
+# --- gpu.lost ----------------------------------------------------------------------------------
+
+
+def test_all_gpus_answering_passes() -> None:
+    f = the(builders.h100_node(8), "gpu.lost")
+    assert f.status is Status.PASS
+    assert "All 8 GPU(s) answer" in f.title
+
+
+def test_a_gpu_that_cannot_be_opened_fails_naming_it() -> None:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus[5].handle_error = NvmlError(15, "GpuIsLost", "GPU is lost")
+    f = the(snap, "gpu.lost")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("1 GPU(s) do not answer")
+    assert "GPU 5: GpuIsLost" in f.evidence
+    assert "8 NVIDIA GPU(s) on the PCI bus" in f.evidence
+    assert f.fix and "nvidia-smi -r" in f.fix and "Xid 79" in f.fix
+
+
+def test_fewer_gpus_read_than_the_driver_counts_fails() -> None:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus = snap.nvml.gpus[:7]
+    f = the(snap, "gpu.lost")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("1 GPU(s) do not answer")
+    assert "the driver counts 8 GPUs but only 7 were read" in f.evidence
+
+
+def test_lost_gpu_health_is_not_judged() -> None:
+    """A GPU without a handle has no facts: no other GPU check blames or clears it."""
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[1].handle_error = NvmlError(15, "GpuIsLost", "GPU is lost")
+    snap.nvml.gpus[1].ecc_uncorrected_volatile = 9
+    snap.nvml.gpus[1].compute_mode = "prohibited"
+    assert the(snap, "gpu.ecc-errors").status is Status.PASS
+    assert the(snap, "gpu.compute-mode").status is Status.PASS
+
+
+def test_gpu_lost_skips_without_driver_facts_and_is_silent_without_a_gpu() -> None:
+    snap = mb.nvml_fails(builders.h100_node(2), "DriverNotLoaded")
+    assert the(snap, "gpu.lost").status is Status.SKIP
+    assert finding(builders.no_gpu_machine(), "gpu.lost") is None
+
+
+# --- gpu.ecc-errors ----------------------------------------------------------------------------
+
+
+def test_no_ecc_errors_passes() -> None:
+    f = the(builders.h100_node(8), "gpu.ecc-errors")
+    assert f.status is Status.PASS
+    assert "8 GPU(s)" in f.title
+    assert f.evidence == []
+
+
+def test_uncorrectable_ecc_errors_fail_naming_the_gpu_and_count() -> None:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus[6].ecc_uncorrected_volatile = 3
+    f = the(snap, "gpu.ecc-errors")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("Uncorrectable ECC memory errors on 1 GPU(s)")
+    assert f.evidence == [
+        "GPU 6 (NVIDIA H100 80GB HBM3, 00000000:78:00.0): "
+        "3 uncorrectable error(s) since the last reboot"
+    ]
+    assert f.fix and "Drain the node" in f.fix and "RMA" in f.fix
+
+
+def test_lifetime_ecc_errors_only_are_a_note_on_a_pass() -> None:
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[1].ecc_uncorrected_aggregate = 4
+    f = the(snap, "gpu.ecc-errors")
+    assert f.status is Status.PASS
+    assert f.evidence == ["GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): 4 in its lifetime"]
+
+
+def test_ecc_off_everywhere_is_info() -> None:
+    snap = builders.h100_node(2)
+    for g in snap.nvml.gpus:
+        g.ecc_enabled = False
+    f = the(snap, "gpu.ecc-errors")
+    assert f.status is Status.INFO
+    assert "ECC is off" in f.title
+
+
+def test_ecc_not_supported_skips_with_the_reason() -> None:
+    f = the(builders.workstation(), "gpu.ecc-errors")
+    assert f.status is Status.SKIP
+    assert f.evidence == ["unknown on 1 GPU(s): NotSupported"]
+
+
+def test_ecc_counter_unknown_is_not_reported_as_no_errors() -> None:
+    snap = builders.h100_node(2)
+    for g in snap.nvml.gpus:
+        g.ecc_uncorrected_volatile = None
+        g.field_errors["ecc_uncorrected_volatile"] = "NotSupported"
+    assert the(snap, "gpu.ecc-errors").status is not Status.PASS
+
+
+# --- gpu.memory-remapping ----------------------------------------------------------------------
+
+
+def test_no_pending_repairs_passes() -> None:
+    f = the(builders.h100_node(8), "gpu.memory-remapping")
+    assert f.status is Status.PASS
+
+
+def test_pending_row_remap_warns() -> None:
+    snap = builders.h100_node(4)
+    snap.nvml.gpus[1].remap_pending = True
+    f = the(snap, "gpu.memory-remapping")
+    assert f.status is Status.WARN
+    assert f.evidence == [
+        "GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): a row remap is pending "
+        "(takes effect at the next GPU reset)"
+    ]
+    assert f.fix and "nvidia-smi -r" in f.fix
+
+
+def test_failed_row_remap_fails() -> None:
+    snap = builders.h100_node(4)
+    snap.nvml.gpus[2].remap_pending = True  # failed outranks pending
+    snap.nvml.gpus[3].remap_failed = True
+    f = the(snap, "gpu.memory-remapping")
+    assert f.status is Status.FAIL
+    assert len(f.evidence) == 1 and f.evidence[0].startswith("GPU 3 ")
+    assert "no spare rows left" in f.evidence[0]
+    assert f.fix and "RMA" in f.fix and "dcgmi diag" in f.fix
+
+
+def test_pending_page_retirement_warns() -> None:
+    snap = mb.t4_vm()  # T4: page retirement, no row remapping
+    snap.nvml.gpus[0].retired_pages_pending = True
+    f = the(snap, "gpu.memory-remapping")
+    assert f.status is Status.WARN
+    assert "a page retirement is pending" in f.evidence[0]
+    assert "Tesla T4" in f.evidence[0]
+
+
+def test_retired_pages_without_pending_are_a_note() -> None:
+    snap = builders.h100_node(1)
+    snap.nvml.gpus[0].retired_pages_dbe = 2
+    f = the(snap, "gpu.memory-remapping")
+    assert f.status is Status.PASS
+    assert any("2 page(s) retired for double-bit errors" in e for e in f.evidence)
+
+
+def test_remapping_not_reported_skips() -> None:
+    snap = builders.h100_node(1)
+    snap.nvml.gpus[0].remap_pending = None
+    snap.nvml.gpus[0].retired_pages_pending = None
+    assert the(snap, "gpu.memory-remapping").status is Status.SKIP
+
+
+# --- gpu.throttling ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reason", "words"),
+    [
+        ("hw_slowdown", "hardware slowdown"),
+        ("hw_thermal_slowdown", "too hot"),
+        ("hw_power_brake_slowdown", "power brake"),
+    ],
+)
+def test_hardware_slowdown_fails(reason: str, words: str) -> None:
+    snap = builders.h100_node(8)
+    gpu = snap.nvml.gpus[4]
+    gpu.clock_event_reasons = ["sw_power_cap", reason]
+    gpu.temperature_c = 88
+    f = the(snap, "gpu.throttling")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("1 GPU(s)")
+    assert len(f.evidence) == 1
+    assert f.evidence[0].startswith("GPU 4 (NVIDIA H100 80GB HBM3")
+    assert words in f.evidence[0]
+    assert "(88 °C, slowdown at 87 °C)" in f.evidence[0]
+    assert f.fix and "cooling" in f.fix and "power" in f.fix
+
+
+def test_software_thermal_slowdown_warns() -> None:
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[0].clock_event_reasons = ["sw_thermal_slowdown"]
+    snap.nvml.gpus[0].temperature_c = 80
+    f = the(snap, "gpu.throttling")
+    assert f.status is Status.WARN
+    assert f.evidence[0].startswith("GPU 0 ")
+    assert "software thermal slowdown (80 °C" in f.evidence[0]
+    assert f.fix and "cooling" in f.fix
+
+
+def test_close_to_the_slowdown_temperature_warns() -> None:
+    snap = builders.h100_node(1)
+    snap.nvml.gpus[0].clock_event_reasons = []
+    snap.nvml.gpus[0].temperature_c = 83  # slowdown at 87
+    f = the(snap, "gpu.throttling")
+    assert f.status is Status.WARN
+    assert "close to its slowdown temperature" in f.evidence[0]
+
+
+@pytest.mark.parametrize(
+    "reasons", [["gpu_idle"], ["sw_power_cap"], ["gpu_idle", "sw_power_cap"], []]
+)
+def test_idle_and_power_cap_alone_pass(reasons: list[str]) -> None:
+    snap = builders.h100_node(2)
+    for g in snap.nvml.gpus:
+        g.clock_event_reasons = list(reasons)
+    f = the(snap, "gpu.throttling")
+    assert f.status is Status.PASS
+
+
+def test_throttle_reasons_unknown_skip() -> None:
+    snap = builders.workstation()
+    snap.nvml.gpus[0].clock_event_reasons = None
+    snap.nvml.gpus[0].field_errors["clock_event_reasons"] = "NotSupported"
+    f = the(snap, "gpu.throttling")
+    assert f.status is Status.SKIP
+    assert f.evidence == ["unknown on 1 GPU(s): NotSupported"]
+
+
+# --- gpu.pcie-link -----------------------------------------------------------------------------
+
+
+def test_full_width_links_pass() -> None:
+    f = the(builders.h100_node(8), "gpu.pcie-link")
+    assert f.status is Status.PASS
+    assert f.evidence == []
+
+
+def test_x4_of_x16_fails() -> None:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus[7].pcie_width_current = 4
+    f = the(snap, "gpu.pcie-link")
+    assert f.status is Status.FAIL
+    assert f.evidence == ["GPU 7 (NVIDIA H100 80GB HBM3, 00000000:88:00.0): x4 of x16"]
+    assert f.fix and "Reseat" in f.fix
+
+
+def test_x8_of_x16_warns() -> None:
+    f = the(mb.t4_vm(), "gpu.pcie-link")  # the real T4 capture: x8 of x16 in a cloud VM
+    assert f.status is Status.WARN
+    assert f.evidence == ["GPU 0 (Tesla T4, 00000000:00:1E.0): x8 of x16"]
+    assert f.fix and "hypervisor" in f.fix
+
+
+def test_idle_gpu_at_gen1_of_4_passes_with_a_note() -> None:
+    snap = builders.workstation()  # RTX 3060 idle at gen 1 of 4
+    f = the(snap, "gpu.pcie-link")
+    assert f.status is Status.PASS
+    assert f.evidence == [
+        "GPU 0 (NVIDIA GeForce RTX 3060, 00000000:01:00.0): gen 1 of 4 at 0% utilisation "
+        "(idle: normal power saving)"
+    ]
+
+
+def test_gen1_of_4_under_load_warns() -> None:
+    snap = builders.workstation()
+    snap.nvml.gpus[0].utilization_gpu = 90
+    f = the(snap, "gpu.pcie-link")
+    assert f.status is Status.WARN
+    assert f.evidence == [
+        "GPU 0 (NVIDIA GeForce RTX 3060, 00000000:01:00.0): gen 1 of 4 at 90% utilisation "
+        "(under load)"
+    ]
+
+
+def test_pcie_unknown_skips() -> None:
+    snap = builders.workstation()
+    snap.nvml.gpus[0].pcie_width_current = None
+    snap.nvml.gpus[0].field_errors["pcie_width_current"] = "NotSupported"
+    assert the(snap, "gpu.pcie-link").status is Status.SKIP
+
+
+# --- gpu.compute-mode --------------------------------------------------------------------------
+
+
+def test_default_compute_mode_passes() -> None:
+    f = the(builders.h100_node(8), "gpu.compute-mode")
+    assert f.status is Status.PASS
+
+
+def test_exclusive_process_warns_with_the_command_for_that_gpu() -> None:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus[3].compute_mode = "exclusive_process"
+    f = the(snap, "gpu.compute-mode")
+    assert f.status is Status.WARN
+    assert f.evidence == ["GPU 3 (NVIDIA H100 80GB HBM3, 00000000:48:00.0): exclusive_process"]
+    assert f.fix and f.fix.endswith("sudo nvidia-smi -i 3 -c DEFAULT")
+
+
+def test_prohibited_fails_with_the_command_for_those_gpus() -> None:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus[1].compute_mode = "prohibited"
+    snap.nvml.gpus[6].compute_mode = "prohibited"
+    snap.nvml.gpus[3].compute_mode = "exclusive_process"  # the worse one is reported
+    f = the(snap, "gpu.compute-mode")
+    assert f.status is Status.FAIL
+    assert "prohibited on 2 GPU(s)" in f.title
+    assert f.fix == "sudo nvidia-smi -i 1,6 -c DEFAULT"
+
+
+# --- gpu.mig -----------------------------------------------------------------------------------
+
+
+def test_mig_off_says_nothing() -> None:
+    assert finding(builders.h100_node(2), "gpu.mig") is None
+
+
+def test_mig_on_with_devices_is_info_about_mig_uuids() -> None:
+    snap = builders.node([builders.a100_mig(0)])
+    f = the(snap, "gpu.mig")
+    assert f.status is Status.INFO
+    assert "MIG is on for 1 GPU(s)" in f.title
+    assert "4 MIG device(s)" in f.evidence[0]
+    assert "MIG-00000000-1111-2222-3333-444444444444" in f.evidence[0]
+    assert "MIG-00000003-1111-2222-3333-444444444444" in f.evidence[0]
+    assert any("CUDA_VISIBLE_DEVICES=MIG-<uuid>" in e for e in f.evidence)
+
+
+def test_mig_with_many_devices_lists_four_then_an_ellipsis() -> None:
+    gpu = builders.a100_mig(0)
+    gpu.mig_devices += [
+        MigDevice(i, f"MIG-{i:08d}-1111-2222-3333-444444444444", "1g.10gb", 9728 * MIB)
+        for i in range(4, 7)
+    ]
+    f = the(builders.node([gpu]), "gpu.mig")
+    assert "7 MIG device(s)" in f.evidence[0]
+    assert f.evidence[0].endswith(" ...")
+    assert "MIG-00000004" not in f.evidence[0]
+
+
+def test_mig_on_without_devices_fails() -> None:
+    gpu = builders.a100_mig(0)
+    gpu.mig_devices = []
+    f = the(builders.node([builders.h100(1), gpu]), "gpu.mig")
+    assert f.status is Status.FAIL
+    assert f.evidence == ["GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:01:00.0)"]
+    assert f.fix and "sudo nvidia-smi mig -i 0 -cgi" in f.fix and "-mig 0" in f.fix
+
+
+def test_mig_change_pending_warns() -> None:
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[1].mig_enabled_pending = True
+    f = the(snap, "gpu.mig")
+    assert f.status is Status.WARN
+    assert f.evidence == [
+        "GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): MIG off now, on after reset"
+    ]
+    assert f.fix and "nvidia-smi -r" in f.fix
+
+
+# --- gpu.memory-in-use -------------------------------------------------------------------------
+
+
+def test_free_memory_passes_and_notes_running_processes() -> None:
+    snap = builders.h100_node(2)
+    builders.with_process(snap.nvml.gpus[0], 1234, "python", 2048)
+    f = the(snap, "gpu.memory-in-use")
+    assert f.status is Status.PASS
+    assert f.evidence == [
+        "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 1 process(es), 2.1 GiB used"
+    ]
+
+
+def test_a_process_holding_most_memory_warns_naming_its_pid() -> None:
+    snap = builders.h100_node(2)
+    builders.with_process(snap.nvml.gpus[1], 4242, "python", 70 * 1024)  # 70 GiB of 80
+    f = the(snap, "gpu.memory-in-use")
+    assert f.status is Status.WARN
+    assert f.title.startswith("1 GPU(s)")
+    assert len(f.evidence) == 1
+    assert f.evidence[0].startswith("GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): 70.1 GiB")
+    assert "of 79.6 GiB used by PID 4242 python (70.0 GiB)" in f.evidence[0]
+    assert f.fix is not None
+    assert "ps -o pid,user,cmd -p 4242" in f.fix
+    assert "kill 4242" in f.fix
+    assert "the other GPUs" in f.fix  # GPU 0 is free
+
+
+def test_memory_held_by_no_listed_process_says_look_on_the_host() -> None:
+    snap = builders.h100_node(1)
+    gpu = snap.nvml.gpus[0]
+    gpu.memory_used = 60 * GIB
+    f = the(snap, "gpu.memory-in-use")
+    assert f.status is Status.WARN
+    assert "no process listed" in f.evidence[0]
+    assert f.fix and "nvidia-smi on the host" in f.fix
+    assert "other GPUs" not in f.fix  # there are none
+
+
+def test_the_biggest_processes_come_first() -> None:
+    snap = builders.h100_node(1)
+    gpu = snap.nvml.gpus[0]
+    gpu.processes = [
+        GpuProcess(10, "small", 1 * GIB),
+        GpuProcess(20, "big", 50 * GIB),
+        GpuProcess(30, "mid", 10 * GIB),
+    ]
+    gpu.memory_used = 61 * GIB
+    f = the(snap, "gpu.memory-in-use")
+    assert f.status is Status.WARN
+    ev = f.evidence[0]
+    assert ev.index("PID 20 big") < ev.index("PID 30 mid") < ev.index("PID 10 small")
+
+
+# --- a consumer GPU: unknowns are not passes ---------------------------------------------------
+
+
+def test_consumer_gpu_unsupported_facts_skip_and_nothing_fails() -> None:
+    snap = builders.workstation()
+    gpu = snap.nvml.gpus[0]
+    assert gpu.ecc_enabled is None and gpu.mig_enabled is None and gpu.serial is None
+    findings = {f.id: f for f in run_checks(snap)}
+    assert findings["gpu.ecc-errors"].status is Status.SKIP
+    assert not [f.id for f in findings.values() if f.status in (Status.FAIL, Status.ERROR)]
+    # the unknowns (ECC, remapping behind it, MIG) are never reported as passes
+    for check_id in ("gpu.ecc-errors", "gpu.memory-remapping", "gpu.mig"):
+        f = findings.get(check_id)
+        assert f is None or f.status is not Status.PASS, check_id
+    passes = [f for f in findings.values() if f.status is Status.PASS]
+    assert not [f.id for f in passes if "ECC" in f.title or "MIG" in f.title]
+
+
+def test_consumer_gpu_with_more_unknowns_still_never_passes_them() -> None:
+    snap = builders.workstation()
+    gpu = snap.nvml.gpus[0]
+    gpu.clock_event_reasons = None
+    gpu.pcie_width_current = gpu.pcie_width_max = None
+    gpu.pcie_gen_current = gpu.pcie_gen_max = None
+    findings = {f.id: f for f in run_checks(snap)}
+    assert findings["gpu.throttling"].status is Status.SKIP
+    assert findings["gpu.pcie-link"].status is Status.SKIP
+
+
+def test_compute_mode_unknown_is_not_a_pass() -> None:
+    snap = builders.workstation()
+    snap.nvml.gpus[0].compute_mode = None
+    snap.nvml.gpus[0].field_errors["compute_mode"] = "NotSupported"
+    f = finding(snap, "gpu.compute-mode")
+    assert f is None or f.status is not Status.PASS
+
+
+def test_memory_use_unknown_is_not_a_pass() -> None:
+    snap = builders.workstation()
+    snap.nvml.gpus[0].memory_used = None
+    snap.nvml.gpus[0].memory_free = None
+    snap.nvml.gpus[0].field_errors["memory_used"] = "Unknown"
+    f = finding(snap, "gpu.memory-in-use")
+    assert f is None or f.status is not Status.PASS

@@ -1,0 +1,419 @@
+"""System checks: is there a GPU at all, does a container get it, nouveau, and the CUDA_*
+environment variables. Each test starts from a healthy builder and changes the one fact it is
+about; more_builders.run_checks holds every warn/fail of every fixture to having a fix."""
+
+from __future__ import annotations
+
+import builders
+import more_builders as mb
+import pytest
+from more_builders import finding, run_checks, the
+
+from gpucheck import checks
+from gpucheck.checks import Status
+from gpucheck.snapshot import DeviceNode
+
+# --- system.gpu-present ---------------------------------------------------------------------
+
+
+def test_gpu_present_passes_with_gpus_on_the_pci_bus() -> None:
+    snap = builders.h100_node(8)
+    f = the(snap, "system.gpu-present")
+    assert f.id == "system.gpu-present"
+    assert f.status is Status.PASS
+    assert "8 NVIDIA GPUs on the PCI bus" in f.title
+    # one evidence line per device, named from pci.ids where the probe could, by address
+    assert len(f.evidence) == 8
+    assert f.evidence[3] == "GH100 [H100 SXM5 80GB] at 0000:48:00.0"
+
+
+def test_gpu_present_names_an_unnamed_device_by_its_id() -> None:
+    snap = builders.workstation()  # the RTX 3060 has no pci.ids name in the snapshot
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.PASS
+    assert "1 NVIDIA GPU on the PCI bus" in f.title
+    assert f.evidence == ["device 0x2504 at 0000:01:00.0"]
+
+
+def test_gpu_present_fails_with_no_nvidia_device_on_the_bus() -> None:
+    snap = builders.no_gpu_machine()
+    snap.system.pci_device_count = 23
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.FAIL
+    assert "no NVIDIA GPU" in f.title
+    assert any("0x10de" in e and "23 PCI devices" in e for e in f.evidence)
+    assert f.fix and "machine with an NVIDIA GPU" in f.fix
+
+
+def test_gpu_present_fail_says_when_seen_from_a_container() -> None:
+    snap = builders.no_gpu_machine()
+    snap.system.container = "docker"
+    snap.system.container_evidence = "/.dockerenv exists"
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.FAIL
+    assert any("as seen from this docker container" in e for e in f.evidence)
+
+
+@pytest.mark.parametrize(
+    ("kind", "evidence", "fix_names"),
+    [
+        ("docker", "/.dockerenv exists", "docker run --gpus all"),
+        ("kubernetes", "KUBERNETES_SERVICE_HOST is set", "nvidia.com/gpu"),
+        ("podman", "/run/.containerenv exists", "podman run --device nvidia.com/gpu=all"),
+    ],
+)
+def test_gpu_present_fails_in_a_container_with_a_hidden_pci_bus_and_no_nodes(
+    kind: str, evidence: str, fix_names: str
+) -> None:
+    snap = mb.hidden_bus_container(kind, evidence)
+    assert snap.system.pci_scanned and snap.system.pci_device_count == 0
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.FAIL
+    assert f"No NVIDIA GPU visible in this {kind} container" in f.title
+    assert any(evidence in e for e in f.evidence)
+    assert "no /dev/nvidia* device nodes" in f.evidence
+    assert f.fix and fix_names in f.fix
+
+
+def test_gpu_present_in_a_hidden_bus_container_notes_existing_nodes() -> None:
+    snap = mb.hidden_bus_container()
+    snap.system.device_nodes = [DeviceNode("/dev/nvidiactl", True, True, True, "crw-rw-rw-")]
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.FAIL
+    assert "device nodes exist" in f.evidence
+
+
+def test_gpu_present_from_nvml_only() -> None:
+    """A hidden PCI bus, but the driver lists the GPUs: they are there."""
+    snap = builders.h100_node(2)
+    snap.system.pci_gpus = []
+    snap.system.pci_device_count = 0
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.PASS
+    assert "2 NVIDIA GPUs reported by the driver" in f.title
+    assert f.evidence == [
+        "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0)",
+        "GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0)",
+    ]
+
+
+def test_gpu_present_skips_on_wsl_until_the_driver_answers() -> None:
+    snap = mb.wsl_machine()
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.SKIP
+    assert "WSL2" in f.title
+    # ... and nothing on the Linux side (kernel module, /dev nodes) is held against WSL
+    findings = {x.id: x for x in run_checks(snap)}
+    assert findings["driver.kernel-module"].status is Status.SKIP
+    assert "driver.device-nodes" not in findings
+    assert "driver.uvm" not in findings
+
+
+def test_gpu_present_on_wsl_with_a_working_driver_passes() -> None:
+    snap = builders.workstation()
+    snap.system.wsl = True
+    snap.system.pci_gpus = []
+    snap.system.pci_device_count = 0
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.PASS
+    assert "reported by the driver" in f.title
+    assert f.evidence == ["GPU 0 (NVIDIA GeForce RTX 3060, 00000000:01:00.0)"]
+
+
+def test_gpu_present_skips_when_the_pci_bus_cannot_be_read() -> None:
+    snap = builders.no_gpu_machine()
+    snap.system.pci_scanned = False
+    snap.system.pci_device_count = 0
+    f = the(snap, "system.gpu-present")
+    assert f.status is Status.SKIP
+    assert "/sys/bus/pci" in f.title
+
+
+# --- the no-GPU machine as a whole -------------------------------------------------------------
+
+
+def test_no_gpu_machine_first_failure_is_gpu_present_and_nothing_else_fails() -> None:
+    findings = run_checks(builders.no_gpu_machine())
+    failed = [f for f in findings if f.status is Status.FAIL]
+    assert failed, "a machine without a GPU must fail"
+    assert failed[0].id == "system.gpu-present"
+    assert "no NVIDIA GPU" in failed[0].title
+    assert [f.id for f in failed] == ["system.gpu-present"]
+    assert not [f for f in findings if f.status in (Status.WARN, Status.ERROR)]
+    driver = [f for f in findings if f.id.startswith("driver.")]
+    assert {f.id for f in driver} >= {"driver.kernel-module", "driver.nvml"}
+    assert all(f.status is Status.SKIP for f in driver), [(f.id, f.status) for f in driver]
+
+
+def test_no_gpu_machine_reports_no_gpu_health_and_no_cuda_failure() -> None:
+    ids = {f.id: f for f in run_checks(builders.no_gpu_machine())}
+    assert not [i for i in ids if i.startswith("gpu.")]
+    assert "cuda.driver-api" not in ids
+    # nvcc 13.0 with no driver: worth knowing, not a problem
+    assert ids["cuda.toolkit"].status is Status.INFO
+    assert "no driver to run it" in ids["cuda.toolkit"].title
+
+
+# --- system.container-gpu-access ---------------------------------------------------------------
+
+
+def test_container_without_the_host_gpu_fails_naming_docker_run_gpus_all() -> None:
+    snap = mb.container_without_gpu("docker")
+    f = the(snap, "system.container-gpu-access")
+    assert f.status is Status.FAIL
+    assert "docker container" in f.title
+    assert any("1 NVIDIA GPU(s) on the host's PCI bus" in e for e in f.evidence)
+    assert f.fix and "docker run --gpus all" in f.fix
+    assert "nvidia-ctk runtime configure" in f.fix
+    # the GPU itself is there (host bus): gpu-present does not blame the machine
+    assert the(snap, "system.gpu-present").status is Status.PASS
+
+
+def test_kubernetes_pod_without_the_gpu_fails_naming_the_resource() -> None:
+    snap = mb.container_without_gpu("kubernetes", "/proc/1/cgroup mentions kubepods")
+    f = the(snap, "system.container-gpu-access")
+    assert f.status is Status.FAIL
+    assert "kubernetes container" in f.title
+    assert f.fix and "nvidia.com/gpu" in f.fix
+    assert "docker run" not in f.fix
+
+
+def test_container_with_the_gpu_passed_in_passes() -> None:
+    snap = builders.h100_node(1)
+    snap.system.container = "docker"
+    snap.system.container_evidence = "/.dockerenv exists"
+    f = the(snap, "system.container-gpu-access")
+    assert f.status is Status.PASS
+    assert "docker container with GPU access" in f.title
+
+
+def test_container_with_nodes_but_no_driver_library_is_given_the_gpu() -> None:
+    """Device nodes are there: the GPU is passed in (the library is driver.nvml's business)."""
+    snap = mb.container_without_gpu("docker")
+    snap.system.device_nodes = builders.h100_node(1).system.device_nodes
+    assert the(snap, "system.container-gpu-access").status is Status.PASS
+
+
+def test_container_access_not_reported_outside_containers_or_without_a_gpu() -> None:
+    assert finding(builders.h100_node(1), "system.container-gpu-access") is None
+    snap = builders.no_gpu_machine()
+    snap.system.container = "docker"
+    assert finding(snap, "system.container-gpu-access") is None
+
+
+# --- system.nouveau ----------------------------------------------------------------------------
+
+
+def test_nouveau_bound_to_the_gpu_fails_with_the_blacklist_fix() -> None:
+    snap = mb.module_not_loaded(builders.workstation())
+    snap.system.nouveau_loaded = True
+    snap.system.pci_gpus[0].driver = "nouveau"
+    f = the(snap, "system.nouveau")
+    assert f.status is Status.FAIL
+    assert "nouveau" in f.title
+    assert "the nouveau kernel module is loaded" in f.evidence
+    assert "0000:01:00.0 is bound to nouveau" in f.evidence
+    assert f.fix and "blacklist nouveau" in f.fix and "modeset=0" in f.fix
+    assert "update-initramfs" in f.fix
+    # and driver.kernel-module points at it as a cause
+    km = the(snap, "driver.kernel-module")
+    assert km.status is Status.FAIL
+    assert km.fix and "nouveau holds the GPU" in km.fix
+
+
+def test_nouveau_loaded_but_gpu_on_nvidia_still_fails() -> None:
+    snap = builders.workstation()
+    snap.system.nouveau_loaded = True
+    f = the(snap, "system.nouveau")
+    assert f.status is Status.FAIL
+    assert f.evidence == ["the nouveau kernel module is loaded"]
+
+
+def test_nouveau_not_loaded_passes_and_without_a_gpu_says_nothing() -> None:
+    f = the(builders.workstation(), "system.nouveau")
+    assert f.status is Status.PASS
+    assert finding(builders.no_gpu_machine(), "system.nouveau") is None
+
+
+def test_nouveau_unknown_is_not_reported_as_not_loaded() -> None:
+    snap = builders.workstation()
+    snap.system.nouveau_loaded = None
+    f = finding(snap, "system.nouveau")
+    assert f is None or f.status is not Status.PASS
+
+
+# --- system.cuda-visible-devices ---------------------------------------------------------------
+
+
+def _visible(value: str | None, snap=None):  # type: ignore[no-untyped-def]
+    snap = snap or builders.h100_node(8)
+    if value is not None:
+        snap.system.env["CUDA_VISIBLE_DEVICES"] = value
+    return finding(snap, "system.cuda-visible-devices")
+
+
+def test_cuda_visible_devices_unset_says_nothing() -> None:
+    assert _visible(None) is None
+
+
+def test_cuda_visible_devices_listing_every_gpu_passes() -> None:
+    f = _visible("0,1,2,3,4,5,6,7")
+    assert f is not None
+    assert f.status is Status.PASS
+    assert "all 8 GPUs" in f.title
+
+
+@pytest.mark.parametrize("value", ["", "-1"])
+def test_cuda_visible_devices_hiding_every_gpu_fails(value: str) -> None:
+    f = _visible(value)
+    assert f is not None
+    assert f.status is Status.FAIL
+    assert "0 of 8" in f.title or "all 8" in f.title
+    assert f.fix and "CUDA_VISIBLE_DEVICES" in f.fix
+
+
+@pytest.mark.parametrize("value", ["", "-1"])
+def test_cuda_visible_devices_hiding_every_gpu_says_so(value: str) -> None:
+    f = _visible(value)
+    assert f is not None
+    assert f.title == "CUDA_VISIBLE_DEVICES hides all 8 GPUs"
+    assert f.fix and f.fix.startswith("unset CUDA_VISIBLE_DEVICES")
+
+
+def test_cuda_visible_devices_showing_some_is_info_naming_the_hidden() -> None:
+    f = _visible("2,5")
+    assert f is not None
+    assert f.status is Status.INFO
+    assert "shows 2 of 8 GPUs" in f.title
+    hidden = f.evidence[-1]
+    assert hidden.startswith("hidden: GPU 0 ")
+    assert "GPU 2 " not in hidden and "GPU 5 " not in hidden
+    assert "GPU 7 (NVIDIA H100 80GB HBM3, 00000000:88:00.0)" in hidden
+
+
+def test_cuda_visible_devices_with_a_nonexistent_index_warns_cuda_stops_there() -> None:
+    f = _visible("0,9")
+    assert f is not None
+    assert f.status is Status.WARN
+    assert "CUDA sees 1 of 8" in f.title
+    assert any("'9' matches no GPU" in e and "every entry after it" in e for e in f.evidence)
+    assert f.fix and "export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in f.fix
+
+
+def test_cuda_visible_devices_stops_at_the_first_bad_entry() -> None:
+    f = _visible("1,9,2")
+    assert f is not None
+    assert f.status is Status.WARN
+    assert "CUDA sees 1 of 8" in f.title  # 2 comes after the bad entry: ignored
+
+
+def test_cuda_visible_devices_naming_only_a_nonexistent_gpu_fails() -> None:
+    f = _visible("9")
+    assert f is not None
+    assert f.status is Status.FAIL
+    assert "CUDA sees 0 of 8" in f.title
+    assert any("'9' matches no GPU" in e for e in f.evidence)
+
+
+def test_cuda_visible_devices_accepts_a_unique_gpu_uuid_prefix() -> None:
+    f = _visible("GPU-00000003")
+    assert f is not None
+    assert f.status is Status.INFO
+    assert "shows 1 of 8" in f.title
+    assert "GPU 3 " not in f.evidence[-1]
+
+
+def test_cuda_visible_devices_ambiguous_uuid_prefix_matches_no_gpu() -> None:
+    f = _visible("GPU-0000000")  # a prefix of all eight UUIDs
+    assert f is not None
+    assert f.status is Status.FAIL
+    assert any("'GPU-0000000' matches no GPU" in e for e in f.evidence)
+
+
+def test_cuda_visible_devices_mig_uuid_selects_its_parent_gpu() -> None:
+    snap = builders.node([builders.a100_mig(0), builders.h100(1)])
+    f = _visible("MIG-00000002-1111-2222-3333-444444444444", snap)
+    assert f is not None
+    assert f.status is Status.INFO
+    assert "shows 1 of 2" in f.title
+    assert f.evidence[-1] == "hidden: GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0)"
+    ctx = checks.Context(snap)
+    assert ctx.visibility.mig_entries == 1
+    assert [g.index for g in ctx.visibility.visible] == [0]
+
+
+def test_cuda_visible_devices_unknown_mig_uuid_fails() -> None:
+    snap = builders.node([builders.a100_mig(0)])
+    f = _visible("MIG-99999999-1111-2222-3333-444444444444", snap)
+    assert f is not None
+    assert f.status is Status.FAIL
+
+
+def test_cuda_visible_devices_without_a_gpu_list_skips() -> None:
+    snap = mb.nvml_fails(builders.h100_node(2), "DriverNotLoaded")
+    f = _visible("0", snap)
+    assert f is not None
+    assert f.status is Status.SKIP
+
+
+# --- system.cuda-launch-blocking ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["1", "yes"])
+def test_cuda_launch_blocking_on_warns(value: str) -> None:
+    snap = builders.h100_node(1)
+    snap.system.env["CUDA_LAUNCH_BLOCKING"] = value
+    f = the(snap, "system.cuda-launch-blocking")
+    assert f.status is Status.WARN
+    assert f"CUDA_LAUNCH_BLOCKING={value!r}" in f.evidence
+    assert f.fix and "unset CUDA_LAUNCH_BLOCKING" in f.fix
+
+
+@pytest.mark.parametrize("value", [None, "0", ""])
+def test_cuda_launch_blocking_off_says_nothing(value: str | None) -> None:
+    snap = builders.h100_node(1)
+    if value is not None:
+        snap.system.env["CUDA_LAUNCH_BLOCKING"] = value
+    assert finding(snap, "system.cuda-launch-blocking") is None
+
+
+# --- system.probes -----------------------------------------------------------------------------
+
+
+def test_probes_all_ok_says_nothing() -> None:
+    assert finding(builders.h100_node(1), "system.probes") is None
+
+
+def test_a_failed_library_probe_warns_with_its_error() -> None:
+    snap = mb.probe(builders.h100_node(1), "libraries", "timeout", "timed out after 10 s")
+    f = the(snap, "system.probes")
+    assert f.status is Status.WARN
+    assert f.evidence == ["libraries probe: timeout: timed out after 10 s"]
+    assert f.fix and "gpucheck snapshot" in f.fix
+
+
+def test_nvml_probe_failures_are_left_to_driver_nvml() -> None:
+    snap = mb.probe(builders.h100_node(1), "nvml", "timeout", "timed out after 10 s in nvmlInit")
+    assert finding(snap, "system.probes") is None
+    assert the(snap, "driver.nvml").status is Status.FAIL
+
+
+# --- fixes for every problem -------------------------------------------------------------------
+
+
+SCENARIOS = {
+    "no_gpu": builders.no_gpu_machine,
+    "docker_without_gpu": lambda: mb.container_without_gpu("docker"),
+    "k8s_without_gpu": lambda: mb.container_without_gpu("kubernetes", "kubepods"),
+    "hidden_bus": mb.hidden_bus_container,
+    "wsl": mb.wsl_machine,
+    "module_not_loaded": lambda: mb.module_not_loaded(builders.h100_node(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_problem_in_these_scenarios_has_a_fix(name: str) -> None:
+    findings = checks.run(checks.Context(SCENARIOS[name]()))
+    problems = [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
+    for f in problems:
+        assert f.fix and f.fix.strip(), f"{name}: {f.id} has no fix"
