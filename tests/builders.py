@@ -44,9 +44,11 @@ def h100(index: int) -> GpuFacts:
         compute_capability="9.0",
         architecture="Hopper",
         utilization_gpu=0,
-        temperature_c=42,
-        temperature_slowdown_c=87,
-        temperature_shutdown_c=92,
+        # R590 on Hopper reports temperature limits as T.Limit margins, not absolute
+        # thresholds (the capture's "GPU Slowdown T.Limit Temp : -2 C"): unknown here.
+        temperature_c=41,
+        temperature_slowdown_c=None,
+        temperature_shutdown_c=None,
         power_draw_w=69.6,
         power_limit_w=700.0,
         clock_event_reasons=["gpu_idle"],
@@ -71,6 +73,10 @@ def h100(index: int) -> GpuFacts:
         mig_enabled=False,
         mig_enabled_pending=False,
         processes=[],
+        field_errors={
+            "temperature_slowdown_c": "NotSupported",
+            "temperature_shutdown_c": "NotSupported",
+        },
     )
 
 
@@ -90,7 +96,7 @@ def rtx_3060(index: int = 0) -> GpuFacts:
         architecture="Ampere",
         utilization_gpu=0,
         temperature_c=35,
-        temperature_slowdown_c=98,
+        temperature_slowdown_c=95,
         power_draw_w=11.8,
         power_limit_w=170.0,
         clock_event_reasons=["gpu_idle"],
@@ -123,7 +129,10 @@ def a100_mig(index: int = 0) -> GpuFacts:
     gpu.architecture = "Ampere"
     gpu.power_limit_w = 500.0
     gpu.pcie_gen_max = gpu.pcie_gen_current = 4
+    gpu.temperature_c = 27
     gpu.temperature_slowdown_c = 89
+    gpu.temperature_shutdown_c = 92
+    gpu.field_errors = {}
     gpu.persistence_mode = False
     gpu.mig_enabled = gpu.mig_enabled_pending = True
     gpu.mig_devices = [

@@ -184,6 +184,7 @@ def test_hardware_slowdown_fails(reason: str, words: str) -> None:
     gpu = snap.nvml.gpus[4]
     gpu.clock_event_reasons = ["sw_power_cap", reason]
     gpu.temperature_c = 88
+    gpu.temperature_slowdown_c = 87  # as a driver reporting absolute thresholds would
     f = the(snap, "gpu.throttling")
     assert f.status is Status.FAIL
     assert f.title.startswith("1 GPU(s)")
@@ -208,7 +209,8 @@ def test_software_thermal_slowdown_warns() -> None:
 def test_close_to_the_slowdown_temperature_warns() -> None:
     snap = builders.h100_node(1)
     snap.nvml.gpus[0].clock_event_reasons = []
-    snap.nvml.gpus[0].temperature_c = 83  # slowdown at 87
+    snap.nvml.gpus[0].temperature_slowdown_c = 87
+    snap.nvml.gpus[0].temperature_c = 83
     f = the(snap, "gpu.throttling")
     assert f.status is Status.WARN
     assert "close to its slowdown temperature" in f.evidence[0]
