@@ -10,7 +10,7 @@ from packaging.version import Version
 from gpucheck.checks.context import Context
 from gpucheck.checks.model import Outcome, Section, check
 from gpucheck.checks.system import container_fix
-from gpucheck.compat import driver_text, parse_version
+from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.snapshot import LibraryCopy
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
@@ -141,10 +141,13 @@ def driver_api(ctx: Context) -> Outcome | None:
     nvml_cuda = ctx.snapshot.nvml.cuda_driver_version
     if nvml_cuda and drv.driver_version and nvml_cuda != drv.driver_version:
         evidence.append(
-            f"libcuda reports CUDA {_cuda(drv.driver_version)}, NVML {_cuda(nvml_cuda)}: "
+            f"libcuda reports CUDA {cuda_from_int(drv.driver_version)}, "
+            f"NVML {cuda_from_int(nvml_cuda)}: "
             "a forward-compatibility libcuda is in use"
         )
-    if ctx.nvml_ok and count < len(ctx.visibility.visible) and not ctx.visibility.mig_entries:
+    # With MIG, CUDA enumerates MIG devices, not GPUs: counts are not comparable.
+    mig = ctx.visibility.mig_entries or any(g.mig_enabled for g in ctx.gpus)
+    if ctx.nvml_ok and count < len(ctx.visibility.visible) and not mig:
         return Outcome.warn(
             f"CUDA sees {count} device(s), but the driver has {len(ctx.visibility.visible)} "
             "usable GPU(s)",
@@ -153,10 +156,6 @@ def driver_api(ctx: Context) -> Outcome | None:
             "CUDA_VISIBLE_DEVICES.",
         )
     return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
-
-
-def _cuda(value: int) -> str:
-    return f"{value // 1000}.{(value % 1000) // 10}"
 
 
 def _major_minor(version: str | None) -> Version | None:
