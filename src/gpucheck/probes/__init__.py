@@ -32,7 +32,9 @@ DEFAULT_TIMEOUT = 15.0
 @dataclass
 class ProbeOptions:
     timeout: float = DEFAULT_TIMEOUT  # seconds, per probe; probes run side by side
-    root: Path = Path("/")
+    # GPUCHECK_ROOT: read /proc, /sys, /dev and /etc under another folder (the test suite's
+    # simulated machines); driver libraries are still the ones the loader finds.
+    root: Path = field(default_factory=lambda: Path(os.environ.get("GPUCHECK_ROOT") or "/"))
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     site_dirs: list[Path] | None = None  # None: this interpreter's and the active env's
 
