@@ -115,6 +115,11 @@ class Compat:
             raise CompatError(f"{path}: cannot be read ({exc.strerror})") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise CompatError(f"{path}: not valid TOML ({exc})") from None
+        return cls.from_data(path, data)
+
+    @classmethod
+    def from_data(cls, path: Path, data: dict[str, Any]) -> Compat:
+        """Build from parsed TOML; `path` names the file in error messages."""
         rows = _Rows(path, data)
         return cls(
             toolkits=[
