@@ -13,16 +13,24 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
+
+from gpucheck.compat.rows import CompatError, Rows, parse_version
+
+__all__ = [
+    "Compat",
+    "CompatError",
+    "cuda_from_int",
+    "data_dir",
+    "driver_text",
+    "load",
+    "parse_version",
+]
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
-
-
-class CompatError(ValueError):
-    """The compat data is malformed: the message names the file and row."""
 
 
 @dataclass(frozen=True)
@@ -59,21 +67,11 @@ class Architecture:
 
 def data_dir() -> Path:
     """compat/ as shipped in the wheel, or at the top of a source checkout (editable installs)."""
-    packaged = Path(__file__).resolve().parent / "compat_data"
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "compat_data"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "compat"
-
-
-def parse_version(text: str) -> Version | None:
-    """Versions as drivers and packages print them; None when it is not a version at all."""
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
+    return package.parents[1] / "compat"
 
 
 def driver_text(version: Version) -> str:
@@ -120,7 +118,7 @@ class Compat:
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any]) -> Compat:
         """Build from parsed TOML; `path` names the file in error messages."""
-        rows = _Rows(path, data)
+        rows = Rows(path, data)
         return cls(
             toolkits=[
                 ToolkitRelease(
@@ -219,63 +217,6 @@ class Compat:
     def source_for_release(self, cuda: str) -> str | None:
         rel = self.release(cuda)
         return rel.source if rel else None
-
-
-class _Rows:
-    def __init__(self, path: Path, data: dict[str, Any]) -> None:
-        self.path = path
-        self.data = data
-
-    def table(self, name: str) -> list[_Row]:
-        rows = self.data.get(name, [])
-        if not isinstance(rows, list):
-            raise CompatError(f"{self.path}: [[{name}]] must be an array of tables")
-        return [_Row(self.path, name, i, r) for i, r in enumerate(rows)]
-
-
-class _Row:
-    def __init__(self, path: Path, table: str, index: int, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise CompatError(f"{path}: {table}[{index}] is not a table")
-        self.where = f"{path.name}: {table}[{index}]"
-        self.data = data
-        if not isinstance(data.get("source"), str) or not data["source"].strip():
-            raise CompatError(f"{self.where}: every row needs a source")
-
-    def text(self, key: str) -> str:
-        value = self.data.get(key)
-        if not isinstance(value, str):
-            raise CompatError(f"{self.where}: {key} must be a string")
-        return value
-
-    def text_list(self, key: str) -> list[str]:
-        value = self.data.get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise CompatError(f"{self.where}: {key} must be a list of strings")
-        return value
-
-    def integer(self, key: str) -> int:
-        value = self.data.get(key)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise CompatError(f"{self.where}: {key} must be an integer")
-        return value
-
-    def version(self, key: str) -> Version:
-        value = self.opt_version(key)
-        if value is None:
-            raise CompatError(f"{self.where}: {key} is required")
-        return value
-
-    def opt_version(self, key: str) -> Version | None:
-        value = self.data.get(key, "")
-        if not isinstance(value, str):
-            raise CompatError(f"{self.where}: {key} must be a string")
-        if not value.strip():
-            return None
-        parsed = parse_version(value)
-        if parsed is None:
-            raise CompatError(f"{self.where}: {key} = {value!r} is not a version")
-        return parsed
 
 
 @cache

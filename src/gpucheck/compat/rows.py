@@ -1,0 +1,110 @@
+"""Typed access to the rows of a compat TOML file, with errors that name file, table and row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+
+class CompatError(ValueError):
+    """The compat data is malformed: the message names the file and row."""
+
+
+def parse_version(text: str) -> Version | None:
+    """Versions as drivers and packages print them; None when it is not a version at all."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+class Rows:
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self.path = path
+        self.data = data
+
+    def table(self, name: str) -> list[Row]:
+        rows = self.data.get(name, [])
+        if not isinstance(rows, list):
+            raise CompatError(f"{self.path.name}: [[{name}]] must be an array of tables")
+        return [Row(self.path, name, i, r) for i, r in enumerate(rows)]
+
+    def text(self, key: str, default: str = "") -> str:
+        value = self.data.get(key, default)
+        if not isinstance(value, str):
+            raise CompatError(f"{self.path.name}: {key} must be a string")
+        return value
+
+
+class Row:
+    def __init__(self, path: Path, table: str, index: int, data: Any) -> None:
+        if not isinstance(data, dict):
+            raise CompatError(f"{path.name}: {table}[{index}] is not a table")
+        self.where = f"{path.name}: {table}[{index}]"
+        self.data = data
+        if not isinstance(data.get("source"), str) or not data["source"].strip():
+            raise CompatError(f"{self.where}: every row needs a source")
+
+    def _bad(self, key: str, what: str) -> CompatError:
+        return CompatError(f"{self.where}: {key} must be {what}")
+
+    def text(self, key: str) -> str:
+        value = self.data.get(key)
+        if not isinstance(value, str):
+            raise self._bad(key, "a string")
+        return value
+
+    def opt_text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self._bad(key, "a string")
+        return value or None
+
+    def text_list(self, key: str, required: bool = True) -> list[str]:
+        value = self.data.get(key, None if required else [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._bad(key, "a list of strings")
+        return value
+
+    def integer(self, key: str) -> int:
+        value = self.data.get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self._bad(key, "an integer")
+        return value
+
+    def text_map(self, key: str) -> dict[str, str]:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise self._bad(key, "a table of strings")
+        return {str(k): v for k, v in value.items()}
+
+    def version(self, key: str) -> Version:
+        value = self.opt_version(key)
+        if value is None:
+            raise CompatError(f"{self.where}: {key} is required")
+        return value
+
+    def opt_version(self, key: str) -> Version | None:
+        value = self.data.get(key, "")
+        if not isinstance(value, str):
+            raise self._bad(key, "a string")
+        if not value.strip():
+            return None
+        parsed = parse_version(value)
+        if parsed is None:
+            raise CompatError(f"{self.where}: {key} = {value!r} is not a version")
+        return parsed
+
+    def version_list(self, key: str, required: bool = True) -> list[Version]:
+        out = []
+        for item in self.text_list(key, required):
+            parsed = parse_version(item)
+            if parsed is None:
+                raise CompatError(f"{self.where}: {key} has {item!r}, which is not a version")
+            out.append(parsed)
+        return out
