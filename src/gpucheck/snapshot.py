@@ -132,6 +132,7 @@ class GpuFacts:
     temperature_c: int | None = None
     temperature_slowdown_c: int | None = None
     temperature_shutdown_c: int | None = None
+    fan_speed_pct: int | None = None  # None on passively cooled (data-centre) GPUs
     power_draw_w: float | None = None
     power_limit_w: float | None = None
     clock_event_reasons: list[str] | None = None  # active reasons: "hw_slowdown", ...

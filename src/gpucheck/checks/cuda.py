@@ -147,10 +147,10 @@ def driver_api(ctx: Context) -> Outcome | None:
         )
     # With MIG, CUDA enumerates MIG devices, not GPUs: counts are not comparable.
     mig = ctx.visibility.mig_entries or any(g.mig_enabled for g in ctx.gpus)
-    if ctx.nvml_ok and count < len(ctx.visibility.visible) and not mig:
+    answering = [g for g in ctx.visibility.visible if g.handle_error is None]
+    if ctx.nvml_ok and count < len(answering) and not mig:
         return Outcome.warn(
-            f"CUDA sees {count} device(s), but the driver has {len(ctx.visibility.visible)} "
-            "usable GPU(s)",
+            f"CUDA sees {count} device(s), but the driver has {len(answering)} usable GPU(s)",
             *evidence,
             fix="Look at the GPU checks above (lost GPUs, MIG, compute mode) and at "
             "CUDA_VISIBLE_DEVICES.",

@@ -68,7 +68,8 @@ def lost(ctx: Context) -> Outcome | None:
         f"{len(lost) + unread} GPU(s) do not answer: fallen off the bus or needing a reset",
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
-        fix="sudo nvidia-smi -r -i <index> (reset the GPU, with nothing running on it) or reboot; "
+        fix=f"sudo nvidia-smi -r -i {','.join(str(g.index) for g in lost) or '<index>'} "
+        "(reset the GPU, with nothing running on it) or reboot; "
         "sudo dmesg | grep -i xid tells why (Xid 79: fallen off the bus). If it repeats, the "
         "GPU, its slot or its power is failing.",
     )

@@ -100,7 +100,11 @@ class Gpu:
                     break
             except Exception as exc:  # a binding bug must not cost the other fields
                 last = type(exc).__name__
-                break
+                # nvidia-ml-py's unversioned wrappers (ComputeRunningProcesses -> _v3) raise
+                # this, not NVMLError, when the driver lacks the versioned symbol.
+                if last != "NVMLLibraryMismatchError":
+                    break
+                last = "FunctionNotFound"
         self.facts["field_errors"][field] = last
         return None
 
@@ -133,6 +137,7 @@ def probe_gpu(nvml, index, handle):
           nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
     g.set("temperature_shutdown_c", ["nvmlDeviceGetTemperatureThreshold"], int,
           nvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN)
+    g.set("fan_speed_pct", ["nvmlDeviceGetFanSpeed"], int)
     g.set("power_draw_w", ["nvmlDeviceGetPowerUsage"], lambda mw: round(mw / 1000.0, 1))
     g.set("power_limit_w", ["nvmlDeviceGetEnforcedPowerLimit"], lambda mw: round(mw / 1000.0, 1))
     g.set("clock_event_reasons",

@@ -38,7 +38,7 @@ def probe_nvml(
             env=dict(env) if env is not None else None,
         )
         facts = assemble(result.records)
-        problem = result.describe(remaining)
+        problem = result.describe(timeout)
         if problem is None:
             break
         errors.append(problem)
