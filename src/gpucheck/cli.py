@@ -20,6 +20,7 @@ from gpucheck import __version__
 from gpucheck.report import EXIT_INTERNAL, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from gpucheck.compat import Compat
     from gpucheck.snapshot import Snapshot
 
 app = typer.Typer(
@@ -148,6 +149,18 @@ TimeoutOpt = Annotated[
 ]
 
 
+JsonOpt = Annotated[bool, typer.Option("--json", help="Answer as JSON (keys are stable).")]
+CompatDirOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--compat-dir",
+        metavar="DIR",
+        help="Extra compat folder whose rows override or extend the shipped data (repeatable; "
+        "also GPUCHECK_COMPAT_DIR).",
+    ),
+]
+
+
 @app.command()
 def doctor(
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -203,6 +216,7 @@ def doctor(
         typer.Option("--skip", metavar="ID", help="Skip these checks (id or prefix, repeatable)."),
     ] = None,
     timeout: TimeoutOpt = 15.0,
+    compat_dir: CompatDirOpt = None,
 ) -> None:
     """Check the GPU, driver, CUDA and cuDNN; print problems with their fixes.
 
@@ -235,7 +249,8 @@ def doctor(
     from gpucheck.compat import CompatError
 
     try:
-        findings = checks.run(checks.Context(snapshot, requirements), selected)
+        ctx = checks.Context(snapshot, requirements, _compat=_compat(compat_dir))
+        findings = checks.run(ctx, selected)
     except CompatError as exc:
         raise UserError(f"compat data: {exc}") from None
     report = Report(snapshot, findings, strict=strict, from_file=from_file)
@@ -259,6 +274,159 @@ def snapshot(
 
     snap = collect(ProbeOptions(timeout=timeout))
     _write(output, lambda stream: stream.write(dumps(snap)))
+
+
+compat_app = typer.Typer(
+    help="Ask the compatibility data: which versions fit which driver, CUDA and GPU.",
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(compat_app, name="compat")
+
+
+def _compat(dirs: list[str] | None) -> Compat:
+    from gpucheck.compat import CompatError, load
+
+    try:
+        return load(tuple(dirs or ()))
+    except CompatError as exc:
+        raise UserError(f"compat data: {exc}") from None
+
+
+def _answer(
+    ctx: typer.Context,
+    kind: str,
+    subject: str,
+    as_json: bool,
+    dirs: list[str] | None,
+    **kw: str,
+) -> None:
+    import json
+
+    from gpucheck.compat import CompatError, answers
+
+    group_dirs = (ctx.obj or {}).get("compat_dir", []) if isinstance(ctx.obj, dict) else []
+    compat = _compat([*group_dirs, *(dirs or [])])
+    try:
+        answer = getattr(answers, kind)(compat, subject, **kw)
+    except CompatError as exc:
+        raise UserError(str(exc)) from None
+    data = answer.to_dict()
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    for key, value in data.items():
+        if key == "sources":
+            continue
+        typer.echo(f"{key}: {_plain(value)}")
+    for source in data["sources"]:
+        typer.echo(f"source: {source}")
+
+
+def _plain(value: object) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k} {_plain(v)}" for k, v in value.items()) or "none"
+    return str(value)
+
+
+@compat_app.callback(invoke_without_command=True)
+def compat(
+    ctx: typer.Context,
+    about: Annotated[
+        bool, typer.Option("--about", help="The data's date, files and counts.")
+    ] = False,
+    as_json: JsonOpt = False,
+    compat_dir: CompatDirOpt = None,
+) -> None:
+    """Ask the compatibility data (compat/*.toml, every row cited)."""
+    ctx.obj = {
+        "compat_dir": compat_dir or []
+    }  # for the subcommand: compat --compat-dir D torch ...
+    if ctx.invoked_subcommand is not None:
+        return
+    if not about:
+        sys.stdout.write(ctx.get_help() + "\n")
+        raise typer.Exit(EXIT_USAGE)
+    import json
+
+    from gpucheck.compat.answers import about as about_data
+
+    data = about_data(_compat(compat_dir))
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    typer.echo(f"data as of: {data['data_as_of']}")
+    typer.echo(f"folders: {', '.join(data['folders'])}")
+    for name, info in data["files"].items():
+        counts = ", ".join(f"{n} {t}" for t, n in info["rows"].items())
+        typer.echo(f"{name}: {counts} (as of {info['data_as_of']})")
+    typer.echo(f"distinct sources cited: {data['distinct_sources']}")
+
+
+@compat_app.command("tensorflow")
+def compat_tensorflow(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A TensorFlow release: its tested CUDA, cuDNN and Python range."""
+    _answer(ctx, "tensorflow", version, as_json, compat_dir)
+
+
+@compat_app.command("torch")
+def compat_torch(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A PyTorch release (2.5.1, or 2.5.1+cu124): CUDA variants, Python range, architectures."""
+    _answer(ctx, "torch", version, as_json, compat_dir)
+
+
+@compat_app.command("jax")
+def compat_jax(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A jaxlib release: the CUDA and cuDNN it needs."""
+    _answer(ctx, "jax", version, as_json, compat_dir)
+
+
+@compat_app.command("cudnn")
+def compat_cudnn(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A cuDNN release: supported CUDA versions, drivers and GPUs."""
+    _answer(ctx, "cudnn", version, as_json, compat_dir)
+
+
+@compat_app.command("driver")
+def compat_driver(
+    ctx: typer.Context,
+    version: str,
+    as_json: JsonOpt = False,
+    compat_dir: CompatDirOpt = None,
+    windows: Annotated[bool, typer.Option("--windows", help="A Windows driver.")] = False,
+) -> None:
+    """A driver version: the newest CUDA, torch and TensorFlow builds that run on it."""
+    _answer(ctx, "driver", version, as_json, compat_dir, os="windows" if windows else "linux")
+
+
+@compat_app.command("cuda")
+def compat_cuda(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A CUDA release: its minimum drivers and the GPUs it can build for."""
+    _answer(ctx, "cuda", version, as_json, compat_dir)
+
+
+@compat_app.command("gpu")
+def compat_gpu(
+    ctx: typer.Context, name: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A GPU by name (as nvidia-smi prints it): compute capability and the newest builds for it."""
+    _answer(ctx, "gpu", name, as_json, compat_dir)
 
 
 @app.command()
@@ -337,4 +505,4 @@ def main() -> None:
 
 def _subcommand() -> str:
     sub = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
-    return f"{sub} " if sub in ("doctor", "snapshot", "schema", "checks") else ""
+    return f"{sub} " if sub in ("doctor", "snapshot", "schema", "checks", "compat") else ""

@@ -7,15 +7,21 @@ finding can cite it.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
 from gpucheck.compat.rows import CompatError, Rows, parse_version
+
+if TYPE_CHECKING:
+    from gpucheck.compat.cudnn import CudnnData
+    from gpucheck.compat.frameworks import JaxData, TensorflowData, TorchData
+    from gpucheck.compat.gpus import GpuIndex
 
 __all__ = [
     "Compat",
@@ -74,6 +80,78 @@ def data_dir() -> Path:
     return package.parents[1] / "compat"
 
 
+# How rows of a user's compat folder replace shipped ones: same key, same row.
+ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "cuda.toml": {
+        "toolkit": ("version",),
+        "minor_compat": ("cuda_major",),
+        "toolkit_arch": ("cuda",),
+        "architecture": ("name",),
+    },
+    "gpus.toml": {"gpu": ("name",)},
+    "cudnn.toml": {"release": ("version",)},
+    "torch.toml": {"release": ("version",), "arch": ("torch_min", "cuda")},
+    "tensorflow.toml": {
+        "release": ("version",),
+        "windows_gpu": ("version",),
+        "and_cuda": ("version",),
+        "package": ("name",),
+    },
+    "jax.toml": {"release": ("version",), "cuda_major": ("major",)},
+}
+TOPICS = tuple(ROW_KEYS)
+ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CompatError(f"{path}: cannot be read ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise CompatError(f"{path}: not valid TOML ({exc})") from None
+    return data
+
+
+def _row_key(row: Any, keys: tuple[str, ...]) -> tuple[str, ...] | None:
+    if not isinstance(row, dict):
+        return None
+    return tuple(str(row.get(k, "")).strip() for k in keys)
+
+
+def merge_topic(name: str, base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """Rows of `extra` replace rows of `base` with the same key and add the others; its
+    top-level values (data_as_of, ...) replace base's."""
+    merged = dict(base)
+    for table, value in extra.items():
+        keys = ROW_KEYS.get(name, {}).get(table)
+        if keys is None or not isinstance(value, list) or not isinstance(base.get(table), list):
+            merged[table] = value
+            continue
+        rows = list(base[table])
+        index = {_row_key(r, keys): i for i, r in enumerate(rows)}
+        for row in value:
+            key = _row_key(row, keys)
+            if key is not None and key in index:
+                rows[index[key]] = row
+            else:
+                rows.append(row)
+        merged[table] = rows
+    return merged
+
+
+def read_topic(dirs: list[Path], name: str) -> tuple[Path, dict[str, Any]]:
+    """The shipped file of a topic merged with the same file in each extra folder, in order."""
+    path = dirs[0] / name
+    data = _read_toml(path)
+    for extra in dirs[1:]:
+        candidate = extra / name
+        if candidate.is_file():
+            data = merge_topic(name, data, _read_toml(candidate))
+            path = candidate
+    return path, data
+
+
 def driver_text(version: Version) -> str:
     """A driver version as NVIDIA prints it: 535.104.05, not packaging's 535.104.5."""
     major, *rest = version.release
@@ -95,7 +173,9 @@ class Compat:
         arch_ranges: list[ToolkitArch],
         architectures: list[Architecture],
         data_as_of: str,
+        dirs: list[Path] | None = None,
     ) -> None:
+        self.dirs = dirs or [data_dir()]
         self.toolkits = sorted(toolkits, key=lambda t: t.version)
         self.minor = {m.cuda_major: m for m in minor}
         self.arch_ranges = sorted(arch_ranges, key=lambda a: a.cuda)
@@ -105,19 +185,24 @@ class Compat:
     # -- loading ---------------------------------------------------------------------------
 
     @classmethod
-    def from_dir(cls, directory: Path) -> Compat:
-        path = directory / "cuda.toml"
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise CompatError(f"{path}: cannot be read ({exc.strerror})") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise CompatError(f"{path}: not valid TOML ({exc})") from None
-        return cls.from_data(path, data)
+    def from_dir(cls, directory: Path, extra: list[Path] | None = None) -> Compat:
+        """The data in `directory`, with each extra folder's rows replacing or adding rows."""
+        for folder in extra or []:
+            if not folder.is_dir():
+                raise CompatError(f"{folder}: no such compat folder")
+            unknown = sorted(p.name for p in folder.glob("*.toml") if p.name not in TOPICS)
+            if unknown:
+                raise CompatError(
+                    f"{folder}: unknown compat file {unknown[0]} (known: {', '.join(TOPICS)})"
+                )
+        dirs = [directory, *(extra or [])]
+        path, data = read_topic(dirs, "cuda.toml")
+        return cls.from_data(path, data, dirs)
 
     @classmethod
-    def from_data(cls, path: Path, data: dict[str, Any]) -> Compat:
-        """Build from parsed TOML; `path` names the file in error messages."""
+    def from_data(cls, path: Path, data: dict[str, Any], dirs: list[Path] | None = None) -> Compat:
+        """Build from parsed cuda.toml; `path` names the file in error messages; the other
+        topics are read from `dirs` when first asked for."""
         rows = Rows(path, data)
         return cls(
             toolkits=[
@@ -159,7 +244,40 @@ class Compat:
                 for r in rows.table("architecture")
             ],
             data_as_of=str(data.get("data_as_of", "")),
+            dirs=dirs,
         )
+
+    # -- the other topics, each read when first needed ---------------------------------------
+
+    @cached_property
+    def gpus(self) -> GpuIndex:
+        from gpucheck.compat.gpus import GpuIndex
+
+        return GpuIndex.from_data(*read_topic(self.dirs, "gpus.toml"))
+
+    @cached_property
+    def cudnn(self) -> CudnnData:
+        from gpucheck.compat.cudnn import CudnnData
+
+        return CudnnData.from_data(*read_topic(self.dirs, "cudnn.toml"))
+
+    @cached_property
+    def torch(self) -> TorchData:
+        from gpucheck.compat.frameworks import TorchData
+
+        return TorchData.from_data(*read_topic(self.dirs, "torch.toml"))
+
+    @cached_property
+    def tensorflow(self) -> TensorflowData:
+        from gpucheck.compat.frameworks import TensorflowData
+
+        return TensorflowData.from_data(*read_topic(self.dirs, "tensorflow.toml"))
+
+    @cached_property
+    def jax(self) -> JaxData:
+        from gpucheck.compat.frameworks import JaxData
+
+        return JaxData.from_data(*read_topic(self.dirs, "jax.toml"))
 
     # -- questions -------------------------------------------------------------------------
 
@@ -214,11 +332,29 @@ class Compat:
                 return arch.name
         return None
 
-    def source_for_release(self, cuda: str) -> str | None:
-        rel = self.release(cuda)
-        return rel.source if rel else None
+    def cuda_runs_on_driver(self, cuda: str, driver: str, os: str = "linux") -> bool | None:
+        """Does a program built with CUDA `cuda` (bringing its own runtime, as framework
+        wheels do) run on `driver`? Yes at the release's own minimum driver; from CUDA 11 on,
+        also at the major's minor-version-compatibility floor (PTX JIT aside). None: unknown."""
+        want = parse_version(cuda)
+        have = parse_version(driver)
+        if want is None or have is None:
+            return None
+        need = self.min_driver(cuda, os)
+        if need is not None and have >= need:
+            return True
+        floor = self.minor_compat_floor(want.major, os) if want.major >= 11 else None
+        if floor is not None:
+            return have >= floor
+        return False if need is not None else None
+
+
+def extra_dirs_from_env() -> list[Path]:
+    value = os.environ.get(ENV_EXTRA_DIRS, "")
+    return [Path(p) for p in value.split(os.pathsep) if p]
 
 
 @cache
-def load() -> Compat:
-    return Compat.from_dir(data_dir())
+def load(extra: tuple[str, ...] = ()) -> Compat:
+    """The shipped data, extended by GPUCHECK_COMPAT_DIR's folders and then `extra`'s."""
+    return Compat.from_dir(data_dir(), [*extra_dirs_from_env(), *map(Path, extra)])

@@ -1,0 +1,323 @@
+"""Answers to the questions a person choosing what to install asks (`gpucheck compat ...`),
+and the one every fix suggestion needs: the newest framework build that fits a machine.
+
+Each answer is a plain dict (the JSON keys are public interface) plus the sources it rests
+on. A version the data does not know is an UnknownVersion error with the closest known ones,
+unless a rule answers it (a torch wheel's +cuXYZ tag names its CUDA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import Version
+
+from gpucheck.compat import Compat, CompatError, driver_text
+from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.compat.rows import parse_version
+
+TORCH_INDEX = "https://download.pytorch.org/whl/cu{tag}"
+TF_AND_CUDA_FIRST = Version("2.14")  # the first release with the tensorflow[and-cuda] extra
+
+
+class UnknownVersion(CompatError):
+    """Not in the data and no rule answers it; the message suggests the closest known."""
+
+
+@dataclass
+class Answer:
+    data: dict[str, Any]
+    sources: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.data, "sources": list(dict.fromkeys(self.sources))}
+
+
+def _closest(wanted: str, known: Iterable[Version], n: int = 3) -> str:
+    """The known versions around where `wanted` would sit (the newest ones past the end)."""
+    import bisect
+
+    versions = sorted(set(known))
+    target = parse_version(wanted)
+    at = bisect.bisect_left(versions, target) if target is not None else len(versions)
+    start = max(0, min(at - n // 2 - (1 if at == len(versions) else 0), len(versions) - n))
+    return ", ".join(str(v) for v in versions[start : start + n])
+
+
+def _unknown(what: str, wanted: str, known: Iterable[Version]) -> UnknownVersion:
+    return UnknownVersion(
+        f"{what} {wanted} is not in the compat data (closest known: {_closest(wanted, known)})"
+    )
+
+
+def _cuda_key(variant: str) -> Version:
+    return parse_version(variant) or Version("0")
+
+
+# -- the newest build that fits ----------------------------------------------------------------
+
+
+def torch_install(compat: Compat, release: Version, cuda: str) -> str:
+    rel = compat.torch.release(str(release))
+    spec = f"torch=={release}.*"
+    if rel is not None and rel.default_pypi_cuda == cuda:
+        return f"pip install '{spec}'"
+    return f"pip install '{spec}' --index-url {TORCH_INDEX.format(tag=cuda.replace('.', ''))}"
+
+
+def newest_torch(
+    compat: Compat, driver: str | None = None, ccs: Iterable[str] = (), os: str = "linux"
+) -> dict[str, Any] | None:
+    """The newest torch release and CUDA variant that runs on `driver` (if given) and carries
+    code for every compute capability in `ccs` (if given; a variant whose architectures the
+    data does not know is passed over, never assumed)."""
+    ccs = list(ccs)
+    for rel in reversed(compat.torch.releases):
+        for cuda in sorted(rel.cuda_variants, key=_cuda_key, reverse=True):
+            if driver is not None and not compat.cuda_runs_on_driver(cuda, driver, os):
+                continue
+            if ccs:
+                arch = compat.torch.arch(rel.version, cuda)
+                if arch is None or not all(arch.runs_on(cc) for cc in ccs):
+                    continue
+            return {
+                "version": str(rel.version),
+                "cuda": cuda,
+                "install": torch_install(compat, rel.version, cuda),
+            }
+    return None
+
+
+def tf_install(release: Version) -> str:
+    if release >= TF_AND_CUDA_FIRST:
+        return f"pip install 'tensorflow[and-cuda]=={release}.*'"
+    return f"pip install 'tensorflow=={release}.*'"
+
+
+def newest_tensorflow(
+    compat: Compat, driver: str | None = None, cc: str | None = None, os: str = "linux"
+) -> dict[str, Any] | None:
+    """The newest TensorFlow whose tested CUDA runs on `driver` and (judged by that CUDA's
+    architecture range; TensorFlow's own build may target fewer GPUs) can target `cc`."""
+    for rel in reversed(compat.tensorflow.releases):
+        if rel.cuda is None:
+            continue
+        if driver is not None and not compat.cuda_runs_on_driver(rel.cuda, driver, os):
+            continue
+        if cc is not None:
+            rng = compat.cc_range(rel.cuda)
+            want = parse_version(cc)
+            if rng is None or want is None or not rng.min_cc <= want <= rng.max_cc:
+                continue
+        return {
+            "version": str(rel.version),
+            "cuda": rel.cuda,
+            "cudnn": rel.cudnn,
+            "install": tf_install(rel.version),
+        }
+    return None
+
+
+def newest_cuda_for_cc(compat: Compat, cc: str) -> str | None:
+    want = parse_version(cc)
+    if want is None:
+        return None
+    for tk in reversed(compat.toolkits):
+        rng = compat.cc_range(str(tk.version))
+        if rng is not None and rng.min_cc <= want <= rng.max_cc:
+            return f"{tk.version.major}.{tk.version.minor}"
+    return None
+
+
+# -- one answer per `gpucheck compat` subject ------------------------------------------------------
+
+
+def tensorflow(compat: Compat, version: str) -> Answer:
+    tf = compat.tensorflow
+    rel = tf.release(version)
+    if rel is None:
+        raise _unknown("TensorFlow", version, (r.version for r in tf.releases))
+    last_windows = tf.windows_native_gpu_last
+    data: dict[str, Any] = {
+        "version": str(rel.version),
+        "cuda": rel.cuda,
+        "cudnn": rel.cudnn,
+        "python_min": str(rel.python_min) if rel.python_min else None,
+        "python_max": str(rel.python_max) if rel.python_max else None,
+        "windows_native_gpu": bool(last_windows and rel.version <= last_windows),
+    }
+    sources = [rel.source]
+    and_cuda = tf.and_cuda_for(version)
+    if and_cuda is not None:
+        data["and_cuda_requires"] = list(and_cuda.requires)
+        sources.append(and_cuda.source)
+    data["install"] = tf_install(rel.version)
+    if not data["windows_native_gpu"]:
+        sources.append(tf.windows_native_gpu_source)
+    return Answer(data, sources)
+
+
+def torch(compat: Compat, version: str) -> Answer:
+    data = compat.torch
+    rel = data.release(version)
+    tag_cuda = cuda_of_local_tag(version)
+    if rel is None:
+        if tag_cuda is None:
+            raise _unknown("PyTorch", version, (r.version for r in data.releases))
+        # Newer than the data: the wheel's tag still says its CUDA; nothing else is guessed.
+        return Answer({"version": version, "known": False, "cuda": tag_cuda})
+    archs: dict[str, Any] = {}
+    sources = [rel.source]
+    for cuda in rel.cuda_variants:
+        arch = data.arch(rel.version, cuda)
+        archs[cuda] = {"sm": list(arch.sm), "ptx": list(arch.ptx)} if arch else None
+        if arch:
+            sources.append(arch.source)
+    answer: dict[str, Any] = {
+        "version": str(rel.version),
+        "known": True,
+        "cuda_variants": list(rel.cuda_variants),
+        "python_min": str(rel.python_min) if rel.python_min else None,
+        "python_max": str(rel.python_max) if rel.python_max else None,
+        "default_pypi_cuda": rel.default_pypi_cuda,
+        "rocm_variants": list(rel.rocm_variants),
+        "architectures": archs,
+    }
+    if tag_cuda is not None:
+        answer["cuda"] = tag_cuda
+    return Answer(answer, sources)
+
+
+def jax(compat: Compat, version: str) -> Answer:
+    rel = compat.jax.release(version)
+    if rel is None:
+        raise _unknown("JAX", version, (r.version for r in compat.jax.releases))
+    return Answer(
+        {
+            "version": version,
+            "row": str(rel.version),
+            "cuda_min": rel.cuda_min,
+            "cudnn_min": rel.cudnn_min,
+            "python_min": str(rel.python_min) if rel.python_min else None,
+            "cuda_majors": list(rel.cuda_majors),
+            "packages": list(rel.packages),
+        },
+        [rel.source],
+    )
+
+
+def cudnn(compat: Compat, version: str) -> Answer:
+    rel = compat.cudnn.release(version)
+    if rel is None:
+        raise _unknown("cuDNN", version, (r.version for r in compat.cudnn.releases))
+    return Answer(
+        {
+            "version": version,
+            "cuda": list(rel.cuda),
+            "cuda_majors": list(rel.cuda_majors),
+            "min_driver_linux": rel.min_driver_linux,
+            "min_driver_windows": rel.min_driver_windows,
+            "compute_capabilities": list(rel.compute_capabilities),
+        },
+        [rel.source],
+    )
+
+
+def driver(compat: Compat, version: str, os: str = "linux") -> Answer:
+    parsed = parse_version(version)
+    if parsed is None:
+        raise UnknownVersion(f"{version!r} is not a driver version (like 535.104.05)")
+    max_cuda = compat.max_cuda_for_driver(version, os)
+    if max_cuda is None:
+        oldest = compat.toolkits[0] if compat.toolkits else None
+        need = oldest.min_driver_linux if oldest else None
+        start = (
+            f" (the data starts at CUDA {oldest.version}, driver {driver_text(need)})"
+            if oldest and need
+            else ""
+        )
+        raise UnknownVersion(f"driver {version} runs no CUDA release in the compat data{start}")
+    majors = sorted({t.version.major for t in compat.toolkits})
+    floors = {m: compat.minor_compat_floor(m, os) for m in majors if m >= 11}
+    compatible = [m for m, floor in floors.items() if floor is not None and parsed >= floor]
+    return Answer(
+        {
+            "driver": version,
+            "os": os,
+            "max_cuda": str(max_cuda),
+            "minor_compat_majors": compatible,
+            "newest_torch": newest_torch(compat, driver=version, os=os),
+            "newest_tensorflow": newest_tensorflow(compat, driver=version, os=os),
+        },
+        [rel.source for rel in (compat.release(str(max_cuda)),) if rel is not None],
+    )
+
+
+def cuda(compat: Compat, version: str) -> Answer:
+    rel = compat.release(version)
+    if rel is None:
+        raise _unknown("CUDA", version, (t.version for t in compat.toolkits))
+    rng = compat.cc_range(version)
+    mm = major_minor(rel.version)
+    floor = compat.minor_compat_floor(rel.version.major)
+    return Answer(
+        {
+            "version": version,
+            "release": rel.label,
+            "min_driver_linux": driver_text(rel.min_driver_linux) if rel.min_driver_linux else None,
+            "min_driver_windows": driver_text(rel.min_driver_windows)
+            if rel.min_driver_windows
+            else None,
+            "minor_compat_min_driver_linux": driver_text(floor) if floor else None,
+            "min_compute_capability": str(rng.min_cc) if rng else None,
+            "max_compute_capability": str(rng.max_cc) if rng else None,
+            "cuda": str(mm),
+        },
+        [rel.source, *([rng.source] if rng else [])],
+    )
+
+
+def gpu(compat: Compat, name: str) -> Answer:
+    model = compat.gpus.lookup(name)
+    if model is None:
+        close = compat.gpus.suggestions(name)
+        hint = f" (closest known: {', '.join(close)})" if close else ""
+        raise UnknownVersion(f"GPU {name!r} is not in the compat data{hint}")
+    cc = model.compute_capability
+    return Answer(
+        {
+            "name": model.name,
+            "compute_capability": cc,
+            "architecture": model.architecture,
+            "segment": model.segment,
+            "newest_cuda": newest_cuda_for_cc(compat, cc),
+            "newest_torch": newest_torch(compat, ccs=[cc]),
+            "newest_tensorflow": newest_tensorflow(compat, cc=cc),
+        },
+        [model.source],
+    )
+
+
+def about(compat: Compat) -> dict[str, Any]:
+    from gpucheck.compat import TOPICS, read_topic
+
+    files: dict[str, Any] = {}
+    dates: list[str] = []
+    sources: set[str] = set()
+    for name in TOPICS:
+        _, data = read_topic(compat.dirs, name)
+        counts = {k: len(v) for k, v in data.items() if isinstance(v, list)}
+        for rows in data.values():
+            if isinstance(rows, list):
+                sources.update(r["source"] for r in rows if isinstance(r, dict) and "source" in r)
+        date = str(data.get("data_as_of", ""))
+        dates.append(date)
+        files[name] = {"data_as_of": date, "rows": counts}
+    return {
+        "data_as_of": min(d for d in dates if d) if any(dates) else None,
+        "folders": [str(d) for d in compat.dirs],
+        "files": files,
+        "distinct_sources": len(sources),
+    }

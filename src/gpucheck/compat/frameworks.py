@@ -1,0 +1,260 @@
+"""Framework builds: PyTorch (compat/torch.toml), TensorFlow (compat/tensorflow.toml) and JAX
+(compat/jax.toml): what each release was built with, and which GPUs it carries code for."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from gpucheck.compat.rows import CompatError, Rows, parse_version
+
+
+def major_minor(version: str | Version | None) -> Version | None:
+    parsed = parse_version(version) if isinstance(version, str) else version
+    return Version(f"{parsed.major}.{parsed.minor}") if parsed is not None else None
+
+
+def cuda_of_local_tag(version: str) -> str | None:
+    """A torch wheel's local tag names its CUDA: 2.5.1+cu124 -> 12.4, +cu118 -> 11.8.
+
+    This rule holds for versions newer than the data too, so it is applied before the table.
+    """
+    match = re.search(r"\+cu(\d+)(\d)$", version.strip())
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+# -- PyTorch ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    version: Version  # major.minor line
+    python_min: Version | None
+    python_max: Version | None
+    cuda_variants: tuple[str, ...]
+    default_pypi_cuda: str | None
+    rocm_variants: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class TorchArch:
+    torch_min: Version
+    torch_max: Version | None  # None: still current as far as the data knows
+    cuda: str
+    sm: tuple[str, ...]
+    ptx: tuple[str, ...]
+    source: str
+
+    def covers(self, torch: Version, cuda: str) -> bool:
+        mm = major_minor(torch)
+        return (
+            self.cuda == cuda
+            and mm is not None
+            and self.torch_min <= mm
+            and (self.torch_max is None or mm <= self.torch_max)
+        )
+
+    def runs_on(self, cc: str) -> bool:
+        """SASS runs on the same major at an equal or higher minor; PTX JIT-compiles forward."""
+        want = parse_version(cc)
+        if want is None:
+            return False
+        for sm in map(parse_version, self.sm):
+            if sm is not None and sm.major == want.major and sm.minor <= want.minor:
+                return True
+        return any(p is not None and p <= want for p in map(parse_version, self.ptx))
+
+
+class TorchData:
+    def __init__(self, releases: list[TorchRelease], archs: list[TorchArch]) -> None:
+        self.releases = sorted(releases, key=lambda r: r.version)
+        self.archs = archs
+
+    @classmethod
+    def from_data(cls, path: Path, data: dict[str, Any]) -> TorchData:
+        rows = Rows(path, data)
+        releases = [
+            TorchRelease(
+                version=r.version("version"),
+                python_min=r.opt_version("python_min"),
+                python_max=r.opt_version("python_max"),
+                cuda_variants=tuple(r.text_list("cuda_variants", required=False)),
+                default_pypi_cuda=r.opt_text("default_pypi_cuda"),
+                rocm_variants=tuple(r.text_list("rocm_variants", required=False)),
+                source=r.text("source"),
+            )
+            for r in rows.table("release")
+        ]
+        archs = [
+            TorchArch(
+                torch_min=r.version("torch_min"),
+                torch_max=r.opt_version("torch_max"),
+                cuda=r.text("cuda"),
+                sm=tuple(r.text_list("sm")),
+                ptx=tuple(r.text_list("ptx", required=False)),
+                source=r.text("source"),
+            )
+            for r in rows.table("arch")
+        ]
+        return cls(releases, archs)
+
+    def release(self, version: str) -> TorchRelease | None:
+        mm = major_minor(version)
+        return next((r for r in self.releases if r.version == mm), None)
+
+    def arch(self, version: str | Version, cuda: str) -> TorchArch | None:
+        torch = parse_version(version) if isinstance(version, str) else version
+        if torch is None:
+            return None
+        return next((a for a in self.archs if a.covers(torch, cuda)), None)
+
+
+# -- TensorFlow ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TfRelease:
+    version: Version  # major.minor line
+    python_min: Version | None
+    python_max: Version | None
+    cuda: str | None
+    cudnn: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class TfAndCuda:
+    version: Version
+    requires: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class TfPackage:
+    name: str
+    note: str
+    last_version: str | None
+    source: str
+
+
+class TensorflowData:
+    def __init__(
+        self,
+        releases: list[TfRelease],
+        windows_gpu: list[TfRelease],
+        and_cuda: list[TfAndCuda],
+        packages: list[TfPackage],
+        windows_native_gpu_last: Version | None,
+        windows_native_gpu_source: str,
+    ) -> None:
+        self.releases = sorted(releases, key=lambda r: r.version)
+        self.windows_gpu = sorted(windows_gpu, key=lambda r: r.version)
+        self.and_cuda = sorted(and_cuda, key=lambda r: r.version)
+        self.packages = {p.name: p for p in packages}
+        self.windows_native_gpu_last = windows_native_gpu_last
+        self.windows_native_gpu_source = windows_native_gpu_source
+
+    @classmethod
+    def from_data(cls, path: Path, data: dict[str, Any]) -> TensorflowData:
+        rows = Rows(path, data)
+
+        def release(r: Any) -> TfRelease:
+            return TfRelease(
+                version=r.version("version"),
+                python_min=r.opt_version("python_min"),
+                python_max=r.opt_version("python_max"),
+                cuda=r.opt_text("cuda"),
+                cudnn=r.opt_text("cudnn"),
+                source=r.text("source"),
+            )
+
+        last = rows.text("windows_native_gpu_last")
+        last_version = parse_version(last) if last else None
+        if last and last_version is None:
+            raise CompatError(f"{path.name}: windows_native_gpu_last = {last!r} is not a version")
+        return cls(
+            releases=[release(r) for r in rows.table("release")],
+            windows_gpu=[release(r) for r in rows.table("windows_gpu")],
+            and_cuda=[
+                TfAndCuda(r.version("version"), tuple(r.text_list("requires")), r.text("source"))
+                for r in rows.table("and_cuda")
+            ],
+            packages=[
+                TfPackage(
+                    r.text("name"),
+                    r.opt_text("note") or "",
+                    r.opt_text("last_version"),
+                    r.text("source"),
+                )
+                for r in rows.table("package")
+            ],
+            windows_native_gpu_last=last_version,
+            windows_native_gpu_source=rows.text("windows_native_gpu_source"),
+        )
+
+    def release(self, version: str) -> TfRelease | None:
+        mm = major_minor(version)
+        return next((r for r in self.releases if r.version == mm), None)
+
+    def and_cuda_for(self, version: str) -> TfAndCuda | None:
+        """The newest and-cuda pin set at or below `version` within its line."""
+        wanted = parse_version(version)
+        mm = major_minor(version)
+        if wanted is None or mm is None:
+            return None
+        rows = [a for a in self.and_cuda if major_minor(a.version) == mm and a.version <= wanted]
+        if not rows:
+            rows = [a for a in self.and_cuda if major_minor(a.version) == mm]
+        return rows[-1] if rows else None
+
+
+# -- JAX -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JaxRelease:
+    version: Version  # the first jaxlib release of a change; holds until the next row
+    cuda_min: str | None
+    cudnn_min: str | None
+    python_min: Version | None
+    cuda_majors: tuple[str, ...]
+    packages: tuple[str, ...]
+    source: str
+
+
+class JaxData:
+    def __init__(self, releases: list[JaxRelease]) -> None:
+        self.releases = sorted(releases, key=lambda r: r.version)
+
+    @classmethod
+    def from_data(cls, path: Path, data: dict[str, Any]) -> JaxData:
+        return cls(
+            [
+                JaxRelease(
+                    version=r.version("version"),
+                    cuda_min=r.opt_text("cuda_min"),
+                    cudnn_min=r.opt_text("cudnn_min"),
+                    python_min=r.opt_version("python_min"),
+                    cuda_majors=tuple(r.text_list("cuda_majors", required=False)),
+                    packages=tuple(r.text_list("packages", required=False)),
+                    source=r.text("source"),
+                )
+                for r in Rows(path, data).table("release")
+            ]
+        )
+
+    def release(self, version: str) -> JaxRelease | None:
+        wanted = parse_version(version)
+        if wanted is None or not self.releases or wanted > _next_minor(self.releases[-1].version):
+            return None  # newer than the data: unknown, not assumed unchanged
+        rows = [r for r in self.releases if r.version <= wanted]
+        return rows[-1] if rows else None
+
+
+def _next_minor(version: Version) -> Version:
+    return Version(f"{version.major}.{version.minor + 1}")
