@@ -4,6 +4,7 @@ packages really print them. Each parses, or is reported as unknown / a clear err
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from pathlib import Path
 
@@ -150,3 +151,52 @@ def test_kernel_module_banners(banner: str, version: str | None) -> None:
 )
 def test_nvcc_version_output(output: str, version: str | None) -> None:
     assert parse_nvcc_version(output) == version
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(
+        JSON_VALUES.map(lambda v: json.dumps(v)),
+        st.dictionaries(
+            st.sampled_from(["schema_version", "system", "nvml", "cuda", "cudnn", "probes"]),
+            JSON_VALUES,
+        ).map(lambda v: json.dumps({"schema_version": "1.0", **v})),
+        st.binary(max_size=64).map(lambda b: b.decode("latin-1")),
+    )
+)
+def test_doctor_from_hostile_input_exits_cleanly(tmp_path_factory, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Through the command itself (in-process for speed): any input is diagnosed (0/1) or
+    refused with one line and exit 2; never a traceback, never exit 3."""
+    import contextlib
+    import io
+
+    from gpucheck import cli
+
+    path = tmp_path_factory.mktemp("from") / "snap.json"
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["gpucheck", "doctor", "--json", "--from", str(path)]
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        pytest.raises(SystemExit) as exit_info,
+    ):
+        mp.setattr("sys.argv", argv)
+        cli.main()
+    code = exit_info.value.code
+    assert code in (0, 1, 2), (code, err.getvalue())
+    if code == 2:
+        lines = err.getvalue().strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("gpucheck: --from: ")
+    else:
+        assert json.loads(out.getvalue())["summary"]["exit_code"] == code
