@@ -18,7 +18,7 @@ from typing import Any
 from gpucheck import __version__
 from gpucheck.serde import DecodeError, from_dict, to_dict
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: frameworks (Python environments, static and deep facts)
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -235,6 +235,95 @@ class CudnnFacts:
     libraries: list[LibraryCopy] = field(default_factory=list)
 
 
+# --- frameworks, per Python environment ---------------------------------------------------------
+
+
+@dataclass
+class Distribution:
+    """An installed distribution that matters here (a framework, keras, nvidia-*, cupy-*)."""
+
+    name: str  # normalised: lower case, "-" for "_" and "." ("nvidia-cudnn-cu12")
+    version: str
+    location: str | None = None  # the site folder it is installed in
+    requires: list[str] = field(default_factory=list)  # its Requires-Dist lines (frameworks only)
+
+
+@dataclass
+class TorchBuild:
+    """torch/version.py, read as text (never executed)."""
+
+    version: str | None = None  # "2.5.1+cu124"
+    cuda: str | None = None  # "12.4"; None: a CPU (or ROCm) build
+    hip: str | None = None  # ROCm builds
+    git_version: str | None = None
+    path: str | None = None  # the file read
+
+
+@dataclass
+class TensorflowBuild:
+    """tensorflow/python/platform/build_info.py, read as text (never executed)."""
+
+    is_cuda_build: bool | None = None
+    is_rocm_build: bool | None = None
+    cuda_version: str | None = None  # "12.2"
+    cudnn_version: str | None = None  # "8"
+    cuda_compute_capabilities: list[str] = field(default_factory=list)  # ["sm_60", "compute_90"]
+    path: str | None = None
+
+
+@dataclass
+class SmokeTest:
+    """A tiny real operation on one device: allocate, matmul, copy back, compare with CPU."""
+
+    device: str  # "cuda:0", "/GPU:0", "cuda(id=0)"
+    ok: bool
+    error: str | None = None
+    seconds: float | None = None
+
+
+@dataclass
+class FrameworkRuntime:
+    """What importing a framework in a child process showed (`doctor --deep`)."""
+
+    framework: str  # torch | tensorflow | jax | cupy
+    status: str  # ok | import_error | crashed | timeout | error
+    error: str | None = None
+    import_seconds: float | None = None
+    version: str | None = None
+    cuda_available: bool | None = None
+    device_count: int | None = None
+    devices: list[str] = field(default_factory=list)
+    backend: str | None = None  # jax: default backend
+    arch_list: list[str] = field(default_factory=list)  # compiled: "sm_80", "compute_90"
+    cuda_version: str | None = None  # the CUDA the framework was built with / reports
+    driver_version: str | None = None  # cupy: the driver's CUDA
+    cudnn_version: str | None = None
+    nccl_version: str | None = None
+    loaded_libraries: list[str] = field(default_factory=list)  # /proc/self/maps: cudart, ...
+    warnings: list[str] = field(default_factory=list)  # what it printed (loader warnings)
+    smoke_tests: list[SmokeTest] = field(default_factory=list)
+
+
+@dataclass
+class PythonEnvironment:
+    """One interpreter whose frameworks were looked at."""
+
+    python: str  # the interpreter's path
+    origin: str  # gpucheck | virtualenv | conda | --python
+    version: str | None = None  # "3.11.7"
+    prefix: str | None = None
+    platform: str | None = None  # sys.platform: linux, win32
+    error: str | None = None  # this interpreter could not be probed
+    site_packages: list[str] = field(default_factory=list)
+    distributions: list[Distribution] = field(default_factory=list)
+    torch: TorchBuild | None = None
+    tensorflow: TensorflowBuild | None = None
+    runtimes: list[FrameworkRuntime] = field(default_factory=list)  # --deep only
+
+    def dist(self, name: str) -> Distribution | None:
+        return next((d for d in self.distributions if d.name == name), None)
+
+
 # --- the whole -----------------------------------------------------------------------------
 
 
@@ -247,6 +336,8 @@ class Snapshot:
     nvml: NvmlFacts = field(default_factory=NvmlFacts)
     cuda: CudaFacts = field(default_factory=CudaFacts)
     cudnn: CudnnFacts = field(default_factory=CudnnFacts)
+    environments: list[PythonEnvironment] = field(default_factory=list)
+    deep: bool = False  # frameworks were imported (doctor --deep)
     probes: list[ProbeRun] = field(default_factory=list)
 
     def probe(self, name: str) -> ProbeRun | None:
