@@ -7,6 +7,7 @@ import builders
 import more_builders as mb
 import pytest
 from more_builders import finding, run_checks, the
+from test_checks_frameworks import FRAMEWORK_CHECKS
 
 from gpucheck import checks
 from gpucheck.checks import Requirements, Status
@@ -198,6 +199,7 @@ def test_exit_codes_follow_the_worst_finding() -> None:
 def test_every_registered_check_is_exercised_by_these_modules() -> None:
     """A new check needs tests: this list is every id the check test modules cover."""
     covered = {
+        *FRAMEWORK_CHECKS,
         "system.gpu-present",
         "system.container-gpu-access",
         "system.nouveau",

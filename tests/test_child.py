@@ -154,7 +154,12 @@ def test_child_scripts_use_only_the_standard_library() -> None:
     """The probe scripts run under other interpreters (no gpucheck there)."""
     import gpucheck.probes.child as child_mod
 
-    for name in ("_nvml_child.py", "_native_child.py"):
+    for name in (
+        "_nvml_child.py",
+        "_native_child.py",
+        "_framework_static.py",
+        "_framework_deep.py",
+    ):
         text = (child_mod.HERE / name).read_text()
         assert "gpucheck" not in "".join(
             line for line in text.splitlines() if line.startswith(("import", "from"))

@@ -21,6 +21,7 @@ from gpucheck.report import EXIT_INTERNAL, EXIT_USAGE
 
 if TYPE_CHECKING:
     from gpucheck.compat import Compat
+    from gpucheck.probes import ProbeOptions
     from gpucheck.snapshot import Snapshot
 
 app = typer.Typer(
@@ -149,6 +150,37 @@ TimeoutOpt = Annotated[
 ]
 
 
+DeepOpt = Annotated[
+    bool,
+    typer.Option(
+        "--deep",
+        help="Also import each framework in a child process and run a tiny operation on every "
+        "GPU (slower: seconds).",
+    ),
+]
+PythonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--python",
+        metavar="PATH",
+        help="Probe the frameworks of this interpreter (default: gpucheck's own and the active "
+        "virtualenv/conda env).",
+    ),
+]
+
+
+def _probe_options(timeout: float, python: str | None, deep: bool) -> ProbeOptions:
+    from gpucheck.probes import ProbeOptions
+    from gpucheck.probes.frameworks import PythonNotFound, interpreters
+
+    options = ProbeOptions(timeout=timeout, python=python, deep=deep)
+    try:
+        interpreters(options.env, python)  # a bad --python is a usage error, not a finding
+    except PythonNotFound as exc:
+        raise UserError(str(exc)) from None
+    return options
+
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Answer as JSON (keys are stable).")]
 CompatDirOpt = Annotated[
     list[str] | None,
@@ -217,8 +249,10 @@ def doctor(
     ] = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
+    deep: DeepOpt = False,
+    python: PythonOpt = None,
 ) -> None:
-    """Check the GPU, driver, CUDA and cuDNN; print problems with their fixes.
+    """Check the GPU, driver, CUDA, cuDNN and the frameworks; print problems with their fixes.
 
     Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or
     unreadable snapshot, 3 gpucheck itself broke.
@@ -241,11 +275,13 @@ def doctor(
     except checks.SelectionError as exc:
         raise UserError(str(exc)) from None
     if from_file is not None:
+        if deep or python:
+            raise UserError("--from diagnoses a saved snapshot; --deep and --python probe this one")
         snapshot = _read_snapshot(from_file)
     else:
-        from gpucheck.probes import ProbeOptions, collect
+        from gpucheck.probes import collect
 
-        snapshot = collect(ProbeOptions(timeout=timeout))
+        snapshot = collect(_probe_options(timeout, python, deep))
     from gpucheck.compat import CompatError
 
     try:
@@ -267,12 +303,14 @@ def snapshot(
         ),
     ] = None,
     timeout: TimeoutOpt = 15.0,
+    deep: DeepOpt = False,
+    python: PythonOpt = None,
 ) -> None:
     """Write the facts alone, as JSON (for `doctor --from` here or on another machine)."""
-    from gpucheck.probes import ProbeOptions, collect
+    from gpucheck.probes import collect
     from gpucheck.snapshot import dumps
 
-    snap = collect(ProbeOptions(timeout=timeout))
+    snap = collect(_probe_options(timeout, python, deep))
     _write(output, lambda stream: stream.write(dumps(snap)))
 
 

@@ -314,6 +314,7 @@ class PythonEnvironment:
     prefix: str | None = None
     platform: str | None = None  # sys.platform: linux, win32
     error: str | None = None  # this interpreter could not be probed
+    errors: list[str] = field(default_factory=list)  # parts that could not be read
     site_packages: list[str] = field(default_factory=list)
     distributions: list[Distribution] = field(default_factory=list)
     torch: TorchBuild | None = None

@@ -9,7 +9,15 @@ from __future__ import annotations
 import difflib
 
 # Importing the modules registers their checks, in this order.
-from gpucheck.checks import cuda, cudnn, driver, gpus, requirements, system  # noqa: F401
+from gpucheck.checks import (  # noqa: F401
+    cuda,
+    cudnn,
+    driver,
+    frameworks,
+    gpus,
+    requirements,
+    system,
+)
 from gpucheck.checks.context import Context, Requirements
 from gpucheck.checks.model import REGISTRY, Check, Finding, Outcome, Section, Status
 

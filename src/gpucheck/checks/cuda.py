@@ -245,8 +245,8 @@ def toolkit(ctx: Context) -> Outcome | None:
         outside = [
             g
             for g in ctx.gpus
-            if g.compute_capability
-            and not (arch.min_cc <= Version(g.compute_capability) <= arch.max_cc)
+            if (cc := parse_version(g.compute_capability or "")) is not None
+            and not (arch.min_cc <= cc <= arch.max_cc)
         ]
         if outside:
             return Outcome.warn(

@@ -26,6 +26,7 @@ class Section(str, enum.Enum):
     GPUS = "gpus"
     CUDA = "cuda"
     CUDNN = "cudnn"
+    FRAMEWORKS = "frameworks"
     REQUIREMENTS = "requirements"
 
     @property

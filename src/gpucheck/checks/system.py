@@ -175,7 +175,8 @@ def cuda_launch_blocking(ctx: Context) -> Outcome | None:
 @check("system.probes", Section.SYSTEM, "gpucheck could gather the system and library facts")
 def probes(ctx: Context) -> Outcome | None:
     # NVML and libcuda probe failures are judged by their own checks; these are the rest.
-    bad = [p for p in ctx.snapshot.probes if p.name in ("system", "libraries") and p.status != "ok"]
+    names = ("system", "libraries", "frameworks", "frameworks_deep")
+    bad = [p for p in ctx.snapshot.probes if p.name in names and p.status != "ok"]
     if not bad:
         return None
     return Outcome.warn(

@@ -59,22 +59,37 @@ def _cuda_key(variant: str) -> Version:
 # -- the newest build that fits ----------------------------------------------------------------
 
 
-def torch_install(compat: Compat, release: Version, cuda: str) -> str:
+def _python_fits(python: str | None, low: Version | None, high: Version | None) -> bool:
+    """Does a release with wheels for Pythons low..high have one for `python`? Unknown: yes."""
+    have = major_minor(python) if python else None
+    if have is None:
+        return True
+    return (low is None or have >= low) and (high is None or have <= high)
+
+
+def torch_install(compat: Compat, release: Version, cuda: str, os: str = "linux") -> str:
     rel = compat.torch.release(str(release))
     spec = f"torch=={release}.*"
-    if rel is not None and rel.default_pypi_cuda == cuda:
+    # PyPI's own wheel is the default CUDA build on Linux only (on Windows it is CPU-only).
+    if os == "linux" and rel is not None and rel.default_pypi_cuda == cuda:
         return f"pip install '{spec}'"
     return f"pip install '{spec}' --index-url {TORCH_INDEX.format(tag=cuda.replace('.', ''))}"
 
 
 def newest_torch(
-    compat: Compat, driver: str | None = None, ccs: Iterable[str] = (), os: str = "linux"
+    compat: Compat,
+    driver: str | None = None,
+    ccs: Iterable[str] = (),
+    os: str = "linux",
+    python: str | None = None,
 ) -> dict[str, Any] | None:
-    """The newest torch release and CUDA variant that runs on `driver` (if given) and carries
+    """The newest torch release and CUDA variant that runs on `driver` (if given), carries
     code for every compute capability in `ccs` (if given; a variant whose architectures the
-    data does not know is passed over, never assumed)."""
+    data does not know is passed over, never assumed) and has wheels for `python` (if given)."""
     ccs = list(ccs)
     for rel in reversed(compat.torch.releases):
+        if not _python_fits(python, rel.python_min, rel.python_max):
+            continue
         for cuda in sorted(rel.cuda_variants, key=_cuda_key, reverse=True):
             if driver is not None and not compat.cuda_runs_on_driver(cuda, driver, os):
                 continue
@@ -85,7 +100,7 @@ def newest_torch(
             return {
                 "version": str(rel.version),
                 "cuda": cuda,
-                "install": torch_install(compat, rel.version, cuda),
+                "install": torch_install(compat, rel.version, cuda, os),
             }
     return None
 
@@ -97,12 +112,16 @@ def tf_install(release: Version) -> str:
 
 
 def newest_tensorflow(
-    compat: Compat, driver: str | None = None, cc: str | None = None, os: str = "linux"
+    compat: Compat,
+    driver: str | None = None,
+    cc: str | None = None,
+    os: str = "linux",
+    python: str | None = None,
 ) -> dict[str, Any] | None:
     """The newest TensorFlow whose tested CUDA runs on `driver` and (judged by that CUDA's
     architecture range; TensorFlow's own build may target fewer GPUs) can target `cc`."""
     for rel in reversed(compat.tensorflow.releases):
-        if rel.cuda is None:
+        if rel.cuda is None or not _python_fits(python, rel.python_min, rel.python_max):
             continue
         if driver is not None and not compat.cuda_runs_on_driver(rel.cuda, driver, os):
             continue

@@ -37,6 +37,8 @@ class ProbeOptions:
     root: Path = field(default_factory=lambda: Path(os.environ.get("GPUCHECK_ROOT") or "/"))
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     site_dirs: list[Path] | None = None  # None: this interpreter's and the active env's
+    python: str | None = None  # probe this interpreter's frameworks only (--python)
+    deep: bool = False  # import each framework in a child, run a tiny op per GPU
 
 
 def default_site_dirs(env: Mapping[str, str]) -> list[Path]:
@@ -84,6 +86,7 @@ def driver_init_allowed(system: SystemFacts) -> bool:
 
 
 def collect(options: ProbeOptions | None = None) -> Snapshot:
+    from gpucheck.probes.frameworks import probe_deep, probe_frameworks
     from gpucheck.probes.libraries import SearchScope
     from gpucheck.probes.native import probe_cuda_and_cudnn, probe_cuda_driver
     from gpucheck.probes.nvml import probe_nvml
@@ -96,10 +99,11 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     # The system probe reads files only (milliseconds) and decides whether driver init is safe.
     snap.system, runs = _guarded("system", lambda: probe_system(opts.root, opts.env), SystemFacts())
     init = driver_init_allowed(snap.system)
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         nvml_f = pool.submit(probe_nvml, opts.timeout, opts.env, init)
         driver_f = pool.submit(probe_cuda_driver, opts.timeout, opts.env, init)
         libs_f = pool.submit(probe_cuda_and_cudnn, scope, opts.timeout)
+        frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
         (snap.nvml, nvml_run), err1 = _result(
             nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
         )
@@ -109,9 +113,22 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
         (snap.cuda, snap.cudnn, lib_runs), err3 = _result(
             libs_f, "libraries", (CudaFacts(), CudnnFacts(), [])
         )
+        (snap.environments, fw_run), err4 = _result(
+            frameworks_f, "frameworks", ([], ProbeRun("frameworks", "error", 0.0))
+        )
     snap.cuda.driver = driver
-    snap.probes = [*runs, nvml_run, driver_run, *lib_runs, *err1, *err2, *err3]
+    snap.probes = [*runs, nvml_run, driver_run, *lib_runs, fw_run, *err1, *err2, *err3, *err4]
     # A failed future already produced its own error run; drop the placeholder beside it.
-    names = {r.name for r in err1 + err2 + err3}
+    names = {r.name for r in err1 + err2 + err3 + err4}
     snap.probes = [r for r in snap.probes if not (r.name in names and r.error is None)]
+    if opts.deep:
+        # After NVML has read the GPUs: the deep children's CUDA contexts must not be
+        # mistaken for another job's memory.
+        snap.deep = True
+        deep_run, deep_err = _guarded(
+            "frameworks_deep",
+            lambda: probe_deep(snap.environments, opts.env, opts.timeout),
+            ProbeRun("frameworks_deep", "error", 0.0),
+        )
+        snap.probes += [deep_run] if deep_err[0].status == "ok" else deep_err
     return snap

@@ -1,0 +1,62 @@
+"""gpucheck doctor against `python -m torch.utils.collect_env`, side by side in one run, in
+an environment with both torch and TensorFlow installed. Prints each command's median wall
+time over several runs and the ratio (figures, not a pass/fail: machines differ).
+
+    python benchmarks/doctor_vs_collect_env.py               # builds/reuses the test venv
+    python benchmarks/doctor_vs_collect_env.py --python /path/to/env/bin/python --runs 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def timed(cmd: list[str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 1):  # doctor exits 1 on a machine with problems
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-500:]}")
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", help="an interpreter with torch and tensorflow installed")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    python = args.python
+    if python is None:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from venvs import venv_python
+
+        print("building or reusing the torch + tensorflow-cpu test environment ...", flush=True)
+        python = str(venv_python("torch-and-tensorflow"))
+    doctor = [sys.executable, "-m", "gpucheck", "doctor", "--json", "--python", python]
+    rows = [
+        ("gpucheck doctor", doctor),
+        ("torch.utils.collect_env", [python, "-m", "torch.utils.collect_env"]),
+        ("gpucheck doctor --deep", [*doctor, "--deep"]),
+    ]
+    # One warm-up each, so that neither pays for a cold page cache the other did not.
+    for _, cmd in rows:
+        timed(cmd, 1)
+    medians = {}
+    print(f"\n{'command':28} {'median s':>9} {'min s':>7} {'max s':>7}   ({args.runs} runs)")
+    for label, cmd in rows:
+        times = timed(cmd, args.runs)
+        medians[label] = statistics.median(times)
+        print(f"{label:28} {medians[label]:9.3f} {min(times):7.3f} {max(times):7.3f}")
+    ratio = medians["torch.utils.collect_env"] / medians["gpucheck doctor"]
+    print(f"\ncollect_env / gpucheck doctor = {ratio:.1f}x (higher: gpucheck is faster)")
+
+
+if __name__ == "__main__":
+    main()

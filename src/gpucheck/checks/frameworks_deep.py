@@ -1,0 +1,542 @@
+"""What importing the frameworks showed (doctor --deep): the GPUs each one sees, and a smoke
+test on each GPU, with failures mapped to their causes from the other facts. A cause another
+check already reports (a CPU-only build, a driver too old, cuInit failing) is pointed to, not
+reported twice."""
+
+from __future__ import annotations
+
+import re
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.cuda import CUINIT_CAUSES
+from gpucheck.checks.frameworks_common import (
+    TF_DISTS,
+    Target,
+    cc_list,
+    combine,
+    cupy_cuda,
+    env_label,
+    env_os,
+    is_package_for,
+    jax_facts,
+    judge_driver,
+    merge,
+    package_key,
+    parse_arch_list,
+    pick_tensorflow,
+    pip,
+    requirements_of,
+    runtime,
+    soname_major,
+    targets,
+    tf_facts,
+    torch_facts,
+    torch_fix,
+    upgrade_driver,
+)
+from gpucheck.checks.model import Outcome, Section, Status, check
+from gpucheck.compat import parse_version
+from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
+from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.snapshot import Distribution, FrameworkRuntime, PythonEnvironment
+
+XID = "look for Xid errors: sudo dmesg | grep -i xid"
+BY_HAND = {
+    "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
+    "tensorflow": "python -c 'import tensorflow as tf; "
+    'print(tf.config.list_physical_devices("GPU"))\'',
+    "jax": "python -c 'import jax; print(jax.devices())'",
+    "cupy": "python -c 'import cupy; print(cupy.arange(3) * 2)'",
+}
+# The child's own words (probes/child.py): "crashed with SIGSEGV in <step>: <its last line>",
+# "timed out after 60 s in <step>"; a step may hold a colon itself ("smoke cuda:0").
+_STEP = re.compile(
+    r"(?:crashed with \S+|timed out after [\d.]+ s|exited with status -?\d+) in (.+?)(?:: |$)"
+)
+_MISSING_LIB = re.compile(
+    r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.\d+)*): cannot open shared object file"
+)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _by_hand(framework: str) -> str:
+    return BY_HAND.get(framework, f"python -c 'import {framework}'")
+
+
+def _label(rt: FrameworkRuntime) -> str:
+    return f"{rt.framework} {rt.version}" if rt.version else rt.framework
+
+
+def _dists(env: PythonEnvironment, framework: str) -> list[Distribution]:
+    """A framework's distributions here, the one that carries it first."""
+    if framework == "torch":
+        names: tuple[str, ...] = ("torch",)
+    elif framework == "tensorflow":
+        names = TF_DISTS
+    elif framework == "jax":
+        names = ("jax", "jaxlib", *(d.name for d in env.distributions if d.name.startswith("jax-")))
+    else:
+        names = tuple(d.name for d in env.distributions if d.name.startswith("cupy"))
+    return [d for n in names if (d := env.dist(n)) is not None]
+
+
+def _installed(env: PythonEnvironment) -> list[str]:
+    """The frameworks installed here, as the deep pass names them."""
+    found = {
+        "torch": torch_facts(env) is not None,
+        "tensorflow": tf_facts(env) is not None,
+        "jax": jax_facts(env) is not None,
+        "cupy": any(d.name.startswith("cupy") for d in env.distributions),
+    }
+    return [name for name, here in found.items() if here]
+
+
+def _built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:
+    if rt.framework == "torch" and (t := torch_facts(env)) is not None:
+        return t.cuda
+    if rt.framework == "tensorflow" and (tf := tf_facts(env)) is not None:
+        return tf.cuda
+    return rt.cuda_version
+
+
+def _reinstall(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> str:
+    """The command that reinstalls the framework as it is, from where it came."""
+    dists = _dists(env, rt.framework)
+    main = dists[0] if dists else None
+    name = main.name if main else rt.framework
+    version = (main.version if main else None) or rt.version
+    if version is None:
+        return pip(ctx, env, f"pip install --force-reinstall {name}")
+    tag = cuda_of_local_tag(version)
+    if rt.framework == "torch" and tag:
+        index = TORCH_INDEX.format(tag=tag.replace(".", ""))
+        base = version.split("+", 1)[0]
+        return pip(ctx, env, f"pip install --force-reinstall 'torch=={base}' --index-url {index}")
+    line = major_minor(version)
+    if name == "tensorflow" and line and line >= TF_AND_CUDA_FIRST and env_os(ctx, env) == "linux":
+        return pip(ctx, env, f"pip install --force-reinstall 'tensorflow[and-cuda]=={version}'")
+    return pip(ctx, env, f"pip install --force-reinstall '{name}=={version}'")
+
+
+# --- frameworks.device-count ---------------------------------------------------------------------
+
+
+def _gpu_devices(rt: FrameworkRuntime) -> int | None:
+    """GPU devices the framework sees (JAX on its CPU backend sees none)."""
+    if rt.framework == "jax" and rt.backend is not None and rt.backend not in ("gpu", "cuda"):
+        return 0
+    return rt.device_count
+
+
+@check(
+    "frameworks.device-count",
+    Section.FRAMEWORKS,
+    "each framework sees every GPU CUDA_VISIBLE_DEVICES shows (doctor --deep)",
+)
+def device_count(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _device_count(ctx, env)) for env in ctx.snapshot.environments))
+
+
+def _device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
+    seen = [(rt, n) for rt in env.runtimes if (n := _gpu_devices(rt))]
+    if not seen:
+        return None  # nothing imported, or no GPU seen at all: frameworks.smoke-test says why
+    lines = [f"{_label(rt)} sees {n} GPU device(s)" for rt, n in seen]
+    if ctx.visibility.mig_entries or any(g.mig_enabled for g in ctx.gpus):
+        return Outcome.passed(
+            "The frameworks see MIG devices (a CUDA process enumerates one MIG device, so "
+            "counts are not compared)",
+            *lines,
+        )
+    if ctx.nvml_ok:
+        expected = len([g for g in ctx.visibility.visible if g.handle_error is None])
+    else:
+        expected = ctx.snapshot.cuda.driver.device_count or 0
+    if not expected:
+        return Outcome.skip("Not judged: how many GPUs CUDA should show is not known", *lines)
+    short = [(rt, n) for rt, n in seen if n < expected]
+    if not short:
+        who = ", ".join(_label(rt) for rt, _ in seen)
+        return Outcome.passed(f"{who} see(s) all {expected} GPU(s)", *lines)
+    causes, fixes = _count_causes(ctx, env, short, expected)
+    fixes.append(
+        "find which GPU is missing: compare nvidia-smi -L with the framework's own list "
+        f"(e.g. {_by_hand(short[0][0].framework)})"
+    )
+    return Outcome.warn(
+        f"{', '.join(_label(rt) for rt, _ in short)} see(s) fewer GPUs than the {expected} "
+        "the driver shows (CUDA_VISIBLE_DEVICES honoured)",
+        *lines,
+        *causes,
+        fix=_sentence("; ".join(fixes)),
+    )
+
+
+def _count_causes(
+    ctx: Context, env: PythonEnvironment, short: list[tuple[FrameworkRuntime, int]], expected: int
+) -> tuple[list[str], list[str]]:
+    """(evidence, fixes) for the causes the other facts show."""
+    causes: list[str] = []
+    fixes: list[str] = []
+    drv = ctx.snapshot.cuda.driver
+    if drv.device_count is not None and drv.device_count < expected:
+        causes.append(f"libcuda itself enumerates {drv.device_count} (see cuda.driver-api)")
+    prohibited = [g for g in ctx.visibility.visible if g.compute_mode == "prohibited"]
+    if prohibited:
+        ids = ",".join(str(g.index) for g in prohibited)
+        causes.append(f"GPU {ids}: compute mode prohibited")
+        fixes.append(f"sudo nvidia-smi -i {ids} -c DEFAULT")
+    t = tf_facts(env)
+    if t is not None and any(rt.framework == "tensorflow" for rt, _ in short):
+        compiled = parse_arch_list(t.archs, "build_info")
+        skipped = [g for g in targets(ctx) if compiled and compiled.covers(g.cc) is None]
+        if skipped:
+            causes.append(
+                "TensorFlow ignores GPUs it has no code for: "
+                + "; ".join(f"{g.label}, compute {g.cc}" for g in skipped)
+            )
+            fixes.append("see tensorflow.arch-support for a TensorFlow with code for them")
+    if ctx.snapshot.system.container:
+        env_vars = ctx.snapshot.system.env
+        given = env_vars.get("NVIDIA_VISIBLE_DEVICES")
+        causes.append(
+            f"in a {ctx.snapshot.system.container} container"
+            + (f" given NVIDIA_VISIBLE_DEVICES={given!r}" if given else "")
+        )
+        fixes.append("give the container every GPU (docker run --gpus all, or the pod's limits)")
+    return causes, fixes
+
+
+# --- frameworks.smoke-test ----------------------------------------------------------------------
+
+
+@check(
+    "frameworks.smoke-test",
+    Section.FRAMEWORKS,
+    "each framework imports, sees the GPUs and multiplies matrices on each (doctor --deep)",
+)
+def smoke_test(ctx: Context) -> Outcome | None:
+    installed = [(env, fws) for env in ctx.snapshot.environments if (fws := _installed(env))]
+    if not installed:
+        return None
+    if not ctx.snapshot.deep:
+        names = sorted({f for _, fws in installed for f in fws})
+        return Outcome.skip(
+            f"{', '.join(names)} not imported: gpucheck doctor --deep imports each framework and "
+            "runs a small matmul on every GPU"
+        )
+    items: list[tuple[str | None, Outcome | None]] = []
+    for env, fws in installed:
+        label = env_label(ctx, env)
+        items += [(label, _smoke(ctx, env, rt)) for rt in env.runtimes]
+        missing = [f for f in fws if runtime(env, f) is None]
+        if missing:
+            items.append((label, Outcome.skip(f"{', '.join(missing)}: not imported")))
+    return merge(items)
+
+
+def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome:
+    name = _label(rt)
+    if rt.status in ("crashed", "timeout"):
+        return _died(ctx, env, rt)
+    if rt.status == "import_error":
+        return _import_error(ctx, env, rt)
+    if rt.status not in ("ok", "error"):
+        return Outcome.fail(
+            f"importing {rt.framework} failed: {rt.error or rt.status}",
+            fix=f"Run it by hand to see why: {_by_hand(rt.framework)}",
+        )
+    if rt.cuda_available is False or _gpu_devices(rt) == 0:
+        if not (ctx.has_gpu and (targets(ctx) or ctx.pci_gpu_count)):
+            return Outcome.info(f"{name} imports; there is no NVIDIA GPU here to use")
+        return _not_available(ctx, env, rt)
+    if not rt.smoke_tests:
+        cause = _cause(ctx, env, rt, rt.error or "", None)
+        if cause is not None:
+            return Outcome.fail(f"{name}: {cause[0]}", rt.error or "", fix=cause[1])
+        if rt.status == "error":
+            return Outcome.fail(
+                f"{name} failed while looking at the GPUs",
+                rt.error or "",
+                *rt.warnings[-5:],
+                fix=f"Run it by hand to see the whole error: {_by_hand(rt.framework)}; {XID}",
+            )
+        return Outcome.skip(f"{name}: no smoke test ran")
+    failed = [s for s in rt.smoke_tests if not s.ok]
+    if not failed:
+        return Outcome.passed(
+            f"{name}: the smoke test passed on {len(rt.smoke_tests)} device(s)",
+            ", ".join(s.device for s in rt.smoke_tests),
+        )
+    items: list[tuple[str | None, Outcome | None]] = []
+    for test in failed:
+        error = test.error or "failed"
+        cause = _cause(ctx, env, rt, error, test.device)
+        if cause is not None:
+            outcome = Outcome.fail(f"{name} on {test.device}: {cause[0]}", error, fix=cause[1])
+        else:
+            outcome = Outcome.fail(
+                f"{name}: the smoke test failed on {test.device}",
+                error,
+                fix=f"Run it by hand to see the whole error: {_by_hand(rt.framework)}; {XID}",
+            )
+        items.append((None, outcome))
+    return merge(items) or Outcome.skip(f"{name}: no smoke test result")
+
+
+def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome:
+    match = _STEP.search(rt.error or "")
+    step = match.group(1).strip() if match else _step_from_facts(rt)
+    how = "timed out" if rt.status == "timeout" else "crashed"
+    device = step.split(" ", 1)[1] if step.startswith("smoke ") else None
+    cause = _cause(ctx, env, rt, " ".join([rt.error or "", *rt.warnings[-5:]]), device)
+    if cause is not None:
+        return Outcome.fail(
+            f"{_label(rt)} {how} in {step}: {cause[0]}", rt.error or "", fix=cause[1]
+        )
+    if how == "timed out":
+        fix = (
+            "A framework hanging in CUDA's start-up is usually waiting on the driver: check that "
+            "nvidia-smi answers quickly, turn persistence mode on (sudo nvidia-smi -pm 1), and on "
+            f"NVSwitch systems that nvidia-fabricmanager runs; then {_by_hand(rt.framework)}"
+        )
+    else:
+        fix = f"Run it by hand to see the message: {_by_hand(rt.framework)}; {XID}"
+    return Outcome.fail(f"{_label(rt)} {how} in {step}", rt.error or "", *rt.warnings[-5:], fix=fix)
+
+
+def _step_from_facts(rt: FrameworkRuntime) -> str:
+    if rt.import_seconds is None:
+        return f"import {rt.framework}"
+    if rt.device_count is None:
+        return "looking at the devices"
+    done = sorted(s.device for s in rt.smoke_tests)
+    return "the smoke test" + (f" after {', '.join(done)}" if done else "")
+
+
+def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome:
+    error = rt.error or "import failed"
+    missing = _MISSING_LIB.search(error)
+    if missing:
+        soname = missing.group(1)
+        return Outcome.fail(
+            f"import {rt.framework} fails: {soname} is missing",
+            error,
+            fix=_library_fix(ctx, env, rt, soname),
+        )
+    extra = []
+    ld_path = ctx.snapshot.system.env.get("LD_LIBRARY_PATH")
+    if "undefined symbol" in error and ld_path:
+        extra.append(
+            "an undefined symbol usually means another copy of a library was loaded first: "
+            f"LD_LIBRARY_PATH={ld_path} (see frameworks.library-shadowing)"
+        )
+    return Outcome.fail(
+        f"import {rt.framework} fails",
+        error,
+        *extra,
+        fix=f"Reinstall it: {_reinstall(ctx, env, rt)}",
+    )
+
+
+def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, soname: str) -> str:
+    """Install the missing library at the version the framework requires."""
+    if soname.startswith("libcuda.so"):
+        return (
+            "libcuda.so.1 is the NVIDIA driver's own CUDA library, not a pip package: see "
+            "cuda.driver-api (in a container, NVIDIA_DRIVER_CAPABILITIES must include compute)"
+        )
+    key = package_key(soname)
+    if key is None:
+        return f"Reinstall {rt.framework}: {_reinstall(ctx, env, rt)}"
+    for dist in _dists(env, rt.framework):
+        for req in requirements_of(ctx, env, dist) if dist.requires else []:
+            if is_package_for(canonicalize_name(req.name), key):
+                command = pip(ctx, env, f"pip install '{req.name}{req.specifier}'")
+                return f"{command} (what {dist.name} {dist.version} requires)"
+    t = tf_facts(env) if rt.framework == "tensorflow" else None
+    pins = ctx.compat.tensorflow.and_cuda_for(t.version) if t and t.version else None
+    for line in pins.requires if pins and t else ():
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if t and is_package_for(canonicalize_name(req.name), key):
+            command = pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
+            return f"{command} (it brings {req})"
+    major = parse_version(_built_cuda(env, rt) or "")
+    if rt.framework == "jax" and (j := jax_facts(env)) is not None and j.majors:
+        major = parse_version(str(j.majors[-1]))
+    if rt.framework == "cupy":
+        found = [c for d in env.distributions if (c := cupy_cuda(d.name))]
+        major = parse_version(found[0][0]) if found else major
+    if major is None:
+        return f"Reinstall {rt.framework} with its CUDA libraries: {_reinstall(ctx, env, rt)}"
+    lib_major = soname_major(soname)
+    spec = f">={lib_major},<{int(lib_major) + 1}" if key == "cudnn" and lib_major else ""
+    return pip(ctx, env, f"pip install 'nvidia-{key}-cu{major.major}{spec}'")
+
+
+def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome:
+    """The framework imports but sees no GPU while the driver has some: the cause another check
+    reports is pointed to; else what the error and the framework's warnings say."""
+    name = _label(rt)
+    t, tf, j = torch_facts(env), tf_facts(env), jax_facts(env)
+    if rt.framework == "torch" and t is not None and t.kind not in ("cuda", None):
+        return Outcome.skip(f"{name} sees no GPU: it is not a CUDA build (see torch.cpu-build)")
+    if rt.framework == "tensorflow" and tf is not None and tf.kind not in ("cuda", None):
+        return Outcome.skip(
+            f"{name} sees no GPU: it is not a CUDA build (see tensorflow.cpu-build)"
+        )
+    if rt.framework == "jax" and j is not None and not j.majors:
+        return Outcome.skip(f"{name} sees no GPU: no CUDA plugin is installed (see jax.cpu-build)")
+    vis = ctx.visibility
+    if vis.value is not None and not vis.visible:
+        return Outcome.skip(
+            f"{name} sees no GPU: CUDA_VISIBLE_DEVICES={vis.value!r} hides them all "
+            "(see system.cuda-visible-devices)"
+        )
+    drv = ctx.snapshot.cuda.driver
+    if drv.init_result not in (None, 0):
+        return Outcome.skip(
+            f"{name} sees no GPU: cuInit fails ({drv.init_error_name}; see cuda.driver-api)"
+        )
+    cuda = _built_cuda(env, rt)
+    verdict = judge_driver(ctx, cuda) if cuda else None
+    if verdict is not None and verdict[0] is Status.FAIL:
+        return Outcome.skip(
+            f"{name} sees no GPU: its CUDA {cuda} needs a newer driver "
+            f"(see {rt.framework}.cuda-driver)"
+        )
+    keys = ("cuda", "gpu", "driver", "backend", "dlopen", "dynamic library")
+    hints = [w for w in rt.warnings if any(k in w.lower() for k in keys)]
+    if rt.framework == "tensorflow" and any("dlopen" in w or "dynamic library" in w for w in hints):
+        return Outcome.skip(
+            f"{name} sees no GPU: it could not load its CUDA libraries "
+            "(see tensorflow.cuda-libraries)"
+        )
+    shown = len(targets(ctx)) or ctx.pci_gpu_count
+    cause = _cause(ctx, env, rt, " ".join([rt.error or "", *hints]), None)
+    if cause is not None:
+        return Outcome.fail(f"{name} sees no GPU: {cause[0]}", *hints[-5:], fix=cause[1])
+    return Outcome.fail(
+        f"{name} sees no GPU, although the driver shows {shown}",
+        *([rt.error] if rt.error else []),
+        *hints[-5:],
+        fix=f"Run it by hand to see CUDA's own error: {_by_hand(rt.framework)}",
+    )
+
+
+# --- CUDA errors and their causes ---------------------------------------------------------------
+
+
+def _device_gpu(ctx: Context, device: str | None) -> Target | None:
+    """The GPU behind a framework's device ("cuda:1", "/GPU:1", "cuda(id=1)"), when CUDA's
+    order surely matches the driver's: CUDA_DEVICE_ORDER=PCI_BUS_ID, or identical GPUs."""
+    match = re.search(r"(\d+)\)?$", (device or "").strip())
+    found = targets(ctx)
+    if match is None or int(match.group(1)) >= len(found):
+        return None
+    names = {g.name for g in ctx.visibility.visible}
+    same = len(names) == 1 or ctx.snapshot.system.env.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID"
+    return found[int(match.group(1))] if same else None
+
+
+def _cause(
+    ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, error: str, device: str | None
+) -> tuple[str, str] | None:
+    """(what happened, the fix) for the CUDA errors whose cause the other facts name."""
+    low = error.lower()
+    gpu = _device_gpu(ctx, device)
+    where = gpu.label if gpu else (device or "the GPU")
+    cuda = _built_cuda(env, rt)
+    if "out of memory" in low:
+        return _out_of_memory(ctx, gpu, where)
+    if "busy or unavailable" in low:
+        return _busy(ctx)
+    if "no kernel image" in low:
+        return _no_kernel_image(ctx, env, rt, gpu)
+    if "system not yet initialized" in low:
+        return CUINIT_CAUSES["CUDA_ERROR_SYSTEM_NOT_READY"]
+    if "forward compatibility was attempted on non supported hw" in low:
+        return CUINIT_CAUSES["CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"]
+    if cuda and ("unsupported toolchain" in low or "unsupported_ptx_version" in low):
+        return (
+            f"PTX built with CUDA {major_minor(cuda)} cannot be JIT-compiled by driver "
+            f"{ctx.driver_version}",
+            _sentence(upgrade_driver(ctx, cuda)),
+        )
+    if cuda and (
+        "driver version is insufficient" in low or "driver on your system is too old" in low
+    ):
+        return f"the driver is too old for CUDA {major_minor(cuda)}", _sentence(
+            upgrade_driver(ctx, cuda)
+        )
+    if "differs from the cpu" in low:
+        return (
+            f"{where} computes wrong results",
+            "Drain the node and run NVIDIA's diagnostics (dcgmi diag -r 3); see the ECC and Xid "
+            f"checks above; {XID}",
+        )
+    return None
+
+
+def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, str]:
+    gpus = [g for g in ctx.gpus if gpu is None or g.index == gpu.index]
+    procs = [(g, p) for g in gpus for p in (g.processes or [])]
+    if not procs:
+        return (
+            f"{where} ran out of memory, and no other process is listed on it (another "
+            "container or VM?)",
+            "Find what holds the memory (nvidia-smi on the host), or use another GPU",
+        )
+    pids = sorted({p.pid for _, p in procs})
+    holders = ", ".join(
+        f"PID {p.pid} {p.name or '?'} on GPU {g.index}"
+        + (f", {p.used_memory // 1024**2} MiB" if p.used_memory else "")
+        for g, p in procs
+    )
+    return (
+        f"{where} ran out of memory: other processes hold it ({holders})",
+        f"Check what they are (ps -o pid,user,cmd -p {','.join(map(str, pids))}), then stop "
+        f"them (kill {' '.join(map(str, pids))}) or wait; or use a free GPU "
+        "(CUDA_VISIBLE_DEVICES)",
+    )
+
+
+def _busy(ctx: Context) -> tuple[str, str]:
+    modes = ("exclusive_process", "exclusive_thread", "prohibited")
+    gpus = [g for g in ctx.gpus if g.compute_mode in modes]
+    if not gpus:
+        return (
+            "the GPU is busy or unavailable",
+            "Check its compute mode and the processes on it: nvidia-smi -q -d COMPUTE,PIDS",
+        )
+    ids = ",".join(str(g.index) for g in gpus)
+    said = ", ".join(f"GPU {g.index} is in {g.compute_mode} compute mode" for g in gpus)
+    return (
+        f"the GPU is busy or unavailable: {said}",
+        f"If not set on purpose by the scheduler: sudo nvidia-smi -i {ids} -c DEFAULT; else "
+        "wait for the process that holds it (nvidia-smi)",
+    )
+
+
+def _no_kernel_image(
+    ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, gpu: Target | None
+) -> tuple[str, str]:
+    ccs = [gpu.cc] if gpu else cc_list(targets(ctx))
+    what = f"compute capability {', '.join(ccs)}" if ccs else "this GPU"
+    title = f"no kernel image for {what}: the build has no code for this GPU"
+    if rt.framework == "torch":
+        return title, torch_fix(ctx, env, ccs)
+    if rt.framework == "tensorflow":
+        pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
+        if pick is not None:
+            return title, pip(ctx, env, pick.install) + f" (TensorFlow {pick.version})"
+    return title, f"Install a {rt.framework} build with code for {what} (see {rt.framework}.*)"

@@ -1,0 +1,201 @@
+"""JAX and CuPy checks, per Python environment: whether JAX has its CUDA plugin, and whether
+the CUDA of JAX's plugin and of CuPy's wheel runs on this driver."""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks_common import (
+    JaxFacts,
+    cc_in_range,
+    cc_list,
+    combine,
+    cupy_cuda,
+    driver_outcome,
+    env_os,
+    gpus_line,
+    jax_facts,
+    merge,
+    pip,
+    runtime,
+    targets,
+    upgrade_driver,
+)
+from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.compat import parse_version
+from gpucheck.compat.frameworks import major_minor
+from gpucheck.snapshot import Distribution, PythonEnvironment
+
+# --- JAX ------------------------------------------------------------------------------------------
+
+
+def _jax_majors(ctx: Context) -> list[int]:
+    """The CUDA majors JAX has published wheels for (compat data)."""
+    return sorted({int(m) for r in ctx.compat.jax.releases for m in r.cuda_majors if m.isdigit()})
+
+
+def _newest_toolkit(ctx: Context, major: int) -> str | None:
+    versions = [t.version for t in ctx.compat.toolkits if t.version.major == major]
+    return f"{max(versions).major}.{max(versions).minor}" if versions else None
+
+
+def jax_major(ctx: Context) -> int | None:
+    """The newest CUDA major with JAX wheels that runs on this driver and whose newest toolkit
+    can target every GPU here (JAX's CUDA 13 wheels need Turing or newer, for instance)."""
+    driver, ccs = ctx.driver_version, cc_list(targets(ctx))
+    for major in reversed(_jax_majors(ctx)):
+        if driver and not ctx.compat.cuda_runs_on_driver(f"{major}.0", driver, ctx.os):
+            continue
+        newest = _newest_toolkit(ctx, major)
+        if newest is None or not cc_in_range(ctx, newest, ccs):
+            continue
+        return major
+    return None
+
+
+def jax_fix(ctx: Context, env: PythonEnvironment, remove: list[str] | None = None) -> str:
+    if env_os(ctx, env) != "linux":
+        return (
+            "JAX's CUDA wheels are for Linux only: use WSL2 (Ubuntu) and, there, "
+            'pip install -U "jax[cuda12]"'
+        )
+    major = jax_major(ctx)
+    if major is None:
+        majors = _jax_majors(ctx)
+        upgrade = upgrade_driver(ctx, f"{majors[-1]}.0") if majors else "upgrade the driver"
+        return f"No JAX CUDA wheels in gpucheck's compat data run here: {upgrade}"
+    uninstall = f"pip uninstall -y {' '.join(remove)} && " if remove else ""
+    command = pip(ctx, env, f'{uninstall}pip install -U "jax[cuda{major}]"')
+    return f"{command} (CUDA {major}: the newest JAX CUDA major this driver and these GPUs run)"
+
+
+def _jax_envs(ctx: Context) -> list[tuple[PythonEnvironment, JaxFacts]]:
+    return [(env, j) for env in ctx.snapshot.environments if (j := jax_facts(env)) is not None]
+
+
+@check("jax.cpu-build", Section.FRAMEWORKS, "JAX has its CUDA plugin where NVIDIA GPUs are")
+def jax_cpu_build(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _jax_cpu_build(ctx, env, j)) for env, j in _jax_envs(ctx)))
+
+
+def _jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
+    if j.jaxlib is None:
+        return Outcome.skip("jax without jaxlib cannot be imported (see frameworks.smoke-test)")
+    plugins = [f"{p.name} {p.version}" for p in j.plugins]
+    if j.majors:
+        lib = parse_version(j.jaxlib)
+        stale = [
+            p
+            for p in j.plugins
+            if p.name.endswith("-plugin")
+            and lib is not None
+            and (v := parse_version(p.version)) is not None
+            and v.release[:3] != lib.release[:3]
+        ]
+        if stale:
+            return Outcome.warn(
+                f"{stale[0].name} {stale[0].version} does not match {j.name}: JAX does not "
+                "load a CUDA plugin built for another jaxlib, and runs on the CPU",
+                *plugins,
+                fix=jax_fix(ctx, env),
+            )
+        how = "a CUDA jaxlib" if j.monolithic else "the CUDA plugin"
+        majors = ", ".join(map(str, j.majors))
+        return Outcome.passed(f"{j.name} with {how} for CUDA {majors}", *plugins)
+    evidence = f"{j.name} is installed without a jax-cuda*-plugin: a CPU-only jaxlib"
+    if ctx.has_gpu is False:
+        return Outcome.info(
+            f"{j.name} is CPU-only; this machine has no NVIDIA GPU, so there is nothing to fix",
+            evidence,
+        )
+    if ctx.has_gpu is None:
+        return Outcome.skip(
+            f"{j.name} is CPU-only; whether this machine has an NVIDIA GPU is not known"
+        )
+    return Outcome.fail(
+        f"{j.name} is CPU-only: JAX cannot use this machine's NVIDIA GPU(s)",
+        evidence,
+        gpus_line(ctx),
+        fix=jax_fix(ctx, env),
+    )
+
+
+def _cuda_runtime_dist(env: PythonEnvironment, major: int) -> Distribution | None:
+    """The pip CUDA runtime JAX's plugin loads (CUDA 13's wheel dropped the -cuNN suffix)."""
+    return env.dist(f"nvidia-cuda-runtime-cu{major}") or (
+        env.dist("nvidia-cuda-runtime") if major >= 13 else None
+    )
+
+
+@check("jax.cuda-driver", Section.FRAMEWORKS, "JAX's CUDA runs on this driver")
+def jax_cuda_driver(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _jax_cuda_driver(ctx, env, j)) for env, j in _jax_envs(ctx)))
+
+
+def _jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome | None:
+    if not j.majors or ctx.has_gpu is False:
+        return None
+    items: list[tuple[str | None, Outcome | None]] = []
+    for major in j.majors:
+        dist = _cuda_runtime_dist(env, major)
+        mm = major_minor(dist.version) if dist else None
+        # Without its pip runtime, only the major is known: judged at the major's floor.
+        cuda = str(mm) if mm is not None and mm.major == major else f"{major}.0"
+        source = f"its CUDA runtime: {dist.name} {dist.version}" if dist else None
+        plugins = [p.name for p in j.plugins if p.name.startswith(f"jax-cuda{major}-")]
+
+        def fix(major: int = major, cuda: str = cuda, plugins: list[str] = plugins) -> str:
+            other = jax_major(ctx)
+            keep = (
+                f"; or keep this driver: {jax_fix(ctx, env, plugins)}"
+                if other is not None and other != major
+                else ""
+            )
+            return upgrade_driver(ctx, cuda) + keep
+
+        name = f"JAX's CUDA {major} " + ("plugin" if plugins else "jaxlib")
+        items.append((None, driver_outcome(ctx, name, cuda, fix, *([source] if source else []))))
+    return merge(items)
+
+
+# --- CuPy -----------------------------------------------------------------------------------------
+
+
+@check("cupy.cuda-driver", Section.FRAMEWORKS, "CuPy's CUDA runs on this driver")
+def cupy_cuda_driver(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _cupy(ctx, env)) for env in ctx.snapshot.environments))
+
+
+def _cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
+    wheels = [(d, found) for d in env.distributions if (found := cupy_cuda(d.name)) is not None]
+    if not wheels or ctx.has_gpu is False:
+        return None
+    deep = runtime(env, "cupy")
+    items: list[tuple[str | None, Outcome | None]] = []
+    for dist, (cuda, any_minor) in wheels:
+        evidence = []
+        if any_minor and deep is not None and deep.cuda_version:
+            cuda = deep.cuda_version  # the CUDA runtime cupy-cudaNNx really loaded
+            evidence.append(f"cupy.cuda.runtime.runtimeGetVersion(): {cuda} (doctor --deep)")
+
+        def fix(dist: Distribution = dist, cuda: str = cuda) -> str:
+            return upgrade_driver(ctx, cuda) + _cupy_switch(ctx, env, dist)
+
+        name = f"{dist.name} {dist.version}"
+        items.append((None, driver_outcome(ctx, name, cuda, fix, *evidence)))
+    return merge(items)
+
+
+def _cupy_switch(ctx: Context, env: PythonEnvironment, dist: Distribution) -> str:
+    """'; or keep this driver: <the CuPy wheel for the newest CUDA major it runs>'."""
+    driver = ctx.driver_version
+    if driver is None:
+        return ""
+    majors = sorted({t.version.major for t in ctx.compat.toolkits if t.version.major >= 11})
+    for major in reversed(majors):
+        if ctx.compat.cuda_runs_on_driver(f"{major}.0", driver, ctx.os):
+            package = f"cupy-cuda{major}x"
+            if package == dist.name:
+                return ""
+            command = pip(ctx, env, f"pip uninstall -y {dist.name} && pip install {package}")
+            return f"; or keep this driver: {command}"
+    return ""

@@ -1,0 +1,641 @@
+"""TensorFlow checks, per Python environment: the build and the package names, native Windows,
+its CUDA against the driver, the GPU architectures in it, the CUDA libraries it will load,
+its Python, and Keras."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks_common import (
+    TfFacts,
+    arch_name,
+    cc_list,
+    combine,
+    driver_outcome,
+    env_os,
+    gpus_line,
+    in_range,
+    parse_arch_list,
+    pick_tensorflow,
+    pip,
+    python_mm,
+    runtime,
+    same_version,
+    targets,
+    tf_envs,
+    upgrade_driver,
+    version_key,
+)
+from gpucheck.checks.model import Outcome, Section, Status, check
+from gpucheck.compat import Compat, parse_version, read_topic
+from gpucheck.compat.answers import TF_AND_CUDA_FIRST
+from gpucheck.compat.frameworks import TfRelease, major_minor
+from gpucheck.snapshot import LibraryCopy, PythonEnvironment
+
+# The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
+# is missing): without any of them, no GPU. The rest of the and-cuda pins (cupti, nvcc, nvrtc,
+# nccl) serve the profiler, XLA's ptxas and multi-GPU.
+TF_ESSENTIAL = (
+    "cuda-runtime",
+    "cublas",
+    "cufft",
+    "curand",
+    "cusolver",
+    "cusparse",
+    "cudnn",
+    "nvjitlink",
+)
+LOADER_WARNINGS = ("Could not load dynamic library", "Cannot dlopen some GPU libraries")
+
+
+def _tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:
+    return ctx.compat.tensorflow.release(t.version) if t.version else None
+
+
+def _line(t: TfFacts) -> Version | None:
+    return major_minor(t.version) if t.version else None
+
+
+def _windows_native(ctx: Context, env: PythonEnvironment) -> bool:
+    return env_os(ctx, env) == "windows"
+
+
+def _past_windows_gpu(ctx: Context, t: TfFacts) -> bool:
+    last, line = ctx.compat.tensorflow.windows_native_gpu_last, _line(t)
+    return last is not None and line is not None and line > last
+
+
+def _uninstall(t: TfFacts, also: tuple[str, ...] = ()) -> str:
+    names = list(dict.fromkeys([*(d.name for d in t.dists), *also]))
+    return f"pip uninstall -y {' '.join(names)} && " if names else ""
+
+
+def tf_switch(
+    ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()
+) -> str | None:
+    """The command that replaces this environment's TensorFlow by a GPU build that runs on
+    this driver with these GPUs (Linux): the same line where it has tensorflow[and-cuda] and
+    fits, else the newest that does; None when the compat data has none."""
+    ccs, driver, line = cc_list(targets(ctx)), ctx.driver_version, _line(t)
+    same = pick_tensorflow(ctx, env, ccs, driver, line=line) if line else None
+    pick = same if same and Version(same.version) >= TF_AND_CUDA_FIRST else None
+    pick = pick or pick_tensorflow(ctx, env, ccs, driver)
+    if pick is None:
+        return None
+    why = f"CUDA {pick.cuda}" + (f", runs on driver {driver}" if driver else "")
+    return (
+        pip(ctx, env, _uninstall(t, also) + pick.install) + f" (TensorFlow {pick.version}: {why})"
+    )
+
+
+def tf_gpu_fix(ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()) -> str:
+    """tf_switch, else a newer driver and then the newest GPU build."""
+    switch = tf_switch(ctx, env, t, also)
+    if switch is not None:
+        return switch
+    other = pick_tensorflow(ctx, env, cc_list(targets(ctx)), None)
+    if other is not None:
+        command = pip(ctx, env, _uninstall(t, also) + other.install)
+        return f"{upgrade_driver(ctx, other.cuda)}, then {command}"
+    return "Install TensorFlow's Linux GPU build: " + pip(
+        ctx, env, _uninstall(t, also) + "pip install 'tensorflow[and-cuda]'"
+    )
+
+
+def windows_fix(ctx: Context, env: PythonEnvironment) -> str:
+    """WSL2, or the last native-Windows GPU release with the CUDA/cuDNN it was tested with."""
+    data = ctx.compat.tensorflow
+    last = data.windows_native_gpu_last
+    linux = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version, os="windows")
+    install = linux.install if linux else "pip install 'tensorflow[and-cuda]'"
+    wsl = (
+        f"Use WSL2: in an Ubuntu WSL2 shell, {install} (the Windows NVIDIA driver serves WSL2; "
+        "install no Linux driver inside it)"
+    )
+    row = next((r for r in data.windows_gpu if r.version == last), None)
+    if last is None or row is None:
+        return wsl
+    py, where = python_mm(env), ""
+    if py is not None and not in_range(py, row.python_min, row.python_max):
+        where = f" in a Python {row.python_min} to {row.python_max} environment"
+    native = pip(ctx, env, f"pip install 'tensorflow=={last}.*'")
+    return (
+        f"{wsl}; or stay native with TensorFlow {last}, the last release with GPU support on "
+        f"native Windows{where}: {native} with CUDA {row.cuda} and cuDNN {row.cudnn} "
+        f"(conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn})"
+    )
+
+
+# --- the build ----------------------------------------------------------------------------------
+
+
+@check(
+    "tensorflow.cpu-build", Section.FRAMEWORKS, "TensorFlow is a GPU build where NVIDIA GPUs are"
+)
+def cpu_build(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _cpu_build(ctx, env, t)) for env, t in tf_envs(ctx)))
+
+
+def _cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
+    if t.kind is None:
+        return Outcome.skip(f"{t.name}: whether it is a CUDA build is not known", t.evidence)
+    if t.kind == "cuda":
+        cudnn = f", cuDNN {t.cudnn}" if t.cudnn else ""
+        return Outcome.passed(f"{t.name} is a CUDA {t.cuda or '(version unknown)'} build{cudnn}")
+    what = "a ROCm (AMD GPU) build" if t.kind == "rocm" else "a CPU-only build"
+    if ctx.has_gpu is False:
+        return Outcome.info(
+            f"{t.name} is {what}; this machine has no NVIDIA GPU, so there is nothing to fix",
+            t.evidence,
+        )
+    if ctx.has_gpu is None:
+        return Outcome.skip(
+            f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
+        )
+    if _windows_native(ctx, env) and _past_windows_gpu(ctx, t):
+        return Outcome.skip(
+            f"{t.name} is {what}: on native Windows that is all it can be (see "
+            "tensorflow.windows-native)"
+        )
+    fix = windows_fix(ctx, env) if _windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
+    return Outcome.fail(
+        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)",
+        t.evidence,
+        gpus_line(ctx),
+        fix=fix,
+    )
+
+
+@check(
+    "tensorflow.legacy-gpu-package",
+    Section.FRAMEWORKS,
+    "the removed tensorflow-gpu package is not installed",
+)
+def legacy_gpu_package(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _legacy(ctx, env, t)) for env, t in tf_envs(ctx)))
+
+
+def _note(ctx: Context, name: str, sentences: int = 2) -> str | None:
+    """The first sentences of a package's note in the compat data (quotes kept whole)."""
+    package = ctx.compat.tensorflow.packages.get(name)
+    if package is None or not package.note:
+        return None
+    taken: list[str] = []
+    for part in re.split(r"(?<=[.!])\s+", package.note.strip()):
+        taken.append(part)
+        if len(taken) >= sentences and " ".join(taken).count("'") % 2 == 0:
+            break
+    return " ".join(taken)
+
+
+def _legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+    legacy = env.dist("tensorflow-gpu")
+    if legacy is None:
+        return None
+    note = _note(ctx, "tensorflow-gpu")
+    evidence = [f"tensorflow-gpu {legacy.version} is installed"]
+    if note:
+        evidence.append(f"compat data: {note}")
+    other = [d for d in t.dists if d.name != "tensorflow-gpu" and d.name.startswith("tensorflow")]
+    if _windows_native(ctx, env):
+        last = ctx.compat.tensorflow.windows_native_gpu_last
+        fix = pip(
+            ctx, env, f"pip uninstall -y tensorflow-gpu && pip install 'tensorflow=={last}.*'"
+        ) + (f" (tensorflow {last} is the same GPU build on native Windows)" if last else "")
+    else:
+        fix = tf_gpu_fix(ctx, env, t, also=("tensorflow-gpu",))
+    if other:
+        clash = ", ".join(f"{d.name} {d.version}" for d in other)
+        return Outcome.fail(
+            f"tensorflow-gpu {legacy.version} and {clash} are both installed: they write the same "
+            "files (site-packages/tensorflow), so what imports is a mix of the two",
+            *evidence,
+            fix=fix,
+        )
+    return Outcome.warn(
+        f"tensorflow-gpu {legacy.version} is installed: a removed package that gets no fixes",
+        *evidence,
+        fix=fix,
+    )
+
+
+@check(
+    "tensorflow.windows-native",
+    Section.FRAMEWORKS,
+    "TensorFlow on native Windows is a release that still had GPU support there",
+)
+def windows_native(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _windows(ctx, env, t)) for env, t in tf_envs(ctx)))
+
+
+def _windows(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+    if not _windows_native(ctx, env):
+        return None
+    last = ctx.compat.tensorflow.windows_native_gpu_last
+    line = _line(t)
+    if last is None or line is None:
+        return Outcome.skip(f"{t.name} on native Windows: its version is not known")
+    source = ctx.compat.tensorflow.windows_native_gpu_source.split(" ")[0]
+    if line <= last:
+        return Outcome.passed(
+            f"{t.name} on native Windows: GPU support there ended after {last}, this is before"
+        )
+    evidence = [
+        f"TensorFlow {last} was the last release with GPU support on native Windows ({source})",
+        f"this environment is native Windows ({env.platform or ctx.snapshot.system.os})",
+    ]
+    if ctx.has_gpu is False:
+        return Outcome.info(f"{t.name} on native Windows runs on the CPU only", *evidence)
+    return Outcome.fail(
+        f"{t.name} cannot use the GPU on native Windows: GPU support there ended with {last}",
+        *evidence,
+        fix=windows_fix(ctx, env),
+    )
+
+
+# --- CUDA, the driver and the GPUs ---------------------------------------------------------------
+
+
+def _tf_cuda(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
+    """(CUDA version, where it comes from)."""
+    if t.cuda:
+        return t.cuda, "its build_info"
+    rel = _tf_release(ctx, t)
+    if rel is not None and rel.cuda and parse_version(rel.cuda):
+        return rel.cuda, "the tested configuration in the compat data"
+    return None
+
+
+@check("tensorflow.cuda-driver", Section.FRAMEWORKS, "TensorFlow's CUDA runs on this driver")
+def cuda_driver(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _cuda_driver(ctx, env, t)) for env, t in tf_envs(ctx)))
+
+
+def _cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+    if t.kind != "cuda" or ctx.has_gpu is False:
+        return None
+    found = _tf_cuda(ctx, t)
+    if found is None:
+        return Outcome.skip(f"{t.name}: the CUDA it was built with is not known")
+    cuda, source = found
+
+    def fix() -> str:
+        if _windows_native(ctx, env):
+            return f"{upgrade_driver(ctx, cuda)}; or: {windows_fix(ctx, env)}"
+        switch = tf_switch(ctx, env, t)
+        return upgrade_driver(ctx, cuda) + (f"; or keep this driver: {switch}" if switch else "")
+
+    return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
+
+
+@check(
+    "tensorflow.arch-support",
+    Section.FRAMEWORKS,
+    "TensorFlow carries code (SASS or PTX) for every GPU's architecture",
+)
+def arch_support(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _arch_support(ctx, env, t)) for env, t in tf_envs(ctx)))
+
+
+def _arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+    found = targets(ctx)
+    if t.kind != "cuda" or not found:
+        return None
+    compiled = parse_arch_list(t.archs, "TensorFlow's build_info cuda_compute_capabilities")
+    if compiled is None:
+        return Outcome.skip(
+            f"{t.name}: the GPU architectures compiled into it are not known",
+            *([f"build_info lists {list(t.archs)}"] if t.archs else []),
+        )
+    evidence = [f"compiled for {compiled.text()} ({compiled.source})"]
+    build, driver_cuda = major_minor(t.cuda), major_minor(ctx.driver_cuda)
+    missing, jit = [], []
+    for gpu in found:
+        how = compiled.covers(gpu.cc)
+        if how is None:
+            missing.append(
+                (gpu.cc, f"{gpu.label}: {arch_name(ctx, gpu.cc)}, {compiled.where(gpu.cc)}")
+            )
+        elif how == "ptx" and build and driver_cuda and build > driver_cuda:
+            missing.append(
+                (
+                    gpu.cc,
+                    f"{gpu.label}: {arch_name(ctx, gpu.cc)}, only as PTX, which driver "
+                    f"{ctx.driver_version} (CUDA {driver_cuda}) cannot JIT-compile "
+                    f"for CUDA {build}",
+                )
+            )
+        elif how == "ptx":
+            jit.append(f"{gpu.label}: {arch_name(ctx, gpu.cc)}, from PTX")
+    if missing:
+        ccs = sorted({cc for cc, _ in missing}, key=version_key)
+        newer = any(compiled.where(cc).startswith("newer") for cc in ccs)
+        pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
+        line = _line(t)
+        if newer and pick and line and Version(pick.version) > line:
+            fix = pip(ctx, env, _uninstall(t) + pick.install) + (
+                f" (TensorFlow {pick.version}, CUDA {pick.cuda}, whose CUDA can target compute "
+                f"capability {', '.join(ccs)}; confirm with gpucheck doctor --deep)"
+            )
+        else:
+            fix = (
+                f"Use a TensorFlow whose build_info lists an sm_ or compute_ entry for compute "
+                f"capability {', '.join(ccs)} (the release notes say when one was dropped), or "
+                f"build TensorFlow from source with TF_CUDA_COMPUTE_CAPABILITIES={','.join(ccs)}"
+            )
+        return Outcome.fail(
+            f"{t.name} has no usable code for {len(missing)} of the GPUs (compute capability "
+            f"{', '.join(ccs)})",
+            *(text for _, text in missing),
+            *evidence,
+            fix=fix,
+        )
+    if jit:
+        return Outcome.info(
+            f"{t.name} runs on {len(jit)} GPU(s) by JIT-compiling its PTX: the first start "
+            "compiles every kernel, which can take many minutes",
+            *jit,
+            *evidence,
+            fix="Keep the compiled kernels between runs: export CUDA_CACHE_MAXSIZE=4294967296",
+        )
+    return Outcome.passed(
+        f"{t.name} has code for every GPU (compute capability {', '.join(cc_list(found))})",
+        *evidence,
+    )
+
+
+# --- the CUDA libraries TensorFlow will load ----------------------------------------------------
+
+
+def _loader_copies(copies: list[LibraryCopy], major: str) -> list[LibraryCopy]:
+    return [
+        c
+        for c in copies
+        if c.on_loader_path and c.version and c.version.split(".")[0] == major and not c.load_error
+    ]
+
+
+def _loader_warnings(env: PythonEnvironment) -> list[str]:
+    deep = runtime(env, "tensorflow")
+    if deep is None:
+        return []
+    return [w for w in deep.warnings if any(k in w for k in LOADER_WARNINGS)]
+
+
+@check(
+    "tensorflow.cuda-libraries",
+    Section.FRAMEWORKS,
+    "the CUDA and cuDNN libraries TensorFlow loads are installed",
+)
+def cuda_libraries(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _cuda_libraries(ctx, env, t)) for env, t in tf_envs(ctx)))
+
+
+def _key(name: str) -> str:
+    """nvidia-cudnn-cu12 -> cudnn; nvidia-cuda-runtime-cu12 -> cuda-runtime."""
+    return re.sub(r"-cu\d+$", "", name.removeprefix("nvidia-"))
+
+
+def _cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+    if t.kind != "cuda" or ctx.has_gpu is not True or env_os(ctx, env) != "linux":
+        return None
+    warnings = _loader_warnings(env)
+    line = _line(t)
+    if line is None or t.version is None:
+        return Outcome.skip(f"{t.name}: its version is not known", *warnings)
+    pip_era = line >= TF_AND_CUDA_FIRST
+    verdict = _pip_libraries(ctx, env, t) if pip_era else _system_libraries(ctx, env, t)
+    if warnings and verdict.status in (Status.PASS, Status.SKIP):
+        libs = sorted(set(re.findall(r"'(lib[\w.+-]+\.so[\w.]*)'", " ".join(warnings))))
+        return Outcome.fail(
+            f"{t.name} could not load {', '.join(libs) or 'some of its GPU libraries'} "
+            "when imported (doctor --deep)",
+            *warnings,
+            *verdict.evidence,
+            fix=_and_cuda_fix(ctx, env, t) if pip_era else _system_fix(ctx, env, t),
+        )
+    verdict.evidence += warnings
+    return verdict
+
+
+def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
+    return pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
+
+
+def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
+    """TF 2.14+: the tensorflow[and-cuda] wheels, or system copies of the same majors."""
+    pins = ctx.compat.tensorflow.and_cuda_for(t.version or "")
+    if pins is None:
+        return Outcome.skip(f"{t.name}: its tensorflow[and-cuda] pins are not in the compat data")
+    missing: list[tuple[Requirement, str]] = []
+    present, system = [], []
+    for line in pins.requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if not req.name.startswith("nvidia-"):
+            continue
+        pinned = next(iter(req.specifier), None)
+        major = pinned.version.split(".")[0] if pinned else None
+        have = env.dist(req.name)
+        if have is not None and (major is None or have.version.split(".")[0] == major):
+            present.append(f"{req.name} {have.version}")
+            continue
+        cover = _system_cover(ctx, req.name, major)
+        if cover is not None:
+            system.append(f"{req.name} not installed; a system copy is on the loader path: {cover}")
+            continue
+        missing.append((req, f" ({have.version} installed: another major)" if have else ""))
+    evidence = [f"tensorflow[and-cuda]=={pins.version} pins (compat data)", *system]
+    if present:
+        evidence.append("installed: " + ", ".join(present))
+    essential = [r.name for r, _ in missing if _key(r.name) in TF_ESSENTIAL]
+    listed = "missing: " + ", ".join(f"{r}{note}" for r, note in missing)
+    if essential:
+        return Outcome.fail(
+            f"{t.name} cannot use the GPU: CUDA libraries it loads are not installed "
+            f"({', '.join(essential)})",
+            listed,
+            *evidence,
+            fix=_and_cuda_fix(ctx, env, t),
+        )
+    if missing:
+        return Outcome.warn(
+            f"{t.name}: some of its tensorflow[and-cuda] libraries are not installed "
+            "(the profiler, XLA's ptxas or multi-GPU need them)",
+            listed,
+            *evidence,
+            fix=_and_cuda_fix(ctx, env, t),
+        )
+    return Outcome.passed(f"{t.name}: the CUDA libraries it loads are installed", *evidence)
+
+
+def _system_cover(ctx: Context, name: str, major: str | None) -> str | None:
+    """A system copy on the loader path that TensorFlow would load instead of the wheel's:
+    cuDNN of the same major; for a CUDA library, a CUDA runtime of the same CUDA major (a
+    toolkit's libraries sit beside it)."""
+    if _key(name) == "cudnn":
+        found = _loader_copies(ctx.snapshot.cudnn.libraries, major) if major else []
+    else:
+        match = re.search(r"-cu(\d+)$", name)
+        found = _loader_copies(ctx.snapshot.cuda.runtimes, match.group(1)) if match else []
+    return f"{found[0].version} at {found[0].path}" if found else None
+
+
+def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
+    """(CUDA, cuDNN) a TensorFlow before 2.14 loads: its build_info, else the compat data."""
+    rel = _tf_release(ctx, t)
+    cuda = t.cuda or (rel.cuda if rel else None)
+    cudnn = t.cudnn or (rel.cudnn if rel else None)
+    if not cuda or not cudnn or parse_version(cuda) is None or parse_version(cudnn) is None:
+        return None
+    return cuda, cudnn
+
+
+def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
+    expected = _expected(ctx, t)
+    cuda, cudnn = expected if expected else ("<its CUDA>", "<its cuDNN>")
+    fix = (
+        f"Install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
+        f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn} && "
+        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"
+    )
+    pick = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version)
+    if pick and Version(pick.version) >= TF_AND_CUDA_FIRST:
+        command = pip(ctx, env, _uninstall(t) + pick.install)
+        fix += f"; or move to TensorFlow {pick.version}, which brings its own: {command}"
+    return fix
+
+
+def _system_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
+    """Before 2.14: TensorFlow dlopens the system's CUDA and cuDNN by soname."""
+    expected = _expected(ctx, t)
+    if expected is None:
+        return Outcome.skip(f"{t.name}: the CUDA/cuDNN it expects are not known")
+    cuda, cudnn = expected
+    want_cuda, want_cudnn = Version(cuda), Version(cudnn)
+    runtimes = _loader_copies(ctx.snapshot.cuda.runtimes, str(want_cuda.major))
+    if want_cuda.major < 11:  # before CUDA 11, sonames carry the minor too (libcudart.so.10.1)
+        mm = f"{want_cuda.major}.{want_cuda.minor}"
+        runtimes = [c for c in runtimes if same_version(c.version or "", mm)]
+    cudnns = _loader_copies(ctx.snapshot.cudnn.libraries, str(want_cudnn.major))
+    evidence = [f"{t.name} loads CUDA {cuda} and cuDNN {cudnn} from the system"]
+    evidence += [f"found: libcudart {c.version} at {c.path}" for c in runtimes]
+    evidence += [f"found: libcudnn {c.version} at {c.path}" for c in cudnns]
+    problems = []
+    if not runtimes:
+        problems.append(f"no CUDA {cuda} runtime (libcudart) on the loader path")
+    if not cudnns:
+        problems.append(f"no cuDNN {want_cudnn.major} (libcudnn.so.{want_cudnn.major}) on it")
+    if not problems:
+        return Outcome.passed(
+            f"{t.name}: CUDA {cuda} and cuDNN {cudnn} are on the loader path", *evidence
+        )
+    return Outcome.fail(
+        f"{t.name} cannot use the GPU: {'; '.join(problems)}",
+        *evidence,
+        fix=_system_fix(ctx, env, t),
+    )
+
+
+# --- Python and Keras ----------------------------------------------------------------------------
+
+
+@check(
+    "tensorflow.python", Section.FRAMEWORKS, "the environment's Python is one TensorFlow supports"
+)
+def python(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _python(ctx, env, t)) for env, t in tf_envs(ctx)))
+
+
+def _python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
+    py = python_mm(env)
+    if py is None or t.version is None:
+        return Outcome.skip(f"{t.name}: the environment's Python version is not known")
+    rel = _tf_release(ctx, t)
+    if rel is None or (rel.python_min is None and rel.python_max is None):
+        return Outcome.skip(f"{t.name}: its supported Pythons are not in the compat data")
+    low, high = rel.python_min or "?", rel.python_max or "?"
+    span = f"TensorFlow {rel.version} was tested with Python {low} to {high}"
+    if in_range(py, rel.python_min, rel.python_max):
+        return Outcome.passed(f"{t.name} supports Python {py}", span)
+    pick = pick_tensorflow(ctx, env, [], None)
+    other = (
+        f"; or install a TensorFlow that supports Python {py}: "
+        + pip(ctx, env, _uninstall(t) + pick.install)
+        if pick
+        else ""
+    )
+    return Outcome.fail(
+        f"{t.name} does not support this environment's Python {py}",
+        f"{span} (compat data); this environment runs {env.version} ({env.python})",
+        fix=f"Create the environment with a Python {low} to {high} "
+        f"(e.g. python{high} -m venv .venv) and reinstall TensorFlow there{other}",
+    )
+
+
+@cache
+def _keras3_from(compat: Compat) -> Version | None:
+    """The first TensorFlow whose default Keras is Keras 3 (tensorflow.toml, package keras)."""
+    _, data = read_topic(compat.dirs, "tensorflow.toml")
+    rows = [r for r in data.get("package", []) if isinstance(r, dict) and r.get("name") == "keras"]
+    value = rows[0].get("keras3_default_from") if rows else None
+    return parse_version(value) if isinstance(value, str) else None
+
+
+@check("tensorflow.keras", Section.FRAMEWORKS, "Keras and tf-keras match the TensorFlow release")
+def keras(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _keras(ctx, env, t)) for env, t in tf_envs(ctx)))
+
+
+def _keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+    line = _line(t)
+    k, tfk = env.dist("keras"), env.dist("tf-keras")
+    if k is None and tfk is None:
+        return None
+    keras3 = _keras3_from(ctx.compat)
+    if line is None or keras3 is None:
+        return Outcome.skip(f"{t.name}: which Keras it needs is not known")
+    problems, fixes = [], []
+    k_version = parse_version(k.version) if k else None
+    if k is not None and k_version is not None and line >= keras3 and k_version.major < 3:
+        problems.append(
+            f"keras {k.version} is Keras 2, but TensorFlow {line} uses Keras 3 (the default "
+            f"Keras from TensorFlow {keras3})"
+        )
+        legacy = pip(ctx, env, f"pip install 'tf-keras~={line}.0'")
+        fixes.append(
+            pip(ctx, env, "pip install -U 'keras>=3'")
+            + f"; or, to keep Keras 2: {legacy} and export TF_USE_LEGACY_KERAS=1"
+        )
+    elif k is not None and k_version is not None and line < keras3 and k_version.major >= 3:
+        problems.append(
+            f"keras {k.version} is Keras 3, but TensorFlow {line}'s tf.keras is Keras 2 "
+            f"(keras {line}): importing tf.keras fails"
+        )
+        fixes.append(pip(ctx, env, f"pip install 'keras~={line}.0'"))
+    tfk_version = parse_version(tfk.version) if tfk else None
+    if tfk is not None and tfk_version is not None and major_minor(tfk_version) != line:
+        problems.append(
+            f"tf-keras {tfk.version} does not match TensorFlow {line} (tf-keras versions follow "
+            "TensorFlow's)"
+        )
+        tf_keras = pip(ctx, env, f"pip install 'tf-keras~={line}.0'")
+        if not any(tf_keras in fix for fix in fixes):
+            fixes.append(tf_keras)
+    installed = ", ".join(f"{d.name} {d.version}" for d in (k, tfk) if d is not None)
+    if not problems:
+        return Outcome.passed(f"{t.name} with {installed}")
+    cite = _note(ctx, "keras", sentences=3)
+    return Outcome.warn(
+        f"{t.name} and the installed Keras do not match",
+        *problems,
+        *([f"compat data: {cite}"] if cite else []),
+        fix="; ".join(fixes),
+    )

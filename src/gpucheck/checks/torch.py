@@ -1,0 +1,231 @@
+"""PyTorch checks, per Python environment: the build (CUDA, CPU-only, ROCm), its CUDA against
+the driver, the GPU architectures compiled into it, its Python, and building extensions."""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks_common import (
+    KIND_TEXT,
+    Compiled,
+    TorchFacts,
+    arch_name,
+    cc_list,
+    combine,
+    compiled_from,
+    driver_outcome,
+    gpus_line,
+    in_range,
+    linux_x86_64,
+    parse_arch_list,
+    pick_torch,
+    pip,
+    python_mm,
+    runtime,
+    targets,
+    torch_envs,
+    torch_fix,
+    torch_switch,
+    upgrade_driver,
+    version_key,
+)
+from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.compat.frameworks import major_minor
+from gpucheck.snapshot import PythonEnvironment
+
+
+@check("torch.cpu-build", Section.FRAMEWORKS, "PyTorch is a CUDA build where NVIDIA GPUs are")
+def cpu_build(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _cpu_build(ctx, env, t)) for env, t in torch_envs(ctx)))
+
+
+def _cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
+    if t.kind is None:
+        return Outcome.skip(f"{t.name}: whether it is a CUDA build is not known", t.evidence)
+    if t.kind == "cuda":
+        return Outcome.passed(f"{t.name} is a CUDA {t.cuda or '(version unknown)'} build")
+    what = KIND_TEXT.get(t.kind, "not a CUDA build")
+    if ctx.has_gpu is False:
+        return Outcome.info(
+            f"{t.name} is {what}; this machine has no NVIDIA GPU, so there is nothing to fix",
+            t.evidence,
+        )
+    if ctx.has_gpu is None:
+        return Outcome.skip(
+            f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
+        )
+    return Outcome.fail(
+        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)",
+        t.evidence,
+        gpus_line(ctx),
+        fix=torch_fix(ctx, env, cc_list(targets(ctx))),
+    )
+
+
+@check("torch.cuda-driver", Section.FRAMEWORKS, "PyTorch's CUDA runs on this driver")
+def cuda_driver(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _cuda_driver(ctx, env, t)) for env, t in torch_envs(ctx)))
+
+
+def _cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
+    if t.kind != "cuda" or ctx.has_gpu is False:
+        return None  # torch.cpu-build speaks for other builds; no GPU, no driver to judge
+    cuda = t.cuda
+    if cuda is None:
+        return Outcome.skip(f"{t.name}: the CUDA it was built with is not known", t.evidence)
+
+    def fix() -> str:
+        switch = torch_switch(ctx, env, cc_list(targets(ctx)))
+        keep = f"; or keep this driver and install a PyTorch built for it: {switch}"
+        return upgrade_driver(ctx, cuda) + (keep if switch else "")
+
+    return driver_outcome(ctx, t.name, cuda, fix)
+
+
+def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compiled | None:
+    """What torch was compiled for: its own arch flags (deep pass), else the compat data for
+    this release and CUDA variant (Linux x86_64 wheels only)."""
+    deep = runtime(env, "torch")
+    if deep is not None and deep.arch_list:
+        return parse_arch_list(deep.arch_list, "torch's own arch flags (doctor --deep)")
+    if t.version is None or t.cuda is None or not linux_x86_64(ctx, env):
+        return None
+    arch = ctx.compat.torch.arch(t.version, t.cuda)
+    if arch is None:
+        return None
+    if arch.torch_max is None:
+        span = f"{arch.torch_min}+"
+    elif arch.torch_max == arch.torch_min:
+        span = f"{arch.torch_min}"
+    else:
+        span = f"{arch.torch_min}-{arch.torch_max}"
+    return compiled_from(
+        arch.sm, arch.ptx, f"compat data: PyTorch {span} cu{t.cuda.replace('.', '')} wheels"
+    )
+
+
+@check(
+    "torch.arch-support",
+    Section.FRAMEWORKS,
+    "PyTorch carries code (SASS or PTX) for every GPU's architecture",
+)
+def arch_support(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _arch_support(ctx, env, t)) for env, t in torch_envs(ctx)))
+
+
+def _arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
+    found = targets(ctx)
+    if t.kind != "cuda" or not found:
+        return None
+    compiled = torch_compiled(ctx, env, t)
+    if compiled is None:
+        return Outcome.skip(
+            f"{t.name}: the GPU architectures compiled into it are not known",
+            "not in the compat data for this release/CUDA variant and platform; "
+            "gpucheck doctor --deep reads them from torch itself",
+        )
+    evidence = [f"compiled for {compiled.text()} ({compiled.source})"]
+    build, driver_cuda = major_minor(t.cuda), major_minor(ctx.driver_cuda)
+    missing: list[str] = []  # compute capabilities
+    lines, jit = [], []
+    for gpu in found:
+        how = compiled.covers(gpu.cc)
+        if how is None:
+            missing.append(gpu.cc)
+            lines.append(f"{gpu.label}: {arch_name(ctx, gpu.cc)}, {compiled.where(gpu.cc)}")
+        elif how == "ptx" and build and driver_cuda and build > driver_cuda:
+            missing.append(gpu.cc)
+            lines.append(
+                f"{gpu.label}: {arch_name(ctx, gpu.cc)}, only as PTX, which driver "
+                f"{ctx.driver_version} (CUDA {driver_cuda}) cannot JIT-compile for CUDA {build}"
+            )
+        elif how == "ptx":
+            jit.append(f"{gpu.label}: {arch_name(ctx, gpu.cc)}, through PTX JIT compilation")
+    if missing:
+        bad = sorted(set(missing), key=version_key)
+        return Outcome.fail(
+            f"{t.name} has no code for {len(missing)} of the GPUs (compute capability "
+            f"{', '.join(bad)}): CUDA kernels fail with 'no kernel image is available for "
+            "execution on the device'",
+            *lines,
+            *evidence,
+            fix=torch_fix(ctx, env, cc_list(found)),
+        )
+    return Outcome.passed(
+        f"{t.name} has code for every GPU (compute capability {', '.join(cc_list(found))})",
+        *jit,
+        *evidence,
+    )
+
+
+@check("torch.python", Section.FRAMEWORKS, "the environment's Python is one PyTorch supports")
+def python(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _python(ctx, env, t)) for env, t in torch_envs(ctx)))
+
+
+def _python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
+    py = python_mm(env)
+    if py is None or t.version is None:
+        return Outcome.skip(f"{t.name}: the environment's Python version is not known")
+    rel = ctx.compat.torch.release(t.version)
+    if rel is None or (rel.python_min is None and rel.python_max is None):
+        return Outcome.skip(f"{t.name}: its supported Pythons are not in the compat data")
+    low, high = rel.python_min or "?", rel.python_max or "?"
+    span = f"PyTorch {rel.version} has wheels for Python {low} to {high}"
+    if in_range(py, rel.python_min, rel.python_max):
+        return Outcome.passed(f"{t.name} supports Python {py}", span)
+    cuda = t.kind == "cuda"
+    pick = pick_torch(
+        ctx, env, cc_list(targets(ctx)) if cuda else [], ctx.driver_version if cuda else None
+    )
+    other = ""
+    if pick is not None:
+        command = pip(ctx, env, f"pip uninstall -y torch && {pick.install}")
+        other = (
+            f"; or install a PyTorch that supports Python {py}: {command} (PyTorch {pick.version})"
+        )
+    return Outcome.fail(
+        f"{t.name} does not support this environment's Python {py}",
+        f"{span} (compat data); this environment runs {env.version} ({env.python})",
+        fix=f"Create the environment with a Python {low} to {high} "
+        f"(e.g. python{high} -m venv .venv) and reinstall torch there{other}",
+    )
+
+
+@check(
+    "torch.extension-toolkit",
+    Section.FRAMEWORKS,
+    "the local CUDA toolkit matches PyTorch's CUDA (for building extensions)",
+)
+def extension_toolkit(ctx: Context) -> Outcome | None:
+    return combine(ctx, ((env, _extension_toolkit(ctx, env, t)) for env, t in torch_envs(ctx)))
+
+
+def _extension_toolkit(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
+    nvcc = ctx.snapshot.cuda.nvcc
+    if t.kind != "cuda" or nvcc is None:
+        return None  # no toolkit: cuda.toolkit says so; extensions are then not built here
+    have, want = major_minor(nvcc.version), major_minor(t.cuda)
+    if have is None or want is None:
+        return Outcome.skip(f"{t.name}: the CUDA toolkit's or torch's CUDA version is not known")
+    evidence = [f"nvcc {nvcc.version} at {nvcc.path}"]
+    if ctx.snapshot.cuda.cuda_home:
+        home = ctx.snapshot.cuda.cuda_home
+        evidence.append(f"CUDA home {home} (from {ctx.snapshot.cuda.cuda_home_source})")
+    if have == want:
+        return Outcome.passed(
+            f"{t.name} and the CUDA toolkit are both CUDA {want}: extensions build", *evidence
+        )
+    effect = (
+        f"fails with 'The detected CUDA version ({have}) mismatches the version that was used "
+        f"to compile PyTorch ({want})'"
+        if have.major != want.major
+        else "warns that the minor versions differ (usually harmless)"
+    )
+    return Outcome.info(
+        f"{t.name} was built with CUDA {want}, the local toolkit is CUDA {have}: building CUDA "
+        f"extensions (torch.utils.cpp_extension, pip installs that compile) {effect}",
+        *evidence,
+        fix=f"To build extensions for this torch, use a CUDA {want} toolkit "
+        f"(https://developer.nvidia.com/cuda-{want.major}-{want.minor}-0-download-archive) and "
+        f"export CUDA_HOME=/usr/local/cuda-{want} before building",
+    )

@@ -1,0 +1,643 @@
+"""Deep framework probe, run in a child process (see probes/child.py for the protocol).
+
+`python _framework_deep.py FRAMEWORK` (torch | tensorflow | jax | cupy), under the interpreter
+of the environment being diagnosed: import the framework, list its devices and run a tiny
+matmul on each, recording what it shows as `FrameworkRuntime` facts.
+
+stdout: `{"kind": "runtime", "facts": {...}}` lines, the WHOLE record again after each stage,
+so that whatever happens later (a crash in the driver, a hang, cuDNN calling abort()) the
+parent keeps the last complete record: it takes the last one.
+
+stderr: "@ <stage>" before each risky stage, written straight to the parent's pipe. Everything
+else written to file descriptor 2 (TensorFlow's C++ loader warnings, Python warnings, CUDA's
+own messages) goes through a small relay process: it passes the text on to the parent as it
+comes, so that a crash loses none of it, and keeps a copy that becomes the record's
+`warnings`.
+
+Standard library only, apart from the framework (and numpy, which tensorflow, jax and cupy
+require); no gpucheck imports; runs on Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
+
+# Basenames (prefixes) of the CUDA libraries worth naming when they are mapped.
+LIBRARY_PREFIXES = (
+    "libcudart",
+    "libcudnn",
+    "libcublas",  # libcublasLt too
+    "libnccl",
+    "libcuda.so",
+    "libnvrtc",
+    "libcusparse",
+    "libcufft",
+    "libcurand",
+)
+
+MAX_WARNINGS = 50
+MAX_LINE = 500
+MAX_CAPTURE = 4 * 1024 * 1024  # bytes of stderr kept for `warnings`
+SIZE = 64  # the smoke test multiplies SIZE x SIZE float32 matrices
+RTOL = ATOL = 1e-2  # TF32 (the default for float32 matmuls on Ampere+ in TF and JAX) is ~1e-3
+
+# Lines that mention one of these are kept whatever else is dropped.
+KEYWORDS = ("cuda", "cudnn", "dlopen", "gpu", "driver", "library", "nccl", "cublas", "device")
+# Banner lines that say nothing about GPUs (dropped unless they mention a keyword).
+NOISE = (
+    "This TensorFlow binary is optimized to use available CPU instructions",
+    "To enable the following instructions",
+    "oneDNN custom operations are on",
+    "WARNING: All log messages before absl::InitializeLog() is called",
+)
+SYNC = b"\x00gpucheck-sync "
+
+STEP_FD = 2  # the parent's stderr, even while fd 2 is captured
+OUT_FD = 1
+
+
+def step(name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(STEP_FD, f"@ {name}\n".encode("utf-8", "replace"))
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0].strip() if text else ""
+    name = type(exc).__name__
+    return trim(f"{name}: {first}" if first else name)
+
+
+def trim(text: str) -> str:
+    return text if len(text) <= MAX_LINE else text[: MAX_LINE - 3] + "..."
+
+
+# --- stderr capture ---------------------------------------------------------------------------
+
+
+class Capture:
+    """File descriptor 2 redirected into a relay process that copies it to the parent and
+    keeps it in an (unlinked) file that this process reads for `warnings`."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.pid = 0
+        self.read_fd = -1
+        self.saved_fd = -1
+        self.syncs = 0
+
+    def start(self) -> None:
+        global STEP_FD
+        if not (hasattr(os, "fork") and hasattr(os, "pread")):
+            return  # not POSIX: no capture, the framework writes to the parent directly
+        try:
+            fd, path = tempfile.mkstemp(prefix="gpucheck-stderr-")
+            try:
+                write_fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                self.read_fd = os.open(path, os.O_RDONLY)
+            finally:
+                os.close(fd)
+                os.unlink(path)
+            read_end, write_end = os.pipe()
+            sys.stderr.flush()
+            self.saved_fd = os.dup(2)
+            pid = os.fork()
+        except OSError:
+            return
+        if pid == 0:  # the relay
+            try:
+                os.close(write_end)
+                os.close(self.read_fd)
+                os.close(OUT_FD)  # the parent's stdout is this script's, not the relay's
+                relay(read_end, self.saved_fd, write_fd)
+            finally:
+                os._exit(0)
+        self.pid = pid
+        os.close(read_end)
+        os.close(write_fd)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        STEP_FD = self.saved_fd
+        self.active = True
+
+    def text(self) -> str:
+        """Everything captured so far (once the relay has caught up)."""
+        if not self.active:
+            return ""
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        self.syncs += 1
+        marker = SYNC + str(self.syncs).encode() + b"\n"
+        data = b""
+        try:
+            # The newline first ends a line the framework left open, so the marker starts one.
+            os.write(2, b"\n" + marker)
+            deadline = time.monotonic() + 2.0
+            delay = 0.001
+            while True:
+                # The relay keeps at most MAX_CAPTURE bytes of text, and the markers after it.
+                data = os.pread(self.read_fd, os.fstat(self.read_fd).st_size, 0)
+                if marker in data or time.monotonic() > deadline:
+                    break
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        except OSError:
+            pass
+        lines = [x for x in data.split(b"\n") if not x.startswith(SYNC)]
+        return b"\n".join(lines).decode("utf-8", "replace")
+
+    def stop(self) -> None:
+        global STEP_FD
+        if not self.active:
+            return
+        self.active = False
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os.dup2(self.saved_fd, 2)  # closes our end of the pipe: the relay sees its end
+        STEP_FD = 2
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                done, _ = os.waitpid(self.pid, os.WNOHANG)
+            except OSError:
+                break
+            if done:
+                break
+            time.sleep(0.01)
+
+
+def relay(source: int, parent: int, keep: int) -> None:
+    """Copy `source` to `parent` line by line as it comes, and to `keep` (bounded)."""
+    kept = 0
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(source, 65536)
+        except InterruptedError:
+            continue
+        except OSError:
+            chunk = b""
+        if chunk:
+            pending += chunk
+            lines = pending.split(b"\n")
+            pending = lines.pop()
+            if len(pending) > 65536:  # no newline in sight: pass it on as it is
+                lines.append(pending)
+                pending = b""
+        else:
+            lines = [pending] if pending else []
+        for line in lines:
+            if line.startswith(SYNC):
+                write_all(keep, line + b"\n")
+                continue
+            if line.startswith(b"@ "):
+                line = b" " + line  # only this script names steps
+            data = line + b"\n"
+            write_all(parent, data)
+            if kept < MAX_CAPTURE:
+                write_all(keep, data)
+                kept += len(data)
+        if not chunk:
+            return
+
+
+def write_all(fd: int, data: bytes) -> None:
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        pass
+
+
+def select_warnings(text: str) -> list[str]:
+    """Lines worth keeping: no blanks, duplicates or banner noise; at most MAX_WARNINGS."""
+    seen = set()
+    lines = []
+    for raw in text.splitlines():
+        if not raw.isprintable():
+            raw = "".join(c if c.isprintable() or c == "\t" else "?" for c in raw)
+        line = raw.strip()
+        if not line or line in seen:
+            continue
+        seen.add(line)
+        relevant = any(k in line.lower() for k in KEYWORDS)
+        if not relevant and any(n in line for n in NOISE):
+            continue
+        lines.append((trim(line), relevant))
+    if len(lines) <= MAX_WARNINGS:
+        return [line for line, _ in lines]
+    relevant_idx = [i for i, (_, r) in enumerate(lines) if r]
+    if len(relevant_idx) > MAX_WARNINGS:
+        half = MAX_WARNINGS // 2
+        keep = set(relevant_idx[:half] + relevant_idx[-(MAX_WARNINGS - half) :])
+    else:
+        keep = set(relevant_idx)
+        for i in range(len(lines)):
+            if len(keep) >= MAX_WARNINGS:
+                break
+            keep.add(i)
+    return [line for i, (line, _) in enumerate(lines) if i in keep]
+
+
+# --- records ----------------------------------------------------------------------------------
+
+
+def mapped_libraries() -> list[str]:
+    found: list[str] = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                if len(parts) < 6:
+                    continue
+                path = parts[5].strip()
+                if path.endswith(" (deleted)"):
+                    path = path[: -len(" (deleted)")]
+                if not path.startswith("/"):
+                    continue
+                base = os.path.basename(path)
+                if base.startswith(LIBRARY_PREFIXES) and path not in found:
+                    found.append(path)
+    except OSError:
+        pass
+    return found
+
+
+class Probe:
+    def __init__(self, framework: str, capture: Capture) -> None:
+        self.capture = capture
+        self.facts: dict[str, Any] = {
+            "framework": framework,
+            "status": "ok",
+            "error": None,
+            "import_seconds": None,
+            "version": None,
+            "cuda_available": None,
+            "device_count": None,
+            "devices": [],
+            "backend": None,
+            "arch_list": [],
+            "cuda_version": None,
+            "driver_version": None,
+            "cudnn_version": None,
+            "nccl_version": None,
+            "loaded_libraries": [],
+            "warnings": [],
+            "smoke_tests": [],
+        }
+        self.stage_errors: list[str] = []
+
+    def emit(self) -> None:
+        facts = self.facts
+        facts["loaded_libraries"] = mapped_libraries()
+        warnings = select_warnings(self.capture.text())
+        # Errors of later stages (the first one is `error`), within the same bound.
+        extra = [trim(e) for e in self.stage_errors[1 : MAX_WARNINGS // 2 + 1]]
+        facts["warnings"] = warnings[: MAX_WARNINGS - len(extra)] + extra
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()  # a library's half-written line goes out first ...
+        # ... and the leading newline ends it, so that the record starts a line.
+        line = "\n" + json.dumps({"kind": "runtime", "facts": facts}, default=str) + "\n"
+        write_all(OUT_FD, line.encode("utf-8"))
+
+    def stage(self, name: str, action: Callable[[], None]) -> bool:
+        """Run one stage under its step name; an exception marks the record as an error."""
+        step(name)
+        try:
+            action()
+            return True
+        except Exception as exc:
+            self.fail(name, exc)
+            return False
+
+    def fail(self, name: str, exc: BaseException) -> None:
+        text = f"{name}: {one_line(exc)}"
+        self.stage_errors.append(text)
+        if self.facts["status"] == "ok":
+            self.facts["status"] = "error"
+            self.facts["error"] = trim(text)
+
+    def do_import(self, module: str) -> Any:
+        step(f"import {module}")
+        start = time.perf_counter()
+        try:
+            value = importlib.import_module(module)
+        except (ImportError, OSError) as exc:
+            self.facts["status"] = "import_error"
+            self.facts["error"] = one_line(exc)
+            value = None
+        except (Exception, SystemExit) as exc:
+            self.facts["status"] = "error"
+            self.facts["error"] = f"import {module}: {one_line(exc)}"
+            value = None
+        self.facts["import_seconds"] = round(time.perf_counter() - start, 6)
+        if value is not None:
+            version = getattr(value, "__version__", None)
+            self.facts["version"] = None if version is None else str(version)
+        return value
+
+    def smoke(self, device: str, run: Callable[[], str | None]) -> None:
+        """One device's smoke test: run() returns None when the result is right, else why."""
+        step(f"smoke {device}")
+        start = time.perf_counter()
+        try:
+            problem = run()
+        except Exception as exc:
+            problem = one_line(exc)
+        seconds = round(time.perf_counter() - start, 6)
+        test = {"device": device, "ok": problem is None, "error": problem, "seconds": seconds}
+        self.facts["smoke_tests"].append(test)
+        self.emit()
+
+
+def differs(max_diff: Any) -> str:
+    try:
+        return f"the result differs from the CPU's (largest difference {float(max_diff):.6g})"
+    except (TypeError, ValueError):
+        return "the result differs from the CPU's"
+
+
+def version_text(value: Any) -> str | None:
+    """A runtime version integer (12040) as "12.4"; 0 or nothing as None."""
+    if not isinstance(value, int) or value <= 0:
+        return None
+    return f"{value // 1000}.{value % 1000 // 10}"
+
+
+def cudnn_text(value: Any) -> str | None:
+    if not value:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return str(value)
+    # cuDNN 9 encodes 9.1.0 as 90100; cuDNN 8 and older encode 8.9.7 as 8907.
+    if value >= 90000:
+        return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
+    return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
+
+
+def nccl_text(value: Any) -> str | None:
+    if isinstance(value, (tuple, list)):
+        return ".".join(str(v) for v in value) or None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        # NCCL_VERSION_CODE: major*10000 + minor*100 + patch from 2.9, major*1000 + ... before.
+        if value >= 20900:
+            return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
+        return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
+    return None if value is None else str(value)
+
+
+def names(values: Any) -> list[str]:
+    if not values:
+        return []
+    if isinstance(values, str):
+        return values.split()
+    return [str(v) for v in values]
+
+
+# --- frameworks -------------------------------------------------------------------------------
+
+
+def probe_torch(p: Probe) -> None:
+    torch = p.do_import("torch")
+    p.emit()
+    if torch is None:
+        return
+    facts = p.facts
+
+    def build() -> None:
+        facts["cuda_version"] = getattr(getattr(torch, "version", None), "cuda", None)
+        # torch.cuda.get_arch_list() answers [] whenever CUDA cannot start; the flags the
+        # build was compiled with are there even then. CPU builds lack the function.
+        flags = getattr(getattr(torch, "_C", None), "_cuda_getArchFlags", None)
+        facts["arch_list"] = names(flags() if flags is not None else None)
+
+    p.stage("torch build", build)
+
+    def available() -> None:
+        facts["cuda_available"] = bool(torch.cuda.is_available())
+
+    def count() -> None:
+        facts["device_count"] = int(torch.cuda.device_count())
+
+    p.stage("torch.cuda.is_available", available)
+    p.stage("torch.cuda.device_count", count)
+    for index in range(facts["device_count"] or 0):
+
+        def name(index: int = index) -> None:
+            facts["devices"].append(str(torch.cuda.get_device_name(index)))
+
+        if not p.stage(f"torch.cuda.get_device_name {index}", name):
+            break
+    p.emit()
+
+    def cudnn() -> None:
+        facts["cudnn_version"] = cudnn_text(torch.backends.cudnn.version())
+
+    p.stage("torch.backends.cudnn.version", cudnn)  # loads libcudnn: it may abort
+    p.emit()
+    if getattr(getattr(torch, "_C", None), "_nccl_version", None) is not None:
+
+        def nccl() -> None:
+            facts["nccl_version"] = nccl_text(torch.cuda.nccl.version())
+
+        p.stage("torch.cuda.nccl.version", nccl)
+        p.emit()
+
+    for index in range(facts["device_count"] or 0):
+
+        def run(index: int = index) -> str | None:
+            a = torch.arange(SIZE * SIZE, dtype=torch.float32).reshape(SIZE, SIZE).div(SIZE * SIZE)
+            b = a.t()
+            expected = a.matmul(b)
+            device = torch.device(f"cuda:{index}")
+            got = a.to(device).matmul(b.to(device)).cpu()
+            if torch.allclose(got, expected, rtol=RTOL, atol=ATOL):
+                return None
+            return differs((got - expected).abs().max().item())
+
+        p.smoke(f"cuda:{index}", run)
+
+
+def probe_tensorflow(p: Probe) -> None:
+    tf = p.do_import("tensorflow")
+    p.emit()
+    if tf is None:
+        return
+    facts = p.facts
+
+    def build() -> None:
+        info = dict(tf.sysconfig.get_build_info())
+        if not tf.test.is_built_with_cuda():
+            return  # a CPU (or ROCm) build: no CUDA version, whatever the dictionary says
+        cuda, cudnn = info.get("cuda_version"), info.get("cudnn_version")
+        facts["cuda_version"] = None if cuda is None else str(cuda)
+        facts["cudnn_version"] = None if cudnn is None else str(cudnn)
+        facts["arch_list"] = names(info.get("cuda_compute_capabilities"))
+
+    p.stage("tf.sysconfig.get_build_info", build)
+    gpus: list[Any] = []
+
+    def devices() -> None:
+        gpus.extend(tf.config.list_physical_devices("GPU"))
+        facts["devices"] = [str(getattr(d, "name", d)) for d in gpus]
+        facts["device_count"] = len(gpus)
+        facts["cuda_available"] = bool(gpus)
+
+    p.stage("tf.config.list_physical_devices", devices)
+    p.emit()
+    if not gpus:
+        return
+    with contextlib.suppress(Exception):
+        tf.config.set_soft_device_placement(False)  # no silent fallback to the CPU
+    for index in range(len(gpus)):
+
+        def run(index: int = index) -> str | None:
+            numpy = importlib.import_module("numpy")
+            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
+            a_host /= SIZE * SIZE
+            expected = a_host @ a_host.T
+            name = f"/GPU:{index}"
+            with tf.device(name):
+                a = tf.constant(a_host)
+                c = tf.matmul(a, a, transpose_b=True)
+            where = str(getattr(c, "device", ""))
+            if where and f"GPU:{index}" not in where:
+                return f"the matmul ran on {where}, not {name}"
+            got = c.numpy()
+            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
+                return None
+            return differs(numpy.abs(got - expected).max())
+
+        p.smoke(f"/GPU:{index}", run)
+
+
+def probe_jax(p: Probe) -> None:
+    jax = p.do_import("jax")
+    p.emit()
+    if jax is None:
+        return
+    facts = p.facts
+    devs: list[Any] = []
+
+    def backend() -> None:
+        facts["backend"] = str(jax.default_backend())
+        facts["cuda_available"] = facts["backend"] in ("gpu", "cuda")
+
+    def devices() -> None:
+        devs.extend(jax.devices())
+        facts["devices"] = [str(d) for d in devs]
+        facts["device_count"] = len(devs)
+
+    p.stage("jax.default_backend", backend)  # starts the backends: CUDA initialises here
+    p.stage("jax.devices", devices)
+    p.emit()
+    for device in devs:
+        if str(getattr(device, "platform", "")).lower() not in ("gpu", "cuda"):
+            continue
+
+        def run(device: Any = device) -> str | None:
+            jnp = importlib.import_module("jax.numpy")
+            numpy = importlib.import_module("numpy")
+            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
+            a_host /= SIZE * SIZE
+            expected = a_host @ a_host.T
+            a = jax.device_put(a_host, device)
+            got = numpy.asarray(jnp.matmul(a, a.T, precision="highest"))
+            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
+                return None
+            return differs(numpy.abs(got - expected).max())
+
+        p.smoke(str(device), run)
+
+
+def probe_cupy(p: Probe) -> None:
+    cupy = p.do_import("cupy")
+    p.emit()
+    if cupy is None:
+        return
+    facts = p.facts
+    runtime: Any = getattr(getattr(cupy, "cuda", None), "runtime", None)
+
+    def build() -> None:
+        facts["cuda_version"] = version_text(runtime.runtimeGetVersion())
+
+    def driver() -> None:
+        facts["driver_version"] = version_text(runtime.driverGetVersion())
+
+    def count() -> None:
+        facts["cuda_available"] = False
+        facts["device_count"] = int(runtime.getDeviceCount())
+        facts["cuda_available"] = facts["device_count"] > 0
+
+    if p.stage("cupy.cuda.runtime.runtimeGetVersion", build):
+        p.stage("cupy.cuda.runtime.driverGetVersion", driver)
+        p.stage("cupy.cuda.runtime.getDeviceCount", count)
+    for index in range(facts["device_count"] or 0):
+
+        def name(index: int = index) -> None:
+            value = runtime.getDeviceProperties(index)["name"]
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            facts["devices"].append(str(value).rstrip("\x00"))
+
+        if not p.stage(f"cupy.cuda.runtime.getDeviceProperties {index}", name):
+            break
+    p.emit()
+    for index in range(facts["device_count"] or 0):
+
+        def run(index: int = index) -> str | None:
+            numpy = importlib.import_module("numpy")
+            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
+            a_host /= SIZE * SIZE
+            expected = a_host @ a_host.T
+            with cupy.cuda.Device(index):
+                a = cupy.asarray(a_host)
+                got = cupy.asnumpy(a @ a.T)
+            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
+                return None
+            return differs(numpy.abs(got - expected).max())
+
+        p.smoke(f"cuda:{index}", run)
+
+
+PROBES: dict[str, Callable[[Probe], None]] = {
+    "torch": probe_torch,
+    "tensorflow": probe_tensorflow,
+    "jax": probe_jax,
+    "cupy": probe_cupy,
+}
+
+
+def main(argv: list[str]) -> int:
+    framework = argv[1] if len(argv) > 1 else ""
+    capture = Capture()
+    probe = Probe(framework, capture)
+    if framework not in PROBES:
+        probe.facts["status"] = "error"
+        known = ", ".join(FRAMEWORKS)
+        probe.facts["error"] = f"unknown framework {framework!r}: expected one of {known}"
+        probe.emit()
+        return 2
+    capture.start()
+    try:
+        PROBES[framework](probe)
+    except Exception as exc:  # a bug here, or a framework odder than expected
+        probe.fail("probe", exc)
+        probe.emit()
+    finally:
+        capture.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,487 @@
+"""Static framework probe, run by the TARGET interpreter (see probes/child.py for the protocol).
+
+The default (fast) framework pass: it reads what is installed and imports no framework.
+Distribution metadata comes from importlib.metadata (metadata files only); torch/version.py and
+tensorflow/python/platform/build_info.py are read as text and parsed with `ast`, never executed.
+
+stdout: exactly one JSON line, {"kind": "environment", "facts": {...}}, whose facts are the
+fields of gpucheck.snapshot.PythonEnvironment that the interpreter itself can tell (version,
+prefix, platform, site_packages, distributions, torch, tensorflow) plus "errors": one line for
+each thing that could not be read (that part is then null or missing). stderr: "@ <step>" lines.
+
+Standard library only; no gpucheck imports; runs on Python 3.8+ (annotations are never
+evaluated: `from __future__ import annotations`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Run as a script, Python puts this folder first on sys.path: drop it before importing
+# anything else, so that no file beside this one can shadow a module of the target interpreter,
+# and so that the folder is not reported as part of the environment.
+_HERE = os.path.dirname(os.path.realpath(__file__))
+if sys.path and os.path.realpath(sys.path[0] or os.curdir) == _HERE:
+    del sys.path[0]
+
+import ast  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
+import site  # noqa: E402
+
+TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+# Distributions that matter to a GPU diagnosis, by normalised name (PEP 503).
+NAMES = frozenset(
+    [
+        "torch",
+        "tensorflow",
+        "tensorflow-cpu",
+        "tensorflow-gpu",
+        "tensorflow-intel",
+        "tensorflow-macos",
+        "tensorflow-cpu-aws",
+        "tf-nightly",
+        "tf-nightly-cpu",
+        "tf-keras",
+        "keras",
+        "jax",
+        "jaxlib",
+        "cupy",
+        "pytorch-triton",
+        "triton",
+    ]
+)
+NAME_PATTERN = re.compile(r"(nvidia-.+|cupy-(cuda|rocm).*|jax-cuda\d+-(plugin|pjrt))$")
+# Distributions whose Requires-Dist lines are kept (what they pin: CUDA wheels, jaxlib, ...).
+REQUIRES_PREFIXES = ("tensorflow", "tf-nightly", "jax", "cupy")
+# Distributions that install the `tensorflow` package folder.
+TENSORFLOW_PREFIXES = ("tensorflow", "tf-nightly")
+
+SITE_FOLDER_NAMES = ("site-packages", "dist-packages")
+MAX_SOURCE_BYTES = 1 << 20  # version.py and build_info.py are a few hundred bytes
+NOT_LITERAL = object()
+
+
+def step(name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(2, f"@ {name}\n".encode())
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def wanted(name: str) -> bool:
+    return name in NAMES or NAME_PATTERN.match(name) is not None
+
+
+def keeps_requires(name: str) -> bool:
+    return name == "torch" or name.startswith(REQUIRES_PREFIXES)
+
+
+def realpath(path: str) -> str:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return os.path.abspath(path)
+
+
+def unique(paths: Iterable[str]) -> list[str]:
+    seen = set()
+    out = []
+    for path in paths:
+        if path not in seen:
+            seen.add(path)
+            out.append(path)
+    return out
+
+
+# --- the interpreter ----------------------------------------------------------------------------
+
+
+def site_packages() -> list[str]:
+    """Site folders that exist, in import order (sys.path), then the rest as site lists them."""
+    candidates = []
+    getsitepackages = getattr(site, "getsitepackages", None)  # missing in old virtualenvs
+    if getsitepackages is not None:
+        with contextlib.suppress(Exception):
+            candidates.extend(getsitepackages())
+    if getattr(site, "ENABLE_USER_SITE", False):
+        with contextlib.suppress(Exception):
+            candidates.append(site.getusersitepackages())
+    for entry in sys.path:
+        if entry and os.path.basename(os.path.normpath(entry)) in SITE_FOLDER_NAMES:
+            candidates.append(entry)
+    folders = unique(realpath(p) for p in candidates if isinstance(p, str) and os.path.isdir(p))
+    order = unique(realpath(p) for p in sys.path if p)
+    rank = {path: index for index, path in enumerate(order)}
+    return sorted(folders, key=lambda path: (rank.get(path, len(order)), folders.index(path)))
+
+
+# --- distributions --------------------------------------------------------------------------
+
+
+def name_from_folder(path: str) -> str | None:
+    """The normalised name a .dist-info/.egg-info folder's own name gives, None if unsure.
+
+    Lets uninteresting distributions be skipped without reading their metadata: the folder is
+    NAME-VERSION.dist-info with "-" escaped in both parts, or NAME.egg-info.
+    """
+    base = os.path.basename(path.rstrip("/\\"))
+    stem, ext = os.path.splitext(base)
+    if ext.lower() not in (".dist-info", ".egg-info"):
+        return None
+    parts = stem.split("-")
+    if len(parts) > 2 or not parts[0]:
+        return None
+    return normalise(parts[0])
+
+
+def header(meta: Any, key: str) -> str | None:
+    if meta is None or key not in meta:
+        return None
+    value = meta[key]
+    return value if isinstance(value, str) else None
+
+
+def read_distribution(dist: Any, seen: set[str], errors: list[str]) -> dict[str, Any] | None:
+    path = getattr(dist, "_path", None)  # PathDistribution: the metadata folder
+    where = str(path) if path is not None else repr(dist)
+    guess = None
+    if path is not None:
+        key = realpath(str(path))
+        if key in seen:  # the same folder reached twice (a sys.path entry repeated)
+            return None
+        seen.add(key)
+        guess = name_from_folder(str(path))
+        if guess is not None and not wanted(guess):
+            return None
+    try:
+        meta = dist.metadata
+    except Exception as exc:  # an empty or unreadable folder (an interrupted uninstall)
+        if guess is not None:
+            errors.append(f"distribution {where}: metadata: {describe(exc)}")
+        return None
+    name = header(meta, "Name")
+    if not name:
+        if guess is not None:
+            errors.append(f"distribution {where}: no Name in its metadata")
+        return None
+    name = normalise(name)
+    if not wanted(name):
+        return None
+    version = header(meta, "Version")
+    if not version:
+        errors.append(f"distribution {where}: no Version in its metadata")
+        return None
+    location = None
+    try:
+        location = realpath(str(dist.locate_file("")))
+    except Exception as exc:
+        errors.append(f"distribution {where}: location: {describe(exc)}")
+    requires: list[str] = []
+    if keeps_requires(name):
+        requires = [str(line) for line in (dist.requires or [])]
+    return {"name": name, "version": version, "location": location, "requires": requires}
+
+
+def distributions(errors: list[str]) -> list[dict[str, Any]]:
+    """The distributions that matter, in sys.path order; a name installed twice is listed twice."""
+    try:
+        from importlib import metadata
+    except ImportError as exc:
+        errors.append(f"distributions: importlib.metadata is missing (Python 3.8+): {exc}")
+        return []
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    try:
+        for dist in metadata.distributions():
+            try:
+                record = read_distribution(dist, seen, errors)
+            except Exception as exc:
+                where = getattr(dist, "_path", None) or repr(dist)
+                errors.append(f"distribution {where}: {describe(exc)}")
+                continue
+            if record is not None:
+                out.append(record)
+    except Exception as exc:
+        errors.append(f"distributions: {describe(exc)}")
+    return out
+
+
+# --- build files, read as text -------------------------------------------------------------
+
+
+def package_dirs(
+    package: str, dists: list[dict[str, Any]], owns: Callable[[str], bool]
+) -> list[str]:
+    """Where `import package` would find it (find_spec loads nothing), then its dists' folders."""
+    dirs: list[str] = []
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(package)
+    except Exception:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        dirs.extend(str(d) for d in spec.submodule_search_locations)
+    for dist in dists:
+        if owns(dist["name"]) and dist["location"]:
+            dirs.append(os.path.join(dist["location"], package))
+    return unique(dirs)
+
+
+def find_file(dirs: list[str], relative: str) -> str | None:
+    for folder in dirs:
+        path = os.path.join(folder, *relative.split("/"))
+        if os.path.isfile(path):
+            return realpath(path)
+    return None
+
+
+def assignments(path: str) -> dict[str, ast.expr]:
+    """Module-level `NAME = value` and `NAME: T = value` statements: name -> value node."""
+    with open(path, "rb") as handle:
+        source = handle.read(MAX_SOURCE_BYTES)
+    tree = ast.parse(source, filename=path)
+    values: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name):
+                values[target.id] = value
+    return values
+
+
+def literal(node: ast.expr | None) -> Any:
+    if node is None:
+        return NOT_LITERAL
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NOT_LITERAL
+
+
+def text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def torch_build(dists: list[dict[str, Any]], errors: list[str]) -> dict[str, Any] | None:
+    installed = any(d["name"] == "torch" for d in dists)
+    dirs = package_dirs("torch", dists, lambda name: name == "torch")
+    path = find_file(dirs, "version.py")
+    if path is None:
+        if installed:
+            errors.append(f"torch: no torch/version.py in {', '.join(dirs)}")
+        return None
+    try:
+        values = assignments(path)
+    except Exception as exc:
+        errors.append(f"torch: {path}: {describe(exc)}")
+        return None
+    return {
+        "version": text_or_none(literal(values.get("__version__"))),
+        "cuda": text_or_none(literal(values.get("cuda"))),
+        "hip": text_or_none(literal(values.get("hip"))),
+        "git_version": text_or_none(literal(values.get("git_version"))),
+        "path": path,
+    }
+
+
+def dict_literal(node: ast.expr | None) -> dict[str, Any] | None:
+    """`{...}`, `collections.OrderedDict([(k, v), ...])` or `dict(...)` of literals."""
+    if isinstance(node, ast.Dict):
+        value = literal(node)
+        return value if isinstance(value, dict) else None
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if called not in ("OrderedDict", "dict"):
+        return None
+    out: dict[str, Any] = {}
+    if node.args:
+        pairs = literal(node.args[0])
+        if pairs is NOT_LITERAL:
+            return None
+        try:
+            out.update(pairs)
+        except (TypeError, ValueError):
+            return None
+    for keyword in node.keywords:
+        value = literal(keyword.value)
+        if keyword.arg is not None and value is not NOT_LITERAL:
+            out[keyword.arg] = value
+    return out
+
+
+WINDOWS_SUFFIX = re.compile(r"64_(\d+)$")
+
+
+def cuda_version_text(value: Any) -> str | None:
+    """The CUDA version as Linux builds write it ("12.2"); Windows ones write "64_112" (11.2)."""
+    if not isinstance(value, str) or not value:
+        return None
+    match = WINDOWS_SUFFIX.match(value)
+    if match is None:
+        return value
+    digits = match.group(1)
+    if len(digits) == 3:  # cudart64_110.dll .. cudart64_118.dll
+        return f"{digits[:2]}.{digits[2]}"
+    if len(digits) == 2 and digits[0] in "6789":  # cudart64_90.dll, cudart64_92.dll
+        return f"{digits[0]}.{digits[1]}"
+    return digits  # cudart64_12.dll: the major version only
+
+
+def cudnn_version_text(value: Any) -> str | None:
+    """The cuDNN major version as Linux builds write it ("8"); Windows ones write "64_8"."""
+    if not isinstance(value, str) or not value:
+        return None
+    match = WINDOWS_SUFFIX.match(value)
+    return match.group(1) if match is not None else value
+
+
+def bool_or_none(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def tensorflow_build(dists: list[dict[str, Any]], errors: list[str]) -> dict[str, Any] | None:
+    def owns(name: str) -> bool:
+        return name.startswith(TENSORFLOW_PREFIXES)
+
+    installed = any(owns(d["name"]) for d in dists)
+    dirs = package_dirs("tensorflow", dists, owns)
+    path = find_file(dirs, "python/platform/build_info.py")
+    if path is None:
+        if installed:
+            where = ", ".join(dirs)
+            errors.append(f"tensorflow: no tensorflow/python/platform/build_info.py in {where}")
+        return None
+    try:
+        values = assignments(path)
+    except Exception as exc:
+        errors.append(f"tensorflow: {path}: {describe(exc)}")
+        return None
+    # TF 2.1-2.2: module-level variables; TF 2.3: build_info = {...}; TF 2.4 and later:
+    # build_info = collections.OrderedDict([...]). The dict wins where both say something.
+    info: dict[str, Any] = {}
+    for name, node in values.items():
+        if name not in ("build_info", "cuda_build_info"):
+            value = literal(node)
+            if value is not NOT_LITERAL:
+                info[name] = value
+    for name in ("cuda_build_info", "build_info"):
+        found = dict_literal(values.get(name))
+        if found:
+            info.update(found)
+    capabilities = info.get("cuda_compute_capabilities")
+    if isinstance(capabilities, str):
+        capabilities = [c.strip() for c in capabilities.split(",") if c.strip()]
+    if not isinstance(capabilities, (list, tuple)):
+        capabilities = []
+    return {
+        "is_cuda_build": bool_or_none(info.get("is_cuda_build")),
+        "is_rocm_build": bool_or_none(info.get("is_rocm_build")),
+        "cuda_version": cuda_version_text(
+            info.get("cuda_version", info.get("cuda_version_number"))
+        ),
+        "cudnn_version": cudnn_version_text(
+            info.get("cudnn_version", info.get("cudnn_version_number"))
+        ),
+        "cuda_compute_capabilities": [c for c in capabilities if isinstance(c, str)],
+        "path": path,
+    }
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def clean(value: Any) -> Any:
+    """Strings that encode as UTF-8: undecodable path bytes become U+FFFD."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            try:
+                return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def collect(facts: dict[str, Any], errors: list[str]) -> None:
+    step("interpreter")
+    facts["version"] = platform.python_version()
+    facts["prefix"] = sys.prefix
+    facts["platform"] = sys.platform
+    try:
+        facts["site_packages"] = site_packages()
+    except Exception as exc:
+        errors.append(f"site_packages: {describe(exc)}")
+    step("distributions")
+    dists = distributions(errors)
+    facts["distributions"] = dists
+    step("torch")
+    try:
+        facts["torch"] = torch_build(dists, errors)
+    except Exception as exc:
+        errors.append(f"torch: {describe(exc)}")
+    step("tensorflow")
+    try:
+        facts["tensorflow"] = tensorflow_build(dists, errors)
+    except Exception as exc:
+        errors.append(f"tensorflow: {describe(exc)}")
+
+
+def main() -> None:
+    errors: list[str] = []
+    facts: dict[str, Any] = {
+        "version": None,
+        "prefix": None,
+        "platform": None,
+        "site_packages": [],
+        "distributions": [],
+        "torch": None,
+        "tensorflow": None,
+        "errors": errors,
+    }
+    try:
+        collect(facts, errors)
+    except Exception as exc:
+        errors.append(f"unexpected: {describe(exc)}")
+    try:
+        line = json.dumps({"kind": "environment", "facts": clean(facts)})
+    except Exception as exc:
+        problem = f"the facts could not be encoded: {describe(exc)}"
+        line = json.dumps({"kind": "environment", "facts": {"errors": [problem]}})
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Framework facts per Python environment: which interpreters to look at, the default pass
+(what is on disk, no framework imported) and the deep pass (each framework imported in its
+own child process, in parallel, each bounded in time).
+
+Frameworks live in the user's venv or conda env, often not where gpucheck is installed
+(pipx): by default the interpreter running gpucheck and, if different, the active
+VIRTUAL_ENV and CONDA_PREFIX are probed; `--python PATH` probes that interpreter alone. The
+probe scripts run inside the target interpreter and use its standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from gpucheck.probes.child import HERE, ChildResult, run_script
+from gpucheck.serde import DecodeError, from_dict
+from gpucheck.snapshot import FrameworkRuntime, ProbeRun, PythonEnvironment
+
+STATIC_SCRIPT = HERE / "_framework_static.py"
+DEEP_SCRIPT = HERE / "_framework_deep.py"
+# Importing TensorFlow from a cold disk or initialising CUDA on eight GPUs takes a while.
+DEEP_MIN_TIMEOUT = 60.0
+
+# Which installed distribution means which framework can be imported.
+FRAMEWORK_DISTS: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "tensorflow": (
+        "tensorflow",
+        "tensorflow-cpu",
+        "tensorflow-gpu",
+        "tensorflow-intel",
+        "tensorflow-macos",
+        "tf-nightly",
+        "tf-nightly-cpu",
+    ),
+    "jax": ("jaxlib",),
+    "cupy": ("cupy",),
+}
+
+
+class PythonNotFound(ValueError):
+    """--python names no runnable interpreter."""
+
+
+def _venv_python(prefix: str) -> Path | None:
+    for candidate in (Path(prefix) / "bin" / "python", Path(prefix) / "python.exe"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def interpreters(env: Mapping[str, str], python: str | None = None) -> list[tuple[str, str]]:
+    """(interpreter, origin) pairs to probe, one per environment (told apart by prefix: every
+    venv's python is a link to the same base interpreter)."""
+    if python is not None:
+        path = Path(python)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise PythonNotFound(f"--python: {python}: no such interpreter")
+        return [(str(path), "--python")]
+    found = [(sys.executable, "gpucheck")]
+    prefixes = {os.path.realpath(sys.prefix)}
+    for var, origin in (("VIRTUAL_ENV", "virtualenv"), ("CONDA_PREFIX", "conda")):
+        prefix = env.get(var)
+        if not prefix or os.path.realpath(prefix) in prefixes:
+            continue
+        candidate = _venv_python(prefix)
+        if candidate is not None:
+            found.append((str(candidate), origin))
+            prefixes.add(os.path.realpath(prefix))
+    return found
+
+
+def _last_record(result: ChildResult, kind: str) -> dict[str, object] | None:
+    records = [r for r in result.records if r.get("kind") == kind]
+    facts = records[-1].get("facts") if records else None
+    return facts if isinstance(facts, dict) else None
+
+
+def probe_environment(
+    python: str, origin: str, timeout: float, env: Mapping[str, str]
+) -> PythonEnvironment:
+    """The default pass in one interpreter: distributions and build facts read from disk."""
+    result = run_script(STATIC_SCRIPT, [], timeout, python=python, env=dict(env))
+    facts = _last_record(result, "environment")
+    problem = result.describe(timeout)
+    if facts is None:
+        return PythonEnvironment(
+            python=python, origin=origin, error=problem or "the probe printed no facts"
+        )
+    try:
+        found = from_dict(PythonEnvironment, {**facts, "python": python, "origin": origin})
+    except DecodeError as exc:
+        return PythonEnvironment(python=python, origin=origin, error=f"unreadable facts: {exc}")
+    found.error = problem  # the facts came, but the child did not end well
+    return found
+
+
+def installed_frameworks(environment: PythonEnvironment) -> list[str]:
+    names = {d.name for d in environment.distributions}
+    if any(n.startswith("cupy-") for n in names):
+        names.add("cupy")  # cupy-cuda12x and friends install the cupy module
+    return [fw for fw, dists in FRAMEWORK_DISTS.items() if any(n in names for n in dists)]
+
+
+def probe_runtime(
+    python: str, framework: str, timeout: float, env: Mapping[str, str]
+) -> FrameworkRuntime:
+    """The deep pass for one framework: import it in a child and keep its last record."""
+    child_env = dict(env)
+    # TensorFlow's loader warnings name the library it could not load: keep them on.
+    child_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
+    result = run_script(DEEP_SCRIPT, [framework], timeout, python=python, env=child_env)
+    facts = _last_record(result, "runtime")
+    problem = result.describe(timeout)
+    runtime = FrameworkRuntime(framework=framework, status="error")
+    if facts is not None:
+        try:
+            runtime = from_dict(FrameworkRuntime, facts)
+        except DecodeError as exc:
+            runtime.error = f"unreadable facts: {exc}"
+    if problem is not None:
+        # What the child did before it died stays; the status says how it ended.
+        runtime.status = result.status if result.status in ("crashed", "timeout") else "error"
+        runtime.error = problem if not runtime.error else f"{runtime.error}; {problem}"
+    return runtime
+
+
+def probe_frameworks(
+    env: Mapping[str, str], timeout: float, python: str | None = None
+) -> tuple[list[PythonEnvironment], ProbeRun]:
+    start = time.monotonic()
+    pairs = interpreters(env, python)
+    with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
+        environments = list(pool.map(lambda p: probe_environment(p[0], p[1], timeout, env), pairs))
+    failed = [e for e in environments if e.error and not e.distributions]
+    run = ProbeRun(
+        "frameworks",
+        "error" if failed else "ok",
+        round((time.monotonic() - start) * 1000, 1),
+        "; ".join(f"{e.python}: {e.error}" for e in failed) or None,
+    )
+    return environments, run
+
+
+def probe_deep(
+    environments: list[PythonEnvironment], env: Mapping[str, str], timeout: float
+) -> ProbeRun:
+    """Import every installed framework of every environment, all side by side."""
+    start = time.monotonic()
+    bound = max(timeout, DEEP_MIN_TIMEOUT)
+    jobs = [(e, fw) for e in environments for fw in installed_frameworks(e)]
+    if jobs:
+        with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
+            runtimes = list(pool.map(lambda j: probe_runtime(j[0].python, j[1], bound, env), jobs))
+        for (environment, _), runtime in zip(jobs, runtimes, strict=True):
+            environment.runtimes.append(runtime)
+    bad = [r for e in environments for r in e.runtimes if r.status in ("crashed", "timeout")]
+    return ProbeRun(
+        "frameworks_deep",
+        "ok" if not bad else bad[0].status,
+        round((time.monotonic() - start) * 1000, 1),
+        "; ".join(f"{r.framework}: {r.error}" for r in bad) or None,
+    )

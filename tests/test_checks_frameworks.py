@@ -1,0 +1,1055 @@
+"""Framework checks: each test puts one real-world environment on one machine and checks that
+the finding names the build, the GPU or the library at fault, and that the fix carries the
+versions and command the compat data gives for this machine (computed here from
+gpucheck.compat, never copied from the code)."""
+
+from __future__ import annotations
+
+import builders
+import framework_builders as fb
+import more_builders as mb
+import pytest
+from framework_builders import COMPAT
+from more_builders import finding, run_checks, the
+from packaging.version import Version
+
+from gpucheck.checks import Section, Status
+from gpucheck.compat import driver_text
+from gpucheck.compat.answers import newest_tensorflow, newest_torch, tf_install
+from gpucheck.report import exit_code
+from gpucheck.snapshot import NvccFacts, PythonEnvironment, Snapshot
+
+H100_DRIVER = "590.48.01"
+# Every framework check, in report order: what this module covers.
+FRAMEWORK_CHECKS = (
+    "torch.cpu-build",
+    "torch.cuda-driver",
+    "torch.arch-support",
+    "torch.python",
+    "torch.extension-toolkit",
+    "tensorflow.cpu-build",
+    "tensorflow.legacy-gpu-package",
+    "tensorflow.windows-native",
+    "tensorflow.cuda-driver",
+    "tensorflow.arch-support",
+    "tensorflow.cuda-libraries",
+    "tensorflow.python",
+    "tensorflow.keras",
+    "jax.cpu-build",
+    "jax.cuda-driver",
+    "cupy.cuda-driver",
+    "frameworks.library-shadowing",
+    "frameworks.nvidia-conflicts",
+    "frameworks.device-count",
+    "frameworks.smoke-test",
+)
+
+
+def framework_findings(snap: Snapshot) -> list:  # type: ignore[type-arg]
+    return [f for f in run_checks(snap) if f.section is Section.FRAMEWORKS]
+
+
+def min_driver(cuda: str) -> str:
+    need = COMPAT.min_driver(cuda)
+    assert need is not None
+    return driver_text(need)
+
+
+# --- what every framework check shares -------------------------------------------------------------
+
+
+def test_every_framework_check_is_registered_in_report_order_and_tested_here() -> None:
+    from pathlib import Path
+
+    from gpucheck import checks
+
+    ids = [c.id for c in checks.all_checks() if c.section is Section.FRAMEWORKS]
+    assert tuple(ids) == FRAMEWORK_CHECKS
+    text = Path(__file__).read_text(encoding="utf-8")
+    tests = text[text.index("\n)\n", text.index("FRAMEWORK_CHECKS = (")) :]
+    assert [i for i in ids if f'"{i}"' not in tests] == []
+
+
+def test_no_environment_no_framework_finding() -> None:
+    snap = builders.h100_node(2)
+    assert framework_findings(snap) == []
+    snap = fb.on(builders.h100_node(2), fb.environment())  # an environment without frameworks
+    assert framework_findings(snap) == []
+
+
+def test_every_framework_check_is_silent_for_a_framework_that_is_not_installed() -> None:
+    snap = fb.on(builders.h100_node(1), fb.torch_cu124())
+    ids = {f.id for f in framework_findings(snap)}
+    assert not {i for i in ids if i.startswith(("tensorflow.", "jax.", "cupy."))}
+
+
+def test_frameworks_is_a_section_of_its_own() -> None:
+    assert Section.FRAMEWORKS.label == "Frameworks"
+    snap = fb.on(builders.h100_node(1), fb.torch_cu124())
+    assert the(snap, "torch.cpu-build").section is Section.FRAMEWORKS
+
+
+def test_several_environments_are_named_and_fixed_with_their_own_pip() -> None:
+    own = fb.torch_cu124(fb.environment(prefix="/opt/gpucheck", origin="gpucheck"))
+    user = fb.torch_cpu(fb.environment(prefix="/home/user/proj/.venv"))
+    snap = fb.on(builders.h100_node(1), own, user)
+    f = the(snap, "torch.cpu-build")
+    assert f.status is Status.FAIL
+    assert any(
+        e.startswith("/home/user/proj/.venv/bin/python: torch/version.py") for e in f.evidence
+    )
+    assert any(
+        e.startswith("/opt/gpucheck/bin/python: torch 2.5.1+cu124 is a CUDA 12.4 build")
+        for e in f.evidence
+    )
+    assert f.fix and f.fix.startswith(
+        "/home/user/proj/.venv/bin/python -m pip uninstall -y torch && "
+    )
+    assert "/home/user/proj/.venv/bin/python -m pip install 'torch==" in f.fix
+
+
+def test_an_interpreter_given_with_python_is_fixed_with_its_own_pip() -> None:
+    env = fb.torch_cpu(fb.environment(prefix="/srv/job/env", origin="--python"))
+    f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
+    assert f.fix and f.fix.startswith("/srv/job/env/bin/python -m pip uninstall -y torch")
+
+
+def test_odd_facts_never_break_a_check() -> None:
+    """Versions that are not versions, requirements that do not parse, an unknown platform:
+    unknown facts, judged as such (never an ERROR finding)."""
+    env = PythonEnvironment(
+        python="/x/bin/python", origin="virtualenv", version="three", platform="plan9"
+    )
+    fb.add(env, "torch", "nightly", ["nvidia-cudnn-cu12 ==== 9", "!!!"])
+    fb.add(env, "tensorflow", "2.x", ["nvidia-cudnn-cu12==8.9; extra == 'and-cuda' and oops"])
+    fb.add(env, "jaxlib", "0.4.30+cuda12.cudnn89")
+    fb.add(env, "cupy-cuda12x", "13.3.0")
+    fb.add(env, "nvidia-cudnn-cu12", "nine")
+    fb.imported(env, "torch", 1, status="crashed", error="crashed with SIGSEGV")
+    fb.imported(env, "tensorflow", 0, status="weird")
+    snap = fb.on(builders.h100_node(1), env, deep=True)
+    snap.nvml.gpus[0].compute_capability = "x.y"
+    findings = run_checks(snap)
+    assert not [f for f in findings if f.status is Status.ERROR]
+
+
+# --- torch.cpu-build -----------------------------------------------------------------------------
+
+
+def test_torch_cpu_build_on_an_h100_fails_with_the_newest_build_for_it() -> None:
+    f = the(fb.on(builders.h100_node(8), fb.torch_cpu()), "torch.cpu-build")
+    assert f.status is Status.FAIL
+    assert (
+        f.title == "torch 2.9.1+cpu is a CPU-only build: it cannot use this machine's NVIDIA GPU(s)"
+    )
+    assert "torch/version.py: cuda=None, hip=None" in f.evidence
+    pick = newest_torch(COMPAT, driver=H100_DRIVER, ccs=["9.0"])
+    assert pick is not None
+    assert f.fix is not None
+    assert f.fix.startswith(f"pip uninstall -y torch && {pick['install']} ")
+    assert f"PyTorch {pick['version']} built with CUDA {pick['cuda']}" in f.fix
+
+
+def test_torch_cuda_build_passes() -> None:
+    f = the(fb.on(builders.h100_node(1), fb.torch_cu124()), "torch.cpu-build")
+    assert f.status is Status.PASS
+    assert f.title == "torch 2.5.1+cu124 is a CUDA 12.4 build"
+
+
+def test_torch_rocm_build_on_an_nvidia_machine_fails() -> None:
+    env = fb.with_torch(fb.environment(), "2.5.1+rocm6.2", cuda=None, hip="6.2.41133-dd7f95766")
+    f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
+    assert f.status is Status.FAIL
+    assert "a ROCm (AMD GPU) build" in f.title
+    assert f.fix and "pip uninstall -y torch && pip install 'torch==" in f.fix
+
+
+def test_torch_cpu_build_without_a_gpu_is_info_and_the_doctor_stays_green() -> None:
+    snap = fb.on(builders.no_gpu_machine(), fb.torch_cpu())
+    f = the(snap, "torch.cpu-build")
+    assert f.status is Status.INFO
+    assert "no NVIDIA GPU, so there is nothing to fix" in f.title
+    found = framework_findings(snap)
+    assert {x.status for x in found} <= {Status.INFO, Status.PASS, Status.SKIP}
+    assert exit_code(found) == 0
+    # The whole report fails on this machine for one reason only: it has no GPU.
+    problems = [x.id for x in run_checks(snap) if x.status in (Status.FAIL, Status.WARN)]
+    assert problems == ["system.gpu-present"]
+
+
+def test_torch_build_type_unknown_without_version_py_is_skipped() -> None:
+    env = fb.add(fb.environment(), "torch", "2.5.1")  # no local tag, version.py not read
+    f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
+    assert f.status is Status.SKIP
+
+
+# --- torch.cuda-driver -------------------------------------------------------------------------------
+
+
+def test_torch_cu130_on_driver_535_fails_with_the_driver_and_a_build_for_it() -> None:
+    env = fb.with_torch(fb.environment(), "2.9.1+cu130", "13.0")
+    f = the(fb.on(mb.driver_535_node(), env), "torch.cuda-driver")
+    assert f.status is Status.FAIL
+    assert f.title == "torch 2.9.1+cu130 (CUDA 13.0) needs a newer NVIDIA driver than 535.104.05"
+    assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (f.fix or "")
+    pick = newest_torch(COMPAT, driver="535.104.05", ccs=["9.0"])
+    assert pick is not None and COMPAT.cuda_runs_on_driver(pick["cuda"], "535.104.05")
+    assert (
+        f"or keep this driver and install a PyTorch built for it: pip uninstall -y torch && {pick['install']}"
+        in (f.fix or "")
+    )
+
+
+def test_torch_within_minor_version_compatibility_is_info_naming_ptx() -> None:
+    f = the(fb.on(mb.driver_535_node(), fb.torch_cu124()), "torch.cuda-driver")
+    assert f.status is Status.INFO
+    assert "minor version compatibility" in f.title
+    assert any("PTX" in e for e in f.evidence)
+
+
+def test_torch_cuda_older_than_the_driver_passes() -> None:
+    f = the(fb.on(builders.h100_node(1), fb.torch_cu124()), "torch.cuda-driver")
+    assert f.status is Status.PASS
+    assert f.title == f"torch 2.5.1+cu124 (CUDA 12.4) runs on driver {H100_DRIVER}"
+
+
+def test_torch_cuda_driver_unknown_driver_is_skipped_and_cpu_builds_are_left_to_cpu_build() -> None:
+    snap = fb.on(mb.nvml_fails(builders.h100_node(1), "DriverNotLoaded"), fb.torch_cu124())
+    snap.system.nvidia_module_version = None
+    assert the(snap, "torch.cuda-driver").status is Status.SKIP
+    assert finding(fb.on(builders.h100_node(1), fb.torch_cpu()), "torch.cuda-driver") is None
+
+
+# --- torch.arch-support ------------------------------------------------------------------------------
+
+
+def test_pascal_gtx_1080_with_torch_cu128_fails_naming_a_build_that_still_has_6_1() -> None:
+    assert COMPAT.gpus.lookup("GeForce GTX 1080").compute_capability == "6.1"  # type: ignore[union-attr]
+    env = fb.with_torch(fb.environment(), "2.7.1+cu128", "12.8", pins=fb.TORCH_271_CU128_PINS)
+    snap = fb.on(fb.pascal_workstation(), env)
+    f = the(snap, "torch.arch-support")
+    assert f.status is Status.FAIL
+    assert "compute capability 6.1" in f.title
+    assert any("6.1 (Pascal), older than this build supports (dropped)" in e for e in f.evidence)
+    pick = newest_torch(COMPAT, driver="580.95.05", ccs=["6.1"])
+    assert pick is not None
+    arch = COMPAT.torch.arch(pick["version"], pick["cuda"])
+    assert arch is not None and arch.runs_on("6.1")
+    assert f.fix is not None and f.fix.startswith(f"pip uninstall -y torch && {pick['install']} ")
+
+
+def test_rtx_5090_with_torch_cu126_fails_naming_a_cu128_or_newer_build() -> None:
+    assert COMPAT.gpus.lookup("GeForce RTX 5090").compute_capability == "12.0"  # type: ignore[union-attr]
+    env = fb.with_torch(fb.environment(), "2.6.0+cu126", "12.6")
+    f = the(fb.on(fb.blackwell_workstation(), env), "torch.arch-support")
+    assert f.status is Status.FAIL
+    assert any(
+        "12.0 (Blackwell), newer than every architecture in this build" in e for e in f.evidence
+    )
+    pick = newest_torch(COMPAT, driver="590.44.01", ccs=["12.0"])
+    assert pick is not None and Version(pick["cuda"]) >= Version("12.8")
+    assert f.fix and pick["install"] in f.fix
+
+
+def test_h100_with_torch_cu124_has_code_for_every_gpu() -> None:
+    f = the(fb.on(builders.h100_node(8), fb.torch_cu124()), "torch.arch-support")
+    assert f.status is Status.PASS
+    assert f.title == "torch 2.5.1+cu124 has code for every GPU (compute capability 9.0)"
+    assert any("compiled for sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" in e for e in f.evidence)
+
+
+def test_torch_arch_list_from_the_deep_pass_wins_over_the_compat_data() -> None:
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 1, version="2.5.1+cu124", arch_list=["sm_80", "sm_86"])
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "torch.arch-support")
+    assert f.status is Status.FAIL
+    assert any("doctor --deep" in e for e in f.evidence)
+
+
+def test_torch_ptx_runs_forward_unless_the_driver_is_older_than_the_build() -> None:
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 1, arch_list=["sm_80", "compute_80"])
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "torch.arch-support")
+    assert f.status is Status.PASS
+    assert any("through PTX JIT compilation" in e for e in f.evidence)
+    env = fb.torch_cu124()  # CUDA 12.4 PTX on a CUDA 12.2 driver cannot be JIT-compiled
+    fb.imported(env, "torch", 1, arch_list=["sm_80", "compute_80"])
+    f = the(fb.on(mb.driver_535_node(1), env, deep=True), "torch.arch-support")
+    assert f.status is Status.FAIL
+    assert any("cannot JIT-compile for CUDA 12.4" in e for e in f.evidence)
+
+
+def test_torch_arch_unknown_is_skipped_not_passed() -> None:
+    env = fb.with_torch(fb.environment(), "2.16.0+cu140", "14.0")  # newer than the data
+    f = the(fb.on(builders.h100_node(1), env), "torch.arch-support")
+    assert f.status is Status.SKIP
+
+
+# --- torch.python ----------------------------------------------------------------------------------
+
+
+def test_torch_on_a_python_it_has_no_wheels_for_fails_with_a_release_that_has() -> None:
+    env = fb.torch_cu124(fb.environment(version="3.14.0"))
+    f = the(fb.on(builders.h100_node(1), env), "torch.python")
+    rel = COMPAT.torch.release("2.5.1")
+    assert rel is not None
+    assert f.status is Status.FAIL
+    assert (
+        f"PyTorch 2.5 has wheels for Python {rel.python_min} to {rel.python_max}" in f.evidence[0]
+    )
+    assert f"python{rel.python_max} -m venv" in (f.fix or "")
+    newest = next(
+        r
+        for r in reversed(COMPAT.torch.releases)
+        if r.cuda_variants and r.python_max and r.python_max >= Version("3.14")
+    )
+    assert f"pip install 'torch=={newest.version}.*'" in (f.fix or "")
+
+
+def test_torch_on_a_supported_python_passes() -> None:
+    f = the(fb.on(builders.h100_node(1), fb.torch_cu124()), "torch.python")
+    assert f.status is Status.PASS
+
+
+# --- torch.extension-toolkit ------------------------------------------------------------------------
+
+
+def _nvcc(snap: Snapshot, version: str) -> Snapshot:
+    snap.cuda.nvcc = NvccFacts(path=f"/usr/local/cuda-{version[:4]}/bin/nvcc", version=version)
+    snap.cuda.cuda_home, snap.cuda.cuda_home_source = "/usr/local/cuda", "default"
+    return snap
+
+
+def test_extension_toolkit_of_another_major_is_info_with_torch_s_error_text() -> None:
+    snap = _nvcc(fb.on(builders.h100_node(1), fb.torch_cu124()), "13.0.88")
+    f = the(snap, "torch.extension-toolkit")
+    assert f.status is Status.INFO
+    assert (
+        "The detected CUDA version (13.0) mismatches the version that was used to compile PyTorch (12.4)"
+        in f.title
+    )
+    assert f.fix and "export CUDA_HOME=/usr/local/cuda-12.4" in f.fix
+
+
+def test_extension_toolkit_of_another_minor_only_warns_in_torch() -> None:
+    f = the(
+        _nvcc(fb.on(builders.h100_node(1), fb.torch_cu124()), "12.8.93"), "torch.extension-toolkit"
+    )
+    assert f.status is Status.INFO and "minor versions differ" in f.title
+
+
+def test_extension_toolkit_matching_passes_and_absent_says_nothing() -> None:
+    f = the(
+        _nvcc(fb.on(builders.h100_node(1), fb.torch_cu124()), "12.4.131"), "torch.extension-toolkit"
+    )
+    assert f.status is Status.PASS
+    assert (
+        finding(fb.on(builders.h100_node(1), fb.torch_cu124()), "torch.extension-toolkit") is None
+    )
+
+
+# --- tensorflow.cpu-build --------------------------------------------------------------------------
+
+
+def test_tensorflow_cpu_on_an_h100_fails_with_the_and_cuda_install() -> None:
+    f = the(fb.on(builders.h100_node(2), fb.tensorflow_cpu()), "tensorflow.cpu-build")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("tensorflow-cpu 2.15.0 is a CPU-only build")
+    rel = COMPAT.tensorflow.release("2.15")
+    assert rel is not None and COMPAT.cuda_runs_on_driver(rel.cuda or "", H100_DRIVER)
+    assert f.fix and f.fix.startswith(
+        f"pip uninstall -y tensorflow-cpu && {tf_install(rel.version)}"
+    )
+    assert "'tensorflow[and-cuda]==2.15.*'" in f.fix
+
+
+def test_tensorflow_build_info_cpu_build_fails_and_cuda_build_passes() -> None:
+    env = fb.with_tensorflow(fb.environment(), is_cuda_build=False, and_cuda=False)
+    assert the(fb.on(builders.h100_node(1), env), "tensorflow.cpu-build").status is Status.FAIL
+    f = the(
+        fb.on(builders.h100_node(1), fb.with_tensorflow(fb.environment())), "tensorflow.cpu-build"
+    )
+    assert f.status is Status.PASS and f.title == "tensorflow 2.15.0 is a CUDA 12.2 build, cuDNN 8"
+
+
+def test_tensorflow_cpu_without_a_gpu_is_info() -> None:
+    f = the(fb.on(builders.no_gpu_machine(), fb.tensorflow_cpu()), "tensorflow.cpu-build")
+    assert f.status is Status.INFO
+
+
+# --- tensorflow.legacy-gpu-package -------------------------------------------------------------------
+
+
+def test_tensorflow_gpu_alone_warns_with_the_compat_note_and_the_replacement() -> None:
+    env = fb.with_tensorflow(
+        fb.environment(), "2.11.0", package="tensorflow-gpu", cuda="11.2", and_cuda=False
+    )
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.legacy-gpu-package")
+    assert f.status is Status.WARN
+    note = COMPAT.tensorflow.packages["tensorflow-gpu"].note
+    assert any(e.startswith("compat data: " + note[:40]) for e in f.evidence)
+    pick = newest_tensorflow(COMPAT, driver=H100_DRIVER, cc="9.0")
+    assert pick is not None
+    assert f.fix and f.fix.startswith(f"pip uninstall -y tensorflow-gpu && {pick['install']}")
+
+
+def test_tensorflow_gpu_beside_tensorflow_fails() -> None:
+    env = fb.with_tensorflow(
+        fb.environment(), "2.10.0", package="tensorflow-gpu", cuda="11.2", and_cuda=False
+    )
+    fb.with_tensorflow(env, "2.15.0")
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.legacy-gpu-package")
+    assert f.status is Status.FAIL
+    assert "tensorflow-gpu 2.10.0 and tensorflow 2.15.0 are both installed" in f.title
+    assert f.fix and f.fix.startswith(
+        "pip uninstall -y tensorflow tensorflow-gpu && pip install 'tensorflow[and-cuda]==2.15.*'"
+    )
+
+
+def test_no_tensorflow_gpu_no_finding() -> None:
+    assert (
+        finding(
+            fb.on(builders.h100_node(1), fb.with_tensorflow(fb.environment())),
+            "tensorflow.legacy-gpu-package",
+        )
+        is None
+    )
+
+
+# --- tensorflow.windows-native -------------------------------------------------------------------------
+
+
+def test_native_windows_tensorflow_2_15_fails_with_wsl2_or_the_last_windows_gpu_release() -> None:
+    snap = fb.on(fb.windows_workstation(), fb.tensorflow_windows("2.15.0"))
+    f = the(snap, "tensorflow.windows-native")
+    last = COMPAT.tensorflow.windows_native_gpu_last
+    row = next(r for r in COMPAT.tensorflow.windows_gpu if r.version == last)
+    assert f.status is Status.FAIL
+    assert (
+        f.title
+        == f"tensorflow 2.15.0 cannot use the GPU on native Windows: GPU support there ended with {last}"
+    )
+    assert f.fix and "Use WSL2" in f.fix
+    assert f"pip install 'tensorflow=={last}.*' with CUDA {row.cuda} and cuDNN {row.cudnn}" in f.fix
+    # The CPU-only build there is the same root cause, reported once.
+    assert the(snap, "tensorflow.cpu-build").status is Status.SKIP
+
+
+def test_native_windows_tensorflow_2_10_passes_and_linux_says_nothing() -> None:
+    snap = fb.on(fb.windows_workstation(), fb.tensorflow_windows("2.10.0"))
+    assert the(snap, "tensorflow.windows-native").status is Status.PASS
+    assert the(snap, "tensorflow.cuda-driver").status is Status.PASS  # build_info '64_112' = 11.2
+    assert (
+        the(snap, "tensorflow.cpu-build").title == "tensorflow 2.10.0 is a CUDA 11.2 build, cuDNN 8"
+    )
+    assert (
+        finding(
+            fb.on(builders.h100_node(1), fb.with_tensorflow(fb.environment())),
+            "tensorflow.windows-native",
+        )
+        is None
+    )
+
+
+# --- tensorflow.cuda-driver --------------------------------------------------------------------------
+
+
+def test_tensorflow_2_15_on_driver_515_fails_with_the_driver_or_a_release_for_it() -> None:
+    f = the(fb.on(mb.t4_vm(), fb.with_tensorflow(fb.environment())), "tensorflow.cuda-driver")
+    assert f.status is Status.FAIL
+    assert f"upgrade the NVIDIA driver to {min_driver('12.2')} or newer" in (f.fix or "")
+    pick = newest_tensorflow(COMPAT, driver="515.105.01", cc="7.5")
+    assert pick is not None
+    assert f"or keep this driver: pip uninstall -y tensorflow && {pick['install']}" in (f.fix or "")
+
+
+def test_tensorflow_cuda_from_the_compat_data_when_build_info_is_unread() -> None:
+    env = fb.with_tensorflow(fb.environment())
+    env.tensorflow = None  # whether it is a CUDA build is not known: tensorflow.cpu-build skips
+    assert finding(fb.on(mb.t4_vm(), env), "tensorflow.cuda-driver") is None
+    assert the(fb.on(mb.t4_vm(), env), "tensorflow.cpu-build").status is Status.SKIP
+    env = fb.with_tensorflow(fb.environment(), cuda=None)
+    f = the(fb.on(mb.t4_vm(), env), "tensorflow.cuda-driver")
+    assert f.status is Status.FAIL
+    assert "CUDA 12.2 from the tested configuration in the compat data" in f.evidence
+
+
+# --- tensorflow.arch-support ------------------------------------------------------------------------
+
+
+def test_tensorflow_on_h100_runs_from_ptx_info_with_the_jit_cache_fix() -> None:
+    f = the(
+        fb.on(builders.h100_node(1), fb.with_tensorflow(fb.environment())),
+        "tensorflow.arch-support",
+    )
+    assert f.status is Status.INFO
+    assert "JIT-compiling its PTX" in f.title
+    assert f.fix and "CUDA_CACHE_MAXSIZE" in f.fix
+
+
+def test_tensorflow_ptx_only_with_a_driver_older_than_its_cuda_fails() -> None:
+    env = fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3")
+    f = the(fb.on(mb.driver_535_node(1), env), "tensorflow.arch-support")
+    assert f.status is Status.FAIL
+    assert any("cannot JIT-compile for CUDA 12.3" in e for e in f.evidence)
+
+
+def test_tensorflow_with_sass_for_the_gpu_passes_and_a_dropped_gpu_fails() -> None:
+    f = the(
+        fb.on(builders.workstation(), fb.with_tensorflow(fb.environment())),
+        "tensorflow.arch-support",
+    )
+    assert f.status is Status.PASS  # RTX 3060 (8.6) runs sm_80
+    env = fb.with_tensorflow(fb.environment(), "2.17.0", cuda="12.3", archs=fb.TF_217_ARCHS)
+    snap = fb.on(builders.workstation(), env)
+    snap.nvml.gpus[0].compute_capability = "5.2"  # a Maxwell card: dropped in 2.17
+    f = the(snap, "tensorflow.arch-support")
+    assert f.status is Status.FAIL
+    assert f.fix and "TF_CUDA_COMPUTE_CAPABILITIES=5.2" in f.fix
+
+
+# --- tensorflow.cuda-libraries ----------------------------------------------------------------------
+
+
+def _without(env: PythonEnvironment, *names: str) -> PythonEnvironment:
+    env.distributions = [d for d in env.distributions if d.name not in names]
+    return env
+
+
+def test_tensorflow_2_15_without_nvidia_cudnn_fails_with_the_and_cuda_install() -> None:
+    env = _without(fb.with_tensorflow(fb.environment()), "nvidia-cudnn-cu12")
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cuda-libraries")
+    row = COMPAT.tensorflow.and_cuda_for("2.15.0")
+    assert row is not None
+    pin = next(r for r in row.requires if r.startswith("nvidia-cudnn-cu12"))
+    assert f.status is Status.FAIL
+    assert "(nvidia-cudnn-cu12)" in f.title
+    assert f"missing: {pin}" in f.evidence
+    assert f.fix == "pip install 'tensorflow[and-cuda]==2.15.0'"
+
+
+def test_tensorflow_with_its_wheels_passes_and_a_system_cudnn_of_its_major_stands_in() -> None:
+    f = the(
+        fb.on(builders.h100_node(1), fb.with_tensorflow(fb.environment())),
+        "tensorflow.cuda-libraries",
+    )
+    assert f.status is Status.PASS
+    snap = fb.on(
+        builders.h100_node(1), _without(fb.with_tensorflow(fb.environment()), "nvidia-cudnn-cu12")
+    )
+    snap.cudnn.libraries = [
+        builders.library("cudnn", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8", "8.9.7")
+    ]
+    f = the(snap, "tensorflow.cuda-libraries")
+    assert f.status is Status.PASS
+    assert any("a system copy is on the loader path: 8.9.7" in e for e in f.evidence)
+
+
+def test_tensorflow_cudnn_of_another_major_counts_as_missing() -> None:
+    env = fb.add(fb.with_tensorflow(fb.environment()), "nvidia-cudnn-cu12", "9.1.0.70")
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cuda-libraries")
+    assert f.status is Status.FAIL
+    assert any("(9.1.0.70 installed: another major)" in e for e in f.evidence)
+
+
+def test_tensorflow_missing_only_optional_wheels_warns() -> None:
+    env = _without(fb.with_tensorflow(fb.environment()), "nvidia-cuda-nvcc-cu12")
+    assert the(fb.on(builders.h100_node(1), env), "tensorflow.cuda-libraries").status is Status.WARN
+
+
+def test_tensorflow_before_2_14_needs_the_system_cuda_and_cudnn_it_was_built_with() -> None:
+    rel = COMPAT.tensorflow.release("2.12")
+    assert rel is not None and rel.cuda and rel.cudnn
+    env = fb.with_tensorflow(
+        fb.environment(), "2.12.0", cuda=rel.cuda, cudnn=rel.cudnn.split(".")[0], and_cuda=False
+    )
+    snap = fb.on(builders.h100_node(1), env)
+    f = the(snap, "tensorflow.cuda-libraries")
+    assert f.status is Status.FAIL
+    assert f.fix and f"cudatoolkit={rel.cuda}" in f.fix
+    snap.cuda.runtimes = [
+        builders.library("cudart", "/usr/local/cuda-11.8/lib64/libcudart.so.11.0", "11.8.89")
+    ]
+    snap.cudnn.libraries = [
+        builders.library("cudnn", "/usr/local/cuda-11.8/lib64/libcudnn.so.8", "8.6.0")
+    ]
+    assert the(snap, "tensorflow.cuda-libraries").status is Status.PASS
+
+
+def test_tensorflow_loader_warnings_of_the_deep_pass_fail_even_when_the_wheels_are_there() -> None:
+    env = fb.with_tensorflow(fb.environment())
+    fb.imported(
+        env,
+        "tensorflow",
+        0,
+        warnings=[
+            "W tensorflow/core/common_runtime/gpu/gpu_device.cc:2256] Cannot dlopen some GPU libraries.",
+            "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file",
+        ],
+    )
+    snap = fb.on(builders.h100_node(1), env, deep=True)
+    f = the(snap, "tensorflow.cuda-libraries")
+    assert f.status is Status.FAIL
+    assert "libcudnn.so.8" in f.title
+    # The smoke test points here rather than reporting the same cause again.
+    assert the(snap, "frameworks.smoke-test").status is Status.SKIP
+
+
+# --- tensorflow.python and tensorflow.keras ------------------------------------------------------------
+
+
+def test_tensorflow_on_an_untested_python_fails_with_a_release_for_it() -> None:
+    env = fb.with_tensorflow(fb.environment(version="3.12.3"))
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.python")
+    assert f.status is Status.FAIL
+    newest = next(
+        r
+        for r in reversed(COMPAT.tensorflow.releases)
+        if r.python_max and r.python_max >= Version("3.12")
+    )
+    assert f.fix and tf_install(newest.version) in f.fix
+    assert (
+        the(
+            fb.on(builders.h100_node(1), fb.with_tensorflow(fb.environment())), "tensorflow.python"
+        ).status
+        is Status.PASS
+    )
+
+
+def test_keras_2_with_tensorflow_2_16_warns_with_both_ways_out() -> None:
+    env = fb.add(fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3"), "keras", "2.15.0")
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
+    assert f.status is Status.WARN
+    assert f.fix and "pip install -U 'keras>=3'" in f.fix and "tf-keras~=2.16.0" in f.fix
+    assert "TF_USE_LEGACY_KERAS=1" in f.fix
+    assert any(
+        e.startswith("compat data: Keras 3 is the default Keras from TensorFlow 2.16")
+        for e in f.evidence
+    )
+
+
+def test_keras_3_with_tensorflow_2_15_and_a_mismatched_tf_keras_warn() -> None:
+    env = fb.add(fb.with_tensorflow(fb.environment()), "keras", "3.3.3")
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
+    assert f.status is Status.WARN and f.fix == "pip install 'keras~=2.15.0'"
+    env = fb.add(
+        fb.add(fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3"), "keras", "3.3.3"),
+        "tf-keras",
+        "2.15.1",
+    )
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
+    assert f.status is Status.WARN and f.fix == "pip install 'tf-keras~=2.16.0'"
+
+
+def test_matching_keras_passes() -> None:
+    env = fb.add(fb.with_tensorflow(fb.environment()), "keras", "2.15.0")
+    assert the(fb.on(builders.h100_node(1), env), "tensorflow.keras").status is Status.PASS
+
+
+# --- jax.cpu-build and jax.cuda-driver -----------------------------------------------------------------
+
+
+def test_jax_without_its_cuda_plugin_fails_choosing_the_cuda_major_for_the_driver() -> None:
+    env = fb.with_jax(fb.environment(), plugin=None)
+    f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
+    assert f.status is Status.FAIL
+    assert f.fix and f.fix.startswith('pip install -U "jax[cuda13]"')  # driver 590: CUDA 13.1
+    f = the(
+        fb.on(mb.driver_535_node(1), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
+    )
+    assert not COMPAT.cuda_runs_on_driver("13.0", "535.104.05")
+    assert f.fix and f.fix.startswith('pip install -U "jax[cuda12]"')
+
+
+def test_jax_cuda13_is_not_offered_to_a_gpu_older_than_cuda_13_supports() -> None:
+    f = the(
+        fb.on(fb.pascal_workstation(), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
+    )
+    rng = COMPAT.cc_range("13.0")
+    assert rng is not None and Version("6.1") < rng.min_cc
+    assert f.fix and '"jax[cuda12]"' in f.fix
+
+
+def test_jax_with_its_plugin_passes_and_a_stale_plugin_warns() -> None:
+    f = the(fb.on(builders.h100_node(1), fb.with_jax(fb.environment())), "jax.cpu-build")
+    assert f.status is Status.PASS
+    env = fb.add(fb.with_jax(fb.environment(), "0.4.31"), "jax-cuda12-plugin", "0.4.30")
+    f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
+    assert f.status is Status.WARN and "does not match jaxlib 0.4.31" in f.title
+
+
+def test_jax_cuda13_plugin_on_driver_535_fails_with_the_cuda12_plugin_as_way_out() -> None:
+    env = fb.with_jax(fb.environment(), "0.8.0", plugin=13)
+    f = the(fb.on(mb.driver_535_node(1), env), "jax.cuda-driver")
+    assert f.status is Status.FAIL
+    assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (f.fix or "")
+    assert 'pip uninstall -y jax-cuda13-plugin jax-cuda13-pjrt && pip install -U "jax[cuda12]"' in (
+        f.fix or ""
+    )
+    env = fb.add(
+        fb.with_jax(fb.environment(), "0.8.0", plugin=12), "nvidia-cuda-runtime-cu12", "12.9.79"
+    )
+    f = the(fb.on(builders.h100_node(1), env), "jax.cuda-driver")
+    assert f.status is Status.PASS and "12.9" in f.title
+
+
+# --- cupy.cuda-driver ----------------------------------------------------------------------------------
+
+
+def test_cupy_for_cuda_13_on_driver_535_fails_with_the_cuda_12_wheel() -> None:
+    env = fb.add(fb.environment(), "cupy-cuda13x", "13.6.0")
+    f = the(fb.on(mb.driver_535_node(1), env), "cupy.cuda-driver")
+    assert f.status is Status.FAIL
+    assert f.fix and f.fix.endswith(
+        "or keep this driver: pip uninstall -y cupy-cuda13x && pip install cupy-cuda12x"
+    )
+
+
+def test_cupy_wheels_that_fit_the_driver_pass() -> None:
+    env = fb.add(fb.add(fb.environment(), "cupy-cuda12x", "13.6.0"), "cupy-cuda102", "9.6.0")
+    f = the(fb.on(mb.driver_535_node(1), env), "cupy.cuda-driver")
+    assert f.status is Status.PASS
+
+
+# --- frameworks.library-shadowing --------------------------------------------------------------------
+
+
+def _ld_cudnn(snap: Snapshot, version: str, folder: str = "/usr/local/cuda-12.1/lib64") -> Snapshot:
+    snap.system.env["LD_LIBRARY_PATH"] = f"{folder}:/opt/tools/lib"
+    snap.cudnn.libraries = [fb.ld_library_path_copy("cudnn", folder, version)]
+    return snap
+
+
+def test_a_cudnn_on_ld_library_path_shadowing_torch_s_wheel_warns_with_the_cleaned_path() -> None:
+    snap = _ld_cudnn(fb.on(builders.h100_node(1), fb.torch_cu124()), "9.0.0")
+    f = the(snap, "frameworks.library-shadowing")
+    assert f.status is Status.WARN
+    assert "RUNPATH" in f.title
+    assert any(
+        "/usr/local/cuda-12.1/lib64/libcudnn.so.9 (cudnn 9.0.0) comes before nvidia-cudnn-cu12 9.1.0.70 (required by torch 2.5.1+cu124)"
+        in e
+        for e in f.evidence
+    )
+    assert f.fix and "export LD_LIBRARY_PATH=/opt/tools/lib" in f.fix
+
+
+def test_shadowing_confirmed_or_cleared_by_what_the_deep_pass_saw_loaded() -> None:
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 1, loaded_libraries=["/usr/local/cuda-12.1/lib64/libcudnn.so.9.0.0"])
+    f = the(
+        _ld_cudnn(fb.on(builders.h100_node(1), env, deep=True), "9.0.0"),
+        "frameworks.library-shadowing",
+    )
+    assert f.status is Status.WARN and "confirmed" in f.title
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 1, loaded_libraries=[f"{fb.site()}/nvidia/cudnn/lib/libcudnn.so.9"])
+    f = the(
+        _ld_cudnn(fb.on(builders.h100_node(1), env, deep=True), "9.0.0"),
+        "frameworks.library-shadowing",
+    )
+    assert f.status is Status.INFO
+
+
+def test_shadowing_is_not_judged_without_the_library_facts() -> None:
+    snap = mb.probe(
+        _ld_cudnn(fb.on(builders.h100_node(1), fb.torch_cu124()), "9.0.0"), "libraries", "timeout"
+    )
+    assert the(snap, "frameworks.library-shadowing").status is Status.SKIP
+
+
+def test_same_version_or_another_soname_on_ld_library_path_does_not_shadow() -> None:
+    assert (
+        the(
+            _ld_cudnn(fb.on(builders.h100_node(1), fb.torch_cu124()), "9.1.0"),
+            "frameworks.library-shadowing",
+        ).status
+        is Status.PASS
+    )
+    assert (
+        the(
+            _ld_cudnn(fb.on(builders.h100_node(1), fb.torch_cu124()), "8.9.2"),
+            "frameworks.library-shadowing",
+        ).status
+        is Status.PASS
+    )
+
+
+# --- frameworks.nvidia-conflicts --------------------------------------------------------------------------
+
+
+def test_torch_and_tensorflow_pinning_different_cudnn_warn_naming_who_needs_what() -> None:
+    env = fb.with_tensorflow(fb.environment())
+    fb.with_torch(env, pins=fb.TORCH_251_CU124_PINS)  # pip installed torch last: its pins won
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.nvidia-conflicts")
+    assert f.status is Status.WARN
+    line = next(e for e in f.evidence if e.startswith("nvidia-cudnn-cu12 "))
+    assert line == (
+        "nvidia-cudnn-cu12 9.1.0.70 is installed: tensorflow 2.15.0 requires ==8.9.4.25 (not met); "
+        "torch 2.5.1+cu124 requires ==9.1.0.70"
+    )
+    assert f.fix and "python3 -m venv ~/venvs/tensorflow" in f.fix
+    assert "'tensorflow[and-cuda]==2.15.0'" in f.fix
+
+
+def test_conflicts_fix_names_a_tensorflow_whose_pins_accept_torch_s() -> None:
+    env = fb.with_tensorflow(fb.environment())
+    fb.with_torch(env, "2.7.1+cu128", "12.8", pins=fb.TORCH_271_CU128_PINS)
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.nvidia-conflicts")
+    assert f.status is Status.WARN
+    assert (
+        f.fix
+        and "or a TensorFlow whose pins agree: pip install 'tensorflow[and-cuda]==2.20.0'" in f.fix
+    )
+    # ... and with that TensorFlow, they agree.
+    env = fb.with_tensorflow(fb.environment(), "2.20.0", cuda="12.5", cudnn="9")
+    fb.with_torch(env, "2.7.1+cu128", "12.8", pins=fb.TORCH_271_CU128_PINS)
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.nvidia-conflicts")
+    assert f.status is Status.PASS
+
+
+def test_one_framework_alone_has_no_conflict_finding() -> None:
+    assert (
+        finding(fb.on(builders.h100_node(1), fb.torch_cu124()), "frameworks.nvidia-conflicts")
+        is None
+    )
+
+
+# --- frameworks.device-count ----------------------------------------------------------------------------
+
+
+def test_frameworks_seeing_every_gpu_pass_and_fewer_warn() -> None:
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 8, version="2.5.1+cu124")
+    f = the(fb.on(builders.h100_node(8), env, deep=True), "frameworks.device-count")
+    assert f.status is Status.PASS and f.title == "torch 2.5.1+cu124 see(s) all 8 GPU(s)"
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 4, version="2.5.1+cu124")
+    f = the(fb.on(builders.h100_node(8), env, deep=True), "frameworks.device-count")
+    assert f.status is Status.WARN
+    assert "torch 2.5.1+cu124 see(s) fewer GPUs than the 8" in f.title
+
+
+def test_device_count_under_mig_is_not_compared_and_without_deep_says_nothing() -> None:
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 1)
+    f = the(
+        fb.on(builders.node([builders.a100_mig(0), builders.a100_mig(1)]), env, deep=True),
+        "frameworks.device-count",
+    )
+    assert f.status is Status.PASS and "MIG" in f.title
+    assert (
+        finding(fb.on(builders.h100_node(8), fb.torch_cu124()), "frameworks.device-count") is None
+    )
+
+
+# --- frameworks.smoke-test ------------------------------------------------------------------------------
+
+
+def test_smoke_test_without_deep_is_skipped_pointing_at_deep() -> None:
+    f = the(fb.on(builders.h100_node(1), fb.torch_cu124()), "frameworks.smoke-test")
+    assert f.status is Status.SKIP and "--deep" in f.title
+
+
+def test_smoke_test_passing_on_every_gpu_passes() -> None:
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 8, version="2.5.1+cu124")
+    f = the(fb.on(builders.h100_node(8), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.PASS
+    assert f.title == "torch 2.5.1+cu124: the smoke test passed on 8 device(s)"
+
+
+def test_a_missing_library_at_import_is_installed_at_the_framework_s_own_pin() -> None:
+    env = fb.torch_cu124()
+    fb.imported(
+        env,
+        "torch",
+        0,
+        status="import_error",
+        version="2.5.1+cu124",
+        error="ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory",
+    )
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.FAIL
+    assert f.title == "import torch fails: libcudnn.so.9 is missing"
+    assert f.fix == "pip install 'nvidia-cudnn-cu12==9.1.0.70' (what torch 2.5.1+cu124 requires)"
+
+
+def test_out_of_memory_names_the_processes_holding_the_gpu() -> None:
+    snap = builders.h100_node(2)
+    builders.with_process(snap.nvml.gpus[0], 4242, "python3", 80000)
+    env = fb.torch_cu124()
+    fb.imported(
+        env,
+        "torch",
+        2,
+        failures={0: "OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 KiB"},
+    )
+    f = the(fb.on(snap, env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.FAIL
+    assert "PID 4242 python3" in f.title
+    assert f.fix and "kill 4242" in f.fix
+
+
+def test_busy_or_unavailable_names_the_exclusive_compute_mode() -> None:
+    snap = builders.h100_node(1)
+    snap.nvml.gpus[0].compute_mode = "exclusive_process"
+    env = fb.torch_cu124()
+    fb.imported(
+        env,
+        "torch",
+        1,
+        failures={0: "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"},
+    )
+    f = the(fb.on(snap, env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.FAIL and "exclusive_process" in f.title
+    assert f.fix and "sudo nvidia-smi -i 0 -c DEFAULT" in f.fix
+
+
+def test_no_kernel_image_points_to_the_newest_build_with_the_gpu() -> None:
+    env = fb.with_torch(fb.environment(), "2.7.1+cu128", "12.8")
+    fb.imported(
+        env,
+        "torch",
+        1,
+        failures={
+            0: "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+        },
+    )
+    f = the(fb.on(fb.pascal_workstation(), env, deep=True), "frameworks.smoke-test")
+    pick = newest_torch(COMPAT, driver="580.95.05", ccs=["6.1"])
+    assert pick is not None
+    assert f.status is Status.FAIL and "no kernel image for compute capability 6.1" in f.title
+    assert f.fix and pick["install"] in f.fix
+
+
+@pytest.mark.parametrize(
+    ("error", "fix_part"),
+    [
+        ("RuntimeError: CUDA error: system not yet initialized", "nvidia-fabricmanager"),
+        (
+            "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW",
+            "cuda-compat",
+        ),
+    ],
+)
+def test_cuda_errors_with_a_known_cause_get_its_fix(error: str, fix_part: str) -> None:
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 1, failures={0: error})
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.FAIL and fix_part in (f.fix or "")
+
+
+def test_a_crash_names_the_step_it_died_in() -> None:
+    env = fb.torch_cu124()
+    fb.imported(
+        env,
+        "torch",
+        1,
+        status="crashed",
+        error="crashed with SIGSEGV in torch.backends.cudnn.version: Segmentation fault",
+    )
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.FAIL
+    assert f.title == "torch crashed in torch.backends.cudnn.version"
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 1, status="timeout", error="timed out after 60 s in smoke cuda:0")
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.FAIL and f.title == "torch timed out in smoke cuda:0"
+    assert f.fix and "persistence mode" in f.fix
+
+
+def test_no_gpu_for_torch_while_the_driver_has_some_fails_unless_another_check_names_why() -> None:
+    env = fb.torch_cu124()
+    fb.imported(
+        env,
+        "torch",
+        0,
+        available=False,
+        warnings=["UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount()"],
+    )
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.FAIL and "sees no GPU" in f.title
+    assert any("cudaGetDeviceCount" in e for e in f.evidence)
+    env = fb.torch_cpu()
+    fb.imported(env, "torch", 0, available=False)
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.SKIP and "torch.cpu-build" in f.title
+
+
+def test_no_gpu_machine_deep_pass_is_info() -> None:
+    env = fb.torch_cpu()
+    fb.imported(env, "torch", 0, available=False)
+    f = the(fb.on(builders.no_gpu_machine(), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.INFO
+
+
+def test_an_import_error_without_a_missing_library_reinstalls_from_the_right_index() -> None:
+    snap = fb.on(builders.h100_node(1), fb.torch_cu124(), deep=True)
+    snap.system.env["LD_LIBRARY_PATH"] = "/usr/local/cuda-12.1/lib64"
+    env = snap.environments[0]
+    fb.imported(
+        env,
+        "torch",
+        0,
+        status="import_error",
+        error="ImportError: libtorch_cuda.so: undefined symbol: ncclCommRegister",
+    )
+    f = the(snap, "frameworks.smoke-test")
+    assert f.status is Status.FAIL
+    assert any("LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64" in e for e in f.evidence)
+    assert f.fix == (
+        "Reinstall it: pip install --force-reinstall 'torch==2.5.1' "
+        "--index-url https://download.pytorch.org/whl/cu124"
+    )
+
+
+def test_jax_falling_back_to_the_cpu_names_jax_s_own_warning() -> None:
+    env = fb.with_jax(fb.environment())
+    fb.imported(
+        env,
+        "jax",
+        1,
+        version="0.4.30",
+        backend="cpu",
+        warnings=[
+            "An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu."
+        ],
+    )
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
+    assert f.status is Status.FAIL and "sees no GPU" in f.title
+    assert any("Falling back to cpu" in e for e in f.evidence)
+    assert finding(fb.on(builders.h100_node(1), env, deep=True), "frameworks.device-count") is None
+
+
+def test_cupy_runtime_too_new_for_the_driver_is_reported_once_by_cupy_cuda_driver() -> None:
+    env = fb.add(fb.environment(), "cupy-cuda12x", "13.6.0")
+    fb.imported(
+        env,
+        "cupy",
+        0,
+        status="error",
+        cuda="12.8",
+        available=False,
+        error="cupy.cuda.runtime.getDeviceCount: CUDARuntimeError: cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version",
+    )
+    snap = fb.on(mb.t4_vm(), env, deep=True)
+    f = the(snap, "cupy.cuda-driver")
+    assert f.status is Status.FAIL and "cupy-cuda12x 13.6.0 (CUDA 12.8)" in f.title
+    assert f"upgrade the NVIDIA driver to {min_driver('12.8')} or newer" in (f.fix or "")
+    smoke = the(snap, "frameworks.smoke-test")
+    assert smoke.status is Status.SKIP and "cupy.cuda-driver" in smoke.title
+
+
+def test_tensorflow_skipping_a_gpu_it_has_no_code_for_is_named_as_the_cause() -> None:
+    snap = builders.node(
+        [builders.rtx_3060(0), builders.rtx_3060(1)], driver="570.124.04", cuda=12080
+    )
+    snap.nvml.gpus[1].compute_capability = "5.2"
+    env = fb.with_tensorflow(fb.environment(), "2.17.0", cuda="12.3", archs=fb.TF_217_ARCHS)
+    fb.imported(env, "tensorflow", 1, version="2.17.0")
+    f = the(fb.on(snap, env, deep=True), "frameworks.device-count")
+    assert f.status is Status.WARN
+    assert any(
+        e.startswith("TensorFlow ignores GPUs it has no code for: GPU 1") for e in f.evidence
+    )
+    assert f.fix and "tensorflow.arch-support" in f.fix
