@@ -118,7 +118,14 @@ def test_nvml_and_kernel_module_versions_differ_warns() -> None:
     f = the(snap, "driver.nvml")
     assert f.status is Status.WARN
     assert "kernel module 580.95.05, NVML 590.48.01" in f.evidence
-    assert f.fix and "modprobe nvidia" in f.fix
+    assert (
+        f.fix
+        and (
+            "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && "
+            "sudo modprobe -a nvidia nvidia_modeset nvidia_drm nvidia_uvm"
+        )
+        in f.fix
+    )
 
 
 def test_nvml_driver_not_loaded_fails_with_modprobe() -> None:
@@ -325,9 +332,9 @@ def test_uvm_present_passes() -> None:
 
 
 def _without_uvm(snap):  # type: ignore[no-untyped-def]
-    snap.system.device_nodes = [
-        n for n in snap.system.device_nodes if not n.path.startswith("/dev/nvidia-uvm")
-    ]
+    for node in snap.system.device_nodes:
+        if node.path.startswith("/dev/nvidia-uvm"):
+            node.exists = node.readable = node.writable = False
     snap.system.nvidia_modules = [m for m in snap.system.nvidia_modules if m != "nvidia_uvm"]
     snap.cuda.driver.init_result = mb.CU_RESULTS["CUDA_ERROR_UNKNOWN"]
     snap.cuda.driver.init_error_name = "CUDA_ERROR_UNKNOWN"
@@ -347,10 +354,23 @@ def test_uvm_missing_fails_with_modprobe_nvidia_uvm() -> None:
 
 def test_uvm_node_missing_but_cuinit_working_passes() -> None:
     snap = builders.h100_node(1)
-    snap.system.device_nodes = [
-        n for n in snap.system.device_nodes if not n.path.startswith("/dev/nvidia-uvm")
-    ]
+    for node in snap.system.device_nodes:
+        if node.path == "/dev/nvidia-uvm":
+            node.exists = False
     assert the(snap, "driver.uvm").status is Status.PASS
+
+
+def test_uvm_not_set_up_and_cuinit_not_tried_warns() -> None:
+    """Read-only: with no /dev/nvidia-uvm the probe does not call cuInit (it would load the
+    module); the first CUDA program may still set it up through nvidia-modprobe."""
+    snap = _without_uvm(builders.h100_node(1))
+    snap.cuda.driver.init_result = None
+    snap.cuda.driver.init_error_name = None
+    snap.cuda.driver.init_skipped_reason = "cuInit not called: /dev/nvidia-uvm does not exist yet"
+    f = the(snap, "driver.uvm")
+    assert f.status is Status.WARN
+    assert "nvidia-modprobe" in f.title
+    assert f.fix and "sudo modprobe nvidia-uvm" in f.fix
 
 
 def test_uvm_missing_in_a_container_gets_the_container_fix() -> None:
@@ -436,3 +456,25 @@ def test_pci_device_bound_to_nouveau_and_module_unloaded_is_fully_explained() ->
     assert findings["system.nouveau"].status is Status.FAIL
     assert "0000:02:00.0 is bound to nouveau" in findings["system.nouveau"].evidence
     assert findings["driver.kernel-module"].status is Status.FAIL
+
+
+@pytest.mark.parametrize(
+    ("modules", "unload", "load"),
+    [
+        # headless server: no nvidia_drm/nvidia_modeset; rmmod of those would fail the chain
+        (["nvidia", "nvidia_uvm"], "nvidia_uvm nvidia", "nvidia nvidia_uvm"),
+        # GPUDirect RDMA: nvidia_peermem holds nvidia and goes first; it is not reloaded blindly
+        (
+            ["nvidia", "nvidia_uvm", "nvidia_peermem"],
+            "nvidia_peermem nvidia_uvm nvidia",
+            "nvidia nvidia_uvm",
+        ),
+        ([], "nvidia", "nvidia"),
+    ],
+)
+def test_reload_command_unloads_only_what_is_loaded(
+    modules: list[str], unload: str, load: str
+) -> None:
+    from gpucheck.checks.driver import reload_fix
+
+    assert f"sudo rmmod {unload} && sudo modprobe -a {load}" in reload_fix(modules)

@@ -191,3 +191,21 @@ def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
     nvml_child = run_script(HERE / "_nvml_child.py", ['{"init": false}'], 30, python=python)
     assert nvml_child.ok, nvml_child.message
     assert nvml_child.records[0]["kind"] == "header"
+
+
+def test_a_grandchild_that_left_the_group_does_not_stretch_the_bound(tmp_path: Path) -> None:
+    child = script(
+        tmp_path,
+        """
+        import os, subprocess, sys, time
+        # A new session: out of reach of the group kill, and it keeps the pipes open.
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                         start_new_session=True)
+        os.write(2, b"@ nvmlInit\\n")
+        time.sleep(30)
+        """,
+    )
+    start = time.monotonic()
+    result = run_script(child, [], timeout=1.0)
+    assert result.timed_out
+    assert time.monotonic() - start < 10  # the bound plus the kill grace, not the sleep

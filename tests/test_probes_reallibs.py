@@ -24,7 +24,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import reallibs
@@ -461,3 +461,19 @@ def test_snapshot_with_debian_driver_libraries(
     assert driver["driver_version"] == _expected_driver_cuda(debian)
     assert _in_dir(driver["library_path"], debian.lib_dir)
     assert driver["init_skipped_reason"]
+
+
+def test_deep_pass_is_not_run_where_cuda_init_would_change_the_machine(
+    debian: reallibs.DebianDriver, no_nvidia_here: None, gpucheck: Any
+) -> None:
+    """A real libcuda is loadable but no kernel module is loaded: importing a framework and
+    asking for its GPUs would run cuInit (as root: load modules, create nodes), so --deep
+    records why it did not run, and the default pass still does."""
+    result = gpucheck("doctor", "--json", "--deep", env={"LD_LIBRARY_PATH": str(debian.lib_dir)})
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert data["snapshot"]["deep"] is False
+    run = next(p for p in data["snapshot"]["probes"] if p["name"] == "frameworks_deep")
+    assert run["status"] == "skipped"
+    assert "kernel module is not loaded" in run["error"]
+    assert all(e["runtimes"] == [] for e in data["snapshot"]["environments"])

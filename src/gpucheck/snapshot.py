@@ -34,7 +34,7 @@ class ProbeRun:
     """How one probe went: the facts it produced are in their own section."""
 
     name: str
-    status: str  # "ok" | "error" | "timeout" | "crashed"
+    status: str  # "ok" | "error" | "timeout" | "crashed" | "skipped" (not run, and why)
     duration_ms: float
     error: str | None = None
 

@@ -9,10 +9,21 @@ from gpucheck.checks.model import Outcome, Section, check
 from gpucheck.checks.system import container_fix
 
 NO_GPU = "No NVIDIA GPU, so no driver is needed"
-RELOAD = (
-    "Reboot; or, with no process using the GPU (sudo lsof /dev/nvidia*), reload the driver: "
-    "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
-)
+# Unload order: each module before the ones it depends on.
+UNLOAD_ORDER = ("nvidia_peermem", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia")
+
+
+def reload_fix(modules: list[str]) -> str:
+    """Reboot, or unload exactly the nvidia modules that are loaded and load them again
+    (rmmod of a module that is not loaded fails and would stop the chain)."""
+    loaded = [m for m in UNLOAD_ORDER if m in modules] or ["nvidia"]
+    load = [m for m in reversed(loaded) if m != "nvidia_peermem"]
+    return (
+        "Reboot; or, with no process using the GPU (sudo lsof /dev/nvidia*), reload the driver: "
+        f"sudo rmmod {' '.join(loaded)} && sudo modprobe -a {' '.join(load)}"
+    )
+
+
 HUNG = (
     "The driver is not answering: look for Xid errors (sudo dmesg | grep -i -E 'xid|nvrm'), "
     "stop what is using the GPU, enable persistence mode (sudo nvidia-smi -pm 1), and reboot "
@@ -52,6 +63,11 @@ def kernel_module(ctx: Context) -> Outcome:
     if sysf.nvidia_module_loaded is None:
         return Outcome.skip(
             "Could not tell which kernel modules are loaded (/proc/modules unreadable)"
+        )
+    if ctx.has_gpu is None:
+        return Outcome.skip(
+            "The nvidia kernel module is not loaded; whether this machine has an NVIDIA GPU is "
+            "not known (/sys/bus/pci unreadable), so that may be right"
         )
     if sysf.container:
         return Outcome.fail(
@@ -122,7 +138,7 @@ def nvml(ctx: Context) -> Outcome:
             return Outcome.warn(
                 "The kernel module and the user-space driver report different versions",
                 f"kernel module {module}, NVML {facts.driver_version}",
-                fix=RELOAD,
+                fix=reload_fix(sysf.nvidia_modules),
             )
         return out
     if facts.init_skipped_reason:
@@ -184,7 +200,7 @@ def nvml(ctx: Context) -> Outcome:
             *evidence,
             f"kernel module {sysf.nvidia_module_version or 'unknown'}, "
             f"libnvidia-ml {lib or 'unknown'}",
-            fix=RELOAD,
+            fix=reload_fix(sysf.nvidia_modules),
         )
     if name == "NoPermission":
         return Outcome.fail(
@@ -244,10 +260,12 @@ def uvm(ctx: Context) -> Outcome | None:
     if sysf.os != "Linux" or sysf.wsl or not sysf.nvidia_module_loaded:
         return None
     node = next((n for n in sysf.device_nodes if n.path == "/dev/nvidia-uvm"), None)
-    loaded = "nvidia_uvm" in sysf.nvidia_modules
+    if node is None:
+        return Outcome.skip("Whether /dev/nvidia-uvm exists is not known")
     driver = ctx.snapshot.cuda.driver
-    if (node and node.exists) or driver.init_result == 0:
+    if node.exists or driver.init_result == 0:
         return Outcome.passed("nvidia-uvm is loaded")
+    loaded = "nvidia_uvm" in sysf.nvidia_modules
     evidence = [
         "/dev/nvidia-uvm does not exist",
         "nvidia_uvm module " + ("loaded" if loaded else "not loaded"),
@@ -255,11 +273,24 @@ def uvm(ctx: Context) -> Outcome | None:
     if driver.init_error_name:
         evidence.append(f"cuInit: {driver.init_error_name}")
     fix = (
-        container_fix(sysf.container)
-        if sysf.container
-        else "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0"
+        "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0 (and load it at boot: "
+        "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf)"
     )
-    return Outcome.fail("nvidia-uvm is missing: CUDA cannot start", *evidence, fix=fix)
+    if driver.init_result not in (None, 0) and not sysf.container:
+        return Outcome.fail("nvidia-uvm is missing: CUDA cannot start", *evidence, fix=fix)
+    if sysf.container:
+        # Inside a container nothing can load it or create the node: CUDA cannot start.
+        return Outcome.fail(
+            "nvidia-uvm is missing in this container: CUDA cannot start",
+            *evidence,
+            fix=container_fix(sysf.container),
+        )
+    return Outcome.warn(
+        "nvidia-uvm is not set up yet: the first CUDA program must load it (through the setuid "
+        "nvidia-modprobe helper; without that helper, or unprivileged, CUDA fails to start)",
+        *evidence,
+        fix=fix,
+    )
 
 
 @check("driver.persistence-mode", Section.DRIVER, "persistence mode is on for server GPUs")

@@ -85,6 +85,18 @@ def driver_init_allowed(system: SystemFacts) -> bool:
     return not (system.os == "Linux" and not system.wsl and system.nvidia_module_loaded is False)
 
 
+def cuda_init_allowed(system: SystemFacts) -> str | None:
+    """Why cuInit (ours, or a framework's in --deep) must not run, or None. Beyond
+    driver_init_allowed: without /dev/nvidia-uvm, cuInit would load nvidia-uvm and create it."""
+    if not driver_init_allowed(system):
+        return "the nvidia kernel module is not loaded"
+    if system.os == "Linux" and not system.wsl:
+        uvm = next((n for n in system.device_nodes if n.path == "/dev/nvidia-uvm"), None)
+        if uvm is not None and not uvm.exists:
+            return "/dev/nvidia-uvm does not exist yet: CUDA would load nvidia-uvm and create it"
+    return None
+
+
 def collect(options: ProbeOptions | None = None) -> Snapshot:
     from gpucheck.probes.frameworks import probe_deep, probe_frameworks
     from gpucheck.probes.libraries import SearchScope
@@ -99,9 +111,12 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     # The system probe reads files only (milliseconds) and decides whether driver init is safe.
     snap.system, runs = _guarded("system", lambda: probe_system(opts.root, opts.env), SystemFacts())
     init = driver_init_allowed(snap.system)
+    no_cuda_init = cuda_init_allowed(snap.system)
     with ThreadPoolExecutor(max_workers=4) as pool:
         nvml_f = pool.submit(probe_nvml, opts.timeout, opts.env, init)
-        driver_f = pool.submit(probe_cuda_driver, opts.timeout, opts.env, init)
+        driver_f = pool.submit(
+            probe_cuda_driver, opts.timeout, opts.env, no_cuda_init is None, no_cuda_init
+        )
         libs_f = pool.submit(probe_cuda_and_cudnn, scope, opts.timeout)
         frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
         (snap.nvml, nvml_run), err1 = _result(
@@ -121,7 +136,14 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     # A failed future already produced its own error run; drop the placeholder beside it.
     names = {r.name for r in err1 + err2 + err3 + err4}
     snap.probes = [r for r in snap.probes if not (r.name in names and r.error is None)]
-    if opts.deep:
+    if no_cuda_init is not None and driver.load_error is not None:
+        no_cuda_init = None  # no libcuda to load: a framework's CUDA calls cannot reach a driver
+    if opts.deep and no_cuda_init is not None:
+        # Importing a framework and asking for its GPUs runs cuInit: read-only forbids it here.
+        snap.probes.append(
+            ProbeRun("frameworks_deep", "skipped", 0.0, f"frameworks not imported: {no_cuda_init}")
+        )
+    elif opts.deep:
         # After NVML has read the GPUs: the deep children's CUDA contexts must not be
         # mistaken for another job's memory.
         snap.deep = True

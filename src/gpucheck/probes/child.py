@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+KILL_GRACE = 2.0  # seconds a killed child gets to hand over what it printed
 
 
 @dataclass
@@ -96,7 +97,15 @@ def run_script(
     except subprocess.TimeoutExpired:
         result.timed_out = True
         _kill_group(proc)
-        out, err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            # Unkillable for now (stuck in the driver, in the kernel) or a grandchild that
+            # left the group still holds the pipes: the time bound wins over its last words.
+            out, err = b"", b""
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
     result.returncode = proc.returncode
     result.duration_ms = round((time.monotonic() - start) * 1000, 1)
     result.records = _parse_records(out)

@@ -42,7 +42,7 @@ def _task_result(result: ChildResult) -> dict[str, object] | None:
 
 
 def probe_cuda_driver(
-    timeout: float, env: Mapping[str, str], init: bool = True
+    timeout: float, env: Mapping[str, str], init: bool = True, why_not: str | None = None
 ) -> tuple[CudaDriverFacts, ProbeRun]:
     task = {"id": "cuda_driver", "kind": "cuda_driver", "init": init}
     result = _run_task(task, timeout, env)
@@ -53,6 +53,8 @@ def probe_cuda_driver(
             facts = from_dict(CudaDriverFacts, data)
         except DecodeError as exc:
             return facts, ProbeRun("cuda_driver", "error", result.duration_ms, str(exc))
+    if why_not and facts.init_skipped_reason:
+        facts.init_skipped_reason = f"cuInit not called: {why_not}"
     problem = result.describe(timeout)
     if problem is None and data is not None and "error" in data:
         problem = str(data["error"])
@@ -67,7 +69,8 @@ def probe_library_versions(
     if not copies:
         return
     child_env = dict(env)
-    with ThreadPoolExecutor(max_workers=min(8, len(copies))) as pool:
+    # All side by side, so that many hung copies cost one time bound, not one each.
+    with ThreadPoolExecutor(max_workers=min(32, len(copies))) as pool:
         results = list(
             pool.map(
                 lambda c: _run_task(
