@@ -465,3 +465,23 @@ def test_memory_use_unknown_is_not_a_pass() -> None:
     snap.nvml.gpus[0].field_errors["memory_used"] = "Unknown"
     f = finding(snap, "gpu.memory-in-use")
     assert f is None or f.status is not Status.PASS
+
+
+@pytest.mark.parametrize(
+    ("check_id", "field"),
+    [
+        ("gpu.ecc-errors", "ecc_uncorrected_volatile"),
+        ("gpu.throttling", "clock_event_reasons"),
+        ("gpu.pcie-link", "pcie_width_current"),
+        ("gpu.compute-mode", "compute_mode"),
+        ("gpu.memory-in-use", "memory_used"),
+    ],
+)
+def test_a_pass_counts_only_the_gpus_whose_fact_is_known(check_id: str, field: str) -> None:
+    snap = builders.h100_node(2)
+    setattr(snap.nvml.gpus[1], field, None)
+    snap.nvml.gpus[1].field_errors[field] = "GpuIsLost"
+    f = the(snap, check_id)
+    assert f.status is Status.PASS
+    assert " 1 GPU(s)" in f.title
+    assert "unknown on 1 GPU(s): GpuIsLost" in f.evidence

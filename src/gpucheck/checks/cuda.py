@@ -332,6 +332,8 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
             fix=f"{_driver_upgrade(ctx, c.version or '')}, or put a runtime no newer than "
             f"CUDA {ctx.driver_cuda} first on the loader path",
         )
-    return Outcome.passed(
-        f"CUDA runtime {', '.join(sorted({c.version or '?' for c in copies}))} found", *evidence
-    )
+    versions = ", ".join(sorted({c.version or "?" for c in copies}))
+    if ctx.driver_cuda is None:
+        # Nothing to judge their fit against: worth knowing, not a pass.
+        return Outcome.info(f"CUDA runtime {versions} installed (no driver to run it)", *evidence)
+    return Outcome.passed(f"CUDA runtime {versions} found", *evidence)

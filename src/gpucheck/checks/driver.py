@@ -306,7 +306,12 @@ def persistence_mode(ctx: Context) -> Outcome | None:
     if all(g.persistence_mode is None for g in server):
         return Outcome.skip("Persistence mode: not reported by these GPUs")
     if not off:
-        return Outcome.passed(f"Persistence mode on for {len(server)} data-centre GPU(s)")
+        known = [g for g in server if g.persistence_mode is not None]
+        silent = len(server) - len(known)
+        return Outcome.passed(
+            f"Persistence mode on for {len(known)} data-centre GPU(s)",
+            *([f"not reported by {silent} GPU(s)"] if silent else []),
+        )
     return Outcome.warn(
         f"Persistence mode is off on {len(off)} data-centre GPU(s): every CUDA start pays the "
         "driver's initialisation, and GPU state resets between jobs",

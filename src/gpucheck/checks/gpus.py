@@ -33,6 +33,12 @@ def _unknown_note(gpus: list[GpuFacts], field: str) -> list[str]:
     return [f"unknown on {len(unknown)} GPU(s): {', '.join(reasons)}"]
 
 
+def _known(gpus: list[GpuFacts], field: str) -> tuple[int, list[str]]:
+    """For a pass: how many GPUs the fact is known for, and a note on the others (a pass
+    covers only what was seen; an unknown is never counted as fine)."""
+    return sum(1 for g in gpus if getattr(g, field) is not None), _unknown_note(gpus, field)
+
+
 def _all_unknown(gpus: list[GpuFacts], field: str, what: str) -> Outcome | None:
     if gpus and len(_unknown(gpus, field)) == len(gpus):
         return Outcome.skip(f"{what}: not reported by these GPUs", *_unknown_note(gpus, field))
@@ -108,8 +114,9 @@ def ecc(ctx: Context) -> Outcome | None:
         )
     history = [g for g in with_ecc if g.ecc_uncorrected_aggregate]
     note = [f"{gpu_label(g)}: {g.ecc_uncorrected_aggregate} in its lifetime" for g in history]
+    known, blind = _known(with_ecc, "ecc_uncorrected_volatile")
     return Outcome.passed(
-        f"No uncorrectable ECC errors on {len(with_ecc)} GPU(s) since boot", *note
+        f"No uncorrectable ECC errors on {known} GPU(s) since boot", *note, *blind
     )
 
 
@@ -147,9 +154,17 @@ def remapping(ctx: Context) -> Outcome | None:
     evidence = [
         f"{gpu_label(g)}: {g.retired_pages_dbe} page(s) retired for double-bit errors" for g in dbe
     ]
-    if all(g.remap_pending is None and g.retired_pages_pending is None for g in gpus):
+    reported = [
+        g for g in gpus if g.remap_pending is not None or g.retired_pages_pending is not None
+    ]
+    if not reported:
         return Outcome.skip("Row remapping and page retirement: not reported by these GPUs")
-    return Outcome.passed(f"No pending or failed memory repairs on {len(gpus)} GPU(s)", *evidence)
+    silent = len(gpus) - len(reported)
+    return Outcome.passed(
+        f"No pending or failed memory repairs on {len(reported)} GPU(s)",
+        *evidence,
+        *([f"not reported by {silent} GPU(s)"] if silent else []),
+    )
 
 
 @check("gpu.throttling", Section.GPUS, "no thermal, power-brake or hardware clock slowdown")
@@ -194,7 +209,8 @@ def throttling(ctx: Context) -> Outcome | None:
             fix="Improve cooling (airflow, fan curve, inlet temperature); check with "
             "nvidia-smi -q -d TEMPERATURE,PERFORMANCE under load.",
         )
-    return Outcome.passed(f"No hardware or thermal slowdown on {len(gpus)} GPU(s)")
+    known, blind = _known(gpus, "clock_event_reasons")
+    return Outcome.passed(f"No hardware or thermal slowdown on {known} GPU(s)", *blind)
 
 
 def _temp(g: GpuFacts) -> str:
@@ -248,7 +264,8 @@ def pcie_link(ctx: Context) -> Outcome | None:
             *idle_note,
             fix=fix,
         )
-    return Outcome.passed(f"PCIe links at full width on {len(gpus)} GPU(s)", *idle_note)
+    known, blind = _known(gpus, "pcie_width_current")
+    return Outcome.passed(f"PCIe links at full width on {known} GPU(s)", *idle_note, *blind)
 
 
 @check("gpu.compute-mode", Section.GPUS, "compute mode lets CUDA programs use the GPU")
@@ -277,7 +294,8 @@ def compute_mode(ctx: Context) -> Outcome | None:
             + ",".join(str(g.index) for g in exclusive)
             + " -c DEFAULT",
         )
-    return Outcome.passed(f"Compute mode default on {len(gpus)} GPU(s)")
+    known, blind = _known(gpus, "compute_mode")
+    return Outcome.passed(f"Compute mode default on {known} GPU(s)", *blind)
 
 
 @check("gpu.mig", Section.GPUS, "MIG mode, and what it means for CUDA_VISIBLE_DEVICES")
@@ -368,4 +386,5 @@ def memory_in_use(ctx: Context) -> Outcome | None:
         f"{gpu_label(g)}: {len(g.processes or [])} process(es), {gib(g.memory_used)} used"
         for g in used
     ]
-    return Outcome.passed(f"Memory free on {len(gpus)} GPU(s)", *note)
+    known, blind = _known(gpus, "memory_used")
+    return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
