@@ -162,3 +162,22 @@ def test_any_corrupted_field_is_refused_or_diagnosed_without_a_check_breaking(
     findings = checks.run(checks.Context(loaded))
     broken = [f.title for f in findings if f.status == Status.ERROR]
     assert not broken, (path, broken)
+
+
+def test_unicode_digits_and_huge_numbers_are_refused_or_diagnosed() -> None:
+    """Well-typed but odd values found by review: Unicode digits where CUDA expects ASCII ones,
+    integers no driver reports, integer literals longer than Python converts."""
+    from gpucheck import checks
+    from gpucheck.checks import Status
+
+    snap = builders.h100_node(2)
+    snap.system.env["CUDA_VISIBLE_DEVICES"] = "²"
+    found = {f.id: f for f in checks.run(checks.Context(snap))}
+    assert found["system.cuda-visible-devices"].status is Status.FAIL
+    assert all(f.status is not Status.ERROR for f in found.values())
+    data = builders.h100_node(1).to_dict()
+    data["nvml"]["gpus"][0]["memory_total"] = 10**400
+    with pytest.raises(SnapshotError, match="integer out of range"):
+        Snapshot.from_dict(data)
+    with pytest.raises(SnapshotError, match="not a gpucheck snapshot"):
+        loads('{"schema_version": "1.0", "nvml": {"device_count": ' + "9" * 5000 + "}}")

@@ -124,6 +124,8 @@ def _decode(tp: Any, value: Any, path: str) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise DecodeError(path, f"expected integer, got {_type_name(value)}")
+        if not -(2**63) <= value < 2**64:
+            raise DecodeError(path, "integer out of range")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):

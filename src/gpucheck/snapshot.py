@@ -371,7 +371,7 @@ class Snapshot:
 
 def _is_version(text: str) -> bool:
     parts = text.split(".")
-    return len(parts) == 2 and all(p.isdigit() and len(p) < 6 for p in parts)
+    return len(parts) == 2 and all(p.isascii() and p.isdigit() and len(p) < 6 for p in parts)
 
 
 def loads(text: str) -> Snapshot:
@@ -379,6 +379,8 @@ def loads(text: str) -> Snapshot:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise SnapshotError(f"not valid JSON: {exc}") from None
+    except ValueError as exc:  # an integer literal longer than Python converts
+        raise SnapshotError(f"not a gpucheck snapshot: {exc}") from None
     except UnicodeDecodeError:
         raise SnapshotError("not valid JSON: the file is not UTF-8 text") from None
     return Snapshot.from_dict(data)

@@ -20,6 +20,7 @@ from gpucheck.checks import (  # noqa: F401
 )
 from gpucheck.checks.context import Context, Requirements
 from gpucheck.checks.model import REGISTRY, Check, Finding, Outcome, Section, Status
+from gpucheck.compat import CompatError
 
 __all__ = ["Context", "Finding", "Outcome", "Requirements", "Section", "Status", "run", "select"]
 
@@ -60,6 +61,8 @@ def run(ctx: Context, checks: list[Check] | None = None) -> list[Finding]:
     for chk in checks if checks is not None else all_checks():
         try:
             outcome = chk.func(ctx)
+        except CompatError:
+            raise  # bad compat data (a user's --compat-dir, say) is bad input: exit 2
         except Exception as exc:
             outcome = Outcome(
                 Status.ERROR,

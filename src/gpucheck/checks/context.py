@@ -3,6 +3,7 @@ facts derived once from the snapshot (so that checks agree on them)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -36,9 +37,9 @@ def parse_visible_devices(value: str | None, gpus: list[GpuFacts]) -> Visibility
         token = raw.strip()
         # "" and negative indices ("-1") are the usual ways to hide every GPU: CUDA stops
         # there on purpose, which is not a misspelt entry.
-        if token == "" or (token.lstrip("-").isdigit() and int(token) < 0):
+        if token == "" or re.fullmatch(r"-[0-9]+", token):
             break
-        if token.isdigit():
+        if re.fullmatch(r"[0-9]+", token):
             match = next((g for g in gpus if g.index == int(token)), None)
         elif token.startswith("GPU-"):
             hits = [g for g in gpus if g.uuid and g.uuid.startswith(token)]

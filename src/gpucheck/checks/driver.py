@@ -40,7 +40,7 @@ def library_version(path: str | None) -> str | None:
     mapped (/proc/self/maps), so the name is read as is: checks do no I/O."""
     if not path:
         return None
-    match = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)?)$", path)
+    match = re.search(r"\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$", path)
     return match.group(1) if match else None
 
 
@@ -228,7 +228,7 @@ def device_nodes(ctx: Context) -> Outcome | None:
         return None  # the module check says what matters; nodes follow from it
     nodes = {n.path: n for n in sysf.device_nodes}
     ctl = nodes.get("/dev/nvidiactl")
-    gpu_nodes = [n for p, n in nodes.items() if re.fullmatch(r"/dev/nvidia\d+", p)]
+    gpu_nodes = [n for p, n in nodes.items() if re.fullmatch(r"/dev/nvidia[0-9]+", p)]
     missing = [p for p in ["/dev/nvidiactl"] if not (ctl and ctl.exists)]
     if not gpu_nodes:
         missing.append("/dev/nvidia0 ...")

@@ -250,7 +250,7 @@ def driver_outcome(
 
 # --- compiled GPU architectures -------------------------------------------------------------------
 
-_ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)([a-z]?)$")
+_ARCH = re.compile(r"^(sm|compute)_([0-9]+)([0-9])([a-z]?)$")
 
 
 @dataclass(frozen=True)
@@ -486,7 +486,7 @@ def tf_cuda_text(text: str | None) -> str | None:
     """build_info's cuda_version: '12.2' on Linux, '64_112' on Windows."""
     if not text:
         return None
-    match = re.fullmatch(r"64_(\d+)(\d)", text.strip())
+    match = re.fullmatch(r"64_([0-9]+)([0-9])", text.strip())
     value = f"{match.group(1)}.{match.group(2)}" if match else text.strip()
     return value if parse_version(value) else None
 
@@ -582,8 +582,8 @@ def pick_tensorflow(
 
 # --- JAX and CuPy ---------------------------------------------------------------------------------
 
-_JAX_PLUGIN = re.compile(r"^jax-cuda(\d+)-(plugin|pjrt)$")
-_JAXLIB_CUDA = re.compile(r"\+cuda(\d+)")
+_JAX_PLUGIN = re.compile(r"^jax-cuda([0-9]+)-(plugin|pjrt)$")
+_JAXLIB_CUDA = re.compile(r"\+cuda([0-9]+)")
 
 
 @dataclass(frozen=True)
@@ -614,7 +614,7 @@ def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
     return JaxFacts(version, plugins, int(match.group(1)) if match else None)
 
 
-_CUPY = re.compile(r"^cupy-cuda(\d+?)(x|\d)$")
+_CUPY = re.compile(r"^cupy-cuda([0-9]+?)(x|[0-9])$")
 
 
 def cupy_cuda(name: str) -> tuple[str, bool] | None:
@@ -713,11 +713,11 @@ def package_key(soname: str) -> str | None:
 
 def is_package_for(name: str, key: str) -> bool:
     """nvidia-cudnn-cu12 (and CUDA 13's nvidia-cudnn-cu13, nvidia-cuda-runtime) for 'cudnn'..."""
-    return re.fullmatch(rf"nvidia-{re.escape(key)}(-cu\d+)?", name) is not None
+    return re.fullmatch(rf"nvidia-{re.escape(key)}(-cu[0-9]+)?", name) is not None
 
 
 def soname_major(path: str) -> str | None:
-    match = re.search(r"\.so\.(\d+)", path)
+    match = re.search(r"\.so\.([0-9]+)", path)
     return match.group(1) if match else None
 
 

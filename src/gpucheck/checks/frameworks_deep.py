@@ -54,10 +54,10 @@ BY_HAND = {
 # The child's own words (probes/child.py): "crashed with SIGSEGV in <step>: <its last line>",
 # "timed out after 60 s in <step>"; a step may hold a colon itself ("smoke cuda:0").
 _STEP = re.compile(
-    r"(?:crashed with \S+|timed out after [\d.]+ s|exited with status -?\d+) in (.+?)(?:: |$)"
+    r"(?:crashed with \S+|timed out after [0-9.]+ s|exited with status -?[0-9]+) in (.+?)(?:: |$)"
 )
 _MISSING_LIB = re.compile(
-    r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.\d+)*): cannot open shared object file"
+    r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
 )
 
 
@@ -439,7 +439,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
 def _device_gpu(ctx: Context, device: str | None) -> Target | None:
     """The GPU behind a framework's device ("cuda:1", "/GPU:1", "cuda(id=1)"), when CUDA's
     order surely matches the driver's: CUDA_DEVICE_ORDER=PCI_BUS_ID, or identical GPUs."""
-    match = re.search(r"(\d+)\)?$", (device or "").strip())
+    match = re.search(r"([0-9]+)\)?$", (device or "").strip())
     found = targets(ctx)
     if match is None or int(match.group(1)) >= len(found):
         return None

@@ -352,7 +352,7 @@ def memory_in_use(ctx: Context) -> Outcome | None:
         return unknown
     busy = []
     for g in gpus:
-        if g.memory_total and g.memory_used is not None and g.memory_used > g.memory_total / 2:
+        if g.memory_total and g.memory_used is not None and 2 * g.memory_used > g.memory_total:
             procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
             who = (
                 ", ".join(f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in procs[:3])

@@ -30,7 +30,14 @@ from gpucheck.snapshot import Distribution, PythonEnvironment
 
 def _jax_majors(ctx: Context) -> list[int]:
     """The CUDA majors JAX has published wheels for (compat data)."""
-    return sorted({int(m) for r in ctx.compat.jax.releases for m in r.cuda_majors if m.isdigit()})
+    return sorted(
+        {
+            int(m)
+            for r in ctx.compat.jax.releases
+            for m in r.cuda_majors
+            if m.isascii() and m.isdigit()
+        }
+    )
 
 
 def _newest_toolkit(ctx: Context, major: int) -> str | None:

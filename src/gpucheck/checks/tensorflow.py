@@ -32,7 +32,7 @@ from gpucheck.checks.frameworks_common import (
     version_key,
 )
 from gpucheck.checks.model import Outcome, Section, Status, check
-from gpucheck.compat import Compat, parse_version, read_topic
+from gpucheck.compat import Compat, parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
 from gpucheck.snapshot import LibraryCopy, PythonEnvironment
@@ -398,7 +398,7 @@ def cuda_libraries(ctx: Context) -> Outcome | None:
 
 def _key(name: str) -> str:
     """nvidia-cudnn-cu12 -> cudnn; nvidia-cuda-runtime-cu12 -> cuda-runtime."""
-    return re.sub(r"-cu\d+$", "", name.removeprefix("nvidia-"))
+    return re.sub(r"-cu[0-9]+$", "", name.removeprefix("nvidia-"))
 
 
 def _cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
@@ -483,7 +483,7 @@ def _system_cover(ctx: Context, name: str, major: str | None) -> str | None:
     if _key(name) == "cudnn":
         found = _loader_copies(ctx.snapshot.cudnn.libraries, major) if major else []
     else:
-        match = re.search(r"-cu(\d+)$", name)
+        match = re.search(r"-cu([0-9]+)$", name)
         found = _loader_copies(ctx.snapshot.cuda.runtimes, match.group(1)) if match else []
     return f"{found[0].version} at {found[0].path}" if found else None
 
@@ -583,10 +583,8 @@ def _python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
 @cache
 def _keras3_from(compat: Compat) -> Version | None:
     """The first TensorFlow whose default Keras is Keras 3 (tensorflow.toml, package keras)."""
-    _, data = read_topic(compat.dirs, "tensorflow.toml")
-    rows = [r for r in data.get("package", []) if isinstance(r, dict) and r.get("name") == "keras"]
-    value = rows[0].get("keras3_default_from") if rows else None
-    return parse_version(value) if isinstance(value, str) else None
+    row = compat.tensorflow.packages.get("keras")
+    return row.keras3_default_from if row else None
 
 
 @check("tensorflow.keras", Section.FRAMEWORKS, "Keras and tf-keras match the TensorFlow release")

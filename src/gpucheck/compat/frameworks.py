@@ -23,7 +23,7 @@ def cuda_of_local_tag(version: str) -> str | None:
 
     This rule holds for versions newer than the data too, so it is applied before the table.
     """
-    match = re.search(r"\+cu(\d+)(\d)$", version.strip())
+    match = re.search(r"\+cu([0-9]+)([0-9])$", version.strip())
     return f"{match.group(1)}.{match.group(2)}" if match else None
 
 
@@ -140,6 +140,7 @@ class TfPackage:
     note: str
     last_version: str | None
     source: str
+    keras3_default_from: Version | None = None  # the keras row: first TF whose Keras is 3
 
 
 class TensorflowData:
@@ -190,6 +191,7 @@ class TensorflowData:
                     r.opt_text("note") or "",
                     r.opt_text("last_version"),
                     r.text("source"),
+                    r.opt_version("keras3_default_from"),
                 )
                 for r in rows.table("package")
             ],
@@ -250,7 +252,7 @@ class JaxData:
 
     def release(self, version: str) -> JaxRelease | None:
         wanted = parse_version(version)
-        if wanted is None or not self.releases or wanted > _next_minor(self.releases[-1].version):
+        if wanted is None or not self.releases or wanted >= _next_minor(self.releases[-1].version):
             return None  # newer than the data: unknown, not assumed unchanged
         rows = [r for r in self.releases if r.version <= wanted]
         return rows[-1] if rows else None

@@ -22,7 +22,7 @@ from gpucheck.compat.rows import Rows
 _PREFIXES = ("nvidia ", "tesla ")
 # Trailing form-factor / memory / board tokens: "-SXM4-80GB", " 80GB HBM3", " PCIe", " NVL".
 _SUFFIX = re.compile(
-    r"[\s-]+(?:sxm\d*|pcie|nvl|hbm\d*e?|\d+\s*gb|\d+g|dgxs?|mxm|smx\d*|sxm\d-\d+gb|lhr)$"
+    r"[\s-]+(?:sxm[0-9]*|pcie|nvl|hbm[0-9]*e?|[0-9]+\s*gb|[0-9]+g|dgxs?|mxm|smx[0-9]*|sxm[0-9]-[0-9]+gb|lhr)$"
 )
 
 

@@ -25,8 +25,8 @@ from gpucheck.snapshot import LibraryCopy
 # The main library of each family: libcudart.so.12 but not libcudart_static.a;
 # libcudnn.so.9 but not libcudnn_ops.so.9 (cuDNN's sub-libraries follow the main one).
 PATTERNS = {
-    "cudart": re.compile(r"^libcudart\.so(\.\d+)*$"),
-    "cudnn": re.compile(r"^libcudnn\.so(\.\d+)*$"),
+    "cudart": re.compile(r"^libcudart\.so(\.[0-9]+)*$"),
+    "cudnn": re.compile(r"^libcudnn\.so(\.[0-9]+)*$"),
 }
 SYSTEM_DIRS = (
     "/usr/local/lib",
@@ -79,7 +79,7 @@ def ldconfig_cache() -> dict[str, list[str]]:
 
 def version_from_filename(path: str) -> str | None:
     """libcudart.so.12.4.127 -> 12.4.127; libcudnn.so.9 -> None (the major alone says little)."""
-    match = re.search(r"\.so\.(\d+(?:\.\d+)+)$", os.path.basename(path))
+    match = re.search(r"\.so\.([0-9]+(?:\.[0-9]+)+)$", os.path.basename(path))
     return match.group(1) if match else None
 
 
@@ -100,7 +100,7 @@ def cudnn_header_version(lib_path: str) -> str | None:
             except OSError:
                 continue
             parts = [
-                re.search(rf"#define\s+CUDNN_{key}\s+(\d+)", text)
+                re.search(rf"#define\s+CUDNN_{key}\s+([0-9]+)", text)
                 for key in ("MAJOR", "MINOR", "PATCHLEVEL")
             ]
             if all(parts):

@@ -131,10 +131,10 @@ def probe_nvcc(env: Mapping[str, str], homes: list[Path], timeout: float = 10) -
 
 def parse_nvcc_version(text: str) -> str | None:
     """'Cuda compilation tools, release 12.4, V12.4.131' -> '12.4.131'."""
-    match = re.search(r"release (\d+\.\d+), V(\d+\.\d+(?:\.\d+)*)", text)
+    match = re.search(r"release ([0-9]+\.[0-9]+), V([0-9]+\.[0-9]+(?:\.[0-9]+)*)", text)
     if match:
         return match.group(2)
-    match = re.search(r"release (\d+\.\d+)", text)
+    match = re.search(r"release ([0-9]+\.[0-9]+)", text)
     return match.group(1) if match else None
 
 

@@ -201,7 +201,7 @@ def parse_module_version(banner: str) -> str | None:
 
     Open kernel modules say 'NVIDIA UNIX Open Kernel Module for x86_64  550.54.14 ...'.
     """
-    match = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", banner)
+    match = re.search(r"Kernel Module(?: for \S+)?\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)", banner)
     return match.group(1) if match else None
 
 
@@ -218,7 +218,8 @@ def device_nodes(root: Path) -> list[DeviceNode]:
     names = ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]
     with contextlib.suppress(OSError):
         names += sorted(
-            (n for n in os.listdir(dev) if re.fullmatch(r"nvidia\d+", n)), key=lambda n: int(n[6:])
+            (n for n in os.listdir(dev) if re.fullmatch(r"nvidia[0-9]+", n)),
+            key=lambda n: int(n[6:]),
         )
     if (dev / "dxg").exists():
         names.append("dxg")
