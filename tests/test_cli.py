@@ -258,3 +258,27 @@ def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
     )
     assert proc.stdout.startswith("gpucheck ")
     assert "Traceback" not in proc.stderr and "Broken pipe" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("snap", "code"), [(builders.h100_node(1), 0), (builders.no_gpu_machine(), 1)]
+)
+def test_a_closed_pipe_keeps_the_reports_exit_code(
+    tmp_path: Path, snap: Snapshot, code: int
+) -> None:
+    """`gpucheck doctor | head -c 10` in a CI gate: the reader leaving must not turn a
+    failing report into a pass or a passing one into a failure."""
+    import subprocess
+    import sys
+
+    path = save(tmp_path, snap)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "doctor", "--from", path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # gone before the first write
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert b"Traceback" not in err and b"Exception ignored" not in err

@@ -90,6 +90,10 @@ def _open_output(path: str | None) -> tuple[IO[str], str | None]:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as exc:
         raise UserError(f"--output: cannot write in {target.parent}: {exc.strerror}") from None
+    # mkstemp makes 0600; a report is read by collectors running as other users.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     return os.fdopen(fd, "w", encoding="utf-8"), tmp
 
 
@@ -105,12 +109,15 @@ def _write(path: str | None, write: Callable[[IO[str]], object]) -> None:
     stream, tmp = _open_output(path)
     try:
         write(stream)
+        _finish_output(stream, tmp, path)
+    except BrokenPipeError:
+        # The reader went away (gpucheck doctor | head): the exit code still tells the result.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except BaseException:
         if tmp is not None:
             stream.close()
             os.unlink(tmp)
         raise
-    _finish_output(stream, tmp, path)
 
 
 def _read_snapshot(path: str) -> Snapshot:
@@ -515,7 +522,7 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         _fail("interrupted", 130)
     except BrokenPipeError:
-        # The reader went away (gpucheck doctor | head): not an error of ours.
+        # The reader went away before the report was written (gpucheck checks | head).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except Exception as exc:
@@ -529,8 +536,6 @@ def main() -> None:
         if hasattr(exc, "format_message") and isinstance(code, int):
             hint = f" (see: gpucheck {_subcommand()}--help)" if code == EXIT_USAGE else ""
             _fail(f"{exc.format_message()}{hint}", code or EXIT_USAGE)
-        if type(exc).__name__ == "Abort":
-            _fail("interrupted", 130)
         if os.environ.get("GPUCHECK_DEBUG"):
             raise
         _fail(

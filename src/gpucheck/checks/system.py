@@ -175,8 +175,13 @@ def cuda_launch_blocking(ctx: Context) -> Outcome | None:
 @check("system.probes", Section.SYSTEM, "gpucheck could gather the system and library facts")
 def probes(ctx: Context) -> Outcome | None:
     # NVML and libcuda probe failures are judged by their own checks; these are the rest.
-    names = ("system", "libraries", "frameworks", "frameworks_deep")
-    bad = [p for p in ctx.snapshot.probes if p.name in names and p.status != "ok"]
+    # A framework that crashed or hung in --deep is judged by frameworks.smoke-test.
+    bad = [
+        p
+        for p in ctx.snapshot.probes
+        if (p.name in ("system", "libraries", "frameworks") and p.status != "ok")
+        or (p.name == "frameworks_deep" and p.status in ("error", "skipped"))
+    ]
     if not bad:
         return None
     return Outcome.warn(

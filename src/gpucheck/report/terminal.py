@@ -23,8 +23,14 @@ MARKS = {
 }
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own handling exits 1; the CLI keeps the report's exit code instead.
+        raise BrokenPipeError
+
+
 def _console(stream: IO[str] | None) -> Console:
-    return Console(file=stream, highlight=False, soft_wrap=False, emoji=False)
+    return _Console(file=stream, highlight=False, soft_wrap=False, emoji=False)
 
 
 def render(report: Report, stream: IO[str] | None = None, verbose: bool = False) -> None:
