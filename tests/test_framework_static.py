@@ -1563,3 +1563,13 @@ def test_python_3_8(tmp_path: Path) -> None:
     }
     assert facts["errors"] == []
     decode(facts)
+
+
+def test_the_probe_reads_every_distribution_the_checks_know() -> None:
+    """The standalone probe keeps its own name list; it must cover gpucheck's table."""
+    from gpucheck.distributions import FRAMEWORK_DISTS
+    from gpucheck.probes import _framework_static as static
+
+    for names in FRAMEWORK_DISTS.values():
+        for name in names:
+            assert static.wanted(name), name

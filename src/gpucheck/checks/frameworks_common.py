@@ -23,6 +23,7 @@ from gpucheck.checks.model import Outcome, Status
 from gpucheck.compat import driver_text, parse_version
 from gpucheck.compat.answers import TORCH_INDEX, tf_install, torch_install
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.distributions import TF_DISTS
 from gpucheck.snapshot import Distribution, FrameworkRuntime, PythonEnvironment
 
 # --- environments ------------------------------------------------------------------------------
@@ -462,17 +463,6 @@ def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str:
 
 # --- TensorFlow ---------------------------------------------------------------------------------
 
-TF_DISTS = (
-    "tensorflow",
-    "tensorflow-gpu",
-    "tensorflow-cpu",
-    "tensorflow-intel",
-    "tensorflow-macos",
-    "tensorflow-cpu-aws",
-    "tensorflow-rocm",
-    "tf-nightly",
-    "tf-nightly-cpu",
-)
 TF_CPU_DISTS = (
     "tensorflow-cpu",
     "tensorflow-intel",

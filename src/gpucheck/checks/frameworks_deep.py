@@ -13,7 +13,6 @@ from packaging.utils import canonicalize_name
 from gpucheck.checks.context import Context
 from gpucheck.checks.cuda import CUINIT_CAUSES
 from gpucheck.checks.frameworks_common import (
-    TF_DISTS,
     Target,
     cc_list,
     combine,
@@ -41,6 +40,7 @@ from gpucheck.checks.model import Outcome, Section, Status, check
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.distributions import TF_DISTS, installed_frameworks
 from gpucheck.snapshot import Distribution, FrameworkRuntime, PythonEnvironment
 
 XID = "look for Xid errors: sudo dmesg | grep -i xid"
@@ -87,14 +87,8 @@ def _dists(env: PythonEnvironment, framework: str) -> list[Distribution]:
 
 
 def _installed(env: PythonEnvironment) -> list[str]:
-    """The frameworks installed here, as the deep pass names them."""
-    found = {
-        "torch": torch_facts(env) is not None,
-        "tensorflow": tf_facts(env) is not None,
-        "jax": jax_facts(env) is not None,
-        "cupy": any(d.name.startswith("cupy") for d in env.distributions),
-    }
-    return [name for name, here in found.items() if here]
+    """The frameworks installed here, as the deep pass chose which to import."""
+    return installed_frameworks(env)
 
 
 def _built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:

@@ -13,7 +13,6 @@ from packaging.utils import canonicalize_name
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks_common import (
     GPU_EXTRAS,
-    TF_DISTS,
     combine,
     env_os,
     is_package_for,
@@ -23,6 +22,7 @@ from gpucheck.checks.frameworks_common import (
     satisfies,
 )
 from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.distributions import TF_DISTS
 from gpucheck.snapshot import Distribution, LibraryCopy, PythonEnvironment
 
 Needs = dict[str, list[tuple[Distribution, Requirement]]]  # package -> who requires what

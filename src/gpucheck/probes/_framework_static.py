@@ -47,6 +47,7 @@ NAMES = frozenset(
         "tensorflow-intel",
         "tensorflow-macos",
         "tensorflow-cpu-aws",
+        "tensorflow-rocm",
         "tf-nightly",
         "tf-nightly-cpu",
         "tf-keras",

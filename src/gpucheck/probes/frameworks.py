@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gpucheck.distributions import installed_frameworks
 from gpucheck.probes.child import HERE, ChildResult, run_script
 from gpucheck.serde import DecodeError, from_dict
 from gpucheck.snapshot import FrameworkRuntime, ProbeRun, PythonEnvironment
@@ -25,22 +26,6 @@ STATIC_SCRIPT = HERE / "_framework_static.py"
 DEEP_SCRIPT = HERE / "_framework_deep.py"
 # Importing TensorFlow from a cold disk or initialising CUDA on eight GPUs takes a while.
 DEEP_MIN_TIMEOUT = 60.0
-
-# Which installed distribution means which framework can be imported.
-FRAMEWORK_DISTS: dict[str, tuple[str, ...]] = {
-    "torch": ("torch",),
-    "tensorflow": (
-        "tensorflow",
-        "tensorflow-cpu",
-        "tensorflow-gpu",
-        "tensorflow-intel",
-        "tensorflow-macos",
-        "tf-nightly",
-        "tf-nightly-cpu",
-    ),
-    "jax": ("jaxlib",),
-    "cupy": ("cupy",),
-}
 
 
 class PythonNotFound(ValueError):
@@ -98,13 +83,6 @@ def probe_environment(
         return PythonEnvironment(python=python, origin=origin, error=f"unreadable facts: {exc}")
     found.error = problem  # the facts came, but the child did not end well
     return found
-
-
-def installed_frameworks(environment: PythonEnvironment) -> list[str]:
-    names = {d.name for d in environment.distributions}
-    if any(n.startswith("cupy-") for n in names):
-        names.add("cupy")  # cupy-cuda12x and friends install the cupy module
-    return [fw for fw, dists in FRAMEWORK_DISTS.items() if any(n in names for n in dists)]
 
 
 def probe_runtime(
