@@ -477,3 +477,26 @@ def test_deep_pass_is_not_run_where_cuda_init_would_change_the_machine(
     assert run["status"] == "skipped"
     assert "kernel module is not loaded" in run["error"]
     assert all(e["runtimes"] == [] for e in data["snapshot"]["environments"])
+
+
+def test_python_option_scans_that_environments_pip_libraries(
+    wheels: reallibs.PipSite, tmp_path: Path, gpucheck: Any
+) -> None:
+    """`--python` points at another environment: its pip nvidia-* libraries are the ones that
+    matter, and gpucheck's own environment's are not scanned."""
+    import sys as _sys
+
+    venv = tmp_path / "env"
+    subprocess.run([_sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    (site / "nvidia").symlink_to(wheels.site / "nvidia", target_is_directory=True)
+    for dist_info in wheels.site.glob("*.dist-info"):
+        shutil.copytree(dist_info, site / dist_info.name)
+    result = gpucheck("snapshot", "--python", str(venv / "bin" / "python"))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    pip = [c for c in data["cudnn"]["libraries"] if c["origin"] == "pip"]
+    assert [c["package"] for c in pip] == [f"nvidia-cudnn-cu12 {wheels.cudnn_version}"]
+    assert pip[0]["path"].startswith(str(site))
+    runtimes = [c["package"] for c in data["cuda"]["runtimes"] if c["origin"] == "pip"]
+    assert runtimes == [f"nvidia-cuda-runtime-cu12 {wheels.cudart_version}"]

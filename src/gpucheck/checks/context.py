@@ -79,7 +79,7 @@ class Context:
 
     # -- NVML ---------------------------------------------------------------------------------
 
-    @property
+    @cached_property
     def nvml_ok(self) -> bool:
         nvml = self.snapshot.nvml
         run = self.snapshot.probe("nvml")
@@ -90,11 +90,11 @@ class Context:
             and (run is None or run.status in ("ok", "crashed"))
         )
 
-    @property
+    @cached_property
     def gpus(self) -> list[GpuFacts]:
         return self.snapshot.nvml.gpus if self.nvml_ok else []
 
-    @property
+    @cached_property
     def healthy_handles(self) -> list[GpuFacts]:
         return [g for g in self.gpus if g.handle_error is None]
 
@@ -110,7 +110,7 @@ class Context:
     def pci_gpu_count(self) -> int:
         return len(self.snapshot.system.pci_gpus)
 
-    @property
+    @cached_property
     def has_gpu(self) -> bool | None:
         """True: some layer saw an NVIDIA GPU; False: looked and saw none; None: cannot tell."""
         sysf = self.snapshot.system
@@ -125,7 +125,7 @@ class Context:
             return False
         return None
 
-    @property
+    @cached_property
     def driver_cuda(self) -> str | None:
         """The newest CUDA the running driver supports, from NVML or else a working libcuda.
 

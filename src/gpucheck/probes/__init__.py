@@ -21,6 +21,7 @@ from gpucheck.snapshot import (
     CudnnFacts,
     NvmlFacts,
     ProbeRun,
+    PythonEnvironment,
     Snapshot,
     SystemFacts,
 )
@@ -85,6 +86,24 @@ def driver_init_allowed(system: SystemFacts) -> bool:
     return not (system.os == "Linux" and not system.wsl and system.nvidia_module_loaded is False)
 
 
+def _library_site_dirs(
+    opts: ProbeOptions, frameworks: Future[tuple[list[PythonEnvironment], ProbeRun]]
+) -> list[Path]:
+    if opts.site_dirs is not None:
+        return opts.site_dirs
+    dirs = [] if opts.python else default_site_dirs(opts.env)
+    try:
+        environments, _ = frameworks.result()
+    except Exception:
+        environments = []
+    for env in environments:
+        for d in env.site_packages:
+            path = Path(d)
+            if path not in dirs and path.is_dir():
+                dirs.append(path)
+    return dirs
+
+
 def cuda_init_allowed(system: SystemFacts) -> str | None:
     """Why cuInit (ours, or a framework's in --deep) must not run, or None. Beyond
     driver_init_allowed: without /dev/nvidia-uvm, cuInit would load nvidia-uvm and create it."""
@@ -105,20 +124,25 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     from gpucheck.probes.system import probe_system
 
     opts = options or ProbeOptions()
-    site_dirs = opts.site_dirs if opts.site_dirs is not None else default_site_dirs(opts.env)
-    scope = SearchScope(env=opts.env, site_dirs=site_dirs)
     snap = Snapshot(created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     # The system probe reads files only (milliseconds) and decides whether driver init is safe.
     snap.system, runs = _guarded("system", lambda: probe_system(opts.root, opts.env), SystemFacts())
     init = driver_init_allowed(snap.system)
     no_cuda_init = cuda_init_allowed(snap.system)
     with ThreadPoolExecutor(max_workers=4) as pool:
+        frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
+
+        def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
+            # pip's nvidia-* libraries live in the probed environments (--python's too): wait
+            # for the frameworks probe (tens of milliseconds) to know their site folders.
+            scope = SearchScope(env=opts.env, site_dirs=_library_site_dirs(opts, frameworks_f))
+            return probe_cuda_and_cudnn(scope, opts.timeout)
+
         nvml_f = pool.submit(probe_nvml, opts.timeout, opts.env, init)
         driver_f = pool.submit(
             probe_cuda_driver, opts.timeout, opts.env, no_cuda_init is None, no_cuda_init
         )
-        libs_f = pool.submit(probe_cuda_and_cudnn, scope, opts.timeout)
-        frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
+        libs_f = pool.submit(libraries)
         (snap.nvml, nvml_run), err1 = _result(
             nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
         )
