@@ -169,8 +169,8 @@ def tensorflow(compat: Compat, version: str) -> Answer:
     }
     sources = [rel.source]
     and_cuda = tf.and_cuda_for(version)
+    data["and_cuda_requires"] = list(and_cuda.requires) if and_cuda is not None else None
     if and_cuda is not None:
-        data["and_cuda_requires"] = list(and_cuda.requires)
         sources.append(and_cuda.source)
     data["install"] = tf_install(rel.version)
     if not data["windows_native_gpu"]:
@@ -186,7 +186,19 @@ def torch(compat: Compat, version: str) -> Answer:
         if tag_cuda is None:
             raise _unknown("PyTorch", version, (r.version for r in data.releases))
         # Newer than the data: the wheel's tag still says its CUDA; nothing else is guessed.
-        return Answer({"version": version, "known": False, "cuda": tag_cuda})
+        return Answer(
+            {
+                "version": version,
+                "known": False,
+                "cuda_variants": None,
+                "python_min": None,
+                "python_max": None,
+                "default_pypi_cuda": None,
+                "rocm_variants": None,
+                "architectures": None,
+                "cuda": tag_cuda,
+            }
+        )
     archs: dict[str, Any] = {}
     sources = [rel.source]
     for cuda in rel.cuda_variants:
@@ -204,8 +216,7 @@ def torch(compat: Compat, version: str) -> Answer:
         "rocm_variants": list(rel.rocm_variants),
         "architectures": archs,
     }
-    if tag_cuda is not None:
-        answer["cuda"] = tag_cuda
+    answer["cuda"] = tag_cuda  # the wheel's own CUDA, when the version has a +cuXYZ tag
     return Answer(answer, sources)
 
 
