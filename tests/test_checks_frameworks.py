@@ -388,7 +388,7 @@ def test_tensorflow_gpu_alone_warns_with_the_compat_note_and_the_replacement() -
     assert f.status is Status.WARN
     note = COMPAT.tensorflow.packages["tensorflow-gpu"].note
     assert any(e.startswith("compat data: " + note[:40]) for e in f.evidence)
-    pick = newest_tensorflow(COMPAT, driver=H100_DRIVER, cc="9.0")
+    pick = newest_tensorflow(COMPAT, driver=H100_DRIVER, ccs=["9.0"])
     assert pick is not None
     assert f.fix and f.fix.startswith(f"pip uninstall -y tensorflow-gpu && {pick['install']}")
 
@@ -458,7 +458,7 @@ def test_tensorflow_2_15_on_driver_515_fails_with_the_driver_or_a_release_for_it
     f = the(fb.on(mb.t4_vm(), fb.with_tensorflow(fb.environment())), "tensorflow.cuda-driver")
     assert f.status is Status.FAIL
     assert f"upgrade the NVIDIA driver to {min_driver('12.2')} or newer" in (f.fix or "")
-    pick = newest_tensorflow(COMPAT, driver="515.105.01", cc="7.5")
+    pick = newest_tensorflow(COMPAT, driver="515.105.01", ccs=["7.5"])
     assert pick is not None
     assert f"or keep this driver: pip uninstall -y tensorflow && {pick['install']}" in (f.fix or "")
 

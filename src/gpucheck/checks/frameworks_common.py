@@ -21,7 +21,7 @@ from packaging.version import Version
 from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.model import Outcome, Status
 from gpucheck.compat import driver_text, parse_version
-from gpucheck.compat.answers import TORCH_INDEX, tf_install, torch_install
+from gpucheck.compat.answers import newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.distributions import TF_DISTS
 from gpucheck.snapshot import Distribution, FrameworkRuntime, PythonEnvironment
@@ -386,32 +386,14 @@ def torch_envs(ctx: Context) -> Iterator[tuple[PythonEnvironment, TorchFacts]]:
             yield env, facts
 
 
-def torch_command(ctx: Context, env: PythonEnvironment, release: Version, cuda: str) -> str:
-    command = torch_install(ctx.compat, release, cuda)
-    if compat_os(ctx, env) == "windows" and "--index-url" not in command:
-        # PyPI's Windows wheels are CPU-only: the CUDA builds come from PyTorch's own index.
-        command += f" --index-url {TORCH_INDEX.format(tag=cuda.replace('.', ''))}"
-    return command
-
-
 def pick_torch(
     ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | None
 ) -> Pick | None:
-    """compat.answers.newest_torch, restricted to releases with wheels for this Python: the
-    newest release and CUDA variant that runs on `driver` and carries code for `ccs`."""
-    compat, py, os = ctx.compat, python_mm(env), compat_os(ctx, env)
-    for rel in reversed(compat.torch.releases):
-        if py is not None and not in_range(py, rel.python_min, rel.python_max):
-            continue
-        for cuda in sorted(rel.cuda_variants, key=version_key, reverse=True):
-            if driver is not None and not compat.cuda_runs_on_driver(cuda, driver, os):
-                continue
-            if ccs:
-                arch = compat.torch.arch(rel.version, cuda)
-                if arch is None or not all(arch.runs_on(cc) for cc in ccs):
-                    continue
-            return Pick(str(rel.version), cuda, torch_command(ctx, env, rel.version, cuda))
-    return None
+    """compat.answers.newest_torch for this environment's OS and Python."""
+    found = newest_torch(
+        ctx.compat, driver=driver, ccs=ccs, os=compat_os(ctx, env), python=env.version
+    )
+    return Pick(found["version"], found["cuda"], found["install"]) if found else None
 
 
 def _fits(ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | None) -> str:
@@ -535,15 +517,6 @@ def tf_envs(ctx: Context) -> Iterator[tuple[PythonEnvironment, TfFacts]]:
             yield env, facts
 
 
-def cc_in_range(ctx: Context, cuda: str, ccs: list[str]) -> bool:
-    """Can the toolkit of CUDA `cuda` target every compute capability in `ccs`?"""
-    rng = ctx.compat.cc_range(cuda)
-    wanted = [parse_version(cc) for cc in ccs]
-    return not ccs or (
-        rng is not None and all(w is not None and rng.min_cc <= w <= rng.max_cc for w in wanted)
-    )
-
-
 def pick_tensorflow(
     ctx: Context,
     env: PythonEnvironment,
@@ -552,22 +525,12 @@ def pick_tensorflow(
     os: str = "linux",
     line: Version | None = None,
 ) -> Pick | None:
-    """compat.answers.newest_tensorflow for several GPUs and this Python: the newest
-    TensorFlow (of `line` only, if given) whose tested CUDA runs on `driver` and can target
-    every `ccs` (judged by that CUDA's architecture range; TensorFlow's own build may target
-    fewer). Linux builds: `os` names the driver table (windows for WSL2)."""
-    compat, py = ctx.compat, python_mm(env)
-    for rel in reversed(compat.tensorflow.releases):
-        if rel.cuda is None or (line is not None and rel.version != line):
-            continue
-        if py is not None and not in_range(py, rel.python_min, rel.python_max):
-            continue
-        if driver is not None and not compat.cuda_runs_on_driver(rel.cuda, driver, os):
-            continue
-        if not cc_in_range(ctx, rel.cuda, ccs):
-            continue
-        return Pick(str(rel.version), rel.cuda, tf_install(rel.version))
-    return None
+    """compat.answers.newest_tensorflow for this environment's Python (Linux builds: `os`
+    names the driver table, windows for WSL2)."""
+    found = newest_tensorflow(
+        ctx.compat, driver=driver, ccs=ccs, os=os, python=env.version, line=line
+    )
+    return Pick(found["version"], found["cuda"], found["install"]) if found else None
 
 
 # --- JAX and CuPy ---------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks_common import (
     JaxFacts,
-    cc_in_range,
     cc_list,
     combine,
     cupy_cuda,
@@ -22,6 +21,7 @@ from gpucheck.checks.frameworks_common import (
 )
 from gpucheck.checks.model import Outcome, Section, check
 from gpucheck.compat import parse_version
+from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.snapshot import Distribution, PythonEnvironment
 
@@ -53,7 +53,7 @@ def jax_major(ctx: Context) -> int | None:
         if driver and not ctx.compat.cuda_runs_on_driver(f"{major}.0", driver, ctx.os):
             continue
         newest = _newest_toolkit(ctx, major)
-        if newest is None or not cc_in_range(ctx, newest, ccs):
+        if newest is None or not cuda_targets(ctx.compat, newest, ccs):
             continue
         return major
     return None

@@ -111,25 +111,37 @@ def tf_install(release: Version) -> str:
     return f"pip install 'tensorflow=={release}.*'"
 
 
+def cuda_targets(compat: Compat, cuda: str, ccs: Iterable[str]) -> bool:
+    """Can the toolkit of CUDA `cuda` build for every compute capability in `ccs`?"""
+    rng = compat.cc_range(cuda)
+    wanted = [parse_version(cc) for cc in ccs]
+    return not wanted or (
+        rng is not None and all(w is not None and rng.min_cc <= w <= rng.max_cc for w in wanted)
+    )
+
+
 def newest_tensorflow(
     compat: Compat,
     driver: str | None = None,
-    cc: str | None = None,
+    ccs: Iterable[str] = (),
     os: str = "linux",
     python: str | None = None,
+    line: Version | None = None,
 ) -> dict[str, Any] | None:
-    """The newest TensorFlow whose tested CUDA runs on `driver` and (judged by that CUDA's
-    architecture range; TensorFlow's own build may target fewer GPUs) can target `cc`."""
+    """The newest TensorFlow (of release `line` only, if given) whose tested CUDA runs on
+    `driver`, can target every compute capability in `ccs` (judged by that CUDA's
+    architecture range; TensorFlow's own build may target fewer GPUs), with wheels for
+    `python`."""
+    ccs = list(ccs)
     for rel in reversed(compat.tensorflow.releases):
-        if rel.cuda is None or not _python_fits(python, rel.python_min, rel.python_max):
+        if rel.cuda is None or (line is not None and rel.version != line):
+            continue
+        if not _python_fits(python, rel.python_min, rel.python_max):
             continue
         if driver is not None and not compat.cuda_runs_on_driver(rel.cuda, driver, os):
             continue
-        if cc is not None:
-            rng = compat.cc_range(rel.cuda)
-            want = parse_version(cc)
-            if rng is None or want is None or not rng.min_cc <= want <= rng.max_cc:
-                continue
+        if not cuda_targets(compat, rel.cuda, ccs):
+            continue
         return {
             "version": str(rel.version),
             "cuda": rel.cuda,
@@ -140,12 +152,10 @@ def newest_tensorflow(
 
 
 def newest_cuda_for_cc(compat: Compat, cc: str) -> str | None:
-    want = parse_version(cc)
-    if want is None:
+    if parse_version(cc) is None:
         return None
     for tk in reversed(compat.toolkits):
-        rng = compat.cc_range(str(tk.version))
-        if rng is not None and rng.min_cc <= want <= rng.max_cc:
+        if cuda_targets(compat, str(tk.version), [cc]):
             return f"{tk.version.major}.{tk.version.minor}"
     return None
 
@@ -324,7 +334,7 @@ def gpu(compat: Compat, name: str) -> Answer:
             "segment": model.segment,
             "newest_cuda": newest_cuda_for_cc(compat, cc),
             "newest_torch": newest_torch(compat, ccs=[cc]),
-            "newest_tensorflow": newest_tensorflow(compat, cc=cc),
+            "newest_tensorflow": newest_tensorflow(compat, ccs=[cc]),
         },
         [model.source],
     )
