@@ -78,12 +78,11 @@ def _decode(tp: Any, value: Any, path: str) -> Any:
         non_none = [a for a in args if a is not type(None)]
         if len(non_none) == 1:
             return _decode(non_none[0], value, path)
-        errors = []
         for arg in non_none:
             try:
                 return _decode(arg, value, path)
-            except DecodeError as exc:
-                errors.append(str(exc))
+            except DecodeError:
+                continue
         raise DecodeError(path, f"matches none of the allowed types ({_type_name(value)})")
     if tp is Any:
         return value

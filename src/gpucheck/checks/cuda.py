@@ -11,6 +11,7 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.model import Outcome, Section, check
 from gpucheck.checks.system import container_fix
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
+from gpucheck.compat.frameworks import major_minor
 from gpucheck.snapshot import LibraryCopy
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
@@ -158,15 +159,10 @@ def driver_api(ctx: Context) -> Outcome | None:
     return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
 
 
-def _major_minor(version: str | None) -> Version | None:
-    parsed = parse_version(version or "")
-    return Version(f"{parsed.major}.{parsed.minor}") if parsed else None
-
-
 def _needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
     """(severity, explanation) when the driver's CUDA is older than `cuda`, else None."""
-    have = _major_minor(ctx.driver_cuda)
-    want = _major_minor(cuda)
+    have = major_minor(ctx.driver_cuda)
+    want = major_minor(cuda)
     if have is None or want is None or want <= have:
         return None
     if want.major > have.major:
@@ -187,7 +183,7 @@ def _needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
 
 def _driver_upgrade(ctx: Context, cuda: str) -> str:
     need = ctx.compat.min_driver(cuda, ctx.os)
-    mm = _major_minor(cuda)
+    mm = major_minor(cuda)
     if need is None:
         return f"upgrade the NVIDIA driver to one that supports CUDA {mm}"
     return (
@@ -286,7 +282,7 @@ def loader_conflicts(copies: list[LibraryCopy]) -> list[list[LibraryCopy]]:
             by_major[_soname_major(c)].append(c)
     conflicts = []
     for group in by_major.values():
-        versions = {_major_minor(c.version) for c in group}
+        versions = {major_minor(c.version) for c in group}
         if len(versions) > 1:
             conflicts.append(group)
     return conflicts

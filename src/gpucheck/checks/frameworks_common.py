@@ -335,7 +335,7 @@ class Pick:
 
 # --- PyTorch --------------------------------------------------------------------------------------
 
-LOCAL_KINDS = {"cpu": "cpu", "rocm": "rocm", "xpu": "xpu"}
+LOCAL_KINDS = ("cpu", "rocm", "xpu")  # local version tags of non-CUDA torch wheels
 KIND_TEXT = {
     "cpu": "a CPU-only build",
     "rocm": "a ROCm (AMD GPU) build",
@@ -363,7 +363,7 @@ def torch_facts(env: PythonEnvironment) -> TorchFacts | None:
     version = version or (deep.version if deep else None)
     local = version.split("+", 1)[1].lower() if version and "+" in version else ""
     tag_cuda = cuda_of_local_tag(version or "")
-    kind = next((k for prefix, k in LOCAL_KINDS.items() if local.startswith(prefix)), None)
+    kind = next((k for k in LOCAL_KINDS if local.startswith(k)), None)
     if build is not None:
         evidence = f"torch/version.py: cuda={build.cuda!r}, hip={build.hip!r}"
         if build.hip:

@@ -28,27 +28,6 @@ class CudnnRelease:
     max_cc: Version | None
     source: str
 
-    def supports_cuda(self, cuda: str) -> bool:
-        want = parse_version(cuda)
-        if want is None:
-            return False
-        mm = Version(f"{want.major}.{want.minor}")
-        for item in self.cuda:
-            low, _, high = item.partition("-")
-            lo, hi = parse_version(low), parse_version(high or low)
-            if lo is not None and hi is not None and lo <= mm <= hi:
-                return True
-        return False
-
-    def supports_cc(self, cc: str) -> bool | None:
-        """True/False where the matrix says; None where it does not list GPUs."""
-        if self.compute_capabilities:
-            return cc in self.compute_capabilities
-        wanted = parse_version(cc)
-        if wanted is None or self.min_cc is None:
-            return None
-        return wanted >= self.min_cc and (self.max_cc is None or wanted <= self.max_cc)
-
 
 class CudnnData:
     def __init__(self, releases: list[CudnnRelease]) -> None:
