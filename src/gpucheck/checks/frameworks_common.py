@@ -22,7 +22,7 @@ from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.model import Outcome, Status
 from gpucheck.compat import driver_text, parse_version
 from gpucheck.compat.answers import newest_tensorflow, newest_torch
-from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.compat.frameworks import code_for, cuda_of_local_tag, major_minor
 from gpucheck.distributions import TF_DISTS
 from gpucheck.snapshot import Distribution, FrameworkRuntime, PythonEnvironment
 
@@ -266,13 +266,7 @@ class Compiled:
 
     def covers(self, cc: str) -> str | None:
         """'sass', 'ptx' or None (no code for this GPU)."""
-        want = parse_version(cc)
-        if want is None:
-            return None
-        for have, exact in self.sass:
-            if (have == want) if exact else (have.major == want.major and have.minor <= want.minor):
-                return "sass"
-        return "ptx" if any(p <= want for p in self.ptx) else None
+        return code_for(cc, self.sass, self.ptx)
 
     def where(self, cc: str) -> str:
         """Why a GPU has no code: newer than everything in the build, or dropped from it."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,21 @@ def cuda_of_local_tag(version: str) -> str | None:
     """
     match = re.search(r"\+cu([0-9]+)([0-9])$", version.strip())
     return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+def code_for(cc: str, sass: Iterable[tuple[Version, bool]], ptx: Iterable[Version]) -> str | None:
+    """Which code of a build runs on a GPU of compute capability `cc`: 'sass', 'ptx' or None.
+
+    SASS runs on the same major at an equal or higher minor (an arch-specific 'a' build, the
+    pair's True, only on that exact capability); PTX is JIT-compiled for its capability and
+    every newer one."""
+    want = parse_version(cc)
+    if want is None:
+        return None
+    for have, exact in sass:
+        if (have == want) if exact else (have.major == want.major and have.minor <= want.minor):
+            return "sass"
+    return "ptx" if any(p <= want for p in ptx) else None
 
 
 # -- PyTorch ---------------------------------------------------------------------------------
@@ -60,14 +76,9 @@ class TorchArch:
         )
 
     def runs_on(self, cc: str) -> bool:
-        """SASS runs on the same major at an equal or higher minor; PTX JIT-compiles forward."""
-        want = parse_version(cc)
-        if want is None:
-            return False
-        for sm in map(parse_version, self.sm):
-            if sm is not None and sm.major == want.major and sm.minor <= want.minor:
-                return True
-        return any(p is not None and p <= want for p in map(parse_version, self.ptx))
+        sass = [(v, False) for v in map(parse_version, self.sm) if v is not None]
+        ptx = [v for v in map(parse_version, self.ptx) if v is not None]
+        return code_for(cc, sass, ptx) is not None
 
 
 class TorchData:
