@@ -479,3 +479,38 @@ def test_every_cuda_problem_across_these_fixtures_has_a_fix() -> None:
         problems += [f for f in run_checks(snap) if f.status in (Status.WARN, Status.FAIL)]
     assert problems
     assert all(f.fix and f.fix.strip() for f in problems)
+
+
+def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
+    """The reinstall must land in the environment that holds the broken copy, not in
+    whatever pip comes first on PATH."""
+    from gpucheck.snapshot import PythonEnvironment
+
+    site = "/home/me/venvs/train/lib/python3.11/site-packages"
+    snap = builders.h100_node(1)
+    snap.environments = [
+        PythonEnvironment(
+            python="/usr/bin/python3",
+            origin="gpucheck",
+            site_packages=["/usr/lib/python3/dist-packages"],
+        ),
+        PythonEnvironment(
+            python="/home/me/venvs/train/bin/python", origin="virtualenv", site_packages=[site]
+        ),
+    ]
+    snap.cudnn.libraries = [
+        builders.library(
+            "cudnn",
+            f"{site}/nvidia/cudnn/lib/libcudnn.so.9",
+            "9.1.0",
+            origin="pip",
+            package="nvidia-cudnn-cu12 9.1.0.70",
+            load_error="crashed with SIGABRT in task x",
+        )
+    ]
+    f = the(snap, "cudnn.libraries")
+    assert f.status is Status.WARN
+    assert f.fix == (
+        "Reinstall it: /home/me/venvs/train/bin/python -m pip install --force-reinstall "
+        "nvidia-cudnn-cu12==9.1.0.70"
+    )

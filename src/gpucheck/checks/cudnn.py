@@ -7,6 +7,22 @@ from gpucheck.checks.cuda import _copies_line, _needs_newer_driver, loader_confl
 from gpucheck.checks.model import Outcome, Section, check
 
 
+def _pip_for(ctx: Context, path: str, command: str) -> str:
+    """`command` aimed at the environment whose site folder holds `path` (plain pip when
+    gpucheck cannot tell, or when that environment is the only one)."""
+    from gpucheck.checks.frameworks_common import pip
+
+    env = next(
+        (
+            e
+            for e in ctx.snapshot.environments
+            if any(path.startswith(site.rstrip("/") + "/") for site in e.site_packages)
+        ),
+        None,
+    )
+    return pip(ctx, env, command) if env is not None else command
+
+
 @check("cudnn.libraries", Section.CUDNN, "cuDNN copies load, agree, and fit the driver")
 def libraries(ctx: Context) -> Outcome:
     copies = ctx.snapshot.cudnn.libraries
@@ -24,7 +40,9 @@ def libraries(ctx: Context) -> Outcome:
         c = broken[0]
         if c.package and " " in c.package:
             name, version = c.package.split(" ", 1)
-            fix = f"Reinstall it: pip install --force-reinstall {name}=={version}"
+            fix = "Reinstall it: " + _pip_for(
+                ctx, c.path, f"pip install --force-reinstall {name}=={version}"
+            )
         else:
             fix = (
                 "Reinstall cuDNN so that all its sub-libraries (libcudnn_*.so) sit beside "
