@@ -315,6 +315,44 @@ def compiled_from(sm: Iterable[str], ptx: Iterable[str], source: str) -> Compile
     )
 
 
+@dataclass
+class Coverage:
+    """How a build's compiled code meets the GPUs: per GPU without usable code, its compute
+    capability and a line saying why; per GPU served only by PTX JIT, a line."""
+
+    missing: list[tuple[str, str]]
+    jit: list[str]
+
+    @property
+    def missing_ccs(self) -> list[str]:
+        return sorted({cc for cc, _ in self.missing}, key=version_key)
+
+
+def coverage(
+    ctx: Context, compiled: Compiled, gpus: list[Target], build_cuda: str | None
+) -> Coverage:
+    """PTX counts only where the driver can JIT-compile it: a driver older than the build's
+    CUDA cannot, so such a GPU has no usable code."""
+    build, driver_cuda = major_minor(build_cuda), major_minor(ctx.driver_cuda)
+    result = Coverage([], [])
+    for gpu in gpus:
+        how = compiled.covers(gpu.cc)
+        name = f"{gpu.label}: {arch_name(ctx, gpu.cc)}"
+        if how is None:
+            result.missing.append((gpu.cc, f"{name}, {compiled.where(gpu.cc)}"))
+        elif how == "ptx" and build and driver_cuda and build > driver_cuda:
+            result.missing.append(
+                (
+                    gpu.cc,
+                    f"{name}, only as PTX, which driver {ctx.driver_version} (CUDA "
+                    f"{driver_cuda}) cannot JIT-compile for CUDA {build}",
+                )
+            )
+        elif how == "ptx":
+            result.jit.append(f"{name}, through PTX JIT compilation")
+    return result
+
+
 # --- the build a fix installs --------------------------------------------------------------------
 
 

@@ -13,9 +13,9 @@ from packaging.version import Version
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks_common import (
     TfFacts,
-    arch_name,
     cc_list,
     combine,
+    coverage,
     driver_outcome,
     env_os,
     gpus_line,
@@ -29,7 +29,6 @@ from gpucheck.checks.frameworks_common import (
     targets,
     tf_envs,
     upgrade_driver,
-    version_key,
 )
 from gpucheck.checks.model import Outcome, Section, Status, check
 from gpucheck.compat import Compat, parse_version
@@ -313,27 +312,10 @@ def _arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome |
             *([f"build_info lists {list(t.archs)}"] if t.archs else []),
         )
     evidence = [f"compiled for {compiled.text()} ({compiled.source})"]
-    build, driver_cuda = major_minor(t.cuda), major_minor(ctx.driver_cuda)
-    missing, jit = [], []
-    for gpu in found:
-        how = compiled.covers(gpu.cc)
-        if how is None:
-            missing.append(
-                (gpu.cc, f"{gpu.label}: {arch_name(ctx, gpu.cc)}, {compiled.where(gpu.cc)}")
-            )
-        elif how == "ptx" and build and driver_cuda and build > driver_cuda:
-            missing.append(
-                (
-                    gpu.cc,
-                    f"{gpu.label}: {arch_name(ctx, gpu.cc)}, only as PTX, which driver "
-                    f"{ctx.driver_version} (CUDA {driver_cuda}) cannot JIT-compile "
-                    f"for CUDA {build}",
-                )
-            )
-        elif how == "ptx":
-            jit.append(f"{gpu.label}: {arch_name(ctx, gpu.cc)}, from PTX")
+    cover = coverage(ctx, compiled, found, t.cuda)
+    missing, jit = cover.missing, cover.jit
     if missing:
-        ccs = sorted({cc for cc, _ in missing}, key=version_key)
+        ccs = cover.missing_ccs
         newer = any(compiled.where(cc).startswith("newer") for cc in ccs)
         pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
         line = _line(t)

@@ -8,10 +8,10 @@ from gpucheck.checks.frameworks_common import (
     KIND_TEXT,
     Compiled,
     TorchFacts,
-    arch_name,
     cc_list,
     combine,
     compiled_from,
+    coverage,
     driver_outcome,
     gpus_line,
     in_range,
@@ -26,7 +26,6 @@ from gpucheck.checks.frameworks_common import (
     torch_fix,
     torch_switch,
     upgrade_driver,
-    version_key,
 )
 from gpucheck.checks.model import Outcome, Section, check
 from gpucheck.compat.frameworks import major_minor
@@ -124,35 +123,19 @@ def _arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcom
             "gpucheck doctor --deep reads them from torch itself",
         )
     evidence = [f"compiled for {compiled.text()} ({compiled.source})"]
-    build, driver_cuda = major_minor(t.cuda), major_minor(ctx.driver_cuda)
-    missing: list[str] = []  # compute capabilities
-    lines, jit = [], []
-    for gpu in found:
-        how = compiled.covers(gpu.cc)
-        if how is None:
-            missing.append(gpu.cc)
-            lines.append(f"{gpu.label}: {arch_name(ctx, gpu.cc)}, {compiled.where(gpu.cc)}")
-        elif how == "ptx" and build and driver_cuda and build > driver_cuda:
-            missing.append(gpu.cc)
-            lines.append(
-                f"{gpu.label}: {arch_name(ctx, gpu.cc)}, only as PTX, which driver "
-                f"{ctx.driver_version} (CUDA {driver_cuda}) cannot JIT-compile for CUDA {build}"
-            )
-        elif how == "ptx":
-            jit.append(f"{gpu.label}: {arch_name(ctx, gpu.cc)}, through PTX JIT compilation")
-    if missing:
-        bad = sorted(set(missing), key=version_key)
+    cover = coverage(ctx, compiled, found, t.cuda)
+    if cover.missing:
         return Outcome.fail(
-            f"{t.name} has no code for {len(missing)} of the GPUs (compute capability "
-            f"{', '.join(bad)}): CUDA kernels fail with 'no kernel image is available for "
-            "execution on the device'",
-            *lines,
+            f"{t.name} has no code for {len(cover.missing)} of the GPUs (compute capability "
+            f"{', '.join(cover.missing_ccs)}): CUDA kernels fail with 'no kernel image is "
+            "available for execution on the device'",
+            *(line for _, line in cover.missing),
             *evidence,
             fix=torch_fix(ctx, env, cc_list(found)),
         )
     return Outcome.passed(
         f"{t.name} has code for every GPU (compute capability {', '.join(cc_list(found))})",
-        *jit,
+        *cover.jit,
         *evidence,
     )
 
