@@ -159,7 +159,7 @@ def driver_api(ctx: Context) -> Outcome | None:
     return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
 
 
-def _needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
+def needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
     """(severity, explanation) when the driver's CUDA is older than `cuda`, else None."""
     have = major_minor(ctx.driver_cuda)
     want = major_minor(cuda)
@@ -222,7 +222,7 @@ def toolkit(ctx: Context) -> Outcome | None:
         return Outcome.info(
             f"CUDA toolkit {nvcc.version} installed (no driver to run it)", *evidence
         )
-    newer = _needs_newer_driver(ctx, nvcc.version)
+    newer = needs_newer_driver(ctx, nvcc.version)
     if newer:
         severity, why = newer
         fix = (
@@ -261,7 +261,7 @@ def toolkit(ctx: Context) -> Outcome | None:
     )
 
 
-def _copies_line(c: LibraryCopy) -> str:
+def copies_line(c: LibraryCopy) -> str:
     where = c.package or c.origin.replace("_", " ")
     version = c.version or "unknown version"
     err = f" - cannot be loaded: {c.load_error}" if c.load_error else ""
@@ -301,7 +301,7 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
             "pip and conda frameworks bring their own; a system copy matters only for code "
             "built against it",
         )
-    evidence = [_copies_line(c) for c in copies]
+    evidence = [copies_line(c) for c in copies]
     conflicts = loader_conflicts(copies)
     if conflicts:
         first = conflicts[0]
@@ -316,7 +316,7 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
         )
     on_path = [c for c in copies if c.on_loader_path and c.version]
     problems = [
-        (c, verdict) for c in on_path if (verdict := _needs_newer_driver(ctx, c.version or ""))
+        (c, verdict) for c in on_path if (verdict := needs_newer_driver(ctx, c.version or ""))
     ]
     if problems:
         c, (severity, why) = problems[0]

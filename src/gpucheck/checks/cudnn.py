@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.cuda import _copies_line, _needs_newer_driver, loader_conflicts
+from gpucheck.checks.cuda import copies_line, loader_conflicts, needs_newer_driver
 from gpucheck.checks.model import Outcome, Section, check
 
 
@@ -32,7 +32,7 @@ def libraries(ctx: Context) -> Outcome:
             "PyTorch and TensorFlow from pip bring theirs (nvidia-cudnn-cu* wheels)",
         )
     evidence = [
-        _copies_line(c) + (f", built for CUDA {c.cuda_version}" if c.cuda_version else "")
+        copies_line(c) + (f", built for CUDA {c.cuda_version}" if c.cuda_version else "")
         for c in copies
     ]
     broken = [c for c in copies if c.load_error]
@@ -64,7 +64,7 @@ def libraries(ctx: Context) -> Outcome:
         )
     driver_major = (ctx.driver_cuda or "?").split(".")[0]
     for c in copies:
-        newer = _needs_newer_driver(ctx, c.cuda_version) if c.cuda_version else None
+        newer = needs_newer_driver(ctx, c.cuda_version) if c.cuda_version else None
         if newer and newer[0] == "fail" and c.on_loader_path:
             return Outcome.warn(
                 f"cuDNN {c.version} is built for CUDA {c.cuda_version}, newer than the driver's "
