@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from gpucheck.snapshot import (
+from gpucheck.model.snapshot import (
     CudaDevice,
     CudaDriverFacts,
     CudaFacts,

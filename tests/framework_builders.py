@@ -15,7 +15,7 @@ from builders import MIB
 from packaging.version import Version
 
 from gpucheck import compat
-from gpucheck.snapshot import (
+from gpucheck.model.snapshot import (
     Distribution,
     FrameworkRuntime,
     GpuFacts,

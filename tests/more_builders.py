@@ -12,8 +12,9 @@ import builders
 from builders import MIB
 
 from gpucheck import checks
-from gpucheck.checks import Finding, Requirements, Status
-from gpucheck.snapshot import (
+from gpucheck.checks import Requirements
+from gpucheck.model.finding import Finding, Status
+from gpucheck.model.snapshot import (
     CudaDriverFacts,
     DeviceNode,
     GpuFacts,
@@ -216,7 +217,9 @@ def run_checks(snap: Snapshot, requirements: Requirements | None = None) -> list
     """Every registered check on `snap`; any warn or fail without a fix is an error at once, so
     that every fixture of every test is held to it."""
     findings = checks.run(checks.Context(snap, requirements or Requirements()))
-    missing = [f.id for f in findings if f.status in PROBLEMS and not (f.fix or "").strip()]
+    missing = [
+        f.id for f in findings if f.status in PROBLEMS and not (f.fix.text if f.fix else "").strip()
+    ]
     if missing:
         raise AssertionError(f"warn/fail findings without a fix: {missing}")
     return findings
@@ -241,4 +244,4 @@ def the(snap: Snapshot, check_id: str, requirements: Requirements | None = None)
 
 def text(f: Finding) -> str:
     """Title, evidence and fix of a finding as one string, for 'is this fact named' asserts."""
-    return "\n".join([f.title, *f.evidence, f.fix or ""])
+    return "\n".join([f.title, *f.evidence, f.fix.text if f.fix else ""])

@@ -13,8 +13,8 @@ from builders import library
 from more_builders import finding, run_checks, the
 
 from gpucheck import compat
-from gpucheck.checks import Status
-from gpucheck.snapshot import CudaDriverFacts, NvccFacts, Snapshot
+from gpucheck.model.finding import Status
+from gpucheck.model.snapshot import CudaDriverFacts, NvccFacts, Snapshot
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -71,7 +71,7 @@ def test_cuinit_system_not_ready_names_the_fabric_manager() -> None:
     assert "fabric manager" in f.title
     assert "cuInit(0) = 802 (CUDA_ERROR_SYSTEM_NOT_READY)" in f.evidence
     assert "while NVML works (driver 590.48.01)" in f.evidence
-    assert f.fix and "nvidia-fabricmanager" in f.fix
+    assert f.fix and "nvidia-fabricmanager" in f.fix.text
 
 
 def test_cuinit_no_device_points_at_visibility() -> None:
@@ -80,7 +80,7 @@ def test_cuinit_no_device_points_at_visibility() -> None:
     assert f.status is Status.FAIL
     assert f.title == "CUDA sees no device"
     assert "cuInit(0) = 100 (CUDA_ERROR_NO_DEVICE)" in f.evidence
-    assert f.fix and "CUDA_VISIBLE_DEVICES" in f.fix and "/dev/nvidia-uvm" in f.fix
+    assert f.fix and "CUDA_VISIBLE_DEVICES" in f.fix.text and "/dev/nvidia-uvm" in f.fix.text
 
 
 def test_cuinit_unlisted_error_still_fails_with_its_name() -> None:
@@ -101,7 +101,7 @@ def test_libcuda_missing_while_nvml_works_fails_naming_the_package() -> None:
     f = the(snap, "cuda.driver-api")
     assert f.status is Status.FAIL
     assert "libcuda.so.1" in f.title
-    assert f.fix and "libnvidia-compute-590" in f.fix  # the running driver's branch
+    assert f.fix and "libnvidia-compute-590" in f.fix.text  # the running driver's branch
 
 
 def test_libcuda_missing_in_a_container_says_compute_capability() -> None:
@@ -110,8 +110,8 @@ def test_libcuda_missing_in_a_container_says_compute_capability() -> None:
     snap.cuda.driver = CudaDriverFacts(load_error="libcuda.so.1: cannot open shared object file")
     f = the(snap, "cuda.driver-api")
     assert f.status is Status.FAIL
-    assert f.fix and "docker run --gpus all" in f.fix
-    assert "NVIDIA_DRIVER_CAPABILITIES must include compute" in f.fix
+    assert f.fix and "docker run --gpus all" in f.fix.text
+    assert "NVIDIA_DRIVER_CAPABILITIES must include compute" in f.fix.text
 
 
 def test_libcuda_missing_without_a_working_driver_skips_or_is_silent() -> None:
@@ -130,7 +130,7 @@ def test_fewer_cuda_devices_than_nvml_gpus_warns() -> None:
     f = the(snap, "cuda.driver-api")
     assert f.status is Status.WARN
     assert f.title.startswith("CUDA sees 7 device(s), but the driver has 8 usable GPU(s)")
-    assert f.fix and "CUDA_VISIBLE_DEVICES" in f.fix
+    assert f.fix and "CUDA_VISIBLE_DEVICES" in f.fix.text
 
 
 def test_cuda_device_count_follows_cuda_visible_devices() -> None:
@@ -159,7 +159,7 @@ def test_cuda_driver_probe_timeout_fails() -> None:
     f = the(snap, "cuda.driver-api")
     assert f.status is Status.FAIL
     assert "timed out after 10 s" in f.title
-    assert f.fix and "xid" in f.fix
+    assert f.fix and "xid" in f.fix.text
 
 
 def test_cuinit_not_tried_with_the_module_unloaded_skips() -> None:
@@ -188,8 +188,8 @@ def test_nvcc_newer_minor_warns_via_minor_version_compatibility() -> None:
     assert "minor version compatibility" in why
     assert f">= {COMPAT.minor_compat_floor(12)}" in why
     assert "PTX JIT" in why
-    assert upgrade_target(f.fix) == COMPAT.min_driver("12.4")
-    assert f.fix and "/usr/local/cuda-12.2" in f.fix
+    assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4")
+    assert f.fix and "/usr/local/cuda-12.2" in f.fix.text
 
 
 def test_nvcc_newer_major_fails() -> None:
@@ -197,12 +197,12 @@ def test_nvcc_newer_major_fails() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA_ERROR_INSUFFICIENT_DRIVER" in f.evidence[0]
-    assert upgrade_target(f.fix) == COMPAT.min_driver("13.0")
+    assert upgrade_target(f.fix.text) == COMPAT.min_driver("13.0")
 
 
 def test_driver_versions_in_toolkit_findings_are_printed_as_nvidia_prints_them() -> None:
     f = the(with_nvcc(mb.driver_535_node(), "13.0.88"), "cuda.toolkit")
-    assert f.fix and f"to {toml_min_driver('13.0.0')} or newer" in f.fix  # "580.65.06"
+    assert f.fix and f"to {toml_min_driver('13.0.0')} or newer" in f.fix.text  # "580.65.06"
     f = the(with_nvcc(mb.driver_535_node(), "12.4.131"), "cuda.toolkit")
     assert "driver 535.104.05 >= " in f.evidence[0]
 
@@ -215,7 +215,7 @@ def test_nvcc_newer_minor_below_the_minor_compat_floor_fails() -> None:
     f = the(with_nvcc(snap, "11.4.152"), "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA 11.4 is newer than the driver's CUDA 11.0" in f.evidence[0]
-    assert upgrade_target(f.fix) == COMPAT.min_driver("11.4")
+    assert upgrade_target(f.fix.text) == COMPAT.min_driver("11.4")
 
 
 def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
@@ -224,8 +224,8 @@ def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
     snap.nvml.driver_version = "537.13"  # a Windows driver of the CUDA 12.2 era
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.WARN
-    assert upgrade_target(f.fix) == COMPAT.min_driver("12.4", "windows")
-    assert f.fix and "on Windows" in f.fix
+    assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4", "windows")
+    assert f.fix and "on Windows" in f.fix.text
 
 
 def test_cuda_home_pointing_at_nothing_warns() -> None:
@@ -238,7 +238,7 @@ def test_cuda_home_pointing_at_nothing_warns() -> None:
     assert f.status is Status.WARN
     assert "CUDA_HOME points to a folder without a CUDA toolkit" in f.title
     assert f.evidence == ["CUDA_HOME=/opt/cuda-12.4 (no bin/nvcc there, none on PATH)"]
-    assert f.fix and f.fix.startswith("export CUDA_HOME=")
+    assert f.fix and f.fix.text.startswith("export CUDA_HOME=")
 
 
 def test_cuda_path_pointing_at_nothing_warns_even_with_an_empty_cuda_home() -> None:
@@ -264,7 +264,7 @@ def test_nvcc_without_a_version_warns() -> None:
     snap.cuda.nvcc = NvccFacts("/usr/local/cuda/bin/nvcc", None, "exited with status 127")
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.WARN
-    assert f.fix and "/usr/local/cuda/bin/nvcc --version" in f.fix
+    assert f.fix and "/usr/local/cuda/bin/nvcc --version" in f.fix.text
 
 
 def test_kepler_gpu_with_nvcc_12_warns_about_architectures() -> None:
@@ -280,7 +280,7 @@ def test_kepler_gpu_with_nvcc_12_warns_about_architectures() -> None:
         f"GPU 0 Tesla K80: compute capability 3.7, this toolkit builds for "
         f"{arch.min_cc} to {arch.max_cc}"
     ) in f.evidence
-    assert f.fix and "compat/cuda.toml" in f.fix
+    assert f.fix and "compat/cuda.toml" in f.fix.text
 
 
 def test_hopper_gpu_with_an_old_nvcc_warns_about_architectures() -> None:
@@ -322,7 +322,7 @@ def test_two_cudart_12_versions_on_the_loader_path_warn() -> None:
     assert "compete on the loader path" in f.title
     assert f"12.1.105 at {CUDART_121} (ld library path)" in f.evidence
     assert f"12.4.127 at {CUDART_124} (ldconfig)" in f.evidence
-    assert f.fix and "keep /usr/local/cuda-12.4/lib64" in f.fix  # the newer one
+    assert f.fix and "keep /usr/local/cuda-12.4/lib64" in f.fix.text  # the newer one
 
 
 def test_cudart_11_and_12_coexist() -> None:
@@ -364,8 +364,8 @@ def test_runtime_13_on_a_12_driver_fails() -> None:
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.FAIL
     assert "13.0.96" in f.title
-    assert upgrade_target(f.fix) == COMPAT.min_driver("13.0")
-    assert f.fix and "no newer than CUDA 12.2" in f.fix
+    assert upgrade_target(f.fix.text) == COMPAT.min_driver("13.0")
+    assert f.fix and "no newer than CUDA 12.2" in f.fix.text
 
 
 def test_runtime_newer_minor_warns() -> None:
@@ -373,7 +373,7 @@ def test_runtime_newer_minor_warns() -> None:
     snap.cuda.runtimes = [library("cudart", CUDART_124, "12.4.127")]
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.WARN
-    assert upgrade_target(f.fix) == COMPAT.min_driver("12.4")
+    assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4")
 
 
 # --- cudnn.libraries ---------------------------------------------------------------------------
@@ -401,7 +401,7 @@ def test_cudnn_that_cannot_load_warns_with_pip_force_reinstall() -> None:
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
     assert "cannot be loaded" in f.title
-    assert f.fix == "Reinstall it: pip install --force-reinstall nvidia-cudnn-cu12==9.1.0.70"
+    assert f.fix.text == "Reinstall it: pip install --force-reinstall nvidia-cudnn-cu12==9.1.0.70"
     assert any("libcudnn_graph.so.9" in e for e in f.evidence)
 
 
@@ -411,7 +411,7 @@ def test_cudnn_without_a_package_that_cannot_load_says_reinstall() -> None:
     snap.cudnn.libraries = [library("cudnn", path, "9.3.0", load_error="undefined symbol")]
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
-    assert f.fix and "libcudnn_*.so" in f.fix and path in f.fix
+    assert f.fix and "libcudnn_*.so" in f.fix.text and path in f.fix.text
 
 
 def test_two_cudnn_9_versions_on_the_loader_path_warn() -> None:
@@ -423,7 +423,7 @@ def test_two_cudnn_9_versions_on_the_loader_path_warn() -> None:
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
     assert "Several cuDNN versions compete" in f.title
-    assert f.fix and "ldconfig" in f.fix
+    assert f.fix and "ldconfig" in f.fix.text
 
 
 def test_cudnn_8_and_9_coexist_and_pip_copies_do_not_compete() -> None:
@@ -453,7 +453,7 @@ def test_cudnn_built_for_a_newer_cuda_major_than_the_driver_warns() -> None:
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
     assert "built for CUDA 13.0, newer than the driver's CUDA 12.2" in f.title
-    assert f.fix and "CUDA 12.x" in f.fix
+    assert f.fix and "CUDA 12.x" in f.fix.text
 
 
 def test_cudnn_for_a_newer_minor_runs_by_minor_version_compatibility() -> None:
@@ -478,13 +478,13 @@ def test_every_cuda_problem_across_these_fixtures_has_a_fix() -> None:
     for snap in snaps:
         problems += [f for f in run_checks(snap) if f.status in (Status.WARN, Status.FAIL)]
     assert problems
-    assert all(f.fix and f.fix.strip() for f in problems)
+    assert all(f.fix and f.fix.text.strip() for f in problems)
 
 
 def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
     """The reinstall must land in the environment that holds the broken copy, not in
     whatever pip comes first on PATH."""
-    from gpucheck.snapshot import PythonEnvironment
+    from gpucheck.model.snapshot import PythonEnvironment
 
     site = "/home/me/venvs/train/lib/python3.11/site-packages"
     snap = builders.h100_node(1)
@@ -510,7 +510,7 @@ def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
     ]
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
-    assert f.fix == (
+    assert f.fix.text == (
         "Reinstall it: /home/me/venvs/train/bin/python -m pip install --force-reinstall "
         "nvidia-cudnn-cu12==9.1.0.70"
     )

@@ -8,8 +8,8 @@ import more_builders as mb
 import pytest
 from more_builders import finding, run_checks, text, the
 
-from gpucheck.checks import Status
-from gpucheck.snapshot import DeviceNode, NvmlError, PciDevice
+from gpucheck.model.finding import Status
+from gpucheck.model.snapshot import DeviceNode, NvmlError, PciDevice
 
 # --- driver.kernel-module ----------------------------------------------------------------------
 
@@ -38,12 +38,12 @@ def test_kernel_module_not_loaded_with_a_gpu_on_the_bus_fails_with_modprobe_and_
     # the installed user-space driver's version, read from the library's file name
     assert "the user-space driver 590.48.01 is installed (libnvidia-ml)" in f.evidence
     assert f.fix is not None
-    assert "sudo modprobe nvidia" in f.fix
-    assert "dkms status" in f.fix and "dkms autoinstall" in f.fix
-    assert "mokutil --sb-state" in f.fix  # Secure Boot off/unknown: only how to look
-    assert "mokutil --import" not in f.fix
+    assert "sudo modprobe nvidia" in f.fix.text
+    assert "dkms status" in f.fix.text and "dkms autoinstall" in f.fix.text
+    assert "mokutil --sb-state" in f.fix.text  # Secure Boot off/unknown: only how to look
+    assert "mokutil --import" not in f.fix.text
     assert "Secure Boot is on" not in f.evidence
-    assert "ubuntu-drivers" not in f.fix  # a driver is installed
+    assert "ubuntu-drivers" not in f.fix.text  # a driver is installed
 
 
 def test_kernel_module_not_loaded_with_secure_boot_on_names_mokutil_import() -> None:
@@ -52,7 +52,7 @@ def test_kernel_module_not_loaded_with_secure_boot_on_names_mokutil_import() -> 
     f = the(snap, "driver.kernel-module")
     assert f.status is Status.FAIL
     assert "Secure Boot is on" in f.evidence
-    assert f.fix and "sudo mokutil --import /var/lib/dkms/mok.pub" in f.fix
+    assert f.fix and "sudo mokutil --import /var/lib/dkms/mok.pub" in f.fix.text
 
 
 def test_kernel_module_not_loaded_and_no_driver_installed_says_install_one() -> None:
@@ -61,7 +61,7 @@ def test_kernel_module_not_loaded_and_no_driver_installed_says_install_one() -> 
     f = the(snap, "driver.kernel-module")
     assert f.status is Status.FAIL
     assert not [e for e in f.evidence if "user-space driver" in e]
-    assert f.fix and "sudo ubuntu-drivers install" in f.fix
+    assert f.fix and "sudo ubuntu-drivers install" in f.fix.text
 
 
 def test_kernel_module_not_loaded_gpu_bound_to_vfio() -> None:
@@ -70,7 +70,7 @@ def test_kernel_module_not_loaded_gpu_bound_to_vfio() -> None:
     f = the(snap, "driver.kernel-module")
     assert f.status is Status.FAIL
     assert "GH100 [H100 SXM5 80GB] at 0000:18:00.0: bound to vfio-pci" in f.evidence
-    assert f.fix and "vfio-pci" in f.fix
+    assert f.fix and "vfio-pci" in f.fix.text
 
 
 def test_kernel_module_not_loaded_in_a_container_points_at_the_host() -> None:
@@ -79,7 +79,7 @@ def test_kernel_module_not_loaded_in_a_container_points_at_the_host() -> None:
     f = the(snap, "driver.kernel-module")
     assert f.status is Status.FAIL
     assert "docker container's host" in f.title
-    assert f.fix and "on the host" in f.fix and "cannot load kernel modules" in f.fix
+    assert f.fix and "on the host" in f.fix.text and "cannot load kernel modules" in f.fix.text
 
 
 def test_kernel_module_unknown_when_proc_modules_unreadable() -> None:
@@ -124,7 +124,7 @@ def test_nvml_and_kernel_module_versions_differ_warns() -> None:
             "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && "
             "sudo modprobe -a nvidia nvidia_modeset nvidia_drm nvidia_uvm"
         )
-        in f.fix
+        in f.fix.text
     )
 
 
@@ -134,7 +134,7 @@ def test_nvml_driver_not_loaded_fails_with_modprobe() -> None:
     assert f.status is Status.FAIL
     assert "not running" in f.title
     assert f.evidence[0] == "nvmlInit: DriverNotLoaded (Driver Not Loaded)"
-    assert f.fix and "sudo modprobe nvidia" in f.fix
+    assert f.fix and "sudo modprobe nvidia" in f.fix.text
 
 
 def test_nvml_driver_not_loaded_without_a_gpu_skips() -> None:
@@ -154,7 +154,7 @@ def test_nvml_lib_rm_version_mismatch_names_both_versions() -> None:
     assert f.status is Status.FAIL
     assert "mismatch" in f.title
     assert "kernel module 535.104.05, libnvidia-ml 550.54.14" in f.evidence
-    assert f.fix and "Reboot" in f.fix and "sudo rmmod nvidia_uvm" in f.fix
+    assert f.fix and "Reboot" in f.fix.text and "sudo rmmod nvidia_uvm" in f.fix.text
 
 
 def test_nvml_no_permission_points_at_the_device_nodes() -> None:
@@ -162,7 +162,7 @@ def test_nvml_no_permission_points_at_the_device_nodes() -> None:
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
     assert "permission" in f.title.lower()
-    assert f.fix and "/dev/nvidia*" in f.fix and "driver.device-nodes" in f.fix
+    assert f.fix and "/dev/nvidia*" in f.fix.text and "driver.device-nodes" in f.fix.text
 
 
 def test_nvml_library_not_found_with_module_loaded_names_the_branch_packages() -> None:
@@ -172,24 +172,24 @@ def test_nvml_library_not_found_with_module_loaded_names_the_branch_packages() -
     assert "libnvidia-ml.so.1" in f.title
     assert f.fix is not None
     # the branch is the kernel module's major version
-    assert "libnvidia-compute-535" in f.fix and "nvidia-utils-535" in f.fix
-    assert "535.104.05" in f.fix
+    assert "libnvidia-compute-535" in f.fix.text and "nvidia-utils-535" in f.fix.text
+    assert "535.104.05" in f.fix.text
 
 
 def test_nvml_library_not_found_without_module_version_installs_a_driver() -> None:
     snap = mb.nvml_fails(mb.module_not_loaded(builders.h100_node(1)), "LibraryNotFound")
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
-    assert f.fix and "ubuntu-drivers install" in f.fix
-    assert "libnvidia-compute-" not in f.fix
+    assert f.fix and "ubuntu-drivers install" in f.fix.text
+    assert "libnvidia-compute-" not in f.fix.text
 
 
 def test_nvml_library_not_found_in_a_container_names_the_runtime_fix() -> None:
     snap = mb.container_without_gpu("docker")
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
-    assert f.fix and "docker run --gpus all" in f.fix
-    assert "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in f.fix
+    assert f.fix and "docker run --gpus all" in f.fix.text
+    assert "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in f.fix.text
 
 
 def test_nvml_library_not_found_skips_without_a_gpu_or_in_a_bare_container() -> None:
@@ -206,7 +206,7 @@ def test_nvml_gpu_is_lost_fails_with_reset() -> None:
     assert f.status is Status.FAIL
     assert "fallen off the bus" in f.title
     assert f.evidence[0] == "nvmlInit: GpuIsLost (GPU is lost)"
-    assert f.fix and "nvidia-smi -r" in f.fix and "xid" in f.fix
+    assert f.fix and "nvidia-smi -r" in f.fix.text and "xid" in f.fix.text
 
 
 def test_nvml_binding_missing_says_pip_install() -> None:
@@ -216,7 +216,7 @@ def test_nvml_binding_missing_says_pip_install() -> None:
     )
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
-    assert f.fix == "pip install nvidia-ml-py (in the environment gpucheck runs from)"
+    assert f.fix.text == "pip install nvidia-ml-py (in the environment gpucheck runs from)"
 
 
 def test_nvml_unknown_init_error_fails_with_its_name() -> None:
@@ -225,7 +225,7 @@ def test_nvml_unknown_init_error_fails_with_its_name() -> None:
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
     assert "Unknown" in f.title
-    assert f.fix and "Xid" in f.fix
+    assert f.fix and "Xid" in f.fix.text
 
 
 def test_nvml_probe_timeout_fails_mentioning_the_time() -> None:
@@ -233,7 +233,7 @@ def test_nvml_probe_timeout_fails_mentioning_the_time() -> None:
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
     assert "timed out after 10 s" in f.title
-    assert f.fix and "nvidia-smi -pm 1" in f.fix and "xid" in f.fix
+    assert f.fix and "nvidia-smi -pm 1" in f.fix.text and "xid" in f.fix.text
     # the GPU facts of a timed-out probe are not trusted: no per-GPU findings either
     ids = {x.id for x in run_checks(snap)}
     assert "gpu.ecc-errors" not in ids
@@ -249,7 +249,7 @@ def test_nvml_probe_crashed_with_facts_warns() -> None:
     f = the(snap, "driver.nvml")
     assert f.status is Status.WARN
     assert any("SIGSEGV" in e for e in f.evidence)
-    assert f.fix and "Update the NVIDIA driver" in f.fix
+    assert f.fix and "Update the NVIDIA driver" in f.fix.text
 
 
 def test_nvml_probe_crashed_without_facts_fails() -> None:
@@ -284,7 +284,7 @@ def test_missing_nvidiactl_fails_with_nvidia_modprobe() -> None:
     f = the(snap, "driver.device-nodes")
     assert f.status is Status.FAIL
     assert f.evidence == ["/dev/nvidiactl missing"]
-    assert f.fix and "nvidia-modprobe" in f.fix
+    assert f.fix and "nvidia-modprobe" in f.fix.text
 
 
 def test_missing_gpu_nodes_fail() -> None:
@@ -303,7 +303,7 @@ def test_missing_nodes_in_a_container_get_the_container_fix() -> None:
     snap.system.device_nodes = [DeviceNode(n.path, False) for n in snap.system.device_nodes]
     f = the(snap, "driver.device-nodes")
     assert f.status is Status.FAIL
-    assert f.fix and "nvidia.com/gpu" in f.fix
+    assert f.fix and "nvidia.com/gpu" in f.fix.text
 
 
 def test_device_nodes_without_permission_name_their_group() -> None:
@@ -316,7 +316,7 @@ def test_device_nodes_without_permission_name_their_group() -> None:
     f = the(snap, "driver.device-nodes")
     assert f.status is Status.FAIL
     assert "/dev/nvidia0 crw-rw---- group gpu" in f.evidence
-    assert f.fix and f.fix.startswith("sudo usermod -aG gpu $USER")
+    assert f.fix and f.fix.text.startswith("sudo usermod -aG gpu $USER")
 
 
 def test_device_nodes_not_judged_without_the_module() -> None:
@@ -349,7 +349,7 @@ def test_uvm_missing_fails_with_modprobe_nvidia_uvm() -> None:
     assert "/dev/nvidia-uvm does not exist" in f.evidence
     assert "nvidia_uvm module not loaded" in f.evidence
     assert "cuInit: CUDA_ERROR_UNKNOWN" in f.evidence
-    assert f.fix and "sudo modprobe nvidia-uvm" in f.fix
+    assert f.fix and "sudo modprobe nvidia-uvm" in f.fix.text
 
 
 def test_uvm_node_missing_but_cuinit_working_passes() -> None:
@@ -370,7 +370,7 @@ def test_uvm_not_set_up_and_cuinit_not_tried_warns() -> None:
     f = the(snap, "driver.uvm")
     assert f.status is Status.WARN
     assert "nvidia-modprobe" in f.title
-    assert f.fix and "sudo modprobe nvidia-uvm" in f.fix
+    assert f.fix and "sudo modprobe nvidia-uvm" in f.fix.text
 
 
 def test_uvm_missing_in_a_container_gets_the_container_fix() -> None:
@@ -378,7 +378,7 @@ def test_uvm_missing_in_a_container_gets_the_container_fix() -> None:
     snap.system.container = "docker"
     f = the(snap, "driver.uvm")
     assert f.status is Status.FAIL
-    assert f.fix and "docker run --gpus all" in f.fix
+    assert f.fix and "docker run --gpus all" in f.fix.text
 
 
 def test_uvm_not_judged_without_the_module() -> None:
@@ -401,7 +401,7 @@ def test_persistence_mode_off_on_a_data_centre_gpu_warns_naming_it() -> None:
     assert f.status is Status.WARN
     assert "off on 1 data-centre GPU(s)" in f.title
     assert f.evidence == ["GPU 2 (NVIDIA H100 80GB HBM3, 00000000:38:00.0)"]
-    assert f.fix and "nvidia-persistenced" in f.fix and "nvidia-smi -pm 1" in f.fix
+    assert f.fix and "nvidia-persistenced" in f.fix.text and "nvidia-smi -pm 1" in f.fix.text
 
 
 def test_persistence_mode_off_on_a_tesla_t4_warns() -> None:

@@ -13,11 +13,11 @@ from framework_builders import COMPAT
 from more_builders import finding, run_checks, the
 from packaging.version import Version
 
-from gpucheck.checks import Section, Status
 from gpucheck.compat import driver_text
 from gpucheck.compat.answers import newest_tensorflow, newest_torch, tf_install
-from gpucheck.report import exit_code
-from gpucheck.snapshot import NvccFacts, PythonEnvironment, Snapshot
+from gpucheck.model.finding import Section, Status
+from gpucheck.model.snapshot import NvccFacts, PythonEnvironment, Snapshot
+from gpucheck.report.core import exit_code
 
 H100_DRIVER = "590.48.01"
 # Every framework check, in report order: what this module covers.
@@ -32,9 +32,9 @@ FRAMEWORK_CHECKS = (
     "tensorflow.windows-native",
     "tensorflow.cuda-driver",
     "tensorflow.arch-support",
-    "tensorflow.cuda-libraries",
     "tensorflow.python",
     "tensorflow.keras",
+    "tensorflow.cuda-libraries",
     "jax.cpu-build",
     "jax.cuda-driver",
     "cupy.cuda-driver",
@@ -102,16 +102,16 @@ def test_several_environments_are_named_and_fixed_with_their_own_pip() -> None:
         e.startswith("/opt/gpucheck/bin/python: torch 2.5.1+cu124 is a CUDA 12.4 build")
         for e in f.evidence
     )
-    assert f.fix and f.fix.startswith(
+    assert f.fix and f.fix.text.startswith(
         "/home/user/proj/.venv/bin/python -m pip uninstall -y torch && "
     )
-    assert "/home/user/proj/.venv/bin/python -m pip install 'torch==" in f.fix
+    assert "/home/user/proj/.venv/bin/python -m pip install 'torch==" in f.fix.text
 
 
 def test_an_interpreter_given_with_python_is_fixed_with_its_own_pip() -> None:
     env = fb.torch_cpu(fb.environment(prefix="/srv/job/env", origin="--python"))
     f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
-    assert f.fix and f.fix.startswith("/srv/job/env/bin/python -m pip uninstall -y torch")
+    assert f.fix and f.fix.text.startswith("/srv/job/env/bin/python -m pip uninstall -y torch")
 
 
 def test_odd_facts_never_break_a_check() -> None:
@@ -146,8 +146,8 @@ def test_torch_cpu_build_on_an_h100_fails_with_the_newest_build_for_it() -> None
     pick = newest_torch(COMPAT, driver=H100_DRIVER, ccs=["9.0"])
     assert pick is not None
     assert f.fix is not None
-    assert f.fix.startswith(f"pip uninstall -y torch && {pick['install']} ")
-    assert f"PyTorch {pick['version']} built with CUDA {pick['cuda']}" in f.fix
+    assert f.fix.text.startswith(f"pip uninstall -y torch && {pick['install']} ")
+    assert f"PyTorch {pick['version']} built with CUDA {pick['cuda']}" in f.fix.text
 
 
 def test_torch_cuda_build_passes() -> None:
@@ -161,7 +161,7 @@ def test_torch_rocm_build_on_an_nvidia_machine_fails() -> None:
     f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
     assert f.status is Status.FAIL
     assert "a ROCm (AMD GPU) build" in f.title
-    assert f.fix and "pip uninstall -y torch && pip install 'torch==" in f.fix
+    assert f.fix and "pip uninstall -y torch && pip install 'torch==" in f.fix.text
 
 
 def test_torch_cpu_build_without_a_gpu_is_info_and_the_doctor_stays_green() -> None:
@@ -191,12 +191,14 @@ def test_torch_cu130_on_driver_535_fails_with_the_driver_and_a_build_for_it() ->
     f = the(fb.on(mb.driver_535_node(), env), "torch.cuda-driver")
     assert f.status is Status.FAIL
     assert f.title == "torch 2.9.1+cu130 (CUDA 13.0) needs a newer NVIDIA driver than 535.104.05"
-    assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (f.fix or "")
+    assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
+        f.fix.text if f.fix else ""
+    )
     pick = newest_torch(COMPAT, driver="535.104.05", ccs=["9.0"])
     assert pick is not None and COMPAT.cuda_runs_on_driver(pick["cuda"], "535.104.05")
     assert (
         f"or keep this driver and install a PyTorch built for it: pip uninstall -y torch && {pick['install']}"
-        in (f.fix or "")
+        in (f.fix.text if f.fix else "")
     )
 
 
@@ -235,7 +237,9 @@ def test_pascal_gtx_1080_with_torch_cu128_fails_naming_a_build_that_still_has_6_
     assert pick is not None
     arch = COMPAT.torch.arch(pick["version"], pick["cuda"])
     assert arch is not None and arch.runs_on("6.1")
-    assert f.fix is not None and f.fix.startswith(f"pip uninstall -y torch && {pick['install']} ")
+    assert f.fix is not None and f.fix.text.startswith(
+        f"pip uninstall -y torch && {pick['install']} "
+    )
 
 
 def test_rtx_5090_with_torch_cu126_fails_naming_a_cu128_or_newer_build() -> None:
@@ -248,7 +252,7 @@ def test_rtx_5090_with_torch_cu126_fails_naming_a_cu128_or_newer_build() -> None
     )
     pick = newest_torch(COMPAT, driver="590.44.01", ccs=["12.0"])
     assert pick is not None and Version(pick["cuda"]) >= Version("12.8")
-    assert f.fix and pick["install"] in f.fix
+    assert f.fix and pick["install"] in f.fix.text
 
 
 def test_h100_with_torch_cu124_has_code_for_every_gpu() -> None:
@@ -297,13 +301,13 @@ def test_torch_on_a_python_it_has_no_wheels_for_fails_with_a_release_that_has() 
     assert (
         f"PyTorch 2.5 has wheels for Python {rel.python_min} to {rel.python_max}" in f.evidence[0]
     )
-    assert f"python{rel.python_max} -m venv" in (f.fix or "")
+    assert f"python{rel.python_max} -m venv" in (f.fix.text if f.fix else "")
     newest = next(
         r
         for r in reversed(COMPAT.torch.releases)
         if r.cuda_variants and r.python_max and r.python_max >= Version("3.14")
     )
-    assert f"pip install 'torch=={newest.version}.*'" in (f.fix or "")
+    assert f"pip install 'torch=={newest.version}.*'" in (f.fix.text if f.fix else "")
 
 
 def test_torch_on_a_supported_python_passes() -> None:
@@ -328,7 +332,7 @@ def test_extension_toolkit_of_another_major_is_info_with_torch_s_error_text() ->
         "The detected CUDA version (13.0) mismatches the version that was used to compile PyTorch (12.4)"
         in f.title
     )
-    assert f.fix and "export CUDA_HOME=/usr/local/cuda-12.4" in f.fix
+    assert f.fix and "export CUDA_HOME=/usr/local/cuda-12.4" in f.fix.text
 
 
 def test_extension_toolkit_of_another_minor_only_warns_in_torch() -> None:
@@ -357,10 +361,10 @@ def test_tensorflow_cpu_on_an_h100_fails_with_the_and_cuda_install() -> None:
     assert f.title.startswith("tensorflow-cpu 2.15.0 is a CPU-only build")
     rel = COMPAT.tensorflow.release("2.15")
     assert rel is not None and COMPAT.cuda_runs_on_driver(rel.cuda or "", H100_DRIVER)
-    assert f.fix and f.fix.startswith(
+    assert f.fix and f.fix.text.startswith(
         f"pip uninstall -y tensorflow-cpu && {tf_install(rel.version)}"
     )
-    assert "'tensorflow[and-cuda]==2.15.*'" in f.fix
+    assert "'tensorflow[and-cuda]==2.15.*'" in f.fix.text
 
 
 def test_tensorflow_build_info_cpu_build_fails_and_cuda_build_passes() -> None:
@@ -390,7 +394,7 @@ def test_tensorflow_gpu_alone_warns_with_the_compat_note_and_the_replacement() -
     assert any(e.startswith("compat data: " + note[:40]) for e in f.evidence)
     pick = newest_tensorflow(COMPAT, driver=H100_DRIVER, ccs=["9.0"])
     assert pick is not None
-    assert f.fix and f.fix.startswith(f"pip uninstall -y tensorflow-gpu && {pick['install']}")
+    assert f.fix and f.fix.text.startswith(f"pip uninstall -y tensorflow-gpu && {pick['install']}")
 
 
 def test_tensorflow_gpu_beside_tensorflow_fails() -> None:
@@ -401,7 +405,7 @@ def test_tensorflow_gpu_beside_tensorflow_fails() -> None:
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.legacy-gpu-package")
     assert f.status is Status.FAIL
     assert "tensorflow-gpu 2.10.0 and tensorflow 2.15.0 are both installed" in f.title
-    assert f.fix and f.fix.startswith(
+    assert f.fix and f.fix.text.startswith(
         "pip uninstall -y tensorflow tensorflow-gpu && pip install 'tensorflow[and-cuda]==2.15.*'"
     )
 
@@ -429,8 +433,11 @@ def test_native_windows_tensorflow_2_15_fails_with_wsl2_or_the_last_windows_gpu_
         f.title
         == f"tensorflow 2.15.0 cannot use the GPU on native Windows: GPU support there ended with {last}"
     )
-    assert f.fix and "Use WSL2" in f.fix
-    assert f"pip install 'tensorflow=={last}.*' with CUDA {row.cuda} and cuDNN {row.cudnn}" in f.fix
+    assert f.fix and "Use WSL2" in f.fix.text
+    assert (
+        f"pip install 'tensorflow=={last}.*' with CUDA {row.cuda} and cuDNN {row.cudnn}"
+        in f.fix.text
+    )
     # The CPU-only build there is the same root cause, reported once.
     assert the(snap, "tensorflow.cpu-build").status is Status.SKIP
 
@@ -457,10 +464,14 @@ def test_native_windows_tensorflow_2_10_passes_and_linux_says_nothing() -> None:
 def test_tensorflow_2_15_on_driver_515_fails_with_the_driver_or_a_release_for_it() -> None:
     f = the(fb.on(mb.t4_vm(), fb.with_tensorflow(fb.environment())), "tensorflow.cuda-driver")
     assert f.status is Status.FAIL
-    assert f"upgrade the NVIDIA driver to {min_driver('12.2')} or newer" in (f.fix or "")
+    assert f"upgrade the NVIDIA driver to {min_driver('12.2')} or newer" in (
+        f.fix.text if f.fix else ""
+    )
     pick = newest_tensorflow(COMPAT, driver="515.105.01", ccs=["7.5"])
     assert pick is not None
-    assert f"or keep this driver: pip uninstall -y tensorflow && {pick['install']}" in (f.fix or "")
+    assert f"or keep this driver: pip uninstall -y tensorflow && {pick['install']}" in (
+        f.fix.text if f.fix else ""
+    )
 
 
 def test_tensorflow_cuda_from_the_compat_data_when_build_info_is_unread() -> None:
@@ -484,7 +495,7 @@ def test_tensorflow_on_h100_runs_from_ptx_info_with_the_jit_cache_fix() -> None:
     )
     assert f.status is Status.INFO
     assert "JIT-compiling its PTX" in f.title
-    assert f.fix and "CUDA_CACHE_MAXSIZE" in f.fix
+    assert f.fix and "CUDA_CACHE_MAXSIZE" in f.fix.text
 
 
 def test_tensorflow_ptx_only_with_a_driver_older_than_its_cuda_fails() -> None:
@@ -505,7 +516,7 @@ def test_tensorflow_with_sass_for_the_gpu_passes_and_a_dropped_gpu_fails() -> No
     snap.nvml.gpus[0].compute_capability = "5.2"  # a Maxwell card: dropped in 2.17
     f = the(snap, "tensorflow.arch-support")
     assert f.status is Status.FAIL
-    assert f.fix and "TF_CUDA_COMPUTE_CAPABILITIES=5.2" in f.fix
+    assert f.fix and "TF_CUDA_COMPUTE_CAPABILITIES=5.2" in f.fix.text
 
 
 # --- tensorflow.cuda-libraries ----------------------------------------------------------------------
@@ -525,7 +536,7 @@ def test_tensorflow_2_15_without_nvidia_cudnn_fails_with_the_and_cuda_install() 
     assert f.status is Status.FAIL
     assert "(nvidia-cudnn-cu12)" in f.title
     assert f"missing: {pin}" in f.evidence
-    assert f.fix == "pip install 'tensorflow[and-cuda]==2.15.0'"
+    assert f.fix.text == "pip install 'tensorflow[and-cuda]==2.15.0'"
 
 
 def test_tensorflow_with_its_wheels_passes_and_a_system_cudnn_of_its_major_stands_in() -> None:
@@ -566,7 +577,7 @@ def test_tensorflow_before_2_14_needs_the_system_cuda_and_cudnn_it_was_built_wit
     snap = fb.on(builders.h100_node(1), env)
     f = the(snap, "tensorflow.cuda-libraries")
     assert f.status is Status.FAIL
-    assert f.fix and f"cudatoolkit={rel.cuda}" in f.fix
+    assert f.fix and f"cudatoolkit={rel.cuda}" in f.fix.text
     snap.cuda.runtimes = [
         builders.library("cudart", "/usr/local/cuda-11.8/lib64/libcudart.so.11.0", "11.8.89")
     ]
@@ -607,7 +618,7 @@ def test_tensorflow_on_an_untested_python_fails_with_a_release_for_it() -> None:
         for r in reversed(COMPAT.tensorflow.releases)
         if r.python_max and r.python_max >= Version("3.12")
     )
-    assert f.fix and tf_install(newest.version) in f.fix
+    assert f.fix and tf_install(newest.version) in f.fix.text
     assert (
         the(
             fb.on(builders.h100_node(1), fb.with_tensorflow(fb.environment())), "tensorflow.python"
@@ -620,8 +631,8 @@ def test_keras_2_with_tensorflow_2_16_warns_with_both_ways_out() -> None:
     env = fb.add(fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3"), "keras", "2.15.0")
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
     assert f.status is Status.WARN
-    assert f.fix and "pip install -U 'keras>=3'" in f.fix and "tf-keras~=2.16.0" in f.fix
-    assert "TF_USE_LEGACY_KERAS=1" in f.fix
+    assert f.fix and "pip install -U 'keras>=3'" in f.fix.text and "tf-keras~=2.16.0" in f.fix.text
+    assert "TF_USE_LEGACY_KERAS=1" in f.fix.text
     assert any(
         e.startswith("compat data: Keras 3 is the default Keras from TensorFlow 2.16")
         for e in f.evidence
@@ -631,14 +642,14 @@ def test_keras_2_with_tensorflow_2_16_warns_with_both_ways_out() -> None:
 def test_keras_3_with_tensorflow_2_15_and_a_mismatched_tf_keras_warn() -> None:
     env = fb.add(fb.with_tensorflow(fb.environment()), "keras", "3.3.3")
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
-    assert f.status is Status.WARN and f.fix == "pip install 'keras~=2.15.0'"
+    assert f.status is Status.WARN and f.fix.text == "pip install 'keras~=2.15.0'"
     env = fb.add(
         fb.add(fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3"), "keras", "3.3.3"),
         "tf-keras",
         "2.15.1",
     )
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
-    assert f.status is Status.WARN and f.fix == "pip install 'tf-keras~=2.16.0'"
+    assert f.status is Status.WARN and f.fix.text == "pip install 'tf-keras~=2.16.0'"
 
 
 def test_matching_keras_passes() -> None:
@@ -653,12 +664,12 @@ def test_jax_without_its_cuda_plugin_fails_choosing_the_cuda_major_for_the_drive
     env = fb.with_jax(fb.environment(), plugin=None)
     f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
     assert f.status is Status.FAIL
-    assert f.fix and f.fix.startswith('pip install -U "jax[cuda13]"')  # driver 590: CUDA 13.1
+    assert f.fix and f.fix.text.startswith('pip install -U "jax[cuda13]"')  # driver 590: CUDA 13.1
     f = the(
         fb.on(mb.driver_535_node(1), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
     )
     assert not COMPAT.cuda_runs_on_driver("13.0", "535.104.05")
-    assert f.fix and f.fix.startswith('pip install -U "jax[cuda12]"')
+    assert f.fix and f.fix.text.startswith('pip install -U "jax[cuda12]"')
 
 
 def test_jax_cuda13_is_not_offered_to_a_gpu_older_than_cuda_13_supports() -> None:
@@ -667,7 +678,7 @@ def test_jax_cuda13_is_not_offered_to_a_gpu_older_than_cuda_13_supports() -> Non
     )
     rng = COMPAT.cc_range("13.0")
     assert rng is not None and Version("6.1") < rng.min_cc
-    assert f.fix and '"jax[cuda12]"' in f.fix
+    assert f.fix and '"jax[cuda12]"' in f.fix.text
 
 
 def test_jax_with_its_plugin_passes_and_a_stale_plugin_warns() -> None:
@@ -682,9 +693,11 @@ def test_jax_cuda13_plugin_on_driver_535_fails_with_the_cuda12_plugin_as_way_out
     env = fb.with_jax(fb.environment(), "0.8.0", plugin=13)
     f = the(fb.on(mb.driver_535_node(1), env), "jax.cuda-driver")
     assert f.status is Status.FAIL
-    assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (f.fix or "")
+    assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
+        f.fix.text if f.fix else ""
+    )
     assert 'pip uninstall -y jax-cuda13-plugin jax-cuda13-pjrt && pip install -U "jax[cuda12]"' in (
-        f.fix or ""
+        f.fix.text if f.fix else ""
     )
     env = fb.add(
         fb.with_jax(fb.environment(), "0.8.0", plugin=12), "nvidia-cuda-runtime-cu12", "12.9.79"
@@ -700,7 +713,7 @@ def test_cupy_for_cuda_13_on_driver_535_fails_with_the_cuda_12_wheel() -> None:
     env = fb.add(fb.environment(), "cupy-cuda13x", "13.6.0")
     f = the(fb.on(mb.driver_535_node(1), env), "cupy.cuda-driver")
     assert f.status is Status.FAIL
-    assert f.fix and f.fix.endswith(
+    assert f.fix and f.fix.text.endswith(
         "or keep this driver: pip uninstall -y cupy-cuda13x && pip install cupy-cuda12x"
     )
 
@@ -730,7 +743,7 @@ def test_a_cudnn_on_ld_library_path_shadowing_torch_s_wheel_warns_with_the_clean
         in e
         for e in f.evidence
     )
-    assert f.fix and "export LD_LIBRARY_PATH=/opt/tools/lib" in f.fix
+    assert f.fix and "export LD_LIBRARY_PATH=/opt/tools/lib" in f.fix.text
 
 
 def test_shadowing_confirmed_or_cleared_by_what_the_deep_pass_saw_loaded() -> None:
@@ -787,8 +800,8 @@ def test_torch_and_tensorflow_pinning_different_cudnn_warn_naming_who_needs_what
         "nvidia-cudnn-cu12 9.1.0.70 is installed: tensorflow 2.15.0 requires ==8.9.4.25 (not met); "
         "torch 2.5.1+cu124 requires ==9.1.0.70"
     )
-    assert f.fix and "python3 -m venv ~/venvs/tensorflow" in f.fix
-    assert "'tensorflow[and-cuda]==2.15.0'" in f.fix
+    assert f.fix and "python3 -m venv ~/venvs/tensorflow" in f.fix.text
+    assert "'tensorflow[and-cuda]==2.15.0'" in f.fix.text
 
 
 def test_conflicts_fix_names_a_tensorflow_whose_pins_accept_torch_s() -> None:
@@ -798,7 +811,8 @@ def test_conflicts_fix_names_a_tensorflow_whose_pins_accept_torch_s() -> None:
     assert f.status is Status.WARN
     assert (
         f.fix
-        and "or a TensorFlow whose pins agree: pip install 'tensorflow[and-cuda]==2.20.0'" in f.fix
+        and "or a TensorFlow whose pins agree: pip install 'tensorflow[and-cuda]==2.20.0'"
+        in f.fix.text
     )
     # ... and with that TensorFlow, they agree.
     env = fb.with_tensorflow(fb.environment(), "2.20.0", cuda="12.5", cudnn="9")
@@ -871,7 +885,9 @@ def test_a_missing_library_at_import_is_installed_at_the_framework_s_own_pin() -
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert f.title == "import torch fails: libcudnn.so.9 is missing"
-    assert f.fix == "pip install 'nvidia-cudnn-cu12==9.1.0.70' (what torch 2.5.1+cu124 requires)"
+    assert (
+        f.fix.text == "pip install 'nvidia-cudnn-cu12==9.1.0.70' (what torch 2.5.1+cu124 requires)"
+    )
 
 
 def test_out_of_memory_names_the_processes_holding_the_gpu() -> None:
@@ -887,7 +903,7 @@ def test_out_of_memory_names_the_processes_holding_the_gpu() -> None:
     f = the(fb.on(snap, env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert "PID 4242 python3" in f.title
-    assert f.fix and "kill 4242" in f.fix
+    assert f.fix and "kill 4242" in f.fix.text
 
 
 def test_busy_or_unavailable_names_the_exclusive_compute_mode() -> None:
@@ -902,7 +918,7 @@ def test_busy_or_unavailable_names_the_exclusive_compute_mode() -> None:
     )
     f = the(fb.on(snap, env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL and "exclusive_process" in f.title
-    assert f.fix and "sudo nvidia-smi -i 0 -c DEFAULT" in f.fix
+    assert f.fix and "sudo nvidia-smi -i 0 -c DEFAULT" in f.fix.text
 
 
 def test_no_kernel_image_points_to_the_newest_build_with_the_gpu() -> None:
@@ -919,7 +935,7 @@ def test_no_kernel_image_points_to_the_newest_build_with_the_gpu() -> None:
     pick = newest_torch(COMPAT, driver="580.95.05", ccs=["6.1"])
     assert pick is not None
     assert f.status is Status.FAIL and "no kernel image for compute capability 6.1" in f.title
-    assert f.fix and pick["install"] in f.fix
+    assert f.fix and pick["install"] in f.fix.text
 
 
 @pytest.mark.parametrize(
@@ -936,7 +952,7 @@ def test_cuda_errors_with_a_known_cause_get_its_fix(error: str, fix_part: str) -
     env = fb.torch_cu124()
     fb.imported(env, "torch", 1, failures={0: error})
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
-    assert f.status is Status.FAIL and fix_part in (f.fix or "")
+    assert f.status is Status.FAIL and fix_part in (f.fix.text if f.fix else "")
 
 
 def test_a_crash_names_the_step_it_died_in() -> None:
@@ -955,7 +971,7 @@ def test_a_crash_names_the_step_it_died_in() -> None:
     fb.imported(env, "torch", 1, status="timeout", error="timed out after 60 s in smoke cuda:0")
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL and f.title == "torch timed out in smoke cuda:0"
-    assert f.fix and "persistence mode" in f.fix
+    assert f.fix and "persistence mode" in f.fix.text
 
 
 def test_no_gpu_for_torch_while_the_driver_has_some_fails_unless_another_check_names_why() -> None:
@@ -997,7 +1013,7 @@ def test_an_import_error_without_a_missing_library_reinstalls_from_the_right_ind
     f = the(snap, "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert any("LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64" in e for e in f.evidence)
-    assert f.fix == (
+    assert f.fix.text == (
         "Reinstall it: pip install --force-reinstall 'torch==2.5.1' "
         "--index-url https://download.pytorch.org/whl/cu124"
     )
@@ -1035,7 +1051,9 @@ def test_cupy_runtime_too_new_for_the_driver_is_reported_once_by_cupy_cuda_drive
     snap = fb.on(mb.t4_vm(), env, deep=True)
     f = the(snap, "cupy.cuda-driver")
     assert f.status is Status.FAIL and "cupy-cuda12x 13.6.0 (CUDA 12.8)" in f.title
-    assert f"upgrade the NVIDIA driver to {min_driver('12.8')} or newer" in (f.fix or "")
+    assert f"upgrade the NVIDIA driver to {min_driver('12.8')} or newer" in (
+        f.fix.text if f.fix else ""
+    )
     smoke = the(snap, "frameworks.smoke-test")
     assert smoke.status is Status.SKIP and "cupy.cuda-driver" in smoke.title
 
@@ -1052,4 +1070,4 @@ def test_tensorflow_skipping_a_gpu_it_has_no_code_for_is_named_as_the_cause() ->
     assert any(
         e.startswith("TensorFlow ignores GPUs it has no code for: GPU 1") for e in f.evidence
     )
-    assert f.fix and "tensorflow.arch-support" in f.fix
+    assert f.fix and "tensorflow.arch-support" in f.fix.text

@@ -9,8 +9,8 @@ import pytest
 from builders import MIB
 from more_builders import finding, run_checks, the
 
-from gpucheck.checks import Status
-from gpucheck.snapshot import GpuProcess, MigDevice, NvmlError
+from gpucheck.model.finding import Status
+from gpucheck.model.snapshot import GpuProcess, MigDevice, NvmlError
 
 GIB = 1024**3
 
@@ -31,7 +31,7 @@ def test_a_gpu_that_cannot_be_opened_fails_naming_it() -> None:
     assert f.title.startswith("1 GPU(s) do not answer")
     assert "GPU 5: GpuIsLost" in f.evidence
     assert "8 NVIDIA GPU(s) on the PCI bus" in f.evidence
-    assert f.fix and "nvidia-smi -r" in f.fix and "Xid 79" in f.fix
+    assert f.fix and "nvidia-smi -r" in f.fix.text and "Xid 79" in f.fix.text
 
 
 def test_fewer_gpus_read_than_the_driver_counts_fails() -> None:
@@ -79,7 +79,7 @@ def test_uncorrectable_ecc_errors_fail_naming_the_gpu_and_count() -> None:
         "GPU 6 (NVIDIA H100 80GB HBM3, 00000000:78:00.0): "
         "3 uncorrectable error(s) since the last reboot"
     ]
-    assert f.fix and "Drain the node" in f.fix and "RMA" in f.fix
+    assert f.fix and "Drain the node" in f.fix.text and "RMA" in f.fix.text
 
 
 def test_lifetime_ecc_errors_only_are_a_note_on_a_pass() -> None:
@@ -130,7 +130,7 @@ def test_pending_row_remap_warns() -> None:
         "GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): a row remap is pending "
         "(takes effect at the next GPU reset)"
     ]
-    assert f.fix and "nvidia-smi -r" in f.fix
+    assert f.fix and "nvidia-smi -r" in f.fix.text
 
 
 def test_failed_row_remap_fails() -> None:
@@ -141,7 +141,7 @@ def test_failed_row_remap_fails() -> None:
     assert f.status is Status.FAIL
     assert len(f.evidence) == 1 and f.evidence[0].startswith("GPU 3 ")
     assert "no spare rows left" in f.evidence[0]
-    assert f.fix and "RMA" in f.fix and "dcgmi diag" in f.fix
+    assert f.fix and "RMA" in f.fix.text and "dcgmi diag" in f.fix.text
 
 
 def test_pending_page_retirement_warns() -> None:
@@ -192,7 +192,7 @@ def test_hardware_slowdown_fails(reason: str, words: str) -> None:
     assert f.evidence[0].startswith("GPU 4 (NVIDIA H100 80GB HBM3")
     assert words in f.evidence[0]
     assert "(88 °C, slowdown at 87 °C)" in f.evidence[0]
-    assert f.fix and "cooling" in f.fix and "power" in f.fix
+    assert f.fix and "cooling" in f.fix.text and "power" in f.fix.text
 
 
 def test_software_thermal_slowdown_warns() -> None:
@@ -203,7 +203,7 @@ def test_software_thermal_slowdown_warns() -> None:
     assert f.status is Status.WARN
     assert f.evidence[0].startswith("GPU 0 ")
     assert "software thermal slowdown (80 °C" in f.evidence[0]
-    assert f.fix and "cooling" in f.fix
+    assert f.fix and "cooling" in f.fix.text
 
 
 def test_close_to_the_slowdown_temperature_warns() -> None:
@@ -251,14 +251,14 @@ def test_x4_of_x16_fails() -> None:
     f = the(snap, "gpu.pcie-link")
     assert f.status is Status.FAIL
     assert f.evidence == ["GPU 7 (NVIDIA H100 80GB HBM3, 00000000:88:00.0): x4 of x16"]
-    assert f.fix and "Reseat" in f.fix
+    assert f.fix and "Reseat" in f.fix.text
 
 
 def test_x8_of_x16_warns() -> None:
     f = the(mb.t4_vm(), "gpu.pcie-link")  # the real T4 capture: x8 of x16 in a cloud VM
     assert f.status is Status.WARN
     assert f.evidence == ["GPU 0 (Tesla T4, 00000000:00:1E.0): x8 of x16"]
-    assert f.fix and "hypervisor" in f.fix
+    assert f.fix and "hypervisor" in f.fix.text
 
 
 def test_idle_gpu_at_gen1_of_4_passes_with_a_note() -> None:
@@ -303,7 +303,7 @@ def test_exclusive_process_warns_with_the_command_for_that_gpu() -> None:
     f = the(snap, "gpu.compute-mode")
     assert f.status is Status.WARN
     assert f.evidence == ["GPU 3 (NVIDIA H100 80GB HBM3, 00000000:48:00.0): exclusive_process"]
-    assert f.fix and f.fix.endswith("sudo nvidia-smi -i 3 -c DEFAULT")
+    assert f.fix and f.fix.text.endswith("sudo nvidia-smi -i 3 -c DEFAULT")
 
 
 def test_prohibited_fails_with_the_command_for_those_gpus() -> None:
@@ -314,7 +314,7 @@ def test_prohibited_fails_with_the_command_for_those_gpus() -> None:
     f = the(snap, "gpu.compute-mode")
     assert f.status is Status.FAIL
     assert "prohibited on 2 GPU(s)" in f.title
-    assert f.fix == "sudo nvidia-smi -i 1,6 -c DEFAULT"
+    assert f.fix.text == "sudo nvidia-smi -i 1,6 -c DEFAULT"
 
 
 # --- gpu.mig -----------------------------------------------------------------------------------
@@ -353,7 +353,7 @@ def test_mig_on_without_devices_fails() -> None:
     f = the(builders.node([builders.h100(1), gpu]), "gpu.mig")
     assert f.status is Status.FAIL
     assert f.evidence == ["GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:01:00.0)"]
-    assert f.fix and "sudo nvidia-smi mig -i 0 -cgi" in f.fix and "-mig 0" in f.fix
+    assert f.fix and "sudo nvidia-smi mig -i 0 -cgi" in f.fix.text and "-mig 0" in f.fix.text
 
 
 def test_mig_change_pending_warns() -> None:
@@ -364,7 +364,7 @@ def test_mig_change_pending_warns() -> None:
     assert f.evidence == [
         "GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): MIG off now, on after reset"
     ]
-    assert f.fix and "nvidia-smi -r" in f.fix
+    assert f.fix and "nvidia-smi -r" in f.fix.text
 
 
 # --- gpu.memory-in-use -------------------------------------------------------------------------
@@ -390,9 +390,9 @@ def test_a_process_holding_most_memory_warns_naming_its_pid() -> None:
     assert f.evidence[0].startswith("GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): 70.1 GiB")
     assert "of 79.6 GiB used by PID 4242 python (70.0 GiB)" in f.evidence[0]
     assert f.fix is not None
-    assert "ps -o pid,user,cmd -p 4242" in f.fix
-    assert "kill 4242" in f.fix
-    assert "the other GPUs" in f.fix  # GPU 0 is free
+    assert "ps -o pid,user,cmd -p 4242" in f.fix.text
+    assert "kill 4242" in f.fix.text
+    assert "the other GPUs" in f.fix.text  # GPU 0 is free
 
 
 def test_memory_held_by_no_listed_process_says_look_on_the_host() -> None:
@@ -402,8 +402,8 @@ def test_memory_held_by_no_listed_process_says_look_on_the_host() -> None:
     f = the(snap, "gpu.memory-in-use")
     assert f.status is Status.WARN
     assert "no process listed" in f.evidence[0]
-    assert f.fix and "nvidia-smi on the host" in f.fix
-    assert "other GPUs" not in f.fix  # there are none
+    assert f.fix and "nvidia-smi on the host" in f.fix.text
+    assert "other GPUs" not in f.fix.text  # there are none
 
 
 def test_the_biggest_processes_come_first() -> None:

@@ -10,10 +10,12 @@ from more_builders import finding, run_checks, the
 from test_checks_frameworks import FRAMEWORK_CHECKS
 
 from gpucheck import checks
-from gpucheck.checks import Requirements, Status
-from gpucheck.checks.model import Check
-from gpucheck.report import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, exit_code
-from gpucheck.snapshot import NvmlError
+from gpucheck.checks import Requirements
+from gpucheck.checks.registry import Check
+from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.snapshot import NvmlError
+from gpucheck.report.core import exit_code
+from gpucheck.report.exit_codes import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
 
 MIB = 1024**2
 GIB = 1024**3
@@ -42,7 +44,7 @@ def test_min_gpus_counts_only_what_cuda_visible_devices_shows() -> None:
     assert f.status is Status.FAIL
     assert f.title == "Needs 8 GPU(s), has 4"
     assert "4 usable GPU(s) of 8 (CUDA_VISIBLE_DEVICES)" in f.evidence
-    assert f.fix and "8 or more GPUs" in f.fix
+    assert f.fix and "8 or more GPUs" in f.fix.text
 
 
 def test_min_gpus_does_not_count_a_lost_gpu() -> None:
@@ -81,7 +83,7 @@ def test_min_memory_80gib_fails_on_h100() -> None:
     assert f.status is Status.FAIL
     assert f.title == "2 GPU(s) have less than 80GiB of memory"
     assert "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 79.6 GiB" in f.evidence
-    assert f.fix and "80GiB" in f.fix
+    assert f.fix and "80GiB" in f.fix.text
 
 
 def test_min_memory_without_text_shows_gib() -> None:
@@ -168,7 +170,7 @@ def test_a_check_that_raises_becomes_an_error_and_exit_code_3() -> None:
     registered = checks.all_checks()
     target = next(c for c in registered if c.id == "gpu.ecc-errors")
 
-    def broken(ctx: checks.Context) -> checks.Outcome | None:
+    def broken(ctx: checks.Context) -> Outcome | None:
         raise KeyError("ecc_uncorrected_volatile")
 
     patched = [Check(c.id, c.section, c.summary, broken) if c is target else c for c in registered]
@@ -177,7 +179,7 @@ def test_a_check_that_raises_becomes_an_error_and_exit_code_3() -> None:
     f = next(x for x in findings if x.id == "gpu.ecc-errors")
     assert f.status is Status.ERROR
     assert "KeyError" in f.title and "gpu.ecc-errors" in f.title
-    assert f.fix and "gpucheck bug" in f.fix
+    assert f.fix and "gpucheck bug" in f.fix.text
     # the other checks still ran
     assert {x.id for x in findings} >= {"gpu.lost", "gpu.throttling", "cuda.driver-api"}
     assert exit_code(findings) == EXIT_INTERNAL == 3

@@ -10,8 +10,8 @@ import pytest
 from more_builders import finding, run_checks, the
 
 from gpucheck import checks
-from gpucheck.checks import Status
-from gpucheck.snapshot import DeviceNode
+from gpucheck.model.finding import Status
+from gpucheck.model.snapshot import DeviceNode
 
 # --- system.gpu-present ---------------------------------------------------------------------
 
@@ -42,7 +42,7 @@ def test_gpu_present_fails_with_no_nvidia_device_on_the_bus() -> None:
     assert f.status is Status.FAIL
     assert "no NVIDIA GPU" in f.title
     assert any("0x10de" in e and "23 PCI devices" in e for e in f.evidence)
-    assert f.fix and "machine with an NVIDIA GPU" in f.fix
+    assert f.fix and "machine with an NVIDIA GPU" in f.fix.text
 
 
 def test_gpu_present_fail_says_when_seen_from_a_container() -> None:
@@ -72,7 +72,7 @@ def test_gpu_present_fails_in_a_container_with_a_hidden_pci_bus_and_no_nodes(
     assert f"No NVIDIA GPU visible in this {kind} container" in f.title
     assert any(evidence in e for e in f.evidence)
     assert "no /dev/nvidia* device nodes" in f.evidence
-    assert f.fix and fix_names in f.fix
+    assert f.fix and fix_names in f.fix.text
 
 
 def test_gpu_present_in_a_hidden_bus_container_notes_existing_nodes() -> None:
@@ -163,8 +163,8 @@ def test_container_without_the_host_gpu_fails_naming_docker_run_gpus_all() -> No
     assert f.status is Status.FAIL
     assert "docker container" in f.title
     assert any("1 NVIDIA GPU(s) on the host's PCI bus" in e for e in f.evidence)
-    assert f.fix and "docker run --gpus all" in f.fix
-    assert "nvidia-ctk runtime configure" in f.fix
+    assert f.fix and "docker run --gpus all" in f.fix.text
+    assert "nvidia-ctk runtime configure" in f.fix.text
     # the GPU itself is there (host bus): gpu-present does not blame the machine
     assert the(snap, "system.gpu-present").status is Status.PASS
 
@@ -174,8 +174,8 @@ def test_kubernetes_pod_without_the_gpu_fails_naming_the_resource() -> None:
     f = the(snap, "system.container-gpu-access")
     assert f.status is Status.FAIL
     assert "kubernetes container" in f.title
-    assert f.fix and "nvidia.com/gpu" in f.fix
-    assert "docker run" not in f.fix
+    assert f.fix and "nvidia.com/gpu" in f.fix.text
+    assert "docker run" not in f.fix.text
 
 
 def test_container_with_the_gpu_passed_in_passes() -> None:
@@ -213,12 +213,12 @@ def test_nouveau_bound_to_the_gpu_fails_with_the_blacklist_fix() -> None:
     assert "nouveau" in f.title
     assert "the nouveau kernel module is loaded" in f.evidence
     assert "0000:01:00.0 is bound to nouveau" in f.evidence
-    assert f.fix and "blacklist nouveau" in f.fix and "modeset=0" in f.fix
-    assert "update-initramfs" in f.fix
+    assert f.fix and "blacklist nouveau" in f.fix.text and "modeset=0" in f.fix.text
+    assert "update-initramfs" in f.fix.text
     # and driver.kernel-module points at it as a cause
     km = the(snap, "driver.kernel-module")
     assert km.status is Status.FAIL
-    assert km.fix and "nouveau holds the GPU" in km.fix
+    assert km.fix and "nouveau holds the GPU" in km.fix.text
 
 
 def test_nouveau_loaded_but_gpu_on_nvidia_still_fails() -> None:
@@ -269,7 +269,7 @@ def test_cuda_visible_devices_hiding_every_gpu_fails(value: str) -> None:
     assert f is not None
     assert f.status is Status.FAIL
     assert "0 of 8" in f.title or "all 8" in f.title
-    assert f.fix and "CUDA_VISIBLE_DEVICES" in f.fix
+    assert f.fix and "CUDA_VISIBLE_DEVICES" in f.fix.text
 
 
 @pytest.mark.parametrize("value", ["", "-1"])
@@ -277,7 +277,7 @@ def test_cuda_visible_devices_hiding_every_gpu_says_so(value: str) -> None:
     f = _visible(value)
     assert f is not None
     assert f.title == "CUDA_VISIBLE_DEVICES hides all 8 GPUs"
-    assert f.fix and f.fix.startswith("unset CUDA_VISIBLE_DEVICES")
+    assert f.fix and f.fix.text.startswith("unset CUDA_VISIBLE_DEVICES")
 
 
 def test_cuda_visible_devices_showing_some_is_info_naming_the_hidden() -> None:
@@ -297,7 +297,7 @@ def test_cuda_visible_devices_with_a_nonexistent_index_warns_cuda_stops_there() 
     assert f.status is Status.WARN
     assert "CUDA sees 1 of 8" in f.title
     assert any("'9' matches no GPU" in e and "every entry after it" in e for e in f.evidence)
-    assert f.fix and "export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in f.fix
+    assert f.fix and "export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in f.fix.text
 
 
 def test_cuda_visible_devices_stops_at_the_first_bad_entry() -> None:
@@ -366,7 +366,7 @@ def test_cuda_launch_blocking_on_warns(value: str) -> None:
     f = the(snap, "system.cuda-launch-blocking")
     assert f.status is Status.WARN
     assert f"CUDA_LAUNCH_BLOCKING={value!r}" in f.evidence
-    assert f.fix and "unset CUDA_LAUNCH_BLOCKING" in f.fix
+    assert f.fix and "unset CUDA_LAUNCH_BLOCKING" in f.fix.text
 
 
 @pytest.mark.parametrize("value", [None, "0", ""])
@@ -389,7 +389,7 @@ def test_a_failed_library_probe_warns_with_its_error() -> None:
     f = the(snap, "system.probes")
     assert f.status is Status.WARN
     assert f.evidence == ["libraries probe: timeout: timed out after 10 s"]
-    assert f.fix and "gpucheck snapshot" in f.fix
+    assert f.fix and "gpucheck snapshot" in f.fix.text
 
 
 def test_nvml_probe_failures_are_left_to_driver_nvml() -> None:
@@ -416,4 +416,4 @@ def test_every_problem_in_these_scenarios_has_a_fix(name: str) -> None:
     findings = checks.run(checks.Context(SCENARIOS[name]()))
     problems = [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
     for f in problems:
-        assert f.fix and f.fix.strip(), f"{name}: {f.id} has no fix"
+        assert f.fix and f.fix.text.strip(), f"{name}: {f.id} has no fix"

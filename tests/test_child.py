@@ -155,10 +155,10 @@ def test_child_scripts_use_only_the_standard_library() -> None:
     import gpucheck.probes.child as child_mod
 
     for name in (
-        "_nvml_child.py",
-        "_native_child.py",
-        "_framework_static.py",
-        "_framework_deep.py",
+        "scripts/nvml.py",
+        "scripts/native.py",
+        "scripts/framework_static.py",
+        "scripts/framework_deep.py",
     ):
         text = (child_mod.HERE / name).read_text()
         assert "gpucheck" not in "".join(
@@ -184,11 +184,11 @@ def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
 
     python = OLD_PYTHONS[0]
     task = [{"id": "x", "kind": "cudart", "path": str(tmp_path / "libcudart.so.12")}]
-    native = run_script(HERE / "_native_child.py", [json.dumps(task)], 30, python=python)
+    native = run_script(HERE / "scripts/native.py", [json.dumps(task)], 30, python=python)
     assert native.ok, native.message
     assert native.records[0]["id"] == "x"
     assert "OSError" in str(native.records[0]["result"])
-    nvml_child = run_script(HERE / "_nvml_child.py", ['{"init": false}'], 30, python=python)
+    nvml_child = run_script(HERE / "scripts/nvml.py", ['{"init": false}'], 30, python=python)
     assert nvml_child.ok, nvml_child.message
     assert nvml_child.records[0]["kind"] == "header"
 

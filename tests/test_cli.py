@@ -13,8 +13,8 @@ import pytest
 from conftest import run_gpucheck
 
 from gpucheck import checks
-from gpucheck.schema import report_schema
-from gpucheck.snapshot import Snapshot, dumps
+from gpucheck.model.snapshot import Snapshot, dumps
+from gpucheck.report.schema import report_schema
 
 HAS_NVIDIA_PCI = any(
     (Path(d) / "vendor").read_text().strip() == "0x10de"
@@ -103,7 +103,7 @@ def test_failure_exit_code_and_fix_in_every_format(tmp_path: Path) -> None:
     assert "GPU 2 (NVIDIA H100 80GB HBM3" in text.stdout
     data = json.loads(run_gpucheck("doctor", "--from", path, "--json").stdout)
     ecc = next(f for f in data["findings"] if f["id"] == "gpu.ecc-errors")
-    assert ecc["status"] == "fail" and "nvidia-smi -r" in ecc["fix"]
+    assert ecc["status"] == "fail" and "nvidia-smi -r" in ecc["fix"]["text"]
     assert data["summary"] == {
         "ready": False,
         "exit_code": 1,

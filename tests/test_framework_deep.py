@@ -1,4 +1,4 @@
-"""The deep framework probe (`probes/_framework_deep.py`): one framework imported in a child.
+"""The deep framework probe (`probes/scripts/framework_deep.py`): one framework imported in a child.
 
 A real CPU build of PyTorch, installed by the test session into a cached virtual environment,
 shows what a machine without a GPU looks like from inside the framework. Fake packages named
@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 import venvs
 
-from gpucheck.probes import _framework_deep as deep
+from gpucheck.model.decoding import from_dict
+from gpucheck.model.snapshot import FrameworkRuntime, SmokeTest
 from gpucheck.probes.child import HERE, ChildResult, run_script
-from gpucheck.serde import from_dict
-from gpucheck.snapshot import FrameworkRuntime, SmokeTest
+from gpucheck.probes.scripts import framework_deep as deep
 
-SCRIPT = HERE / "_framework_deep.py"
+SCRIPT = HERE / "scripts/framework_deep.py"
 TORCH_VERSION = "2.13.0"
 TIMEOUT = 120.0  # seconds for one probe run; torch's CPU build imports in one or two
 

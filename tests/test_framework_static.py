@@ -1,4 +1,4 @@
-"""The default (fast) framework pass: probes/_framework_static.py, run by a target interpreter.
+"""The default (fast) framework pass: probes/scripts/framework_static.py, run by a target interpreter.
 
 Each test lays out an installed tree the way pip installs real wheels (the package files, then
 NAME-VERSION.dist-info with METADATA, WHEEL, INSTALLER, top_level.txt and RECORD) inside a real
@@ -33,11 +33,11 @@ from typing import Any
 import pytest
 
 import gpucheck.probes
+from gpucheck.model.decoding import from_dict
+from gpucheck.model.snapshot import Distribution, PythonEnvironment, TensorflowBuild, TorchBuild
 from gpucheck.probes.child import run_script
-from gpucheck.serde import from_dict
-from gpucheck.snapshot import Distribution, PythonEnvironment, TensorflowBuild, TorchBuild
 
-SCRIPT = Path(gpucheck.probes.__file__).resolve().parent / "_framework_static.py"
+SCRIPT = Path(gpucheck.probes.__file__).resolve().parent / "scripts/framework_static.py"
 STEPS = ["@ interpreter", "@ distributions", "@ torch", "@ tensorflow"]
 PYTHON38 = next(
     iter(sorted(glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8"))), shutil.which("python3.8")
@@ -1567,8 +1567,8 @@ def test_python_3_8(tmp_path: Path) -> None:
 
 def test_the_probe_reads_every_distribution_the_checks_know() -> None:
     """The standalone probe keeps its own name list; it must cover gpucheck's table."""
-    from gpucheck.distributions import FRAMEWORK_DISTS
-    from gpucheck.probes import _framework_static as static
+    from gpucheck.model.distributions import FRAMEWORK_DISTS
+    from gpucheck.probes.scripts import framework_static as static
 
     for names in FRAMEWORK_DISTS.values():
         for name in names:

@@ -115,5 +115,5 @@ def test_a_cpu_wheel_on_a_gpu_node_fails_with_the_build_that_fits(
     assert f["status"] == "fail" and d.returncode == 1
     best = newest_torch(load(), driver=machine.scenario.driver, ccs=["9.0"], python="3.11")
     assert best is not None
-    assert f"torch=={best['version']}.*" in f["fix"]
-    assert f"cu{best['cuda'].replace('.', '')}" in f["fix"]
+    assert f"torch=={best['version']}.*" in f["fix"]["text"]
+    assert f"cu{best['cuda'].replace('.', '')}" in f["fix"]["text"]

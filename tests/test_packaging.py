@@ -22,8 +22,8 @@ def test_wheel_ships_compat_data_and_schema(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for data in (REPO / "compat").glob("*.toml"):
         assert f"gpucheck/compat_data/{data.name}" in names
-    assert "gpucheck/report.schema.json" in names
-    assert "gpucheck/probes/_nvml_child.py" in names
+    assert "gpucheck/report/report.schema.json" in names
+    assert "gpucheck/probes/scripts/nvml.py" in names
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(meta).decode()
     requires = [

@@ -29,9 +29,9 @@ from typing import Any, TypeVar
 import pytest
 import reallibs
 
+from gpucheck.model.snapshot import LibraryCopy
 from gpucheck.probes import child, native, nvml
 from gpucheck.probes.libraries import SearchScope, find_copies
-from gpucheck.snapshot import LibraryCopy
 
 pytestmark = pytest.mark.reallibs
 
@@ -287,7 +287,7 @@ def test_cuda_driver_init_in_user_namespace_finds_no_device(
 def test_cuda_driver_child_run_directly_under_unshare(
     debian: reallibs.DebianDriver, userns_python: str
 ) -> None:
-    """The child script itself, as `unshare -U python _native_child.py TASKS` runs it."""
+    """The child script itself, as `unshare -U python scripts/native.py TASKS` runs it."""
     nvidiactl = os.path.exists("/dev/nvidiactl")
     task = [{"id": "d", "kind": "cuda_driver", "init": True}]
     proc = subprocess.run(

@@ -9,13 +9,13 @@ import jsonschema
 import pytest
 
 from gpucheck import checks
-from gpucheck.report import Report
-from gpucheck.schema import SCHEMA_FILE, report_schema, schema_text
+from gpucheck.report.core import Report
+from gpucheck.report.schema import SCHEMA_FILE, report_schema, schema_text
 
 
 def test_shipped_schema_matches_the_code() -> None:
     assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
-        "src/gpucheck/report.schema.json is stale: run python -m gpucheck.schema"
+        "src/gpucheck/report.schema.json is stale: run python -m gpucheck.report.schema"
     )
 
 

@@ -29,7 +29,7 @@ from sim.scenario import MIB, Machine, Process, Scenario, crash, error, h100, h1
 
 from gpucheck.probes.native import probe_cuda_driver
 from gpucheck.probes.nvml import probe_nvml
-from gpucheck.schema import report_schema
+from gpucheck.report.schema import report_schema
 
 HOST_DEPENDENT = ("cuda.toolkit", "cuda.runtime-libraries", "cudnn")
 ROOT_HOOK = (
@@ -103,7 +103,7 @@ class Doctor:
     def text(self, check_id: str) -> str:
         """Title, evidence and fix of one finding, as one string to search."""
         f = self.finding(check_id)
-        return "\n".join([f["title"], *f["evidence"], f["fix"] or ""])
+        return "\n".join([f["title"], *f["evidence"], (f["fix"] or {}).get("text", "")])
 
     def statuses(self, *wanted: str) -> set[str]:
         return {i for i, f in self.findings.items() if f["status"] in wanted}
@@ -326,7 +326,7 @@ def test_pcie_link_trained_at_x4_of_x16(simulate: Simulate) -> None:
     assert link["status"] == "fail"
     assert "quarter or less" in link["title"]
     assert link["evidence"] == ["GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): x4 of x16"]
-    assert "Reseat the GPU" in link["fix"]
+    assert "Reseat the GPU" in link["fix"]["text"]
     assert d.statuses("fail") == {"gpu.pcie-link"}
 
 
@@ -361,7 +361,7 @@ def test_mig_enabled_without_mig_devices_fails(simulate: Simulate) -> None:
     assert d.returncode == 1
     assert d.status("gpu.mig") == "fail"
     assert "no MIG devices exist on 1 GPU(s)" in d.finding("gpu.mig")["title"]
-    assert "nvidia-smi mig -i 0 -cgi" in d.finding("gpu.mig")["fix"]
+    assert "nvidia-smi mig -i 0 -cgi" in d.finding("gpu.mig")["fix"]["text"]
 
 
 def test_one_gpu_fallen_off_the_bus_among_four(simulate: Simulate) -> None:
@@ -378,7 +378,7 @@ def test_one_gpu_fallen_off_the_bus_among_four(simulate: Simulate) -> None:
     assert lost["status"] == "fail"
     assert lost["title"].startswith("1 GPU(s) do not answer: fallen off the bus")
     assert lost["evidence"] == ["GPU 2: GpuIsLost", "4 NVIDIA GPU(s) on the PCI bus"]
-    assert "sudo nvidia-smi -r" in lost["fix"] and "Xid 79" in lost["fix"]
+    assert "sudo nvidia-smi -r" in lost["fix"]["text"] and "Xid 79" in lost["fix"]["text"]
     assert d.gpu(2)["handle_error"]["name"] == "GpuIsLost"
     assert d.gpu(3)["name"] == "NVIDIA H100 80GB HBM3"  # the others are fully read
     assert d.status("driver.nvml") == "pass"
@@ -408,7 +408,7 @@ def test_driver_library_version_mismatch_at_init(simulate: Simulate) -> None:
         "nvmlInit: LibRmVersionMismatch (RM has detected an NVML/RM version mismatch.)",
         "kernel module 590.48.01, libnvidia-ml 595.58.03",
     ]
-    assert "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia" in nvml["fix"]
+    assert "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia" in nvml["fix"]["text"]
     # The root cause is reported once: what depends on the driver is not judged.
     assert d.statuses("fail") == {"driver.nvml"}
     assert d.finding("gpu.lost")["title"] == "No GPU facts from the driver (see driver.nvml)"
@@ -436,7 +436,7 @@ def test_no_permission(simulate: Simulate) -> None:
     nvml = d.finding("driver.nvml")
     assert nvml["status"] == "fail" and nvml["title"] == "No permission to use the GPU"
     assert nvml["evidence"] == ["nvmlInit: NoPermission (Insufficient Permissions)"]
-    assert "driver.device-nodes" in nvml["fix"]
+    assert "driver.device-nodes" in nvml["fix"]["text"]
     nodes = d.finding("driver.device-nodes")
     if os.geteuid() == 0:  # root may open any node whatever its mode
         assert nodes["status"] == "pass"
@@ -500,7 +500,7 @@ def test_uncorrectable_ecc_errors(simulate: Simulate) -> None:
         "GPU 5 (NVIDIA H100 80GB HBM3, 00000000:AB:00.0): 2 uncorrectable error(s) since the "
         "last reboot"
     ]
-    assert "RMA" in ecc["fix"] and "nvidia-smi -r -i" in ecc["fix"]
+    assert "RMA" in ecc["fix"]["text"] and "nvidia-smi -r -i" in ecc["fix"]["text"]
     assert d.gpu(5)["ecc_uncorrected_aggregate"] == 7
 
 
@@ -530,7 +530,7 @@ def test_row_remap_failed_fails(simulate: Simulate) -> None:
     assert remap["evidence"] == [
         "GPU 7 (NVIDIA H100 80GB HBM3, 00000000:DB:00.0): row remapping failed (no spare rows left)"
     ]
-    assert "RMA" in remap["fix"] and "dcgmi diag" in remap["fix"]
+    assert "RMA" in remap["fix"]["text"] and "dcgmi diag" in remap["fix"]["text"]
 
 
 def test_thermal_and_power_brake_slowdown(simulate: Simulate) -> None:
@@ -553,7 +553,7 @@ def test_thermal_and_power_brake_slowdown(simulate: Simulate) -> None:
         "GPU 4 (NVIDIA H100 80GB HBM3, 00000000:9A:00.0): hardware slowdown (clocks cut by half "
         "or more), power brake slowdown (external power supply signal) (41 °C)",
     ]
-    assert "power delivery" in throttle["fix"]
+    assert "power delivery" in throttle["fix"]["text"]
     assert d.gpu(0)["clock_event_reasons"] == ["hw_slowdown", "hw_thermal_slowdown"]
 
 
@@ -580,8 +580,8 @@ def test_a_process_holding_most_of_a_gpus_memory(simulate: Simulate) -> None:
         "GPU 2 (NVIDIA H100 80GB HBM3, 00000000:3A:00.0): 74.5 GiB of 79.6 GiB used by PID 48213 "
         "/usr/bin/python3 (74.0 GiB)"
     ]
-    assert "ps -o pid,user,cmd -p 48213" in mem["fix"] and "kill 48213" in mem["fix"]
-    assert "or use the other GPUs" in mem["fix"]
+    assert "ps -o pid,user,cmd -p 48213" in mem["fix"]["text"] and "kill 48213" in mem["fix"]["text"]
+    assert "or use the other GPUs" in mem["fix"]["text"]
     assert d.gpu(2)["processes"] == [
         {"pid": 48213, "name": "/usr/bin/python3", "used_memory": 74 * 1024 * MIB}
     ]
@@ -599,7 +599,7 @@ def test_exclusive_process_compute_mode(simulate: Simulate) -> None:
     assert mode["status"] == "warn"
     assert mode["title"].startswith("2 GPU(s) in exclusive-process mode")
     assert mode["evidence"][0].endswith("00000000:18:00.0): exclusive_process")
-    assert mode["fix"].endswith("sudo nvidia-smi -i 0,1 -c DEFAULT")
+    assert mode["fix"]["text"].endswith("sudo nvidia-smi -i 0,1 -c DEFAULT")
     assert doctor(machine, "--strict").returncode == 1
     out = doctor_text(machine)
     assert "! 2 GPU(s) in exclusive-process mode" in out
@@ -675,7 +675,7 @@ def test_nvml_init_hanging_longer_than_the_time_bound(simulate: Simulate) -> Non
     assert nvml["status"] == "fail"
     # "after 2 s", or the part of the 2 s left when the child started (1.99999 s).
     assert re.fullmatch(r"NVML timed out after (2|1\.9\d*) s in nvmlInit", nvml["title"])
-    assert "Xid" in nvml["fix"]
+    assert "Xid" in nvml["fix"]["text"]
     assert d.probe("nvml")["status"] == "timeout"
     # libcuda, probed beside it, still answers.
     assert d.probe("cuda_driver")["status"] == "ok"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucheck.snapshot import SCHEMA_VERSION, Snapshot, SnapshotError, dumps, loads
+from gpucheck.model.snapshot import SCHEMA_VERSION, Snapshot, SnapshotError, dumps, loads
 
 
 def test_round_trip_keeps_every_fact() -> None:
@@ -72,11 +72,11 @@ def test_other_major_version_is_refused_with_a_clear_message() -> None:
         ),
         (
             '{"schema_version": "1.0", "system": {"env": {"A": 1}}}',
-            r"system\.env\.A: expected string",
+            r"system\.env\[\.\.\.\]: expected string",
         ),
         (
             '{"schema_version": "1.0", "probes": [{"name": "nvml", "status": "ok", "duration_ms": NaN}]}',
-            "finite number",
+            "not valid JSON",
         ),
         ("[" * 100000, "not valid JSON"),
     ],
@@ -146,7 +146,7 @@ def test_any_corrupted_field_is_refused_or_diagnosed_without_a_check_breaking(
     """Replace one fact of a real-looking snapshot by any JSON value: reading it either fails
     with a SnapshotError, or the snapshot is well typed and every check copes with it."""
     from gpucheck import checks
-    from gpucheck.checks import Status
+    from gpucheck.model.finding import Status
 
     snap = builders.node([builders.a100_mig(0), builders.rtx_3060(1)])
     snap.cudnn.libraries = [builders.library("cudnn", "/usr/lib/libcudnn.so.9", "9.1.0")]
@@ -168,7 +168,7 @@ def test_unicode_digits_and_huge_numbers_are_refused_or_diagnosed() -> None:
     """Well-typed but odd values found by review: Unicode digits where CUDA expects ASCII ones,
     integers no driver reports, integer literals longer than Python converts."""
     from gpucheck import checks
-    from gpucheck.checks import Status
+    from gpucheck.model.finding import Status
 
     snap = builders.h100_node(2)
     snap.system.env["CUDA_VISIBLE_DEVICES"] = "²"
@@ -179,5 +179,5 @@ def test_unicode_digits_and_huge_numbers_are_refused_or_diagnosed() -> None:
     data["nvml"]["gpus"][0]["memory_total"] = 10**400
     with pytest.raises(SnapshotError, match="integer out of range"):
         Snapshot.from_dict(data)
-    with pytest.raises(SnapshotError, match="not a gpucheck snapshot"):
+    with pytest.raises(SnapshotError, match="out of range"):
         loads('{"schema_version": "1.0", "nvml": {"device_count": ' + "9" * 5000 + "}}")

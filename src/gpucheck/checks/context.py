@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from gpucheck.compat import Compat, cuda_from_int, load
-from gpucheck.snapshot import GpuFacts, Snapshot
+from gpucheck.model.snapshot import GpuFacts, Snapshot
 
 
 @dataclass

@@ -8,11 +8,12 @@ from collections import defaultdict
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.snapshot import LibraryCopy
+from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.snapshot import LibraryCopy
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
 CUINIT_CAUSES = {

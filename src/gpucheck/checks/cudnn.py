@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.cuda import copies_line, loader_conflicts, needs_newer_driver
-from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.checks.registry import check
+from gpucheck.model.finding import Outcome, Section
 
 
 def _pip_for(ctx: Context, path: str, command: str) -> str:
     """`command` aimed at the environment whose site folder holds `path` (plain pip when
     gpucheck cannot tell, or when that environment is the only one)."""
-    from gpucheck.checks.frameworks_common import pip
+    from gpucheck.checks.frameworks.environments import pip
 
     env = next(
         (

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from gpucheck.checks.context import Context, gpu_label
-from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix
+from gpucheck.model.finding import Outcome, Section
 
 NO_GPU = "No NVIDIA GPU, so no driver is needed"
 # Unload order: each module before the ones it depends on.

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpucheck.checks.context import Context, gib, gpu_label
-from gpucheck.checks.model import Outcome, Section, check
-from gpucheck.snapshot import GpuFacts
+from gpucheck.checks.registry import check
+from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.snapshot import GpuFacts
 
 NO_GPUS = "No GPU facts from the driver (see driver.nvml)"
 # A PCIe link idles at a lower generation to save power; only under load does it matter.

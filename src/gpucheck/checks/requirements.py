@@ -6,9 +6,10 @@ from __future__ import annotations
 from packaging.version import Version
 
 from gpucheck.checks.context import Context, gib, gpu_label
-from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
-from gpucheck.snapshot import GpuFacts
+from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.snapshot import GpuFacts
 
 
 def _usable(ctx: Context) -> list[GpuFacts]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpucheck.checks.context import Context, gpu_label
-from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.checks.registry import check
+from gpucheck.model.finding import Outcome, Section
 
 CONTAINER_FIXES = {
     "kubernetes": (

@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpucheck.distributions import installed_frameworks
+from gpucheck.model.decoding import DecodeError, from_dict
+from gpucheck.model.distributions import installed_frameworks
+from gpucheck.model.snapshot import FrameworkRuntime, ProbeRun, PythonEnvironment
 from gpucheck.probes.child import HERE, ChildResult, run_script
-from gpucheck.serde import DecodeError, from_dict
-from gpucheck.snapshot import FrameworkRuntime, ProbeRun, PythonEnvironment
 
-STATIC_SCRIPT = HERE / "_framework_static.py"
-DEEP_SCRIPT = HERE / "_framework_deep.py"
+STATIC_SCRIPT = HERE / "scripts/framework_static.py"
+DEEP_SCRIPT = HERE / "scripts/framework_deep.py"
 # Importing TensorFlow from a cold disk or initialising CUDA on eight GPUs takes a while.
 DEEP_MIN_TIMEOUT = 60.0
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from gpucheck.snapshot import LibraryCopy
+from gpucheck.model.snapshot import LibraryCopy
 
 # The main library of each family: libcudart.so.12 but not libcudart_static.a;
 # libcudnn.so.9 but not libcudnn_ops.so.9 (cuDNN's sub-libraries follow the main one).

@@ -14,10 +14,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpucheck.probes.child import HERE, ChildResult, run_script
-from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies
-from gpucheck.serde import DecodeError, from_dict
-from gpucheck.snapshot import (
+from gpucheck.model.decoding import DecodeError, from_dict
+from gpucheck.model.snapshot import (
     CudaDriverFacts,
     CudaFacts,
     CudnnFacts,
@@ -25,8 +23,10 @@ from gpucheck.snapshot import (
     NvccFacts,
     ProbeRun,
 )
+from gpucheck.probes.child import HERE, ChildResult, run_script
+from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies
 
-SCRIPT = HERE / "_native_child.py"
+SCRIPT = HERE / "scripts/native.py"
 
 
 def _run_task(task: dict[str, object], timeout: float, env: Mapping[str, str]) -> ChildResult:

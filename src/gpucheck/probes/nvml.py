@@ -1,4 +1,4 @@
-"""Driver and GPU facts through NVML, gathered in a child process (see _nvml_child.py)."""
+"""Driver and GPU facts through NVML, gathered in a child process (see scripts/nvml.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 import time
 from collections.abc import Mapping
 
+from gpucheck.model.decoding import DecodeError, from_dict
+from gpucheck.model.snapshot import GpuFacts, NvmlError, NvmlFacts, ProbeRun
 from gpucheck.probes.child import HERE, ChildResult, run_script
-from gpucheck.serde import DecodeError, from_dict
-from gpucheck.snapshot import GpuFacts, NvmlError, NvmlFacts, ProbeRun
 
-SCRIPT = HERE / "_nvml_child.py"
+SCRIPT = HERE / "scripts/nvml.py"
 MAX_ATTEMPTS = 3
 
 

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from gpucheck.model.snapshot import DeviceNode, PciDevice, SystemFacts
 from gpucheck.probes.pci_ids import PciIds, find_pci_ids
-from gpucheck.snapshot import DeviceNode, PciDevice, SystemFacts
 
 NVIDIA_VENDOR = "0x10de"
 # PCI class 0x03 = display controller: 0x0300 VGA, 0x0302 3D controller (most data-centre GPUs).

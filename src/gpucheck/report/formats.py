@@ -3,17 +3,18 @@ show as test results). Registered by name, as the CLI's --format offers them."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import IO
 from xml.etree import ElementTree as ET
 
-from gpucheck.checks import Status
-from gpucheck.report import Report
+from gpucheck.model.finding import Status
+from gpucheck.report.core import Report
 
 
 def render_json(report: Report, stream: IO[str], verbose: bool = False) -> None:
-    json.dump(report.to_dict(), stream, indent=2)
+    from gpucheck.model.decoding import to_json
+
+    stream.write(to_json(report.to_dict()).decode("utf-8"))
     stream.write("\n")
 
 
@@ -32,7 +33,7 @@ def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None
     )
     for f in report.findings:
         case = ET.SubElement(suite, "testcase", classname=f"gpucheck.{f.section.value}", name=f.id)
-        body = "\n".join([f.title, *f.evidence] + ([f"fix: {f.fix}"] if f.fix else []))
+        body = "\n".join([f.title, *f.evidence] + ([f"fix: {f.fix.text}"] if f.fix else []))
         if f.status == Status.ERROR:
             ET.SubElement(case, "error", message=f.title).text = body
         elif f.status in failing:

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.text import Text
 
 from gpucheck import __version__
-from gpucheck.checks import Section, Status
-from gpucheck.report import Report
+from gpucheck.model.finding import Section, Status
+from gpucheck.report.core import Report
 
 MARKS = {
     Status.PASS: ("✓", "+", "green"),
@@ -73,7 +73,7 @@ def render(report: Report, stream: IO[str] | None = None, verbose: bool = False)
                 for ev in f.evidence:
                     _hanging(console, Text(" " * 6), Text(ev, style="" if problem else "dim"))
             if f.fix and (problem or verbose):
-                _hanging(console, Text("      fix: ", style="bold"), Text(f.fix))
+                _hanging(console, Text("      fix: ", style="bold"), Text(f.fix.text))
     console.print()
     console.print(_summary(report, unicode_ok))
 

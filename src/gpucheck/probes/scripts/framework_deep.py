@@ -1,6 +1,6 @@
 """Deep framework probe, run in a child process (see probes/child.py for the protocol).
 
-`python _framework_deep.py FRAMEWORK` (torch | tensorflow | jax | cupy), under the interpreter
+`python scripts/framework_deep.py FRAMEWORK` (torch | tensorflow | jax | cupy), under the interpreter
 of the environment being diagnosed: import the framework, list its devices and run a tiny
 matmul on each, recording what it shows as `FrameworkRuntime` facts.
 

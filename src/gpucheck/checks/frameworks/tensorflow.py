@@ -7,34 +7,30 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks_common import (
-    TfFacts,
+from gpucheck.checks.frameworks.arch import coverage, parse_arch_list
+from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow, tf_facts
+from gpucheck.checks.frameworks.driver import (
     cc_list,
-    combine,
-    coverage,
     driver_outcome,
-    env_os,
     gpus_line,
-    in_range,
-    parse_arch_list,
-    pick_tensorflow,
-    pip,
-    python_mm,
-    runtime,
-    same_version,
     targets,
-    tf_envs,
     upgrade_driver,
 )
-from gpucheck.checks.model import Outcome, Section, Status, check
+from gpucheck.checks.frameworks.environments import (
+    env_os,
+    framework_check,
+    in_range,
+    pip,
+    python_mm,
+)
 from gpucheck.compat import Compat, parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
-from gpucheck.snapshot import LibraryCopy, PythonEnvironment
+from gpucheck.model.finding import Outcome
+from gpucheck.model.snapshot import PythonEnvironment
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
 # is missing): without any of them, no GPU. The rest of the and-cuda pins (cupti, nvcc, nvrtc,
@@ -133,14 +129,10 @@ def windows_fix(ctx: Context, env: PythonEnvironment) -> str:
 # --- the build ----------------------------------------------------------------------------------
 
 
-@check(
-    "tensorflow.cpu-build", Section.FRAMEWORKS, "TensorFlow is a GPU build where NVIDIA GPUs are"
+@framework_check(
+    "tensorflow.cpu-build", "TensorFlow is a GPU build where NVIDIA GPUs are", tf_facts
 )
-def cpu_build(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _cpu_build(ctx, env, t)) for env, t in tf_envs(ctx)))
-
-
-def _cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
+def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     if t.kind is None:
         return Outcome.skip(f"{t.name}: whether it is a CUDA build is not known", t.evidence)
     if t.kind == "cuda":
@@ -170,15 +162,6 @@ def _cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     )
 
 
-@check(
-    "tensorflow.legacy-gpu-package",
-    Section.FRAMEWORKS,
-    "the removed tensorflow-gpu package is not installed",
-)
-def legacy_gpu_package(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _legacy(ctx, env, t)) for env, t in tf_envs(ctx)))
-
-
 def _note(ctx: Context, name: str, sentences: int = 2) -> str | None:
     """The first sentences of a package's note in the compat data (quotes kept whole)."""
     package = ctx.compat.tensorflow.packages.get(name)
@@ -192,7 +175,10 @@ def _note(ctx: Context, name: str, sentences: int = 2) -> str | None:
     return " ".join(taken)
 
 
-def _legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+@framework_check(
+    "tensorflow.legacy-gpu-package", "the removed tensorflow-gpu package is not installed", tf_facts
+)
+def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     legacy = env.dist("tensorflow-gpu")
     if legacy is None:
         return None
@@ -223,16 +209,12 @@ def _legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     )
 
 
-@check(
+@framework_check(
     "tensorflow.windows-native",
-    Section.FRAMEWORKS,
     "TensorFlow on native Windows is a release that still had GPU support there",
+    tf_facts,
 )
-def windows_native(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _windows(ctx, env, t)) for env, t in tf_envs(ctx)))
-
-
-def _windows(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+def windows(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     if not _windows_native(ctx, env):
         return None
     last = ctx.compat.tensorflow.windows_native_gpu_last
@@ -270,12 +252,8 @@ def _tf_cuda(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     return None
 
 
-@check("tensorflow.cuda-driver", Section.FRAMEWORKS, "TensorFlow's CUDA runs on this driver")
-def cuda_driver(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _cuda_driver(ctx, env, t)) for env, t in tf_envs(ctx)))
-
-
-def _cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+@framework_check("tensorflow.cuda-driver", "TensorFlow's CUDA runs on this driver", tf_facts)
+def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     if t.kind != "cuda" or ctx.has_gpu is False:
         return None
     found = _tf_cuda(ctx, t)
@@ -292,16 +270,12 @@ def _cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
     return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
 
 
-@check(
+@framework_check(
     "tensorflow.arch-support",
-    Section.FRAMEWORKS,
     "TensorFlow carries code (SASS or PTX) for every GPU's architecture",
+    tf_facts,
 )
-def arch_support(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _arch_support(ctx, env, t)) for env, t in tf_envs(ctx)))
-
-
-def _arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     found = targets(ctx)
     if t.kind != "cuda" or not found:
         return None
@@ -351,192 +325,13 @@ def _arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome |
     )
 
 
-# --- the CUDA libraries TensorFlow will load ----------------------------------------------------
-
-
-def _loader_copies(copies: list[LibraryCopy], major: str) -> list[LibraryCopy]:
-    return [
-        c
-        for c in copies
-        if c.on_loader_path and c.version and c.version.split(".")[0] == major and not c.load_error
-    ]
-
-
-def _loader_warnings(env: PythonEnvironment) -> list[str]:
-    deep = runtime(env, "tensorflow")
-    if deep is None:
-        return []
-    return [w for w in deep.warnings if any(k in w for k in LOADER_WARNINGS)]
-
-
-@check(
-    "tensorflow.cuda-libraries",
-    Section.FRAMEWORKS,
-    "the CUDA and cuDNN libraries TensorFlow loads are installed",
-)
-def cuda_libraries(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _cuda_libraries(ctx, env, t)) for env, t in tf_envs(ctx)))
-
-
-def _key(name: str) -> str:
-    """nvidia-cudnn-cu12 -> cudnn; nvidia-cuda-runtime-cu12 -> cuda-runtime."""
-    return re.sub(r"-cu[0-9]+$", "", name.removeprefix("nvidia-"))
-
-
-def _cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
-    if t.kind != "cuda" or ctx.has_gpu is not True or env_os(ctx, env) != "linux":
-        return None
-    warnings = _loader_warnings(env)
-    line = _line(t)
-    if line is None or t.version is None:
-        return Outcome.skip(f"{t.name}: its version is not known", *warnings)
-    pip_era = line >= TF_AND_CUDA_FIRST
-    verdict = _pip_libraries(ctx, env, t) if pip_era else _system_libraries(ctx, env, t)
-    if warnings and verdict.status in (Status.PASS, Status.SKIP):
-        libs = sorted(set(re.findall(r"'(lib[\w.+-]+\.so[\w.]*)'", " ".join(warnings))))
-        return Outcome.fail(
-            f"{t.name} could not load {', '.join(libs) or 'some of its GPU libraries'} "
-            "when imported (doctor --deep)",
-            *warnings,
-            *verdict.evidence,
-            fix=_and_cuda_fix(ctx, env, t) if pip_era else _system_fix(ctx, env, t),
-        )
-    verdict.evidence += warnings
-    return verdict
-
-
-def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
-    return pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
-
-
-def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
-    """TF 2.14+: the tensorflow[and-cuda] wheels, or system copies of the same majors."""
-    pins = ctx.compat.tensorflow.and_cuda_for(t.version or "")
-    if pins is None:
-        return Outcome.skip(f"{t.name}: its tensorflow[and-cuda] pins are not in the compat data")
-    missing: list[tuple[Requirement, str]] = []
-    present, system = [], []
-    for line in pins.requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if not req.name.startswith("nvidia-"):
-            continue
-        pinned = next(iter(req.specifier), None)
-        major = pinned.version.split(".")[0] if pinned else None
-        have = env.dist(req.name)
-        if have is not None and (major is None or have.version.split(".")[0] == major):
-            present.append(f"{req.name} {have.version}")
-            continue
-        cover = _system_cover(ctx, req.name, major)
-        if cover is not None:
-            system.append(f"{req.name} not installed; a system copy is on the loader path: {cover}")
-            continue
-        missing.append((req, f" ({have.version} installed: another major)" if have else ""))
-    evidence = [f"tensorflow[and-cuda]=={pins.version} pins (compat data)", *system]
-    if present:
-        evidence.append("installed: " + ", ".join(present))
-    essential = [r.name for r, _ in missing if _key(r.name) in TF_ESSENTIAL]
-    listed = "missing: " + ", ".join(f"{r}{note}" for r, note in missing)
-    if essential:
-        return Outcome.fail(
-            f"{t.name} cannot use the GPU: CUDA libraries it loads are not installed "
-            f"({', '.join(essential)})",
-            listed,
-            *evidence,
-            fix=_and_cuda_fix(ctx, env, t),
-        )
-    if missing:
-        return Outcome.warn(
-            f"{t.name}: some of its tensorflow[and-cuda] libraries are not installed "
-            "(the profiler, XLA's ptxas or multi-GPU need them)",
-            listed,
-            *evidence,
-            fix=_and_cuda_fix(ctx, env, t),
-        )
-    return Outcome.passed(f"{t.name}: the CUDA libraries it loads are installed", *evidence)
-
-
-def _system_cover(ctx: Context, name: str, major: str | None) -> str | None:
-    """A system copy on the loader path that TensorFlow would load instead of the wheel's:
-    cuDNN of the same major; for a CUDA library, a CUDA runtime of the same CUDA major (a
-    toolkit's libraries sit beside it)."""
-    if _key(name) == "cudnn":
-        found = _loader_copies(ctx.snapshot.cudnn.libraries, major) if major else []
-    else:
-        match = re.search(r"-cu([0-9]+)$", name)
-        found = _loader_copies(ctx.snapshot.cuda.runtimes, match.group(1)) if match else []
-    return f"{found[0].version} at {found[0].path}" if found else None
-
-
-def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
-    """(CUDA, cuDNN) a TensorFlow before 2.14 loads: its build_info, else the compat data."""
-    rel = _tf_release(ctx, t)
-    cuda = t.cuda or (rel.cuda if rel else None)
-    cudnn = t.cudnn or (rel.cudnn if rel else None)
-    if not cuda or not cudnn or parse_version(cuda) is None or parse_version(cudnn) is None:
-        return None
-    return cuda, cudnn
-
-
-def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
-    expected = _expected(ctx, t)
-    cuda, cudnn = expected if expected else ("<its CUDA>", "<its cuDNN>")
-    fix = (
-        f"Install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
-        f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn} && "
-        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"
-    )
-    pick = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version)
-    if pick and Version(pick.version) >= TF_AND_CUDA_FIRST:
-        command = pip(ctx, env, _uninstall(t) + pick.install)
-        fix += f"; or move to TensorFlow {pick.version}, which brings its own: {command}"
-    return fix
-
-
-def _system_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
-    """Before 2.14: TensorFlow dlopens the system's CUDA and cuDNN by soname."""
-    expected = _expected(ctx, t)
-    if expected is None:
-        return Outcome.skip(f"{t.name}: the CUDA/cuDNN it expects are not known")
-    cuda, cudnn = expected
-    want_cuda, want_cudnn = Version(cuda), Version(cudnn)
-    runtimes = _loader_copies(ctx.snapshot.cuda.runtimes, str(want_cuda.major))
-    if want_cuda.major < 11:  # before CUDA 11, sonames carry the minor too (libcudart.so.10.1)
-        mm = f"{want_cuda.major}.{want_cuda.minor}"
-        runtimes = [c for c in runtimes if same_version(c.version or "", mm)]
-    cudnns = _loader_copies(ctx.snapshot.cudnn.libraries, str(want_cudnn.major))
-    evidence = [f"{t.name} loads CUDA {cuda} and cuDNN {cudnn} from the system"]
-    evidence += [f"found: libcudart {c.version} at {c.path}" for c in runtimes]
-    evidence += [f"found: libcudnn {c.version} at {c.path}" for c in cudnns]
-    problems = []
-    if not runtimes:
-        problems.append(f"no CUDA {cuda} runtime (libcudart) on the loader path")
-    if not cudnns:
-        problems.append(f"no cuDNN {want_cudnn.major} (libcudnn.so.{want_cudnn.major}) on it")
-    if not problems:
-        return Outcome.passed(
-            f"{t.name}: CUDA {cuda} and cuDNN {cudnn} are on the loader path", *evidence
-        )
-    return Outcome.fail(
-        f"{t.name} cannot use the GPU: {'; '.join(problems)}",
-        *evidence,
-        fix=_system_fix(ctx, env, t),
-    )
-
-
 # --- Python and Keras ----------------------------------------------------------------------------
 
 
-@check(
-    "tensorflow.python", Section.FRAMEWORKS, "the environment's Python is one TensorFlow supports"
+@framework_check(
+    "tensorflow.python", "the environment's Python is one TensorFlow supports", tf_facts
 )
-def python(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _python(ctx, env, t)) for env, t in tf_envs(ctx)))
-
-
-def _python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
+def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     py = python_mm(env)
     if py is None or t.version is None:
         return Outcome.skip(f"{t.name}: the environment's Python version is not known")
@@ -569,12 +364,8 @@ def _keras3_from(compat: Compat) -> Version | None:
     return row.keras3_default_from if row else None
 
 
-@check("tensorflow.keras", Section.FRAMEWORKS, "Keras and tf-keras match the TensorFlow release")
-def keras(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _keras(ctx, env, t)) for env, t in tf_envs(ctx)))
-
-
-def _keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+@framework_check("tensorflow.keras", "Keras and tf-keras match the TensorFlow release", tf_facts)
+def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     line = _line(t)
     k, tfk = env.dist("keras"), env.dist("tf-keras")
     if k is None and tfk is None:

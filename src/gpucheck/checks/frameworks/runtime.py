@@ -11,37 +11,36 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.cuda import CUINIT_CAUSES
-from gpucheck.checks.frameworks_common import (
-    Target,
-    cc_list,
-    combine,
+from gpucheck.checks.frameworks.arch import parse_arch_list
+from gpucheck.checks.frameworks.builds import (
     cupy_cuda,
-    env_label,
-    env_os,
-    is_package_for,
     jax_facts,
-    judge_driver,
-    merge,
-    package_key,
-    parse_arch_list,
-    pick_tensorflow,
-    pip,
-    requirements_of,
-    runtime,
-    soname_major,
-    targets,
     tf_facts,
     torch_facts,
-    torch_fix,
-    upgrade_driver,
 )
-from gpucheck.checks.model import Outcome, Section, Status, check
+from gpucheck.checks.frameworks.driver import judge_driver, targets
+from gpucheck.checks.frameworks.environments import (
+    env_label,
+    env_os,
+    environment_check,
+    merge,
+    pip,
+    runtime,
+)
+from gpucheck.checks.frameworks.packages import (
+    is_package_for,
+    package_key,
+    requirements_of,
+    soname_major,
+)
+from gpucheck.checks.frameworks.runtime_causes import built_cuda, cause_of, sentence
+from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
-from gpucheck.distributions import TF_DISTS, installed_frameworks
-from gpucheck.snapshot import Distribution, FrameworkRuntime, PythonEnvironment
+from gpucheck.model.distributions import TF_DISTS, installed_frameworks
+from gpucheck.model.finding import Outcome, Section, Status
+from gpucheck.model.snapshot import Distribution, FrameworkRuntime, PythonEnvironment
 
 XID = "look for Xid errors: sudo dmesg | grep -i xid"
 BY_HAND = {
@@ -59,10 +58,6 @@ _STEP = re.compile(
 _MISSING_LIB = re.compile(
     r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
 )
-
-
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def _by_hand(framework: str) -> str:
@@ -89,14 +84,6 @@ def _dists(env: PythonEnvironment, framework: str) -> list[Distribution]:
 def _installed(env: PythonEnvironment) -> list[str]:
     """The frameworks installed here, as the deep pass chose which to import."""
     return installed_frameworks(env)
-
-
-def _built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:
-    if rt.framework == "torch" and (t := torch_facts(env)) is not None:
-        return t.cuda
-    if rt.framework == "tensorflow" and (tf := tf_facts(env)) is not None:
-        return tf.cuda
-    return rt.cuda_version
 
 
 def _reinstall(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> str:
@@ -128,16 +115,11 @@ def _gpu_devices(rt: FrameworkRuntime) -> int | None:
     return rt.device_count
 
 
-@check(
+@environment_check(
     "frameworks.device-count",
-    Section.FRAMEWORKS,
     "each framework sees every GPU CUDA_VISIBLE_DEVICES shows (doctor --deep)",
 )
-def device_count(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _device_count(ctx, env)) for env in ctx.snapshot.environments))
-
-
-def _device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
+def device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     seen = [(rt, n) for rt in env.runtimes if (n := _gpu_devices(rt))]
     if not seen:
         return None  # nothing imported, or no GPU seen at all: frameworks.smoke-test says why
@@ -168,7 +150,7 @@ def _device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         "the driver shows (CUDA_VISIBLE_DEVICES honoured)",
         *lines,
         *causes,
-        fix=_sentence("; ".join(fixes)),
+        fix=sentence("; ".join(fixes)),
     )
 
 
@@ -251,7 +233,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
             return Outcome.info(f"{name} imports; there is no NVIDIA GPU here to use")
         return _not_available(ctx, env, rt)
     if not rt.smoke_tests:
-        cause = _cause(ctx, env, rt, rt.error or "", None)
+        cause = cause_of(ctx, env, rt, rt.error or "", None)
         if cause is not None:
             return Outcome.fail(f"{name}: {cause[0]}", rt.error or "", fix=cause[1])
         if rt.status == "error":
@@ -271,7 +253,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
     items: list[tuple[str | None, Outcome | None]] = []
     for test in failed:
         error = test.error or "failed"
-        cause = _cause(ctx, env, rt, error, test.device)
+        cause = cause_of(ctx, env, rt, error, test.device)
         if cause is not None:
             outcome = Outcome.fail(f"{name} on {test.device}: {cause[0]}", error, fix=cause[1])
         else:
@@ -289,7 +271,7 @@ def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome
     step = match.group(1).strip() if match else _step_from_facts(rt)
     how = "timed out" if rt.status == "timeout" else "crashed"
     device = step.split(" ", 1)[1] if step.startswith("smoke ") else None
-    cause = _cause(ctx, env, rt, " ".join([rt.error or "", *rt.warnings[-5:]]), device)
+    cause = cause_of(ctx, env, rt, " ".join([rt.error or "", *rt.warnings[-5:]]), device)
     if cause is not None:
         return Outcome.fail(
             f"{_label(rt)} {how} in {step}: {cause[0]}", rt.error or "", fix=cause[1]
@@ -364,7 +346,7 @@ def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, son
         if t and is_package_for(canonicalize_name(req.name), key):
             command = pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
             return f"{command} (it brings {req})"
-    major = parse_version(_built_cuda(env, rt) or "")
+    major = parse_version(built_cuda(env, rt) or "")
     if rt.framework == "jax" and (j := jax_facts(env)) is not None and j.majors:
         major = parse_version(str(j.majors[-1]))
     if rt.framework == "cupy":
@@ -401,7 +383,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         return Outcome.skip(
             f"{name} sees no GPU: cuInit fails ({drv.init_error_name}; see cuda.driver-api)"
         )
-    cuda = _built_cuda(env, rt)
+    cuda = built_cuda(env, rt)
     verdict = judge_driver(ctx, cuda) if cuda else None
     if verdict is not None and verdict[0] is Status.FAIL:
         return Outcome.skip(
@@ -416,7 +398,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
             "(see tensorflow.cuda-libraries)"
         )
     shown = len(targets(ctx)) or ctx.pci_gpu_count
-    cause = _cause(ctx, env, rt, " ".join([rt.error or "", *hints]), None)
+    cause = cause_of(ctx, env, rt, " ".join([rt.error or "", *hints]), None)
     if cause is not None:
         return Outcome.fail(f"{name} sees no GPU: {cause[0]}", *hints[-5:], fix=cause[1])
     return Outcome.fail(
@@ -428,109 +410,3 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
 
 
 # --- CUDA errors and their causes ---------------------------------------------------------------
-
-
-def _device_gpu(ctx: Context, device: str | None) -> Target | None:
-    """The GPU behind a framework's device ("cuda:1", "/GPU:1", "cuda(id=1)"), when CUDA's
-    order surely matches the driver's: CUDA_DEVICE_ORDER=PCI_BUS_ID, or identical GPUs."""
-    match = re.search(r"([0-9]+)\)?$", (device or "").strip())
-    found = targets(ctx)
-    if match is None or int(match.group(1)) >= len(found):
-        return None
-    names = {g.name for g in ctx.visibility.visible}
-    same = len(names) == 1 or ctx.snapshot.system.env.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID"
-    return found[int(match.group(1))] if same else None
-
-
-def _cause(
-    ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, error: str, device: str | None
-) -> tuple[str, str] | None:
-    """(what happened, the fix) for the CUDA errors whose cause the other facts name."""
-    low = error.lower()
-    gpu = _device_gpu(ctx, device)
-    where = gpu.label if gpu else (device or "the GPU")
-    cuda = _built_cuda(env, rt)
-    if "out of memory" in low:
-        return _out_of_memory(ctx, gpu, where)
-    if "busy or unavailable" in low:
-        return _busy(ctx)
-    if "no kernel image" in low:
-        return _no_kernel_image(ctx, env, rt, gpu)
-    if "system not yet initialized" in low:
-        return CUINIT_CAUSES["CUDA_ERROR_SYSTEM_NOT_READY"]
-    if "forward compatibility was attempted on non supported hw" in low:
-        return CUINIT_CAUSES["CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"]
-    if cuda and ("unsupported toolchain" in low or "unsupported_ptx_version" in low):
-        return (
-            f"PTX built with CUDA {major_minor(cuda)} cannot be JIT-compiled by driver "
-            f"{ctx.driver_version}",
-            _sentence(upgrade_driver(ctx, cuda)),
-        )
-    if cuda and (
-        "driver version is insufficient" in low or "driver on your system is too old" in low
-    ):
-        return f"the driver is too old for CUDA {major_minor(cuda)}", _sentence(
-            upgrade_driver(ctx, cuda)
-        )
-    if "differs from the cpu" in low:
-        return (
-            f"{where} computes wrong results",
-            "Drain the node and run NVIDIA's diagnostics (dcgmi diag -r 3); see the ECC and Xid "
-            f"checks above; {XID}",
-        )
-    return None
-
-
-def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, str]:
-    gpus = [g for g in ctx.gpus if gpu is None or g.index == gpu.index]
-    procs = [(g, p) for g in gpus for p in (g.processes or [])]
-    if not procs:
-        return (
-            f"{where} ran out of memory, and no other process is listed on it (another "
-            "container or VM?)",
-            "Find what holds the memory (nvidia-smi on the host), or use another GPU",
-        )
-    pids = sorted({p.pid for _, p in procs})
-    holders = ", ".join(
-        f"PID {p.pid} {p.name or '?'} on GPU {g.index}"
-        + (f", {p.used_memory // 1024**2} MiB" if p.used_memory else "")
-        for g, p in procs
-    )
-    return (
-        f"{where} ran out of memory: other processes hold it ({holders})",
-        f"Check what they are (ps -o pid,user,cmd -p {','.join(map(str, pids))}), then stop "
-        f"them (kill {' '.join(map(str, pids))}) or wait; or use a free GPU "
-        "(CUDA_VISIBLE_DEVICES)",
-    )
-
-
-def _busy(ctx: Context) -> tuple[str, str]:
-    modes = ("exclusive_process", "exclusive_thread", "prohibited")
-    gpus = [g for g in ctx.gpus if g.compute_mode in modes]
-    if not gpus:
-        return (
-            "the GPU is busy or unavailable",
-            "Check its compute mode and the processes on it: nvidia-smi -q -d COMPUTE,PIDS",
-        )
-    ids = ",".join(str(g.index) for g in gpus)
-    said = ", ".join(f"GPU {g.index} is in {g.compute_mode} compute mode" for g in gpus)
-    return (
-        f"the GPU is busy or unavailable: {said}",
-        f"If not set on purpose by the scheduler: sudo nvidia-smi -i {ids} -c DEFAULT; else "
-        "wait for the process that holds it (nvidia-smi)",
-    )
-
-
-def _no_kernel_image(
-    ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, gpu: Target | None
-) -> tuple[str, str]:
-    ccs = [gpu.cc] if gpu else cc_list(targets(ctx))
-    what = f"compute capability {', '.join(ccs)}" if ccs else "this GPU"
-    title = f"no kernel image for {what}: the build has no code for this GPU"
-    if rt.framework == "torch":
-        return title, torch_fix(ctx, env, ccs)
-    if rt.framework == "tensorflow":
-        pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
-        if pick is not None:
-            return title, pip(ctx, env, pick.install) + f" (TensorFlow {pick.version})"
-    return title, f"Install a {rt.framework} build with code for {what} (see {rt.framework}.*)"

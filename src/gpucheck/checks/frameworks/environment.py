@@ -11,19 +11,17 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks_common import (
+from gpucheck.checks.frameworks.environments import env_os, environment_check, pip
+from gpucheck.checks.frameworks.packages import (
     GPU_EXTRAS,
-    combine,
-    env_os,
     is_package_for,
-    pip,
     requirements_of,
     same_version,
     satisfies,
 )
-from gpucheck.checks.model import Outcome, Section, check
-from gpucheck.distributions import TF_DISTS
-from gpucheck.snapshot import Distribution, LibraryCopy, PythonEnvironment
+from gpucheck.model.distributions import TF_DISTS
+from gpucheck.model.finding import Outcome
+from gpucheck.model.snapshot import Distribution, LibraryCopy, PythonEnvironment
 
 Needs = dict[str, list[tuple[Distribution, Requirement]]]  # package -> who requires what
 
@@ -48,16 +46,11 @@ def _inside(env: PythonEnvironment, dist: Distribution, copy: LibraryCopy) -> bo
     return any(copy.realpath.startswith(f.rstrip("/") + "/") for f in folders if f)
 
 
-@check(
+@environment_check(
     "frameworks.library-shadowing",
-    Section.FRAMEWORKS,
     "no cuDNN or CUDA runtime on LD_LIBRARY_PATH overrides the one a framework's wheels bring",
 )
-def library_shadowing(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _shadowing(ctx, env)) for env in ctx.snapshot.environments))
-
-
-def _shadowing(ctx: Context, env: PythonEnvironment) -> Outcome | None:
+def shadowing(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     wheels = [
         (d, lib)
         for d in env.distributions
@@ -139,16 +132,11 @@ def _ld_fix(ctx: Context, folders: list[str]) -> str:
 # --- NVIDIA pip packages two frameworks want in different versions --------------------------------
 
 
-@check(
+@environment_check(
     "frameworks.nvidia-conflicts",
-    Section.FRAMEWORKS,
     "frameworks sharing an environment agree on the NVIDIA pip packages they require",
 )
-def nvidia_conflicts(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _conflicts(ctx, env)) for env in ctx.snapshot.environments))
-
-
-def _conflicts(ctx: Context, env: PythonEnvironment) -> Outcome | None:
+def conflicts(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     needs: Needs = {}
     for dist in env.distributions:
         for req in requirements_of(ctx, env, dist) if dist.requires else []:

@@ -11,12 +11,17 @@ the same major is readable; a different major is refused with a clear message.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from gpucheck import __version__
-from gpucheck.serde import DecodeError, from_dict, to_dict
+from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
+
+# Integers as C drivers report them (64-bit): a larger one in a snapshot is corrupt, and would
+# overflow the float arithmetic of the checks.
+Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 SCHEMA_VERSION = "1.1"  # 1.1: frameworks (Python environments, static and deep facts)
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
@@ -77,7 +82,7 @@ class SystemFacts:
     container_evidence: str | None = None
     wsl: bool = False
     pci_scanned: bool = False  # False: /sys/bus/pci could not be read (no facts, not "no GPU")
-    pci_device_count: int = 0  # all PCI devices seen; 0 with pci_scanned means a hidden bus
+    pci_device_count: Int = 0  # all PCI devices seen; 0 with pci_scanned means a hidden bus
     pci_gpus: list[PciDevice] = field(default_factory=list)
     pci_ids_path: str | None = None
     nvidia_module_loaded: bool | None = None
@@ -95,60 +100,60 @@ class SystemFacts:
 
 @dataclass
 class NvmlError:
-    code: int
+    code: Int
     name: str  # the binding's error name without the prefix: "DriverNotLoaded"
     message: str = ""
 
 
 @dataclass
 class MigDevice:
-    index: int
+    index: Int
     uuid: str | None = None
     name: str | None = None
-    memory_total: int | None = None
+    memory_total: Int | None = None
 
 
 @dataclass
 class GpuProcess:
-    pid: int
+    pid: Int
     name: str | None = None
-    used_memory: int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
+    used_memory: Int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
 
 
 @dataclass
 class GpuFacts:
-    index: int
+    index: Int
     name: str | None = None
     uuid: str | None = None
     serial: str | None = None
     pci_bus_id: str | None = None
     brand: str | None = None  # "NVIDIA" (data centre), "Tesla", "GeForce", "Quadro", ...
-    memory_total: int | None = None  # bytes
-    memory_used: int | None = None
-    memory_free: int | None = None
+    memory_total: Int | None = None  # bytes
+    memory_used: Int | None = None
+    memory_free: Int | None = None
     compute_capability: str | None = None  # "9.0"
     architecture: str | None = None  # "Hopper"
-    utilization_gpu: int | None = None  # percent
-    temperature_c: int | None = None
-    temperature_slowdown_c: int | None = None
-    temperature_shutdown_c: int | None = None
-    fan_speed_pct: int | None = None  # None on passively cooled (data-centre) GPUs
+    utilization_gpu: Int | None = None  # percent
+    temperature_c: Int | None = None
+    temperature_slowdown_c: Int | None = None
+    temperature_shutdown_c: Int | None = None
+    fan_speed_pct: Int | None = None  # None on passively cooled (data-centre) GPUs
     power_draw_w: float | None = None
     power_limit_w: float | None = None
     clock_event_reasons: list[str] | None = None  # active reasons: "hw_slowdown", ...
-    pcie_gen_current: int | None = None
-    pcie_gen_max: int | None = None  # of the GPU and the slot together
-    pcie_width_current: int | None = None
-    pcie_width_max: int | None = None
+    pcie_gen_current: Int | None = None
+    pcie_gen_max: Int | None = None  # of the GPU and the slot together
+    pcie_width_current: Int | None = None
+    pcie_width_max: Int | None = None
     ecc_enabled: bool | None = None
     ecc_enabled_pending: bool | None = None
-    ecc_uncorrected_volatile: int | None = None
-    ecc_uncorrected_aggregate: int | None = None
-    retired_pages_sbe: int | None = None
-    retired_pages_dbe: int | None = None
+    ecc_uncorrected_volatile: Int | None = None
+    ecc_uncorrected_aggregate: Int | None = None
+    retired_pages_sbe: Int | None = None
+    retired_pages_dbe: Int | None = None
     retired_pages_pending: bool | None = None
-    remapped_rows_correctable: int | None = None
-    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_correctable: Int | None = None
+    remapped_rows_uncorrectable: Int | None = None
     remap_pending: bool | None = None
     remap_failed: bool | None = None
     persistence_mode: bool | None = None
@@ -169,9 +174,9 @@ class NvmlFacts:
     init_error: NvmlError | None = None
     init_skipped_reason: str | None = None  # nvmlInit deliberately not called (read-only)
     driver_version: str | None = None
-    cuda_driver_version: int | None = None  # 12020 = CUDA 12.2
+    cuda_driver_version: Int | None = None  # 12020 = CUDA 12.2
     nvml_version: str | None = None
-    device_count: int | None = None
+    device_count: Int | None = None
     gpus: list[GpuFacts] = field(default_factory=list)
 
 
@@ -196,21 +201,21 @@ class LibraryCopy:
 
 @dataclass
 class CudaDevice:
-    index: int
+    index: Int
     name: str | None = None
     compute_capability: str | None = None
-    memory_total: int | None = None
+    memory_total: Int | None = None
 
 
 @dataclass
 class CudaDriverFacts:
     library_path: str | None = None
     load_error: str | None = None  # libcuda could not be loaded at all
-    init_result: int | None = None  # cuInit's CUresult
+    init_result: Int | None = None  # cuInit's CUresult
     init_error_name: str | None = None  # "CUDA_ERROR_NO_DEVICE"
     init_skipped_reason: str | None = None
-    driver_version: int | None = None  # cuDriverGetVersion: 12020
-    device_count: int | None = None
+    driver_version: Int | None = None  # cuDriverGetVersion: 12020
+    device_count: Int | None = None
     devices: list[CudaDevice] = field(default_factory=list)
 
 
@@ -291,7 +296,7 @@ class FrameworkRuntime:
     import_seconds: float | None = None
     version: str | None = None
     cuda_available: bool | None = None
-    device_count: int | None = None
+    device_count: Int | None = None
     devices: list[str] = field(default_factory=list)
     backend: str | None = None  # jax: default backend
     arch_list: list[str] = field(default_factory=list)  # compiled: "sm_80", "compute_90"
@@ -374,17 +379,23 @@ def _is_version(text: str) -> bool:
     return len(parts) == 2 and all(p.isascii() and p.isdigit() and len(p) < 6 for p in parts)
 
 
-def loads(text: str) -> Snapshot:
+def loads(data: bytes | str) -> Snapshot:
+    """A snapshot (or a whole `doctor --json` report) from JSON; SnapshotError says why not."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a BOM, as some Windows editors write
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SnapshotError("not a gpucheck snapshot (not UTF-8 text)") from None
+        reason = str(exc).removeprefix("JSON is malformed: ")
+        raise SnapshotError(f"not valid JSON: {reason}") from None
+    except (RecursionError, ValueError) as exc:
         raise SnapshotError(f"not valid JSON: {exc}") from None
-    except ValueError as exc:  # an integer literal longer than Python converts
-        raise SnapshotError(f"not a gpucheck snapshot: {exc}") from None
-    except UnicodeDecodeError:
-        raise SnapshotError("not valid JSON: the file is not UTF-8 text") from None
-    return Snapshot.from_dict(data)
+    return Snapshot.from_dict(value)
 
 
 def dumps(snapshot: Snapshot) -> str:
-    return json.dumps(snapshot.to_dict(), indent=2, sort_keys=False) + "\n"
+    return to_json(snapshot).decode("utf-8") + "\n"

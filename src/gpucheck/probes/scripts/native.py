@@ -14,7 +14,7 @@ import sys
 
 
 def step(task_id):
-    os.write(2, ("@ task %s\n" % task_id).encode())
+    os.write(2, (f"@ task {task_id}\n").encode())
 
 
 def mapped_path(fragment):
@@ -72,8 +72,10 @@ def cuda_driver(task):
                 record["name"] = buf.value.decode("utf-8", "replace")
             major, minor = ctypes.c_int(0), ctypes.c_int(0)
             # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76
-            if (lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev) == 0
-                    and lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev) == 0):
+            if (
+                lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev) == 0
+                and lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev) == 0
+            ):
                 record["compute_capability"] = "%d.%d" % (major.value, minor.value)
             total = ctypes.c_size_t(0)
             if lib.cuDeviceTotalMem_v2(ctypes.byref(total), dev) == 0:
@@ -121,7 +123,7 @@ def main():
         try:
             result = KINDS[task["kind"]](task)
         except Exception as exc:
-            result = {"error": "%s: %s" % (type(exc).__name__, exc)}
+            result = {"error": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps({"id": task["id"], "result": result}) + "\n")
         sys.stdout.flush()
 

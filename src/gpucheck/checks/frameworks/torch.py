@@ -4,40 +4,37 @@ the driver, the GPU architectures compiled into it, its Python, and building ext
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks_common import (
+from gpucheck.checks.frameworks.arch import Compiled, compiled_from, coverage, parse_arch_list
+from gpucheck.checks.frameworks.builds import (
     KIND_TEXT,
-    Compiled,
     TorchFacts,
+    pick_torch,
+    torch_facts,
+    torch_fix,
+    torch_switch,
+)
+from gpucheck.checks.frameworks.driver import (
     cc_list,
-    combine,
-    compiled_from,
-    coverage,
     driver_outcome,
     gpus_line,
+    targets,
+    upgrade_driver,
+)
+from gpucheck.checks.frameworks.environments import (
+    framework_check,
     in_range,
     linux_x86_64,
-    parse_arch_list,
-    pick_torch,
     pip,
     python_mm,
     runtime,
-    targets,
-    torch_envs,
-    torch_fix,
-    torch_switch,
-    upgrade_driver,
 )
-from gpucheck.checks.model import Outcome, Section, check
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.snapshot import PythonEnvironment
+from gpucheck.model.finding import Outcome
+from gpucheck.model.snapshot import PythonEnvironment
 
 
-@check("torch.cpu-build", Section.FRAMEWORKS, "PyTorch is a CUDA build where NVIDIA GPUs are")
-def cpu_build(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _cpu_build(ctx, env, t)) for env, t in torch_envs(ctx)))
-
-
-def _cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
+@framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)
+def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
     if t.kind is None:
         return Outcome.skip(f"{t.name}: whether it is a CUDA build is not known", t.evidence)
     if t.kind == "cuda":
@@ -60,12 +57,8 @@ def _cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
     )
 
 
-@check("torch.cuda-driver", Section.FRAMEWORKS, "PyTorch's CUDA runs on this driver")
-def cuda_driver(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _cuda_driver(ctx, env, t)) for env, t in torch_envs(ctx)))
-
-
-def _cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
+@framework_check("torch.cuda-driver", "PyTorch's CUDA runs on this driver", torch_facts)
+def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
     if t.kind != "cuda" or ctx.has_gpu is False:
         return None  # torch.cpu-build speaks for other builds; no GPU, no driver to judge
     cuda = t.cuda
@@ -102,16 +95,12 @@ def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compi
     )
 
 
-@check(
+@framework_check(
     "torch.arch-support",
-    Section.FRAMEWORKS,
     "PyTorch carries code (SASS or PTX) for every GPU's architecture",
+    torch_facts,
 )
-def arch_support(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _arch_support(ctx, env, t)) for env, t in torch_envs(ctx)))
-
-
-def _arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
+def arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
     found = targets(ctx)
     if t.kind != "cuda" or not found:
         return None
@@ -140,12 +129,8 @@ def _arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcom
     )
 
 
-@check("torch.python", Section.FRAMEWORKS, "the environment's Python is one PyTorch supports")
-def python(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _python(ctx, env, t)) for env, t in torch_envs(ctx)))
-
-
-def _python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
+@framework_check("torch.python", "the environment's Python is one PyTorch supports", torch_facts)
+def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
     py = python_mm(env)
     if py is None or t.version is None:
         return Outcome.skip(f"{t.name}: the environment's Python version is not known")
@@ -174,16 +159,12 @@ def _python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | No
     )
 
 
-@check(
+@framework_check(
     "torch.extension-toolkit",
-    Section.FRAMEWORKS,
     "the local CUDA toolkit matches PyTorch's CUDA (for building extensions)",
+    torch_facts,
 )
-def extension_toolkit(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _extension_toolkit(ctx, env, t)) for env, t in torch_envs(ctx)))
-
-
-def _extension_toolkit(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
+def extension_toolkit(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
     nvcc = ctx.snapshot.cuda.nvcc
     if t.kind != "cuda" or nvcc is None:
         return None  # no toolkit: cuda.toolkit says so; extensions are then not built here

@@ -11,6 +11,7 @@ with no kernel module, creates /dev/nvidiactl: diagnosis must not change the mac
 Standard library plus the nvidia-ml-py binding only; no gpucheck imports.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -24,20 +25,47 @@ NO_INIT_REASON = (
 )
 
 BRANDS = {
-    0: "Unknown", 1: "Quadro", 2: "Tesla", 3: "NVS", 4: "GRID", 5: "GeForce", 6: "Titan",
-    7: "NVIDIA Virtual Applications", 8: "NVIDIA Virtual PC", 9: "NVIDIA Virtual Compute Server",
-    10: "NVIDIA RTX Virtual Workstation", 11: "NVIDIA Cloud Gaming", 12: "Quadro RTX",
-    13: "NVIDIA RTX", 14: "NVIDIA", 15: "GeForce RTX", 16: "Titan RTX",
+    0: "Unknown",
+    1: "Quadro",
+    2: "Tesla",
+    3: "NVS",
+    4: "GRID",
+    5: "GeForce",
+    6: "Titan",
+    7: "NVIDIA Virtual Applications",
+    8: "NVIDIA Virtual PC",
+    9: "NVIDIA Virtual Compute Server",
+    10: "NVIDIA RTX Virtual Workstation",
+    11: "NVIDIA Cloud Gaming",
+    12: "Quadro RTX",
+    13: "NVIDIA RTX",
+    14: "NVIDIA",
+    15: "GeForce RTX",
+    16: "Titan RTX",
 }
 ARCHITECTURES = {
-    2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
-    8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell", 13: "Rubin",
+    2: "Kepler",
+    3: "Maxwell",
+    4: "Pascal",
+    5: "Volta",
+    6: "Turing",
+    7: "Ampere",
+    8: "Ada Lovelace",
+    9: "Hopper",
+    10: "Blackwell",
+    13: "Rubin",
 }
 COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
 CLOCK_EVENT_BITS = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
-    0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
 }
 
 
@@ -48,7 +76,7 @@ def emit(record):
 
 def step(name, gpu=None):
     # Written unbuffered before each call: the last one names the call that hung or crashed.
-    os.write(2, ("@ %s%s\n" % (name, "" if gpu is None else " gpu=%d" % gpu)).encode())
+    os.write(2, ("@ {}{}\n".format(name, "" if gpu is None else " gpu=%d" % gpu)).encode())
 
 
 def text(value):
@@ -59,7 +87,7 @@ def text(value):
 
 def error_record(exc):
     name = type(exc).__name__
-    name = name[len("NVMLError_"):] if name.startswith("NVMLError_") else name
+    name = name[len("NVMLError_") :] if name.startswith("NVMLError_") else name
     return {"code": int(getattr(exc, "value", -1) or -1), "name": name, "message": text(exc)}
 
 
@@ -126,23 +154,37 @@ def probe_gpu(nvml, index, handle):
     g.set("pci_bus_id", ["nvmlDeviceGetPciInfo"], lambda p: text(p.busId))
     mem = g.call("memory_total", ["nvmlDeviceGetMemoryInfo"])
     if mem is not None:
-        g.facts.update(memory_total=int(mem.total), memory_used=int(mem.used),
-                       memory_free=int(mem.free))
+        g.facts.update(
+            memory_total=int(mem.total), memory_used=int(mem.used), memory_free=int(mem.free)
+        )
     g.set("compute_capability", ["nvmlDeviceGetCudaComputeCapability"], lambda c: "%d.%d" % c)
-    g.set("architecture", ["nvmlDeviceGetArchitecture"],
-          lambda a: ARCHITECTURES.get(a, "architecture %d" % a))
+    g.set(
+        "architecture",
+        ["nvmlDeviceGetArchitecture"],
+        lambda a: ARCHITECTURES.get(a, "architecture %d" % a),
+    )
     g.set("utilization_gpu", ["nvmlDeviceGetUtilizationRates"], lambda u: int(u.gpu))
     g.set("temperature_c", ["nvmlDeviceGetTemperature"], int, nvml.NVML_TEMPERATURE_GPU)
-    g.set("temperature_slowdown_c", ["nvmlDeviceGetTemperatureThreshold"], int,
-          nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
-    g.set("temperature_shutdown_c", ["nvmlDeviceGetTemperatureThreshold"], int,
-          nvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN)
+    g.set(
+        "temperature_slowdown_c",
+        ["nvmlDeviceGetTemperatureThreshold"],
+        int,
+        nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
+    )
+    g.set(
+        "temperature_shutdown_c",
+        ["nvmlDeviceGetTemperatureThreshold"],
+        int,
+        nvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN,
+    )
     g.set("fan_speed_pct", ["nvmlDeviceGetFanSpeed"], int)
     g.set("power_draw_w", ["nvmlDeviceGetPowerUsage"], lambda mw: round(mw / 1000.0, 1))
     g.set("power_limit_w", ["nvmlDeviceGetEnforcedPowerLimit"], lambda mw: round(mw / 1000.0, 1))
-    g.set("clock_event_reasons",
-          ["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"],
-          lambda bits: [n for b, n in sorted(CLOCK_EVENT_BITS.items()) if bits & b])
+    g.set(
+        "clock_event_reasons",
+        ["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"],
+        lambda bits: [n for b, n in sorted(CLOCK_EVENT_BITS.items()) if bits & b],
+    )
     g.set("pcie_gen_current", ["nvmlDeviceGetCurrPcieLinkGeneration"], int)
     g.set("pcie_gen_max", ["nvmlDeviceGetMaxPcieLinkGeneration"], int)
     g.set("pcie_width_current", ["nvmlDeviceGetCurrPcieLinkWidth"], int)
@@ -152,32 +194,56 @@ def probe_gpu(nvml, index, handle):
         g.facts.update(ecc_enabled=bool(ecc[0]), ecc_enabled_pending=bool(ecc[1]))
     if g.facts.get("ecc_enabled"):
         unc = nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
-        g.set("ecc_uncorrected_volatile", ["nvmlDeviceGetTotalEccErrors"], int, unc,
-              nvml.NVML_VOLATILE_ECC)
-        g.set("ecc_uncorrected_aggregate", ["nvmlDeviceGetTotalEccErrors"], int, unc,
-              nvml.NVML_AGGREGATE_ECC)
-        g.set("retired_pages_sbe", ["nvmlDeviceGetRetiredPages"], len,
-              nvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
-        g.set("retired_pages_dbe", ["nvmlDeviceGetRetiredPages"], len,
-              nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+        g.set(
+            "ecc_uncorrected_volatile",
+            ["nvmlDeviceGetTotalEccErrors"],
+            int,
+            unc,
+            nvml.NVML_VOLATILE_ECC,
+        )
+        g.set(
+            "ecc_uncorrected_aggregate",
+            ["nvmlDeviceGetTotalEccErrors"],
+            int,
+            unc,
+            nvml.NVML_AGGREGATE_ECC,
+        )
+        g.set(
+            "retired_pages_sbe",
+            ["nvmlDeviceGetRetiredPages"],
+            len,
+            nvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+        )
+        g.set(
+            "retired_pages_dbe",
+            ["nvmlDeviceGetRetiredPages"],
+            len,
+            nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+        )
         g.set("retired_pages_pending", ["nvmlDeviceGetRetiredPagesPendingStatus"], bool)
         rows = g.call("remap_pending", ["nvmlDeviceGetRemappedRows"])
         if rows is not None:
-            g.facts.update(remapped_rows_correctable=int(rows[0]),
-                           remapped_rows_uncorrectable=int(rows[1]),
-                           remap_pending=bool(rows[2]), remap_failed=bool(rows[3]))
+            g.facts.update(
+                remapped_rows_correctable=int(rows[0]),
+                remapped_rows_uncorrectable=int(rows[1]),
+                remap_pending=bool(rows[2]),
+                remap_failed=bool(rows[3]),
+            )
     g.set("persistence_mode", ["nvmlDeviceGetPersistenceMode"], bool)
     g.set("display_active", ["nvmlDeviceGetDisplayActive"], bool)
-    g.set("compute_mode", ["nvmlDeviceGetComputeMode"],
-          lambda m: COMPUTE_MODES.get(m, "mode %d" % m))
+    g.set(
+        "compute_mode", ["nvmlDeviceGetComputeMode"], lambda m: COMPUTE_MODES.get(m, "mode %d" % m)
+    )
     mig = g.call("mig_enabled", ["nvmlDeviceGetMigMode"])
     g.facts["mig_devices"] = []
     if mig is not None:
         g.facts.update(mig_enabled=bool(mig[0]), mig_enabled_pending=bool(mig[1]))
         if mig[0]:
             g.facts["mig_devices"] = probe_mig(g)
-    procs = g.call("processes", ["nvmlDeviceGetComputeRunningProcesses",
-                                 "nvmlDeviceGetComputeRunningProcesses_v2"])
+    procs = g.call(
+        "processes",
+        ["nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2"],
+    )
     if procs is not None:
         g.facts["processes"] = [process_record(nvml, p) for p in procs]
     return g.facts
@@ -223,8 +289,11 @@ def main():
     try:
         import pynvml as nvml
     except Exception as exc:
-        header["init_error"] = {"code": -1, "name": "BindingMissing",
-                                "message": "the nvidia-ml-py binding cannot be imported: %s" % exc}
+        header["init_error"] = {
+            "code": -1,
+            "name": "BindingMissing",
+            "message": f"the nvidia-ml-py binding cannot be imported: {exc}",
+        }
         emit(header)
         return
     try:
@@ -274,10 +343,8 @@ def main():
             emit({"kind": "gpu", "facts": {"index": index, "handle_error": error_record(exc)}})
             continue
         emit({"kind": "gpu", "facts": probe_gpu(nvml, index, handle)})
-    try:
+    with contextlib.suppress(Exception):
         nvml.nvmlShutdown()
-    except Exception:
-        pass
 
 
 if __name__ == "__main__":

@@ -4,26 +4,27 @@ the CUDA of JAX's plugin and of CuPy's wheel runs on this driver."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks_common import (
-    JaxFacts,
+from gpucheck.checks.frameworks.builds import JaxFacts, cupy_cuda, jax_facts
+from gpucheck.checks.frameworks.driver import (
     cc_list,
-    combine,
-    cupy_cuda,
     driver_outcome,
-    env_os,
     gpus_line,
-    jax_facts,
-    merge,
-    pip,
-    runtime,
     targets,
     upgrade_driver,
 )
-from gpucheck.checks.model import Outcome, Section, check
+from gpucheck.checks.frameworks.environments import (
+    env_os,
+    environment_check,
+    framework_check,
+    merge,
+    pip,
+    runtime,
+)
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.snapshot import Distribution, PythonEnvironment
+from gpucheck.model.finding import Outcome
+from gpucheck.model.snapshot import Distribution, PythonEnvironment
 
 # --- JAX ------------------------------------------------------------------------------------------
 
@@ -79,12 +80,8 @@ def _jax_envs(ctx: Context) -> list[tuple[PythonEnvironment, JaxFacts]]:
     return [(env, j) for env in ctx.snapshot.environments if (j := jax_facts(env)) is not None]
 
 
-@check("jax.cpu-build", Section.FRAMEWORKS, "JAX has its CUDA plugin where NVIDIA GPUs are")
-def jax_cpu_build(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _jax_cpu_build(ctx, env, j)) for env, j in _jax_envs(ctx)))
-
-
-def _jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
+@framework_check("jax.cpu-build", "JAX has its CUDA plugin where NVIDIA GPUs are", jax_facts)
+def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
     if j.jaxlib is None:
         return Outcome.skip("jax without jaxlib cannot be imported (see frameworks.smoke-test)")
     plugins = [f"{p.name} {p.version}" for p in j.plugins]
@@ -133,12 +130,8 @@ def _cuda_runtime_dist(env: PythonEnvironment, major: int) -> Distribution | Non
     )
 
 
-@check("jax.cuda-driver", Section.FRAMEWORKS, "JAX's CUDA runs on this driver")
-def jax_cuda_driver(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _jax_cuda_driver(ctx, env, j)) for env, j in _jax_envs(ctx)))
-
-
-def _jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome | None:
+@framework_check("jax.cuda-driver", "JAX's CUDA runs on this driver", jax_facts)
+def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome | None:
     if not j.majors or ctx.has_gpu is False:
         return None
     items: list[tuple[str | None, Outcome | None]] = []
@@ -167,12 +160,8 @@ def _jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outco
 # --- CuPy -----------------------------------------------------------------------------------------
 
 
-@check("cupy.cuda-driver", Section.FRAMEWORKS, "CuPy's CUDA runs on this driver")
-def cupy_cuda_driver(ctx: Context) -> Outcome | None:
-    return combine(ctx, ((env, _cupy(ctx, env)) for env in ctx.snapshot.environments))
-
-
-def _cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
+@environment_check("cupy.cuda-driver", "CuPy's CUDA runs on this driver")
+def cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     wheels = [(d, found) for d in env.distributions if (found := cupy_cuda(d.name)) is not None]
     if not wheels or ctx.has_gpu is False:
         return None

@@ -1,0 +1,31 @@
+"""Framework checks (section "frameworks"), one finding per check over every Python
+environment (see environments.py: `framework_check`).
+
+One module per framework, each holding its checks:
+- torch.py: the build (CUDA, CPU-only, ROCm), CUDA against the driver, GPU architectures,
+  Python, building extensions;
+- tensorflow.py: the build and package names, native Windows, CUDA against the driver, GPU
+  architectures, Python, Keras; tensorflow_libraries.py: the CUDA libraries it loads;
+- jax_cupy.py: JAX's CUDA plugin, JAX's and CuPy's CUDA against the driver;
+- environment.py: libraries shadowed through LD_LIBRARY_PATH, NVIDIA pip packages two
+  frameworks want in different versions;
+- runtime.py: what importing them showed (doctor --deep): devices seen, a smoke test per GPU.
+
+Shared helpers: environments.py (per-environment verdicts), builds.py (each framework's
+build as facts, and the build a fix installs), driver.py (the GPUs a build must run on, its
+CUDA against the driver), arch.py (compiled architectures), packages.py (pip metadata).
+
+Importing this package registers them all, and the report lists them in this order.
+"""
+
+from __future__ import annotations
+
+# isort: off
+from gpucheck.checks.frameworks import torch  # noqa: F401
+from gpucheck.checks.frameworks import tensorflow  # noqa: F401
+from gpucheck.checks.frameworks import tensorflow_libraries  # noqa: F401
+from gpucheck.checks.frameworks import jax_cupy  # noqa: F401
+from gpucheck.checks.frameworks import environment  # noqa: F401
+from gpucheck.checks.frameworks import runtime  # noqa: F401
+
+# isort: on

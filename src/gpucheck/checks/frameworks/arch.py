@@ -1,0 +1,119 @@
+"""The GPU code compiled into a build (SASS and PTX per architecture) and whether it covers
+the GPUs present."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks.driver import Target, arch_name
+from gpucheck.checks.frameworks.environments import version_key
+from gpucheck.compat import parse_version
+from gpucheck.compat.frameworks import code_for, major_minor
+
+# --- compiled GPU architectures -------------------------------------------------------------------
+
+_ARCH = re.compile(r"^(sm|compute)_([0-9]+)([0-9])([a-z]?)$")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """The GPU code in a build: SASS (runs on the same major at an equal or higher minor; an
+    arch-specific 'a' build only on that exact GPU) and PTX (JIT-compiled for that compute
+    capability and every newer one)."""
+
+    sass: tuple[tuple[Version, bool], ...]  # (compute capability, arch-specific)
+    ptx: tuple[Version, ...]
+    source: str
+
+    def covers(self, cc: str) -> str | None:
+        """'sass', 'ptx' or None (no code for this GPU)."""
+        return code_for(cc, self.sass, self.ptx)
+
+    def where(self, cc: str) -> str:
+        """Why a GPU has no code: newer than everything in the build, or dropped from it."""
+        want = parse_version(cc)
+        known = [v for v, _ in self.sass] + list(self.ptx)
+        if want is None or not known:
+            return "not compiled in"
+        if want > max(known):
+            return "newer than every architecture in this build"
+        if want < min(known):
+            return "older than this build supports (dropped)"
+        return "not compiled in"
+
+    def text(self) -> str:
+        items = [f"sm_{v.major}{v.minor}{'a' if exact else ''}" for v, exact in self.sass]
+        items += [f"compute_{v.major}{v.minor}" for v in self.ptx]
+        return " ".join(items) or "nothing"
+
+
+def parse_arch_list(items: Iterable[str], source: str) -> Compiled | None:
+    """`sm_80`, `sm_90a`, `compute_90` entries (torch's arch flags, TensorFlow's build_info);
+    None when there is none, or an entry in another form (not guessed at)."""
+    sass: list[tuple[Version, bool]] = []
+    ptx: list[Version] = []
+    for item in items:
+        match = _ARCH.match(item.strip())
+        if match is None:
+            return None
+        kind, major, minor, suffix = match.groups()
+        version = Version(f"{int(major)}.{minor}")
+        if kind == "sm":
+            sass.append((version, suffix == "a"))
+        else:
+            ptx.append(version)
+    if not sass and not ptx:
+        return None
+    return Compiled(tuple(sass), tuple(ptx), source)
+
+
+def compiled_from(sm: Iterable[str], ptx: Iterable[str], source: str) -> Compiled:
+    """From the compat data's form ("8.0" lists)."""
+    return Compiled(
+        tuple((v, False) for v in map(parse_version, sm) if v is not None),
+        tuple(v for v in map(parse_version, ptx) if v is not None),
+        source,
+    )
+
+
+@dataclass
+class Coverage:
+    """How a build's compiled code meets the GPUs: per GPU without usable code, its compute
+    capability and a line saying why; per GPU served only by PTX JIT, a line."""
+
+    missing: list[tuple[str, str]]
+    jit: list[str]
+
+    @property
+    def missing_ccs(self) -> list[str]:
+        return sorted({cc for cc, _ in self.missing}, key=version_key)
+
+
+def coverage(
+    ctx: Context, compiled: Compiled, gpus: list[Target], build_cuda: str | None
+) -> Coverage:
+    """PTX counts only where the driver can JIT-compile it: a driver older than the build's
+    CUDA cannot, so such a GPU has no usable code."""
+    build, driver_cuda = major_minor(build_cuda), major_minor(ctx.driver_cuda)
+    result = Coverage([], [])
+    for gpu in gpus:
+        how = compiled.covers(gpu.cc)
+        name = f"{gpu.label}: {arch_name(ctx, gpu.cc)}"
+        if how is None:
+            result.missing.append((gpu.cc, f"{name}, {compiled.where(gpu.cc)}"))
+        elif how == "ptx" and build and driver_cuda and build > driver_cuda:
+            result.missing.append(
+                (
+                    gpu.cc,
+                    f"{name}, only as PTX, which driver {ctx.driver_version} (CUDA "
+                    f"{driver_cuda}) cannot JIT-compile for CUDA {build}",
+                )
+            )
+        elif how == "ptx":
+            result.jit.append(f"{name}, through PTX JIT compilation")
+    return result

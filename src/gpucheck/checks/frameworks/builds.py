@@ -1,0 +1,277 @@
+"""Each framework's installed build as facts the checks share (PyTorch, TensorFlow, JAX, CuPy),
+and the build a fix should install: the newest that fits this driver, these GPUs and this
+Python, from the compat data."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks.driver import upgrade_driver
+from gpucheck.checks.frameworks.environments import compat_os, pip, python_mm, runtime
+from gpucheck.compat import parse_version
+from gpucheck.compat.answers import newest_tensorflow, newest_torch
+from gpucheck.compat.frameworks import cuda_of_local_tag
+from gpucheck.model.distributions import TF_DISTS
+from gpucheck.model.snapshot import Distribution, PythonEnvironment
+
+# --- the build a fix installs --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A framework release for a fix: the newest that fits this machine (compat data)."""
+
+    version: str  # the release line: "2.9"
+    cuda: str  # the CUDA it is built with
+    install: str  # the pip command, as compat.answers writes it
+
+
+# --- PyTorch --------------------------------------------------------------------------------------
+
+LOCAL_KINDS = ("cpu", "rocm", "xpu")  # local version tags of non-CUDA torch wheels
+KIND_TEXT = {
+    "cpu": "a CPU-only build",
+    "rocm": "a ROCm (AMD GPU) build",
+    "xpu": "an XPU (Intel GPU) build",
+}
+
+
+@dataclass(frozen=True)
+class TorchFacts:
+    version: str | None  # "2.5.1+cu124"
+    kind: str | None  # cuda | cpu | rocm | xpu; None: unknown
+    cuda: str | None  # "12.4"
+    evidence: str  # where the kind comes from
+
+    @property
+    def name(self) -> str:
+        return f"torch {self.version or '(version unknown)'}"
+
+
+def torch_facts(env: PythonEnvironment) -> TorchFacts | None:
+    dist, build, deep = env.dist("torch"), env.torch, runtime(env, "torch")
+    if dist is None and build is None:
+        return None
+    version = (build.version if build else None) or (dist.version if dist else None)
+    version = version or (deep.version if deep else None)
+    local = version.split("+", 1)[1].lower() if version and "+" in version else ""
+    tag_cuda = cuda_of_local_tag(version or "")
+    kind = next((k for k in LOCAL_KINDS if local.startswith(k)), None)
+    if build is not None:
+        evidence = f"torch/version.py: cuda={build.cuda!r}, hip={build.hip!r}"
+        if build.hip:
+            kind = "rocm"
+        elif kind is None:
+            kind = "cuda" if build.cuda else "cpu"
+        cuda = build.cuda or tag_cuda
+    else:
+        evidence = f"installed version {version}"
+        cuda = tag_cuda or (deep.cuda_version if deep else None)
+        if kind is None and cuda:
+            kind = "cuda"
+    return TorchFacts(version, kind, cuda if kind == "cuda" else None, evidence)
+
+
+def torch_envs(ctx: Context) -> Iterator[tuple[PythonEnvironment, TorchFacts]]:
+    for env in ctx.snapshot.environments:
+        facts = torch_facts(env)
+        if facts is not None:
+            yield env, facts
+
+
+def pick_torch(
+    ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | None
+) -> Pick | None:
+    """compat.answers.newest_torch for this environment's OS and Python."""
+    found = newest_torch(
+        ctx.compat, driver=driver, ccs=ccs, os=compat_os(ctx, env), python=env.version
+    )
+    return Pick(found["version"], found["cuda"], found["install"]) if found else None
+
+
+def _fits(ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | None) -> str:
+    parts = [f"runs on driver {driver}"] if driver else []
+    if ccs:
+        parts.append(f"has code for compute capability {', '.join(ccs)}")
+    py = python_mm(env)
+    if py is not None:
+        parts.append(f"has wheels for Python {py}")
+    return " and ".join(parts)
+
+
+def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str | None:
+    """The command that replaces this environment's torch by the newest CUDA build that runs
+    on this driver with these GPUs; None when the compat data has none."""
+    driver = ctx.driver_version
+    pick = pick_torch(ctx, env, ccs, driver)
+    if pick is None:
+        return None
+    return (
+        pip(ctx, env, f"pip uninstall -y torch && {pick.install}")
+        + f" (PyTorch {pick.version} built with CUDA {pick.cuda}: the newest that "
+        f"{_fits(ctx, env, ccs, driver)})"
+    )
+
+
+def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str:
+    """torch_switch, else what it takes: a newer driver, or a build from source."""
+    switch = torch_switch(ctx, env, ccs)
+    if switch is not None:
+        return switch
+    driver = ctx.driver_version
+    other = pick_torch(ctx, env, ccs, None) if driver else None
+    if other is not None:
+        return (
+            f"No PyTorch build in gpucheck's compat data runs on driver {driver} with these "
+            f"GPUs: {upgrade_driver(ctx, other.cuda)}, then "
+            + pip(ctx, env, f"pip uninstall -y torch && {other.install}")
+            + f" (PyTorch {other.version}, CUDA {other.cuda})"
+        )
+    if ccs:
+        return (
+            "No PyTorch release in gpucheck's compat data has code for compute capability "
+            f"{', '.join(ccs)}: build PyTorch from source with "
+            f'TORCH_CUDA_ARCH_LIST="{";".join(ccs)}"'
+        )
+    return "Install a CUDA build of PyTorch (https://pytorch.org/get-started/locally/)"
+
+
+# --- TensorFlow ---------------------------------------------------------------------------------
+
+TF_CPU_DISTS = (
+    "tensorflow-cpu",
+    "tensorflow-intel",
+    "tensorflow-macos",
+    "tensorflow-cpu-aws",
+    "tf-nightly-cpu",
+)
+
+
+def tf_cuda_text(text: str | None) -> str | None:
+    """build_info's cuda_version: '12.2' on Linux, '64_112' on Windows."""
+    if not text:
+        return None
+    match = re.fullmatch(r"64_([0-9]+)([0-9])", text.strip())
+    value = f"{match.group(1)}.{match.group(2)}" if match else text.strip()
+    return value if parse_version(value) else None
+
+
+@dataclass(frozen=True)
+class TfFacts:
+    version: str | None
+    dists: tuple[Distribution, ...]
+    kind: str | None  # cuda | cpu | rocm; None: unknown
+    cuda: str | None
+    cudnn: str | None
+    archs: tuple[str, ...]
+    evidence: str
+
+    @property
+    def name(self) -> str:
+        dist = next((d.name for d in self.dists), "tensorflow")
+        return f"{dist} {self.version or '(version unknown)'}"
+
+
+def tf_facts(env: PythonEnvironment) -> TfFacts | None:
+    dists = tuple(d for name in TF_DISTS if (d := env.dist(name)) is not None)
+    build, deep = env.tensorflow, runtime(env, "tensorflow")
+    if not dists and build is None:
+        return None
+    version = dists[0].version if dists else (deep.version if deep else None)
+    names = {d.name for d in dists}
+    kind: str | None = None
+    evidence = "installed: " + ", ".join(f"{d.name} {d.version}" for d in dists)
+    if build is not None and (build.is_rocm_build or build.is_cuda_build is not None):
+        evidence = (
+            f"build_info.py: is_cuda_build={build.is_cuda_build}, "
+            f"cuda_version={build.cuda_version!r}, cudnn_version={build.cudnn_version!r}"
+        )
+        kind = "rocm" if build.is_rocm_build else ("cuda" if build.is_cuda_build else "cpu")
+    elif "tensorflow-rocm" in names:
+        kind = "rocm"
+    elif names & set(TF_CPU_DISTS) and not names & {"tensorflow", "tensorflow-gpu"}:
+        kind = "cpu"
+    elif deep is not None and deep.cuda_version:
+        kind = "cuda"
+    cuda = tf_cuda_text(build.cuda_version if build else None)
+    cuda = cuda or tf_cuda_text(deep.cuda_version if deep else None)
+    cudnn = (build.cudnn_version if build else None) or (deep.cudnn_version if deep else None)
+    cudnn = cudnn.removeprefix("64_") if cudnn else None  # Windows build_info: '64_8'
+    archs = tuple(build.cuda_compute_capabilities if build else ()) or tuple(
+        deep.arch_list if deep else ()
+    )
+    return TfFacts(version, dists, kind, cuda, cudnn, archs, evidence)
+
+
+def tf_envs(ctx: Context) -> Iterator[tuple[PythonEnvironment, TfFacts]]:
+    for env in ctx.snapshot.environments:
+        facts = tf_facts(env)
+        if facts is not None:
+            yield env, facts
+
+
+def pick_tensorflow(
+    ctx: Context,
+    env: PythonEnvironment,
+    ccs: list[str],
+    driver: str | None,
+    os: str = "linux",
+    line: Version | None = None,
+) -> Pick | None:
+    """compat.answers.newest_tensorflow for this environment's Python (Linux builds: `os`
+    names the driver table, windows for WSL2)."""
+    found = newest_tensorflow(
+        ctx.compat, driver=driver, ccs=ccs, os=os, python=env.version, line=line
+    )
+    return Pick(found["version"], found["cuda"], found["install"]) if found else None
+
+
+# --- JAX and CuPy ---------------------------------------------------------------------------------
+
+_JAX_PLUGIN = re.compile(r"^jax-cuda([0-9]+)-(plugin|pjrt)$")
+_JAXLIB_CUDA = re.compile(r"\+cuda([0-9]+)")
+
+
+@dataclass(frozen=True)
+class JaxFacts:
+    jaxlib: str | None
+    plugins: tuple[Distribution, ...]  # jax-cudaNN-plugin / -pjrt
+    monolithic: int | None  # CUDA major of a jaxlib+cudaNN.cudnnMM wheel
+
+    @property
+    def majors(self) -> list[int]:
+        found = {int(m.group(1)) for d in self.plugins if (m := _JAX_PLUGIN.match(d.name))}
+        if self.monolithic is not None:
+            found.add(self.monolithic)
+        return sorted(found)
+
+    @property
+    def name(self) -> str:
+        return f"jaxlib {self.jaxlib}" if self.jaxlib else "jax (no jaxlib)"
+
+
+def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
+    jax, jaxlib = env.dist("jax"), env.dist("jaxlib")
+    plugins = tuple(d for d in env.distributions if _JAX_PLUGIN.match(d.name))
+    if jax is None and jaxlib is None and not plugins:
+        return None
+    version = jaxlib.version if jaxlib else None
+    match = _JAXLIB_CUDA.search(version or "")
+    return JaxFacts(version, plugins, int(match.group(1)) if match else None)
+
+
+_CUPY = re.compile(r"^cupy-cuda([0-9]+?)(x|[0-9])$")
+
+
+def cupy_cuda(name: str) -> tuple[str, bool] | None:
+    """cupy-cuda12x -> ('12.0', True: any 12.x); cupy-cuda102 -> ('10.2', False)."""
+    match = _CUPY.match(name)
+    if match is None:
+        return None
+    major, rest = match.groups()
+    return (f"{int(major)}.0", True) if rest == "x" else (f"{int(major)}.{rest}", False)

@@ -1,0 +1,169 @@
+"""Python environments and the per-environment verdict: which interpreter, OS and Python an
+environment has, and how one verdict per environment becomes one finding (`framework_check`).
+
+An environment is one interpreter (`Snapshot.environments`). Every framework check judges each
+environment that has its framework and names it (in `subjects`, and in the evidence when there
+are several); a check with no environment holding its framework has nothing to say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from packaging.version import Version
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.registry import check
+from gpucheck.compat import parse_version
+from gpucheck.compat.frameworks import major_minor
+from gpucheck.model.finding import Fix, Outcome, Section, Status, Subjects
+from gpucheck.model.snapshot import FrameworkRuntime, PythonEnvironment
+
+# --- environments ------------------------------------------------------------------------------
+
+
+def many_envs(ctx: Context) -> bool:
+    return len(ctx.snapshot.environments) > 1
+
+
+def env_os(ctx: Context, env: PythonEnvironment) -> str:
+    """linux | windows | darwin | ...: the environment's sys.platform, else the machine's OS."""
+    platform = (env.platform or "").lower()
+    if platform.startswith("win"):
+        return "windows"
+    if platform.startswith("linux"):
+        return "linux"
+    if platform:
+        return platform
+    return (ctx.snapshot.system.os or "linux").lower()
+
+
+def compat_os(ctx: Context, env: PythonEnvironment) -> str:
+    """The OS column of the driver tables: windows or linux."""
+    return "windows" if env_os(ctx, env) == "windows" else "linux"
+
+
+def linux_x86_64(ctx: Context, env: PythonEnvironment) -> bool:
+    """The compat data's per-wheel facts (compiled architectures, pip pins) are for these."""
+    return env_os(ctx, env) == "linux" and ctx.snapshot.system.arch.lower() in ("x86_64", "amd64")
+
+
+def python_mm(env: PythonEnvironment) -> Version | None:
+    return major_minor(env.version) if env.version else None
+
+
+def in_range(py: Version, low: Version | None, high: Version | None) -> bool:
+    lo, hi = major_minor(low), major_minor(high)
+    return (lo is None or py >= lo) and (hi is None or py <= hi)
+
+
+_PIP = re.compile(r"(?<![\w./\\-])(?<!-m )pip (?=install|uninstall)")
+
+
+def pip(ctx: Context, env: PythonEnvironment, command: str) -> str:
+    """A pip command as the user types it for this environment: plain `pip` when it is the only
+    one (the active one), else that interpreter's own pip, so the fix lands where it should."""
+    if not (many_envs(ctx) or env.origin == "--python"):
+        return command
+    python = f'"{env.python}"' if " " in env.python else env.python
+    return _PIP.sub(lambda _: f"{python} -m pip ", command)
+
+
+def runtime(env: PythonEnvironment, framework: str) -> FrameworkRuntime | None:
+    """What the deep pass saw when importing `framework` here (None: not imported)."""
+    found = [r for r in env.runtimes if r.framework == framework]
+    return found[-1] if found else None
+
+
+def version_key(text: str | None) -> Version:
+    return parse_version(text or "") or Version("0")
+
+
+# --- one verdict per environment, one finding per check -------------------------------------------
+
+RANK = {Status.ERROR: -1, Status.FAIL: 0, Status.WARN: 1, Status.INFO: 2, Status.PASS: 3}
+
+
+def merge(items: Iterable[tuple[str | None, Outcome | None]]) -> Outcome | None:
+    """The worst outcome decides status, title, fix and subjects; the others' titles and
+    everyone's evidence follow, each line prefixed with its label (where there is one)."""
+    found = [(label, v) for label, v in items if v is not None]
+    if not found:
+        return None
+
+    def tag(label: str | None, line: str) -> str:
+        return f"{label}: {line}" if label else line
+
+    found.sort(key=lambda item: RANK.get(item[1].status, 4))
+    worst = found[0][1].status
+    top = [v for _, v in found if v.status is worst]
+    title = top[0].title + (f" (and {len(top) - 1} more)" if len(top) > 1 else "")
+    first_label, first = found[0]
+    evidence = [tag(first_label, line) for line in first.evidence]
+    for label, v in found[1:]:
+        evidence += [tag(label, v.title), *(tag(label, line) for line in v.evidence)]
+    subjects = Subjects()
+    for v in top:
+        subjects = subjects.merged(v.subjects)
+    fix = Fix.joined([v.fix for v in top if v.fix])
+    return Outcome(worst, title, evidence, fix, subjects)
+
+
+def env_label(ctx: Context, env: PythonEnvironment) -> str | None:
+    return env.python if many_envs(ctx) else None
+
+
+def combine(
+    ctx: Context, verdicts: Iterable[tuple[PythonEnvironment, Outcome | None]]
+) -> Outcome | None:
+    """One finding from one verdict per environment (see merge); the interpreter is a subject
+    of its verdict, and named on every evidence line when there is more than one."""
+
+    def named(env: PythonEnvironment, v: Outcome | None) -> Outcome | None:
+        if v is not None:
+            v.subjects = v.subjects.merged(Subjects(environments=[env.python]))
+        return v
+
+    return merge((env_label(ctx, env), named(env, v)) for env, v in verdicts)
+
+
+F = TypeVar("F")
+EnvCheck = Callable[[Context, PythonEnvironment, F], "Outcome | None"]
+
+
+def framework_check(
+    id: str, summary: str, facts: Callable[[PythonEnvironment], F | None]
+) -> Callable[[EnvCheck[F]], EnvCheck[F]]:
+    """Register a framework check written for one environment: it runs for every environment
+    where `facts` finds its framework, and the verdicts combine into one finding."""
+
+    def register(func: EnvCheck[F]) -> EnvCheck[F]:
+        def run(ctx: Context) -> Outcome | None:
+            verdicts = []
+            for env in ctx.snapshot.environments:
+                found = facts(env)
+                if found is not None:
+                    verdicts.append((env, func(ctx, env, found)))
+            return combine(ctx, verdicts)
+
+        check(id, Section.FRAMEWORKS, summary)(run)
+        return func
+
+    return register
+
+
+def environment_check(
+    id: str, summary: str
+) -> Callable[[Callable[[Context, PythonEnvironment], Outcome | None]], object]:
+    """Register a check of every environment, whatever frameworks it holds."""
+
+    def register(func: Callable[[Context, PythonEnvironment], Outcome | None]) -> object:
+        return framework_check(id, summary, _every)(lambda ctx, env, _: func(ctx, env))
+
+    return register
+
+
+def _every(env: PythonEnvironment) -> PythonEnvironment:
+    return env

@@ -1,0 +1,156 @@
+"""What a failed smoke test means: the framework's error mapped to its cause on this machine
+(memory held by other processes, exclusive mode, no kernel image, the driver too old)."""
+
+from __future__ import annotations
+
+import re
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.cuda import CUINIT_CAUSES
+from gpucheck.checks.frameworks.builds import (
+    pick_tensorflow,
+    tf_facts,
+    torch_facts,
+    torch_fix,
+)
+from gpucheck.checks.frameworks.driver import Target, cc_list, targets, upgrade_driver
+from gpucheck.checks.frameworks.environments import (
+    pip,
+)
+from gpucheck.compat.frameworks import major_minor
+from gpucheck.model.snapshot import FrameworkRuntime, PythonEnvironment
+
+XID = "look for Xid errors: sudo dmesg | grep -i xid"
+BY_HAND = {
+    "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
+    "tensorflow": "python -c 'import tensorflow as tf; "
+    'print(tf.config.list_physical_devices("GPU"))\'',
+    "jax": "python -c 'import jax; print(jax.devices())'",
+    "cupy": "python -c 'import cupy; print(cupy.arange(3) * 2)'",
+}
+# The child's own words (probes/child.py): "crashed with SIGSEGV in <step>: <its last line>",
+# "timed out after 60 s in <step>"; a step may hold a colon itself ("smoke cuda:0").
+_STEP = re.compile(
+    r"(?:crashed with \S+|timed out after [0-9.]+ s|exited with status -?[0-9]+) in (.+?)(?:: |$)"
+)
+_MISSING_LIB = re.compile(
+    r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
+)
+
+
+def sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:
+    if rt.framework == "torch" and (t := torch_facts(env)) is not None:
+        return t.cuda
+    if rt.framework == "tensorflow" and (tf := tf_facts(env)) is not None:
+        return tf.cuda
+    return rt.cuda_version
+
+
+def _device_gpu(ctx: Context, device: str | None) -> Target | None:
+    """The GPU behind a framework's device ("cuda:1", "/GPU:1", "cuda(id=1)"), when CUDA's
+    order surely matches the driver's: CUDA_DEVICE_ORDER=PCI_BUS_ID, or identical GPUs."""
+    match = re.search(r"([0-9]+)\)?$", (device or "").strip())
+    found = targets(ctx)
+    if match is None or int(match.group(1)) >= len(found):
+        return None
+    names = {g.name for g in ctx.visibility.visible}
+    same = len(names) == 1 or ctx.snapshot.system.env.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID"
+    return found[int(match.group(1))] if same else None
+
+
+def cause_of(
+    ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, error: str, device: str | None
+) -> tuple[str, str] | None:
+    """(what happened, the fix) for the CUDA errors whose cause the other facts name."""
+    low = error.lower()
+    gpu = _device_gpu(ctx, device)
+    where = gpu.label if gpu else (device or "the GPU")
+    cuda = built_cuda(env, rt)
+    if "out of memory" in low:
+        return _out_of_memory(ctx, gpu, where)
+    if "busy or unavailable" in low:
+        return _busy(ctx)
+    if "no kernel image" in low:
+        return _no_kernel_image(ctx, env, rt, gpu)
+    if "system not yet initialized" in low:
+        return CUINIT_CAUSES["CUDA_ERROR_SYSTEM_NOT_READY"]
+    if "forward compatibility was attempted on non supported hw" in low:
+        return CUINIT_CAUSES["CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"]
+    if cuda and ("unsupported toolchain" in low or "unsupported_ptx_version" in low):
+        return (
+            f"PTX built with CUDA {major_minor(cuda)} cannot be JIT-compiled by driver "
+            f"{ctx.driver_version}",
+            sentence(upgrade_driver(ctx, cuda)),
+        )
+    if cuda and (
+        "driver version is insufficient" in low or "driver on your system is too old" in low
+    ):
+        return f"the driver is too old for CUDA {major_minor(cuda)}", sentence(
+            upgrade_driver(ctx, cuda)
+        )
+    if "differs from the cpu" in low:
+        return (
+            f"{where} computes wrong results",
+            "Drain the node and run NVIDIA's diagnostics (dcgmi diag -r 3); see the ECC and Xid "
+            f"checks above; {XID}",
+        )
+    return None
+
+
+def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, str]:
+    gpus = [g for g in ctx.gpus if gpu is None or g.index == gpu.index]
+    procs = [(g, p) for g in gpus for p in (g.processes or [])]
+    if not procs:
+        return (
+            f"{where} ran out of memory, and no other process is listed on it (another "
+            "container or VM?)",
+            "Find what holds the memory (nvidia-smi on the host), or use another GPU",
+        )
+    pids = sorted({p.pid for _, p in procs})
+    holders = ", ".join(
+        f"PID {p.pid} {p.name or '?'} on GPU {g.index}"
+        + (f", {p.used_memory // 1024**2} MiB" if p.used_memory else "")
+        for g, p in procs
+    )
+    return (
+        f"{where} ran out of memory: other processes hold it ({holders})",
+        f"Check what they are (ps -o pid,user,cmd -p {','.join(map(str, pids))}), then stop "
+        f"them (kill {' '.join(map(str, pids))}) or wait; or use a free GPU "
+        "(CUDA_VISIBLE_DEVICES)",
+    )
+
+
+def _busy(ctx: Context) -> tuple[str, str]:
+    modes = ("exclusive_process", "exclusive_thread", "prohibited")
+    gpus = [g for g in ctx.gpus if g.compute_mode in modes]
+    if not gpus:
+        return (
+            "the GPU is busy or unavailable",
+            "Check its compute mode and the processes on it: nvidia-smi -q -d COMPUTE,PIDS",
+        )
+    ids = ",".join(str(g.index) for g in gpus)
+    said = ", ".join(f"GPU {g.index} is in {g.compute_mode} compute mode" for g in gpus)
+    return (
+        f"the GPU is busy or unavailable: {said}",
+        f"If not set on purpose by the scheduler: sudo nvidia-smi -i {ids} -c DEFAULT; else "
+        "wait for the process that holds it (nvidia-smi)",
+    )
+
+
+def _no_kernel_image(
+    ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, gpu: Target | None
+) -> tuple[str, str]:
+    ccs = [gpu.cc] if gpu else cc_list(targets(ctx))
+    what = f"compute capability {', '.join(ccs)}" if ccs else "this GPU"
+    title = f"no kernel image for {what}: the build has no code for this GPU"
+    if rt.framework == "torch":
+        return title, torch_fix(ctx, env, ccs)
+    if rt.framework == "tensorflow":
+        pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
+        if pick is not None:
+            return title, pip(ctx, env, pick.install) + f" (TensorFlow {pick.version})"
+    return title, f"Install a {rt.framework} build with code for {what} (see {rt.framework}.*)"

@@ -1,0 +1,214 @@
+"""tensorflow.cuda-libraries: the CUDA and cuDNN libraries TensorFlow will load, from the pip
+`tensorflow[and-cuda]` wheels or the system, against what the release was built with."""
+
+from __future__ import annotations
+
+import re
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow, tf_facts
+from gpucheck.checks.frameworks.driver import (
+    cc_list,
+    targets,
+)
+from gpucheck.checks.frameworks.environments import (
+    env_os,
+    framework_check,
+    pip,
+    runtime,
+)
+from gpucheck.checks.frameworks.packages import same_version
+from gpucheck.checks.frameworks.tensorflow import _line, _tf_release, _uninstall
+from gpucheck.compat import parse_version
+from gpucheck.compat.answers import TF_AND_CUDA_FIRST
+from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.snapshot import LibraryCopy, PythonEnvironment
+
+# The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
+# is missing): without any of them, no GPU. The rest of the and-cuda pins (cupti, nvcc, nvrtc,
+# nccl) serve the profiler, XLA's ptxas and multi-GPU.
+TF_ESSENTIAL = (
+    "cuda-runtime",
+    "cublas",
+    "cufft",
+    "curand",
+    "cusolver",
+    "cusparse",
+    "cudnn",
+    "nvjitlink",
+)
+LOADER_WARNINGS = ("Could not load dynamic library", "Cannot dlopen some GPU libraries")
+
+
+def _key(name: str) -> str:
+    """nvidia-cudnn-cu12 -> cudnn; nvidia-cuda-runtime-cu12 -> cuda-runtime."""
+    return re.sub(r"-cu[0-9]+$", "", name.removeprefix("nvidia-"))
+
+
+# --- the CUDA libraries TensorFlow will load ----------------------------------------------------
+
+
+def _loader_copies(copies: list[LibraryCopy], major: str) -> list[LibraryCopy]:
+    return [
+        c
+        for c in copies
+        if c.on_loader_path and c.version and c.version.split(".")[0] == major and not c.load_error
+    ]
+
+
+def _loader_warnings(env: PythonEnvironment) -> list[str]:
+    deep = runtime(env, "tensorflow")
+    if deep is None:
+        return []
+    return [w for w in deep.warnings if any(k in w for k in LOADER_WARNINGS)]
+
+
+@framework_check(
+    "tensorflow.cuda-libraries",
+    "the CUDA and cuDNN libraries TensorFlow loads are installed",
+    tf_facts,
+)
+def cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
+    if t.kind != "cuda" or ctx.has_gpu is not True or env_os(ctx, env) != "linux":
+        return None
+    warnings = _loader_warnings(env)
+    line = _line(t)
+    if line is None or t.version is None:
+        return Outcome.skip(f"{t.name}: its version is not known", *warnings)
+    pip_era = line >= TF_AND_CUDA_FIRST
+    verdict = _pip_libraries(ctx, env, t) if pip_era else _system_libraries(ctx, env, t)
+    if warnings and verdict.status in (Status.PASS, Status.SKIP):
+        libs = sorted(set(re.findall(r"'(lib[\w.+-]+\.so[\w.]*)'", " ".join(warnings))))
+        return Outcome.fail(
+            f"{t.name} could not load {', '.join(libs) or 'some of its GPU libraries'} "
+            "when imported (doctor --deep)",
+            *warnings,
+            *verdict.evidence,
+            fix=_and_cuda_fix(ctx, env, t) if pip_era else _system_fix(ctx, env, t),
+        )
+    verdict.evidence += warnings
+    return verdict
+
+
+def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
+    return pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
+
+
+def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
+    """TF 2.14+: the tensorflow[and-cuda] wheels, or system copies of the same majors."""
+    pins = ctx.compat.tensorflow.and_cuda_for(t.version or "")
+    if pins is None:
+        return Outcome.skip(f"{t.name}: its tensorflow[and-cuda] pins are not in the compat data")
+    missing: list[tuple[Requirement, str]] = []
+    present, system = [], []
+    for line in pins.requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if not req.name.startswith("nvidia-"):
+            continue
+        pinned = next(iter(req.specifier), None)
+        major = pinned.version.split(".")[0] if pinned else None
+        have = env.dist(req.name)
+        if have is not None and (major is None or have.version.split(".")[0] == major):
+            present.append(f"{req.name} {have.version}")
+            continue
+        cover = _system_cover(ctx, req.name, major)
+        if cover is not None:
+            system.append(f"{req.name} not installed; a system copy is on the loader path: {cover}")
+            continue
+        missing.append((req, f" ({have.version} installed: another major)" if have else ""))
+    evidence = [f"tensorflow[and-cuda]=={pins.version} pins (compat data)", *system]
+    if present:
+        evidence.append("installed: " + ", ".join(present))
+    essential = [r.name for r, _ in missing if _key(r.name) in TF_ESSENTIAL]
+    listed = "missing: " + ", ".join(f"{r}{note}" for r, note in missing)
+    if essential:
+        return Outcome.fail(
+            f"{t.name} cannot use the GPU: CUDA libraries it loads are not installed "
+            f"({', '.join(essential)})",
+            listed,
+            *evidence,
+            fix=_and_cuda_fix(ctx, env, t),
+        )
+    if missing:
+        return Outcome.warn(
+            f"{t.name}: some of its tensorflow[and-cuda] libraries are not installed "
+            "(the profiler, XLA's ptxas or multi-GPU need them)",
+            listed,
+            *evidence,
+            fix=_and_cuda_fix(ctx, env, t),
+        )
+    return Outcome.passed(f"{t.name}: the CUDA libraries it loads are installed", *evidence)
+
+
+def _system_cover(ctx: Context, name: str, major: str | None) -> str | None:
+    """A system copy on the loader path that TensorFlow would load instead of the wheel's:
+    cuDNN of the same major; for a CUDA library, a CUDA runtime of the same CUDA major (a
+    toolkit's libraries sit beside it)."""
+    if _key(name) == "cudnn":
+        found = _loader_copies(ctx.snapshot.cudnn.libraries, major) if major else []
+    else:
+        match = re.search(r"-cu([0-9]+)$", name)
+        found = _loader_copies(ctx.snapshot.cuda.runtimes, match.group(1)) if match else []
+    return f"{found[0].version} at {found[0].path}" if found else None
+
+
+def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
+    """(CUDA, cuDNN) a TensorFlow before 2.14 loads: its build_info, else the compat data."""
+    rel = _tf_release(ctx, t)
+    cuda = t.cuda or (rel.cuda if rel else None)
+    cudnn = t.cudnn or (rel.cudnn if rel else None)
+    if not cuda or not cudnn or parse_version(cuda) is None or parse_version(cudnn) is None:
+        return None
+    return cuda, cudnn
+
+
+def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
+    expected = _expected(ctx, t)
+    cuda, cudnn = expected if expected else ("<its CUDA>", "<its cuDNN>")
+    fix = (
+        f"Install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
+        f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn} && "
+        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"
+    )
+    pick = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version)
+    if pick and Version(pick.version) >= TF_AND_CUDA_FIRST:
+        command = pip(ctx, env, _uninstall(t) + pick.install)
+        fix += f"; or move to TensorFlow {pick.version}, which brings its own: {command}"
+    return fix
+
+
+def _system_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
+    """Before 2.14: TensorFlow dlopens the system's CUDA and cuDNN by soname."""
+    expected = _expected(ctx, t)
+    if expected is None:
+        return Outcome.skip(f"{t.name}: the CUDA/cuDNN it expects are not known")
+    cuda, cudnn = expected
+    want_cuda, want_cudnn = Version(cuda), Version(cudnn)
+    runtimes = _loader_copies(ctx.snapshot.cuda.runtimes, str(want_cuda.major))
+    if want_cuda.major < 11:  # before CUDA 11, sonames carry the minor too (libcudart.so.10.1)
+        mm = f"{want_cuda.major}.{want_cuda.minor}"
+        runtimes = [c for c in runtimes if same_version(c.version or "", mm)]
+    cudnns = _loader_copies(ctx.snapshot.cudnn.libraries, str(want_cudnn.major))
+    evidence = [f"{t.name} loads CUDA {cuda} and cuDNN {cudnn} from the system"]
+    evidence += [f"found: libcudart {c.version} at {c.path}" for c in runtimes]
+    evidence += [f"found: libcudnn {c.version} at {c.path}" for c in cudnns]
+    problems = []
+    if not runtimes:
+        problems.append(f"no CUDA {cuda} runtime (libcudart) on the loader path")
+    if not cudnns:
+        problems.append(f"no cuDNN {want_cudnn.major} (libcudnn.so.{want_cudnn.major}) on it")
+    if not problems:
+        return Outcome.passed(
+            f"{t.name}: CUDA {cuda} and cuDNN {cudnn} are on the loader path", *evidence
+        )
+    return Outcome.fail(
+        f"{t.name} cannot use the GPU: {'; '.join(problems)}",
+        *evidence,
+        fix=_system_fix(ctx, env, t),
+    )

@@ -1,0 +1,13 @@
+"""`gpucheck checks`: every check the doctor runs."""
+
+from __future__ import annotations
+
+import sys
+
+
+def list_checks() -> None:
+    """List every check: its id (for --only / --skip), section and what it looks at."""
+    import gpucheck.checks  # noqa: F401  (registers every check)
+    from gpucheck.checks.registry import all_checks
+
+    sys.stdout.write("".join(f"{c.id:34} {c.section.value:13} {c.summary}\n" for c in all_checks()))

@@ -1,0 +1,152 @@
+"""`gpucheck compat ...`: ask the compatibility data (compat/*.toml, every row cited)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from gpucheck.cli.common import CompatDirOpt, JsonOpt, UserError, load_compat
+
+EXIT_USAGE = 2
+
+compat_app = typer.Typer(
+    help="Ask the compatibility data: which versions fit which driver, CUDA and GPU.",
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+def _answer(
+    ctx: typer.Context,
+    kind: str,
+    subject: str,
+    as_json: bool,
+    dirs: list[str] | None,
+    **kw: str,
+) -> None:
+    from gpucheck.compat import CompatError, answers
+
+    group = ctx.obj if isinstance(ctx.obj, dict) else {}
+    compat = load_compat([*group.get("compat_dir", []), *(dirs or [])])
+    try:
+        answer = getattr(answers, kind)(compat, subject, **kw)
+    except CompatError as exc:
+        raise UserError(str(exc)) from None
+    data = answer.to_dict()
+    if as_json or group.get("json"):
+        _print_json(data)
+        return
+    lines = [f"{key}: {_plain(value)}" for key, value in data.items() if key != "sources"]
+    lines += [f"source: {source}" for source in data["sources"]]
+    sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+def _print_json(data: object) -> None:
+    import msgspec
+
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
+
+
+def _plain(value: object) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k} {_plain(v)}" for k, v in value.items()) or "none"
+    return str(value)
+
+
+@compat_app.callback(invoke_without_command=True)
+def compat(
+    ctx: typer.Context,
+    about: Annotated[
+        bool, typer.Option("--about", help="The data's date, files and counts.")
+    ] = False,
+    as_json: JsonOpt = False,
+    compat_dir: CompatDirOpt = None,
+) -> None:
+    """Ask the compatibility data (compat/*.toml, every row cited)."""
+    # For the subcommand: `compat --compat-dir D --json torch ...` applies to it too.
+    ctx.obj = {"compat_dir": compat_dir or [], "json": as_json}
+    if ctx.invoked_subcommand is not None:
+        return
+    if not about:
+        sys.stdout.write(ctx.get_help() + "\n")
+        raise typer.Exit(EXIT_USAGE)
+    from gpucheck.compat.answers import about as about_data
+
+    data = about_data(load_compat(compat_dir))
+    if as_json:
+        _print_json(data)
+        return
+    lines = [f"data as of: {data['data_as_of']}", f"folders: {', '.join(data['folders'])}"]
+    for name, info in data["files"].items():
+        counts = ", ".join(f"{n} {t}" for t, n in info["rows"].items())
+        lines.append(f"{name}: {counts} (as of {info['data_as_of']})")
+    lines.append(f"distinct sources cited: {data['distinct_sources']}")
+    sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+@compat_app.command("tensorflow")
+def compat_tensorflow(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A TensorFlow release: its tested CUDA, cuDNN and Python range."""
+    _answer(ctx, "tensorflow", version, as_json, compat_dir)
+
+
+@compat_app.command("torch")
+def compat_torch(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A PyTorch release (2.5.1, or 2.5.1+cu124): CUDA variants, Python range, architectures."""
+    _answer(ctx, "torch", version, as_json, compat_dir)
+
+
+@compat_app.command("jax")
+def compat_jax(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A jaxlib release: the CUDA and cuDNN it needs."""
+    _answer(ctx, "jax", version, as_json, compat_dir)
+
+
+@compat_app.command("cudnn")
+def compat_cudnn(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A cuDNN release: supported CUDA versions, drivers and GPUs."""
+    _answer(ctx, "cudnn", version, as_json, compat_dir)
+
+
+@compat_app.command("driver")
+def compat_driver(
+    ctx: typer.Context,
+    version: str,
+    as_json: JsonOpt = False,
+    compat_dir: CompatDirOpt = None,
+    windows: Annotated[bool, typer.Option("--windows", help="A Windows driver.")] = False,
+) -> None:
+    """A driver version: the newest CUDA, torch and TensorFlow builds that run on it."""
+    _answer(ctx, "driver", version, as_json, compat_dir, os="windows" if windows else "linux")
+
+
+@compat_app.command("cuda")
+def compat_cuda(
+    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A CUDA release: its minimum drivers and the GPUs it can build for."""
+    _answer(ctx, "cuda", version, as_json, compat_dir)
+
+
+@compat_app.command("gpu")
+def compat_gpu(
+    ctx: typer.Context, name: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+) -> None:
+    """A GPU by name (as nvidia-smi prints it): compute capability and the newest builds for it."""
+    _answer(ctx, "gpu", name, as_json, compat_dir)

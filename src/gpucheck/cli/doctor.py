@@ -1,0 +1,158 @@
+"""`gpucheck doctor`: probe (or read a saved snapshot), run the checks, render the report, and
+exit with the report's code."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+import typer
+
+from gpucheck.cli.common import (
+    CompatDirOpt,
+    DeepOpt,
+    OutputOpt,
+    PythonOpt,
+    TimeoutOpt,
+    UserError,
+    load_compat,
+    probe_options,
+    read_snapshot,
+    write_output,
+)
+
+# Binary units for the bare letters (40G = 40 GiB, as memory is sold and nvidia-smi shows it);
+# decimal for the explicit SI forms.
+UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kib": 1024,
+    "kb": 1000,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "mb": 1000**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+    "gb": 1000**3,
+    "t": 1024**4,
+    "tib": 1024**4,
+    "tb": 1000**4,
+}
+
+
+def parse_size(text: str) -> int:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in UNITS:
+        raise UserError(
+            f"--min-memory: {text!r} is not a size (examples: 40GiB, 24G, 80GB, 16384MiB)"
+        )
+    return int(float(match.group(1)) * UNITS[unit])
+
+
+def parse_compute_capability(text: str) -> str:
+    if not re.fullmatch(r"\d{1,2}(\.\d{1,2})?", text.strip()):
+        raise UserError(
+            f"--min-compute-capability: {text!r} is not a compute capability (like 8.0)"
+        )
+    major, _, minor = text.strip().partition(".")
+    return f"{int(major)}.{int(minor or 0)}"
+
+
+def doctor(
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="text, json or junit.", metavar="FORMAT")
+    ] = "text",
+    output: OutputOpt = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
+    ] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
+    from_file: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="FILE",
+            help="Diagnose a saved snapshot (from `gpucheck snapshot`, or - for stdin).",
+        ),
+    ] = None,
+    min_gpus: Annotated[
+        int | None,
+        typer.Option("--min-gpus", min=1, metavar="N", help="Require at least N usable GPUs."),
+    ] = None,
+    min_memory: Annotated[
+        str | None,
+        typer.Option(
+            "--min-memory",
+            metavar="SIZE",
+            help="Require this much memory on every GPU (40GiB, 80GB).",
+        ),
+    ] = None,
+    min_cc: Annotated[
+        str | None,
+        typer.Option(
+            "--min-compute-capability",
+            metavar="X.Y",
+            help="Require this compute capability on every GPU (8.0).",
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only", metavar="ID", help="Run only these checks (id or prefix, repeatable)."
+        ),
+    ] = None,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option("--skip", metavar="ID", help="Skip these checks (id or prefix, repeatable)."),
+    ] = None,
+    timeout: TimeoutOpt = 15.0,
+    compat_dir: CompatDirOpt = None,
+    deep: DeepOpt = False,
+    python: PythonOpt = None,
+) -> None:
+    """Check the GPU, driver, CUDA, cuDNN and the frameworks; print problems with their fixes.
+
+    Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or
+    unreadable snapshot, 3 gpucheck itself broke.
+    """
+    from gpucheck.checks.context import Context, Requirements
+    from gpucheck.checks.registry import SelectionError, run, select
+    from gpucheck.report.core import Report
+    from gpucheck.report.formats import FORMATS
+
+    fmt = "json" if json_out else fmt
+    if fmt not in FORMATS:
+        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    requirements = Requirements(
+        min_gpus=min_gpus,
+        min_memory_bytes=parse_size(min_memory) if min_memory is not None else None,
+        min_memory_text=min_memory,
+        min_compute_capability=parse_compute_capability(min_cc) if min_cc is not None else None,
+    )
+    import gpucheck.checks  # noqa: F401  (registers every check)
+
+    try:
+        selected = select(only or [], skip or [])
+    except SelectionError as exc:
+        raise UserError(str(exc)) from None
+    compat = load_compat(compat_dir)
+    if from_file is not None:
+        if deep or python:
+            raise UserError("--from diagnoses a saved snapshot; --deep and --python probe this one")
+        snapshot = read_snapshot(from_file)
+    else:
+        from gpucheck.probes.run import collect
+
+        snapshot = collect(probe_options(timeout, python, deep))
+    from gpucheck.compat import CompatError
+
+    try:
+        findings = run(Context(snapshot, requirements, compat), selected)
+    except CompatError as exc:
+        raise UserError(f"compat data: {exc}") from None
+    report = Report(snapshot, findings, strict=strict, from_file=from_file)
+    write_output(output, lambda stream: FORMATS[fmt](report, stream, verbose))
+    raise typer.Exit(report.exit_code)

@@ -1,0 +1,26 @@
+"""`gpucheck snapshot`: the facts alone, as JSON, for `doctor --from` here or elsewhere."""
+
+from __future__ import annotations
+
+from gpucheck.cli.common import (
+    DeepOpt,
+    OutputOpt,
+    PythonOpt,
+    TimeoutOpt,
+    probe_options,
+    write_output,
+)
+
+
+def snapshot(
+    output: OutputOpt = None,
+    timeout: TimeoutOpt = 15.0,
+    deep: DeepOpt = False,
+    python: PythonOpt = None,
+) -> None:
+    """Write the facts alone, as JSON (for `doctor --from` here or on another machine)."""
+    from gpucheck.model.snapshot import dumps
+    from gpucheck.probes.run import collect
+
+    snap = collect(probe_options(timeout, python, deep))
+    write_output(output, lambda stream: stream.write(dumps(snap)))

@@ -1,0 +1,162 @@
+"""The one result model: what a check returns (Outcome) and what a report holds (Finding).
+
+A finding names what it concerns as data (`subjects`: GPU indices and UUIDs, the Python
+environment, library paths) so a fleet script can join it to its inventory, and its fix is a
+record: the sentence for a person, and the commands in it, ready to run, for a script.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class Status(str, enum.Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"  # could not be judged: a prerequisite is missing or a fact is unknown
+    INFO = "info"  # worth knowing, not a problem
+    ERROR = "error"  # the check itself broke: a gpucheck bug
+
+
+class Section(str, enum.Enum):
+    SYSTEM = "system"
+    DRIVER = "driver"
+    GPUS = "gpus"
+    CUDA = "cuda"
+    CUDNN = "cudnn"
+    FRAMEWORKS = "frameworks"
+    REQUIREMENTS = "requirements"
+
+    @property
+    def label(self) -> str:
+        return {"gpus": "GPUs", "cuda": "CUDA", "cudnn": "cuDNN"}.get(
+            self.value, self.value.title()
+        )
+
+
+@dataclass(frozen=True)
+class GpuRef:
+    """One GPU a finding concerns, by every name a fleet may key it on."""
+
+    index: int
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+
+
+@dataclass
+class Subjects:
+    """What a finding concerns. Empty lists: the machine as a whole."""
+
+    gpus: list[GpuRef] = field(default_factory=list)
+    environments: list[str] = field(default_factory=list)  # Python interpreters (their paths)
+    paths: list[str] = field(default_factory=list)  # files and folders: libraries, toolkits
+
+    def __bool__(self) -> bool:
+        return bool(self.gpus or self.environments or self.paths)
+
+    def merged(self, other: Subjects) -> Subjects:
+        return Subjects(
+            _union(self.gpus, other.gpus),
+            _union(self.environments, other.environments),
+            _union(self.paths, other.paths),
+        )
+
+
+def _union(a: list[T], b: list[T]) -> list[T]:
+    return a + [x for x in b if x not in a]
+
+
+# Commands inside a fix's sentence are written between backticks: the person reads them in
+# place, a script takes them from `commands` in order.
+_COMMAND = re.compile(r"`([^`]+)`")
+
+
+@dataclass
+class Fix:
+    """How to repair what a finding found."""
+
+    text: str  # the whole remedy, for a person; commands appear in it between backticks
+    commands: list[str] = field(default_factory=list)  # each command of the text, in order
+
+    @classmethod
+    def of(cls, text: str) -> Fix:
+        return cls(text, [c.strip() for c in _COMMAND.findall(text)])
+
+    @classmethod
+    def joined(cls, fixes: list[Fix]) -> Fix | None:
+        texts = _union([], [f.text for f in fixes])
+        if not texts:
+            return None
+        return cls("; ".join(texts), _union([], [c for f in fixes for c in f.commands]))
+
+
+FixLike = Fix | str | None
+
+
+def as_fix(fix: FixLike) -> Fix | None:
+    return Fix.of(fix) if isinstance(fix, str) else fix
+
+
+@dataclass
+class Outcome:
+    """What a check function returns; the runner adds the check's id and section."""
+
+    status: Status
+    title: str
+    evidence: list[str] = field(default_factory=list)
+    fix: Fix | None = None
+    subjects: Subjects = field(default_factory=Subjects)
+
+    @classmethod
+    def make(
+        cls,
+        status: Status,
+        title: str,
+        evidence: tuple[str, ...],
+        fix: FixLike = None,
+        subjects: Subjects | None = None,
+    ) -> Outcome:
+        return cls(status, title, list(evidence), as_fix(fix), subjects or Subjects())
+
+    @classmethod
+    def passed(cls, title: str, *evidence: str, subjects: Subjects | None = None) -> Outcome:
+        return cls.make(Status.PASS, title, evidence, None, subjects)
+
+    @classmethod
+    def info(
+        cls, title: str, *evidence: str, fix: FixLike = None, subjects: Subjects | None = None
+    ) -> Outcome:
+        return cls.make(Status.INFO, title, evidence, fix, subjects)
+
+    @classmethod
+    def skip(cls, title: str, *evidence: str, subjects: Subjects | None = None) -> Outcome:
+        return cls.make(Status.SKIP, title, evidence, None, subjects)
+
+    @classmethod
+    def warn(
+        cls, title: str, *evidence: str, fix: FixLike, subjects: Subjects | None = None
+    ) -> Outcome:
+        return cls.make(Status.WARN, title, evidence, fix, subjects)
+
+    @classmethod
+    def fail(
+        cls, title: str, *evidence: str, fix: FixLike, subjects: Subjects | None = None
+    ) -> Outcome:
+        return cls.make(Status.FAIL, title, evidence, fix, subjects)
+
+
+@dataclass
+class Finding:
+    id: str
+    section: Section
+    status: Status
+    title: str
+    evidence: list[str] = field(default_factory=list)
+    fix: Fix | None = None
+    subjects: Subjects = field(default_factory=Subjects)

@@ -1,0 +1,180 @@
+"""Probes gather facts and never judge. `collect()` runs them all concurrently, each under a
+time bound, and always returns a complete Snapshot: a probe that fails leaves its facts
+unknown and says why in `snapshot.probes`."""
+
+from __future__ import annotations
+
+import glob
+import os
+import site
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypeVar
+
+from gpucheck.model.snapshot import (
+    CudaDriverFacts,
+    CudaFacts,
+    CudnnFacts,
+    NvmlFacts,
+    ProbeRun,
+    PythonEnvironment,
+    Snapshot,
+    SystemFacts,
+)
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT = 15.0
+
+
+@dataclass
+class ProbeOptions:
+    timeout: float = DEFAULT_TIMEOUT  # seconds, per probe; probes run side by side
+    # GPUCHECK_ROOT: read /proc, /sys, /dev and /etc under another folder (the test suite's
+    # simulated machines); driver libraries are still the ones the loader finds.
+    root: Path = field(default_factory=lambda: Path(os.environ.get("GPUCHECK_ROOT") or "/"))
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    site_dirs: list[Path] | None = None  # None: this interpreter's and the active env's
+    python: str | None = None  # probe this interpreter's frameworks only (--python)
+    deep: bool = False  # import each framework in a child, run a tiny op per GPU
+
+
+def default_site_dirs(env: Mapping[str, str]) -> list[Path]:
+    """Site folders of this interpreter and of the active virtualenv / conda env, if other."""
+    dirs: list[str] = []
+    try:
+        dirs += site.getsitepackages()
+        dirs.append(site.getusersitepackages())
+    except AttributeError:  # some embedded interpreters lack these
+        pass
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = env.get(var)
+        if prefix:
+            dirs += glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages"))
+            dirs += glob.glob(os.path.join(prefix, "Lib", "site-packages"))
+    seen: list[Path] = []
+    for d in dirs:
+        p = Path(d)
+        if p.is_dir() and p not in seen:
+            seen.append(p)
+    return seen
+
+
+def _guarded(name: str, fn: Callable[[], T], fallback: T) -> tuple[T, list[ProbeRun]]:
+    """Run a probe in-process; a bug in it becomes a recorded failure, not a crash."""
+    start = time.monotonic()
+    try:
+        return fn(), [ProbeRun(name, "ok", round((time.monotonic() - start) * 1000, 1))]
+    except Exception as exc:
+        duration = round((time.monotonic() - start) * 1000, 1)
+        return fallback, [ProbeRun(name, "error", duration, f"{type(exc).__name__}: {exc}")]
+
+
+def _result(future: Future[T], name: str, fallback: T) -> tuple[T, list[ProbeRun]]:
+    try:
+        return future.result(), []
+    except Exception as exc:
+        return fallback, [ProbeRun(name, "error", 0.0, f"{type(exc).__name__}: {exc}")]
+
+
+def driver_init_allowed(system: SystemFacts) -> bool:
+    """False where the nvidia kernel module is known not to be loaded (not WSL): then nvmlInit
+    and cuInit can only fail, and as root they would create device nodes or load modules."""
+    return not (system.os == "Linux" and not system.wsl and system.nvidia_module_loaded is False)
+
+
+def _library_site_dirs(
+    opts: ProbeOptions, frameworks: Future[tuple[list[PythonEnvironment], ProbeRun]]
+) -> list[Path]:
+    if opts.site_dirs is not None:
+        return opts.site_dirs
+    dirs = [] if opts.python else default_site_dirs(opts.env)
+    try:
+        environments, _ = frameworks.result()
+    except Exception:
+        environments = []
+    for env in environments:
+        for d in env.site_packages:
+            path = Path(d)
+            if path not in dirs and path.is_dir():
+                dirs.append(path)
+    return dirs
+
+
+def cuda_init_allowed(system: SystemFacts) -> str | None:
+    """Why cuInit (ours, or a framework's in --deep) must not run, or None. Beyond
+    driver_init_allowed: without /dev/nvidia-uvm, cuInit would load nvidia-uvm and create it."""
+    if not driver_init_allowed(system):
+        return "the nvidia kernel module is not loaded"
+    if system.os == "Linux" and not system.wsl:
+        uvm = next((n for n in system.device_nodes if n.path == "/dev/nvidia-uvm"), None)
+        if uvm is not None and not uvm.exists:
+            return "/dev/nvidia-uvm does not exist yet: CUDA would load nvidia-uvm and create it"
+    return None
+
+
+def collect(options: ProbeOptions | None = None) -> Snapshot:
+    from gpucheck.probes.frameworks import probe_deep, probe_frameworks
+    from gpucheck.probes.libraries import SearchScope
+    from gpucheck.probes.native import probe_cuda_and_cudnn, probe_cuda_driver
+    from gpucheck.probes.nvml import probe_nvml
+    from gpucheck.probes.system import probe_system
+
+    opts = options or ProbeOptions()
+    snap = Snapshot(created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    # The system probe reads files only (milliseconds) and decides whether driver init is safe.
+    snap.system, runs = _guarded("system", lambda: probe_system(opts.root, opts.env), SystemFacts())
+    init = driver_init_allowed(snap.system)
+    no_cuda_init = cuda_init_allowed(snap.system)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
+
+        def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
+            # pip's nvidia-* libraries live in the probed environments (--python's too): wait
+            # for the frameworks probe (tens of milliseconds) to know their site folders.
+            scope = SearchScope(env=opts.env, site_dirs=_library_site_dirs(opts, frameworks_f))
+            return probe_cuda_and_cudnn(scope, opts.timeout)
+
+        nvml_f = pool.submit(probe_nvml, opts.timeout, opts.env, init)
+        driver_f = pool.submit(
+            probe_cuda_driver, opts.timeout, opts.env, no_cuda_init is None, no_cuda_init
+        )
+        libs_f = pool.submit(libraries)
+        (snap.nvml, nvml_run), err1 = _result(
+            nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
+        )
+        (driver, driver_run), err2 = _result(
+            driver_f, "cuda_driver", (CudaDriverFacts(), ProbeRun("cuda_driver", "error", 0.0))
+        )
+        (snap.cuda, snap.cudnn, lib_runs), err3 = _result(
+            libs_f, "libraries", (CudaFacts(), CudnnFacts(), [])
+        )
+        (snap.environments, fw_run), err4 = _result(
+            frameworks_f, "frameworks", ([], ProbeRun("frameworks", "error", 0.0))
+        )
+    snap.cuda.driver = driver
+    snap.probes = [*runs, nvml_run, driver_run, *lib_runs, fw_run, *err1, *err2, *err3, *err4]
+    # A failed future already produced its own error run; drop the placeholder beside it.
+    names = {r.name for r in err1 + err2 + err3 + err4}
+    snap.probes = [r for r in snap.probes if not (r.name in names and r.error is None)]
+    if no_cuda_init is not None and driver.load_error is not None:
+        no_cuda_init = None  # no libcuda to load: a framework's CUDA calls cannot reach a driver
+    if opts.deep and no_cuda_init is not None:
+        # Importing a framework and asking for its GPUs runs cuInit: read-only forbids it here.
+        snap.probes.append(
+            ProbeRun("frameworks_deep", "skipped", 0.0, f"frameworks not imported: {no_cuda_init}")
+        )
+    elif opts.deep:
+        # After NVML has read the GPUs: the deep children's CUDA contexts must not be
+        # mistaken for another job's memory.
+        snap.deep = True
+        deep_run, deep_err = _guarded(
+            "frameworks_deep",
+            lambda: probe_deep(snap.environments, opts.env, opts.timeout),
+            ProbeRun("frameworks_deep", "error", 0.0),
+        )
+        snap.probes += [deep_run] if deep_err[0].status == "ok" else deep_err
+    return snap

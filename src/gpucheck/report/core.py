@@ -1,0 +1,86 @@
+"""The report: findings plus the snapshot they came from, the summary, and the exit code.
+
+Every output format renders this one object; the exit code is derived from the findings by
+one rule (see exit_code) and is the same whatever the format.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from gpucheck import __version__
+from gpucheck.model.decoding import to_dict
+from gpucheck.model.finding import Finding, Status
+from gpucheck.model.snapshot import Snapshot
+from gpucheck.report.exit_codes import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
+
+# The report's own format version (the snapshot inside it carries its own): 2.0 made `fix` a
+# record (text and commands) and added `subjects` to findings.
+REPORT_SCHEMA_VERSION = "2.0"
+
+
+PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
+
+
+def exit_code(findings: list[Finding], strict: bool = False) -> int:
+    statuses = {f.status for f in findings}
+    if Status.ERROR in statuses:
+        return EXIT_INTERNAL
+    if Status.FAIL in statuses or (strict and Status.WARN in statuses):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+@dataclass
+class Report:
+    snapshot: Snapshot
+    findings: list[Finding]
+    strict: bool = False
+    from_file: str | None = None  # set when diagnosing a saved snapshot (doctor --from)
+    created_at: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
+    )
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.findings, self.strict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = Counter(f.status.value for f in self.findings)
+        return {s.value: c.get(s.value, 0) for s in Status}
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.status in PROBLEM]
+
+    @property
+    def ready(self) -> bool:
+        return self.exit_code == EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        sysf = self.snapshot.system
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "tool": {"name": "gpucheck", "version": __version__},
+            "created_at": self.created_at,
+            "host": {
+                "hostname": sysf.hostname,
+                "os": sysf.os,
+                "os_release": sysf.os_release,
+                "kernel": sysf.kernel,
+                "arch": sysf.arch,
+            },
+            "summary": {
+                "ready": self.ready,
+                "exit_code": self.exit_code,
+                "strict": self.strict,
+                "problems": len(self.problems),
+                "counts": self.counts,
+            },
+            "findings": [to_dict(f) for f in self.findings],
+            "snapshot": self.snapshot.to_dict(),
+        }
