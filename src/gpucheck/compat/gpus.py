@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpucheck.compat.rows import Rows
+from gpucheck.compat.rows import CompatError, Row, Rows
 
 # Prefixes NVML adds or drops across driver generations.
 _PREFIXES = ("nvidia ", "tesla ")
@@ -44,6 +44,90 @@ def strip_suffixes(text: str) -> str:
     return text
 
 
+# The figures a `[[gpu.spec]]` table may carry (see the header of compat/gpus.toml).
+_SPEC_FIGURES = (
+    "fp32_tflops",
+    "tf32_tflops",
+    "fp16_tflops",
+    "bf16_tflops",
+    "fp8_tflops",
+    "memory_bandwidth_gbs",
+)
+_SPEC_KEYS = {*_SPEC_FIGURES, "variant", "match", "pcie", "fp16_accumulate", "source"}
+_PCIE = re.compile(r"([1-6])x(1|2|4|8|16)")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Peak figures of one GPU model (or one variant of it) from its datasheet: dense, no
+    sparsity, at boost clock. A figure the data could not source is None."""
+
+    source: str
+    variant: str | None = None
+    match: tuple[str, ...] = ()
+    fp32_tflops: float | None = None
+    tf32_tflops: float | None = None
+    fp16_tflops: float | None = None
+    bf16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    memory_bandwidth_gbs: float | None = None
+    pcie_generation: int | None = None
+    pcie_width: int | None = None
+    fp16_accumulate: str | None = None  # "fp32" | "fp16"; None where the source does not say
+
+    @property
+    def pcie(self) -> str | None:
+        """ "5x16" style, as written in the data."""
+        if self.pcie_generation is None:
+            return None
+        return f"{self.pcie_generation}x{self.pcie_width}"
+
+    def tflops(self, dtype: str) -> float | None:
+        """Peak for "fp32", "tf32", "fp16", "bf16" or "fp8"; None where not known."""
+        if f"{dtype}_tflops" not in _SPEC_FIGURES:
+            raise KeyError(dtype)
+        value: float | None = getattr(self, f"{dtype}_tflops")
+        return value
+
+    def matches(self, nvml_name: str) -> bool:
+        key = normalise(nvml_name)
+        return any(re.search(pattern, key) for pattern in self.match)
+
+    @classmethod
+    def from_row(cls, r: Row) -> GpuSpec:
+        unknown = sorted(set(r.data) - _SPEC_KEYS)
+        if unknown:
+            raise CompatError(f"{r.where}: unknown key(s) {', '.join(unknown)}")
+        figures = {k: r.opt_positive(k) for k in _SPEC_FIGURES}
+        pcie = r.opt_text("pcie")
+        gen = width = None
+        if pcie is not None:
+            m = _PCIE.fullmatch(pcie)
+            if m is None:
+                raise CompatError(f'{r.where}: pcie = {pcie!r} is not GENxWIDTH, e.g. "5x16"')
+            gen, width = int(m.group(1)), int(m.group(2))
+        if all(v is None for v in figures.values()) and pcie is None:
+            raise CompatError(f"{r.where}: a spec needs at least one figure")
+        accumulate = r.opt_text("fp16_accumulate")
+        if accumulate not in (None, "fp32", "fp16"):
+            raise CompatError(f'{r.where}: fp16_accumulate must be "fp32" or "fp16"')
+        patterns = tuple(r.text_list("match", required=False))
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise CompatError(f"{r.where}: match {pattern!r} is not a regex: {exc}") from None
+        return cls(
+            source=r.text("source"),
+            variant=r.opt_text("variant"),
+            match=patterns,
+            pcie_generation=gen,
+            pcie_width=width,
+            fp16_accumulate=accumulate,
+            **figures,
+        )
+
+
 @dataclass(frozen=True)
 class GpuModel:
     name: str
@@ -52,6 +136,32 @@ class GpuModel:
     segment: str
     aliases: tuple[str, ...]
     source: str
+    specs: tuple[GpuSpec, ...] = ()
+
+    @property
+    def spec(self) -> GpuSpec | None:
+        """The spec when the row has exactly one that applies to every name of the row."""
+        if len(self.specs) == 1 and not self.specs[0].match:
+            return self.specs[0]
+        return None
+
+    def spec_for(self, nvml_name: str) -> GpuSpec | None:
+        """The spec of the variant this NVML name denotes; None when none or several match."""
+        if self.spec is not None:
+            return self.spec
+        hits = [s for s in self.specs if s.matches(nvml_name)]
+        return hits[0] if len(hits) == 1 else None
+
+
+def _specs(r: Row) -> tuple[GpuSpec, ...]:
+    specs = tuple(GpuSpec.from_row(s) for s in r.subrows("spec"))
+    if len(specs) > 1:
+        for spec in specs:
+            if not spec.match or not spec.variant:
+                raise CompatError(
+                    f"{r.where}: with several [[gpu.spec]] tables each needs variant and match"
+                )
+    return specs
 
 
 class GpuIndex:
@@ -73,6 +183,7 @@ class GpuIndex:
                     segment=r.text("segment"),
                     aliases=tuple(r.text_list("aliases", required=False)),
                     source=r.text("source"),
+                    specs=_specs(r),
                 )
                 for r in Rows(path, data).table("gpu")
             ]
@@ -91,6 +202,11 @@ class GpuIndex:
         if found is None and key not in self._exact:
             found = self._unique(strip_suffixes(key))
         return found
+
+    def spec(self, name: str) -> GpuSpec | None:
+        """The datasheet figures for an NVML product name (the variant it names), or None."""
+        model = self.lookup(name)
+        return model.spec_for(name) if model is not None else None
 
     def suggestions(self, name: str, n: int = 3) -> list[str]:
         keys = difflib.get_close_matches(normalise(name), list(self._exact), n=n, cutoff=0.6)

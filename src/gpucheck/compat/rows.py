@@ -45,6 +45,7 @@ class Row:
     def __init__(self, path: Path, table: str, index: int, data: Any) -> None:
         if not isinstance(data, dict):
             raise CompatError(f"{path.name}: {table}[{index}] is not a table")
+        self.path = path
         self.where = f"{path.name}: {table}[{index}]"
         self.data = data
         if not isinstance(data.get("source"), str) or not data["source"].strip():
@@ -70,6 +71,23 @@ class Row:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self._bad(key, "a list of strings")
         return value
+
+    def opt_positive(self, key: str) -> float | None:
+        """A positive number (int or float), or None when the key is absent."""
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise self._bad(key, "a positive number")
+        return float(value)
+
+    def subrows(self, key: str) -> list[Row]:
+        """Rows of an array of tables nested in this row (`[[gpu.spec]]`); each needs a source."""
+        value = self.data.get(key, [])
+        if not isinstance(value, list):
+            raise self._bad(key, "an array of tables")
+        table = f"{self.where.split(': ', 1)[1]}.{key}"
+        return [Row(self.path, table, i, r) for i, r in enumerate(value)]
 
     def integer(self, key: str) -> int:
         value = self.data.get(key)
