@@ -106,7 +106,7 @@ def test_malformed_data_is_a_clear_error(tmp_path: Path) -> None:
     shutil.copy(DATA, tmp_path / "cuda.toml")
     text = (tmp_path / "cuda.toml").read_text()
     (tmp_path / "cuda.toml").write_text(
-        text.replace('min_driver_linux = "384.81"', 'min_driver_linux = "banana"', 1)
+        text.replace('min_driver_linux = "346.46"', 'min_driver_linux = "banana"', 1)
     )
     with pytest.raises(
         CompatError, match=r"cuda.toml: toolkit\[0\]: min_driver_linux = 'banana' is not a version"

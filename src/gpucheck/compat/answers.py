@@ -105,10 +105,13 @@ def newest_torch(
     return None
 
 
-def tf_install(release: Version) -> str:
+def tf_install(release: Version, package: str | None = None) -> str:
+    """The pip line for a release's GPU build: the table names the package (tensorflow_gpu for
+    the 1.x lines, whose `tensorflow` package had no GPU support)."""
     if release >= TF_AND_CUDA_FIRST:
         return f"pip install 'tensorflow[and-cuda]=={release}.*'"
-    return f"pip install 'tensorflow=={release}.*'"
+    name = (package or "tensorflow").replace("_", "-")
+    return f"pip install '{name}=={release}.*'"
 
 
 def cuda_targets(compat: Compat, cuda: str, ccs: Iterable[str]) -> bool:
@@ -146,7 +149,7 @@ def newest_tensorflow(
             "version": str(rel.version),
             "cuda": rel.cuda,
             "cudnn": rel.cudnn,
-            "install": tf_install(rel.version),
+            "install": tf_install(rel.version, rel.package),
         }
     return None
 
@@ -182,7 +185,7 @@ def tensorflow(compat: Compat, version: str) -> Answer:
     data["and_cuda_requires"] = list(and_cuda.requires) if and_cuda is not None else None
     if and_cuda is not None:
         sources.append(and_cuda.source)
-    data["install"] = tf_install(rel.version)
+    data["install"] = tf_install(rel.version, rel.package)
     if not data["windows_native_gpu"]:
         sources.append(tf.windows_native_gpu_source)
     return Answer(data, sources)

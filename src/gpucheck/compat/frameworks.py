@@ -136,6 +136,7 @@ class TfRelease:
     cuda: str | None
     cudnn: str | None
     source: str
+    package: str | None = None  # as the table prints it: "tensorflow_gpu" for the 1.x rows
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,7 @@ class TensorflowData:
                 cuda=r.opt_text("cuda"),
                 cudnn=r.opt_text("cudnn"),
                 source=r.text("source"),
+                package=r.opt_text("package"),
             )
 
         last = rows.text("windows_native_gpu_last")
