@@ -11,10 +11,10 @@ the same major is readable; a different major is refused with a clear message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import msgspec
+from msgspec import Struct, field
 
 from gpucheck import __version__
 from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
@@ -34,8 +34,7 @@ class SnapshotError(ValueError):
 # --- probe bookkeeping -----------------------------------------------------------------------
 
 
-@dataclass
-class ProbeRun:
+class ProbeRun(Struct):
     """How one probe went: the facts it produced are in their own section."""
 
     name: str
@@ -47,8 +46,7 @@ class ProbeRun:
 # --- system -------------------------------------------------------------------------------
 
 
-@dataclass
-class PciDevice:
+class PciDevice(Struct):
     address: str  # "0000:17:00.0"
     vendor_id: str  # "0x10de"
     device_id: str  # "0x2330"
@@ -59,8 +57,7 @@ class PciDevice:
     driver: str | None = None  # kernel driver bound to it: nvidia, nouveau, vfio-pci, ...
 
 
-@dataclass
-class DeviceNode:
+class DeviceNode(Struct):
     path: str
     exists: bool
     readable: bool = False
@@ -69,8 +66,7 @@ class DeviceNode:
     owner_group: str | None = None
 
 
-@dataclass
-class SystemFacts:
+class SystemFacts(Struct):
     os: str = ""  # platform.system(): Linux, Windows, Darwin
     os_release: str | None = None  # /etc/os-release PRETTY_NAME
     kernel: str = ""
@@ -98,30 +94,26 @@ class SystemFacts:
 # --- NVML ---------------------------------------------------------------------------------
 
 
-@dataclass
-class NvmlError:
+class NvmlError(Struct):
     code: Int
     name: str  # the binding's error name without the prefix: "DriverNotLoaded"
     message: str = ""
 
 
-@dataclass
-class MigDevice:
+class MigDevice(Struct):
     index: Int
     uuid: str | None = None
     name: str | None = None
     memory_total: Int | None = None
 
 
-@dataclass
-class GpuProcess:
+class GpuProcess(Struct):
     pid: Int
     name: str | None = None
     used_memory: Int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
 
 
-@dataclass
-class GpuFacts:
+class GpuFacts(Struct):
     index: Int
     name: str | None = None
     uuid: str | None = None
@@ -167,8 +159,7 @@ class GpuFacts:
     field_errors: dict[str, str] = field(default_factory=dict)  # field -> NVML error name
 
 
-@dataclass
-class NvmlFacts:
+class NvmlFacts(Struct):
     binding_version: str | None = None  # nvidia-ml-py
     library_path: str | None = None  # the libnvidia-ml really loaded
     init_error: NvmlError | None = None
@@ -183,8 +174,7 @@ class NvmlFacts:
 # --- CUDA and cuDNN -------------------------------------------------------------------------
 
 
-@dataclass
-class LibraryCopy:
+class LibraryCopy(Struct):
     """One copy of a shared library found on disk (found, not necessarily loadable)."""
 
     name: str  # "cudart" | "cudnn"
@@ -199,16 +189,14 @@ class LibraryCopy:
     load_error: str | None = None
 
 
-@dataclass
-class CudaDevice:
+class CudaDevice(Struct):
     index: Int
     name: str | None = None
     compute_capability: str | None = None
     memory_total: Int | None = None
 
 
-@dataclass
-class CudaDriverFacts:
+class CudaDriverFacts(Struct):
     library_path: str | None = None
     load_error: str | None = None  # libcuda could not be loaded at all
     init_result: Int | None = None  # cuInit's CUresult
@@ -219,15 +207,13 @@ class CudaDriverFacts:
     devices: list[CudaDevice] = field(default_factory=list)
 
 
-@dataclass
-class NvccFacts:
+class NvccFacts(Struct):
     path: str
     version: str | None = None  # "12.4.131"
     error: str | None = None
 
 
-@dataclass
-class CudaFacts:
+class CudaFacts(Struct):
     driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)
     runtimes: list[LibraryCopy] = field(default_factory=list)
     nvcc: NvccFacts | None = None
@@ -235,16 +221,14 @@ class CudaFacts:
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
 
 
-@dataclass
-class CudnnFacts:
+class CudnnFacts(Struct):
     libraries: list[LibraryCopy] = field(default_factory=list)
 
 
 # --- frameworks, per Python environment ---------------------------------------------------------
 
 
-@dataclass
-class Distribution:
+class Distribution(Struct):
     """An installed distribution that matters here (a framework, keras, nvidia-*, cupy-*)."""
 
     name: str  # normalised: lower case, "-" for "_" and "." ("nvidia-cudnn-cu12")
@@ -253,8 +237,7 @@ class Distribution:
     requires: list[str] = field(default_factory=list)  # its Requires-Dist lines (frameworks only)
 
 
-@dataclass
-class TorchBuild:
+class TorchBuild(Struct):
     """torch/version.py, read as text (never executed)."""
 
     version: str | None = None  # "2.5.1+cu124"
@@ -264,8 +247,7 @@ class TorchBuild:
     path: str | None = None  # the file read
 
 
-@dataclass
-class TensorflowBuild:
+class TensorflowBuild(Struct):
     """tensorflow/python/platform/build_info.py, read as text (never executed)."""
 
     is_cuda_build: bool | None = None
@@ -276,8 +258,7 @@ class TensorflowBuild:
     path: str | None = None
 
 
-@dataclass
-class SmokeTest:
+class SmokeTest(Struct):
     """A tiny real operation on one device: allocate, matmul, copy back, compare with CPU."""
 
     device: str  # "cuda:0", "/GPU:0", "cuda(id=0)"
@@ -286,8 +267,7 @@ class SmokeTest:
     seconds: float | None = None
 
 
-@dataclass
-class FrameworkRuntime:
+class FrameworkRuntime(Struct):
     """What importing a framework in a child process showed (`doctor --deep`)."""
 
     framework: str  # torch | tensorflow | jax | cupy
@@ -309,8 +289,7 @@ class FrameworkRuntime:
     smoke_tests: list[SmokeTest] = field(default_factory=list)
 
 
-@dataclass
-class PythonEnvironment:
+class PythonEnvironment(Struct):
     """One interpreter whose frameworks were looked at."""
 
     python: str  # the interpreter's path
@@ -333,8 +312,7 @@ class PythonEnvironment:
 # --- the whole -----------------------------------------------------------------------------
 
 
-@dataclass
-class Snapshot:
+class Snapshot(Struct):
     schema_version: str = SCHEMA_VERSION
     gpucheck_version: str = __version__
     created_at: str = ""
