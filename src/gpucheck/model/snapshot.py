@@ -27,6 +27,10 @@ SCHEMA_VERSION = "1.1"  # 1.1: frameworks (Python environments, static and deep 
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
+# The top-level fact groups, each gathered by its own probes.
+FACT_GROUPS = ("system", "nvml", "cuda", "cudnn", "environments")
+
+
 class SnapshotError(ValueError):
     """A snapshot file that cannot be read: the message is one line for the user."""
 
@@ -322,6 +326,8 @@ class Snapshot(Struct):
     cudnn: CudnnFacts = field(default_factory=CudnnFacts)
     environments: list[PythonEnvironment] = field(default_factory=list)
     deep: bool = False  # frameworks were imported (doctor --deep)
+    # Fact groups a saved snapshot did not carry (a partial or older file): unknown, not empty.
+    absent_sections: list[str] = field(default_factory=list)
     probes: list[ProbeRun] = field(default_factory=list)
 
     def probe(self, name: str) -> ProbeRun | None:
@@ -346,10 +352,13 @@ class Snapshot(Struct):
                 f"snapshot schema {version} is not readable by gpucheck {__version__} "
                 f"(reads {SCHEMA_MAJOR}.x): use a gpucheck of the same major schema"
             )
+        absent = [group for group in FACT_GROUPS if group not in data]
         try:
-            return from_dict(cls, data)
+            snapshot = from_dict(cls, data)
         except DecodeError as exc:
             raise SnapshotError(f"invalid snapshot: {exc}") from None
+        snapshot.absent_sections = sorted({*snapshot.absent_sections, *absent})
+        return snapshot
 
 
 def _is_version(text: str) -> bool:
