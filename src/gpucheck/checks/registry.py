@@ -139,23 +139,23 @@ def run(ctx: Context, checks: list[Check] | None = None, only: bool = False) -> 
     by name (--only), so each is reported even with nothing to judge (as a skip saying why),
     and a failing prerequisite of theirs is reported with them."""
     chosen = checks if checks is not None else all_checks()
-    chosen_ids = {c.id for c in chosen}
     wanted = {p for c in chosen for p in PREREQUISITES[c.section]} if only else set()
     prereqs = {
-        c.id: f
-        for c in all_checks()
-        if c.id in wanted and (f := _evaluate(ctx, c)) is not None
+        c.id: f for c in all_checks() if c.id in wanted and (f := _evaluate(ctx, c)) is not None
     }
+    by_id = {c.id: c for c in chosen}
     findings = []
-    for chk in all_checks():
-        if chk.id not in chosen_ids:
-            found = prereqs.get(chk.id)
+    for registered in all_checks():
+        chk = by_id.get(registered.id)
+        if chk is None:
+            found = prereqs.get(registered.id)
             if found is not None and found.status in (Status.FAIL, Status.ERROR):
                 findings.append(found)  # why the selected checks could not judge
             continue
         finding = prereqs.get(chk.id) or _evaluate(ctx, chk)
         if finding is None and only:
-            finding = _unjudged(chk, [prereqs[p] for p in PREREQUISITES[chk.section] if p in prereqs])
+            before = [prereqs[p] for p in PREREQUISITES[chk.section] if p in prereqs]
+            finding = _unjudged(chk, before)
         if finding is not None:
             findings.append(finding)
     return findings
