@@ -214,6 +214,7 @@ class CudaDriverFacts(Struct):
 class NvccFacts(Struct):
     path: str
     version: str | None = None  # "12.4.131"
+    toolkit: str | None = None  # the toolkit folder the nvcc belongs to (links followed)
     error: str | None = None
 
 
@@ -223,6 +224,7 @@ class CudaFacts(Struct):
     nvcc: NvccFacts | None = None
     cuda_home: str | None = None
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
+    cuda_home_nvcc: bool | None = None  # the CUDA home holds an executable bin/nvcc
 
 
 class CudnnFacts(Struct):
