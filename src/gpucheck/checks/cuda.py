@@ -199,8 +199,9 @@ def toolkit(ctx: Context) -> Outcome | None:
     env = ctx.snapshot.system.env
     home_var = next((v for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)), None)
     nvcc = cuda.nvcc
-    chosen = home_var and cuda.cuda_home and cuda.cuda_home_source == home_var
-    if chosen and (cuda.cuda_home_nvcc is False or (cuda.cuda_home_nvcc is None and nvcc is None)):
+    chosen = home_var is not None and cuda.cuda_home and cuda.cuda_home_source == home_var
+    no_toolkit = cuda.cuda_home_nvcc is False or (cuda.cuda_home_nvcc is None and nvcc is None)
+    if home_var is not None and chosen and no_toolkit:
         # Builds (torch extensions, CMake's FindCUDAToolkit) take the toolkit from here, not
         # from the nvcc on PATH: a wrong home breaks them even where nvcc runs.
         on_path = f"nvcc on PATH is {nvcc.path}" if nvcc else "no nvcc on PATH either"

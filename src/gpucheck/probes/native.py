@@ -116,10 +116,9 @@ def probe_nvcc(env: Mapping[str, str], homes: list[Path], timeout: float = 10) -
     if not path:
         return None
     # The toolkit the nvcc on PATH belongs to (/usr/local/bin/nvcc is often a link into one).
-    real = os.path.realpath(path)
-    home = os.path.dirname(os.path.dirname(real))
-    is_toolkit = os.path.isfile(os.path.join(home, "include", "cuda.h"))  # not a bare wrapper
-    facts = NvccFacts(path=path, toolkit=home if is_toolkit else None)
+    root = os.path.dirname(os.path.dirname(os.path.realpath(path)))
+    is_toolkit = os.path.isfile(os.path.join(root, "include", "cuda.h"))  # not a bare wrapper
+    facts = NvccFacts(path=path, toolkit=root if is_toolkit else None)
     try:
         out = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=timeout, check=False
