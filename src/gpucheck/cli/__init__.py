@@ -20,7 +20,7 @@ from gpucheck.cli.compat import compat_app
 from gpucheck.cli.doctor import doctor
 from gpucheck.cli.schema import schema
 from gpucheck.cli.snapshot import snapshot
-from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_OUTPUT, EXIT_USAGE
+from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT, EXIT_USAGE
 
 app = typer.Typer(
     name="gpucheck",
@@ -95,6 +95,8 @@ def run(argv: list[str]) -> int:
             "the traceback)",
             EXIT_INTERNAL,
         )
+    if code == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt  # typer returns a Ctrl-C as 130: the entry point says so
     return code if isinstance(code, int) else 0
 
 
