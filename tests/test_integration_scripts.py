@@ -40,3 +40,25 @@ def test_mypy_strict(script: str) -> None:
 def test_executable_with_a_python3_shebang(script: str) -> None:
     path = REPO / script
     assert path.stat().st_mode & 0o111 and path.read_text().startswith("#!/usr/bin/env python3\n")
+
+
+def test_a_missing_component_fails_and_names_the_install_script() -> None:
+    from components import INSTALL, program
+
+    with pytest.raises(pytest.fail.Exception, match=INSTALL):
+        program("gpucheck-no-such-component")
+
+
+@pytest.mark.slow
+def test_install_components_is_idempotent_and_quiet() -> None:
+    # Run once by the README's test command before the suite: here everything is installed,
+    # so a second run installs nothing and says nothing.
+    result = subprocess.run(
+        ["sh", str(REPO / "tests" / "install-components.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and result.stderr == ""
