@@ -7,13 +7,15 @@ all, and the README's test command runs it first.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,33 @@ def run(*args: str, timeout: float = 60, **kwargs: object) -> subprocess.Complet
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
         list(args), capture_output=True, text=True, timeout=timeout, check=False, **kwargs
     )
+
+
+@contextlib.contextmanager
+def serving(name: str, args: list[str], port: int, ready_path: str, logs: Path) -> Iterator[str]:
+    """Start a server we own on 127.0.0.1:port, wait until `ready_path` answers over HTTP, yield
+    its base URL, and stop it whatever happens."""
+    log_path = logs / f"{Path(name).name}.log"
+    with log_path.open("w") as log:
+        daemon = subprocess.Popen([name, *args], stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+
+        def up() -> bool:
+            if daemon.poll() is not None:
+                pytest.fail(f"{name} exited: {log_path.read_text()}")
+            try:
+                with urllib.request.urlopen(base + ready_path, timeout=5):
+                    return True
+            except OSError:
+                return False
+
+        try:
+            wait_for(f"{name} answering", up, 60, str(log_path))
+            yield base
+        finally:
+            stop(daemon.pid)
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return str(response.read().decode("utf-8"))

@@ -3,15 +3,15 @@ promtool (metrics and rules) and node_exporter's textfile collector scraped over
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
-import subprocess
-import urllib.request
 from pathlib import Path
+from typing import Any
 
 import builders
 import pytest
-from components import free_port, program, run, stop, wait_for
+from components import free_port, get, program, run, serving, wait_for
 from conftest import REPO, run_gpucheck
 
 from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
@@ -144,37 +144,10 @@ def test_node_exporter_serves_the_textfile(tmp_path: Path) -> None:
     result = run_gpucheck("doctor", "--from", str(failing), "-f", "prometheus", "-o", str(prom))
     assert result.returncode == 1, result.stderr
 
-    port = free_port()
-    log = (tmp_path / "node_exporter.log").open("w")
-    daemon = subprocess.Popen(
-        [
-            exporter,
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--collector.disable-defaults",
-            "--collector.textfile",
-            f"--collector.textfile.directory={textfiles}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-
-        def scrape() -> str:
-            url = f"http://127.0.0.1:{port}/metrics"
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return str(response.read().decode("utf-8"))
-
-        def up() -> bool:
-            if daemon.poll() is not None:
-                pytest.fail(f"node_exporter exited: {(tmp_path / 'node_exporter.log').read_text()}")
-            try:
-                scrape()
-            except OSError:
-                return False
-            return True
-
-        wait_for("node_exporter answering", up, 30, (tmp_path / "node_exporter.log").read_text())
-        metrics = scrape()
+    with serving(
+        exporter, exporter_args(port := free_port(), textfiles), port, "/", tmp_path
+    ) as base:
+        metrics = get(base + "/metrics")
         assert "node_textfile_scrape_error 0" in metrics, metrics
         assert re.search(
             r'gpucheck_check_status\{check="gpu.ecc-errors",section="gpus",status="fail"\} 1',
@@ -184,13 +157,67 @@ def test_node_exporter_serves_the_textfile(tmp_path: Path) -> None:
         # The next run replaces the file whole; the next scrape serves the new verdict.
         result = run_gpucheck("doctor", "--from", str(healthy), "-f", "prometheus", "-o", str(prom))
         assert result.returncode == 0, result.stderr
-        metrics = scrape()
+        metrics = get(base + "/metrics")
         assert 'check="gpu.ecc-errors",section="gpus",status="pass"' in metrics
         assert "gpucheck_ready 1" in metrics and "node_textfile_scrape_error 0" in metrics
         assert not list(textfiles.glob(".gpucheck.prom.*"))  # no temporary file left behind
-    finally:
-        stop(daemon.pid)
-        log.close()
+
+
+def exporter_args(port: int, textfiles: Path) -> list[str]:
+    return [
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--collector.disable-defaults",
+        "--collector.textfile",
+        f"--collector.textfile.directory={textfiles}",
+    ]
+
+
+@pytest.mark.slow
+def test_prometheus_scrapes_it_and_the_shipped_alert_goes_pending(tmp_path: Path) -> None:
+    """The whole path: gpucheck -> textfile -> node_exporter -> Prometheus -> alerts.yml."""
+    exporter, prometheus = program("prometheus-node-exporter"), program("prometheus")
+    textfiles = tmp_path / "textfile"
+    textfiles.mkdir()
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[1].ecc_uncorrected_volatile = 3
+    (tmp_path / "failing.json").write_text(dumps(snap))
+    prom = textfiles / "gpucheck.prom"
+    result = run_gpucheck(
+        "doctor", "--from", str(tmp_path / "failing.json"), "-f", "prometheus", "-o", str(prom)
+    )
+    assert result.returncode == 1, result.stderr
+    exporter_port, prometheus_port = free_port(), free_port()
+    target = f"127.0.0.1:{exporter_port}"
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        f"rule_files: ['{ALERTS / 'alerts.yml'}']\n"
+        f"scrape_configs: [{{job_name: node, static_configs: [{{targets: ['{target}']}}]}}]\n"
+    )
+    server_args = [
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{prometheus_port}",
+    ]
+    with (
+        serving(exporter, exporter_args(exporter_port, textfiles), exporter_port, "/", tmp_path),
+        serving(prometheus, server_args, prometheus_port, "/-/ready", tmp_path) as base,
+    ):
+
+        def pending() -> list[dict[str, Any]]:
+            alerts = json.loads(get(base + "/api/v1/alerts"))["data"]["alerts"]
+            return [a for a in alerts if a["labels"]["alertname"] == "GpucheckCheckFailed"]
+
+        wait_for("the GpucheckCheckFailed alert", lambda: bool(pending()), 60)
+        (alert,) = pending()
+        assert alert["state"] == "pending"  # for: 5m
+        assert (
+            alert["labels"]["check"] == "gpu.ecc-errors" and alert["labels"]["instance"] == target
+        )
+        assert alert["labels"]["severity"] == "critical"
+        assert alert["annotations"]["summary"] == f"gpucheck: gpu.ecc-errors failed on {target}"
+        ready = json.loads(get(base + "/api/v1/query?query=gpucheck_ready"))["data"]["result"]
+        assert [r["value"][1] for r in ready] == ["0"]
 
 
 @pytest.mark.slow
