@@ -184,3 +184,14 @@ def test_action_gate_reports_usage_errors_as_exit_2(tmp_path: Path, bad: dict[st
     given = {"from": str(FIXTURES / "healthy-h100x2.json"), "package": "preinstalled", **bad}
     code, out, _ = run_action(tmp_path, **given)
     assert code == 2 and out["exit-code"] == "2" and out["ready"] == "false"
+
+
+@pytest.mark.slow
+def test_action_installs_its_own_copy_of_gpucheck(tmp_path: Path) -> None:
+    # The default: pip-install the action's folder (this repository) into a fresh venv.
+    code, out, summary = run_action(
+        tmp_path, python=sys.executable, **{"from": str(FIXTURES / "healthy-h100x2.json")}
+    )
+    assert code == 0 and out["exit-code"] == "0", out
+    venv = tmp_path / "run-0" / "gpucheck-venv"
+    assert (venv / "bin" / "gpucheck").is_file() and "✓ ready" in summary
