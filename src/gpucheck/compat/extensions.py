@@ -102,7 +102,8 @@ class ExtensionData:
         rows = [n for n in self.numpy if n.package == package]
         own = [n for n in rows if n.platform == platform]
         general = [n for n in rows if n.platform is None]
-        return (own or general or [None])[0]
+        found = own or general
+        return found[0] if found else None
 
 
 @dataclass(frozen=True)

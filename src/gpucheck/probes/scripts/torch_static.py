@@ -145,7 +145,9 @@ def from_xformers(static: ModuleType, record: dict[str, Any], dirs: list[str]) -
     record["source"] = path
 
 
-def extension(static: ModuleType, dist: dict[str, Any], all_dists: list[dict[str, Any]]) -> dict:
+def extension(
+    static: ModuleType, dist: dict[str, Any], all_dists: list[dict[str, Any]]
+) -> dict[str, Any]:
     name, version = dist["name"], dist["version"]
     record: dict[str, Any] = {"name": name, "version": version, "cuda": None, "torch": None}
     record["cxx11_abi"] = None
@@ -164,7 +166,9 @@ def extension(static: ModuleType, dist: dict[str, Any], all_dists: list[dict[str
     return record
 
 
-def collect(static: ModuleType, dists: list[dict[str, Any]], errors: list[str]) -> list[dict]:
+def collect(
+    static: ModuleType, dists: list[dict[str, Any]], errors: list[str]
+) -> list[dict[str, Any]]:
     out = []
     for dist in dists:
         if dist["name"] not in EXTENSIONS:
