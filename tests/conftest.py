@@ -37,3 +37,10 @@ def run_gpucheck(
 @pytest.fixture
 def gpucheck():  # type: ignore[no-untyped-def]
     return run_gpucheck
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that fetch real libraries or build framework environments are the slow tier."""
+    for item in items:
+        if item.get_closest_marker("reallibs") or item.get_closest_marker("frameworks"):
+            item.add_marker(pytest.mark.slow)

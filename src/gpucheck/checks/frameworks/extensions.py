@@ -19,7 +19,6 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
 from gpucheck.checks.frameworks.driver import cc_list, targets
 from gpucheck.checks.frameworks.environments import framework_check, merge, pip
-from gpucheck.checks.frameworks.numpy_abi import numpy_cause
 from gpucheck.checks.frameworks.packages import requirements_of, satisfies
 from gpucheck.compat.answers import TORCH_INDEX
 from gpucheck.compat.extensions import matches
@@ -48,7 +47,8 @@ EXTENSIONS = (
     "sglang",
     "torch-tensorrt",
 )
-PAIRED = ("torchvision", "torchaudio")  # the compat data has their pairing tables
+PAIRED = ("torchvision", "torchaudio")
+TRITONS = ("triton", "pytorch-triton")  # the compat data has their pairing tables
 BUILT_FROM_SOURCE = ("flash-attn", "flash-attn-3", "apex")  # rebuilt against the torch here
 
 
@@ -146,6 +146,8 @@ def import_outcome(
                 ctx, env, f"pip install --no-build-isolation --no-binary {dist.name} {dist.name}"
             ),
         )
+    from gpucheck.checks.frameworks.numpy_abi import numpy_cause  # registers after this module
+
     cause = numpy_cause(ctx, env, error)
     if cause is not None:
         return Outcome.fail(f"import {imp.module} fails: {cause[0]}", error, fix=cause[1])
@@ -164,6 +166,8 @@ def judge(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribut
     imp = next((i for i in env.extension_imports if i.name == dist.name), None)
     if imp is not None and imp.status != "ok":
         return import_outcome(ctx, env, inst, dist, imp)
+    if dist.name in TRITONS:
+        return triton_outcome(ctx, env, inst, dist)
     pin = torch_pin(ctx, env, dist)
     if pin is not None and satisfies(pin, torch_version) is False:
         return Outcome.fail(
@@ -196,6 +200,27 @@ def judge(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribut
     if pin is None and not (built and built.torch) and dist.name not in PAIRED:
         return Outcome.info(f"{name}: which torch it was built for is not recorded", how)
     return Outcome.passed(f"{name} matches torch {torch_version}", how)
+
+
+def triton_outcome(
+    ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution
+) -> Outcome:
+    """Triton is pinned the other way round: torch's Requires-Dist names the one it needs."""
+    want = next(
+        (r for r in requirements_of(ctx, env, inst.torch_dist) if r.name.lower() == dist.name),
+        None,
+    )
+    name = f"{dist.name} {dist.version}"
+    if want is None or not str(want.specifier):
+        return Outcome.info(f"{name}: torch {inst.torch_dist.version} does not pin it")
+    if satisfies(want, dist.version) is False:
+        return Outcome.fail(
+            f"{name} is not the Triton torch {inst.torch_dist.version} needs ({want}): "
+            "torch.compile fails",
+            f"torch {inst.torch_dist.version}: Requires-Dist: {want}",
+            fix=pip(ctx, env, f"pip install '{want.name}{want.specifier}'"),
+        )
+    return Outcome.passed(f"{name} is the Triton torch {inst.torch_dist.version} pins", str(want))
 
 
 def paired_outcome(

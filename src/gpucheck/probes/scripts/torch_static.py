@@ -66,8 +66,9 @@ EXTENSIONS = (
 # Read beside the frameworks (framework_static.py's NAMES): numpy for its ABI, the NVML
 # bindings that install a `pynvml` module (nvidia-ml-py matches its NAME_PATTERN).
 NAMES = frozenset([*EXTENSIONS, "numpy", "pynvml", "py3nvml"])
-# Whose Requires-Dist lines are kept: the torch (or CUDA wheels) each pins.
-REQUIRES = frozenset([*EXTENSIONS, "triton", "pytorch-triton"]) - {"apex"}
+# Whose Requires-Dist lines are kept: the torch (or CUDA wheels) each pins. (Triton's pin is
+# torch's own: `triton==3.1.0` in torch's Requires-Dist.)
+REQUIRES = frozenset(EXTENSIONS) - {"apex"}
 LOCAL_CUDA = re.compile(r"\+cu(\d{2,3})(?![\d])")
 WHEEL_TAG = re.compile(r"\+cu(\d{2,3})torch(\d+\.\d+)(?:cxx11abi(TRUE|FALSE))?", re.IGNORECASE)
 MAX_JSON_BYTES = 1 << 16
@@ -123,6 +124,7 @@ def from_version_file(static: ModuleType, record: dict[str, Any], dirs: list[str
         record["cuda"] = cuda
     if version:
         record["version"] = version
+        from_wheel_name(record, version, path)  # '0.28.0+cu130': a cuda that is not a literal
     record["source"] = path
 
 
