@@ -35,7 +35,8 @@ def install_from_wheels(site: Path, torchvision: str) -> None:
         members = [
             n
             for n in wheel.namelist()
-            if n == "torchvision/version.py" or n.startswith(f"torchvision-{torchvision}.dist-info/")
+            if n == "torchvision/version.py"
+            or n.startswith(f"torchvision-{torchvision}.dist-info/")
         ]
         wheel.extractall(site, members)
     (site / "torchvision" / "__init__.py").write_text(TRIPWIRE)

@@ -16,7 +16,7 @@ from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import TensorrtRelease
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.snapshot import Distribution, PythonEnvironment
+from gpucheck.model.snapshot import Distribution, ExtensionImport, PythonEnvironment
 
 _CU = re.compile(r"^tensorrt-cu(\d+)(?:-|$)")
 _REQ_CU = re.compile(r"-cu(\d+)\b")
@@ -122,6 +122,9 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
             )
     else:
         items.append((None, Outcome.skip(f"{name}: not in the compat data (older than 8.2)")))
+    imported = next((i for i in env.extension_imports if i.name == "tensorrt"), None)
+    if imported is not None:
+        items.append((None, _engine(ctx, env, trt, row, imported)))
     tf = tf_facts(env)
     until = ctx.compat.tensorrt.tf_without_trt
     tf_version = parse_version(tf.version or "") if tf else None
@@ -139,6 +142,44 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
     if not items:
         return None
     return merge(items)
+
+
+def _engine(
+    ctx: Context,
+    env: PythonEnvironment,
+    trt: Trt,
+    row: TensorrtRelease | None,
+    imported: ExtensionImport,
+) -> Outcome:
+    """What importing TensorRT and building a one-layer engine showed (doctor --deep)."""
+    name = f"TensorRT {trt.dist.version}"
+    if imported.status == "ok":
+        return Outcome.passed(f"{name} {imported.detail or 'imports'} (doctor --deep)")
+    error = imported.error or imported.status
+    low = error.lower()
+    reinstall = pip(
+        ctx, env, f"pip install --force-reinstall '{trt.dist.name}=={trt.dist.version}'"
+    )
+    if "cannot open shared object file" in low:
+        return Outcome.fail("import tensorrt fails: a library is missing", error, fix=reinstall)
+    if "error: 35" in low or "insufficient" in low or "too old" in low:
+        major = trt.majors[-1] if trt.majors else None
+        fix = upgrade_driver(ctx, f"{major}.0") if major else "upgrade the NVIDIA driver"
+        return Outcome.fail(
+            f"{name} cannot start CUDA: the driver is too old for its CUDA build",
+            error,
+            fix=fix,  # as the driver verdict words it, so that the two fixes merge into one
+        )
+    if row is not None and ("sm" in low or "kernel image" in low or "compute capab" in low):
+        gpus = _gpu_outcome(ctx, name, row, trt.dist.name, lambda fix: pip(ctx, env, fix))
+        if gpus is not None:
+            gpus.evidence.insert(0, error)
+            return gpus
+    return Outcome.fail(
+        f"{name} could not build a one-layer engine (doctor --deep)",
+        error,
+        fix=f"Run it by hand to see TensorRT's log: python -c 'import tensorrt'; then {reinstall}",
+    )
 
 
 @check(
