@@ -11,6 +11,7 @@ from pathlib import Path
 
 import builders
 import framework_builders as fb
+import pytest
 from more_builders import the
 from test_checks_framework_layers import tensorrt
 
@@ -94,3 +95,36 @@ def test_xla_devices_are_the_gpus_jax_and_tensorflow_list() -> None:
     tf = FrameworkRuntime("tensorflow", "ok", device_count=1, devices=["/physical_device:GPU:0"])
     assert xla_devices(tf) == ["/physical_device:GPU:0"]
     assert xla_devices(FrameworkRuntime("torch", "ok", device_count=1)) is None
+
+
+TORCHVISION_0_29_1 = Path(
+    "/opt/pypi-more/files/torchvision-0.29.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+)
+
+
+@pytest.mark.frameworks
+@pytest.mark.skipif(not TORCHVISION_0_29_1.is_file(), reason="the real wheel is not here")
+def test_the_real_torchvision_for_torch_2_14_in_the_real_torch_2_13(tmp_path: Path) -> None:
+    """The whole real torchvision 0.29.1 wheel (built for torch >= 2.14) imported into the real
+    torch 2.13.0+cpu environment: the error users meet, mapped to the torchvision for 2.13."""
+    import zipfile
+
+    import venvs
+
+    python = venvs.require("torch-2.13.0")
+    with zipfile.ZipFile(TORCHVISION_0_29_1) as wheel:
+        wheel.extractall(tmp_path / "site")
+    env_vars = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    found = probe_extension(str(python), "torchvision", "torchvision", 120, env_vars)
+    assert found.status == "error"
+    assert found.error == (
+        "import torchvision: RuntimeError: operator torchvision::nms does not exist"
+    )
+    env = fb.with_torch(fb.environment(), "2.13.0+cpu", None)
+    fb.add(env, "torchvision", "0.29.1", ["numpy", "torch>=2.14.0"])
+    env.extension_imports.append(found)
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "torch.extensions")
+    assert f.status is Status.FAIL
+    assert "built against another torch" in f.title
+    assert f.fix is not None
+    assert "pip install 'torch==2.13.0' 'torchvision==0.28.*' --index-url" in f.fix.text

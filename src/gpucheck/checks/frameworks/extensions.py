@@ -126,7 +126,10 @@ def import_outcome(
     """What importing it in its own child showed (doctor --deep), mapped to the wheel to install."""
     name, error = f"{dist.name} {dist.version}", imp.error or imp.status
     low = error.lower()
-    if "undefined symbol" in low or "abi" in low or "glibcxx" in low:
+    # "operator torchvision::nms does not exist": torchvision's ops library did not load into
+    # this torch (a torchvision built for another torch).
+    mismatch = "operator torchvision::" in low and "does not exist" in low
+    if mismatch or "undefined symbol" in low or "abi" in low or "glibcxx" in low:
         what = "it was built against another torch (or C++ ABI) than torch " + (
             inst.torch_dist.version
         )
