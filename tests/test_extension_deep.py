@@ -19,7 +19,7 @@ from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import FrameworkRuntime
 from gpucheck.probes.frameworks import probe_extension, xla_devices
 
-# What a flash-attn wheel built for another torch prints (Dao-AILab/flash-attention#919).
+# The shape of what a flash-attn wheel built for another torch prints at import.
 UNDEFINED = (
     "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
 )

@@ -97,5 +97,5 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
                 )
             )
     if not items:
-        items.append((None, Outcome.passed("One NVML binding", *listed)))
+        items.append((None, Outcome.passed(f"{listed[0]}: the only NVML binding", *listed)))
     return merge(items)
