@@ -133,9 +133,12 @@ def import_outcome(
         what = "it was built against another torch (or C++ ABI) than torch " + (
             inst.torch_dist.version
         )
+        pin = torch_pin(ctx, env, dist)
+        said = [f"{name}: Requires-Dist: {pin}"] if pin is not None else []
         return Outcome.fail(
             f"import {imp.module} fails: {what}",
             error,
+            *said,
             fix=keep_torch_fix(ctx, env, inst, dist.name),
         )
     if "no kernel image" in low:
