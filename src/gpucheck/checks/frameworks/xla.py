@@ -54,49 +54,54 @@ def _flags(ctx: Context) -> list[str]:
     return lines
 
 
-def _ptxas(ctx: Context, env: PythonEnvironment) -> Outcome | None:
-    """The ptxas XLA will use, judged against the driver like a CUDA release."""
-    tools = [t for t in ctx.snapshot.cuda.ptxas if t.name == "ptxas" and t.version]
+def _which(ctx: Context, env: PythonEnvironment, name: str) -> tuple[str, str] | None:
+    """(version, where from) of the `name` tool XLA will use: the environment's own pip copy
+    (nvidia-cuda-nvcc), else the first on PATH, else the CUDA toolkit's."""
+    tools = [t for t in ctx.snapshot.cuda.ptxas if t.name == name and t.version]
     in_env = [
         t for t in tools if t.origin == "pip" and env.prefix and t.path.startswith(env.prefix)
     ]
     wheel = next((d for d in env.distributions if d.name.startswith("nvidia-cuda-nvcc")), None)
     if in_env:
-        tool, how = in_env[0], f"{in_env[0].path} (pip)"
-        version = tool.version or ""
-    elif wheel is not None:
-        version, how = wheel.version, f"{wheel.name} {wheel.version} (its ptxas)"
-    elif tools:
-        version, how = tools[0].version or "", f"{tools[0].path} ({tools[0].origin})"
-    else:
-        return None
-    verdict = judge_driver(ctx, version)
-    if verdict is None:
-        return None
-    status, why = verdict
-    mm = major_minor(version)
-    if status is Status.PASS:
-        return Outcome.passed(f"XLA's ptxas {mm} suits driver {ctx.driver_version}", how)
-    if status is Status.INFO or status is Status.FAIL:
-        # Minor version compatibility does not cover ptxas: its output must be loadable by the
-        # driver itself, which rejects code from a newer toolchain.
-        have = major_minor(ctx.driver_cuda or "")
-        if status is Status.INFO and have is not None and mm is not None and mm <= have:
-            return Outcome.passed(f"XLA's ptxas {mm} suits driver {ctx.driver_version}", how)
-        fix = upgrade_driver(ctx, version)
-        if wheel is not None and have is not None:
-            fix += "; or keep this driver: " + pip(
-                ctx, env, f"pip install '{wheel.name}<{have.major}.{have.minor + 1}'"
-            )
-        return Outcome.fail(
-            f"XLA's ptxas {mm} is newer than the driver's CUDA {have or '?'}: the code it "
-            "compiles does not load ('the provided PTX was compiled with an unsupported "
-            "toolchain'), or XLA falls back to slower, serial compilation",
-            how,
-            why,
-            fix=fix[:1].upper() + fix[1:],
-        )
+        return in_env[0].version or "", f"{name}: {in_env[0].path} (pip)"
+    if wheel is not None and name == "ptxas":
+        return wheel.version, f"ptxas: from {wheel.name} {wheel.version}"
+    others = [t for t in tools if t.origin != "pip"]
+    if others:
+        return others[0].version or "", f"{name}: {others[0].path} ({others[0].origin})"
     return None
+
+
+def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
+    """One tool XLA compiles with, judged against the driver like a CUDA release: minor version
+    compatibility does not cover it, since the driver itself must load what it writes."""
+    found = _which(ctx, env, name)
+    verdict = judge_driver(ctx, found[0]) if found else None
+    if found is None or verdict is None:
+        return None
+    version, how = found
+    status, why = verdict
+    mm, have = major_minor(version), major_minor(ctx.driver_cuda or "")
+    if status is Status.PASS or (
+        status is Status.INFO and have is not None and mm is not None and mm <= have
+    ):
+        return Outcome.passed(f"XLA's {name} {mm} suits driver {ctx.driver_version}", how)
+    if status not in (Status.INFO, Status.FAIL):
+        return None
+    fix = upgrade_driver(ctx, version)
+    wheel = next((d for d in env.distributions if d.name.startswith("nvidia-cuda-nvcc")), None)
+    if wheel is not None and have is not None and name == "ptxas":
+        fix += "; or keep this driver: " + pip(
+            ctx, env, f"pip install '{wheel.name}<{have.major}.{have.minor + 1}'"
+        )
+    return Outcome.fail(
+        f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: the code it "
+        "compiles does not load ('the provided PTX was compiled with an unsupported "
+        "toolchain'), or XLA falls back to slower, serial compilation",
+        how,
+        why,
+        fix=fix[:1].upper() + fix[1:],
+    )
 
 
 def _devices(ctx: Context, env: PythonEnvironment) -> list[tuple[str | None, Outcome | None]]:
@@ -136,6 +141,6 @@ def xla(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     if flags:
         items.append((None, Outcome.info("XLA flags are set", *flags)))
     if ctx.has_gpu:
-        items.append((None, _ptxas(ctx, env)))
+        items += [(None, _tool(ctx, env, name)) for name in ("ptxas", "nvlink")]
         items += _devices(ctx, env)
     return merge(items)
