@@ -214,13 +214,21 @@ def test_pynvml_as_a_wrapper_of_nvidia_ml_py_and_a_current_binding_pass() -> Non
     assert f.status is Status.PASS
 
 
-def test_a_binding_older_than_the_driver_warns() -> None:
+def test_a_binding_of_an_older_cuda_major_than_the_driver_warns() -> None:
     env = fb.environment()
-    fb.add(env, "nvidia-ml-py", "11.450.51")
+    fb.add(env, "nvidia-ml-py", "11.450.51")  # nvitop-4's binding, on driver 590 (CUDA 13.1)
     f = the(fb.on(builders.h100_node(1), env), "frameworks.nvml-bindings")
     assert f.status is Status.WARN
     assert "made for driver branch R450; the driver is 590.48.01" in f.title
     assert f.fix is not None and f.fix.text == "pip install -U nvidia-ml-py"
+
+
+def test_a_binding_of_an_older_branch_of_the_same_major_is_info() -> None:
+    env = fb.environment()
+    fb.add(env, "nvidia-ml-py", "13.580.82")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.nvml-bindings")
+    assert f.status is Status.INFO
+    assert "NVML functions newer than R580 are missing from it" in f.title
 
 
 # --- tensorrt.support, tensorrt.libraries --------------------------------------------------------

@@ -73,29 +73,36 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     driver = parse_version(ctx.driver_version or "")
     branch = _branch(official) if official else None
     if official is not None and driver is not None and branch is not None:
-        if branch < driver.major:
-            items.append(
-                (
-                    None,
-                    Outcome.warn(
-                        f"nvidia-ml-py {official.version} was made for driver branch R{branch}; "
-                        f"the driver is {ctx.driver_version}: NVML functions newer than R{branch} "
-                        "are missing from it (tools show N/A or fail)",
-                        *listed,
-                        fix=pip(ctx, env, "pip install -U nvidia-ml-py"),
-                    ),
-                )
-            )
-        else:
-            items.append(
-                (
-                    None,
-                    Outcome.passed(
-                        f"nvidia-ml-py {official.version} covers driver {ctx.driver_version}",
-                        *listed,
-                    ),
-                )
-            )
+        items.append((None, _age(ctx, env, official, branch, driver.major, listed)))
     if not items:
         items.append((None, Outcome.passed(f"{listed[0]}: the only NVML binding", *listed)))
     return merge(items)
+
+
+def _age(
+    ctx: Context,
+    env: PythonEnvironment,
+    official: Distribution,
+    branch: int,
+    driver_branch: int,
+    listed: list[str],
+) -> Outcome:
+    """A binding of an older CUDA major than the driver's lacks whole generations of NVML
+    (warn); one of an older branch of the same major only the newest functions (info)."""
+    if branch >= driver_branch:
+        return Outcome.passed(
+            f"nvidia-ml-py {official.version} covers driver {ctx.driver_version}", *listed
+        )
+    version = parse_version(official.version)
+    cuda = parse_version(ctx.driver_cuda or "")
+    said = (
+        f"nvidia-ml-py {official.version} was made for driver branch R{branch}; the driver is "
+        f"{ctx.driver_version}: NVML functions newer than R{branch} are missing from it"
+    )
+    if version is not None and cuda is not None and version.major < cuda.major:
+        return Outcome.warn(
+            f"{said} (tools show N/A or fail)",
+            *listed,
+            fix=pip(ctx, env, "pip install -U nvidia-ml-py"),
+        )
+    return Outcome.info(said, *listed)
