@@ -154,6 +154,17 @@ def test_deep_import_undefined_symbol_names_the_build_for_this_torch() -> None:
     assert f.fix is not None and "'torch==2.5.1' 'vllm'" in f.fix.text
 
 
+def test_torch_tensorrt_pinned_to_another_tensorrt_fails() -> None:
+    # A pin of the shape torch-tensorrt wheels carry on the TensorRT wheels.
+    env = torch_251()
+    fb.add(env, "torch-tensorrt", "2.5.0", ["torch<2.6.0,>=2.5.0", "tensorrt-cu12<10.4.0,>=10.3.0"])
+    fb.add(env, "tensorrt-cu12", "10.8.0.43")
+    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    assert f.status is Status.FAIL
+    assert "built against another TensorRT" in f.title
+    assert f.fix is not None and f.fix.text == "pip install 'tensorrt-cu12<10.4.0,>=10.3.0'"
+
+
 def test_no_extension_no_finding() -> None:
     assert finding(fb.on(builders.h100_node(1), torch_251()), "torch.extensions") is None
 

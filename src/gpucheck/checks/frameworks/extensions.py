@@ -182,6 +182,9 @@ def judge(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribut
             f"{dist.name} {dist.version}: Requires-Dist: {pin}",
             fix=keep_torch_fix(ctx, env, inst, dist.name),
         )
+    trt = tensorrt_pin_broken(ctx, env, dist)
+    if trt is not None:
+        return trt
     built = build_of(env, dist.name)
     if built is not None and built.torch and major_minor(built.torch) != major_minor(torch_version):
         return Outcome.fail(
@@ -206,6 +209,22 @@ def judge(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribut
     if pin is None and not (built and built.torch) and dist.name not in PAIRED:
         return Outcome.info(f"{name}: which torch it was built for is not recorded", how)
     return Outcome.passed(f"{name} matches torch {torch_version}", how)
+
+
+def tensorrt_pin_broken(ctx: Context, env: PythonEnvironment, dist: Distribution) -> Outcome | None:
+    """torch-tensorrt is built against one TensorRT too: its pin on the tensorrt wheels."""
+    for req in requirements_of(ctx, env, dist):
+        have = env.dist(req.name.lower())
+        if not req.name.lower().startswith("tensorrt") or have is None or not str(req.specifier):
+            continue
+        if satisfies(req, have.version) is False:
+            return Outcome.fail(
+                f"{dist.name} {dist.version} is built against another TensorRT: it requires "
+                f"{req}, {have.name} {have.version} is installed",
+                f"{dist.name} {dist.version}: Requires-Dist: {req}",
+                fix=pip(ctx, env, f"pip install '{req.name}{req.specifier}'"),
+            )
+    return None
 
 
 def triton_outcome(
