@@ -291,7 +291,7 @@ def test_tf_trt_is_gone_from_tensorflow_2_18() -> None:
     f = the(fb.on(builders.h100_node(1), env), "tensorrt.support")
     assert f.status is Status.INFO
     assert f.title.startswith("TensorFlow 2.18.0 has no TF-TRT (disabled from 2.18.0)")
-    assert "TensorRT 10.3.0 (CUDA 12 build) (CUDA 12.0) runs on driver 590.48.01" in f.evidence
+    assert "TensorRT 10.3.0 (CUDA 12.0) runs on driver 590.48.01" in f.evidence
 
 
 def test_a_system_libnvinfer_for_newer_gpus_only_fails() -> None:

@@ -97,7 +97,7 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
                     None,
                     driver_outcome(
                         ctx,
-                        f"{name} (CUDA {major} build)",
+                        name,  # the CUDA major shows as "(CUDA 12.0)"
                         f"{major}.0",
                         fix,
                         trt.evidence,
@@ -107,6 +107,13 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
     if row is not None:
         spec = next((d.name for d in env.distributions if _CU.match(d.name)), "tensorrt")
         gpus = _gpu_outcome(ctx, name, row, spec, lambda fix: pip(ctx, env, fix))
+        if gpus is None and targets(ctx):
+            span = f"{row.min_cc or '?'} to {row.max_cc or '?'}"
+            gpus = Outcome.passed(
+                f"{name} supports the GPUs here (compute capability {span})",
+                f"compat data, TensorRT {row.version}+: CUDA {', '.join(row.cuda) or '?'}; "
+                f"cuDNN {row.cudnn or 'not listed'}",
+            )
         if gpus is not None:
             items.append((None, gpus))
         if trt.majors and not set(trt.majors) & set(row.cuda_majors):
