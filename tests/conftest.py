@@ -69,3 +69,4 @@ def run_gpucheck(
 @pytest.fixture
 def gpucheck():  # type: ignore[no-untyped-def]
     return run_gpucheck
+

@@ -26,6 +26,7 @@ FRAMEWORK_CHECKS = (
     "torch.arch-support",
     "torch.python",
     "torch.extension-toolkit",
+    "torch.extensions",
     "tensorflow.cpu-build",
     "tensorflow.legacy-gpu-package",
     "tensorflow.windows-native",
@@ -39,6 +40,11 @@ FRAMEWORK_CHECKS = (
     "cupy.cuda-driver",
     "frameworks.library-shadowing",
     "frameworks.nvidia-conflicts",
+    "tensorrt.support",
+    "tensorrt.libraries",
+    "xla.compiler",
+    "frameworks.numpy-abi",
+    "frameworks.nvml-bindings",
     "frameworks.device-count",
     "frameworks.smoke-test",
 )
@@ -76,6 +82,8 @@ def test_every_framework_check_is_registered_in_report_order_and_tested_here() -
     assert tuple(ids) == FRAMEWORK_CHECKS
     text = Path(__file__).read_text(encoding="utf-8")
     tests = text[text.index("\n)\n", text.index("FRAMEWORK_CHECKS = (")) :]
+    # The layers above the frameworks (extensions, NumPy, NVML bindings, TensorRT, XLA).
+    tests += (Path(__file__).parent / "test_checks_framework_layers.py").read_text("utf-8")
     assert [i for i in ids if f'"{i}"' not in tests] == []
 
 
