@@ -69,4 +69,3 @@ def run_gpucheck(
 @pytest.fixture
 def gpucheck():  # type: ignore[no-untyped-def]
     return run_gpucheck
-

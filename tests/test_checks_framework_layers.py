@@ -4,10 +4,9 @@ asserted against the compat data (compat/extensions.toml, compat/tensorrt.toml).
 
 from __future__ import annotations
 
-import dataclasses
-
 import builders
 import framework_builders as fb
+import msgspec
 from framework_builders import COMPAT
 from more_builders import finding, the
 
@@ -33,7 +32,7 @@ def torch_251(env: PythonEnvironment | None = None) -> PythonEnvironment:
 def v100(index: int = 0) -> GpuFacts:
     """A Tesla V100 (Volta, compute capability 7.0), on the H100's other facts."""
     gpu = builders.h100(index)
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         gpu,
         name="Tesla V100-SXM2-16GB",
         compute_capability="7.0",
