@@ -55,8 +55,10 @@ def framework_findings(snap: Snapshot) -> list:  # type: ignore[type-arg]
 
 
 # The newest builds that fit, read off compat/torch.toml and compat/tensorflow.toml by hand:
-# torch 2.14 is the newest release with published CUDA variants (2.15's are not yet), its cu132
-# wheel needs driver 580+ (CUDA 13.2), cu126 runs on R535 and still has sm_61 (Pascal).
+# torch 2.15's variants are not published yet, but its PyPI wheel is CUDA 13.2 (driver 580+,
+# Python 3.11+); 2.14 is the newest with published variants: cu132, and cu126, which runs on
+# R535 and still has sm_61 (Pascal).
+TORCH_215 = "pip install 'torch==2.15.*'"  # PyPI's own 2.15 wheel is CUDA 13.2 (torch.toml)
 TORCH_214_CU132 = "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu132"
 TORCH_214_CU126 = "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu126"
 TF_221 = "pip install 'tensorflow[and-cuda]==2.21.*'"  # CUDA 12.5, cuDNN 9.3, Python 3.9-3.13
@@ -160,7 +162,7 @@ def test_torch_cpu_build_on_an_h100_fails_with_the_newest_build_for_it() -> None
         f.title == "torch 2.9.1+cpu is a CPU-only build: it cannot use this machine's NVIDIA GPU(s)"
     )
     assert "torch/version.py: cuda=None, hip=None" in f.evidence
-    pick = {"version": "2.14", "cuda": "13.2", "install": TORCH_214_CU132}
+    pick = {"version": "2.15", "cuda": "13.2", "install": TORCH_215}
     assert pick is not None
     assert f.fix is not None
     assert f.fix.text.startswith(f"pip uninstall -y torch && {pick['install']} ")
@@ -263,7 +265,7 @@ def test_rtx_5090_with_torch_cu126_fails_naming_a_cu128_or_newer_build() -> None
     assert any(
         "12.0 (Blackwell), newer than every architecture in this build" in e for e in f.evidence
     )
-    assert f.fix and TORCH_214_CU132 in f.fix.text
+    assert f.fix and TORCH_215 in f.fix.text
 
 
 def test_h100_with_torch_cu124_has_code_for_every_gpu() -> None:
@@ -313,7 +315,7 @@ def test_torch_on_a_python_it_has_no_wheels_for_fails_with_a_release_that_has() 
         f"PyTorch 2.5 has wheels for Python {rel.python_min} to {rel.python_max}" in f.evidence[0]
     )
     assert f"python{rel.python_max} -m venv" in (f.fix.text if f.fix else "")
-    assert "pip install 'torch==2.14.*'" in (f.fix.text if f.fix else "")  # Python 3.10-3.14
+    assert TORCH_215 in (f.fix.text if f.fix else "")  # 2.15: Python 3.11-3.15
 
 
 def test_torch_on_a_supported_python_passes() -> None:

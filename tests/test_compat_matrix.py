@@ -286,7 +286,9 @@ def test_a_release_minimum_driver_runs_that_release(row: dict[str, object]) -> N
     torch = data["newest_torch"]
     if torch is not None:
         assert COMPAT.cuda_runs_on_driver(torch["cuda"], str(row["min_driver_linux"]))
-        assert torch["cuda"] in COMPAT.torch.release(torch["version"]).cuda_variants  # type: ignore[union-attr]
+        rel = COMPAT.torch.release(torch["version"])
+        assert rel is not None
+        assert torch["cuda"] in (*rel.cuda_variants, rel.default_pypi_cuda)
 
 
 def test_driver_answers_use_minor_version_compatibility() -> None:
