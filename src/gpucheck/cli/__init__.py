@@ -14,6 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from gpucheck import __version__
+from gpucheck.cli.bench import bench
 from gpucheck.cli.checks import list_checks
 from gpucheck.cli.common import UserError
 from gpucheck.cli.compat import compat_app
@@ -36,8 +37,9 @@ app.command()(snapshot)
 app.add_typer(compat_app, name="compat")
 app.command()(schema)
 app.command(name="checks")(list_checks)
+app.command()(bench)
 app.command()(fit)
-COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "fit")
+COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "bench", "fit")
 
 
 def _version(value: bool) -> None:
