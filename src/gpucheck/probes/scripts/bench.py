@@ -5,7 +5,7 @@ under the interpreter of the probed environment, with CUDA_VISIBLE_DEVICES set b
 the one GPU measured (two for "peers"), so that the GPU is always device 0 here.
 
 Method (the README's "bench" section says the same):
-- Matmul: C = A @ B on n x n matrices (n = 8192, --quick 4096; CPU 4096 / 2048) per dtype the
+- Matmul: C = A @ B on n x n matrices (n = 8192, --quick 4096; CPU 2048 / 1024) per dtype the
   GPU has (fp32 with TF32 off, tf32, fp16, bf16, fp8 through torch._scaled_mm), 2 n^3 FLOPs
   each. Warm-up first (at least 3 runs and 0.5 s; --quick 0.1 s), then `samples` timed
   samples (15; --quick 5) of as many back-to-back runs as fill 50 ms (--quick 20 ms), timed
@@ -43,7 +43,7 @@ MIB = 1024 * 1024
 class Plan:
     def __init__(self, quick: bool, device: str) -> None:
         gpu = device != "cpu"
-        self.n = (4096 if quick else 8192) if gpu else (2048 if quick else 4096)
+        self.n = (4096 if quick else 8192) if gpu else (1024 if quick else 2048)
         self.samples = 5 if quick else 15
         self.sample_ms = 20.0 if quick else 50.0
         self.warmup_ms = 100.0 if quick else 500.0
@@ -346,10 +346,12 @@ def main(argv: list[str]) -> int:
     plan = Plan(bool(args.get("quick")), device)
     wanted = str(args.get("framework") or "torch")
     step(f"import {wanted}")
+    if device == "cpu" and wanted == "cupy":
+        wanted = "torch"  # CuPy has no CPU path: torch where present, else numpy below
     try:
         fw: Any = Torch() if wanted == "torch" else Cupy()
     except Exception as exc:
-        if device == "cpu" and wanted == "torch":
+        if device == "cpu":
             with contextlib.suppress(Exception):
                 emit({"kind": "framework", "name": "numpy"})
                 emit(cpu_numpy(plan))
