@@ -222,3 +222,15 @@ def test_a_folder_reads_config_and_safetensors_together(gpucheck, tmp_path: Path
     data = json.loads(result.stdout)
     assert data["model"]["params"] == 1_000_000  # the file's exact count wins
     assert data["model"]["layers"] == 12  # the architecture comes from config.json
+
+
+def test_all_gpus_judges_against_the_memory_nvml_reports_in_real_captures(gpucheck) -> None:  # type: ignore[no-untyped-def]
+    result = gpucheck("fit", "--params", "7B", "--infer", "--dtype", "bf16", "--all-gpus", "--json")
+    assert result.returncode == 0, result.stderr  # a survey, not a gate
+    verdicts = {v["gpu"]: v for v in json.loads(result.stdout)["verdicts"]}
+    # FB Memory Total in ../shared/nvsmi: H100 80GB HBM3 81559 MiB, T4 15360 MiB.
+    assert verdicts["NVIDIA H100 SXM5"]["memory_bytes"] == 81559 * MIB
+    assert verdicts["NVIDIA T4"]["memory_bytes"] == 15360 * MIB
+    # 7B bf16 weights alone are 13.04 GiB: a T4 (15 GiB) is tight at best, an H100 fits.
+    assert verdicts["NVIDIA H100 SXM5"]["verdict"] == "fits"
+    assert verdicts["NVIDIA T4"]["verdict"] in ("tight", "does not fit")

@@ -94,8 +94,8 @@ def fit(
 ) -> None:
     """Will this model train (or serve) on these GPUs at this batch size?
 
-    Exit codes: 0 it fits every GPU judged (or none was judged), 1 it does not fit one,
-    2 usage error or an unreadable model file.
+    Exit codes: 0 it fits every GPU judged (or none was judged, or --all-gpus), 1 it does not
+    fit one, 2 usage error or an unreadable model file.
     """
     from gpucheck.fit.estimate import OPTIMIZERS, Setup, estimate
     from gpucheck.fit.report import FitReport, render_text
@@ -178,7 +178,7 @@ def fit(
         targets, why = _machine_targets(timeout)
         if why:
             notes.append(why)
-    report = FitReport(shape, setup, est, targets, notes)
+    report = FitReport(shape, setup, est, targets, notes, gate=not all_gpus)
     if json_out:
         from gpucheck.model.decoding import to_json
 
@@ -315,7 +315,7 @@ def _compat_targets() -> list[Target]:
     targets = []
     for model in load().gpus.models:
         for spec in model.specs:
-            if spec.memory_gib:
+            if spec.memory_mib:
                 name = f"{model.name} {spec.variant}" if spec.variant else model.name
-                targets.append(Target(name, int(spec.memory_gib * 1024**3)))
+                targets.append(Target(name, int(spec.memory_mib * 1024**2)))
     return sorted(targets, key=lambda t: (t.memory, t.label))

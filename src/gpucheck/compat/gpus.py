@@ -55,7 +55,7 @@ _SPEC_FIGURES = (
 )
 _SPEC_KEYS = {
     *_SPEC_FIGURES,
-    "memory_gib",
+    "memory_mib",
     "variant",
     "match",
     "pcie",
@@ -82,7 +82,7 @@ class GpuSpec:
     pcie_generation: int | None = None
     pcie_width: int | None = None
     fp16_accumulate: str | None = None  # "fp32" | "fp16"; None where the source does not say
-    memory_gib: float | None = None  # the board's memory as sold ("80GB" boards are 80 GiB)
+    memory_mib: float | None = None  # FB memory total as NVML reports it (a real capture)
 
     @property
     def pcie(self) -> str | None:
@@ -108,7 +108,7 @@ class GpuSpec:
         if unknown:
             raise CompatError(f"{r.where}: unknown key(s) {', '.join(unknown)}")
         figures = {k: r.opt_positive(k) for k in _SPEC_FIGURES}
-        memory = r.opt_positive("memory_gib")
+        memory = r.opt_positive("memory_mib")
         pcie = r.opt_text("pcie")
         gen = width = None
         if pcie is not None:
@@ -134,7 +134,7 @@ class GpuSpec:
             pcie_generation=gen,
             pcie_width=width,
             fp16_accumulate=accumulate,
-            memory_gib=memory,
+            memory_mib=memory,
             **figures,
         )
 
