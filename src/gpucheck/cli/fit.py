@@ -144,6 +144,12 @@ def fit(
     except (UnitError, ModelError) as exc:
         raise UserError(str(exc)) from None
     notes: list[str] = []
+    if shape.param_dtypes and shape.param_bytes:
+        stored = ", ".join(f"{n:,} {d}" for d, n in shape.param_dtypes.items())
+        notes.append(
+            f"the file stores {shape.param_bytes / 1024**3:.2f} GiB ({stored}); weights are "
+            f"counted in --dtype {dtype}"
+        )
     if seq is None and shape.is_transformer:
         seq = min(shape.max_positions or 2048, 2048)
         notes.append(f"--seq not given: {seq} tokens assumed (pass --seq to change)")
