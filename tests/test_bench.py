@@ -224,3 +224,16 @@ def test_child_records_become_figures_and_bad_ones_errors() -> None:
     assert run.skipped == {"fp8": "needs compute capability 8.9"}
     assert run.errors[0].startswith("unreadable matmul record")
     assert run.errors[1] == "matmul tf32: CUDA out of memory"
+
+
+def test_the_doctors_pcie_check_points_to_bench() -> None:
+    import builders
+
+    from gpucheck.checks.context import Context
+    from gpucheck.checks.gpus import pcie_link
+
+    snap = builders.workstation()  # the RTX 3060 capture: gen 1 of 4 ...
+    snap.nvml.gpus[0].utilization_gpu = 97  # ... under load
+    outcome = pcie_link(Context(snap))
+    assert outcome is not None and outcome.status == Status.WARN
+    assert outcome.fix is not None and "gpucheck bench --quick" in outcome.fix.commands
