@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -115,3 +116,40 @@ def _env() -> dict[str, str]:
     """The models' folder on the path (as the user's working folder would be), gpucheck's too."""
     path = os.pathsep.join(p for p in (str(MODELS), os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "PYTHONPATH": path}
+
+
+CHILD_LOGIC = r"""
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("bench_child", sys.argv[1])
+child = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(child)
+fw = child.Torch()
+plan = child.Plan(True, "cpu")
+plan.n, plan.samples, plan.warmup_ms, plan.sample_ms = 256, 3, 1.0, 1.0
+out = {d: fw.matmul(d, plan, "cpu") for d in ("fp32", "fp16", "bf16", "fp8")}
+real = fw.torch.matmul
+fw.torch.matmul = lambda a, b: real(a, b) * 1.01  # a GPU that is 1% wrong
+out["wrong"] = fw.matmul("fp32", plan, "cpu")
+fw.torch.matmul = lambda a, b: real(a, b) * float("nan")
+out["nan"] = fw.matmul("fp32", plan, "cpu")
+print(json.dumps(out))
+"""
+
+
+def test_the_childs_reference_check_passes_real_low_precision_and_catches_wrong_answers(
+    torch_python: Path,
+) -> None:
+    # The child's matmul and CPU check on real torch arithmetic in each dtype (on the CPU
+    # device: torch 2.13 has fp16, bf16 and float8 _scaled_mm kernels there too).
+    script = REPO / "src" / "gpucheck" / "probes" / "scripts" / "bench.py"
+    proc = subprocess.run(
+        [str(torch_python), "-c", CHILD_LOGIC, str(script)],
+        capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    for dtype in ("fp32", "fp16", "bf16", "fp8"):
+        assert out[dtype]["correct"] is True, out[dtype]
+        assert out[dtype]["n"] == 256 and out[dtype]["tflops"] > 0
+    assert out["wrong"]["correct"] is False
+    assert out["wrong"]["rel_error"] == pytest.approx(0.01, rel=0.01)
+    assert out["nan"]["correct"] is False and out["nan"]["rel_error"] is None
