@@ -4,8 +4,6 @@ it fits this machine's GPUs (or a given size, or every GPU in the compat data)."
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -13,7 +11,6 @@ import typer
 from gpucheck.cli.common import JsonOpt, OutputOpt, PythonOpt, TimeoutOpt, UserError, write_output
 
 if TYPE_CHECKING:
-    from gpucheck.fit.report import Target
     from gpucheck.fit.shape import ModelShape
 
 
@@ -121,7 +118,7 @@ def fit(
         memory = parse_size(gpu_memory, "--gpu-memory") if gpu_memory else None
         if memory is not None and all_gpus:
             raise UserError("--gpu-memory and --all-gpus: choose one")
-        shape = _shape(model, params, torch_module, input_shape, python, timeout)
+        shape = _shape(model, params, torch_module, input_shape)
         measured = None
         if torch_module is not None:
             from gpucheck.fit.trace import parse_input, trace
@@ -179,9 +176,14 @@ def fit(
 
         targets = [Target(f"--gpu-memory {gpu_memory}", memory)]
     elif all_gpus:
-        targets = _compat_targets()
+        from gpucheck.cli.common import load_compat
+        from gpucheck.fit.targets import compat_targets
+
+        targets = compat_targets(load_compat(None))
     else:
-        targets, why = _machine_targets(timeout)
+        from gpucheck.fit.targets import machine_targets
+
+        targets, why = machine_targets(timeout)
         if why:
             notes.append(why)
     report = FitReport(shape, setup, est, targets, notes, gate=not all_gpus)
@@ -194,19 +196,11 @@ def fit(
     raise typer.Exit(report.exit_code)
 
 
-# A Hub id: "org/name" or "name" that is not a file here. Nothing is downloaded.
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-
-
 def _shape(
-    model: str | None,
-    params: str | None,
-    torch_module: str | None,
-    input_shape: str | None,
-    python: str | None,
-    timeout: float,
+    model: str | None, params: str | None, torch_module: str | None, input_shape: str | None
 ) -> ModelShape:
-    from gpucheck.fit.shape import ModelShape, from_config
+    from gpucheck.fit.shape import ModelShape
+    from gpucheck.fit.sources import local_model
     from gpucheck.fit.units import parse_count
 
     given = [x for x in (model, params, torch_module) if x is not None]
@@ -222,58 +216,7 @@ def _shape(
     if params is not None:
         return ModelShape(source=f"--params {params}", params=parse_count(params))
     assert model is not None
-    path = Path(model)
-    if not path.exists():
-        if _HUB_ID.match(model) and not model.endswith((".json", ".safetensors")):
-            raise UserError(
-                f"{model!r} is not a local file: gpucheck fit does not download models; pass "
-                "the model's config.json (or its safetensors index) from a local copy, or "
-                "--params N"
-            )
-        raise UserError(f"{model}: no such file")
-    if path.is_dir():
-        return _from_folder(path)
-    if path.name.endswith(".safetensors") or path.name.endswith(".safetensors.index.json"):
-        from gpucheck.fit.safetensors import from_safetensors
-
-        return _with_config(from_safetensors(path), path.parent)
-    return from_config(path)
-
-
-def _from_folder(folder: Path) -> ModelShape:
-    from gpucheck.fit.safetensors import from_safetensors
-    from gpucheck.fit.shape import ModelError, from_config
-
-    for name in ("model.safetensors.index.json", "model.safetensors"):
-        if (folder / name).is_file():
-            return _with_config(from_safetensors(folder / name), folder)
-    if (folder / "config.json").is_file():
-        return from_config(folder / "config.json")
-    raise ModelError(f"{folder}: no config.json or model.safetensors in it")
-
-
-def _with_config(counted: ModelShape, folder: Path) -> ModelShape:
-    """Exact counts from safetensors, architecture from the config.json beside them."""
-    from dataclasses import replace
-
-    from gpucheck.fit.shape import ModelError, from_config
-
-    config = folder / "config.json"
-    if not config.is_file():
-        return counted
-    try:
-        arch = from_config(config)
-    except ModelError:
-        return counted
-    params = counted.params or arch.params
-    return replace(
-        arch,
-        source=counted.source,
-        params=params,
-        param_bytes=counted.param_bytes,
-        param_dtypes=counted.param_dtypes,
-        notes=counted.notes,
-    )
+    return local_model(model)
 
 
 def _python_with_torch(python: str | None, timeout: float) -> str:
@@ -290,38 +233,3 @@ def _python_with_torch(python: str | None, timeout: float) -> str:
             "--python PATH of the environment that has it"
         )
     return found.python
-
-
-def _machine_targets(timeout: float) -> tuple[list[Target], str | None]:
-    from gpucheck.fit.report import Target
-    from gpucheck.probes.nvml import probe_nvml
-    from gpucheck.probes.run import ProbeOptions, driver_init_allowed
-    from gpucheck.probes.system import probe_system
-
-    opts = ProbeOptions(timeout=min(timeout, 15))
-    system = probe_system(opts.root, opts.env)
-    nvml, _ = probe_nvml(opts.timeout, opts.env, driver_init_allowed(system))
-    targets = [
-        Target(f"GPU {g.index} ({g.name or 'unknown GPU'})", g.memory_total, g.index)
-        for g in nvml.gpus
-        if g.memory_total
-    ]
-    if targets:
-        return targets, None
-    return [], (
-        "No GPU on this machine to judge against (NVML sees none): pass --gpu-memory 80GiB, "
-        "or --all-gpus for every GPU in the compat data"
-    )
-
-
-def _compat_targets() -> list[Target]:
-    from gpucheck.compat import load
-    from gpucheck.fit.report import Target
-
-    targets = []
-    for model in load().gpus.models:
-        for spec in model.specs:
-            if spec.memory_mib:
-                name = f"{model.name} {spec.variant}" if spec.variant else model.name
-                targets.append(Target(name, int(spec.memory_mib * 1024**2)))
-    return sorted(targets, key=lambda t: (t.memory, t.label))
