@@ -158,6 +158,12 @@ def _train(shape: ModelShape, setup: Setup) -> Estimate:
             + (shard if stage >= 1 else ""),
         ),
     ]
+    if stage >= 3:
+        assumptions.append("ZeRO stage 3 gathers one layer's full weights at a time: not counted")
+    if n > 1:
+        assumptions.append(
+            "communication buckets of DDP/ZeRO (tens to hundreds of MiB): not counted"
+        )
     per_sample, how = _train_activations(shape, setup, assumptions)
     if per_sample is not None:
         parts.append(Part("activations", per_sample * setup.batch, f"{how} x batch {setup.batch}"))
