@@ -207,6 +207,10 @@ def _infer(shape: ModelShape, setup: Setup) -> Estimate:
     weights, how = _weights(shape, setup)
     parts = [Part("weights", weights, how)]
     assumptions: list[str] = []
+    if setup.dtype in ("int8", "int4"):
+        assumptions.append(
+            f"{setup.dtype} weights: quantisation scales and zero points not counted (a few %)"
+        )
     kv_dtype = setup.kv_dtype or compute_dtype(setup.dtype)
     elements = shape.kv_bytes_per_token_element
     per_sample: float | None = None
