@@ -126,7 +126,7 @@ def test_slow_host_copies_on_a_link_that_stays_low_under_load_name_the_link() ->
         Copy("d2h_pinned", 256 * 2**20, 13.4, 20.0),
         Copy("h2d_pageable", 256 * 2**20, 26.8, 10.0),
     ]
-    during = DuringRun(5, [], pcie_gen_min=3, pcie_width_min=16)
+    during = DuringRun(5, [], pcie_gen_loaded=3, pcie_width_loaded=16)
     f = one(bench(run_of(copies=copies, during=during)), "bench.pcie")
     assert f.status == Status.WARN
     assert f.evidence[0] == "link: PCIe 5.0 x16 (NVML maximum of GPU and slot): 63.0 GB/s each way"
@@ -194,7 +194,7 @@ def test_nvml_samples_ignore_idle_and_keep_the_best_link_under_load() -> None:
     busy.utilization_gpu, busy.clock_event_reasons = 100, ["sw_power_cap", "gpu_idle"]
     merge_sample(during, busy)
     assert during.clock_event_reasons == ["sw_power_cap"]
-    assert (during.pcie_gen_min, during.pcie_width_min, during.samples) == (5, 16, 2)
+    assert (during.pcie_gen_loaded, during.pcie_width_loaded, during.samples) == (5, 16, 2)
 
 
 def test_the_child_sees_only_its_gpu_by_uuid_or_mig_slice() -> None:

@@ -52,8 +52,8 @@ class DuringRun:
 
     samples: int = 0
     clock_event_reasons: list[str] = field(default_factory=list)  # every reason seen active
-    pcie_gen_min: int | None = None  # the lowest generation seen under load
-    pcie_width_min: int | None = None
+    pcie_gen_loaded: int | None = None  # the best generation seen under load (>= 50% busy)
+    pcie_width_loaded: int | None = None  # the best width seen under load
     temperature_max_c: int | None = None
     power_draw_max_w: float | None = None
 

@@ -91,7 +91,7 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, str]]
                 )
             )
     if transfers and g.pcie_gen_max and g.pcie_width_max:
-        gen, width = during.pcie_gen_min, during.pcie_width_min
+        gen, width = during.pcie_gen_loaded, during.pcie_width_loaded
         if (gen is not None and gen < g.pcie_gen_max) or (
             width is not None and width < g.pcie_width_max
         ):
@@ -227,8 +227,10 @@ def pcie_findings(run: GpuRun, spec: GpuSpec | None) -> list[Finding]:
                 low.append(f"{text} (pinned)")
         evidence.append(line)
     during = run.during
-    if during.pcie_gen_min is not None:
-        evidence.append(f"link under load: gen {during.pcie_gen_min} x{during.pcie_width_min}")
+    if during.pcie_gen_loaded is not None:
+        evidence.append(
+            f"link under load: gen {during.pcie_gen_loaded} x{during.pcie_width_loaded}"
+        )
     h2d = copies.get("h2d_pinned")
     title = f"{label(run)}: host transfers" + (
         f" {h2d.gbs:,.1f} GB/s (pinned, to device)" if h2d else ""

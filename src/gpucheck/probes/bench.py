@@ -40,9 +40,9 @@ def merge_sample(during: DuringRun, gpu: GpuFacts) -> None:
         # The best link seen under load: a link that never reaches its maximum while busy did
         # not train up (at idle a lower generation is normal power saving).
         if gpu.pcie_gen_current is not None:
-            during.pcie_gen_min = max(during.pcie_gen_min or 0, gpu.pcie_gen_current)
+            during.pcie_gen_loaded = max(during.pcie_gen_loaded or 0, gpu.pcie_gen_current)
         if gpu.pcie_width_current is not None:
-            during.pcie_width_min = max(during.pcie_width_min or 0, gpu.pcie_width_current)
+            during.pcie_width_loaded = max(during.pcie_width_loaded or 0, gpu.pcie_width_current)
     if gpu.temperature_c is not None:
         during.temperature_max_c = max(during.temperature_max_c or 0, gpu.temperature_c)
     if gpu.power_draw_w is not None:
