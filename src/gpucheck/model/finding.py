@@ -33,6 +33,7 @@ class Section(str, enum.Enum):
     CUDNN = "cudnn"
     FRAMEWORKS = "frameworks"
     REQUIREMENTS = "requirements"
+    BENCH = "bench"  # gpucheck bench's measurements
 
     @property
     def label(self) -> str:
