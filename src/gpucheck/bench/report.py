@@ -14,7 +14,7 @@ from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
 from gpucheck.report.core import Report
-from gpucheck.report.terminal import MARKS
+from gpucheck.report.text import MARKS
 
 BENCH_FORMAT_VERSION = "1.0"  # of the "bench" object inside the report
 
