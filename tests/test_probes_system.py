@@ -4,7 +4,9 @@ kernel lays them out), and naming GPUs from an excerpt of the real PCI ID databa
 
 from __future__ import annotations
 
+import lzma
 import os
+import platform
 import shutil
 from pathlib import Path
 
@@ -482,3 +484,50 @@ def test_find_pci_ids_tries_hwdata_too(tree: Tree) -> None:
     found = find_pci_ids(tree.root)
     assert found is not None
     assert found.name("0x2684") == "AD102 [GeForce RTX 4090]"
+
+
+# --- the nvidia module on disk (what the next boot loads) ---------------------------------------
+
+
+# The .modinfo section of a module is NUL-separated key=value strings; these are the nvidia
+# module's own keys (as `modinfo nvidia` prints them), around some ELF-ish noise.
+def _ko(version: str) -> bytes:
+    modinfo = b"\x00".join(
+        [b"license=NVIDIA", b"version=" + version.encode(), b"supported=external"]
+    )
+    return b"\x7fELF" + b"\x00" * 4000 + modinfo + b"\x00" + b"\x01" * 100
+
+
+def test_the_module_on_disk_and_its_version_are_read(tree: Tree) -> None:
+    # illinois#70: 520.56.06 loads again after every reboot, user space is 525.85.12.
+    kernel = platform.release()
+    tree.h100_host()
+    tree.write(f"lib/modules/{kernel}/updates/dkms/nvidia.ko", _ko("520.56.06"))
+    tree.write(f"lib/modules/{kernel}/kernel/drivers/video/nvidia.ko", _ko("510.47.03"))
+    tree.write("var/lib/dkms/nvidia/520.56.06/source", "")
+    tree.write("var/lib/dkms/nvidia/kernel-6.1.0-amd64-x86_64", "")  # DKMS's own links
+    facts = probe(tree)
+    assert facts.nvidia_module_file == f"/lib/modules/{kernel}/updates/dkms/nvidia.ko"
+    assert facts.nvidia_module_file_version == "520.56.06"
+    assert facts.nvidia_module_file_error is None
+    assert facts.dkms_nvidia_versions == ["520.56.06"]
+
+
+def test_an_xz_compressed_module_is_read_in_a_stream(tree: Tree) -> None:
+    kernel = platform.release()
+    tree.h100_host()
+    tree.write(f"lib/modules/{kernel}/extra/nvidia.ko.xz", lzma.compress(_ko("535.104.05")))
+    facts = probe(tree)
+    assert facts.nvidia_module_file == f"/lib/modules/{kernel}/extra/nvidia.ko.xz"
+    assert facts.nvidia_module_file_version == "535.104.05"
+
+
+def test_no_module_on_disk_is_unknown_with_the_reason(tree: Tree) -> None:
+    tree.h100_host()
+    facts = probe(tree)
+    assert facts.nvidia_module_file is None
+    assert facts.nvidia_module_file_version is None
+    assert facts.nvidia_module_file_error == (
+        f"no nvidia module under /lib/modules/{platform.release()}"
+    )
+    assert facts.dkms_nvidia_versions is None

@@ -23,7 +23,8 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 # overflow the float arithmetic of the checks.
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
-SCHEMA_VERSION = "1.1"  # 1.1: frameworks (Python environments, static and deep facts)
+SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
+# 1.2: the nvidia module on disk (what the next boot loads) and DKMS
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -89,6 +90,12 @@ class SystemFacts:
     nvidia_module_version: str | None = None
     nvidia_module_banner: str | None = None  # /proc/driver/nvidia/version, first line
     nvidia_modules: list[str] = field(default_factory=list)  # nvidia, nvidia_uvm, ... loaded
+    # The nvidia.ko the next boot loads for this kernel (depmod's order: updates/ first), its
+    # modinfo version, and why unknown; a version unlike the user-space driver survives reboot.
+    nvidia_module_file: str | None = None
+    nvidia_module_file_version: str | None = None
+    nvidia_module_file_error: str | None = None
+    dkms_nvidia_versions: list[str] | None = None  # /var/lib/dkms/nvidia/*; None: no DKMS
     nouveau_loaded: bool | None = None
     secure_boot: bool | None = None
     device_nodes: list[DeviceNode] = field(default_factory=list)
