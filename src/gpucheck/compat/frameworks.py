@@ -144,6 +144,9 @@ class TfAndCuda:
     version: Version
     requires: tuple[str, ...]
     source: str
+    # This exact release's loader does not find the wheels' libraries (why), and its source.
+    loader_gap: str | None = None
+    loader_gap_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,13 @@ class TensorflowData:
             releases=[release(r) for r in rows.table("release")],
             windows_gpu=[release(r) for r in rows.table("windows_gpu")],
             and_cuda=[
-                TfAndCuda(r.version("version"), tuple(r.text_list("requires")), r.text("source"))
+                TfAndCuda(
+                    r.version("version"),
+                    tuple(r.text_list("requires")),
+                    r.text("source"),
+                    r.opt_text("loader_gap"),
+                    r.opt_text("loader_gap_source"),
+                )
                 for r in rows.table("and_cuda")
             ],
             packages=[

@@ -24,6 +24,7 @@ from gpucheck.checks.frameworks.packages import same_version
 from gpucheck.checks.frameworks.tensorflow import _line, _tf_release, _uninstall
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
+from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.snapshot import LibraryCopy, PythonEnvironment
 
@@ -143,7 +144,48 @@ def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
             *evidence,
             fix=_and_cuda_fix(ctx, env, t),
         )
-    return Outcome.passed(f"{t.name}: the CUDA libraries it loads are installed", *evidence)
+    gap = _loader_gap(ctx, env, t, pins, [r for r in pins.requires if r.startswith("nvidia-")])
+    return gap or Outcome.passed(f"{t.name}: the CUDA libraries it loads are installed", *evidence)
+
+
+def _wheel_lib_dirs(env: PythonEnvironment, requires: list[str]) -> list[str]:
+    """The nvidia/*/lib folders of the pinned wheels: nvidia-cuda-runtime-cu12 installs
+    nvidia/cuda_runtime/lib in its site folder."""
+    dirs = []
+    for line in requires:
+        try:
+            name = Requirement(line).name
+        except InvalidRequirement:
+            continue
+        dist = env.dist(name)
+        if dist is None or _key(name) == "cuda-nvcc":  # nvcc: a ptxas binary, no library
+            continue
+        site = dist.location or (env.site_packages[0] if env.site_packages else None)
+        if site:
+            dirs.append(f"{site}/nvidia/{_key(name).replace('-', '_')}/lib")
+    return dirs
+
+
+def _loader_gap(
+    ctx: Context, env: PythonEnvironment, t: TfFacts, pins: TfAndCuda, requires: list[str]
+) -> Outcome | None:
+    """A release whose loader does not look where its own wheels put the libraries (2.16.1,
+    as the compat data cites): installed is not found, unless LD_LIBRARY_PATH names them."""
+    if pins.loader_gap is None or t.version is None or parse_version(t.version) != pins.version:
+        return None
+    dirs = _wheel_lib_dirs(env, requires)
+    path = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")
+    absent = [d for d in dirs if d not in path]
+    if not dirs or not absent:
+        return None
+    return Outcome.fail(
+        f"{t.name} will not find its tensorflow[and-cuda] libraries: {pins.loader_gap}",
+        "LD_LIBRARY_PATH " + ("is unset" if path == [""] else "lacks " + ", ".join(absent[:3])),
+        f"source: {pins.loader_gap_source or pins.source}",
+        fix="Name the wheels' library folders on the loader path (in the environment's "
+        "activation script to keep it): "
+        f"`export LD_LIBRARY_PATH={':'.join(dirs)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}`",
+    )
 
 
 def _system_cover(ctx: Context, name: str, major: str | None) -> str | None:
