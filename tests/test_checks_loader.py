@@ -10,6 +10,7 @@ from framework_builders import COMPAT
 from more_builders import the
 
 from gpucheck.model.finding import Status
+from gpucheck.model.snapshot import LibraryCopy
 
 # --- tensorflow.cuda-libraries: a release whose loader misses its wheels --------------------
 
@@ -40,3 +41,76 @@ def test_tensorflow_2_17_finds_its_wheels_by_itself() -> None:
     env = fb.with_tensorflow(fb.environment(), "2.17.0", and_cuda=True)
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.cuda-libraries")
     assert f.status is Status.PASS
+
+
+# --- frameworks.library-shadowing: every CUDA soname, the winner against what is needed -------
+
+HPC = "/opt/nvidia/hpc_sdk/Linux_x86_64/24.5/cuda/12.4/lib64"
+
+
+def _nvjitlink(folder: str, version: str | None, origin: str = "ld_library_path") -> LibraryCopy:
+    path = f"{folder}/libnvJitLink.so.12"
+    return LibraryCopy("nvjitlink", path, path, origin, origin == "ld_library_path", None, version)
+
+
+def test_an_older_nvjitlink_on_ld_library_path_than_the_wheel_fails_naming_the_folder() -> None:
+    # jax#30050: the HPC SDK's CUDA 12.4 nvJitLink wins over the pip wheel cuSPARSE needs.
+    env = fb.add(fb.with_jax(fb.environment(), "0.6.2"), "nvidia-nvjitlink-cu12", "12.9.86")
+    snap = fb.on(builders.h100_node(1), env)
+    snap.system.env["LD_LIBRARY_PATH"] = f"/usr/lib/x86_64-linux-gnu/openmpi/lib:{HPC}"
+    wheel = _nvjitlink(f"{fb.site()}/nvidia/nvjitlink/lib", "12.9.86", origin="pip")
+    snap.cuda.libraries = [_nvjitlink(HPC, "12.4.127"), wheel]
+    f = the(snap, "frameworks.library-shadowing")
+    assert f.status is Status.FAIL
+    assert f.title.startswith(
+        f"LD_LIBRARY_PATH makes the loader take libnvJitLink 12.4.127 from {HPC}"
+    )
+    assert f.fix is not None
+    assert f.fix.commands == [
+        "export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openmpi/lib",
+        f"export LD_LIBRARY_PATH={fb.site()}/nvidia/nvjitlink/lib:$LD_LIBRARY_PATH",
+    ]
+    assert f.subjects.paths == [HPC]
+    # The same soname at the wheel's version is no race.
+    snap.cuda.libraries = [_nvjitlink(HPC, "12.9.86"), wheel]
+    assert the(snap, "frameworks.library-shadowing").status is Status.PASS
+
+
+def test_a_cudnn_older_than_torch_lib_s_bundled_copy_fails() -> None:
+    # pytorch#80637: torch 1.12.0+cu113 bundles cuDNN 8.3.2; cuDNN 8.0.3 on LD_LIBRARY_PATH.
+    env = fb.with_torch(fb.environment(), "1.12.0+cu113", "11.3")
+    snap = fb.on(builders.workstation(), env)
+    folder = "/public/apps/cudnn/v8.0.3.33-cuda.11.0/cuda/lib64"
+    snap.system.env["LD_LIBRARY_PATH"] = f"{folder}:/public/apps/cuda/11.0/lib64"
+    bundled = builders.library("cudnn", f"{fb.site()}/torch/lib/libcudnn.so.8", "8.3.2")
+    bundled.origin, bundled.on_loader_path, bundled.package = "pip", False, "torch 1.12.0+cu113"
+    snap.cudnn.libraries = [fb.ld_library_path_copy("cudnn", folder, "8.0.3"), bundled]
+    f = the(snap, "frameworks.library-shadowing")
+    assert f.status is Status.FAIL
+    assert (
+        f"comes before {fb.site()}/torch/lib/libcudnn.so.8 (torch 1.12.0+cu113): older"
+        in (f.evidence[0])
+    )
+    assert f.fix and f.fix.commands == ["export LD_LIBRARY_PATH=/public/apps/cuda/11.0/lib64"]
+
+
+def test_a_copy_of_unknown_version_fails_only_when_the_import_error_names_it() -> None:
+    # pytorch#134929: /opt/conda/lib first; libcusparse.so.12: undefined symbol
+    # __nvJitLinkComplete_12_4, version libnvJitLink.so.12.
+    env = fb.torch_cu124()
+    snap = fb.on(builders.h100_node(1), env, deep=True)
+    snap.system.env["LD_LIBRARY_PATH"] = "/opt/conda/lib:"
+    snap.cuda.libraries = [_nvjitlink("/opt/conda/lib", None)]
+    assert the(snap, "frameworks.library-shadowing").status is Status.WARN
+    fb.imported(
+        env,
+        "torch",
+        0,
+        status="import_error",
+        error="ImportError: libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, "
+        "version libnvJitLink.so.12",
+    )
+    f = the(snap, "frameworks.library-shadowing")
+    assert f.status is Status.FAIL
+    assert any(e.startswith("the import failed naming it: ImportError") for e in f.evidence)
+    assert f.fix and f.fix.commands == ["unset LD_LIBRARY_PATH"]

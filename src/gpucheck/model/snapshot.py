@@ -24,7 +24,8 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
-# 1.2: the nvidia module on disk (what the next boot loads) and DKMS
+# 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
+# soname's copies (cuda.libraries)
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -190,11 +191,27 @@ class NvmlFacts:
 # --- CUDA and cuDNN -------------------------------------------------------------------------
 
 
+# Every other CUDA library a framework's wheels bring, by family (the soname's stem): any of
+# them on LD_LIBRARY_PATH wins the loader race against the wheels' RUNPATH copies.
+LIBRARY_FAMILIES = {
+    "cublas": "libcublas",
+    "cublasLt": "libcublasLt",
+    "cufft": "libcufft",
+    "curand": "libcurand",
+    "cusolver": "libcusolver",
+    "cusparse": "libcusparse",
+    "nvjitlink": "libnvJitLink",
+    "nvrtc": "libnvrtc",
+    "cupti": "libcupti",
+    "nccl": "libnccl",
+}
+
+
 @dataclass
 class LibraryCopy:
     """One copy of a shared library found on disk (found, not necessarily loadable)."""
 
-    name: str  # "cudart" | "cudnn"
+    name: str  # "cudart" | "cudnn" | "cublas" | "cusparse" | "nvjitlink" | ... (the family)
     path: str
     realpath: str
     origin: str  # ld_library_path | ldconfig | cuda_home | cuda_toolkit | pip | conda | system
@@ -237,6 +254,9 @@ class NvccFacts:
 class CudaFacts:
     driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)
     runtimes: list[LibraryCopy] = field(default_factory=list)
+    # Every other CUDA library (cuBLAS, cuFFT, cuSPARSE, nvJitLink, NCCL, ...): each copy, its
+    # version from its file name or wheel; a framework's needs are judged against the winner.
+    libraries: list[LibraryCopy] = field(default_factory=list)
     nvcc: NvccFacts | None = None
     cuda_home: str | None = None
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default

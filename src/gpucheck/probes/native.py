@@ -16,6 +16,7 @@ from pathlib import Path
 
 from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.snapshot import (
+    LIBRARY_FAMILIES,
     CudaDriverFacts,
     CudaFacts,
     CudnnFacts,
@@ -148,10 +149,15 @@ def probe_cuda_and_cudnn(
         scope.cuda_homes = homes
     runtimes = find_copies("cudart", scope)
     cudnn = find_copies("cudnn", scope)
+    # The other libraries' versions come from their file names or wheels' metadata: none is
+    # loaded (a version call each would cost a child per copy, for little more precision).
+    others = [c for family in LIBRARY_FAMILIES for c in find_copies(family, scope)]
     with ThreadPoolExecutor(max_workers=1) as pool:
         nvcc = pool.submit(probe_nvcc, scope.env, scope.cuda_homes, timeout)
         probe_library_versions(runtimes + cudnn, timeout, scope.env)
-        cuda = CudaFacts(runtimes=runtimes, cuda_home=home, cuda_home_source=source)
+        cuda = CudaFacts(
+            runtimes=runtimes, libraries=others, cuda_home=home, cuda_home_source=source
+        )
         cuda.nvcc = nvcc.result()
     duration = round((time.monotonic() - start) * 1000, 1)
     # A copy that cannot be loaded is a fact about that copy (its load_error, judged by the
