@@ -178,11 +178,15 @@ def test_nvcc_within_the_driver_passes() -> None:
     assert "CUDA home /usr/local/cuda (from default)" in f.evidence
 
 
-def test_nvcc_newer_minor_warns_via_minor_version_compatibility() -> None:
-    """nvcc 12.4 on a 535 driver (CUDA 12.2): runs, through minor version compatibility."""
+def test_nvcc_newer_minor_fails_its_ptx_cannot_load_even_with_minor_version_compat() -> None:
+    """nvcc 12.4 on a 535 driver (CUDA 12.2): the runtime starts through minor version
+    compatibility, but what nvcc builds by default carries PTX for these GPUs, which the
+    older driver cannot JIT (nvbandwidth#61, 13.2 on a 13.0 driver)."""
     snap = with_nvcc(mb.driver_535_node(), "12.4.131")
     f = the(snap, "cuda.toolkit")
-    assert f.status is Status.WARN
+    assert f.status is Status.FAIL
+    assert "cudaErrorUnsupportedPtxVersion" in f.evidence[1]
+    assert f.fix and "nvcc -gencode arch=compute_90,code=sm_90 ..." in f.fix.commands
     assert "12.4.131 is newer than the driver supports" in f.title
     why = f.evidence[0]
     assert "minor version compatibility" in why
@@ -223,7 +227,8 @@ def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
     snap.system.os = "Windows"
     snap.nvml.driver_version = "537.13"  # a Windows driver of the CUDA 12.2 era
     f = the(snap, "cuda.toolkit")
-    assert f.status is Status.WARN
+    assert f.status is Status.FAIL  # PTX JIT; the runtime itself starts:
+    assert "runs through minor version compatibility (driver 537.13 >= " in f.evidence[0]
     assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4", "windows")
     assert f.fix and "on Windows" in f.fix.text
 

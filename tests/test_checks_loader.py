@@ -114,3 +114,22 @@ def test_a_copy_of_unknown_version_fails_only_when_the_import_error_names_it() -
     assert f.status is Status.FAIL
     assert any(e.startswith("the import failed naming it: ImportError") for e in f.evidence)
     assert f.fix and f.fix.commands == ["unset LD_LIBRARY_PATH"]
+
+
+# --- jax.cuda-driver: XLA's pip ptxas against the driver -------------------------------------
+
+
+def test_a_pip_ptxas_newer_than_the_driver_warns_xla_compiles_serially() -> None:
+    # jax#25718: jax[cuda12]==0.4.31 on driver 550 (CUDA 12.4), nvidia-cuda-nvcc-cu12 12.6.85:
+    # "XLA is disabling parallel compilation"; it runs.
+    env = fb.add(fb.with_jax(fb.environment(), "0.4.31"), "nvidia-cuda-nvcc-cu12", "12.6.85")
+    snap = fb.on(builders.node([builders.h100(0)], driver="550.54.15", cuda=12040), env)
+    f = the(snap, "jax.cuda-driver")
+    assert f.status is Status.WARN
+    assert "nvidia-cuda-nvcc-cu12 12.6.85" in f.title and "CUDA 12.4" in f.title
+    # CUDA 12.6's minimum Linux driver, as NVIDIA's release notes print it (compat/cuda.toml).
+    assert f.fix and f.fix.text.startswith("Upgrade the NVIDIA driver to 560.28.03 or newer")
+    # A ptxas no newer than the driver's CUDA says nothing of it.
+    env = fb.add(fb.with_jax(fb.environment(), "0.4.31"), "nvidia-cuda-nvcc-cu12", "12.4.131")
+    snap = fb.on(builders.node([builders.h100(0)], driver="550.54.15", cuda=12040), env)
+    assert the(snap, "jax.cuda-driver").status is Status.PASS

@@ -230,10 +230,30 @@ def toolkit(ctx: Context) -> Outcome | None:
             f"{_driver_upgrade(ctx, nvcc.version)}, or use a toolkit no newer than CUDA "
             f"{ctx.driver_cuda} (e.g. /usr/local/cuda-{ctx.driver_cuda} on PATH)"
         )
-        maker = Outcome.fail if severity == "fail" else Outcome.warn
-        return maker(
+        jit = []
+        if severity == "warn":
+            # Minor-version compatibility runs SASS only: nvcc's default build (no -arch for
+            # these GPUs) leaves them PTX to JIT, which a driver older than the toolkit cannot
+            # load (nvbandwidth#61: cudaErrorUnsupportedPtxVersion). Default builds fail here.
+            sms = sorted(
+                {
+                    f"sm_{g.compute_capability.replace('.', '')}"
+                    for g in ctx.gpus
+                    if g.compute_capability
+                }
+            )
+            jit.append(
+                "what it builds without SASS for these GPUs carries PTX, which this driver "
+                "cannot JIT-compile (cudaErrorUnsupportedPtxVersion: 'the provided PTX was "
+                "compiled with an unsupported toolchain')"
+            )
+            if sms:
+                flags = " ".join(f"-gencode arch=compute_{s[3:]},code={s}" for s in sms)
+                fix += f"; or build SASS for these GPUs only: `nvcc {flags} ...`"
+        return Outcome.fail(
             f"CUDA toolkit {nvcc.version} is newer than the driver supports",
             why,
+            *jit,
             *evidence,
             fix=fix,
         )
