@@ -133,3 +133,33 @@ def test_a_pip_ptxas_newer_than_the_driver_warns_xla_compiles_serially() -> None
     env = fb.add(fb.with_jax(fb.environment(), "0.4.31"), "nvidia-cuda-nvcc-cu12", "12.4.131")
     snap = fb.on(builders.node([builders.h100(0)], driver="550.54.15", cuda=12040), env)
     assert the(snap, "jax.cuda-driver").status is Status.PASS
+
+
+# --- cudnn.libraries: the cuDNN a monolithic jaxlib loads, against its +cudnnNN tag ----------
+
+
+def test_a_system_cudnn_older_than_the_jaxlib_tag_fails() -> None:
+    # jax#16901: "Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0".
+    env = fb.add(fb.with_jax(fb.environment(), "0.4.14", None), "jaxlib", "0.4.14+cuda11.cudnn86")
+    env.distributions = [d for d in env.distributions if d.version != "0.4.14" or d.name == "jax"]
+    snap = fb.on(builders.h100_node(1), env)
+    system = builders.library("cudnn", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8", "8.5.0")
+    system.origin = "ldconfig"
+    snap.cudnn.libraries = [system]
+    f = the(snap, "cudnn.libraries")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("jaxlib 0.4.14+cuda11.cudnn86 is built for cuDNN 8.6, but")
+    assert f.fix and f.fix.commands == [
+        'pip install --upgrade "jax[cuda11_pip]==0.4.14" '
+        "-f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
+    ]
+    system.version = "8.6.0"
+    assert the(snap, "cudnn.libraries").status is Status.PASS
+
+
+def test_jaxlib_cudnn_tags() -> None:
+    from gpucheck.checks.frameworks.builds import jaxlib_cudnn
+
+    assert jaxlib_cudnn("0.4.14+cuda11.cudnn86") == "8.6"
+    assert jaxlib_cudnn("0.1.69+cuda111.cudnn805") == "8.0.5"
+    assert jaxlib_cudnn("0.4.30") is None
