@@ -163,3 +163,18 @@ def test_jaxlib_cudnn_tags() -> None:
     assert jaxlib_cudnn("0.4.14+cuda11.cudnn86") == "8.6"
     assert jaxlib_cudnn("0.1.69+cuda111.cudnn805") == "8.0.5"
     assert jaxlib_cudnn("0.4.30") is None
+
+
+# --- torch.arch-support: a nightly of a line the compat data has no row for -------------------
+
+
+def test_a_cu124_nightly_is_judged_by_the_cu124_wheels_before_it_and_fails_on_sm_120() -> None:
+    # pytorch#167244: torch 2.7.0.dev20250310+cu124 on an RTX 5090 (sm_120).
+    env = fb.with_torch(fb.environment(), "2.7.0.dev20250310+cu124", "12.4")
+    f = the(fb.on(fb.blackwell_workstation(), env), "torch.arch-support")
+    assert f.status is Status.FAIL
+    assert "no kernel image" in f.title
+    assert any("PyTorch 2.4-2.6 cu124 wheels, the nearest release line" in e for e in f.evidence)
+    assert f.fix and "--index-url https://download.pytorch.org/whl/cu1" in f.fix.text  # cu12x/13x
+    # A final release the data lacks is still not guessed at.
+    assert COMPAT.torch.arch_before("2.7.0", "12.4") is None
