@@ -531,3 +531,37 @@ def test_no_module_on_disk_is_unknown_with_the_reason(tree: Tree) -> None:
         f"no nvidia module under /lib/modules/{platform.release()}"
     )
     assert facts.dkms_nvidia_versions is None
+
+
+# --- the container host: engines, the NVIDIA Container Toolkit, CDI, /dev/char ----------------
+
+
+def _program(tree: Tree, rel: str) -> None:
+    tree.write(rel, "#!/bin/sh\n").chmod(0o755)
+
+
+def test_container_host_facts_are_read_from_files(tree: Tree) -> None:
+    # nvidia-docker#1243: docker and nvidia-container-toolkit, but no nvidia-container-cli.
+    tree.h100_host()
+    _program(tree, "usr/bin/docker")
+    _program(tree, "usr/bin/nvidia-container-toolkit")
+    tree.write("etc/docker/daemon.json", '{"runtimes": {"nvidia": {"path": "x"}}}')
+    tree.write("etc/cdi/nvidia.yaml", "cdiVersion: 0.5.0\n")
+    (tree.root / "dev/char").mkdir(parents=True)
+    (tree.root / "dev/char/195:0").symlink_to("../nvidia0")
+    (tree.root / "dev/char/1:3").symlink_to("../null")
+    tree.write("sys/fs/cgroup/cgroup.controllers", "cpu memory\n")
+    host = probe(tree).container_host
+    assert host is not None
+    assert host.engines == ["docker"]
+    assert host.toolkit == ["nvidia-container-toolkit"]
+    assert host.docker_runtimes == ["nvidia"]
+    assert host.cdi_specs == ["/etc/cdi/nvidia.yaml"]
+    assert host.dev_char_links == 1
+    assert host.cgroup_version == 2
+
+
+def test_no_container_host_facts_inside_a_container(tree: Tree) -> None:
+    tree.h100_host()
+    tree.write(".dockerenv", "")
+    assert probe(tree).container_host is None

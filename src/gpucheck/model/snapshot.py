@@ -25,7 +25,7 @@ Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
-# soname's copies (cuda.libraries)
+# soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -72,6 +72,18 @@ class DeviceNode:
 
 
 @dataclass
+class ContainerHostFacts:
+    """A host's side of GPU containers (read on hosts only; unknown inside a container)."""
+
+    engines: list[str] = field(default_factory=list)  # docker, podman, ... installed
+    toolkit: list[str] = field(default_factory=list)  # NVIDIA Container Toolkit programs found
+    docker_runtimes: list[str] | None = None  # /etc/docker/daemon.json's runtimes; None: no file
+    cdi_specs: list[str] = field(default_factory=list)  # /etc/cdi, /var/run/cdi
+    dev_char_links: Int | None = None  # /dev/char links to nvidia nodes; None: unreadable
+    cgroup_version: Int | None = None
+
+
+@dataclass
 class SystemFacts:
     os: str = ""  # platform.system(): Linux, Windows, Darwin
     os_release: str | None = None  # /etc/os-release PRETTY_NAME
@@ -97,6 +109,7 @@ class SystemFacts:
     nvidia_module_file_version: str | None = None
     nvidia_module_file_error: str | None = None
     dkms_nvidia_versions: list[str] | None = None  # /var/lib/dkms/nvidia/*; None: no DKMS
+    container_host: ContainerHostFacts | None = None  # None: inside a container, or not Linux
     nouveau_loaded: bool | None = None
     secure_boot: bool | None = None
     device_nodes: list[DeviceNode] = field(default_factory=list)
