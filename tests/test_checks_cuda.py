@@ -519,3 +519,52 @@ def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
         "Reinstall it: /home/me/venvs/train/bin/python -m pip install --force-reinstall "
         "nvidia-cudnn-cu12==9.1.0.70"
     )
+
+
+# --- cuda.driver-api on WSL2: which libcuda the loader finds ------------------------------------
+
+
+def _wsl(cache: dict[str, list[str]] | None) -> Snapshot:
+    """The workstation seen from WSL2 with the Windows driver working (NVML and cuInit)."""
+    snap = builders.workstation()
+    snap.system.wsl = True
+    snap.cuda.driver.library_path = "/usr/lib/wsl/lib/libcuda.so.1"
+    snap.cuda.libcuda_cache = cache
+    return snap
+
+
+def test_wsl_without_the_unversioned_libcuda_in_the_cache_warns_with_the_path() -> None:
+    # WSL#8587: ldconfig -p lists libcuda.so.1 => /usr/lib/wsl/lib/libcuda.so.1, no libcuda.so.
+    snap = _wsl({"libcuda.so.1": ["/usr/lib/wsl/lib/libcuda.so.1"], "libcuda.so": []})
+    f = the(snap, "cuda.driver-api")
+    assert f.status is Status.WARN
+    assert "ldconfig cache: no libcuda.so" in f.evidence
+    assert f.fix and f.fix.commands == ["export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"]
+    snap.system.env["LD_LIBRARY_PATH"] = "/usr/lib/wsl/lib"
+    assert the(snap, "cuda.driver-api").status is Status.PASS
+
+
+def test_wsl_with_a_linux_drivers_libcuda_first_fails() -> None:
+    snap = _wsl(
+        {
+            "libcuda.so.1": [
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                "/usr/lib/wsl/lib/libcuda.so.1",
+            ],
+            "libcuda.so": ["/usr/lib/wsl/lib/libcuda.so"],
+        }
+    )
+    f = the(snap, "cuda.driver-api")
+    assert f.status is Status.FAIL
+    assert f.evidence[0] == "libcuda: /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+    assert f.fix and "sudo ldconfig" in f.fix.commands
+
+
+def test_wsl_with_both_names_cached_passes() -> None:
+    snap = _wsl(
+        {
+            "libcuda.so.1": ["/usr/lib/wsl/lib/libcuda.so.1"],
+            "libcuda.so": ["/usr/lib/wsl/lib/libcuda.so"],
+        }
+    )
+    assert the(snap, "cuda.driver-api").status is Status.PASS

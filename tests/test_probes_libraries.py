@@ -68,3 +68,19 @@ def test_torch_lib_bundled_copies_are_the_torch_wheels(tmp_path: Path) -> None:
 def test_every_family_has_its_own_soname_stem() -> None:
     assert LIBRARY_FAMILIES["nvjitlink"] == "libnvJitLink"
     assert len(set(LIBRARY_FAMILIES.values())) == len(LIBRARY_FAMILIES)
+
+
+def test_libcuda_cache_entries_are_recorded_by_name(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # WSL#8587: the cache has libcuda.so.1 but not the unversioned libcuda.so.
+    from gpucheck.probes import native
+
+    cache = {"libcuda.so.1": ["/usr/lib/wsl/lib/libcuda.so.1"], "libz.so.1": ["/lib/libz.so.1"]}
+    monkeypatch.setattr(native, "ldconfig_cache", lambda: cache)
+    scope = SearchScope(env={}, site_dirs=[], cuda_homes=[tmp_path], system_dirs=())
+    cuda, _, _ = native.probe_cuda_and_cudnn(scope, 5.0)
+    assert cuda.libcuda_cache == {
+        "libcuda.so.1": ["/usr/lib/wsl/lib/libcuda.so.1"],
+        "libcuda.so": [],
+    }
+    scope = SearchScope(env={}, site_dirs=[], cuda_homes=[tmp_path], use_ldconfig=False)
+    assert native.probe_cuda_and_cudnn(scope, 5.0)[0].libcuda_cache is None

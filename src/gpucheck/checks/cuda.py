@@ -12,7 +12,7 @@ from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.finding import Outcome, Section, Subjects
 from gpucheck.model.snapshot import LibraryCopy
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
@@ -137,6 +137,9 @@ def driver_api(ctx: Context) -> Outcome | None:
         return Outcome.fail(title, *evidence, fix=fix)
     count = drv.device_count or 0
     evidence = [f"libcuda: {drv.library_path or 'libcuda.so.1'}"]
+    wsl = _wsl_libcuda(ctx) if ctx.snapshot.system.wsl else None
+    if wsl is not None:
+        return wsl
     evidence += [
         f"device {d.index}: {d.name} (compute {d.compute_capability})" for d in drv.devices
     ]
@@ -158,6 +161,43 @@ def driver_api(ctx: Context) -> Outcome | None:
             "CUDA_VISIBLE_DEVICES.",
         )
     return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
+
+
+WSL_LIB = "/usr/lib/wsl/lib"
+
+
+def _wsl_libcuda(ctx: Context) -> Outcome | None:
+    """WSL2's libcuda is the Windows driver's, mounted at /usr/lib/wsl/lib. A Linux driver's
+    copy found first cannot work; an unversioned libcuda.so missing from the loader cache
+    (its files there are copies, not links, so ldconfig skips them) breaks what looks it up
+    by that name: Triton ('libcuda.so cannot found'), torch.compile, some JAX builds."""
+    drv, cache = ctx.snapshot.cuda.driver, ctx.snapshot.cuda.libcuda_cache
+    ld = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")
+    export = f"`export LD_LIBRARY_PATH={WSL_LIB}:$LD_LIBRARY_PATH` (in ~/.bashrc to keep it)"
+    linux = [
+        p
+        for p in [drv.library_path or "", *((cache or {}).get("libcuda.so.1", []))]
+        if p and not p.startswith("/usr/lib/wsl/")  # lib/, or drivers/ behind it
+    ]
+    if linux:
+        return Outcome.fail(
+            "libcuda resolves to a Linux driver's copy inside WSL2, not the Windows driver's",
+            *[f"libcuda: {p}" for p in linux],
+            fix="Remove the Linux NVIDIA driver from WSL (WSL uses the Windows driver): "
+            "`sudo apt-get remove --purge 'libnvidia-compute-*' 'nvidia-driver-*'` then "
+            f"`sudo ldconfig`; meanwhile {export}",
+            subjects=Subjects(paths=linux),
+        )
+    if cache is None or cache.get("libcuda.so") or WSL_LIB in ld:
+        return None
+    return Outcome.warn(
+        "WSL2: the unversioned libcuda.so is not in the loader cache: programs that load it "
+        "by that name (Triton, torch.compile) fail with 'libcuda.so cannot found'",
+        "ldconfig cache: libcuda.so.1 => " + (", ".join(cache.get("libcuda.so.1", [])) or "none"),
+        "ldconfig cache: no libcuda.so",
+        fix=f"Put {WSL_LIB} on the loader path: {export}",
+        subjects=Subjects(paths=[WSL_LIB]),
+    )
 
 
 def needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:

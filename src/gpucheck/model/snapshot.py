@@ -25,7 +25,8 @@ Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
-# soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs
+# soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
+# libcuda's ldconfig cache entries
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -271,6 +272,9 @@ class CudaFacts:
     # version from its file name or wheel; a framework's needs are judged against the winner.
     libraries: list[LibraryCopy] = field(default_factory=list)
     nvcc: NvccFacts | None = None
+    # The ldconfig cache's paths for libcuda.so.1 and the unversioned libcuda.so (which
+    # Triton and others look up by name); None: the cache was not read.
+    libcuda_cache: dict[str, list[str]] | None = None
     cuda_home: str | None = None
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
 

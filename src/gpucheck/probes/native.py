@@ -25,7 +25,7 @@ from gpucheck.model.snapshot import (
     ProbeRun,
 )
 from gpucheck.probes.child import HERE, ChildResult, run_script
-from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies
+from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies, ldconfig_cache
 
 SCRIPT = HERE / "scripts/native.py"
 
@@ -158,6 +158,8 @@ def probe_cuda_and_cudnn(
         cuda = CudaFacts(
             runtimes=runtimes, libraries=others, cuda_home=home, cuda_home_source=source
         )
+        if scope.use_ldconfig and (cache := ldconfig_cache()):
+            cuda.libcuda_cache = {n: cache.get(n, []) for n in ("libcuda.so.1", "libcuda.so")}
         cuda.nvcc = nvcc.result()
     duration = round((time.monotonic() - start) * 1000, 1)
     # A copy that cannot be loaded is a fact about that copy (its load_error, judged by the
