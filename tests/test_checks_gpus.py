@@ -64,13 +64,25 @@ def test_a_gpu_on_the_bus_the_driver_does_not_see_fails_with_the_causes() -> Non
     # found", the kernel log "RmInitAdapter failed!".
     snap = builders.workstation()
     snap.nvml.gpus, snap.nvml.device_count = [], 0
+    snap.system.kernel_log_nvrm = [
+        "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.144.03",
+        "NVRM: RmInitAdapter: Cannot initialize GSP firmware RM",
+        "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
+        "NVRM: GPU 0000:02:00.0: Xid 79, pid=1, GPU has fallen off the bus.",  # another GPU
+    ]
     f = the(snap, "gpu.lost")
     assert f.status is Status.FAIL
     assert f.title.startswith("1 GPU(s) on the PCI bus are not seen by the driver")
     assert f.evidence == [
         "1 NVIDIA GPU(s) on the PCI bus, the driver 570.124.04 sees 0",
         "device 0x2504 at 0000:01:00.0: not initialised by the driver",
+        "kernel log: NVRM: RmInitAdapter: Cannot initialize GSP firmware RM",
+        "kernel log: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
     ]
+    snap.system.kernel_log_nvrm = None
+    snap.system.kernel_log_error = "the kernel log is not readable by this user"
+    f = the(snap, "gpu.lost")
+    assert f.evidence[-1] == "kernel log: the kernel log is not readable by this user"
     assert f.fix is not None
     assert "sudo dmesg | grep -E 'NVRM|RmInitAdapter|Xid'" in f.fix.commands
     for cause in ("Above 4G Decoding", "Resizable BAR", "power", "newer driver branch"):
@@ -100,8 +112,16 @@ def test_gpus_on_a_containers_bus_or_bound_to_vfio_are_not_the_drivers_to_see() 
 def test_a_lost_gpu_reset_names_its_index() -> None:
     snap = builders.h100_node(8)
     snap.nvml.gpus[5].handle_error = NvmlError(15, "GpuIsLost", "GPU is lost")
+    snap.system.kernel_log_nvrm = [
+        "NVRM: Xid (PCI:0000:68:00): 79, pid=1234, GPU has fallen off the bus.",
+        "NVRM: Xid (PCI:0000:18:00): 13, pid=99, Graphics Exception",
+    ]
     f = the(snap, "gpu.lost")
     assert f.fix and f.fix.commands[0] == "sudo nvidia-smi -r -i 5"
+    xids = [e for e in f.evidence if "Xid" in e]
+    assert xids == [
+        "kernel log: NVRM: Xid (PCI:0000:68:00): 79, pid=1234, GPU has fallen off the bus."
+    ]
     assert [(g.index, g.pci_bus_id) for g in f.subjects.gpus] == [(5, "00000000:68:00.0")]
 
 

@@ -565,3 +565,31 @@ def test_no_container_host_facts_inside_a_container(tree: Tree) -> None:
     tree.h100_host()
     tree.write(".dockerenv", "")
     assert probe(tree).container_host is None
+
+
+# --- the kernel log's NVRM lines --------------------------------------------------------------
+
+
+def test_nvrm_lines_are_kept_from_the_kernel_log(tree: Tree) -> None:
+    # open-gpu-kernel-modules#789's lines, as /dev/kmsg records (level,seq,usec,flags;text).
+    tree.h100_host()
+    tree.write(
+        "dev/kmsg",
+        "6,1,100,-;Linux version 5.15.0-131-generic\n"
+        "4,2,200,-;NVRM: RmInitAdapter: Cannot initialize GSP firmware RM\n"
+        "3,3,300,-;NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)\n"
+        "6,4,400,-;usb 1-1: new high-speed USB device\n",
+    )
+    facts = probe(tree)
+    assert facts.kernel_log_nvrm == [
+        "NVRM: RmInitAdapter: Cannot initialize GSP firmware RM",
+        "NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
+    ]
+    assert facts.kernel_log_error is None
+
+
+def test_an_unreadable_kernel_log_is_unknown_with_the_reason(tree: Tree) -> None:
+    tree.h100_host()
+    facts = probe(tree)
+    assert facts.kernel_log_nvrm is None
+    assert facts.kernel_log_error == "/dev/kmsg: No such file or directory"

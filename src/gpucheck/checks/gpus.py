@@ -74,6 +74,7 @@ def lost(ctx: Context) -> Outcome | None:
     evidence = [f"GPU {g.index}: {g.handle_error.name}" for g in lost if g.handle_error is not None]
     if count is not None and count > len(ctx.gpus):
         evidence.append(f"the driver counts {count} GPUs but only {len(ctx.gpus)} were read")
+    evidence += _nvrm_lines(ctx, [g.pci_bus_id or "" for g in lost])
     pci = len(ctx.snapshot.system.pci_gpus)
     reset = "sudo nvidia-smi -r" + (f" -i {indices(lost)}" if lost else "")
     return Outcome.fail(
@@ -85,6 +86,19 @@ def lost(ctx: Context) -> Outcome | None:
         "GPU, its slot or its power is failing.",
         subjects=gpu_subjects(lost),
     )
+
+
+def _nvrm_lines(ctx: Context, addresses: list[str], limit: int = 5) -> list[str]:
+    """The kernel log's NVRM lines about these PCI addresses, or that say why a GPU failed
+    to initialise (RmInitAdapter, GSP), newest last."""
+    # "0000:01:00.0" in RmInitAdapter lines, "PCI:0000:68:00" in Xid lines: bus:device.
+    keys = [_bus(a).rsplit(".", 1)[0] for a in addresses]
+    lines = [
+        line
+        for line in ctx.snapshot.system.kernel_log_nvrm or []
+        if any(k and k in line.lower() for k in keys) or "RmInitAdapter" in line or "GSP" in line
+    ]
+    return [f"kernel log: {line}" for line in lines[-limit:]]
 
 
 def _bus(address: str | None) -> str:
@@ -113,6 +127,12 @@ def _pci_not_in_nvml(ctx: Context) -> Outcome | None:
             f"{d.name or 'device ' + d.device_id} at {d.address}: not initialised by the driver"
             for d in missing
         ],
+    ]
+    log = _nvrm_lines(ctx, [d.address for d in missing])
+    evidence += log or [
+        f"kernel log: {sysf.kernel_log_error or 'not read'}"
+        if sysf.kernel_log_nvrm is None
+        else "kernel log: no NVRM lines about these GPUs"
     ]
     driver = ctx.snapshot.nvml.driver_version or "installed"
     return Outcome.fail(

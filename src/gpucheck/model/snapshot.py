@@ -26,7 +26,7 @@ Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
-# libcuda's ldconfig cache entries
+# libcuda's ldconfig cache entries; the kernel log's NVRM lines
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -111,6 +111,9 @@ class SystemFacts:
     nvidia_module_file_error: str | None = None
     dkms_nvidia_versions: list[str] | None = None  # /var/lib/dkms/nvidia/*; None: no DKMS
     container_host: ContainerHostFacts | None = None  # None: inside a container, or not Linux
+    # The kernel log's NVRM lines since boot (Xid, RmInitAdapter); None: unreadable, and why.
+    kernel_log_nvrm: list[str] | None = None
+    kernel_log_error: str | None = None
     nouveau_loaded: bool | None = None
     secure_boot: bool | None = None
     device_nodes: list[DeviceNode] = field(default_factory=list)
