@@ -34,13 +34,13 @@ def _unknown_note(gpus: list[GpuFacts], field: str) -> list[str]:
     return [f"unknown on {len(unknown)} GPU(s): {', '.join(reasons)}"]
 
 
-def _known(gpus: list[GpuFacts], field: str) -> tuple[int, list[str]]:
+def known_count(gpus: list[GpuFacts], field: str) -> tuple[int, list[str]]:
     """For a pass: how many GPUs the fact is known for, and a note on the others (a pass
     covers only what was seen; an unknown is never counted as fine)."""
     return sum(1 for g in gpus if getattr(g, field) is not None), _unknown_note(gpus, field)
 
 
-def _all_unknown(gpus: list[GpuFacts], field: str, what: str) -> Outcome | None:
+def all_unknown(gpus: list[GpuFacts], field: str, what: str) -> Outcome | None:
     if gpus and len(_unknown(gpus, field)) == len(gpus):
         return Outcome.skip(f"{what}: not reported by these GPUs", *_unknown_note(gpus, field))
     return None
@@ -162,7 +162,7 @@ def ecc(ctx: Context) -> Outcome | None:
                 "ECC: not supported by these GPUs", *_unknown_note(gpus, "ecc_enabled")
             )
         return Outcome.info("ECC is off on every GPU: memory errors go undetected")
-    unknown = _all_unknown(with_ecc, "ecc_uncorrected_volatile", "Uncorrectable ECC error counts")
+    unknown = all_unknown(with_ecc, "ecc_uncorrected_volatile", "Uncorrectable ECC error counts")
     if unknown:
         return unknown
     bad, evidence = _per_gpu(
@@ -185,7 +185,7 @@ def ecc(ctx: Context) -> Outcome | None:
         )
     history = [g for g in with_ecc if g.ecc_uncorrected_aggregate]
     note = [f"{gpu_label(g)}: {g.ecc_uncorrected_aggregate} in its lifetime" for g in history]
-    known, blind = _known(with_ecc, "ecc_uncorrected_volatile")
+    known, blind = known_count(with_ecc, "ecc_uncorrected_volatile")
     return Outcome.passed(
         f"No uncorrectable ECC errors on {known} GPU(s) since boot", *note, *blind
     )
@@ -246,7 +246,7 @@ def throttling(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     if not gpus:
         return None
-    unknown = _all_unknown(gpus, "clock_event_reasons", "Clock slowdown reasons")
+    unknown = all_unknown(gpus, "clock_event_reasons", "Clock slowdown reasons")
     if unknown:
         return unknown
 
@@ -286,7 +286,7 @@ def throttling(ctx: Context) -> Outcome | None:
             f"`nvidia-smi -i {indices(warm)} -q -d TEMPERATURE,PERFORMANCE` under load.",
             subjects=gpu_subjects(warm),
         )
-    known, blind = _known(gpus, "clock_event_reasons")
+    known, blind = known_count(gpus, "clock_event_reasons")
     return Outcome.passed(f"No hardware or thermal slowdown on {known} GPU(s)", *blind)
 
 
@@ -302,7 +302,7 @@ def pcie_link(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     if not gpus:
         return None
-    unknown = _all_unknown(gpus, "pcie_width_current", "PCIe link")
+    unknown = all_unknown(gpus, "pcie_width_current", "PCIe link")
     if unknown:
         return unknown
     narrow_bad: list[GpuFacts] = []
@@ -365,5 +365,5 @@ def pcie_link(ctx: Context) -> Outcome | None:
             "that stays low is the slot, riser or BIOS PCIe setting: " + fix[0].lower() + fix[1:],
             subjects=gpu_subjects(unsure),
         )
-    known, blind = _known(gpus, "pcie_width_current")
+    known, blind = known_count(gpus, "pcie_width_current")
     return Outcome.passed(f"PCIe links at full width on {known} GPU(s)", *idle_note, *blind)

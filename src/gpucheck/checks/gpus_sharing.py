@@ -4,7 +4,7 @@ processes hold. Each says which GPUs, and which process or slice, the job should
 from __future__ import annotations
 
 from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices
-from gpucheck.checks.gpus import BUSY_UTILIZATION, _all_unknown, _known
+from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome, Section
 from gpucheck.model.snapshot import GpuFacts
@@ -38,7 +38,7 @@ def compute_mode(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     if not gpus:
         return None
-    unknown = _all_unknown(gpus, "compute_mode", "Compute mode")
+    unknown = all_unknown(gpus, "compute_mode", "Compute mode")
     if unknown:
         return unknown
     prohibited = [g for g in gpus if g.compute_mode == "prohibited"]
@@ -84,7 +84,7 @@ def compute_mode(ctx: Context) -> Outcome | None:
             f"`sudo nvidia-smi -i {indices(exclusive)} -c DEFAULT`",
             subjects=gpu_subjects(exclusive),
         )
-    known, blind = _known(gpus, "compute_mode")
+    known, blind = known_count(gpus, "compute_mode")
     return Outcome.passed(f"Compute mode default on {known} GPU(s)", *blind)
 
 
@@ -165,7 +165,7 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     if not gpus:
         return None
-    unknown = _all_unknown(gpus, "memory_used", "Memory in use")
+    unknown = all_unknown(gpus, "memory_used", "Memory in use")
     if unknown:
         return unknown
     busy = []
@@ -207,5 +207,5 @@ def memory_in_use(ctx: Context) -> Outcome | None:
         f"{gpu_label(g)}: {len(g.processes or [])} process(es), {gib(g.memory_used)} used"
         for g in used
     ]
-    known, blind = _known(gpus, "memory_used")
+    known, blind = known_count(gpus, "memory_used")
     return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
