@@ -118,8 +118,8 @@ def probe_system(
         if sys_version and sys_version.strip():
             facts.nvidia_module_version = sys_version.strip()
             facts.nvidia_module_loaded = True
-    if facts.os == "Linux" and not facts.wsl:
-        _module_on_disk(facts, root)
+    if facts.os == "Linux" and not facts.wsl and not facts.container:
+        _module_on_disk(facts, root)  # a container's /lib/modules is not what its host boots
     if facts.os == "Linux" and not facts.container:
         facts.container_host = probe_container_host(root)
     if facts.os == "Linux" and not facts.wsl:
