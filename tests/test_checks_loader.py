@@ -178,3 +178,22 @@ def test_a_cu124_nightly_is_judged_by_the_cu124_wheels_before_it_and_fails_on_sm
     assert f.fix and "--index-url https://download.pytorch.org/whl/cu1" in f.fix.text  # cu12x/13x
     # A final release the data lacks is still not guessed at.
     assert COMPAT.torch.arch_before("2.7.0", "12.4") is None
+
+
+def test_tensorflow_before_2_14_with_an_older_cudnn_minor_than_its_build_fails() -> None:
+    # "Loaded runtime CuDNN library: 8.0.4 but source was compiled with: 8.1.0": TensorFlow
+    # needs the same cuDNN major and an equal or higher minor. TF 2.12 is built with 8.6.
+    rel = COMPAT.tensorflow.release("2.12")
+    assert rel is not None and rel.cuda == "11.8" and rel.cudnn == "8.6"
+    env = fb.with_tensorflow(fb.environment(), "2.12.0", cuda="11.8", cudnn="8", and_cuda=False)
+    snap = fb.on(builders.h100_node(1), env)
+    snap.cuda.runtimes = [
+        builders.library("cudart", "/usr/local/cuda-11.8/lib64/libcudart.so.11.0", "11.8.89")
+    ]
+    cudnn = builders.library("cudnn", "/usr/local/cuda-11.8/lib64/libcudnn.so.8", "8.5.0")
+    snap.cudnn.libraries = [cudnn]
+    f = the(snap, "tensorflow.cuda-libraries")
+    assert f.status is Status.FAIL
+    assert "older than the cuDNN 8.6 it was built with" in f.title
+    cudnn.version = "8.9.7"  # a newer minor is accepted
+    assert the(snap, "tensorflow.cuda-libraries").status is Status.PASS

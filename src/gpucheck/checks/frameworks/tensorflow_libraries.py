@@ -205,6 +205,8 @@ def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     rel = _tf_release(ctx, t)
     cuda = t.cuda or (rel.cuda if rel else None)
     cudnn = t.cudnn or (rel.cudnn if rel else None)
+    if rel and rel.cudnn and cudnn and "." not in cudnn and rel.cudnn.split(".")[0] == cudnn:
+        cudnn = rel.cudnn  # build_info says "8"; the tested configuration says which 8.x
     if not cuda or not cudnn or parse_version(cuda) is None or parse_version(cudnn) is None:
         return None
     return cuda, cudnn
@@ -223,6 +225,11 @@ def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
         command = pip(ctx, env, _uninstall(t) + pick.install)
         fix += f"; or move to TensorFlow {pick.version}, which brings its own: {command}"
     return fix
+
+
+def _older_minor(version: str | None, want: Version) -> bool:
+    have = parse_version(version or "")
+    return have is not None and have.release[:2] < want.release[:2]
 
 
 def _system_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
@@ -245,6 +252,15 @@ def _system_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outco
         problems.append(f"no CUDA {cuda} runtime (libcudart) on the loader path")
     if not cudnns:
         problems.append(f"no cuDNN {want_cudnn.major} (libcudnn.so.{want_cudnn.major}) on it")
+    elif all(_older_minor(c.version, want_cudnn) for c in cudnns):
+        # TensorFlow refuses an older minor: "Loaded runtime CuDNN library: 8.0.4 but source
+        # was compiled with: 8.1.0. CuDNN library needs to have matching major version and
+        # equal or higher minor version."
+        problems.append(
+            f"the cuDNN on the loader path ({', '.join(c.version or '?' for c in cudnns)}) is "
+            f"older than the cuDNN {cudnn} it was built with (it needs the same major and an "
+            "equal or higher minor)"
+        )
     if not problems:
         return Outcome.passed(
             f"{t.name}: CUDA {cuda} and cuDNN {cudnn} are on the loader path", *evidence
