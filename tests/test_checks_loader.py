@@ -197,3 +197,14 @@ def test_tensorflow_before_2_14_with_an_older_cudnn_minor_than_its_build_fails()
     assert "older than the cuDNN 8.6 it was built with" in f.title
     cudnn.version = "8.9.7"  # a newer minor is accepted
     assert the(snap, "tensorflow.cuda-libraries").status is Status.PASS
+
+
+def test_tensorflow_with_an_older_nvidia_cudnn_wheel_than_its_pin_fails() -> None:
+    # tensorflow 2.15.0 pins nvidia-cudnn-cu12==8.9.4.25; 8.6.0.163 installed by another package.
+    env = fb.add(fb.with_tensorflow(fb.environment()), "nvidia-cudnn-cu12", "8.6.0.163")
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cuda-libraries")
+    assert f.status is Status.FAIL
+    assert any(
+        "(8.6.0.163 installed: older than the 8.9.4.25 it was built with)" in e for e in f.evidence
+    )
+    assert f.fix and f.fix.text == "pip install 'tensorflow[and-cuda]==2.15.0'"

@@ -115,6 +115,18 @@ def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         pinned = next(iter(req.specifier), None)
         major = pinned.version.split(".")[0] if pinned else None
         have = env.dist(req.name)
+        older = (
+            have is not None
+            and pinned is not None
+            and _key(req.name) == "cudnn"
+            and (want := parse_version(pinned.version)) is not None
+            and _older_minor(have.version, want)
+        )
+        if older and have is not None and pinned is not None:
+            # TensorFlow refuses a cuDNN minor older than its build's, wherever it comes from.
+            note = f" ({have.version} installed: older than the {pinned.version} it was built with)"
+            missing.append((req, note))
+            continue
         if have is not None and (major is None or have.version.split(".")[0] == major):
             present.append(f"{req.name} {have.version}")
             continue
