@@ -1,0 +1,211 @@
+"""How the GPUs are shared between processes: compute mode, MIG slices, memory other
+processes hold. Each says which GPUs, and which process or slice, the job should use."""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices
+from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
+from gpucheck.checks.registry import check
+from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.snapshot import GpuFacts
+
+GIB = 1024**3
+# Memory in use with no process listed that means another context holds the GPU (another
+# container, a VM, a process in another PID namespace): an idle GPU shows well under this.
+HELD_MEMORY = 1 * GIB
+BUSY_MESSAGE = "'all CUDA-capable devices are busy or unavailable'"
+
+
+def _holder(g: GpuFacts) -> str | None:
+    """Who holds an exclusive-process GPU, if anyone visibly does."""
+    if g.processes:
+        return ", ".join(
+            f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in g.processes[:3]
+        )
+    if g.processes is not None and (
+        (g.memory_used or 0) >= HELD_MEMORY or (g.utilization_gpu or 0) >= BUSY_UTILIZATION
+    ):
+        return (
+            f"a context not listed here ({gib(g.memory_used)} used, "
+            f"{g.utilization_gpu if g.utilization_gpu is not None else '?'}% busy: another "
+            "container, VM or PID namespace)"
+        )
+    return None
+
+
+@check("gpu.compute-mode", Section.GPUS, "compute mode lets CUDA programs use the GPU")
+def compute_mode(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    unknown = all_unknown(gpus, "compute_mode", "Compute mode")
+    if unknown:
+        return unknown
+    prohibited = [g for g in gpus if g.compute_mode == "prohibited"]
+    exclusive = [g for g in gpus if g.compute_mode in ("exclusive_process", "exclusive_thread")]
+    if prohibited:
+        return Outcome.fail(
+            f"Compute is prohibited on {len(prohibited)} GPU(s): no CUDA program can use them",
+            *[gpu_label(g) for g in prohibited],
+            fix=f"`sudo nvidia-smi -i {indices(prohibited)} -c DEFAULT`",
+            subjects=gpu_subjects(prohibited),
+        )
+    held = [(g, who) for g in exclusive if (who := _holder(g))]
+    if held:
+        taken = [g for g, _ in held]
+        free = [g for g in gpus if g not in taken and g.compute_mode != "prohibited"]
+        pids = sorted({p.pid for g in taken for p in (g.processes or [])})
+        steps = []
+        if free:
+            steps.append(f"use a free GPU (`export CUDA_VISIBLE_DEVICES={indices(free)}`)")
+        if pids:
+            pid_list = ",".join(map(str, pids))
+            steps.append(f"wait for the holder or stop it (`ps -o pid,user,cmd -p {pid_list}`)")
+        else:
+            steps.append("wait for the job holding it, or find it where it runs (the host)")
+        steps.append(
+            "if exclusive-process mode was not set on purpose by the scheduler, return it to "
+            f"the default: `sudo nvidia-smi -i {indices(taken)} -c DEFAULT`"
+        )
+        return Outcome.fail(
+            f"{len(taken)} GPU(s) in exclusive-process mode are already held by another "
+            f"process: a new CUDA program there fails with {BUSY_MESSAGE}",
+            *[f"{gpu_label(g)}: {g.compute_mode}, held by {who}" for g, who in held],
+            fix="; ".join(steps)[0].upper() + "; ".join(steps)[1:] + ".",
+            subjects=gpu_subjects(taken),
+        )
+    if exclusive:
+        return Outcome.warn(
+            f"{len(exclusive)} GPU(s) in exclusive-process mode: only one process at a time "
+            f"(a second one, e.g. a data-loader worker or an evaluation job, fails with "
+            f"{BUSY_MESSAGE})",
+            *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
+            fix="If not set on purpose by the scheduler: "
+            f"`sudo nvidia-smi -i {indices(exclusive)} -c DEFAULT`",
+            subjects=gpu_subjects(exclusive),
+        )
+    known, blind = known_count(gpus, "compute_mode")
+    return Outcome.passed(f"Compute mode default on {known} GPU(s)", *blind)
+
+
+def _slices(g: GpuFacts) -> str:
+    return (
+        f"{gpu_label(g)}: {len(g.mig_devices)} MIG device(s): "
+        + ", ".join(f"{m.name or 'MIG'} {m.uuid or ''}".strip() for m in g.mig_devices[:4])
+        + (" ..." if len(g.mig_devices) > 4 else "")
+    )
+
+
+@check("gpu.mig", Section.GPUS, "MIG mode, and what it means for CUDA_VISIBLE_DEVICES")
+def mig(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    on = [g for g in gpus if g.mig_enabled]
+    pending = [
+        g
+        for g in gpus
+        if g.mig_enabled_pending is not None and g.mig_enabled_pending != g.mig_enabled
+    ]
+    if pending:
+        return Outcome.warn(
+            f"A MIG mode change is pending on {len(pending)} GPU(s) until they are reset",
+            *[
+                f"{gpu_label(g)}: MIG {'on' if g.mig_enabled else 'off'} now, "
+                f"{'on' if g.mig_enabled_pending else 'off'} after reset"
+                for g in pending
+            ],
+            fix=f"Reset the GPU (`sudo nvidia-smi -r -i {indices(pending)}`) or reboot to "
+            "apply it.",
+            subjects=gpu_subjects(pending),
+        )
+    if not on:
+        return None
+    empty = [g for g in on if not g.mig_devices]
+    if empty:
+        return Outcome.fail(
+            f"MIG is on but no MIG devices exist on {len(empty)} GPU(s): CUDA sees nothing there",
+            *[gpu_label(g) for g in empty],
+            fix="Create GPU and compute instances, e.g. "
+            f"`sudo nvidia-smi mig -i {indices(empty)} -cgi <profile> -C` (list profiles: "
+            f"`nvidia-smi mig -lgip`); or turn MIG off: `sudo nvidia-smi -i {indices(empty)} "
+            "-mig 0`",
+            subjects=gpu_subjects(empty),
+        )
+    evidence = [_slices(g) for g in on]
+    vis = ctx.visibility
+    visible_on = [g for g in on if g in vis.visible]
+    slices = [m for g in visible_on for m in g.mig_devices]
+    if vis.mig_entries == 0 and len(slices) > 1:
+        # CUDA enumerates MIG slices only by their UUIDs in CUDA_VISIBLE_DEVICES; unset, or
+        # naming whole GPUs, a process gets a single slice whatever the job asks for.
+        cvd = vis.value
+        uuids = [m.uuid for m in slices if m.uuid]
+        first = uuids[0] if uuids else "MIG-<uuid>"
+        others = f" (the others: {', '.join(uuids[1:])})" if len(uuids) > 1 else ""
+        listing = "" if uuids else " (`nvidia-smi -L` lists the UUIDs)"
+        return Outcome.fail(
+            f"MIG is on and CUDA_VISIBLE_DEVICES names no MIG slice: a CUDA process sees one "
+            f"slice of {len(slices)}",
+            *evidence,
+            "CUDA_VISIBLE_DEVICES " + ("is unset" if cvd is None else f"= {cvd!r}"),
+            fix="A CUDA process uses one MIG slice, chosen by its UUID: run one process per "
+            f"slice, each with its own, e.g. `export CUDA_VISIBLE_DEVICES={first}`"
+            f"{others}{listing}; to use the whole GPU in one process, turn MIG off: "
+            f"`sudo nvidia-smi -i {indices(visible_on)} -mig 0` (then reset the GPU).",
+            subjects=gpu_subjects(visible_on),
+        )
+    evidence.append(
+        "a CUDA process uses one MIG device; select it by UUID: "
+        "CUDA_VISIBLE_DEVICES=MIG-<uuid> (indices name whole GPUs, not slices)"
+    )
+    return Outcome.info(f"MIG is on for {len(on)} GPU(s)", *evidence, subjects=gpu_subjects(on))
+
+
+@check("gpu.memory-in-use", Section.GPUS, "no other process holds most of a GPU's memory")
+def memory_in_use(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    unknown = all_unknown(gpus, "memory_used", "Memory in use")
+    if unknown:
+        return unknown
+    busy = []
+    for g in gpus:
+        if g.memory_total and g.memory_used is not None and 2 * g.memory_used > g.memory_total:
+            procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
+            who = (
+                ", ".join(f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in procs[:3])
+                or "no process listed (another container or VM, or the driver itself)"
+            )
+            busy.append(
+                (g, f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used by {who}")
+            )
+    if busy:
+        pids = sorted({p.pid for g, _ in busy for p in (g.processes or [])})
+        if pids:
+            fix = (
+                "Wait for these jobs or stop them: check what they are "
+                f"(`ps -o pid,user,cmd -p {','.join(map(str, pids))}`), then "
+                f"`kill {' '.join(map(str, pids))}`"
+            )
+        else:
+            fix = (
+                "Wait for the job holding the memory, or find it where it runs "
+                "(nvidia-smi on the host)"
+            )
+        taken = [g for g, _ in busy]
+        if len(busy) < len(gpus):
+            free = indices([g for g in gpus if g not in taken])
+            fix += f"; or use the other GPUs (`export CUDA_VISIBLE_DEVICES={free}`)"
+        return Outcome.warn(
+            f"{len(busy)} GPU(s) already have most of their memory in use",
+            *[line for _, line in busy],
+            fix=fix,
+            subjects=gpu_subjects(taken),
+        )
+    used = [g for g in gpus if g.processes]
+    note = [
+        f"{gpu_label(g)}: {len(g.processes or [])} process(es), {gib(g.memory_used)} used"
+        for g in used
+    ]
+    known, blind = known_count(gpus, "memory_used")
+    return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
