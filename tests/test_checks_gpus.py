@@ -367,6 +367,7 @@ def test_gen1_of_5_with_the_load_unknown_warns_how_to_recheck_under_load() -> No
         "gpucheck doctor",
         "nvidia-smi -i 0 --query-gpu=pcie.link.gen.current,pcie.link.gen.max,utilization.gpu "
         "--format=csv",
+        "gpucheck bench --quick",
     ]
 
 
