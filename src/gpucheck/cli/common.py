@@ -143,11 +143,33 @@ CompatDirOpt = Annotated[
 ]
 
 
-def probe_options(timeout: float, python: str | None, deep: bool) -> ProbeOptions:
+HostIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--host-id",
+        metavar="ID",
+        help="This host's name in the fleet's inventory (default: a hash of /etc/machine-id).",
+    ),
+]
+RedactOpt = Annotated[
+    bool,
+    typer.Option(
+        "--redact",
+        help="Replace what identifies a person or site (hostname, user names, serials, UUIDs, "
+        "unlisted environment values) so the JSON can be shared publicly.",
+    ),
+]
+
+
+def probe_options(
+    timeout: float, python: str | None, deep: bool, host_id: str | None = None
+) -> ProbeOptions:
     from gpucheck.probes.frameworks import PythonNotFound, interpreters
     from gpucheck.probes.run import ProbeOptions
 
-    options = ProbeOptions(timeout=timeout, python=python, deep=deep)
+    if host_id is not None and not (0 < len(host_id) <= 256 and host_id.isprintable()):
+        raise UserError("--host-id: expected 1 to 256 printable characters")
+    options = ProbeOptions(timeout=timeout, python=python, deep=deep, host_id=host_id)
     try:
         interpreters(options.env, python)  # a bad --python is a usage error, not a finding
     except PythonNotFound as exc:

@@ -11,6 +11,7 @@ import typer
 from gpucheck.cli.common import (
     CompatDirOpt,
     DeepOpt,
+    HostIdOpt,
     OutputOpt,
     PythonOpt,
     TimeoutOpt,
@@ -112,6 +113,7 @@ def doctor(
     compat_dir: CompatDirOpt = None,
     deep: DeepOpt = False,
     python: PythonOpt = None,
+    host_id: HostIdOpt = None,
 ) -> None:
     """Check the GPU, driver, CUDA, cuDNN and the frameworks; print problems with their fixes.
 
@@ -140,13 +142,15 @@ def doctor(
         raise UserError(str(exc)) from None
     compat = load_compat(compat_dir)
     if from_file is not None:
-        if deep or python:
-            raise UserError("--from diagnoses a saved snapshot; --deep and --python probe this one")
+        if deep or python or host_id:
+            raise UserError(
+                "--from diagnoses a saved snapshot; --deep, --python and --host-id probe this one"
+            )
         snapshot = read_snapshot(from_file)
     else:
         from gpucheck.probes.run import collect
 
-        snapshot = collect(probe_options(timeout, python, deep))
+        snapshot = collect(probe_options(timeout, python, deep, host_id))
     from gpucheck.compat import CompatError
 
     try:

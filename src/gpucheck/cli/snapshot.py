@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpucheck.cli.common import (
     DeepOpt,
+    HostIdOpt,
     OutputOpt,
     PythonOpt,
     TimeoutOpt,
@@ -17,10 +18,11 @@ def snapshot(
     timeout: TimeoutOpt = 15.0,
     deep: DeepOpt = False,
     python: PythonOpt = None,
+    host_id: HostIdOpt = None,
 ) -> None:
     """Write the facts alone, as JSON (for `doctor --from` here or on another machine)."""
     from gpucheck.model.snapshot import dumps
     from gpucheck.probes.run import collect
 
-    snap = collect(probe_options(timeout, python, deep))
+    snap = collect(probe_options(timeout, python, deep, host_id))
     write_output(output, lambda stream: stream.write(dumps(snap)))

@@ -23,7 +23,8 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 # overflow the float arithmetic of the checks.
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
-SCHEMA_VERSION = "1.1"  # 1.1: frameworks (Python environments, static and deep facts)
+# 1.1: frameworks (Python environments, static and deep facts); 1.2: system.host (identity)
+SCHEMA_VERSION = "1.2"
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -70,6 +71,19 @@ class DeviceNode:
 
 
 @dataclass
+class HostIdentity:
+    """Which machine this is, stable across renames and reboots, to join a fleet's reports."""
+
+    host_id: str | None = None  # --host-id, or "mid-" + a keyed hash of /etc/machine-id
+    host_id_source: str | None = None  # option | machine-id
+    fqdn: str | None = None
+    boot_time: str | None = None  # ISO 8601, UTC
+    cloud: str | None = None  # the provider, where the local files say (aws, gce, azure, ...)
+    cloud_instance_id: str | None = None
+    board_serial: str | None = None  # where readable (usually root only)
+
+
+@dataclass
 class SystemFacts:
     os: str = ""  # platform.system(): Linux, Windows, Darwin
     os_release: str | None = None  # /etc/os-release PRETTY_NAME
@@ -93,6 +107,7 @@ class SystemFacts:
     secure_boot: bool | None = None
     device_nodes: list[DeviceNode] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # allowlisted variables only
+    host: HostIdentity = field(default_factory=HostIdentity)
 
 
 # --- NVML ---------------------------------------------------------------------------------

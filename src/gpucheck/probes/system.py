@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpucheck.model.snapshot import DeviceNode, PciDevice, SystemFacts
+from gpucheck.probes.host import probe_host
 from gpucheck.probes.pci_ids import PciIds, find_pci_ids
 
 NVIDIA_VENDOR = "0x10de"
@@ -78,7 +79,10 @@ def _read(path: Path, limit: int = 1 << 16) -> str | None:
 
 
 def probe_system(
-    root: Path = Path("/"), env: Mapping[str, str] | None = None, pci_ids: PciIds | None = None
+    root: Path = Path("/"),
+    env: Mapping[str, str] | None = None,
+    pci_ids: PciIds | None = None,
+    host_id: str | None = None,
 ) -> SystemFacts:
     env = os.environ if env is None else env
     facts = SystemFacts(
@@ -118,6 +122,7 @@ def probe_system(
     facts.secure_boot = _secure_boot(root)
     facts.device_nodes = device_nodes(root)
     facts.env = {k: env[k] for k in ENV_ALLOWLIST if k in env}
+    facts.host = probe_host(root, facts.hostname, host_id)
     return facts
 
 
