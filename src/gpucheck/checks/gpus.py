@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from gpucheck.checks.context import Context, gib, gpu_label
 from gpucheck.checks.registry import check
-from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.finding import GpuRef, Outcome, Section, Subjects
 from gpucheck.model.snapshot import GpuFacts
 
 NO_GPUS = "No GPU facts from the driver (see driver.nvml)"
@@ -46,6 +46,11 @@ def _all_unknown(gpus: list[GpuFacts], field: str, what: str) -> Outcome | None:
     return None
 
 
+def _subjects(gpus: list[GpuFacts]) -> Subjects:
+    """The GPUs a finding concerns, by every key a fleet inventory may join on."""
+    return Subjects(gpus=[GpuRef(g.index, g.uuid, g.pci_bus_id) for g in gpus])
+
+
 def _per_gpu(
     ctx: Context, check_one: Callable[[GpuFacts], str | None]
 ) -> tuple[list[GpuFacts], list[str]]:
@@ -75,6 +80,7 @@ def lost(ctx: Context) -> Outcome | None:
         f"{len(lost) + unread} GPU(s) do not answer: fallen off the bus or needing a reset",
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
+        subjects=_subjects(lost),
         fix=f"sudo nvidia-smi -r -i {','.join(str(g.index) for g in lost) or '<index>'} "
         "(reset the GPU, with nothing running on it) or reboot; "
         "sudo dmesg | grep -i xid tells why (Xid 79: fallen off the bus). If it repeats, the "
@@ -112,6 +118,7 @@ def ecc(ctx: Context) -> Outcome | None:
             *evidence,
             fix="Drain the node; reset the GPU (sudo nvidia-smi -r -i <index>) or reboot, then "
             "re-check. Errors that return after a reset mean the GPU needs replacing (RMA).",
+            subjects=_subjects(bad),
         )
     history = [g for g in with_ecc if g.ecc_uncorrected_aggregate]
     note = [f"{gpu_label(g)}: {g.ecc_uncorrected_aggregate} in its lifetime" for g in history]
@@ -136,6 +143,7 @@ def remapping(ctx: Context) -> Outcome | None:
             *ev_failed,
             fix="Take the GPU out of service and replace it (RMA); run NVIDIA's field "
             "diagnostics (dcgmi diag -r 3) to confirm.",
+            subjects=_subjects(failed),
         )
     pending, ev_pending = _per_gpu(
         ctx,
@@ -150,6 +158,7 @@ def remapping(ctx: Context) -> Outcome | None:
             f"Memory repairs pending on {len(pending)} GPU(s) until they are reset",
             *ev_pending,
             fix="Reset the GPU when idle (sudo nvidia-smi -r -i <index>) or reboot the node.",
+            subjects=_subjects(pending),
         )
     dbe = [g for g in gpus if (g.retired_pages_dbe or 0) > 0]
     evidence = [
@@ -189,6 +198,7 @@ def throttling(ctx: Context) -> Outcome | None:
             fix="Check cooling (fans, airflow, inlet temperature) and power delivery (PSU "
             "cables, power-brake signal); nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER "
             "shows the detail.",
+            subjects=_subjects(bad),
         )
 
     def sw(g: GpuFacts) -> str | None:
@@ -209,6 +219,7 @@ def throttling(ctx: Context) -> Outcome | None:
             *evidence,
             fix="Improve cooling (airflow, fan curve, inlet temperature); check with "
             "nvidia-smi -q -d TEMPERATURE,PERFORMANCE under load.",
+            subjects=_subjects(warm),
         )
     known, blind = _known(gpus, "clock_event_reasons")
     return Outcome.passed(f"No hardware or thermal slowdown on {known} GPU(s)", *blind)
