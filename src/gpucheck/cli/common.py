@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from gpucheck.model.snapshot import Snapshot
     from gpucheck.probes.run import ProbeOptions
 
-SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot, far below harm
-
 
 class UserError(Exception):
     """Bad input: reported as one line, exit 2."""
@@ -68,7 +66,7 @@ def write_output(path: str | None, write: Callable[[IO[str]], object]) -> None:
 
 
 def read_snapshot(path: str) -> Snapshot:
-    from gpucheck.model.snapshot import SnapshotError, loads
+    from gpucheck.model.snapshot import SNAPSHOT_LIMIT, SnapshotError, loads
 
     try:
         if path == "-":

@@ -26,6 +26,7 @@ Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 # 1.1: frameworks (Python environments, static and deep facts); 1.2: system.host (identity)
 SCHEMA_VERSION = "1.2"
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
+SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
 
 class SnapshotError(ValueError):
@@ -374,19 +375,23 @@ class Snapshot:
         # A whole `doctor --json` report is accepted too: its snapshot is inside.
         if "snapshot" in data and "findings" in data and isinstance(data["snapshot"], dict):
             data = data["snapshot"]
-        version = data.get("schema_version")
-        if not isinstance(version, str) or not _is_version(version):
-            raise SnapshotError("not a gpucheck snapshot: no valid schema_version field")
-        major = int(version.split(".")[0])
-        if major != SCHEMA_MAJOR:
-            raise SnapshotError(
-                f"snapshot schema {version} is not readable by gpucheck {__version__} "
-                f"(reads {SCHEMA_MAJOR}.x): use a gpucheck of the same major schema"
-            )
+        check_version(data.get("schema_version"))
         try:
             return from_dict(cls, data)
         except DecodeError as exc:
             raise SnapshotError(f"invalid snapshot: {exc}") from None
+
+
+def check_version(version: object) -> None:
+    """Raise SnapshotError unless `version` is a snapshot schema this gpucheck reads."""
+    if not isinstance(version, str) or not _is_version(version):
+        raise SnapshotError("not a gpucheck snapshot: no valid schema_version field")
+    major = int(version.split(".")[0])
+    if major != SCHEMA_MAJOR:
+        raise SnapshotError(
+            f"snapshot schema {version} is not readable by gpucheck {__version__} "
+            f"(reads {SCHEMA_MAJOR}.x): use a gpucheck of the same major schema"
+        )
 
 
 def _is_version(text: str) -> bool:
