@@ -3,6 +3,7 @@ to act on), or a BadReport saying why a file could not be read."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from gpucheck.compat import cuda_from_int
@@ -110,7 +111,9 @@ def record(
     return HostRecord(
         source=source,
         hostname=sysf.hostname,
-        host=sysf.host,
+        # A fresh copy: an instance msgspec decoded lacks the fields left at their default,
+        # and the JSON output encodes these records directly.
+        host=dataclasses.replace(sysf.host),
         created_at=created_at or snapshot.created_at,
         ready=exit_code == 0,
         exit_code=exit_code,

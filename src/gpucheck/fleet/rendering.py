@@ -8,10 +8,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import IO, Any
 
+import msgspec
+
 from gpucheck import __version__
 from gpucheck.fleet.records import HostRecord
 from gpucheck.fleet.summary import Fleet, name
-from gpucheck.model.decoding import to_dict, to_json
 
 # The fleet output's own format version: a minor version only adds fields.
 FLEET_SCHEMA_VERSION = "1.0"
@@ -112,16 +113,19 @@ def as_dict(fleet: Fleet) -> dict[str, Any]:
             "superseded": fleet.superseded,
             "exit_code": fleet.exit_code,
         },
-        "hosts": [to_dict(h) for h in fleet.hosts],
-        "problems": to_dict(fleet.problems),
+        # The fleet's own records, built whole here: msgspec encodes them as they are, several
+        # times faster than converting 10,000 of them field by field first.
+        "hosts": fleet.hosts,
+        "problems": fleet.problems,
         "versions": fleet.versions,
-        "gpus_to_act_on": to_dict(fleet.gpus_to_act_on),
-        "bad_reports": to_dict(fleet.bad_reports),
+        "gpus_to_act_on": fleet.gpus_to_act_on,
+        "bad_reports": fleet.bad_reports,
     }
 
 
 def render_json(fleet: Fleet, stream: IO[str]) -> None:
-    stream.write(to_json(as_dict(fleet)).decode("utf-8") + "\n")
+    text = msgspec.json.format(msgspec.json.encode(as_dict(fleet)), indent=2)
+    stream.write(text.decode("utf-8") + "\n")
 
 
 CSV_COLUMNS = (
