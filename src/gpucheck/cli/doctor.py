@@ -14,11 +14,13 @@ from gpucheck.cli.common import (
     HostIdOpt,
     OutputOpt,
     PythonOpt,
+    RedactOpt,
     TimeoutOpt,
     UserError,
     load_compat,
     probe_options,
     read_snapshot,
+    redacted,
     write_output,
 )
 
@@ -114,6 +116,7 @@ def doctor(
     deep: DeepOpt = False,
     python: PythonOpt = None,
     host_id: HostIdOpt = None,
+    redact: RedactOpt = False,
 ) -> None:
     """Check the GPU, driver, CUDA, cuDNN and the frameworks; print problems with their fixes.
 
@@ -151,6 +154,9 @@ def doctor(
         from gpucheck.probes.run import collect
 
         snapshot = collect(probe_options(timeout, python, deep, host_id))
+    if redact:
+        # Judged after redaction, so that no finding quotes what was replaced.
+        snapshot = redacted(snapshot)
     from gpucheck.compat import CompatError
 
     try:

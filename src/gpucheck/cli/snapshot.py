@@ -7,8 +7,10 @@ from gpucheck.cli.common import (
     HostIdOpt,
     OutputOpt,
     PythonOpt,
+    RedactOpt,
     TimeoutOpt,
     probe_options,
+    redacted,
     write_output,
 )
 
@@ -19,10 +21,13 @@ def snapshot(
     deep: DeepOpt = False,
     python: PythonOpt = None,
     host_id: HostIdOpt = None,
+    redact: RedactOpt = False,
 ) -> None:
     """Write the facts alone, as JSON (for `doctor --from` here or on another machine)."""
     from gpucheck.model.snapshot import dumps
     from gpucheck.probes.run import collect
 
     snap = collect(probe_options(timeout, python, deep, host_id))
+    if redact:
+        snap = redacted(snap)
     write_output(output, lambda stream: stream.write(dumps(snap)))

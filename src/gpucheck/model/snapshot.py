@@ -23,7 +23,8 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 # overflow the float arithmetic of the checks.
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
-# 1.1: frameworks (Python environments, static and deep facts); 1.2: system.host (identity)
+# 1.1: frameworks (Python environments, static and deep facts); 1.2: system.host (identity),
+# redacted
 SCHEMA_VERSION = "1.2"
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
@@ -361,6 +362,7 @@ class Snapshot:
     environments: list[PythonEnvironment] = field(default_factory=list)
     deep: bool = False  # frameworks were imported (doctor --deep)
     probes: list[ProbeRun] = field(default_factory=list)
+    redacted: bool = False  # identifying values replaced by tokens (--redact)
 
     def probe(self, name: str) -> ProbeRun | None:
         return next((p for p in self.probes if p.name == name), None)
