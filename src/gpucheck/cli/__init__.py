@@ -26,7 +26,7 @@ from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USA
 app = typer.Typer(
     name="gpucheck",
     help="Is this machine ready to run deep learning on its NVIDIA GPUs? If not, what to change.",
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,

@@ -61,6 +61,21 @@ class Report:
     def ready(self) -> bool:
         return self.exit_code == EXIT_OK
 
+    def __repr__(self) -> str:
+        # The generated repr would print the whole snapshot; a REPL wants the verdict.
+        c = self.counts
+        return (
+            f"<Report {'ready' if self.ready else 'not ready'}: exit {self.exit_code}, "
+            f"{c['fail']} failed, {c['warn']} warned, {c['pass']} passed, "
+            f"{len(self.findings)} findings>"
+        )
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter and Colab show the terminal report, in colour."""
+        from gpucheck.report.terminal import render_html, render_plain
+
+        return {"text/plain": render_plain(self), "text/html": render_html(self)}
+
     def to_dict(self) -> dict[str, Any]:
         sysf = self.snapshot.system
         return {

@@ -4,6 +4,7 @@ honours NO_COLOR and FORCE_COLOR)."""
 
 from __future__ import annotations
 
+import io
 from typing import IO
 
 from rich.console import Console
@@ -33,8 +34,40 @@ def _console(stream: IO[str] | None) -> Console:
     return _Console(file=stream, highlight=False, soft_wrap=False, emoji=False)
 
 
+# What a notebook shows: the terminal's colours as inline styles in a preformatted block.
+NOTEBOOK_HTML = (
+    '<pre style="white-space:pre;overflow-x:auto;line-height:normal;'
+    "font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace\">{code}</pre>"
+)
+
+
 def render(report: Report, stream: IO[str] | None = None, verbose: bool = False) -> None:
-    console = _console(stream)
+    _render(_console(stream), report, verbose)
+
+
+def render_html(report: Report, verbose: bool = False) -> str:
+    """The terminal report as an HTML fragment (for Jupyter and Colab)."""
+    console = _Console(
+        file=io.StringIO(),
+        record=True,
+        force_terminal=True,
+        color_system="truecolor",
+        width=100,
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+    )
+    _render(console, report, verbose)
+    return console.export_html(inline_styles=True, code_format=NOTEBOOK_HTML)
+
+
+def render_plain(report: Report, verbose: bool = False) -> str:
+    stream = io.StringIO()
+    render(report, stream, verbose)
+    return stream.getvalue()
+
+
+def _render(console: Console, report: Report, verbose: bool) -> None:
     unicode_ok = (console.encoding or "").lower().startswith("utf")
     sysf = report.snapshot.system
     head = Text(f"gpucheck {__version__}", style="bold")
