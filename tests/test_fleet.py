@@ -251,3 +251,20 @@ def test_records_are_small(fleet_dir: Path) -> None:
     sizes = [len(to_json(r)) for r in results]
     full = [len((fleet_dir / "a.json").read_bytes())]
     assert max(sizes) * 4 < full[0]
+
+
+def test_json_lines_files_in_a_folder_and_by_name(tmp_path: Path) -> None:
+    lines = [json.dumps(json.loads(report_text(node(f"l{n}")))) for n in range(3)]
+    (tmp_path / "day1.jsonl").write_text("\n".join(lines[:2]) + "\n\n")
+    (tmp_path / "day2.jsonl").write_text(lines[2] + "\n{\n")
+    fleet = summarise(tmp_path, tmp_path / "missing.jsonl")
+    assert [h.hostname for h in fleet.hosts] == ["l0", "l1", "l2"]
+    assert [h.source.rsplit("/", 1)[-1] for h in fleet.hosts] == [
+        "day1.jsonl:1",
+        "day1.jsonl:2",
+        "day2.jsonl:1",
+    ]
+    assert [(Path(b.source).name, b.reason) for b in fleet.bad_reports] == [
+        ("day2.jsonl:2", "not valid JSON: input data was truncated"),
+        ("missing.jsonl", "no such file or folder"),
+    ]

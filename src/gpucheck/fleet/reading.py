@@ -7,6 +7,7 @@ or any report under --recheck is diagnosed here with today's checks and compat d
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import multiprocessing
@@ -14,6 +15,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult
 from typing import TYPE_CHECKING, BinaryIO
 
 import msgspec
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 REPORT_MAJOR = int(REPORT_SCHEMA_VERSION.split(".")[0])
 CHUNK = 64  # reports per task sent to a worker: large enough that pickling is not the cost
+WINDOW = 4  # chunks in flight per worker: enough to keep every worker busy
 IN_PROCESS_BELOW = 2 * CHUNK  # fewer reports than this: starting workers costs more than it saves
 
 Result = HostRecord | BadReport
@@ -151,30 +154,42 @@ def _read_chunk(items: list[Item]) -> list[Result]:
 
 
 def _walk(folder: str) -> Iterator[Item]:
-    """Every *.json file under `folder`, in a stable order."""
+    """Every *.json and *.jsonl file under `folder`, in a stable order."""
     for top, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):
-            if name.endswith(".json"):
-                path = os.path.join(top, name)
-                yield path, path
+            if name.endswith((".json", ".jsonl")):
+                yield from _file(os.path.join(top, name))
 
 
-def _lines(stream: BinaryIO, name: str = "<stdin>") -> Iterator[Item]:
+def _lines(stream: BinaryIO, name: str) -> Iterator[Item]:
     """JSON lines: one compact report or snapshot per line (`jq -c . *.json` makes them)."""
     for number, line in enumerate(stream, 1):
         if line.strip():
             yield f"{name}:{number}", line
 
 
+def _file(path: str) -> Iterator[Item]:
+    if not path.endswith(".jsonl"):
+        yield path, path  # read in the worker
+        return
+    try:
+        stream = open(path, "rb")  # noqa: SIM115  (closed below, after the lines are yielded)
+    except OSError:
+        yield path, path  # the worker's read fails the same way and names why
+        return
+    with stream:
+        yield from _lines(stream, path)
+
+
 def items(inputs: Iterable[str], stdin: BinaryIO | None = None) -> Iterator[Item]:
     for arg in inputs:
         if arg == "-":
-            yield from _lines(stdin if stdin is not None else sys.stdin.buffer)
+            yield from _lines(stdin if stdin is not None else sys.stdin.buffer, "<stdin>")
         elif os.path.isdir(arg):
             yield from _walk(arg)
         else:
-            yield arg, arg
+            yield from _file(arg)
 
 
 def _chunks(source: Iterator[Item]) -> Iterator[list[Item]]:
@@ -205,5 +220,12 @@ def read_all(
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     with context.Pool(jobs, initializer=_init, initargs=(settings,)) as pool:
-        for results in pool.imap_unordered(_read_chunk, _chunks(itertools.chain(first, stream))):
-            yield from results
+        # A bounded window of chunks in flight: a stream on stdin is read as fast as it is
+        # summarised, never gathered whole in memory (Pool.imap would queue all of it).
+        pending: collections.deque[AsyncResult[list[Result]]] = collections.deque()
+        for chunk in _chunks(itertools.chain(first, stream)):
+            pending.append(pool.apply_async(_read_chunk, (chunk,)))
+            if len(pending) >= WINDOW * jobs:
+                yield from pending.popleft().get()
+        while pending:
+            yield from pending.popleft().get()
