@@ -268,3 +268,35 @@ def test_json_lines_files_in_a_folder_and_by_name(tmp_path: Path) -> None:
         ("day2.jsonl:2", "not valid JSON: input data was truncated"),
         ("missing.jsonl", "no such file or folder"),
     ]
+
+
+def test_recheck_keeps_the_report_s_strictness(tmp_path: Path) -> None:
+    snap = node("node-w")
+    snap.nvml.gpus[0].persistence_mode = False  # driver.persistence-mode warns
+    report = Report(snap, run_checks(snap), strict=True)
+    (tmp_path / "w.json").write_text(to_json(report.to_dict()).decode())
+    (host,) = summarise(tmp_path, recheck=True).hosts
+    assert [p.status for p in host.problems] == ["warn"]
+    assert (host.exit_code, host.ready) == (1, False)
+
+
+def test_a_wrongly_typed_head_is_named(tmp_path: Path) -> None:
+    (tmp_path / "n.json").write_text('{"schema_version": 2, "findings": []}')
+    (bad,) = summarise(tmp_path).bad_reports
+    assert (
+        bad.reason
+        == "not a gpucheck report or snapshot: schema_version: expected string, got integer"
+    )
+
+
+def test_cli_recheck_and_a_bad_compat_dir(tmp_path: Path) -> None:
+    report = json.loads(report_text(node("node-r")))
+    report["snapshot"]["nvml"]["gpus"][1]["ecc_uncorrected_volatile"] = 7
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    assert run_gpucheck("fleet", str(tmp_path), "-f", "csv").returncode == 0
+    result = run_gpucheck("fleet", str(tmp_path), "-f", "csv", "--recheck", "--jobs", "2")
+    assert result.returncode == 1
+    (row,) = csv.DictReader(io.StringIO(result.stdout))
+    assert row["problems"] == "gpu.ecc-errors"
+    bad = run_gpucheck("fleet", str(tmp_path), "--compat-dir", str(tmp_path / "nope"))
+    assert bad.returncode == 2 and bad.stderr.startswith("gpucheck: compat data:")

@@ -38,12 +38,17 @@ Result = HostRecord | BadReport
 Item = tuple[str, "str | bytes"]  # (name, path to read) or (name, the report's bytes)
 
 
+class _HeadSummary(msgspec.Struct):
+    strict: bool = False
+
+
 class _Head(msgspec.Struct):
     """The few top-level fields that tell a report from a snapshot; the rest is skipped."""
 
     schema_version: str | None = None
     # Raw: the findings are skipped, not parsed, here; empty when the key is absent.
     findings: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    summary: _HeadSummary | None = None  # a rechecked report keeps its --strict
 
 
 @dataclass
@@ -92,8 +97,8 @@ def _diagnose(snapshot: Snapshot) -> list[Finding]:
     return run(Context(snapshot, Requirements(), _compat(_settings.compat_dirs)))
 
 
-def _json_error(exc: msgspec.DecodeError) -> str:
-    reason = str(exc).removeprefix("JSON is malformed: ")
+def _json_error(message: str) -> str:
+    reason = message.removeprefix("JSON is malformed: ")
     return "not valid JSON: " + reason[:1].lower() + reason[1:]
 
 
@@ -103,11 +108,13 @@ def parse(source: str, data: bytes) -> Result:
         return BadReport(source, "too large to be a gpucheck report (over 64 MiB)")
     data = data.removeprefix(b"\xef\xbb\xbf")
     try:
-        head = msgspec.json.decode(data, type=_Head)
-    except msgspec.ValidationError:
+        head = from_json(_Head, data)
+    except DecodeError as exc:
+        if exc.path:
+            return BadReport(source, f"not a gpucheck report or snapshot: {exc}")
         return BadReport(source, "not a gpucheck report or snapshot: expected a JSON object")
-    except msgspec.DecodeError as exc:
-        return BadReport(source, _json_error(exc))
+    except ValueError as exc:
+        return BadReport(source, _json_error(str(exc)))
     version = head.schema_version or ""
     current = version.split(".")[0] == str(REPORT_MAJOR)
     if head.findings and current and not _settings.recheck:
@@ -117,7 +124,7 @@ def parse(source: str, data: bytes) -> Result:
         except (DecodeError, SnapshotError) as exc:
             return BadReport(source, f"invalid report: {exc}")
         except ValueError as exc:  # not JSON after all: from_json's message is one line
-            return BadReport(source, f"not valid JSON: {exc}")
+            return BadReport(source, _json_error(str(exc)))
         code = report.summary.exit_code
         return record(source, report.snapshot, report.findings, code, report.created_at, False)
     # A snapshot, a report of another major (its findings' shape differs), or --recheck: the
@@ -132,7 +139,9 @@ def parse(source: str, data: bytes) -> Result:
         findings = _diagnose(snapshot)
     except CompatError as exc:
         return BadReport(source, f"compat data: {exc}")
-    return record(source, snapshot, findings, exit_code(findings), snapshot.created_at, True)
+    strict = head.summary.strict if head.summary else False
+    code = exit_code(findings, strict)
+    return record(source, snapshot, findings, code, snapshot.created_at, True)
 
 
 def _read(item: Item) -> Result:
