@@ -4,9 +4,16 @@ to act on, --recheck, bad reports, and the command end to end."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import builders
@@ -300,3 +307,35 @@ def test_cli_recheck_and_a_bad_compat_dir(tmp_path: Path) -> None:
     assert row["problems"] == "gpu.ecc-errors"
     bad = run_gpucheck("fleet", str(tmp_path), "--compat-dir", str(tmp_path / "nope"))
     assert bad.returncode == 2 and bad.stderr.startswith("gpucheck: compat data:")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_workers_without_tracebacks() -> None:
+    # Snapshots on stdin, each diagnosed in a worker (--recheck), fed from a thread and the
+    # stream left open; Ctrl-C (SIGINT to the whole process group, as a terminal sends it)
+    # arrives while the workers are busy.
+    line = json.dumps(json.loads(dumps(builders.no_gpu_machine()))).encode() + b"\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "fleet", "-", "--recheck"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    stdin = proc.stdin
+    assert stdin is not None
+
+    def feed() -> None:
+        with contextlib.suppress(OSError):  # the command is gone: the pipe is closed
+            for _ in range(20_000):
+                stdin.write(line)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    time.sleep(2.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=60)  # a worker left behind would keep the command from ending
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert proc.returncode == 130
+    assert b"Traceback" not in err, err.decode()[-2000:]

@@ -12,6 +12,7 @@ import functools
 import itertools
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -87,6 +88,12 @@ def _compat(dirs: tuple[str, ...]) -> Compat:
     from gpucheck.compat import load
 
     return load(dirs)  # once per worker process: every compat file is read once there
+
+
+def _worker_init(settings: Settings) -> None:
+    # Ctrl-C is the parent's to handle (exit 130, one line); a worker would print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _init(settings)
 
 
 def _diagnose(snapshot: Snapshot) -> list[Finding]:
@@ -228,7 +235,7 @@ def read_all(
     # fork where there is one: the workers start with everything already imported.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with context.Pool(jobs, initializer=_init, initargs=(settings,)) as pool:
+    with context.Pool(jobs, initializer=_worker_init, initargs=(settings,)) as pool:
         # A bounded window of chunks in flight: a stream on stdin is read as fast as it is
         # summarised, never gathered whole in memory (Pool.imap would queue all of it).
         pending: collections.deque[AsyncResult[list[Result]]] = collections.deque()
