@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import email.parser
-import glob
 import hashlib
 import json
 import os
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require_python38
 
 import gpucheck.probes
 from gpucheck.model.decoding import from_dict
@@ -39,9 +39,6 @@ from gpucheck.probes.child import run_script
 
 SCRIPT = Path(gpucheck.probes.__file__).resolve().parent / "scripts/framework_static.py"
 STEPS = ["@ interpreter", "@ distributions", "@ torch", "@ tensorflow"]
-PYTHON38 = next(
-    iter(sorted(glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8"))), shutil.which("python3.8")
-)
 TORCH_CPU_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 
 TRIPWIRE_ENV = "GPUCHECK_TEST_TRIPWIRE"
@@ -1518,11 +1515,9 @@ def test_the_child_protocol_reads_it(tmp_path: Path) -> None:
     assert isinstance(facts, dict) and facts["torch"]["cuda"] == "12.4"
 
 
-@pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 on this machine")
 def test_python_3_8(tmp_path: Path) -> None:
     """The oldest interpreter supported: torch 1.13.1 and tensorflow 2.3.0, both cp38 wheels."""
-    assert PYTHON38 is not None
-    venv = make_venv(tmp_path / "venv38", base=PYTHON38)
+    venv = make_venv(tmp_path / "venv38", base=require_python38())
     install_torch(
         venv.site,
         TORCH_1_13_1_METADATA,

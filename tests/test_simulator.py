@@ -580,7 +580,9 @@ def test_a_process_holding_most_of_a_gpus_memory(simulate: Simulate) -> None:
         "GPU 2 (NVIDIA H100 80GB HBM3, 00000000:3A:00.0): 74.5 GiB of 79.6 GiB used by PID 48213 "
         "/usr/bin/python3 (74.0 GiB)"
     ]
-    assert "ps -o pid,user,cmd -p 48213" in mem["fix"]["text"] and "kill 48213" in mem["fix"]["text"]
+    assert (
+        "ps -o pid,user,cmd -p 48213" in mem["fix"]["text"] and "kill 48213" in mem["fix"]["text"]
+    )
     assert "or use the other GPUs" in mem["fix"]["text"]
     assert d.gpu(2)["processes"] == [
         {"pid": 48213, "name": "/usr/bin/python3", "used_memory": 74 * 1024 * MIB}

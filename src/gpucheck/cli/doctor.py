@@ -21,6 +21,7 @@ from gpucheck.cli.common import (
     probe_options,
     read_snapshot,
     redacted,
+    same_file,
     write_output,
 )
 
@@ -66,15 +67,16 @@ def parse_compute_capability(text: str) -> str:
 def doctor(
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="text, json or junit.", metavar="FORMAT")
+        str,
+        typer.Option("--format", "-f", help="text, json, junit or prometheus.", metavar="FORMAT"),
     ] = "text",
     output: OutputOpt = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
     ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
-    from_file: Annotated[
-        str | None,
+    from_files: Annotated[
+        list[str] | None,
         typer.Option(
             "--from",
             metavar="FILE",
@@ -128,6 +130,13 @@ def doctor(
     from gpucheck.report.core import Report
     from gpucheck.report.formats import FORMATS
 
+    if json_out and fmt not in ("text", "json"):
+        raise UserError(f"--json and --format {fmt} ask for two formats: give one")
+    if len(from_files or []) > 1:
+        raise UserError("--from takes one snapshot (for many reports: gpucheck fleet)")
+    from_file = from_files[0] if from_files else None
+    if from_file is not None and output is not None and same_file(from_file, output):
+        raise UserError(f"--output {output} is the --from snapshot: it would be overwritten")
     fmt = "json" if json_out else fmt
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
@@ -160,7 +169,7 @@ def doctor(
     from gpucheck.compat import CompatError
 
     try:
-        findings = run(Context(snapshot, requirements, compat), selected)
+        findings = run(Context(snapshot, requirements, compat), selected, only=bool(only))
     except CompatError as exc:
         raise UserError(f"compat data: {exc}") from None
     report = Report(snapshot, findings, strict=strict, from_file=from_file)

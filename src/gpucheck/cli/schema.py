@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+from gpucheck.cli.common import write_output
 
 
 def schema() -> None:
@@ -10,4 +10,5 @@ def schema() -> None:
     from importlib.resources import files
 
     resource = files("gpucheck.report").joinpath("report.schema.json")
-    sys.stdout.write(resource.read_text(encoding="utf-8"))
+    text = resource.read_text(encoding="utf-8")
+    write_output(None, lambda stream: stream.write(text))

@@ -3,7 +3,6 @@ to act on), or a BadReport saying why a file could not be read."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from gpucheck.compat import cuda_from_int
@@ -111,9 +110,7 @@ def record(
     return HostRecord(
         source=source,
         hostname=sysf.hostname,
-        # A fresh copy: an instance msgspec decoded lacks the fields left at their default,
-        # and the JSON output encodes these records directly.
-        host=dataclasses.replace(sysf.host),
+        host=sysf.host,
         created_at=created_at or snapshot.created_at,
         ready=exit_code == 0,
         exit_code=exit_code,

@@ -11,10 +11,10 @@ the same major is readable; a different major is refused with a clear message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import msgspec
+from msgspec import Struct, field
 
 from gpucheck import __version__
 from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
@@ -30,6 +30,10 @@ SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
 
+# The top-level fact groups, each gathered by its own probes.
+FACT_GROUPS = ("system", "nvml", "cuda", "cudnn", "environments")
+
+
 class SnapshotError(ValueError):
     """A snapshot file that cannot be read: the message is one line for the user."""
 
@@ -37,8 +41,7 @@ class SnapshotError(ValueError):
 # --- probe bookkeeping -----------------------------------------------------------------------
 
 
-@dataclass
-class ProbeRun:
+class ProbeRun(Struct):
     """How one probe went: the facts it produced are in their own section."""
 
     name: str
@@ -50,8 +53,7 @@ class ProbeRun:
 # --- system -------------------------------------------------------------------------------
 
 
-@dataclass
-class PciDevice:
+class PciDevice(Struct):
     address: str  # "0000:17:00.0"
     vendor_id: str  # "0x10de"
     device_id: str  # "0x2330"
@@ -62,8 +64,7 @@ class PciDevice:
     driver: str | None = None  # kernel driver bound to it: nvidia, nouveau, vfio-pci, ...
 
 
-@dataclass
-class DeviceNode:
+class DeviceNode(Struct):
     path: str
     exists: bool
     readable: bool = False
@@ -72,8 +73,7 @@ class DeviceNode:
     owner_group: str | None = None
 
 
-@dataclass
-class HostIdentity:
+class HostIdentity(Struct):
     """Which machine this is, stable across renames and reboots, to join a fleet's reports."""
 
     host_id: str | None = None  # --host-id, or "mid-" + a keyed hash of /etc/machine-id
@@ -85,8 +85,7 @@ class HostIdentity:
     board_serial: str | None = None  # where readable (usually root only)
 
 
-@dataclass
-class SystemFacts:
+class SystemFacts(Struct):
     os: str = ""  # platform.system(): Linux, Windows, Darwin
     os_release: str | None = None  # /etc/os-release PRETTY_NAME
     kernel: str = ""
@@ -115,30 +114,26 @@ class SystemFacts:
 # --- NVML ---------------------------------------------------------------------------------
 
 
-@dataclass
-class NvmlError:
+class NvmlError(Struct):
     code: Int
     name: str  # the binding's error name without the prefix: "DriverNotLoaded"
     message: str = ""
 
 
-@dataclass
-class MigDevice:
+class MigDevice(Struct):
     index: Int
     uuid: str | None = None
     name: str | None = None
     memory_total: Int | None = None
 
 
-@dataclass
-class GpuProcess:
+class GpuProcess(Struct):
     pid: Int
     name: str | None = None
     used_memory: Int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
 
 
-@dataclass
-class GpuFacts:
+class GpuFacts(Struct):
     index: Int
     name: str | None = None
     uuid: str | None = None
@@ -184,8 +179,7 @@ class GpuFacts:
     field_errors: dict[str, str] = field(default_factory=dict)  # field -> NVML error name
 
 
-@dataclass
-class NvmlFacts:
+class NvmlFacts(Struct):
     binding_version: str | None = None  # nvidia-ml-py
     library_path: str | None = None  # the libnvidia-ml really loaded
     init_error: NvmlError | None = None
@@ -200,8 +194,7 @@ class NvmlFacts:
 # --- CUDA and cuDNN -------------------------------------------------------------------------
 
 
-@dataclass
-class LibraryCopy:
+class LibraryCopy(Struct):
     """One copy of a shared library found on disk (found, not necessarily loadable)."""
 
     name: str  # "cudart" | "cudnn"
@@ -216,16 +209,14 @@ class LibraryCopy:
     load_error: str | None = None
 
 
-@dataclass
-class CudaDevice:
+class CudaDevice(Struct):
     index: Int
     name: str | None = None
     compute_capability: str | None = None
     memory_total: Int | None = None
 
 
-@dataclass
-class CudaDriverFacts:
+class CudaDriverFacts(Struct):
     library_path: str | None = None
     load_error: str | None = None  # libcuda could not be loaded at all
     init_result: Int | None = None  # cuInit's CUresult
@@ -236,32 +227,30 @@ class CudaDriverFacts:
     devices: list[CudaDevice] = field(default_factory=list)
 
 
-@dataclass
-class NvccFacts:
+class NvccFacts(Struct):
     path: str
     version: str | None = None  # "12.4.131"
+    toolkit: str | None = None  # the toolkit folder the nvcc belongs to (links followed)
     error: str | None = None
 
 
-@dataclass
-class CudaFacts:
+class CudaFacts(Struct):
     driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)
     runtimes: list[LibraryCopy] = field(default_factory=list)
     nvcc: NvccFacts | None = None
     cuda_home: str | None = None
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
+    cuda_home_nvcc: bool | None = None  # the CUDA home holds an executable bin/nvcc
 
 
-@dataclass
-class CudnnFacts:
+class CudnnFacts(Struct):
     libraries: list[LibraryCopy] = field(default_factory=list)
 
 
 # --- frameworks, per Python environment ---------------------------------------------------------
 
 
-@dataclass
-class Distribution:
+class Distribution(Struct):
     """An installed distribution that matters here (a framework, keras, nvidia-*, cupy-*)."""
 
     name: str  # normalised: lower case, "-" for "_" and "." ("nvidia-cudnn-cu12")
@@ -270,8 +259,7 @@ class Distribution:
     requires: list[str] = field(default_factory=list)  # its Requires-Dist lines (frameworks only)
 
 
-@dataclass
-class TorchBuild:
+class TorchBuild(Struct):
     """torch/version.py, read as text (never executed)."""
 
     version: str | None = None  # "2.5.1+cu124"
@@ -281,8 +269,7 @@ class TorchBuild:
     path: str | None = None  # the file read
 
 
-@dataclass
-class TensorflowBuild:
+class TensorflowBuild(Struct):
     """tensorflow/python/platform/build_info.py, read as text (never executed)."""
 
     is_cuda_build: bool | None = None
@@ -293,8 +280,7 @@ class TensorflowBuild:
     path: str | None = None
 
 
-@dataclass
-class SmokeTest:
+class SmokeTest(Struct):
     """A tiny real operation on one device: allocate, matmul, copy back, compare with CPU."""
 
     device: str  # "cuda:0", "/GPU:0", "cuda(id=0)"
@@ -303,8 +289,7 @@ class SmokeTest:
     seconds: float | None = None
 
 
-@dataclass
-class FrameworkRuntime:
+class FrameworkRuntime(Struct):
     """What importing a framework in a child process showed (`doctor --deep`)."""
 
     framework: str  # torch | tensorflow | jax | cupy
@@ -326,8 +311,7 @@ class FrameworkRuntime:
     smoke_tests: list[SmokeTest] = field(default_factory=list)
 
 
-@dataclass
-class PythonEnvironment:
+class PythonEnvironment(Struct):
     """One interpreter whose frameworks were looked at."""
 
     python: str  # the interpreter's path
@@ -350,8 +334,7 @@ class PythonEnvironment:
 # --- the whole -----------------------------------------------------------------------------
 
 
-@dataclass
-class Snapshot:
+class Snapshot(Struct):
     schema_version: str = SCHEMA_VERSION
     gpucheck_version: str = __version__
     created_at: str = ""
@@ -361,6 +344,8 @@ class Snapshot:
     cudnn: CudnnFacts = field(default_factory=CudnnFacts)
     environments: list[PythonEnvironment] = field(default_factory=list)
     deep: bool = False  # frameworks were imported (doctor --deep)
+    # Fact groups a saved snapshot did not carry (a partial or older file): unknown, not empty.
+    absent_sections: list[str] = field(default_factory=list)
     probes: list[ProbeRun] = field(default_factory=list)
     redacted: bool = False  # identifying values replaced by tokens (--redact)
 
@@ -378,10 +363,13 @@ class Snapshot:
         if "snapshot" in data and "findings" in data and isinstance(data["snapshot"], dict):
             data = data["snapshot"]
         check_version(data.get("schema_version"))
+        absent = [group for group in FACT_GROUPS if group not in data]
         try:
-            return from_dict(cls, data)
+            snapshot = from_dict(cls, data)
         except DecodeError as exc:
             raise SnapshotError(f"invalid snapshot: {exc}") from None
+        snapshot.absent_sections = sorted({*snapshot.absent_sections, *absent})
+        return snapshot
 
 
 def check_version(version: object) -> None:

@@ -31,7 +31,18 @@ def exit_code(findings: list[Finding], strict: bool = False) -> int:
         return EXIT_INTERNAL
     if Status.FAIL in statuses or (strict and Status.WARN in statuses):
         return EXIT_FAILED
+    if not_judged(findings):
+        return EXIT_FAILED  # a gate that judged nothing must not say ready
     return EXIT_OK
+
+
+def not_judged(findings: list[Finding]) -> str | None:
+    """Why the report judged nothing (no finding, or every one skipped), or None."""
+    if not findings:
+        return "no check applied: nothing was judged"
+    if all(f.status is Status.SKIP for f in findings):
+        return f"every check skipped ({len(findings)}): nothing was judged"
+    return None
 
 
 @dataclass
@@ -72,9 +83,19 @@ class Report:
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         """Jupyter and Colab show the terminal report, in colour."""
-        from gpucheck.report.terminal import render_html, render_plain
+        import io
 
-        return {"text/plain": render_plain(self), "text/html": render_html(self)}
+        from gpucheck.report.terminal import render_html
+        from gpucheck.report.text import render_plain
+
+        plain = io.StringIO()
+        render_plain(self, plain, False)
+        return {"text/plain": plain.getvalue(), "text/html": render_html(self)}
+
+    @property
+    def not_ready_reason(self) -> str | None:
+        """Why a report without failures is still not ready (it judged nothing)."""
+        return None if self.counts["fail"] or self.counts["error"] else not_judged(self.findings)
 
     def to_dict(self) -> dict[str, Any]:
         sysf = self.snapshot.system
@@ -95,6 +116,7 @@ class Report:
                 "strict": self.strict,
                 "problems": len(self.problems),
                 "counts": self.counts,
+                "reason": self.not_ready_reason,
             },
             "findings": [to_dict(f) for f in self.findings],
             "snapshot": self.snapshot.to_dict(),
