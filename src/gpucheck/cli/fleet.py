@@ -16,9 +16,9 @@ def fleet(
     reports: Annotated[
         list[str],
         typer.Argument(
-            metavar="REPORT|DIR|-",
-            help="doctor --json reports or snapshots: files, folders (every *.json under "
-            "them), or - for JSON lines on stdin.",
+            metavar="PATH...",
+            help="doctor --json reports or snapshots: files, folders (every *.json and *.jsonl "
+            "under them), or - for JSON lines on stdin.",
             show_default=False,
         ),
     ],
@@ -35,7 +35,9 @@ def fleet(
     ] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", min=1, max=1024, help="Worker processes (default: cores)."),
+        typer.Option(
+            "--jobs", "-j", min=1, max=1024, metavar="N", help="Worker processes (default: cores)."
+        ),
     ] = None,
     compat_dir: CompatDirOpt = None,
 ) -> None:
