@@ -4,7 +4,11 @@ Nitro asset tag, and the board serial only where it is a real one."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
+from conftest import run_gpucheck
 
 from gpucheck.probes.host import probe_host
 from gpucheck.probes.system import probe_system
@@ -97,3 +101,35 @@ def test_system_probe_carries_the_host_identity(tmp_path: Path) -> None:
     write(tmp_path, "etc/machine-id", MACHINE_ID)
     facts = probe_system(root=tmp_path, env={}, host_id=None)
     assert facts.host.host_id_source == "machine-id"
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def test_snapshot_reads_the_identity_through_gpucheck_root(tmp_path: Path) -> None:
+    write(tmp_path, "etc/machine-id", MACHINE_ID + "\n")
+    write(tmp_path, "proc/stat", PROC_STAT)
+    write(tmp_path, "run/cloud-init/instance-data.json", INSTANCE_DATA)
+    result = run_gpucheck("snapshot", env={"GPUCHECK_ROOT": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    host = json.loads(result.stdout)["system"]["host"]
+    assert host["host_id"] == probe_host(tmp_path, "x").host_id
+    assert (host["boot_time"], host["cloud_instance_id"]) == (
+        "2025-11-21T09:00:00+00:00",
+        "i-0af01c0123456789a",
+    )
+    named = run_gpucheck("snapshot", "--host-id", "rack4-u12", env={"GPUCHECK_ROOT": str(tmp_path)})
+    assert json.loads(named.stdout)["system"]["host"]["host_id"] == "rack4-u12"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["snapshot", "--host-id", ""], "--host-id: expected 1 to 256 printable characters"),
+        (["doctor", "--from", "x.json", "--host-id", "a"], "--host-id probe this one"),
+    ],
+)
+def test_bad_host_id_use_is_one_line(args: list[str], needle: str) -> None:
+    result = run_gpucheck(*args)
+    assert result.returncode == 2 and needle in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
