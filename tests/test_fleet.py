@@ -339,3 +339,13 @@ def test_ctrl_c_stops_the_workers_without_tracebacks() -> None:
     err = proc.stderr.read()
     assert proc.returncode == 130
     assert b"Traceback" not in err, err.decode()[-2000:]
+
+
+def test_control_characters_from_reports_never_reach_the_terminal(tmp_path: Path) -> None:
+    evil = node("node-\x1b]0;owned\x07")
+    evil.nvml.gpus[0].ecc_uncorrected_volatile = 1
+    evil.nvml.gpus[0].name = "H100\x1b[2J"
+    (tmp_path / "e.json").write_text(report_text(evil))
+    out = run_gpucheck("fleet", str(tmp_path)).stdout
+    assert "\x1b" not in out and "\x07" not in out
+    assert "node-\\x1b]0;owned\\x07" in out

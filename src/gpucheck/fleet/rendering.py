@@ -1,5 +1,7 @@
 """The fleet for a person (table), a script (JSON) or a spreadsheet (CSV: the inventory, one
-row per host). Chosen by name, as `--format` offers them."""
+row per host). Chosen by name, as `--format` offers them. Reports come from other machines:
+in the table every value is shown with its control characters escaped, never sent to the
+terminal."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import msgspec
 from gpucheck import __version__
 from gpucheck.fleet.records import HostRecord
 from gpucheck.fleet.summary import Fleet, name
+from gpucheck.report.text import printable
 
 # The fleet output's own format version: a minor version only adds fields.
 FLEET_SCHEMA_VERSION = "1.0"
@@ -26,6 +29,7 @@ def gpu_text(gpus: list[str]) -> str:
 
 
 def _columns(stream: IO[str], header: list[str], rows: list[list[str]]) -> None:
+    rows = [[printable(c) for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     for row in [header, *rows]:
         cells = [c.ljust(w) for c, w in zip(row, widths, strict=True)]
@@ -67,18 +71,19 @@ def render_table(fleet: Fleet, stream: IO[str]) -> None:
         for g in fleet.problems:
             mark = MARKS.get(g.status, ("?", "?"))[0 if unicode_ok else 1]
             stream.write(
-                f"  {mark} {g.check} {VERBS.get(g.status, g.status)} on {len(g.hosts)} "
-                f"host(s): {g.title}\n"
+                f"  {mark} {printable(g.check)} {VERBS.get(g.status, printable(g.status))} on "
+                f"{len(g.hosts)} host(s): {printable(g.title)}\n"
             )
             more = len(g.hosts) - HOSTS_SHOWN
-            shown = ", ".join(g.hosts[:HOSTS_SHOWN]) + (f" and {more} more" if more > 0 else "")
+            shown = printable(", ".join(g.hosts[:HOSTS_SHOWN]))
+            shown += f" and {more} more" if more > 0 else ""
             stream.write(f"      {shown}\n")
     if fleet.versions:
         stream.write("\nVersion spread (hosts)\n")
         width = max(len(c) for c in fleet.versions)
         for category, counts in fleet.versions.items():
-            spread = ", ".join(f"{v} ({n})" for v, n in counts.items())
-            stream.write(f"  {category.ljust(width)}  {spread}\n")
+            spread = printable(", ".join(f"{v} ({n})" for v, n in counts.items()))
+            stream.write(f"  {printable(category).ljust(width)}  {spread}\n")
     if fleet.gpus_to_act_on:
         stream.write("\nGPUs to act on\n")
         header = ["HOST", "GPU", "UUID", "SERIAL", "CHECK", "STATUS"]
@@ -97,7 +102,7 @@ def render_table(fleet: Fleet, stream: IO[str]) -> None:
     if fleet.bad_reports:
         stream.write(f"\nBad reports ({len(fleet.bad_reports)})\n")
         for b in fleet.bad_reports:
-            stream.write(f"  {b.source}: {b.reason}\n")
+            stream.write(f"  {printable(b.source)}: {printable(b.reason)}\n")
 
 
 def as_dict(fleet: Fleet) -> dict[str, Any]:
