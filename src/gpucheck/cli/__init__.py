@@ -14,10 +14,12 @@ from typing import Annotated
 import typer
 
 from gpucheck import __version__
+from gpucheck.cli.bench import bench
 from gpucheck.cli.checks import list_checks
 from gpucheck.cli.common import OutputError, UserError
 from gpucheck.cli.compat import compat_app
 from gpucheck.cli.doctor import doctor
+from gpucheck.cli.fit import fit
 from gpucheck.cli.fleet import fleet
 from gpucheck.cli.schema import schema
 from gpucheck.cli.snapshot import snapshot
@@ -36,8 +38,10 @@ app.command()(snapshot)
 app.add_typer(compat_app, name="compat")
 app.command()(schema)
 app.command(name="checks")(list_checks)
+app.command()(bench)
+app.command()(fit)
 app.command()(fleet)
-COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "fleet")
+COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "bench", "fit", "fleet")
 
 
 def _version(value: bool) -> None:
