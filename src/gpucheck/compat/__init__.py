@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.compat.rows import CompatError, Rows, parse_version
@@ -40,8 +40,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 
-@dataclass(frozen=True)
-class ToolkitRelease:
+class ToolkitRelease(Struct, frozen=True):
     version: Version  # 12.4.1 = CUDA 12.4 Update 1
     label: str
     min_driver_linux: Version | None
@@ -49,24 +48,21 @@ class ToolkitRelease:
     source: str
 
 
-@dataclass(frozen=True)
-class MinorCompat:
+class MinorCompat(Struct, frozen=True):
     cuda_major: int
     min_driver_linux: Version | None
     min_driver_windows: Version | None
     source: str
 
 
-@dataclass(frozen=True)
-class ToolkitArch:
+class ToolkitArch(Struct, frozen=True):
     cuda: Version  # applies from this release until the next row
     min_cc: Version
     max_cc: Version
     source: str
 
 
-@dataclass(frozen=True)
-class Architecture:
+class Architecture(Struct, frozen=True):
     name: str
     compute_capabilities: tuple[str, ...]
     source: str

@@ -6,17 +6,16 @@ row is unknown to the data, not assumed to behave like its neighbour.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.compat.rows import CompatError, Rows, parse_version
 
 
-@dataclass(frozen=True)
-class CudnnRelease:
+class CudnnRelease(Struct, frozen=True):
     version: Version
     covers: tuple[str, ...]
     cuda: tuple[str, ...]  # as the matrix writes them: "11.8", "12.0-12.6"

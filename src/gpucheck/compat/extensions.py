@@ -7,10 +7,10 @@ layer built against a CUDA major and a range of GPUs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.compat.rows import CompatError, Rows, parse_version
@@ -22,8 +22,7 @@ def matches(version: str, prefix: str) -> bool:
     return base == prefix or base.startswith(prefix + ".")
 
 
-@dataclass(frozen=True)
-class Pairing:
+class Pairing(Struct, frozen=True):
     package: str  # torchvision | torchaudio
     torch: str  # a release line ("2.5") or an exact release ("2.4.1")
     versions: tuple[str, ...]  # the extension versions built for it (prefixes)
@@ -37,8 +36,7 @@ class Pairing:
         return self.and_later and have is not None and low is not None and have >= low
 
 
-@dataclass(frozen=True)
-class NumpyAbi:
+class NumpyAbi(Struct, frozen=True):
     package: str  # torch | tensorflow
     numpy2_from: Version  # the first release built against NumPy 2
     platform: str | None  # None: every platform; "windows": that one (overrides)
@@ -106,8 +104,7 @@ class ExtensionData:
         return found[0] if found else None
 
 
-@dataclass(frozen=True)
-class TensorrtRelease:
+class TensorrtRelease(Struct, frozen=True):
     version: Version
     cuda_majors: tuple[int, ...]
     cuda: tuple[str, ...]

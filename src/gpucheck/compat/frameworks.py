@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.compat.rows import CompatError, Rows, parse_version
@@ -46,8 +46,7 @@ def code_for(cc: str, sass: Iterable[tuple[Version, bool]], ptx: Iterable[Versio
 # -- PyTorch ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TorchRelease:
+class TorchRelease(Struct, frozen=True):
     version: Version  # major.minor line
     python_min: Version | None
     python_max: Version | None
@@ -57,8 +56,7 @@ class TorchRelease:
     source: str
 
 
-@dataclass(frozen=True)
-class TorchArch:
+class TorchArch(Struct, frozen=True):
     torch_min: Version
     torch_max: Version | None  # None: still current as far as the data knows
     cuda: str
@@ -139,8 +137,7 @@ class TorchData:
 # -- TensorFlow ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TfRelease:
+class TfRelease(Struct, frozen=True):
     version: Version  # major.minor line
     python_min: Version | None
     python_max: Version | None
@@ -150,8 +147,7 @@ class TfRelease:
     package: str | None = None  # as the table prints it: "tensorflow_gpu" for the 1.x rows
 
 
-@dataclass(frozen=True)
-class TfAndCuda:
+class TfAndCuda(Struct, frozen=True):
     version: Version
     requires: tuple[str, ...]
     source: str
@@ -160,8 +156,7 @@ class TfAndCuda:
     loader_gap_source: str | None = None
 
 
-@dataclass(frozen=True)
-class TfPackage:
+class TfPackage(Struct, frozen=True):
     name: str
     note: str
     last_version: str | None
@@ -251,8 +246,7 @@ class TensorflowData:
 # -- JAX -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class JaxRelease:
+class JaxRelease(Struct, frozen=True):
     version: Version  # the first jaxlib release of a change; holds until the next row
     cuda_min: str | None
     cudnn_min: str | None

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from gpucheck.compat.rows import CompatError, Row, Rows
 
@@ -65,8 +66,7 @@ _SPEC_KEYS = {
 _PCIE = re.compile(r"([1-6])x(1|2|4|8|16)")
 
 
-@dataclass(frozen=True)
-class GpuSpec:
+class GpuSpec(Struct, frozen=True):
     """Peak figures of one GPU model (or one variant of it) from its datasheet: dense, no
     sparsity, at boost clock. A figure the data could not source is None."""
 
@@ -139,8 +139,7 @@ class GpuSpec:
         )
 
 
-@dataclass(frozen=True)
-class GpuModel:
+class GpuModel(Struct, frozen=True):
     name: str
     compute_capability: str
     architecture: str

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
@@ -20,8 +20,7 @@ from gpucheck.compat.frameworks import code_for, major_minor
 _ARCH = re.compile(r"^(sm|compute)_([0-9]+)([0-9])([a-z]?)$")
 
 
-@dataclass(frozen=True)
-class Compiled:
+class Compiled(Struct, frozen=True):
     """The GPU code in a build: SASS (runs on the same major at an equal or higher minor; an
     arch-specific 'a' build only on that exact GPU) and PTX (JIT-compiled for that compute
     capability and every newer one)."""
@@ -81,8 +80,7 @@ def compiled_from(sm: Iterable[str], ptx: Iterable[str], source: str) -> Compile
     )
 
 
-@dataclass
-class Coverage:
+class Coverage(Struct):
     """How a build's compiled code meets the GPUs: per GPU without usable code, its compute
     capability and a line saying why; per GPU served only by PTX JIT, a line."""
 

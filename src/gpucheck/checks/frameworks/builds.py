@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
@@ -22,8 +22,7 @@ from gpucheck.model.snapshot import Distribution, PythonEnvironment
 # --- the build a fix installs --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Pick:
+class Pick(Struct, frozen=True):
     """A framework release for a fix: the newest that fits this machine (compat data)."""
 
     version: str  # the release line: "2.9"
@@ -41,8 +40,7 @@ KIND_TEXT = {
 }
 
 
-@dataclass(frozen=True)
-class TorchFacts:
+class TorchFacts(Struct, frozen=True):
     version: str | None  # "2.5.1+cu124"
     kind: str | None  # cuda | cpu | rocm | xpu; None: unknown
     cuda: str | None  # "12.4"
@@ -161,8 +159,7 @@ def tf_cuda_text(text: str | None) -> str | None:
     return value if parse_version(value) else None
 
 
-@dataclass(frozen=True)
-class TfFacts:
+class TfFacts(Struct, frozen=True):
     version: str | None
     dists: tuple[Distribution, ...]
     kind: str | None  # cuda | cpu | rocm; None: unknown
@@ -237,8 +234,7 @@ _JAX_PLUGIN = re.compile(r"^jax-cuda([0-9]+)-(plugin|pjrt)$")
 _JAXLIB_CUDA = re.compile(r"\+cuda([0-9]+)")
 
 
-@dataclass(frozen=True)
-class JaxFacts:
+class JaxFacts(Struct, frozen=True):
     jaxlib: str | None
     plugins: tuple[Distribution, ...]  # jax-cudaNN-plugin / -pjrt
     monolithic: int | None  # CUDA major of a jaxlib+cudaNN.cudnnMM wheel

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.frameworks.environments import version_key
@@ -14,8 +15,7 @@ from gpucheck.model.finding import Outcome, Status
 # --- the GPUs a build must run on ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(Struct, frozen=True):
     label: str
     cc: str
     index: int | None = None

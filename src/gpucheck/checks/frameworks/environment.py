@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from dataclasses import dataclass
 
+from msgspec import Struct
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -54,8 +54,7 @@ WHEEL_KEYS = {
 STEMS = {"cudart": "libcudart", "cudnn": "libcudnn", **LIBRARY_FAMILIES}
 
 
-@dataclass
-class Need:
+class Need(Struct):
     """A library the environment brings for its frameworks, and the version it brings."""
 
     family: str
@@ -64,8 +63,7 @@ class Need:
     own_dir: str | None  # the folder of the environment's own copy, where known
 
 
-@dataclass
-class Race:
+class Race(Struct):
     need: Need
     winner: LibraryCopy  # the copy LD_LIBRARY_PATH makes the loader take first
     too_old: bool
