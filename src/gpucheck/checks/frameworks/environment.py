@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+from typing import TYPE_CHECKING
 
 from msgspec import Struct
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.environments import env_os, environment_check, pip
 from gpucheck.checks.frameworks.packages import (
     GPU_EXTRAS,
+    canonical,
     is_package_for,
+    parse_requirement,
     requirements_of,
     same_version,
     satisfies,
@@ -31,7 +32,13 @@ from gpucheck.model.snapshot import (
     PythonEnvironment,
 )
 
-Needs = dict[str, list[tuple[Distribution, Requirement]]]  # package -> who requires what
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+Needs = dict[str, list[tuple[Distribution, "Requirement"]]]  # package -> who requires what
+
+if TYPE_CHECKING:
+    pass
 
 
 # --- LD_LIBRARY_PATH shadowing the frameworks' own libraries --------------------------------------
@@ -75,8 +82,7 @@ def _users(ctx: Context, env: PythonEnvironment, package: str) -> list[str]:
     return [
         f"{d.name} {d.version}"
         for d in env.distributions
-        if d.requires
-        and any(canonicalize_name(r.name) == package for r in requirements_of(ctx, env, d))
+        if d.requires and any(canonical(r.name) == package for r in requirements_of(ctx, env, d))
     ]
 
 
@@ -258,7 +264,7 @@ def conflicts(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     needs: Needs = {}
     for dist in env.distributions:
         for req in requirements_of(ctx, env, dist) if dist.requires else []:
-            name = str(canonicalize_name(req.name))
+            name = str(canonical(req.name))
             if name.startswith("nvidia-"):
                 needs.setdefault(name, []).append((dist, req))
     shared = {n: users for n, users in needs.items() if len({d.name for d, _ in users}) > 1}
@@ -322,10 +328,10 @@ def _agreeing_tensorflow(ctx: Context, shared: Needs) -> str | None:
     if len(pins) < len(shared):
         return None
     for row in reversed(ctx.compat.tensorflow.and_cuda):
-        try:
-            reqs = {str(canonicalize_name(r.name)): r for r in map(Requirement, row.requires)}
-        except InvalidRequirement:
+        parsed = [parse_requirement(line) for line in row.requires]
+        if any(r is None for r in parsed):
             continue
+        reqs = {canonical(r.name): r for r in parsed if r is not None}
         if all(n in reqs and satisfies(reqs[n], v) for n, v in pins.items()):
             return f"pip install 'tensorflow[and-cuda]=={row.version}'"
     return None

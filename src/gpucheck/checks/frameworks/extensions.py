@@ -12,8 +12,7 @@ the compat data's pairing tables (torchvision, torchaudio).
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from packaging.requirements import Requirement
+from typing import TYPE_CHECKING
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
@@ -50,6 +49,9 @@ EXTENSIONS = (
 PAIRED = ("torchvision", "torchaudio")
 TRITONS = ("triton", "pytorch-triton")  # the compat data has their pairing tables
 BUILT_FROM_SOURCE = ("flash-attn", "flash-attn-3", "apex")  # rebuilt against the torch here
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 
 @dataclass

@@ -4,9 +4,10 @@ holds which library."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from packaging.markers import default_environment
-from packaging.requirements import InvalidRequirement, Requirement
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.environments import env_os
@@ -26,8 +27,26 @@ GPU_EXTRAS = {
 }
 
 
+def parse_requirement(line: str) -> Requirement | None:
+    """A Requires-Dist line, or None where it is not valid. packaging's parser costs ~10 ms
+    to import, so only runs that have requirements to read pay for it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None
+
+
+def canonical(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503): lower case, runs of -_. as -."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def marker_environment(ctx: Context, env: PythonEnvironment) -> dict[str, str]:
     """PEP 508 marker values of the environment (Linux x86_64 where not known)."""
+    from packaging.markers import default_environment
+
     values = {key: str(value) for key, value in default_environment().items()}
     os = env_os(ctx, env)
     system = {"linux": "Linux", "windows": "Windows", "darwin": "Darwin"}.get(os, "Linux")
@@ -50,9 +69,8 @@ def requirements_of(ctx: Context, env: PythonEnvironment, dist: Distribution) ->
     extras = GPU_EXTRAS.get(dist.name, ())
     found = []
     for line in dist.requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
+        req = parse_requirement(line)
+        if req is None:
             continue
         if req.marker is None or any(
             _evaluates(req, {**values, "extra": extra}) for extra in ("", *extras)

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import re
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import parse_arch_list
 from gpucheck.checks.frameworks.builds import (
@@ -29,8 +26,10 @@ from gpucheck.checks.frameworks.environments import (
 )
 from gpucheck.checks.frameworks.numpy_abi import numpy_cause
 from gpucheck.checks.frameworks.packages import (
+    canonical,
     is_package_for,
     package_key,
+    parse_requirement,
     requirements_of,
     soname_major,
 )
@@ -337,19 +336,18 @@ def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, son
         return f"Reinstall {rt.framework}: {_reinstall(ctx, env, rt)}"
     for dist in _dists(env, rt.framework):
         for req in requirements_of(ctx, env, dist) if dist.requires else []:
-            if is_package_for(canonicalize_name(req.name), key):
+            if is_package_for(canonical(req.name), key):
                 command = pip(ctx, env, f"pip install '{req.name}{req.specifier}'")
                 return f"{command} (what {dist.name} {dist.version} requires)"
     t = tf_facts(env) if rt.framework == "tensorflow" else None
     pins = ctx.compat.tensorflow.and_cuda_for(t.version) if t and t.version else None
     for line in pins.requires if pins and t else ():
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
+        pin = parse_requirement(line)
+        if pin is None:
             continue
-        if t and is_package_for(canonicalize_name(req.name), key):
+        if t and is_package_for(canonical(pin.name), key):
             command = pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
-            return f"{command} (it brings {req})"
+            return f"{command} (it brings {pin})"
     major = parse_version(built_cuda(env, rt) or "")
     if rt.framework == "jax" and (j := jax_facts(env)) is not None and j.majors:
         major = parse_version(str(j.majors[-1]))

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
@@ -20,7 +20,7 @@ from gpucheck.checks.frameworks.environments import (
     pip,
     runtime,
 )
-from gpucheck.checks.frameworks.packages import same_version
+from gpucheck.checks.frameworks.packages import parse_requirement, same_version
 from gpucheck.checks.frameworks.tensorflow import _line, _tf_release, _uninstall
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
@@ -42,6 +42,9 @@ TF_ESSENTIAL = (
     "nvjitlink",
 )
 LOADER_WARNINGS = ("Could not load dynamic library", "Cannot dlopen some GPU libraries")
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 
 def _key(name: str) -> str:
@@ -106,9 +109,8 @@ def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     missing: list[tuple[Requirement, str]] = []
     present, system = [], []
     for line in pins.requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
+        req = parse_requirement(line)
+        if req is None:
             continue
         if not req.name.startswith("nvidia-"):
             continue
@@ -165,10 +167,10 @@ def _wheel_lib_dirs(env: PythonEnvironment, requires: list[str]) -> list[str]:
     nvidia/cuda_runtime/lib in its site folder."""
     dirs = []
     for line in requires:
-        try:
-            name = Requirement(line).name
-        except InvalidRequirement:
+        req = parse_requirement(line)
+        if req is None:
             continue
+        name = req.name
         dist = env.dist(name)
         if dist is None or _key(name) == "cuda-nvcc":  # nvcc: a ptxas binary, no library
             continue
