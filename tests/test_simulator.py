@@ -14,7 +14,6 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,7 @@ from typing import Any
 import jsonschema
 import pynvml as nv
 import pytest
-import reallibs
-from conftest import run_gpucheck
+from conftest import Simulate, run_gpucheck
 from sim import scenario as sim
 from sim.scenario import MIB, Machine, Process, Scenario, crash, error, h100, h100_node, replace
 
@@ -39,42 +37,6 @@ ROOT_HOOK = (
 
 
 # --- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def sim_libs(tmp_path_factory: pytest.TempPathFactory) -> sim.Libraries:
-    """The fake libraries, built once per session (nvml.h fetched once into the test cache)."""
-    compiler = sim.find_compiler()
-    if compiler is None:
-        pytest.skip("no C compiler (cc or gcc): the simulated NVIDIA libraries cannot be built")
-    try:
-        include = sim.nvml_include_dir()
-    except reallibs.FetchError as exc:
-        problem = str(exc)
-    else:
-        return sim.Libraries.build(include, tmp_path_factory.mktemp("sim-build"), compiler)
-    if reallibs.offline():
-        pytest.skip(f"{reallibs.OFFLINE_ENV}=1 and nvml.h could not be fetched: {problem}")
-    pytest.fail(
-        f"could not fetch NVIDIA's nvml.h ({sim.NVML_DEV_DIST}=={sim.NVML_DEV_VERSION}): "
-        f"{problem}\n(set {reallibs.OFFLINE_ENV}=1 to skip where PyPI cannot be reached)",
-        pytrace=False,
-    )
-
-
-Simulate = Callable[[Scenario], Machine]
-
-
-@pytest.fixture
-def simulate(sim_libs: sim.Libraries, tmp_path: Path) -> Simulate:
-    count = 0
-
-    def make(scenario: Scenario) -> Machine:
-        nonlocal count
-        count += 1
-        return Machine.create(scenario, sim_libs, tmp_path / f"machine{count}")
-
-    return make
 
 
 # --- running the doctor -----------------------------------------------------------------------
@@ -483,7 +445,16 @@ def test_old_driver_process_list_falls_back_to_v2(simulate: Simulate) -> None:
         )
     )
     gpu = doctor(machine).gpu(0)
-    assert gpu["processes"] == [{"pid": 2211, "name": "/usr/bin/python3", "used_memory": 300 * MIB}]
+    assert gpu["processes"] == [
+        {
+            "pid": 2211,
+            "name": "/usr/bin/python3",
+            "used_memory": 300 * MIB,
+            "kind": "compute",
+            "gpu_instance_id": None,
+            "compute_instance_id": None,
+        }
+    ]
     assert "processes" not in gpu["field_errors"]
 
 
@@ -580,10 +551,19 @@ def test_a_process_holding_most_of_a_gpus_memory(simulate: Simulate) -> None:
         "GPU 2 (NVIDIA H100 80GB HBM3, 00000000:3A:00.0): 74.5 GiB of 79.6 GiB used by PID 48213 "
         "/usr/bin/python3 (74.0 GiB)"
     ]
-    assert "ps -o pid,user,cmd -p 48213" in mem["fix"]["text"] and "kill 48213" in mem["fix"]["text"]
+    assert (
+        "ps -o pid,user,cmd -p 48213" in mem["fix"]["text"] and "kill 48213" in mem["fix"]["text"]
+    )
     assert "or use the other GPUs" in mem["fix"]["text"]
     assert d.gpu(2)["processes"] == [
-        {"pid": 48213, "name": "/usr/bin/python3", "used_memory": 74 * 1024 * MIB}
+        {
+            "pid": 48213,
+            "name": "/usr/bin/python3",
+            "used_memory": 74 * 1024 * MIB,
+            "kind": "compute",
+            "gpu_instance_id": None,
+            "compute_instance_id": None,
+        }
     ]
     assert doctor(machine, "--strict").returncode == 1
 

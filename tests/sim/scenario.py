@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -91,6 +92,51 @@ class Process:
     pid: int
     name: str  # what nvmlSystemGetProcessName answers
     used: int  # bytes
+    kind: str = "compute"  # or "graphics"
+    gpu_instance: int | None = None  # MIG GPU instance id
+    compute_instance: int | None = None
+
+    def line(self, gpu: int) -> str:
+        if self.kind == "compute" and self.gpu_instance is None:
+            return f"gpu {gpu} process {self.pid} {self.used} {self.name}"
+        gi = -1 if self.gpu_instance is None else self.gpu_instance
+        ci = -1 if self.compute_instance is None else self.compute_instance
+        return f"gpu {gpu} process_ex {self.kind} {gi} {ci} {self.pid} {self.used} {self.name}"
+
+
+@dataclass
+class HostProcess:
+    """A process in the fake /proc. `devices` become fd links to /dev/nvidia*. With `mirror`,
+    status, stat, cmdline and cgroup are copied from the real /proc/<pid> (a real child the
+    test started, so that signals sent to it are real) and the fields here are not used."""
+
+    pid: int
+    devices: list[str] = field(default_factory=list)  # "/dev/nvidia0", "/dev/nvidiactl", ...
+    name: str = "python3"
+    cmdline: list[str] = field(default_factory=lambda: ["python3", "train.py"])
+    uid: int = 1000
+    state: str = "S (sleeping)"
+    ppid: int = 1
+    nspid: list[int] | None = None  # default: [pid]
+    cgroup: str = "0::/user.slice/user-1000.slice/session-1.scope"
+    start_ticks: int = 1_000_000  # since boot, in clock ticks
+    mirror: bool = False
+    mirror_uid: int | None = None  # with mirror: say it belongs to this uid instead
+
+
+@dataclass(frozen=True)
+class Step:
+    """From the `sample`th sample of GPU `gpu` on (0 is the first), it is `state` (a whole Gpu,
+    so processes and every property follow it): a scenario timeline for `gpucheck watch`."""
+
+    sample: int
+    gpu: int
+    state: Gpu
+
+    def lines(self) -> list[str]:
+        prefix = f"step {self.sample} "
+        own = [f"gpu {self.gpu} noprocess", *_gpu_lines(self.gpu, self.state)]
+        return [prefix + line for line in own if not line.startswith(f"gpu {self.gpu} mig_device")]
 
 
 @dataclass
@@ -131,6 +177,9 @@ class Gpu:
     mig_devices: list[MigDevice] = field(default_factory=list)
     processes: list[Process] = field(default_factory=list)
     cuda_hidden: bool = False  # CUDA does not enumerate it (fallen off the bus)
+    clocks: tuple[int, int] | None = (1980, 2619)  # SM, memory MHz
+    pstate: int | None = 0  # P0
+    lost: bool = False  # every NVML call about it answers GPU_IS_LOST
 
     @property
     def pci_address(self) -> str:
@@ -157,6 +206,8 @@ UNSUPPORTED_WHEN_NONE: dict[str, tuple[str, ...]] = {
     "remapped_rows": ("nvmlDeviceGetRemappedRows",),
     "persistence": ("nvmlDeviceGetPersistenceMode",),
     "display_active": ("nvmlDeviceGetDisplayActive",),
+    "clocks": ("nvmlDeviceGetClockInfo",),
+    "pstate": ("nvmlDeviceGetPerformanceState",),
     "mig": (
         "nvmlDeviceGetMigMode",
         "nvmlDeviceGetMaxMigDeviceCount",
@@ -179,6 +230,9 @@ class Scenario:
     device_node_mode: int = 0o666
     faults: list[Fault] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # C symbols left out of libnvidia-ml
+    timeline: list[Step] = field(default_factory=list)
+    live_processes: bool = False  # a listed process that no longer runs frees its memory
+    host_processes: list[HostProcess] = field(default_factory=list)  # the fake /proc's
 
     @property
     def lib_version(self) -> str:
@@ -195,6 +249,8 @@ class Scenario:
         if self.nvml_version:
             lines.append(f"nvml {self.nvml_version}")
         lines.append(f"gpus {len(self.gpus)}")
+        if self.live_processes:
+            lines.append("live_processes 1")
         implicit: list[Fault] = []
         for i, g in enumerate(self.gpus):
             lines += _gpu_lines(i, g)
@@ -204,6 +260,7 @@ class Scenario:
         # Explicit faults first: among faults for the same GPU, the first one wins.
         lines += [f.line() for f in [*self.faults, *implicit]]
         lines += [f"missing {name}" for name in self.missing]
+        lines += [line for step in self.timeline for line in step.lines()]
         return "\n".join(lines) + "\n"
 
 
@@ -242,7 +299,10 @@ def _gpu_lines(i: int, g: Gpu) -> list[str]:
         f"gpu {i} mig {flag(mig[0])} {flag(mig[1])} {g.mig_max}",
     ]
     out += [f"gpu {i} mig_device {m.slot} {m.memory} {m.uuid} {m.name}" for m in g.mig_devices]
-    out += [f"gpu {i} process {p.pid} {p.used} {p.name}" for p in g.processes]
+    clocks = g.clocks or (0, 0)
+    out += [f"gpu {i} clocks {clocks[0]} {clocks[1]}", f"gpu {i} pstate {g.pstate or 0}"]
+    out.append(f"gpu {i} lost {int(g.lost)}")
+    out += [p.line(i) for p in g.processes]
     if g.cuda_hidden:
         out.append(f"gpu {i} cuda_hidden 1")
     return out
@@ -640,6 +700,9 @@ def write_root(scenario: Scenario, root: Path) -> None:
         "11.4.0-1ubuntu1~22.04) 11.4.0) #195-Ubuntu SMP Fri Aug 22 15:05:44 UTC 2025\n",
     )
     _write(root / "proc/1/cgroup", "0::/init.scope\n")
+    _write(root / "proc/stat", "cpu  1 2 3 4\nbtime 1763880000\n")
+    for proc in scenario.host_processes:
+        write_process(root / "proc" / str(proc.pid), proc)
     modules = ["ext4 1097728 1 - Live 0x0000000000000000", "mlx5_core 2097152 0 - Live 0x0"]
     if scenario.module_loaded:
         if scenario.uvm_loaded:
@@ -691,3 +754,30 @@ def _pci_device(
         _write(folder / "subsystem_device", f"{subsystem[1]:#06x}\n")
     if driver:
         (folder / "driver").symlink_to(f"../../../../bus/pci/drivers/{driver}")
+
+
+def write_process(folder: Path, proc: HostProcess) -> None:
+    """/proc/<pid> as the processes probe reads it: status, stat, cmdline, cgroup, fd links."""
+    if proc.mirror:
+        real = Path("/proc") / str(proc.pid)
+        for name in ("status", "stat", "cmdline", "cgroup"):
+            _write(folder / name, (real / name).read_bytes().decode("utf-8", "replace"))
+        if proc.mirror_uid is not None:
+            status = (folder / "status").read_text()
+            uid = "\t".join([str(proc.mirror_uid)] * 4)
+            (folder / "status").write_text(re.sub(r"(?m)^Uid:.*$", f"Uid:\t{uid}", status))
+    else:
+        nspid = " ".join(map(str, proc.nspid or [proc.pid]))
+        _write(
+            folder / "status",
+            f"Name:\t{proc.name}\nState:\t{proc.state}\nPid:\t{proc.pid}\nPPid:\t{proc.ppid}\n"
+            f"Uid:\t{proc.uid}\t{proc.uid}\t{proc.uid}\t{proc.uid}\nNSpid:\t{nspid}\n",
+        )
+        fields = ["S", str(proc.ppid)] + ["0"] * 17 + [str(proc.start_ticks), "0"]
+        _write(folder / "stat", f"{proc.pid} ({proc.name}) {' '.join(fields)}\n")
+        _write(folder / "cmdline", "".join(a + "\0" for a in proc.cmdline))
+        _write(folder / "cgroup", proc.cgroup + "\n")
+    fd = folder / "fd"
+    fd.mkdir(parents=True, exist_ok=True)
+    for n, device in enumerate(["/dev/null", *proc.devices]):
+        (fd / str(n)).symlink_to(device)

@@ -18,6 +18,7 @@ from gpucheck.cli.checks import list_checks
 from gpucheck.cli.common import UserError
 from gpucheck.cli.compat import compat_app
 from gpucheck.cli.doctor import doctor
+from gpucheck.cli.procs import procs
 from gpucheck.cli.schema import schema
 from gpucheck.cli.snapshot import snapshot
 from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
@@ -35,7 +36,8 @@ app.command()(snapshot)
 app.add_typer(compat_app, name="compat")
 app.command()(schema)
 app.command(name="checks")(list_checks)
-COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks")
+app.command()(procs)
+COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "procs")
 
 
 def _version(value: bool) -> None:

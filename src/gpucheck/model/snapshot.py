@@ -23,7 +23,9 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 # overflow the float arithmetic of the checks.
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
-SCHEMA_VERSION = "1.1"  # 1.1: frameworks (Python environments, static and deep facts)
+# 1.1: frameworks (Python environments, static and deep facts); 1.2: GPU holders from /proc,
+# process kinds and MIG instances
+SCHEMA_VERSION = "1.2"
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -115,9 +117,12 @@ class MigDevice:
 
 @dataclass
 class GpuProcess:
-    pid: Int
+    pid: Int  # as NVML reports it: in a container, usually the host's PID
     name: str | None = None
     used_memory: Int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
+    kind: str | None = None  # "compute" | "graphics"; None in snapshots before 1.2
+    gpu_instance_id: Int | None = None  # MIG: the GPU instance the context lives in
+    compute_instance_id: Int | None = None
 
 
 @dataclass
@@ -127,6 +132,7 @@ class GpuFacts:
     uuid: str | None = None
     serial: str | None = None
     pci_bus_id: str | None = None
+    minor_number: Int | None = None  # N of its /dev/nvidiaN (not always the NVML index)
     brand: str | None = None  # "NVIDIA" (data centre), "Tesla", "GeForce", "Quadro", ...
     memory_total: Int | None = None  # bytes
     memory_used: Int | None = None
@@ -178,6 +184,38 @@ class NvmlFacts:
     nvml_version: str | None = None
     device_count: Int | None = None
     gpus: list[GpuFacts] = field(default_factory=list)
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+@dataclass
+class HostProcess:
+    """A process as /proc shows it: one that has a /dev/nvidia* file open, or one NVML lists."""
+
+    pid: Int  # in the PID namespace of the /proc that was read
+    devices: list[str] = field(default_factory=list)  # /dev/nvidia* files it has open
+    name: str | None = None  # comm
+    cmdline: list[str] | None = None  # None: unreadable; [] for a kernel thread or a zombie
+    uid: Int | None = None  # real uid
+    user: str | None = None
+    state: str | None = None  # R, S, D, Z (zombie), T (stopped), ... from /proc/PID/status
+    ppid: Int | None = None
+    start_time: str | None = None  # ISO 8601, from the boot time and the start tick
+    nspid: list[Int] = field(default_factory=list)  # this PID in each nested PID namespace
+    cgroup: str | None = None  # the unified (or first) cgroup path
+    container_id: str | None = None  # from the cgroup path (docker, containerd, CRI-O, podman)
+    pod_uid: str | None = None  # Kubernetes pod, from the cgroup path
+    fds_readable: bool = True  # False: its fd table is closed to this user (another user's)
+
+
+@dataclass
+class ProcessFacts:
+    scanned: bool = False  # False: /proc could not be listed (no facts, not "no holder")
+    caller_uid: Int | None = None
+    caller_pid: Int | None = None
+    processes: list[HostProcess] = field(default_factory=list)
+    fds_unreadable: Int = 0  # processes whose open files this user may not see
 
 
 # --- CUDA and cuDNN -------------------------------------------------------------------------
@@ -343,6 +381,7 @@ class Snapshot:
     cuda: CudaFacts = field(default_factory=CudaFacts)
     cudnn: CudnnFacts = field(default_factory=CudnnFacts)
     environments: list[PythonEnvironment] = field(default_factory=list)
+    processes: ProcessFacts = field(default_factory=ProcessFacts)
     deep: bool = False  # frameworks were imported (doctor --deep)
     probes: list[ProbeRun] = field(default_factory=list)
 

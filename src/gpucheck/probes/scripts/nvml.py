@@ -152,6 +152,7 @@ def probe_gpu(nvml, index, handle):
     g.set("serial", ["nvmlDeviceGetSerial"], text)
     g.set("brand", ["nvmlDeviceGetBrand"], lambda b: BRANDS.get(b, "brand %d" % b))
     g.set("pci_bus_id", ["nvmlDeviceGetPciInfo"], lambda p: text(p.busId))
+    g.set("minor_number", ["nvmlDeviceGetMinorNumber"], int)
     mem = g.call("memory_total", ["nvmlDeviceGetMemoryInfo"])
     if mem is not None:
         g.facts.update(
@@ -245,7 +246,19 @@ def probe_gpu(nvml, index, handle):
         ["nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2"],
     )
     if procs is not None:
-        g.facts["processes"] = [process_record(nvml, p) for p in procs]
+        g.facts["processes"] = [process_record(nvml, p, "compute") for p in procs]
+        # Graphics contexts hold memory too (a desktop, a viewer); a failure here costs them
+        # only, never the compute list.
+        graphics = g.call(
+            "graphics_processes",
+            ["nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses_v2"],
+        )
+        g.facts["field_errors"].pop("graphics_processes", None)
+        seen = {(p["pid"], p["gpu_instance_id"]) for p in g.facts["processes"]}
+        for p in graphics or []:
+            record = process_record(nvml, p, "graphics")
+            if (record["pid"], record["gpu_instance_id"]) not in seen:
+                g.facts["processes"].append(record)
     return g.facts
 
 
@@ -268,7 +281,15 @@ def probe_mig(g):
     return devices
 
 
-def process_record(nvml, proc):
+NO_INSTANCE = 0xFFFFFFFF  # NVML's "no MIG instance" in nvmlProcessInfo_t
+
+
+def instance_id(proc, name):
+    value = getattr(proc, name, None)
+    return None if value is None or int(value) == NO_INSTANCE else int(value)
+
+
+def process_record(nvml, proc, kind):
     pid = int(proc.pid)
     used = getattr(proc, "usedGpuMemory", None)
     name = None
@@ -281,7 +302,14 @@ def process_record(nvml, proc):
                 name = comm.read().strip()
         except OSError:
             pass
-    return {"pid": pid, "name": name, "used_memory": int(used) if used is not None else None}
+    return {
+        "pid": pid,
+        "name": name,
+        "used_memory": int(used) if used is not None else None,
+        "kind": kind,
+        "gpu_instance_id": instance_id(proc, "gpuInstanceId"),
+        "compute_instance_id": instance_id(proc, "computeInstanceId"),
+    }
 
 
 def main():
