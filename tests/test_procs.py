@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -398,3 +397,51 @@ def test_nothing_unasked_is_ever_ended(
             if p.poll() is None:
                 p.kill()
             p.wait()
+
+
+# --- the doctor uses the same facts -----------------------------------------------------------
+
+
+def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
+    simulate: Simulate,
+) -> None:
+    machine = simulate(busy_node())
+    result = run_gpucheck(
+        "doctor", "--json", "--only", "gpu.memory-in-use", env=machine.env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    (found,) = json.loads(result.stdout)["findings"]
+    assert found["status"] == "warn"
+    assert found["evidence"] == [
+        "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 40.5 GiB of 79.6 GiB used by PID 4242 "
+        "python3 (40.0 GiB)",
+        "GPU 2 (NVIDIA H100 80GB HBM3, 00000000:3A:00.0): 20.5 GiB of 79.6 GiB used; 20.5 GiB "
+        "by no process listed (another container or VM, a leaked context, or the driver itself)",
+        "GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): 5.5 GiB of 79.6 GiB used by PID 5555 "
+        "python3 (5.0 GiB) [zombie: exited, not reaped by its parent 4000]",
+    ]
+    fix = found["fix"]
+    assert (
+        "PID(s) 5555 exited but were not reaped: end or restart their parent (4000)" in fix["text"]
+    )
+    assert "gpucheck procs --kill 4242" in fix["commands"]
+    assert "gpucheck procs" in fix["commands"]
+    assert "sudo nvidia-smi --gpu-reset -i 2" in fix["commands"]
+
+
+def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Simulate) -> None:
+    gpu = h100(0)
+    gpu = replace(
+        gpu, memory_used=gpu.memory_used + 60 * GIB, processes=[Process(91234, "python", 60 * GIB)]
+    )
+    machine = simulate(Scenario(gpus=[gpu, h100(1)]))
+    result = run_gpucheck(
+        "doctor", "--json", "--only", "gpu.memory-in-use", env=machine.env, timeout=60
+    )
+    (found,) = json.loads(result.stdout)["findings"]
+    assert found["evidence"] == [
+        "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 60.5 GiB of 79.6 GiB used by PID 91234 "
+        "python (60.0 GiB) [not in this PID namespace: a host PID, another container's]"
+    ]
+    assert found["fix"]["text"].startswith("Memory held by no process here: see every holder")
+    assert found["fix"]["text"].endswith("; or use the other GPUs (CUDA_VISIBLE_DEVICES)")

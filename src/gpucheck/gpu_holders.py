@@ -37,7 +37,7 @@ class GpuUse:
 @dataclass
 class Holder:
     pid: int  # in this /proc's namespace where it is visible; NVML's (a host PID) otherwise
-    visible: bool  # /proc here shows it
+    visible: bool  # False only where /proc was read and lacks it (another PID namespace)
     name: str | None = None
     process: HostProcess | None = None  # /proc's facts, where visible
     uses: list[GpuUse] = field(default_factory=list)
@@ -125,7 +125,8 @@ def merge(snapshot: Snapshot) -> Holders:
         found = by_pid.get(pid)
         if found is None:
             proc = seen.get(pid)
-            found = Holder(pid=pid, visible=proc is not None, process=proc)
+            # Without a /proc scan (an older snapshot) nothing is known to be outside.
+            found = Holder(pid=pid, visible=proc is not None or not facts.scanned, process=proc)
             if proc is not None:
                 found.name = proc.name
                 found.devices = list(proc.devices)
@@ -150,7 +151,7 @@ def merge(snapshot: Snapshot) -> Holders:
                     p.compute_instance_id,
                 )
             )
-            if not facts.scanned or h.visible:
+            if h.visible:
                 account.held_visible += p.used_memory or 0
             else:
                 account.held_outside += p.used_memory or 0

@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 from gpucheck.checks.context import Context, gib, gpu_label
 from gpucheck.checks.registry import check
+from gpucheck.gpu_holders import GpuAccount, Holder, merge
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.snapshot import GpuFacts
+from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 NO_GPUS = "No GPU facts from the driver (see driver.nvml)"
 # A PCIe link idles at a lower generation to save power; only under load does it matter.
@@ -351,36 +352,35 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     unknown = _all_unknown(gpus, "memory_used", "Memory in use")
     if unknown:
         return unknown
-    busy = []
+    holders = merge(ctx.snapshot)
+    by_pid = {h.pid: h for h in holders.holders}
+    accounts = {a.index: a for a in holders.gpus}
+    busy: list[tuple[GpuFacts, str]] = []
     for g in gpus:
-        if g.memory_total and g.memory_used is not None and 2 * g.memory_used > g.memory_total:
-            procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
-            who = (
-                ", ".join(f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in procs[:3])
-                or "no process listed (another container or VM, or the driver itself)"
+        account = accounts.get(g.index)
+        if account is None:
+            continue
+        over_half = bool(g.memory_total and g.memory_used and 2 * g.memory_used > g.memory_total)
+        if not (over_half or account.leaked or account.zombie_pids):
+            continue
+        procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
+        who = ", ".join(_holder_text(p, by_pid.get(p.pid)) for p in procs[:3])
+        line = f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used"
+        line += f" by {who}" if who else ""
+        if account.leaked:
+            line += (
+                f"; {gib(account.unaccounted)} by no process listed (another container or VM, "
+                "a leaked context, or the driver itself)"
             )
-            busy.append(
-                (g, f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used by {who}")
-            )
+        busy.append((g, line))
     if busy:
-        pids = sorted({p.pid for g, _ in busy for p in (g.processes or [])})
-        if pids:
-            fix = (
-                "Wait for these jobs or stop them: check what they are "
-                f"(ps -o pid,user,cmd -p {','.join(map(str, pids))}), then kill "
-                + " ".join(map(str, pids))
-            )
-        else:
-            fix = (
-                "Wait for the job holding the memory, or find it where it runs "
-                "(nvidia-smi on the host)"
-            )
-        if len(busy) < len(gpus):
-            fix += "; or use the other GPUs (CUDA_VISIBLE_DEVICES)"
         return Outcome.warn(
-            f"{len(busy)} GPU(s) already have most of their memory in use",
+            f"{len(busy)} GPU(s) already have most of their memory in use, or memory held by "
+            "no live process"
+            if any(accounts[g.index].leaked or accounts[g.index].zombie_pids for g, _ in busy)
+            else f"{len(busy)} GPU(s) already have most of their memory in use",
             *[line for _, line in busy],
-            fix=fix,
+            fix=_memory_fix([accounts[g.index] for g, _ in busy], by_pid, len(busy) < len(gpus)),
         )
     used = [g for g in gpus if g.processes]
     note = [
@@ -389,3 +389,75 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     ]
     known, blind = _known(gpus, "memory_used")
     return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
+
+
+def _holder_text(p: GpuProcess, holder: Holder | None) -> str:
+    text = f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})"
+    if holder is not None and holder.state == "zombie":
+        parent = holder.process.ppid if holder.process else None
+        text += f" [zombie: exited, not reaped by its parent {parent or '?'}]"
+    elif holder is not None and not holder.visible:
+        text += " [not in this PID namespace: a host PID, another container's]"
+    return text
+
+
+def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], others_free: bool) -> str:
+    indices = {a.index for a in accounts}
+    visible = sorted(
+        h.pid
+        for h in by_pid.values()
+        if h.visible and h.state != "zombie" and h.memory and indices & set(h.gpus)
+    )
+    zombies = sorted({pid for a in accounts for pid in a.zombie_pids})
+    parents = sorted(
+        {
+            str(h.process.ppid)
+            for pid in zombies
+            if (h := by_pid.get(pid)) is not None and h.process is not None and h.process.ppid
+        }
+    )
+    parts = []
+    if visible:
+        pids = ",".join(map(str, visible))
+        kills = " ".join(f"--kill {pid}" for pid in visible)
+        parts.append(
+            f"Wait for these jobs or stop them: see what they are with `gpucheck procs` (or "
+            f"`ps -o pid,user,cmd -p {pids}`), then end them: `gpucheck procs {kills}`"
+        )
+    if zombies:
+        parts.append(
+            f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or restart "
+            f"their parent ({', '.join(parents) or 'see `gpucheck procs`'})"
+        )
+    hidden = any(a.outside_pids or a.leaked for a in accounts)
+    parts = []
+    if visible:
+        pids = ",".join(map(str, visible))
+        kills = " ".join(f"--kill {pid}" for pid in visible)
+        parts.append(
+            f"Wait for these jobs or stop them: see what they are with `gpucheck procs` (or "
+            f"`ps -o pid,user,cmd -p {pids}`), then end them: `gpucheck procs {kills}`"
+        )
+    if zombies:
+        parents = sorted(
+            {
+                str(by_pid[z].process.ppid)  # type: ignore[union-attr]
+                for z in zombies
+                if z in by_pid and by_pid[z].process and by_pid[z].process.ppid  # type: ignore[union-attr]
+            }
+        )
+        parts.append(
+            f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or restart "
+            f"their parent ({', '.join(parents) or 'see `gpucheck procs`'})"
+        )
+    if hidden:
+        parts.append(
+            "Memory held by no process here: see every holder with `gpucheck procs` (in a "
+            "container, processes of others show only as host PIDs: look with nvidia-smi on the "
+            "host); with nothing left holding it, reset the GPU (`sudo nvidia-smi --gpu-reset "
+            f"-i {','.join(str(a.index) for a in accounts if a.leaked) or accounts[0].index}`)"
+        )
+    fix = "; ".join(parts)
+    if others_free:
+        fix += "; or use the other GPUs (CUDA_VISIBLE_DEVICES)"
+    return fix
