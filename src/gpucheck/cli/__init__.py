@@ -21,6 +21,7 @@ from gpucheck.cli.doctor import doctor
 from gpucheck.cli.procs import procs
 from gpucheck.cli.schema import schema
 from gpucheck.cli.snapshot import snapshot
+from gpucheck.cli.watch import watch
 from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
 
 app = typer.Typer(
@@ -37,7 +38,8 @@ app.add_typer(compat_app, name="compat")
 app.command()(schema)
 app.command(name="checks")(list_checks)
 app.command()(procs)
-COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "procs")
+app.command()(watch)
+COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "procs", "watch")
 
 
 def _version(value: bool) -> None:
