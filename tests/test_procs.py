@@ -445,3 +445,132 @@ def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Sim
     ]
     assert found["fix"]["text"].startswith("Memory held by no process here: see every holder")
     assert found["fix"]["text"].endswith("; or use the other GPUs (CUDA_VISIBLE_DEVICES)")
+
+
+def test_in_a_container_the_one_unattributed_holder_is_matched_to_the_host_pid(
+    simulate: Simulate,
+) -> None:
+    """Inside a container NVML reports host PIDs. GPU 0's job is PID 31 here and 812345 on the
+    host; GPU 1's two host PIDs cannot be told apart from its two local holders: left alone."""
+    g0, g1 = h100(0), h100(1)
+    g0 = replace(
+        g0, memory_used=g0.memory_used + 12 * GIB, processes=[Process(812345, "python", 12 * GIB)]
+    )
+    g1 = replace(
+        g1,
+        memory_used=g1.memory_used + 6 * GIB,
+        processes=[Process(812400, "python", 3 * GIB), Process(812401, "python", 3 * GIB)],
+    )
+    scenario = Scenario(
+        gpus=[g0, g1],
+        host_processes=[
+            HostProcess(31, ["/dev/nvidia0", "/dev/nvidiactl"], cmdline=["python", "train.py"]),
+            HostProcess(40, ["/dev/nvidia1"], cmdline=["python", "a.py"]),
+            HostProcess(41, ["/dev/nvidia1"], cmdline=["python", "b.py"]),
+        ],
+    )
+    machine = simulate(scenario)
+    (machine.root / ".dockerenv").write_text("")
+    doc = procs_json(machine)
+    rows = {p["pid"]: p for p in doc["processes"]}
+    assert sorted(rows) == [31, 40, 41, 812400, 812401]
+    assert rows[31]["nvml_pid"] == 812345 and rows[31]["memory"] == 12 * GIB
+    assert rows[31]["visible"] is True
+    gpus = {g["index"]: g for g in doc["gpus"]}
+    assert (gpus[0]["held_visible"], gpus[0]["held_outside"]) == (12 * GIB, 0)
+    assert (gpus[1]["held_outside"], gpus[1]["outside_pids"]) == (6 * GIB, [812400, 812401])
+    assert (
+        "PID 31 here is NVML's PID 812345 (a host PID): the only process with GPU 0 open that "
+        "NVML does not name, and the only PID NVML names that is not here"
+    ) in doc["notes"]
+    assert any(n.startswith("NVML lists PIDs that are not in this container") for n in doc["notes"])
+    text = procs(machine).stdout
+    assert "31 (host 812345)" in text
+    assert (
+        "6.0 GiB held by processes outside this container/namespace (host PIDs 812400, 812401)"
+        in text
+    )
+
+
+def test_mig_instances_show_per_process(simulate: Simulate) -> None:
+    from sim.scenario import a100_mig
+
+    gpu = a100_mig()
+    gpu = replace(
+        gpu,
+        memory_used=gpu.memory_used + 9 * GIB,
+        processes=[Process(2500, "python", 9 * GIB, gpu_instance=3, compute_instance=0)],
+    )
+    doc = procs_json(simulate(Scenario(gpus=[gpu])))
+    (row,) = doc["processes"]
+    assert row["gpus"][0]["gpu_instance_id"] == 3 and row["gpus"][0]["compute_instance_id"] == 0
+    assert row["gpus"][0]["used_memory"] == 9 * GIB
+
+
+def test_procs_json_follows_its_schema(simulate: Simulate) -> None:
+    import jsonschema
+
+    schema = run_gpucheck("schema", "--procs")
+    assert schema.returncode == 0
+    doc = procs_json(simulate(busy_node()))
+    jsonschema.validate(doc, json.loads(schema.stdout))
+    assert json.loads(schema.stdout)["$defs"]["ProcessRow"]["required"][:2] == ["pid", "visible"]
+
+
+def _on_a_terminal(args: list[str], env: dict[str, str], answer: bytes) -> tuple[int, str]:
+    """Run gpucheck with a pseudo-terminal as stdin/stdout, answering its question."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, **env},
+    )
+    os.close(follower)
+    out = b""
+    answered = False
+    try:
+        while True:
+            ready, _, _ = select.select([leader], [], [], 30)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not answered and b"[y/N]" in out:
+                os.write(leader, answer)
+                answered = True
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+    return proc.returncode, out.decode("utf-8", "replace")
+
+
+def test_on_a_terminal_it_asks_first_and_no_means_nothing_ends(
+    simulate: Simulate, children: list[subprocess.Popen[bytes]]
+) -> None:
+    procs_ = [sleeper() for _ in range(4)]
+    children += procs_
+    machine = holder_machine(simulate, *(p.pid for p in procs_))
+    target = str(procs_[0].pid)
+    code, out = _on_a_terminal(["procs", "--kill", target], machine.env, b"n\n")
+    assert code == 1, out
+    assert f"will end  PID {target}" in out and "End 1 process(es)? [y/N]" in out
+    assert "gpucheck: nothing was ended" in out
+    assert all(running(p) for p in procs_)
+    code, out = _on_a_terminal(["procs", "--kill", target, "--grace", "5"], machine.env, b"y\n")
+    assert code == 0, out
+    assert f"PID {target}: terminated: ended on SIGTERM" in out
+    procs_[0].wait(timeout=5)
+    assert all(running(p) for p in procs_[1:])

@@ -43,6 +43,9 @@ class Holder:
     uses: list[GpuUse] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)  # /dev/nvidia* files it has open
     mine: bool | None = None  # the caller's own (same real uid); None: unknown
+    # NVML's PID for it where that differs (a host PID, matched to this process because it
+    # was the only unattributed one on its GPU each side); None: the same, or not matched.
+    nvml_pid: int | None = None
 
     @property
     def memory(self) -> int:
@@ -169,9 +172,44 @@ def merge(snapshot: Snapshot) -> Holders:
             if index is not None and index not in h.gpus:
                 uuid = next((g.uuid for g in gpus if g.index == index), None)
                 h.uses.append(GpuUse(index, uuid))
+    if snapshot.system.container is not None:  # on a host, a missing PID has exited
+        _match_across_namespaces(out.gpus, by_pid)
     out.holders = sorted(by_pid.values(), key=lambda h: (-h.memory, h.pid))
     out.notes = _notes(snapshot, out)
     return out
+
+
+def _match_across_namespaces(accounts: list[GpuAccount], by_pid: dict[int, Holder]) -> None:
+    """Inside a container NVML gives host PIDs, and NSpid cannot map them back from here.
+    Where a GPU has exactly one such PID and exactly one local process with its device file
+    open and no context NVML knows of, they are the same process: merge them, and say how."""
+    for account in accounts:
+        if len(account.outside_pids) != 1:
+            continue
+        local = [
+            h
+            for h in by_pid.values()
+            if h.visible
+            and h.nvml_pid is None
+            and any(u.gpu == account.index and u.kind is None for u in h.uses)
+            and not any(u.kind is not None for u in h.uses)
+        ]
+        if len(local) != 1:
+            continue
+        host_pid = account.outside_pids[0]
+        outside = by_pid.pop(host_pid, None)
+        if outside is None:
+            continue
+        here = local[0]
+        here.nvml_pid = host_pid
+        here.uses = [u for u in here.uses if u.gpu != account.index] + [
+            u for u in outside.uses if u.gpu == account.index
+        ]
+        here.name = here.name or outside.name
+        moved = sum(u.used_memory or 0 for u in outside.uses if u.gpu == account.index)
+        account.held_outside -= moved
+        account.held_visible += moved
+        account.outside_pids = []
 
 
 def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
@@ -192,6 +230,13 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
             f"the open files of {facts.fds_unreadable} process(es) of other users are not "
             "readable without root: holders with no CUDA context among them are not listed"
         )
+    for h in holders.holders:
+        if h.nvml_pid is not None:
+            notes.append(
+                f"PID {h.pid} here is NVML's PID {h.nvml_pid} (a host PID): the only process "
+                f"with GPU {', '.join(map(str, h.gpus))} open that NVML does not name, and the only "
+                "PID NVML names that is not here"
+            )
     if any(a.outside_pids for a in holders.gpus):
         where = "this container" if snapshot.system.container else "this PID namespace"
         notes.append(

@@ -35,6 +35,7 @@ class ProcessRow:
     pod_uid: str | None
     cgroup: str | None
     nspid: list[int]  # its PID in each nested namespace, outermost first
+    nvml_pid: int | None  # NVML's (host) PID for it where that differs; see notes
     devices: list[str]  # /dev/nvidia* files it has open
     memory: int  # bytes, over all GPUs
     gpus: list[GpuUse]
@@ -136,6 +137,7 @@ def _process_row(h: Holder) -> ProcessRow:
         pod_uid=p.pod_uid if p else None,
         cgroup=p.cgroup if p else None,
         nspid=list(p.nspid) if p else [],
+        nvml_pid=h.nvml_pid,
         devices=h.devices,
         memory=h.memory,
         gpus=h.uses,
@@ -244,6 +246,10 @@ def _table(rows: list[ProcessRow], gpu: int | None) -> Table:
         mig = [u.gpu_instance_id for u in uses if u.gpu_instance_id is not None]
         kind = "/".join(kinds) + (f" GI {mig[0]}" if mig else "")
         pid = str(r.pid) + ("" if r.visible else " (host)")
+        if len(r.nspid) > 1:
+            pid += f" ({r.nspid[-1]} inside)"  # as the container's own tools show it
+        elif r.nvml_pid is not None:
+            pid += f" (host {r.nvml_pid})"
         mine = " *" if r.mine else ""
         started = (r.start_time or "")[11:16] or "?"
         container = (r.container_id or "")[:12] or ("pod " + r.pod_uid[:8] if r.pod_uid else "")
