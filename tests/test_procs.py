@@ -256,7 +256,12 @@ def children() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def holder_machine(
-    simulate: Simulate, job: int, other_job: int, others: int, bystander: int
+    simulate: Simulate,
+    job: int,
+    other_job: int,
+    others: int,
+    bystander: int,
+    desktop: int | None = None,
 ) -> Machine:
     """GPU 0 held by `job`, GPU 1 by `other_job` (both the caller's), GPU 0 also by `others`
     (the same caller in truth, but /proc says uid 4242: another user's). `bystander` is one of
@@ -281,6 +286,7 @@ def holder_machine(
                 HostProcess(other_job, ["/dev/nvidia1", "/dev/nvidiactl"], mirror=True),
                 HostProcess(others, ["/dev/nvidia0"], mirror=True, mirror_uid=4242),
                 HostProcess(bystander, [], mirror=True),
+                *([HostProcess(desktop, ["/dev/nvidia0"], mirror=True)] if desktop else []),
             ],
         )
     )
@@ -347,8 +353,9 @@ def test_nothing_unasked_is_ever_ended(
 ) -> None:
     """Every combination of the options, on real processes: only a named caller's holder (of
     the --gpu asked, if any) or, with --kill-mine, the caller's holders of that GPU end. The
-    bystander (the caller's, no GPU), the holder /proc says is another user's, PID 1 and the
-    test itself (gpucheck's parent) survive every one."""
+    bystander (the caller's, no GPU), a "desktop" of the caller's with GPU 0's device file
+    open and no compute context, the holder /proc says is another user's, PID 1 and the test
+    itself (gpucheck's parent) survive every one."""
     parent = os.getpid()
     combos = [
         (named, mine, force, gpu)
@@ -359,9 +366,11 @@ def test_nothing_unasked_is_ever_ended(
         if named != "none" or mine
     ]
     for named, mine, force, gpu in combos:
-        job, other_job, others, bystander = (sleeper() for _ in range(4))
-        children += [job, other_job, others, bystander]
-        machine = holder_machine(simulate, job.pid, other_job.pid, others.pid, bystander.pid)
+        job, other_job, others, bystander, desktop = (sleeper() for _ in range(5))
+        children += [job, other_job, others, bystander, desktop]
+        machine = holder_machine(
+            simulate, job.pid, other_job.pid, others.pid, bystander.pid, desktop.pid
+        )
         pids = {
             "none": [],
             "job": [job.pid],
@@ -385,6 +394,7 @@ def test_nothing_unasked_is_ever_ended(
         assert running(other_job) != other_job_may_end, label
         assert running(others) != others_may_end, label
         assert running(bystander), label
+        assert running(desktop), label
         assert os.getpid() == parent
         # Exit 0 only when everything asked for was ended.
         expect_ok = (
@@ -393,7 +403,7 @@ def test_nothing_unasked_is_ever_ended(
             or (named == "others" and others_may_end)
         )
         assert (result.returncode == 0) == expect_ok, label
-        for p in (job, other_job, others, bystander):
+        for p in (job, other_job, others, bystander, desktop):
             if p.poll() is None:
                 p.kill()
             p.wait()

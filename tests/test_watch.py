@@ -97,6 +97,14 @@ def test_values_follow_the_timeline_and_a_lost_gpu_does_not_stop_the_watch(
     assert "! throttled in 50% of samples (hw_thermal_slowdown 50%)" in result.stderr
 
 
+def test_duration_ends_the_watch(simulate: Simulate) -> None:
+    start = time.monotonic()
+    result = watch(simulate(Scenario(gpus=[h100(0)])), "-i", "0.1", "--duration", "0.5s")
+    assert result.returncode == 0, result.stderr
+    assert 3 <= len(rows_of(result.stdout)) <= 8
+    assert time.monotonic() - start < 20
+
+
 def test_jsonl_rows_are_typed_and_name_errors(simulate: Simulate) -> None:
     g1 = h100(1)
     scenario = Scenario(gpus=[h100(0), g1], timeline=[Step(1, 1, replace(g1, lost=True))])

@@ -2,7 +2,7 @@
 and ending exactly those (SIGTERM, a grace period, SIGKILL only if still alive).
 
 The plan never widens what was asked: only the PIDs named, or with --kill-mine only the
-caller's own processes that hold a GPU. It refuses PID 1, gpucheck itself and its parent
+caller's own processes with a compute context on a GPU (of --gpu, if given). It refuses PID 1, gpucheck itself and its parent
 shell, processes this /proc does not show (NVML's host PIDs: end them where they run),
 zombies (already dead: their parent must reap them), non-holders, and another user's
 process unless the caller is root and said --force.
@@ -57,13 +57,18 @@ def plan(holders: Holders, request: Request, caller: Caller) -> list[Decision]:
     by_pid = {h.pid: h for h in holders.holders if h.visible}
     asked = list(dict.fromkeys(request.pids))
     if request.mine:
+        # Compute contexts only: a desktop's graphics context or a daemon that merely has the
+        # device open (Xorg, nvidia-persistenced, a monitoring agent) ends only when named.
         asked += [
             h.pid
             for h in holders.holders
             if h.visible
             and h.mine
             and h.pid not in asked
-            and (request.gpu is None or request.gpu in h.gpus)
+            and any(
+                u.kind == "compute" and (request.gpu is None or u.gpu == request.gpu)
+                for u in h.uses
+            )
             and h.pid not in (caller.pid, caller.ppid)
         ]
     return [_decide(pid, by_pid.get(pid), holders, request, caller) for pid in asked]

@@ -27,7 +27,8 @@ def procs(
         typer.Option("--kill", metavar="PID", help="End these GPU holders (repeatable)."),
     ] = None,
     kill_mine: Annotated[
-        bool, typer.Option("--kill-mine", help="End your own processes that hold a GPU.")
+        bool,
+        typer.Option("--kill-mine", help="End your own processes with a compute context on a GPU."),
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="As root: also end another user's processes named.")
@@ -121,7 +122,7 @@ def _tell(decisions: list[Decision], json_out: bool) -> None:
     """What will be ended and what not, before anything is: on stderr when stdout is JSON."""
     stream = sys.stderr if json_out else sys.stdout
     if not decisions:
-        stream.write("Nothing to end: none of your processes holds a GPU.\n")
+        stream.write("Nothing to end: none of your processes has a compute context on a GPU.\n")
     for d in decisions:
         if d.end:
             stream.write(f"will end  PID {d.pid}  {d.reason}\n")

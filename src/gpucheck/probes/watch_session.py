@@ -61,7 +61,11 @@ class Session:
         for pipe in (self._proc.stdout, self._proc.stderr):
             os.set_blocking(pipe.fileno(), False)
             self._selector.register(pipe, selectors.EVENT_READ)
-        header = self._next_record(START_BOUND)
+        try:
+            header = self._next_record(START_BOUND)
+        except BaseException:  # Ctrl-C while NVML starts: the child must not outlive us
+            self.stop()
+            raise
         if header is None:
             where = f" in {self._last_step}" if self._last_step else ""
             self.stop()

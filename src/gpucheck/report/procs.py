@@ -222,6 +222,13 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
         console.print(_table(driver_only, None))
     if not doc.gpus and not doc.processes:
         console.print("No GPU and no process holding /dev/nvidia*.")
+    if any(r.mine for r in doc.processes):
+        console.print(
+            Text(
+                "* yours (gpucheck procs --kill-mine ends those with a compute context)",
+                style="dim",
+            )
+        )
     for note in doc.notes:
         console.print(Text(f"note: {note}", style="dim"))
 
