@@ -584,3 +584,16 @@ def test_on_a_terminal_it_asks_first_and_no_means_nothing_ends(
     assert f"PID {target}: terminated: ended on SIGTERM" in out
     procs_[0].wait(timeout=5)
     assert all(running(p) for p in procs_[1:])
+
+
+def test_the_doctors_snapshot_holds_the_holders_but_no_command_lines(simulate: Simulate) -> None:
+    """Snapshots travel (fleets, bug threads): a command line may carry a token."""
+    result = run_gpucheck("snapshot", env=simulate(busy_node()).env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(result.stdout)["processes"]
+    assert facts["scanned"] is True
+    found = {p["pid"]: p for p in facts["processes"]}
+    assert sorted(found) == [1300, 4242, 5555, 7777]
+    assert found[4242]["devices"] == ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"]
+    assert found[4242]["container_id"] == DOCKER_ID
+    assert all(p["cmdline"] is None for p in facts["processes"])

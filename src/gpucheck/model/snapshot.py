@@ -196,7 +196,9 @@ class HostProcess:
     pid: Int  # in the PID namespace of the /proc that was read
     devices: list[str] = field(default_factory=list)  # /dev/nvidia* files it has open
     name: str | None = None  # comm
-    cmdline: list[str] | None = None  # None: unreadable; [] for a kernel thread or a zombie
+    # None: not read (the doctor's snapshots never hold them) or unreadable; [] for a kernel
+    # thread or a zombie
+    cmdline: list[str] | None = None
     uid: Int | None = None  # real uid
     user: str | None = None
     state: str | None = None  # R, S, D, Z (zombie), T (stopped), ... from /proc/PID/status

@@ -36,9 +36,14 @@ def _read(path: Path, limit: int = 1 << 16) -> bytes | None:
         return None
 
 
-def probe_processes(root: Path = Path("/"), also: Iterable[int] = ()) -> ProcessFacts:
+def probe_processes(
+    root: Path = Path("/"), also: Iterable[int] = (), commands: bool = True
+) -> ProcessFacts:
     """The GPU device holders, plus the processes `also` names (NVML's PIDs) where /proc has
-    them: a listed PID that /proc lacks lives outside this PID namespace, or has exited."""
+    them: a listed PID that /proc lacks lives outside this PID namespace, or has exited.
+
+    Without `commands`, command lines are not read: the doctor's snapshots travel (fleets,
+    bug reports) and a command line may carry a secret; `gpucheck procs` shows them here."""
     proc = root / "proc"
     facts = ProcessFacts(caller_uid=os.getuid(), caller_pid=os.getpid())
     try:
@@ -54,7 +59,7 @@ def probe_processes(root: Path = Path("/"), also: Iterable[int] = ()) -> Process
         if not readable:
             facts.fds_unreadable += 1
         if devices or pid in wanted:
-            found = read_process(proc, pid, boot, users)
+            found = read_process(proc, pid, boot, users, commands)
             if found is None:
                 continue  # exited meanwhile
             found.devices = devices
@@ -88,7 +93,11 @@ def _device_order(path: str) -> tuple[int, str]:
 
 
 def read_process(
-    proc: Path, pid: int, boot: float | None = None, users: dict[int, str | None] | None = None
+    proc: Path,
+    pid: int,
+    boot: float | None = None,
+    users: dict[int, str | None] | None = None,
+    commands: bool = True,
 ) -> HostProcess | None:
     """One process's identity from /proc/PID; None when it does not exist (or exited)."""
     folder = proc / str(pid)
@@ -107,7 +116,7 @@ def read_process(
             cache[found.uid] = _user_name(found.uid)
         found.user = cache[found.uid]
     found.nspid = [n for n in map(_int, (fields.get("NSpid") or "").split()) if n is not None]
-    raw = _read(folder / "cmdline", 1 << 20)
+    raw = _read(folder / "cmdline", 1 << 20) if commands else None
     if raw is not None:
         found.cmdline = [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]] or (
             [raw.decode("utf-8", "replace")] if raw else []

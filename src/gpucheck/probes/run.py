@@ -159,9 +159,10 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
         )
     snap.cuda.driver = driver
     # After NVML: its PIDs are looked up too (a zombie, a process of another namespace).
+    # No command lines: a snapshot travels, and a command line may hold a secret.
     nvml_pids = [p.pid for g in snap.nvml.gpus for p in g.processes or []]
     snap.processes, proc_runs = _guarded(
-        "processes", lambda: probe_processes(opts.root, nvml_pids), ProcessFacts()
+        "processes", lambda: probe_processes(opts.root, nvml_pids, commands=False), ProcessFacts()
     )
     snap.probes = [
         *runs,
