@@ -246,7 +246,7 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
     return notes
 
 
-def select_gpu(holders: Holders, wanted: str, gpus: list[GpuFacts]) -> int | None:
+def select_gpu(wanted: str, gpus: list[GpuFacts]) -> int | None:
     """The NVML index `--gpu` names (an index, or a UUID or its prefix); None: no such GPU."""
     if wanted.isdigit():
         index = int(wanted)
@@ -273,7 +273,7 @@ def leak_causes(account: GpuAccount, in_container: bool) -> str:
     return (
         f"processes in {where}; a process that exited while its GPU context was still being "
         "torn down, or one stuck in the driver (state D); an MPS server or a leaked context "
-        "after a crash. See who has the device open: `gpucheck procs` (or `sudo fuser -v "
-        f"/dev/nvidia*`); with nothing left holding it, reset the GPU: "
+        "after a crash. As root, every holder the kernel knows shows (`sudo gpucheck procs`, "
+        "or `sudo fuser -v /dev/nvidia*`); with nothing left holding it, reset the GPU: "
         f"`sudo nvidia-smi --gpu-reset -i {account.index}`"
     )

@@ -64,7 +64,7 @@ def procs(
     holders = merge(snap)
     index = None
     if gpu is not None:
-        index = select_gpu(holders, gpu, snap.nvml.gpus)
+        index = select_gpu(gpu, snap.nvml.gpus)
         if index is None:
             known = ", ".join(f"{g.index} ({g.uuid})" for g in snap.nvml.gpus) or "none answer"
             raise UserError(f"--gpu {gpu}: no such GPU (GPUs: {known})")
