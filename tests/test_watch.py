@@ -59,6 +59,9 @@ def test_csv_uses_nvidia_smi_names_and_shape(simulate: Simulate) -> None:
 def test_values_follow_the_timeline_and_a_lost_gpu_does_not_stop_the_watch(
     simulate: Simulate,
 ) -> None:
+    """The timeline counts each function's calls per GPU within one process: values that
+    change from sample to sample also prove one NVML session for the whole watch (a process
+    per sample would see the first step every time)."""
     g0, g1 = h100(0), h100(1)
     busy = replace(g1, utilization=97, clock_event_reasons=0x40, temperature=88)
     scenario = Scenario(
@@ -198,7 +201,11 @@ def test_rotation_moves_a_full_log_aside(simulate: Simulate, tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--fields", "utilisation.gpu"], "gpucheck: --fields: unknown field 'utilisation.gpu'"),
+        (
+            ["--fields", "utilisation.gpu"],
+            "gpucheck: --fields: 'utilisation.gpu' is not a field gpucheck watch samples (did "
+            "you mean utilization.gpu?); it samples timestamp, index, uuid, name,",
+        ),
         (["--format", "xml"], "gpucheck: --format xml: use csv or jsonl"),
         (
             ["--duration", "soon"],

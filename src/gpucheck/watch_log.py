@@ -10,6 +10,7 @@ and `--query-gpu ... --format=csv` (shared/nvsmi/nvidia_gpu_exporter, H100 80GB 
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import re
@@ -76,10 +77,11 @@ def parse_fields(text: str | None) -> list[str]:
         if not name:
             continue
         if name not in FIELDS:
-            close = [f for f in FIELDS if name.split(".")[0] in f][:3]
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            close = difflib.get_close_matches(name, list(FIELDS) + list(ALIASES), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
             raise LogError(
-                f"--fields: unknown field {raw.strip()!r}{hint}; known: {', '.join(FIELDS)}"
+                f"--fields: {raw.strip()!r} is not a field gpucheck watch samples{hint}; it "
+                f"samples {', '.join(FIELDS)}"
             )
         if name not in names:
             names.append(name)
