@@ -234,8 +234,8 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
         if h.nvml_pid is not None:
             notes.append(
                 f"PID {h.pid} here is NVML's PID {h.nvml_pid} (a host PID): the only process "
-                f"with GPU {', '.join(map(str, h.gpus))} open that NVML does not name, and the only "
-                "PID NVML names that is not here"
+                f"with GPU {', '.join(map(str, h.gpus))} open that NVML does not name, and the "
+                "only PID NVML names that is not here"
             )
     if any(a.outside_pids for a in holders.gpus):
         where = "this container" if snapshot.system.container else "this PID namespace"

@@ -2,9 +2,10 @@
 and ending exactly those (SIGTERM, a grace period, SIGKILL only if still alive).
 
 The plan never widens what was asked: only the PIDs named, or with --kill-mine only the
-caller's own processes with a compute context on a GPU (of --gpu, if given). It refuses PID 1, gpucheck itself and its parent
-shell, processes this /proc does not show (NVML's host PIDs: end them where they run),
-zombies (already dead: their parent must reap them), non-holders, and another user's
+caller's own processes with a compute context on a GPU (of --gpu, if given). It refuses
+PID 1, gpucheck itself and its parent shell, processes this /proc does not show (NVML's host
+PIDs: end them where they run), zombies (already dead: their parent must reap them),
+non-holders, and another user's
 process unless the caller is root and said --force.
 """
 
