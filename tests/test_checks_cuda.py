@@ -237,8 +237,26 @@ def test_cuda_home_pointing_at_nothing_warns() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.WARN
     assert "CUDA_HOME points to a folder without a CUDA toolkit" in f.title
-    assert f.evidence == ["CUDA_HOME=/opt/cuda-12.4 (no bin/nvcc there, none on PATH)"]
-    assert f.fix and f.fix.text.startswith("export CUDA_HOME=")
+    assert f.evidence == ["CUDA_HOME=/opt/cuda-12.4 has no bin/nvcc; no nvcc on PATH either"]
+    assert f.fix and f.fix.commands == ["export CUDA_HOME=/usr/local/cuda-X.Y", "unset CUDA_HOME"]
+
+
+def test_cuda_home_without_a_toolkit_warns_even_with_nvcc_on_path() -> None:
+    """Issue 8: CUDA_HOME=/nope with a working nvcc on PATH was reported as fine, but builds
+    (torch extensions, CMake) take the toolkit from CUDA_HOME."""
+    snap = builders.h100_node(1)
+    snap.system.env["CUDA_HOME"] = "/nope"
+    snap.cuda.cuda_home = "/nope"
+    snap.cuda.cuda_home_source = "CUDA_HOME"
+    snap.cuda.cuda_home_nvcc = False
+    snap.cuda.nvcc = NvccFacts(
+        path="/usr/local/bin/nvcc", version="12.4.131", toolkit="/usr/local/cuda-12.4"
+    )
+    f = the(snap, "cuda.toolkit")
+    assert f.status is Status.WARN
+    assert f.evidence == ["CUDA_HOME=/nope has no bin/nvcc; nvcc on PATH is /usr/local/bin/nvcc"]
+    assert f.fix and f.fix.commands[0] == "export CUDA_HOME=/usr/local/cuda-12.4"
+    assert f.subjects.paths == ["/nope"]
 
 
 def test_cuda_path_pointing_at_nothing_warns_even_with_an_empty_cuda_home() -> None:

@@ -110,6 +110,7 @@ def test_failure_exit_code_and_fix_in_every_format(tmp_path: Path) -> None:
         "strict": False,
         "problems": 1,
         "counts": data["summary"]["counts"],
+        "reason": None,
     }
     junit = run_gpucheck("doctor", "--from", path, "--format", "junit")
     assert junit.returncode == 1

@@ -168,7 +168,7 @@ def test_torch_1x_cuda_variants(
 def test_torch_1_3_knows_its_pypi_cuda_but_not_its_variants() -> None:
     data = compat_json("torch", "1.3.1")
     assert data["default_pypi_cuda"] == "10.1"
-    assert data["cuda_variants"] == []  # no source names them: unknown, not guessed
+    assert data["cuda_variants"] is None  # no source names them: unknown, not guessed
     assert (data["python_min"], data["python_max"]) == ("2.7", "3.7")
 
 

@@ -207,9 +207,13 @@ def test_tensorflow_answers_its_row(row: dict[str, object]) -> None:
 @pytest.mark.parametrize("row", _rows("torch.toml", "release"), ids=lambda r: str(r["version"]))
 def test_torch_answers_its_row(row: dict[str, object]) -> None:
     data = ask.torch(COMPAT, f"{row['version']}.0").to_dict()
-    assert data["cuda_variants"] == row.get("cuda_variants", [])
+    # A row without variants: not published (unknown, None), not an empty set.
+    assert data["cuda_variants"] == (row.get("cuda_variants") or None)
     assert data["python_min"] == row["python_min"] and data["python_max"] == row["python_max"]
-    assert set(data["architectures"]) == set(data["cuda_variants"])
+    judged = set(data["cuda_variants"] or []) | (
+        {row["default_pypi_cuda"]} if row.get("default_pypi_cuda") else set()
+    )
+    assert set(data["architectures"] or {}) == judged
 
 
 def test_torch_architectures_come_from_the_arch_rows() -> None:

@@ -5,7 +5,9 @@ ending exactly what it was asked to end, proven on real child processes the test
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -353,3 +355,46 @@ def test_the_doctors_snapshot_holds_the_holders_but_no_command_lines(simulate: S
     assert found[4242]["devices"] == ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"]
     assert found[4242]["container_id"] == DOCKER_ID
     assert all(p["cmdline"] is None for p in facts["processes"])
+
+
+def test_hostile_process_names_are_shown_escaped(simulate: Simulate) -> None:
+    """A process names itself: control characters and rich markup are text, never acted on."""
+    gpu = replace(h100(0), processes=[Process(6000, "x", 1 * GIB)])
+    evil = HostProcess(
+        6000, ["/dev/nvidia0"], name="\x1b]0;pwned\x07", cmdline=["[bold]x[/]", "\x1b[31mred"]
+    )
+    result = procs(simulate(Scenario(gpus=[gpu], host_processes=[evil])))
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "[bold]x[/] \\x1b[31mred" in result.stdout
+
+
+def test_a_reader_that_goes_away_is_not_an_error(simulate: Simulate) -> None:
+    env = {**os.environ, **simulate(busy_node()).env}
+    out = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"{sys.executable} -m gpucheck procs | head -c 10"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert out.stdout == "GPU 0  NVI"
+    assert out.stderr == ""
+    assert out.returncode == 0  # gpucheck's own status, through pipefail
+
+
+def test_procs_output_that_cannot_be_written_is_exit_4(simulate: Simulate) -> None:
+    env = {**os.environ, **simulate(busy_node()).env}
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "gpucheck", "procs", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 4
+    assert result.stderr.startswith("gpucheck: cannot write the report to standard output:")

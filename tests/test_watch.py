@@ -471,3 +471,9 @@ def test_from_a_log_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:
         f"gpucheck: --from: {bad}: not a GPU log: no index column (write it with "
         "--query-gpu=index,...)\n"
     )
+
+
+def test_a_full_disk_is_one_line_and_exit_4(simulate: Simulate) -> None:
+    result = watch(simulate(Scenario(gpus=[h100(0)])), "-i", "0.1", "-c", "2", "-o", "/dev/full")
+    assert result.returncode == 4
+    assert result.stderr == "gpucheck: cannot write samples to /dev/full: No space left on device\n"

@@ -1,3 +1,3 @@
-from gpucheck.cli import main
+from gpucheck.entry import main
 
 main()

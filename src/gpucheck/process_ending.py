@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gpucheck.gpu_holders import Holder, Holders
 from gpucheck.probes.processes import read_process
+from gpucheck.report.text import printable
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def _describe(holder: Holder) -> str:
     who = proc.user if proc and proc.user else "?"
     command = " ".join(proc.cmdline) if proc and proc.cmdline else holder.name or "?"
     gpus = ",".join(map(str, holder.gpus)) or "driver only"
-    return f"{who}: {shorten(command, 60)} (GPU {gpus})"
+    return f"{printable(who)}: {shorten(printable(command), 60)} (GPU {gpus})"
 
 
 def shorten(text: str, width: int) -> str:

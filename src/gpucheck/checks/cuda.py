@@ -12,7 +12,7 @@ from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.finding import Outcome, Section, Subjects
 from gpucheck.model.snapshot import LibraryCopy
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
@@ -198,13 +198,21 @@ def toolkit(ctx: Context) -> Outcome | None:
     cuda = ctx.snapshot.cuda
     env = ctx.snapshot.system.env
     home_var = next((v for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)), None)
-    if home_var and cuda.cuda_home and cuda.cuda_home_source == home_var and cuda.nvcc is None:
+    nvcc = cuda.nvcc
+    chosen = home_var is not None and cuda.cuda_home and cuda.cuda_home_source == home_var
+    no_toolkit = cuda.cuda_home_nvcc is False or (cuda.cuda_home_nvcc is None and nvcc is None)
+    if home_var is not None and chosen and no_toolkit:
+        # Builds (torch extensions, CMake's FindCUDAToolkit) take the toolkit from here, not
+        # from the nvcc on PATH: a wrong home breaks them even where nvcc runs.
+        on_path = f"nvcc on PATH is {nvcc.path}" if nvcc else "no nvcc on PATH either"
+        root = (nvcc.toolkit if nvcc else None) or "/usr/local/cuda-X.Y"
+        target = f"`export {home_var}={root}`"
         return Outcome.warn(
             f"{home_var} points to a folder without a CUDA toolkit",
-            f"{home_var}={env[home_var]} (no bin/nvcc there, none on PATH)",
-            fix=f"export {home_var}=<the toolkit's folder, e.g. /usr/local/cuda-12.4> or unset it",
+            f"{home_var}={env[home_var]} has no bin/nvcc; {on_path}",
+            fix=f"{target} (the toolkit's folder), or `unset {home_var}`",
+            subjects=Subjects(paths=[env[home_var]]),
         )
-    nvcc = cuda.nvcc
     if nvcc is None:
         return Outcome.info(
             "No CUDA toolkit (nvcc): fine for pip/conda frameworks, which ship their own CUDA "

@@ -16,25 +16,52 @@ if TYPE_CHECKING:
 CheckFunc = Callable[["Context"], "Outcome | None"]
 
 
+# The snapshot's fact groups each layer's checks read: a saved snapshot without one of them
+# (a partial file, an older version) leaves those checks unjudged, never failed.
+READS: dict[Section, tuple[str, ...]] = {
+    Section.SYSTEM: ("system",),
+    Section.DRIVER: ("system", "nvml"),
+    Section.GPUS: ("nvml",),
+    Section.CUDA: ("cuda",),
+    Section.CUDNN: ("cudnn",),
+    Section.FRAMEWORKS: ("environments",),
+    Section.REQUIREMENTS: ("nvml",),
+}
+# The checks a layer's verdicts rest on. With --only, a selected check that has nothing to
+# judge says which of these failed, and their failures are reported with it.
+PREREQUISITES: dict[Section, tuple[str, ...]] = {
+    Section.SYSTEM: (),
+    Section.DRIVER: ("system.gpu-present",),
+    Section.GPUS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
+    Section.CUDA: ("system.gpu-present", "driver.kernel-module"),
+    Section.CUDNN: (),
+    Section.FRAMEWORKS: ("system.gpu-present",),
+    Section.REQUIREMENTS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
+}
+
+
 @dataclass(frozen=True)
 class Check:
     id: str
     section: Section
     summary: str  # what it looks at, for `gpucheck checks` and the README
     func: CheckFunc
+    reads: tuple[str, ...] = ()  # snapshot fact groups; default: the section's (READS)
 
 
 REGISTRY: list[Check] = []
 SECTION_ORDER = list(Section)
 
 
-def check(id: str, section: Section, summary: str) -> Callable[[CheckFunc], CheckFunc]:
+def check(
+    id: str, section: Section, summary: str, reads: tuple[str, ...] | None = None
+) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check. Order of registration is the order of the report within a section."""
 
     def register(func: CheckFunc) -> CheckFunc:
         if any(c.id == id for c in REGISTRY):
             raise ValueError(f"duplicate check id {id}")
-        REGISTRY.append(Check(id, section, summary, func))
+        REGISTRY.append(Check(id, section, summary, func, reads or READS[section]))
         return func
 
     return register
@@ -69,33 +96,78 @@ def select(only: list[str], skip: list[str]) -> list[Check]:
     return [c for c in checks if not any(_matches(p, c) for p in skip)]
 
 
-def run(ctx: Context, checks: list[Check] | None = None) -> list[Finding]:
+def _evaluate(ctx: Context, chk: Check) -> Finding | None:
     from gpucheck.compat import CompatError
 
-    findings = []
-    for chk in checks if checks is not None else all_checks():
-        try:
+    missing = [group for group in chk.reads if group in ctx.snapshot.absent_sections]
+    try:
+        if missing:
+            outcome: Outcome | None = Outcome.skip(
+                f"Not judged: the snapshot has no {' or '.join(missing)} facts",
+                "missing facts are unknown, not a problem",
+            )
+        else:
             outcome = chk.func(ctx)
-        except CompatError:
-            raise  # bad compat data (a user's --compat-dir, say) is bad input: exit 2
-        except Exception as exc:
-            outcome = Outcome(
-                Status.ERROR,
-                f"gpucheck's check {chk.id} failed: {type(exc).__name__}: {exc}",
-                fix=Fix.of(
-                    "This is a gpucheck bug: please report it with `gpucheck snapshot` attached."
-                ),
-            )
-        if outcome is not None:
-            findings.append(
-                Finding(
-                    chk.id,
-                    chk.section,
-                    outcome.status,
-                    outcome.title,
-                    outcome.evidence,
-                    outcome.fix,
-                    outcome.subjects,
-                )
-            )
+    except CompatError:
+        raise  # bad compat data (a user's --compat-dir, say) is bad input: exit 2
+    except Exception as exc:
+        outcome = Outcome(
+            Status.ERROR,
+            f"gpucheck's check {chk.id} failed: {type(exc).__name__}: {exc}",
+            fix=Fix.of(
+                "This is a gpucheck bug: please report it with `gpucheck snapshot` attached."
+            ),
+        )
+    if outcome is None:
+        return None
+    return Finding(
+        chk.id,
+        chk.section,
+        outcome.status,
+        outcome.title,
+        outcome.evidence,
+        outcome.fix,
+        outcome.subjects,
+    )
+
+
+_BLOCKING = (Status.FAIL, Status.SKIP, Status.ERROR)
+
+
+def run(ctx: Context, checks: list[Check] | None = None, only: bool = False) -> list[Finding]:
+    """Findings of `checks` (default: all) in report order. `only`: the checks were asked for
+    by name (--only), so each is reported even with nothing to judge (as a skip saying why),
+    and a failing prerequisite of theirs is reported with them."""
+    chosen = checks if checks is not None else all_checks()
+    wanted = {p for c in chosen for p in PREREQUISITES[c.section]} if only else set()
+    prereqs = {
+        c.id: f for c in all_checks() if c.id in wanted and (f := _evaluate(ctx, c)) is not None
+    }
+    by_id = {c.id: c for c in chosen}
+    findings = []
+    for registered in all_checks():
+        chk = by_id.get(registered.id)
+        if chk is None:
+            found = prereqs.get(registered.id)
+            if found is not None and found.status in (Status.FAIL, Status.ERROR):
+                findings.append(found)  # why the selected checks could not judge
+            continue
+        finding = prereqs.get(chk.id) or _evaluate(ctx, chk)
+        if finding is None and only:
+            before = [prereqs[p] for p in PREREQUISITES[chk.section] if p in prereqs]
+            finding = _unjudged(chk, before)
+        if finding is not None:
+            findings.append(finding)
     return findings
+
+
+def _unjudged(chk: Check, prerequisites: list[Finding]) -> Finding:
+    blocked = next((p for p in prerequisites if p.status in _BLOCKING), None)
+    if blocked is not None:
+        said = {Status.FAIL: "failed", Status.SKIP: "was not judged", Status.ERROR: "broke"}
+        why = f"Not judged: {blocked.id} {said[blocked.status]}"
+        evidence = [f"{blocked.id}: {blocked.title}"]
+    else:
+        why = "Not judged: nothing it looks at is present here"
+        evidence = [f"{chk.id} looks at: {chk.summary}"]
+    return Finding(chk.id, chk.section, Status.SKIP, why, evidence)

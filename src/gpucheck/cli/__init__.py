@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
 from gpucheck import __version__
 from gpucheck.cli.checks import list_checks
-from gpucheck.cli.common import UserError
+from gpucheck.cli.common import OutputError, UserError
 from gpucheck.cli.compat import compat_app
 from gpucheck.cli.doctor import doctor
 from gpucheck.cli.procs import procs
 from gpucheck.cli.schema import schema
 from gpucheck.cli.snapshot import snapshot
 from gpucheck.cli.watch import watch
-from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
+from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT, EXIT_USAGE
 
 app = typer.Typer(
     name="gpucheck",
@@ -57,46 +57,60 @@ def _main(
     """gpucheck: is this machine ready for deep learning on NVIDIA GPUs?"""
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def _fail(message: str, code: int) -> int:
     sys.stderr.write(f"gpucheck: {message}\n")
-    sys.exit(code)
+    return code
 
 
-def main() -> None:
+def run(argv: list[str]) -> int:
+    """Run the command line; returns the exit code (report/exit_codes.py). KeyboardInterrupt
+    and a closed stdout are the entry point's (gpucheck/entry.py)."""
     command = typer.main.get_command(app)
     try:
-        code = command.main(args=sys.argv[1:], prog_name="gpucheck", standalone_mode=False)
+        code = command.main(args=argv, prog_name="gpucheck", standalone_mode=False)
     except UserError as exc:
-        _fail(str(exc), EXIT_USAGE)
+        return _fail(str(exc), EXIT_USAGE)
+    except OutputError as exc:
+        return _fail(str(exc), EXIT_OUTPUT)
     except (typer.Exit, SystemExit) as exc:
-        sys.exit(exc.exit_code if isinstance(exc, typer.Exit) else exc.code)
-    except (typer.Abort, KeyboardInterrupt):
-        _fail("interrupted", EXIT_INTERRUPTED)
+        value = exc.exit_code if isinstance(exc, typer.Exit) else exc.code
+        return value if isinstance(value, int) else EXIT_USAGE
+    except KeyboardInterrupt:
+        raise
     except BrokenPipeError:
-        # The reader went away before the report was written (gpucheck checks | head).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
+        raise
     except Exception as exc:
+        if type(exc).__name__ == "Abort":  # click's wrapper of a Ctrl-C at a prompt
+            raise KeyboardInterrupt from None
         # Typer's parser errors (click's, vendored in newer typer) carry their own message and
         # exit code; matched by shape so that no private module is imported.
         if type(exc).__name__ == "NoArgsIsHelpError":
             ctx = getattr(exc, "ctx", None)
             sys.stdout.write((ctx.get_help() if ctx else str(exc)) + "\n")
-            sys.exit(EXIT_USAGE)
-        code = getattr(exc, "exit_code", None)
-        if hasattr(exc, "format_message") and isinstance(code, int):
-            hint = f" (see: gpucheck {_subcommand()}--help)" if code == EXIT_USAGE else ""
-            _fail(f"{exc.format_message()}{hint}", code or EXIT_USAGE)
+            return EXIT_USAGE
+        parse_code = getattr(exc, "exit_code", None)
+        if hasattr(exc, "format_message") and isinstance(parse_code, int):
+            hint = f" (see: gpucheck {_subcommand(argv)}--help)" if parse_code == 2 else ""
+            return _fail(f"{exc.format_message()}{hint}", parse_code or EXIT_USAGE)
         if os.environ.get("GPUCHECK_DEBUG"):
             raise
-        _fail(
+        return _fail(
             f"internal error: {type(exc).__name__}: {exc} (a gpucheck bug; GPUCHECK_DEBUG=1 shows "
             "the traceback)",
             EXIT_INTERNAL,
         )
-    sys.exit(code if isinstance(code, int) else 0)
+    if code == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt  # typer returns a Ctrl-C as 130: the entry point says so
+    return code if isinstance(code, int) else 0
 
 
-def _subcommand() -> str:
-    sub = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+def main() -> None:
+    """For embedding and old entry points: the real one is gpucheck.entry.main."""
+    from gpucheck.entry import main as entry_main
+
+    entry_main()
+
+
+def _subcommand(argv: list[str]) -> str:
+    sub = next((a for a in argv if not a.startswith("-")), None)
     return f"{sub} " if sub in COMMANDS else ""

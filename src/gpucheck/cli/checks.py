@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+from gpucheck.cli.common import write_output
 
 
 def list_checks() -> None:
@@ -10,4 +10,5 @@ def list_checks() -> None:
     import gpucheck.checks  # noqa: F401  (registers every check)
     from gpucheck.checks.registry import all_checks
 
-    sys.stdout.write("".join(f"{c.id:34} {c.section.value:13} {c.summary}\n" for c in all_checks()))
+    text = "".join(f"{c.id:34} {c.section.value:13} {c.summary}\n" for c in all_checks())
+    write_output(None, lambda stream: stream.write(text))

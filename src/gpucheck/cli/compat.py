@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gpucheck.cli.common import CompatDirOpt, JsonOpt, UserError, load_compat
+from gpucheck.cli.common import CompatDirOpt, JsonOpt, UserError, load_compat, write_output
 
 EXIT_USAGE = 2
 
@@ -40,13 +40,17 @@ def _answer(
         return
     lines = [f"{key}: {_plain(value)}" for key, value in data.items() if key != "sources"]
     lines += [f"source: {source}" for source in data["sources"]]
-    sys.stdout.write("".join(line + "\n" for line in lines))
+    _print("".join(line + "\n" for line in lines))
 
 
 def _print_json(data: object) -> None:
     import msgspec
 
-    sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
+    _print(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
+
+
+def _print(text: str) -> None:
+    write_output(None, lambda stream: stream.write(text))
 
 
 def _plain(value: object) -> str:
@@ -89,7 +93,7 @@ def compat(
         counts = ", ".join(f"{n} {t}" for t, n in info["rows"].items())
         lines.append(f"{name}: {counts} (as of {info['data_as_of']})")
     lines.append(f"distinct sources cited: {data['distinct_sources']}")
-    sys.stdout.write("".join(line + "\n" for line in lines))
+    _print("".join(line + "\n" for line in lines))
 
 
 @compat_app.command("tensorflow")

@@ -18,6 +18,7 @@ from gpucheck.cli.common import (
     load_compat,
     probe_options,
     read_snapshot,
+    same_file,
     write_output,
 )
 
@@ -70,8 +71,8 @@ def doctor(
         bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
     ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
-    from_file: Annotated[
-        str | None,
+    from_files: Annotated[
+        list[str] | None,
         typer.Option(
             "--from",
             metavar="FILE",
@@ -123,6 +124,13 @@ def doctor(
     from gpucheck.report.core import Report
     from gpucheck.report.formats import FORMATS
 
+    if json_out and fmt not in ("text", "json"):
+        raise UserError(f"--json and --format {fmt} ask for two formats: give one")
+    if len(from_files or []) > 1:
+        raise UserError("--from takes one snapshot (for many reports: gpucheck fleet)")
+    from_file = from_files[0] if from_files else None
+    if from_file is not None and output is not None and same_file(from_file, output):
+        raise UserError(f"--output {output} is the --from snapshot: it would be overwritten")
     fmt = "json" if json_out else fmt
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
@@ -150,7 +158,7 @@ def doctor(
     from gpucheck.compat import CompatError
 
     try:
-        findings = run(Context(snapshot, requirements, compat), selected)
+        findings = run(Context(snapshot, requirements, compat), selected, only=bool(only))
     except CompatError as exc:
         raise UserError(f"compat data: {exc}") from None
     report = Report(snapshot, findings, strict=strict, from_file=from_file)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucheck.cli.common import UserError
+from gpucheck.cli.common import UserError, write_output
 
 if TYPE_CHECKING:
     from gpucheck.process_ending import Decision
@@ -113,9 +113,10 @@ def _write(doc: ProcsDocument, json_out: bool) -> None:
     from gpucheck.report import procs as out
 
     if json_out:
-        sys.stdout.write(out.to_json(doc))
+        text = out.to_json(doc)
+        write_output(None, lambda stream: stream.write(text))
     else:
-        out.render(doc)
+        write_output(None, lambda stream: out.render(doc, stream))
 
 
 def _tell(decisions: list[Decision], json_out: bool) -> None:

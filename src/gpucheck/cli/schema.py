@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Annotated
 
 import typer
+
+from gpucheck.cli.common import write_output
 
 
 def schema(
@@ -18,9 +19,10 @@ def schema(
     if procs:
         from gpucheck.report.procs import schema as procs_schema
 
-        sys.stdout.write(json.dumps(procs_schema(), indent=2) + "\n")
-        return
-    from importlib.resources import files
+        text = json.dumps(procs_schema(), indent=2) + "\n"
+    else:
+        from importlib.resources import files
 
-    resource = files("gpucheck.report").joinpath("report.schema.json")
-    sys.stdout.write(resource.read_text(encoding="utf-8"))
+        resource = files("gpucheck.report").joinpath("report.schema.json")
+        text = resource.read_text(encoding="utf-8")
+    write_output(None, lambda stream: stream.write(text))

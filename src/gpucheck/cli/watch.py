@@ -4,6 +4,7 @@ with a summary at the end or from a saved log."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -18,7 +19,7 @@ from typing import IO, Annotated, NoReturn
 
 import typer
 
-from gpucheck.cli.common import UserError
+from gpucheck.cli.common import OutputError, UserError, quiet_stdout
 from gpucheck.watch_log import LogError, Sample, csv_rows, header, jsonl_rows, parse_fields
 
 FORMATS = ("csv", "jsonl")
@@ -195,8 +196,7 @@ class Log:
         if self.path is not None:
             self.stream = self._open()
         elif self.stream is not None and self.header:
-            self.stream.write(self.header)
-            self.stream.flush()
+            self._put(self.stream, self.header)
 
     def _open(self) -> IO[str]:
         assert self.path is not None
@@ -206,8 +206,11 @@ class Log:
             raise UserError(f"--output: folder {self.path.parent} does not exist")
         existing = ""
         try:
-            with self.path.open("r", encoding="utf-8", errors="replace") as fh:
-                existing = fh.readline()
+            # A regular file's first line only: a device (/dev/stdout, /dev/full) or a FIFO
+            # has no header to check, and reading one may never end.
+            if self.path.is_file():
+                with self.path.open("r", encoding="utf-8", errors="replace") as fh:
+                    existing = fh.readline(1 << 16)
         except FileNotFoundError:
             pass
         except OSError as exc:
@@ -224,9 +227,18 @@ class Log:
         except OSError as exc:
             raise UserError(f"--output: cannot write {self.path}: {exc.strerror}") from None
         if not existing and self.header:
-            stream.write(self.header)
-            stream.flush()
+            self._put(stream, self.header)
         return stream
+
+    def _put(self, stream: IO[str], text: str) -> None:
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            where = self.path or "standard output"
+            raise OutputError(f"cannot write samples to {where}: {exc.strerror or exc}") from None
 
     def write(self, sample: Sample) -> None:
         if self.stream is None:
@@ -239,12 +251,13 @@ class Log:
             self.stream.close()
             os.replace(self.path, self.path.with_name(self.path.name + ".1"))
             self.stream = self._open()
-        self.stream.write(rows)
-        self.stream.flush()
+        self._put(self.stream, rows)
 
     def close(self) -> None:
         if self.path is not None and self.stream is not None:
-            self.stream.close()
+            # Every sample was flushed: what is left to fail here has been said already.
+            with contextlib.suppress(OSError):
+                self.stream.close()
 
 
 # --- running ------------------------------------------------------------------------------
@@ -298,6 +311,7 @@ def run(plan: Plan) -> None:
         session.stop()
         raise
     started = time.monotonic()
+    failed: OutputError | None = None
     live = _Live() if plan.live else None
     try:
         with _interruptible() as state:
@@ -317,12 +331,16 @@ def run(plan: Plan) -> None:
     except _Stop:
         pass
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # reader went away
+        quiet_stdout()  # the reader went away: the samples so far are whole
+    except OutputError as exc:
+        failed = exc
     finally:
         session.stop()
         log.close()
         if live is not None:
             live.close()
+    if failed is not None:
+        raise failed
     if plan.summary and plan.samples:
         from gpucheck.watch_summary import render_text, summarize
 

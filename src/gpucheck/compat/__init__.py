@@ -110,6 +110,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise CompatError(f"{path}: cannot be read ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise CompatError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise CompatError(f"{path}: not valid TOML (nested too deeply)") from None
     return data
 
 
@@ -197,7 +199,19 @@ class Compat:
                 )
         dirs = [directory, *(extra or [])]
         path, data = read_topic(dirs, "cuda.toml")
-        return cls.from_data(path, data, dirs)
+        compat = cls.from_data(path, data, dirs)
+        if extra:
+            compat.validate_extra()
+        return compat
+
+    def validate_extra(self) -> None:
+        """Read every topic a user's folder overrides now, so that a bad file is refused
+        whatever the machine (a doctor that never needed gpus.toml must not pass it)."""
+        for name in TOPICS:
+            if any((folder / name).is_file() for folder in self.dirs[1:]):
+                attribute = name.removesuffix(".toml")
+                if attribute != "cuda":
+                    getattr(self, attribute)
 
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any], dirs: list[Path] | None = None) -> Compat:

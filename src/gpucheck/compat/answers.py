@@ -214,7 +214,12 @@ def torch(compat: Compat, version: str) -> Answer:
         )
     archs: dict[str, Any] = {}
     sources = [rel.source]
-    for cuda in rel.cuda_variants:
+    # The architectures the doctor would judge with: per published variant, and for the
+    # default PyPI build too (the only one known while the variants are not yet published).
+    variants = list(rel.cuda_variants)
+    if rel.default_pypi_cuda and rel.default_pypi_cuda not in variants:
+        variants.append(rel.default_pypi_cuda)
+    for cuda in variants:
         arch = data.arch(rel.version, cuda)
         archs[cuda] = {"sm": list(arch.sm), "ptx": list(arch.ptx)} if arch else None
         if arch:
@@ -222,12 +227,13 @@ def torch(compat: Compat, version: str) -> Answer:
     answer: dict[str, Any] = {
         "version": str(rel.version),
         "known": True,
-        "cuda_variants": list(rel.cuda_variants),
+        # Empty in the data: not published yet (unknown), not "none".
+        "cuda_variants": list(rel.cuda_variants) or None,
         "python_min": str(rel.python_min) if rel.python_min else None,
         "python_max": str(rel.python_max) if rel.python_max else None,
         "default_pypi_cuda": rel.default_pypi_cuda,
         "rocm_variants": list(rel.rocm_variants),
-        "architectures": archs,
+        "architectures": archs or None,
     }
     answer["cuda"] = tag_cuda  # the wheel's own CUDA, when the version has a +cuXYZ tag
     return Answer(answer, sources)
@@ -253,16 +259,33 @@ def jax(compat: Compat, version: str) -> Answer:
 
 def cudnn(compat: Compat, version: str) -> Answer:
     rel = compat.cudnn.release(version)
+    answered_by = version
     if rel is None:
-        raise _unknown("cuDNN", version, (r.version for r in compat.cudnn.releases))
+        # cuDNN patch releases of one major.minor are compatible with each other (NVIDIA's
+        # API compatibility rules in the cuDNN Developer Guide): answer from the newest known
+        # patch of the same line, and say that it is that row.
+        wanted = parse_version(version)
+        same_line = [
+            r
+            for r in compat.cudnn.releases
+            if wanted is not None
+            and (v := parse_version(str(r.version))) is not None
+            and v.release[:2] == wanted.release[:2]
+        ]
+        if not same_line:
+            raise _unknown("cuDNN", version, (r.version for r in compat.cudnn.releases))
+        rel = max(same_line, key=lambda r: parse_version(str(r.version)) or Version("0"))
+        answered_by = str(rel.version)
     return Answer(
         {
             "version": version,
+            "answered_by": answered_by,  # the data's row: another patch of the same line
             "cuda": list(rel.cuda),
             "cuda_majors": list(rel.cuda_majors),
             "min_driver_linux": rel.min_driver_linux,
             "min_driver_windows": rel.min_driver_windows,
-            "compute_capabilities": list(rel.compute_capabilities),
+            # An empty list in the data means the source did not say: unknown, not "none".
+            "compute_capabilities": list(rel.compute_capabilities) or None,
         },
         [rel.source],
     )

@@ -13,8 +13,6 @@ same types (report/schema.py), so decoder and schema cannot disagree.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import re
 from typing import Any, TypeVar
 
@@ -84,20 +82,10 @@ def from_json(cls: type[T], data: bytes) -> T:
 
 
 def to_dict(obj: Any) -> Any:
-    """Dataclasses (recursively) and enums as plain JSON-compatible values, every field
-    present. (msgspec.to_builtins reads instance dicts, in which msgspec's own decoding leaves
-    out fields at their class default: a report must carry every field.)"""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, (list, tuple)):
-        return [to_dict(v) for v in obj]
-    if isinstance(obj, dict):
-        return {str(k): to_dict(v) for k, v in obj.items()}
-    return obj
+    """Structs (recursively) and enums as plain JSON-compatible values."""
+    return msgspec.to_builtins(obj)
 
 
 def to_json(obj: Any, indent: int = 2) -> bytes:
     """JSON text of a model object, indented for people and diffs."""
-    return msgspec.json.format(msgspec.json.encode(to_dict(obj)), indent=indent)
+    return msgspec.json.format(msgspec.json.encode(obj), indent=indent)

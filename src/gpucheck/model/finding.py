@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
 from typing import TypeVar
+
+from msgspec import Struct, field
 
 T = TypeVar("T")
 
@@ -40,8 +41,7 @@ class Section(str, enum.Enum):
         )
 
 
-@dataclass(frozen=True)
-class GpuRef:
+class GpuRef(Struct, frozen=True):
     """One GPU a finding concerns, by every name a fleet may key it on."""
 
     index: int
@@ -49,8 +49,7 @@ class GpuRef:
     pci_bus_id: str | None = None
 
 
-@dataclass
-class Subjects:
+class Subjects(Struct):
     """What a finding concerns. Empty lists: the machine as a whole."""
 
     gpus: list[GpuRef] = field(default_factory=list)
@@ -77,8 +76,7 @@ def _union(a: list[T], b: list[T]) -> list[T]:
 _COMMAND = re.compile(r"`([^`]+)`")
 
 
-@dataclass
-class Fix:
+class Fix(Struct):
     """How to repair what a finding found."""
 
     text: str  # the whole remedy, for a person; commands appear in it between backticks
@@ -103,8 +101,7 @@ def as_fix(fix: FixLike) -> Fix | None:
     return Fix.of(fix) if isinstance(fix, str) else fix
 
 
-@dataclass
-class Outcome:
+class Outcome(Struct):
     """What a check function returns; the runner adds the check's id and section."""
 
     status: Status
@@ -151,8 +148,7 @@ class Outcome:
         return cls.make(Status.FAIL, title, evidence, fix, subjects)
 
 
-@dataclass
-class Finding:
+class Finding(Struct):
     id: str
     section: Section
     status: Status

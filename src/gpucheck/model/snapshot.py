@@ -11,10 +11,10 @@ the same major is readable; a different major is refused with a clear message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import msgspec
+from msgspec import Struct, field
 
 from gpucheck import __version__
 from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
@@ -29,6 +29,10 @@ SCHEMA_VERSION = "1.2"
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
+# The top-level fact groups, each gathered by its own probes.
+FACT_GROUPS = ("system", "nvml", "cuda", "cudnn", "environments")
+
+
 class SnapshotError(ValueError):
     """A snapshot file that cannot be read: the message is one line for the user."""
 
@@ -36,8 +40,7 @@ class SnapshotError(ValueError):
 # --- probe bookkeeping -----------------------------------------------------------------------
 
 
-@dataclass
-class ProbeRun:
+class ProbeRun(Struct):
     """How one probe went: the facts it produced are in their own section."""
 
     name: str
@@ -49,8 +52,7 @@ class ProbeRun:
 # --- system -------------------------------------------------------------------------------
 
 
-@dataclass
-class PciDevice:
+class PciDevice(Struct):
     address: str  # "0000:17:00.0"
     vendor_id: str  # "0x10de"
     device_id: str  # "0x2330"
@@ -61,8 +63,7 @@ class PciDevice:
     driver: str | None = None  # kernel driver bound to it: nvidia, nouveau, vfio-pci, ...
 
 
-@dataclass
-class DeviceNode:
+class DeviceNode(Struct):
     path: str
     exists: bool
     readable: bool = False
@@ -71,8 +72,7 @@ class DeviceNode:
     owner_group: str | None = None
 
 
-@dataclass
-class SystemFacts:
+class SystemFacts(Struct):
     os: str = ""  # platform.system(): Linux, Windows, Darwin
     os_release: str | None = None  # /etc/os-release PRETTY_NAME
     kernel: str = ""
@@ -100,23 +100,20 @@ class SystemFacts:
 # --- NVML ---------------------------------------------------------------------------------
 
 
-@dataclass
-class NvmlError:
+class NvmlError(Struct):
     code: Int
     name: str  # the binding's error name without the prefix: "DriverNotLoaded"
     message: str = ""
 
 
-@dataclass
-class MigDevice:
+class MigDevice(Struct):
     index: Int
     uuid: str | None = None
     name: str | None = None
     memory_total: Int | None = None
 
 
-@dataclass
-class GpuProcess:
+class GpuProcess(Struct):
     pid: Int  # as NVML reports it: in a container, usually the host's PID
     name: str | None = None
     used_memory: Int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
@@ -125,8 +122,7 @@ class GpuProcess:
     compute_instance_id: Int | None = None
 
 
-@dataclass
-class GpuFacts:
+class GpuFacts(Struct):
     index: Int
     name: str | None = None
     uuid: str | None = None
@@ -173,8 +169,7 @@ class GpuFacts:
     field_errors: dict[str, str] = field(default_factory=dict)  # field -> NVML error name
 
 
-@dataclass
-class NvmlFacts:
+class NvmlFacts(Struct):
     binding_version: str | None = None  # nvidia-ml-py
     library_path: str | None = None  # the libnvidia-ml really loaded
     init_error: NvmlError | None = None
@@ -189,8 +184,7 @@ class NvmlFacts:
 # --- processes ------------------------------------------------------------------------------
 
 
-@dataclass
-class HostProcess:
+class HostProcess(Struct):
     """A process as /proc shows it: one that has a /dev/nvidia* file open, or one NVML lists."""
 
     pid: Int  # in the PID namespace of the /proc that was read
@@ -211,8 +205,7 @@ class HostProcess:
     fds_readable: bool = True  # False: its fd table is closed to this user (another user's)
 
 
-@dataclass
-class ProcessFacts:
+class ProcessFacts(Struct):
     scanned: bool = False  # False: /proc could not be listed (no facts, not "no holder")
     caller_uid: Int | None = None
     caller_pid: Int | None = None
@@ -223,8 +216,7 @@ class ProcessFacts:
 # --- CUDA and cuDNN -------------------------------------------------------------------------
 
 
-@dataclass
-class LibraryCopy:
+class LibraryCopy(Struct):
     """One copy of a shared library found on disk (found, not necessarily loadable)."""
 
     name: str  # "cudart" | "cudnn"
@@ -239,16 +231,14 @@ class LibraryCopy:
     load_error: str | None = None
 
 
-@dataclass
-class CudaDevice:
+class CudaDevice(Struct):
     index: Int
     name: str | None = None
     compute_capability: str | None = None
     memory_total: Int | None = None
 
 
-@dataclass
-class CudaDriverFacts:
+class CudaDriverFacts(Struct):
     library_path: str | None = None
     load_error: str | None = None  # libcuda could not be loaded at all
     init_result: Int | None = None  # cuInit's CUresult
@@ -259,32 +249,30 @@ class CudaDriverFacts:
     devices: list[CudaDevice] = field(default_factory=list)
 
 
-@dataclass
-class NvccFacts:
+class NvccFacts(Struct):
     path: str
     version: str | None = None  # "12.4.131"
+    toolkit: str | None = None  # the toolkit folder the nvcc belongs to (links followed)
     error: str | None = None
 
 
-@dataclass
-class CudaFacts:
+class CudaFacts(Struct):
     driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)
     runtimes: list[LibraryCopy] = field(default_factory=list)
     nvcc: NvccFacts | None = None
     cuda_home: str | None = None
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
+    cuda_home_nvcc: bool | None = None  # the CUDA home holds an executable bin/nvcc
 
 
-@dataclass
-class CudnnFacts:
+class CudnnFacts(Struct):
     libraries: list[LibraryCopy] = field(default_factory=list)
 
 
 # --- frameworks, per Python environment ---------------------------------------------------------
 
 
-@dataclass
-class Distribution:
+class Distribution(Struct):
     """An installed distribution that matters here (a framework, keras, nvidia-*, cupy-*)."""
 
     name: str  # normalised: lower case, "-" for "_" and "." ("nvidia-cudnn-cu12")
@@ -293,8 +281,7 @@ class Distribution:
     requires: list[str] = field(default_factory=list)  # its Requires-Dist lines (frameworks only)
 
 
-@dataclass
-class TorchBuild:
+class TorchBuild(Struct):
     """torch/version.py, read as text (never executed)."""
 
     version: str | None = None  # "2.5.1+cu124"
@@ -304,8 +291,7 @@ class TorchBuild:
     path: str | None = None  # the file read
 
 
-@dataclass
-class TensorflowBuild:
+class TensorflowBuild(Struct):
     """tensorflow/python/platform/build_info.py, read as text (never executed)."""
 
     is_cuda_build: bool | None = None
@@ -316,8 +302,7 @@ class TensorflowBuild:
     path: str | None = None
 
 
-@dataclass
-class SmokeTest:
+class SmokeTest(Struct):
     """A tiny real operation on one device: allocate, matmul, copy back, compare with CPU."""
 
     device: str  # "cuda:0", "/GPU:0", "cuda(id=0)"
@@ -326,8 +311,7 @@ class SmokeTest:
     seconds: float | None = None
 
 
-@dataclass
-class FrameworkRuntime:
+class FrameworkRuntime(Struct):
     """What importing a framework in a child process showed (`doctor --deep`)."""
 
     framework: str  # torch | tensorflow | jax | cupy
@@ -349,8 +333,7 @@ class FrameworkRuntime:
     smoke_tests: list[SmokeTest] = field(default_factory=list)
 
 
-@dataclass
-class PythonEnvironment:
+class PythonEnvironment(Struct):
     """One interpreter whose frameworks were looked at."""
 
     python: str  # the interpreter's path
@@ -373,8 +356,7 @@ class PythonEnvironment:
 # --- the whole -----------------------------------------------------------------------------
 
 
-@dataclass
-class Snapshot:
+class Snapshot(Struct):
     schema_version: str = SCHEMA_VERSION
     gpucheck_version: str = __version__
     created_at: str = ""
@@ -385,6 +367,8 @@ class Snapshot:
     environments: list[PythonEnvironment] = field(default_factory=list)
     processes: ProcessFacts = field(default_factory=ProcessFacts)
     deep: bool = False  # frameworks were imported (doctor --deep)
+    # Fact groups a saved snapshot did not carry (a partial or older file): unknown, not empty.
+    absent_sections: list[str] = field(default_factory=list)
     probes: list[ProbeRun] = field(default_factory=list)
 
     def probe(self, name: str) -> ProbeRun | None:
@@ -409,10 +393,13 @@ class Snapshot:
                 f"snapshot schema {version} is not readable by gpucheck {__version__} "
                 f"(reads {SCHEMA_MAJOR}.x): use a gpucheck of the same major schema"
             )
+        absent = [group for group in FACT_GROUPS if group not in data]
         try:
-            return from_dict(cls, data)
+            snapshot = from_dict(cls, data)
         except DecodeError as exc:
             raise SnapshotError(f"invalid snapshot: {exc}") from None
+        snapshot.absent_sections = sorted({*snapshot.absent_sections, *absent})
+        return snapshot
 
 
 def _is_version(text: str) -> bool:

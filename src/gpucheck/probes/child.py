@@ -16,12 +16,26 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 KILL_GRACE = 2.0  # seconds a killed child gets to hand over what it printed
+
+# Children still running, for kill_all(): they run in sessions of their own, so the
+# terminal's Ctrl-C does not reach them.
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> None:
+    """Kill every probe child still running, with its process group (on Ctrl-C)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        _kill_group(proc)
 
 
 @dataclass
@@ -92,10 +106,26 @@ def run_script(
     except OSError as exc:
         result.start_error = str(exc)
         return result
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    try:
+        out, err, result.timed_out = _communicate(proc, timeout)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+    result.returncode = proc.returncode
+    result.duration_ms = round((time.monotonic() - start) * 1000, 1)
+    result.records = _parse_records(out)
+    result.last_step, result.message = _parse_stderr(err)
+    return result
+
+
+def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, bool]:
+    """The child's output and whether it ran past `timeout` (then it was killed)."""
     try:
         out, err = proc.communicate(timeout=timeout)
+        return out, err, False
     except subprocess.TimeoutExpired:
-        result.timed_out = True
         _kill_group(proc)
         try:
             out, err = proc.communicate(timeout=KILL_GRACE)
@@ -106,11 +136,7 @@ def run_script(
             for pipe in (proc.stdout, proc.stderr):
                 if pipe is not None:
                     pipe.close()
-    result.returncode = proc.returncode
-    result.duration_ms = round((time.monotonic() - start) * 1000, 1)
-    result.records = _parse_records(out)
-    result.last_step, result.message = _parse_stderr(err)
-    return result
+        return out, err, True
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

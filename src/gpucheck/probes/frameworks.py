@@ -11,6 +11,7 @@ probe scripts run inside the target interpreter and use its standard library onl
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -39,14 +40,23 @@ def _venv_python(prefix: str) -> Path | None:
     return None
 
 
+def resolve_python(python: str) -> str:
+    """--python as the user meant it: a path is a path (./python is this folder's, never one
+    on PATH); a bare name is looked up on PATH. Absolute, so the report says which it was."""
+    if os.sep in python or (os.altsep and os.altsep in python):
+        found: str | None = os.path.abspath(python)
+    else:
+        found = shutil.which(python)
+    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise PythonNotFound(f"--python: {python}: no such interpreter")
+    return found
+
+
 def interpreters(env: Mapping[str, str], python: str | None = None) -> list[tuple[str, str]]:
     """(interpreter, origin) pairs to probe, one per environment (told apart by prefix: every
     venv's python is a link to the same base interpreter)."""
     if python is not None:
-        path = Path(python)
-        if not path.is_file() or not os.access(path, os.X_OK):
-            raise PythonNotFound(f"--python: {python}: no such interpreter")
-        return [(str(path), "--python")]
+        return [(resolve_python(python), "--python")]
     found = [(sys.executable, "gpucheck")]
     prefixes = {os.path.realpath(sys.prefix)}
     for var, origin in (("VIRTUAL_ENV", "virtualenv"), ("CONDA_PREFIX", "conda")):

@@ -115,7 +115,10 @@ def probe_nvcc(env: Mapping[str, str], homes: list[Path], timeout: float = 10) -
             path = str(candidate)
     if not path:
         return None
-    facts = NvccFacts(path=path)
+    # The toolkit the nvcc on PATH belongs to (/usr/local/bin/nvcc is often a link into one).
+    root = os.path.dirname(os.path.dirname(os.path.realpath(path)))
+    is_toolkit = os.path.isfile(os.path.join(root, "include", "cuda.h"))  # not a bare wrapper
+    facts = NvccFacts(path=path, toolkit=root if is_toolkit else None)
     try:
         out = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=timeout, check=False
@@ -152,6 +155,8 @@ def probe_cuda_and_cudnn(
         nvcc = pool.submit(probe_nvcc, scope.env, scope.cuda_homes, timeout)
         probe_library_versions(runtimes + cudnn, timeout, scope.env)
         cuda = CudaFacts(runtimes=runtimes, cuda_home=home, cuda_home_source=source)
+        if home is not None:
+            cuda.cuda_home_nvcc = os.access(os.path.join(home, "bin", "nvcc"), os.X_OK)
         cuda.nvcc = nvcc.result()
     duration = round((time.monotonic() - start) * 1000, 1)
     # A copy that cannot be loaded is a fact about that copy (its load_error, judged by the

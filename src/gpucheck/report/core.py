@@ -31,7 +31,18 @@ def exit_code(findings: list[Finding], strict: bool = False) -> int:
         return EXIT_INTERNAL
     if Status.FAIL in statuses or (strict and Status.WARN in statuses):
         return EXIT_FAILED
+    if not_judged(findings):
+        return EXIT_FAILED  # a gate that judged nothing must not say ready
     return EXIT_OK
+
+
+def not_judged(findings: list[Finding]) -> str | None:
+    """Why the report judged nothing (no finding, or every one skipped), or None."""
+    if not findings:
+        return "no check applied: nothing was judged"
+    if all(f.status is Status.SKIP for f in findings):
+        return f"every check skipped ({len(findings)}): nothing was judged"
+    return None
 
 
 @dataclass
@@ -61,6 +72,11 @@ class Report:
     def ready(self) -> bool:
         return self.exit_code == EXIT_OK
 
+    @property
+    def not_ready_reason(self) -> str | None:
+        """Why a report without failures is still not ready (it judged nothing)."""
+        return None if self.counts["fail"] or self.counts["error"] else not_judged(self.findings)
+
     def to_dict(self) -> dict[str, Any]:
         sysf = self.snapshot.system
         return {
@@ -80,6 +96,7 @@ class Report:
                 "strict": self.strict,
                 "problems": len(self.problems),
                 "counts": self.counts,
+                "reason": self.not_ready_reason,
             },
             "findings": [to_dict(f) for f in self.findings],
             "snapshot": self.snapshot.to_dict(),

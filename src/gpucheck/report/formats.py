@@ -19,6 +19,11 @@ def render_json(report: Report, stream: IO[str], verbose: bool = False) -> None:
 
 
 def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None:
+    """JUnit XML: a test case per finding. Fail and error are failures and errors, skip is
+    skipped; a warning (a failure with --strict) passes but says so in its system-out and a
+    `status` property, since JUnit has no warning state."""
+    from gpucheck.report.text import printable
+
     c = report.counts
     failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if report.strict else set())
     suite = ET.Element(
@@ -29,17 +34,23 @@ def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None
         errors=str(c["error"]),
         skipped=str(c["skip"]),
         timestamp=report.created_at,
-        hostname=report.snapshot.system.hostname or "unknown",
+        hostname=printable(report.snapshot.system.hostname or "unknown"),
     )
     for f in report.findings:
         case = ET.SubElement(suite, "testcase", classname=f"gpucheck.{f.section.value}", name=f.id)
-        body = "\n".join([f.title, *f.evidence] + ([f"fix: {f.fix.text}"] if f.fix else []))
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="status", value=f.status.value)
+        title = printable(f.title)
+        lines = [title, *map(printable, f.evidence)]
+        body = "\n".join(lines + ([f"fix: {printable(f.fix.text)}"] if f.fix else []))
         if f.status == Status.ERROR:
-            ET.SubElement(case, "error", message=f.title).text = body
+            ET.SubElement(case, "error", message=title).text = body
         elif f.status in failing:
-            ET.SubElement(case, "failure", message=f.title, type=f.status.value).text = body
+            ET.SubElement(case, "failure", message=title, type=f.status.value).text = body
         elif f.status == Status.SKIP:
-            ET.SubElement(case, "skipped", message=f.title)
+            ET.SubElement(case, "skipped", message=title)
+        elif f.status == Status.WARN:
+            ET.SubElement(case, "system-out").text = f"WARNING: {body}"
         else:
             ET.SubElement(case, "system-out").text = body
     root = ET.Element("testsuites")
@@ -50,9 +61,20 @@ def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None
 
 
 def render_text(report: Report, stream: IO[str], verbose: bool = False) -> None:
-    from gpucheck.report.terminal import render
+    """Rich on a terminal (or stdout with FORCE_COLOR), plain text everywhere else: a file
+    written with -o never gets colour codes."""
+    import os
+    import sys
 
-    render(report, stream, verbose)
+    forced = stream is sys.stdout and bool(os.environ.get("FORCE_COLOR"))
+    if forced or (hasattr(stream, "isatty") and stream.isatty()):
+        from gpucheck.report.terminal import render
+
+        render(report, stream, verbose)
+    else:
+        from gpucheck.report.text import render_plain
+
+        render_plain(report, stream, verbose)
 
 
 Renderer = Callable[[Report, IO[str], bool], None]

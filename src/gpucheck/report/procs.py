@@ -15,6 +15,7 @@ from gpucheck import __version__
 from gpucheck.gpu_holders import GpuAccount, GpuUse, Holder, Holders, leak_causes
 from gpucheck.model.decoding import to_dict
 from gpucheck.process_ending import Decision, Ended, shorten
+from gpucheck.report.text import printable
 
 PROCS_SCHEMA_VERSION = "1.0"
 PIPE_WIDTH = 160
@@ -171,22 +172,29 @@ def schema() -> dict[str, Any]:
 # --- for a person -------------------------------------------------------------------------
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own handling exits 1; a reader that goes away (procs | head) is not an error.
+        raise BrokenPipeError
+
+
 def gib(value: int | None) -> str:
     return "?" if value is None else f"{value / 1024**3:.1f} GiB"
 
 
 def _command(row: ProcessRow, width: int = 48) -> str:
     text = " ".join(row.command) if row.command else (row.name or "?")
-    return shorten(text, width)
+    return shorten(printable(text), width)
 
 
 def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
-    console = Console(file=stream, highlight=False, soft_wrap=False, emoji=False)
+    # Names and command lines are any process's own text: never markup, controls escaped.
+    console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
     if not console.is_terminal:
         console.width = PIPE_WIDTH  # a file or a pipe gets whole lines, not a squeezed table
     for g in doc.gpus:
         head = Text(f"GPU {g.index}", style="bold")
-        head.append(f"  {g.name or '?'}")
+        head.append(f"  {printable(g.name or '?')}")
         head.append(f"  {gib(g.memory_used)} of {gib(g.memory_total)} used", style="dim")
         console.print(head)
         rows = sorted(
@@ -263,7 +271,7 @@ def _table(rows: list[ProcessRow], gpu: int | None) -> Table:
         state_style = "red" if r.state in ("zombie", "uninterruptible") else None
         table.add_row(
             pid,
-            (r.user or "?") + mine,
+            printable(r.user or "?") + mine,
             gib(memory) if memory else "-",
             kind,
             Text(r.state, style=state_style or ""),

@@ -77,12 +77,17 @@ def report_schema() -> dict[str, Any]:
             },
             "summary": {
                 "type": "object",
-                "required": ["ready", "exit_code", "strict", "problems", "counts"],
+                "required": ["ready", "exit_code", "strict", "problems", "counts", "reason"],
                 "properties": {
                     "ready": {"type": "boolean"},
                     "exit_code": {"enum": [0, 1, 3]},
                     "strict": {"type": "boolean"},
                     "problems": {"type": "integer", "minimum": 0},
+                    "reason": {
+                        "type": ["string", "null"],
+                        "description": "why a report with no failure is not ready: it judged "
+                        "nothing (every selected check skipped)",
+                    },
                     "counts": {
                         "type": "object",
                         "required": list(counts),

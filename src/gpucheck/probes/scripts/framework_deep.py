@@ -1,8 +1,8 @@
 """Deep framework probe, run in a child process (see probes/child.py for the protocol).
 
-`python scripts/framework_deep.py FRAMEWORK` (torch | tensorflow | jax | cupy), under the interpreter
-of the environment being diagnosed: import the framework, list its devices and run a tiny
-matmul on each, recording what it shows as `FrameworkRuntime` facts.
+`python scripts/framework_deep.py FRAMEWORK` (torch | tensorflow | jax | cupy), under the
+interpreter of the environment being diagnosed: import the framework, list its devices and run
+a tiny matmul on each, recording what it shows as `FrameworkRuntime` facts.
 
 stdout: `{"kind": "runtime", "facts": {...}}` lines, the WHOLE record again after each stage,
 so that whatever happens later (a crash in the driver, a hang, cuDNN calling abort()) the

@@ -7,17 +7,63 @@ so that the parent can tell which library hung or aborted the process.
 Standard library only (ctypes); no gpucheck imports; runs on Python 3.8+.
 """
 
+from __future__ import annotations
+
 import ctypes
 import json
 import os
 import sys
 
+TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypedDict
 
-def step(task_id):
+    class TaskBase(TypedDict):
+        id: str
+        kind: str  # a key of KINDS
+
+    class Task(TaskBase, total=False):
+        path: str  # cudart, cudnn: the library to load
+        init: bool  # cuda_driver: False to leave cuInit uncalled
+
+    class DeviceBase(TypedDict):
+        index: int
+
+    class Device(DeviceBase, total=False):
+        name: str
+        compute_capability: str
+        memory_total: int
+
+    class CudaDriverBase(TypedDict):
+        devices: list[Device]
+
+    class CudaDriverResult(CudaDriverBase, total=False):
+        load_error: str
+        library_path: str | None
+        driver_version: int
+        init_skipped_reason: str
+        init_result: int
+        init_error_name: str | None
+        device_count: int
+
+    class ErrorResult(TypedDict):
+        error: str
+
+    class VersionResult(TypedDict):
+        version: str
+
+    class CudnnResult(VersionResult, total=False):
+        cuda_version: str
+
+    Result = CudaDriverResult | ErrorResult | VersionResult | CudnnResult
+
+
+def step(task_id: str) -> None:
     os.write(2, (f"@ task {task_id}\n").encode())
 
 
-def mapped_path(fragment):
+def mapped_path(fragment: str) -> str | None:
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
@@ -29,7 +75,7 @@ def mapped_path(fragment):
     return None
 
 
-def cuda_error_name(lib, code):
+def cuda_error_name(lib: ctypes.CDLL, code: int) -> str | None:
     name = ctypes.c_char_p()
     try:
         if lib.cuGetErrorName(code, ctypes.byref(name)) == 0 and name.value:
@@ -39,8 +85,8 @@ def cuda_error_name(lib, code):
     return None
 
 
-def cuda_driver(task):
-    out = {"devices": []}
+def cuda_driver(task: Task) -> CudaDriverResult:
+    out: CudaDriverResult = {"devices": []}
     try:
         lib = ctypes.CDLL("libcuda.so.1")
     except OSError as exc:
@@ -54,7 +100,7 @@ def cuda_driver(task):
         # As root, cuInit would run nvidia-modprobe: load the module and create device nodes.
         out["init_skipped_reason"] = "cuInit not called: the nvidia kernel module is not loaded"
         return out
-    rc = lib.cuInit(0)
+    rc: int = lib.cuInit(0)
     out["init_result"] = rc
     out["init_error_name"] = cuda_error_name(lib, rc) if rc else None
     if rc != 0:
@@ -65,7 +111,7 @@ def cuda_driver(task):
     out["device_count"] = count.value
     for index in range(count.value):
         dev = ctypes.c_int(0)
-        record = {"index": index}
+        record: Device = {"index": index}
         if lib.cuDeviceGet(ctypes.byref(dev), index) == 0:
             buf = ctypes.create_string_buffer(256)
             if lib.cuDeviceGetName(buf, 256, dev) == 0:
@@ -76,7 +122,7 @@ def cuda_driver(task):
                 lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev) == 0
                 and lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev) == 0
             ):
-                record["compute_capability"] = "%d.%d" % (major.value, minor.value)
+                record["compute_capability"] = f"{major.value}.{minor.value}"
             total = ctypes.c_size_t(0)
             if lib.cuDeviceTotalMem_v2(ctypes.byref(total), dev) == 0:
                 record["memory_total"] = total.value
@@ -84,44 +130,48 @@ def cuda_driver(task):
     return out
 
 
-def cudart(task):
+def cudart(task: Task) -> ErrorResult | VersionResult:
     lib = ctypes.CDLL(task["path"])
     version = ctypes.c_int(0)
-    rc = lib.cudaRuntimeGetVersion(ctypes.byref(version))
+    rc: int = lib.cudaRuntimeGetVersion(ctypes.byref(version))
     if rc != 0:
-        return {"error": "cudaRuntimeGetVersion returned %d" % rc}
-    return {"version": "%d.%d" % (version.value // 1000, (version.value % 1000) // 10)}
+        return {"error": f"cudaRuntimeGetVersion returned {rc}"}
+    return {"version": f"{version.value // 1000}.{(version.value % 1000) // 10}"}
 
 
-def cudnn_version_text(value):
+def cudnn_version_text(value: int) -> str:
     # cuDNN 9 encodes 9.1.0 as 90100; cuDNN 8 and older encode 8.9.7 as 8907.
     if value >= 90000:
-        return "%d.%d.%d" % (value // 10000, (value % 10000) // 100, value % 100)
-    return "%d.%d.%d" % (value // 1000, (value % 1000) // 100, value % 100)
+        return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}"
+    return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
 
 
-def cudnn(task):
+def cudnn(task: Task) -> CudnnResult:
     lib = ctypes.CDLL(task["path"])
     lib.cudnnGetVersion.restype = ctypes.c_size_t
-    out = {"version": cudnn_version_text(lib.cudnnGetVersion())}
+    out: CudnnResult = {"version": cudnn_version_text(lib.cudnnGetVersion())}
     try:
         lib.cudnnGetCudartVersion.restype = ctypes.c_size_t
-        rt = lib.cudnnGetCudartVersion()
-        out["cuda_version"] = "%d.%d" % (rt // 1000, (rt % 1000) // 10)
+        rt: int = lib.cudnnGetCudartVersion()
+        out["cuda_version"] = f"{rt // 1000}.{(rt % 1000) // 10}"
     except AttributeError:
         pass
     return out
 
 
-KINDS = {"cuda_driver": cuda_driver, "cudart": cudart, "cudnn": cudnn}
+KINDS: dict[str, Callable[[Task], Result]] = {
+    "cuda_driver": cuda_driver,
+    "cudart": cudart,
+    "cudnn": cudnn,
+}
 
 
-def main():
-    tasks = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
+def main() -> None:
+    tasks: list[Task] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
     for task in tasks:
         step(task["id"])
         try:
-            result = KINDS[task["kind"]](task)
+            result: Result = KINDS[task["kind"]](task)
         except Exception as exc:
             result = {"error": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps({"id": task["id"], "result": result}) + "\n")

@@ -8,15 +8,68 @@ given, is a JSON object: "skip", NVML function names not to call (ones that cras
 earlier try); "init": false to load the library without calling nvmlInit (which, run as root
 with no kernel module, creates /dev/nvidiactl: diagnosis must not change the machine).
 
-Standard library plus the nvidia-ml-py binding only; no gpucheck imports.
+Standard library plus the nvidia-ml-py binding only; no gpucheck imports; runs on Python 3.8+.
 """
+
+from __future__ import annotations
 
 import contextlib
 import json
 import os
 import sys
 
-OPTIONS = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from types import ModuleType
+    from typing import Any, Literal, TypedDict, TypeVar
+
+    T = TypeVar("T")
+
+    class Options(TypedDict, total=False):
+        skip: list[str]  # NVML functions that crashed an earlier try
+        init: bool
+
+    class ErrorRecord(TypedDict):
+        code: int
+        name: str
+        message: str
+
+    class HeaderBase(TypedDict):
+        kind: Literal["header"]
+        init_error: ErrorRecord | None
+
+    class Header(HeaderBase, total=False):
+        binding_version: str | None
+        library_path: str | None
+        init_skipped_reason: str
+        # Left out when the call is in Options.skip; None when NVML returns an error.
+        driver_version: str | None
+        cuda_driver_version: int | None
+        nvml_version: str | None
+        device_count: int | None
+
+    class GpuRecord(TypedDict):
+        kind: Literal["gpu"]
+        # GpuFacts: "index", "field_errors", then whichever fields NVML answered.
+        facts: dict[str, object]
+
+    class MigRecord(TypedDict):
+        index: int
+        uuid: str | None
+        name: str | None
+        memory_total: int | None
+
+    class ProcessRecord(TypedDict):
+        pid: int
+        name: str | None
+        used_memory: int | None
+        kind: str  # compute | graphics
+        gpu_instance_id: int | None
+        compute_instance_id: int | None
+
+
+OPTIONS: Options = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 SKIP = set(OPTIONS.get("skip", []))
 INIT = OPTIONS.get("init", True)
 NO_INIT_REASON = (
@@ -69,29 +122,30 @@ CLOCK_EVENT_BITS = {
 }
 
 
-def emit(record):
+def emit(record: Header | GpuRecord) -> None:
     sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()
 
 
-def step(name, gpu=None):
+def step(name: str, gpu: int | None = None) -> None:
     # Written unbuffered before each call: the last one names the call that hung or crashed.
-    os.write(2, ("@ {}{}\n".format(name, "" if gpu is None else " gpu=%d" % gpu)).encode())
+    where = "" if gpu is None else f" gpu={gpu:d}"
+    os.write(2, f"@ {name}{where}\n".encode())
 
 
-def text(value):
+def text(value: object) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
 
 
-def error_record(exc):
+def error_record(exc: BaseException) -> ErrorRecord:
     name = type(exc).__name__
     name = name[len("NVMLError_") :] if name.startswith("NVMLError_") else name
     return {"code": int(getattr(exc, "value", -1) or -1), "name": name, "message": text(exc)}
 
 
-def loaded_library():
+def loaded_library() -> str | None:
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
@@ -105,16 +159,18 @@ def loaded_library():
 class Gpu:
     """Collects one GPU's facts; every field is independent and optional."""
 
-    def __init__(self, nvml, index, handle):
+    def __init__(self, nvml: ModuleType, index: int, handle: object) -> None:
         self.nvml = nvml
         self.index = index
-        self.handle = handle
-        self.facts = {"index": index, "field_errors": {}}
+        self.handle = handle  # an opaque nvmlDevice_t from the binding
+        # The same dict as facts["field_errors"]: filled in place, keeps its place in the JSON.
+        self.field_errors: dict[str, str | None] = {}
+        self.facts: dict[str, object] = {"index": index, "field_errors": self.field_errors}
 
-    def call(self, field, names, *args):
+    def call(self, field: str, names: Sequence[str], *args: object) -> Any:
         """Call the first of `names` the driver has; record the error under `field` on failure."""
         nvml = self.nvml
-        last = None
+        last: str | None = None
         for name in names:
             if name in SKIP:
                 last = "Crashed"
@@ -133,24 +189,35 @@ class Gpu:
                 if last != "NVMLLibraryMismatchError":
                     break
                 last = "FunctionNotFound"
-        self.facts["field_errors"][field] = last
+        self.field_errors[field] = last
         return None
 
-    def set(self, field, names, convert=lambda v: v, *args):
+    def set(
+        self,
+        field: str,
+        names: Sequence[str],
+        convert: Callable[[Any], object] = lambda v: v,
+        *args: object,
+    ) -> None:
         value = self.call(field, names, *args)
         if value is not None:
             try:
                 self.facts[field] = convert(value)
             except Exception as exc:
-                self.facts["field_errors"][field] = "Unparsable:" + type(exc).__name__
+                self.field_errors[field] = "Unparsable:" + type(exc).__name__
 
 
-def probe_gpu(nvml, index, handle):
+def capability_text(capability: tuple[int, int]) -> str:
+    major, minor = capability
+    return f"{major:d}.{minor:d}"
+
+
+def probe_gpu(nvml: ModuleType, index: int, handle: object) -> dict[str, object]:
     g = Gpu(nvml, index, handle)
     g.set("name", ["nvmlDeviceGetName"], text)
     g.set("uuid", ["nvmlDeviceGetUUID"], text)
     g.set("serial", ["nvmlDeviceGetSerial"], text)
-    g.set("brand", ["nvmlDeviceGetBrand"], lambda b: BRANDS.get(b, "brand %d" % b))
+    g.set("brand", ["nvmlDeviceGetBrand"], lambda b: BRANDS.get(b, f"brand {b:d}"))
     g.set("pci_bus_id", ["nvmlDeviceGetPciInfo"], lambda p: text(p.busId))
     g.set("minor_number", ["nvmlDeviceGetMinorNumber"], int)
     mem = g.call("memory_total", ["nvmlDeviceGetMemoryInfo"])
@@ -158,11 +225,11 @@ def probe_gpu(nvml, index, handle):
         g.facts.update(
             memory_total=int(mem.total), memory_used=int(mem.used), memory_free=int(mem.free)
         )
-    g.set("compute_capability", ["nvmlDeviceGetCudaComputeCapability"], lambda c: "%d.%d" % c)
+    g.set("compute_capability", ["nvmlDeviceGetCudaComputeCapability"], capability_text)
     g.set(
         "architecture",
         ["nvmlDeviceGetArchitecture"],
-        lambda a: ARCHITECTURES.get(a, "architecture %d" % a),
+        lambda a: ARCHITECTURES.get(a, f"architecture {a:d}"),
     )
     g.set("utilization_gpu", ["nvmlDeviceGetUtilizationRates"], lambda u: int(u.gpu))
     g.set("temperature_c", ["nvmlDeviceGetTemperature"], int, nvml.NVML_TEMPERATURE_GPU)
@@ -233,7 +300,7 @@ def probe_gpu(nvml, index, handle):
     g.set("persistence_mode", ["nvmlDeviceGetPersistenceMode"], bool)
     g.set("display_active", ["nvmlDeviceGetDisplayActive"], bool)
     g.set(
-        "compute_mode", ["nvmlDeviceGetComputeMode"], lambda m: COMPUTE_MODES.get(m, "mode %d" % m)
+        "compute_mode", ["nvmlDeviceGetComputeMode"], lambda m: COMPUTE_MODES.get(m, f"mode {m:d}")
     )
     mig = g.call("mig_enabled", ["nvmlDeviceGetMigMode"])
     g.facts["mig_devices"] = []
@@ -246,59 +313,59 @@ def probe_gpu(nvml, index, handle):
         ["nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2"],
     )
     if procs is not None:
-        g.facts["processes"] = [process_record(nvml, p, "compute") for p in procs]
+        records = [process_record(nvml, p, "compute") for p in procs]
         # Graphics contexts hold memory too (a desktop, a viewer); a failure here costs them
         # only, never the compute list.
         graphics = g.call(
             "graphics_processes",
             ["nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses_v2"],
         )
-        g.facts["field_errors"].pop("graphics_processes", None)
-        seen = {(p["pid"], p["gpu_instance_id"]) for p in g.facts["processes"]}
+        g.field_errors.pop("graphics_processes", None)
+        seen = {(r["pid"], r["gpu_instance_id"]) for r in records}
         for p in graphics or []:
             record = process_record(nvml, p, "graphics")
             if (record["pid"], record["gpu_instance_id"]) not in seen:
-                g.facts["processes"].append(record)
+                records.append(record)
+        g.facts["processes"] = records
     return g.facts
 
 
-def probe_mig(g):
+def probe_mig(g: Gpu) -> list[MigRecord]:
     count = g.call("mig_devices", ["nvmlDeviceGetMaxMigDeviceCount"]) or 0
-    devices = []
+    devices: list[MigRecord] = []
     for i in range(int(count)):
         handle = g.call("mig_devices", ["nvmlDeviceGetMigDeviceHandleByIndex"], i)
         if handle is None:
-            g.facts["field_errors"].pop("mig_devices", None)  # NotFound: an empty slot
+            g.field_errors.pop("mig_devices", None)  # NotFound: an empty slot
             continue
         mig = Gpu(g.nvml, g.index, handle)
-        record = {"index": i}
-        record["uuid"] = text(mig.call("uuid", ["nvmlDeviceGetUUID"]) or "") or None
+        uuid = text(mig.call("uuid", ["nvmlDeviceGetUUID"]) or "") or None
         name = mig.call("name", ["nvmlDeviceGetName"])
-        record["name"] = text(name) if name is not None else None
+        name_text = text(name) if name is not None else None
         mem = mig.call("memory_total", ["nvmlDeviceGetMemoryInfo"])
-        record["memory_total"] = int(mem.total) if mem is not None else None
-        devices.append(record)
+        memory_total = int(mem.total) if mem is not None else None
+        devices.append({"index": i, "uuid": uuid, "name": name_text, "memory_total": memory_total})
     return devices
 
 
 NO_INSTANCE = 0xFFFFFFFF  # NVML's "no MIG instance" in nvmlProcessInfo_t
 
 
-def instance_id(proc, name):
+def instance_id(proc: Any, name: str) -> int | None:
     value = getattr(proc, name, None)
     return None if value is None or int(value) == NO_INSTANCE else int(value)
 
 
-def process_record(nvml, proc, kind):
+def process_record(nvml: ModuleType, proc: Any, kind: str) -> ProcessRecord:
     pid = int(proc.pid)
     used = getattr(proc, "usedGpuMemory", None)
-    name = None
+    name: str | None = None
     try:
         step("nvmlSystemGetProcessName")
         name = text(nvml.nvmlSystemGetProcessName(pid))
     except Exception:
         try:
-            with open("/proc/%d/comm" % pid) as comm:
+            with open(f"/proc/{pid}/comm") as comm:
                 name = comm.read().strip()
         except OSError:
             pass
@@ -312,8 +379,16 @@ def process_record(nvml, proc, kind):
     }
 
 
-def main():
-    header = {"kind": "header", "init_error": None}
+def system_value(nvml: ModuleType, name: str, convert: Callable[[Any], T]) -> T | None:
+    step(name)
+    try:
+        return convert(getattr(nvml, name)())
+    except nvml.NVMLError:
+        return None
+
+
+def main() -> None:
+    header: Header = {"kind": "header", "init_error": None}
     try:
         import pynvml as nvml
     except Exception as exc:
@@ -349,19 +424,15 @@ def main():
         emit(header)
         return
     header["library_path"] = loaded_library()
-    for field, name, convert in (
-        ("driver_version", "nvmlSystemGetDriverVersion", text),
-        ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion", int),
-        ("nvml_version", "nvmlSystemGetNVMLVersion", text),
-        ("device_count", "nvmlDeviceGetCount", int),
-    ):
-        if name in SKIP:
-            continue
-        step(name)
-        try:
-            header[field] = convert(getattr(nvml, name)())
-        except nvml.NVMLError:
-            header[field] = None
+    # One statement per key, not a loop over names: each key keeps its own type.
+    if "nvmlSystemGetDriverVersion" not in SKIP:
+        header["driver_version"] = system_value(nvml, "nvmlSystemGetDriverVersion", text)
+    if "nvmlSystemGetCudaDriverVersion" not in SKIP:
+        header["cuda_driver_version"] = system_value(nvml, "nvmlSystemGetCudaDriverVersion", int)
+    if "nvmlSystemGetNVMLVersion" not in SKIP:
+        header["nvml_version"] = system_value(nvml, "nvmlSystemGetNVMLVersion", text)
+    if "nvmlDeviceGetCount" not in SKIP:
+        header["device_count"] = system_value(nvml, "nvmlDeviceGetCount", int)
     emit(header)
     for index in range(header.get("device_count") or 0):
         step("nvmlDeviceGetHandleByIndex", index)

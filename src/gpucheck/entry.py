@@ -1,0 +1,53 @@
+"""The `gpucheck` program's entry point: everything the command line does runs inside it, the
+imports included, so that Ctrl-C anywhere ends with "gpucheck: interrupted" and exit 130, a
+closed pipe or a full disk with one line, and nothing with a traceback (unless
+GPUCHECK_DEBUG=1)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from types import FrameType
+from typing import NoReturn
+
+EXIT_INTERRUPTED = 130  # as report/exit_codes.py: kept here so this module imports nothing
+
+
+def _interrupted() -> NoReturn:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write("gpucheck: interrupted\n")
+        sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)  # past this point nothing is left to clean up
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    # Probe children run in their own sessions (so that a timeout kills their whole group),
+    # hence do not get the terminal's Ctrl-C: end them now, or waiting threads would wait.
+    child = sys.modules.get("gpucheck.probes.child")
+    if child is not None:
+        child.kill_all()
+    raise KeyboardInterrupt
+
+
+def main() -> NoReturn:
+    with contextlib.suppress(ValueError):  # not the main thread (embedded): keep the default
+        signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        from gpucheck.cli import run
+
+        code = run(sys.argv[1:])
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        _interrupted()
+    except BrokenPipeError:
+        code = 0
+    if sys.stdout is not None:
+        with contextlib.suppress(OSError, ValueError):
+            # The reader went away: the exit code still tells the result.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    # The work is done: a late Ctrl-C still ends as "interrupted", not by the signal.
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGINT, lambda signum, frame: _interrupted())
+    sys.exit(code)

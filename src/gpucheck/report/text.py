@@ -1,0 +1,116 @@
+"""The report for a person: grouped by layer, one line a check, the evidence under it, and
+the fix under every problem. `layout()` decides what is said; two renderers say it: plain
+text (pipes and files: no colour, no wrapping, so `grep` finds whole paths) and rich on a
+terminal (colour, wrapping under a hanging indent; terminal.py).
+
+Everything from a snapshot is untrusted text (a hostname or GPU name from another machine):
+control characters are shown escaped, never sent to the terminal.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import IO
+
+from gpucheck import __version__
+from gpucheck.model.finding import Section, Status
+from gpucheck.report.core import Report
+
+MARKS = {
+    Status.PASS: ("✓", "+", "green"),
+    Status.WARN: ("!", "!", "yellow"),
+    Status.FAIL: ("✗", "x", "bold red"),
+    Status.SKIP: ("-", "-", "dim"),
+    Status.INFO: ("i", "i", "cyan"),
+    Status.ERROR: ("✗", "x", "bold magenta"),
+}
+PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
+
+# C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what is shown.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character shown as an escape (\\x1b), never executed."""
+    return _UNSAFE.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
+        ),
+        text,
+    )
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the report: `body` wraps (on a terminal) under the end of `lead`."""
+
+    lead: str
+    body: str
+    lead_style: str = ""
+    body_style: str = ""
+
+
+def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
+    sysf = report.snapshot.system
+    where = " · ".join(
+        p
+        for p in (
+            sysf.hostname,
+            sysf.os_release or sysf.os,
+            f"{sysf.os} {sysf.kernel} {sysf.arch}".strip(),
+        )
+        if p
+    )
+    lines = [Line(f"gpucheck {__version__}", printable(f"  {where}"), "bold", "dim")]
+    if report.from_file:
+        taken = report.snapshot.created_at or "at an unknown time"
+        lines.append(Line("", printable(f"snapshot {report.from_file}, taken {taken}"), "", "dim"))
+    for env in report.snapshot.environments:
+        version = f" (Python {env.version})" if env.version else ""
+        lines.append(Line("", printable(f"python {env.python}{version}, {env.origin}"), "", "dim"))
+    for section in Section:
+        items = [f for f in report.findings if f.section == section]
+        if not items:
+            continue
+        lines += [Line("", ""), Line("", section.label, "", "bold underline")]
+        for f in items:
+            mark, ascii_mark, style = MARKS[f.status]
+            problem = f.status in PROBLEM
+            title = printable(f.title)
+            if verbose or problem:
+                title += f"  [{f.id}]"
+            strong = style if f.status in (Status.FAIL, Status.ERROR) else ""
+            lines.append(Line(f"  {mark if unicode_ok else ascii_mark} ", title, style, strong))
+            if verbose or problem or f.status == Status.INFO:
+                lines += [
+                    Line(" " * 6, printable(ev), "", "" if problem else "dim") for ev in f.evidence
+                ]
+            if f.fix and (problem or verbose):
+                lines.append(Line("      fix: ", printable(f.fix.text), "bold"))
+    text, style = summary(report, unicode_ok)
+    return [*lines, Line("", ""), Line("", text, "", style)]
+
+
+def summary(report: Report, unicode_ok: bool) -> tuple[str, str]:
+    c = report.counts
+    tail = f"{c['pass']} passed, {c['skip']} skipped, {c['info']} info"
+    if report.ready:
+        warn = f", {c['warn']} warning(s)" if c["warn"] else ""
+        return f"{'✓' if unicode_ok else '+'} Ready: {tail}{warn}", "bold green"
+    cross = "✗" if unicode_ok else "x"
+    if report.not_ready_reason:
+        return f"{cross} Not ready: {report.not_ready_reason}; {tail}", "bold red"
+    n = len(report.problems)
+    parts = [f"{c['fail']} failed"] + ([f"{c['warn']} warning(s)"] if c["warn"] else [])
+    if c["error"]:
+        parts.append(f"{c['error']} internal error(s)")
+    label = "problem" if n == 1 else "problems"
+    return f"{cross} {n} {label} ({', '.join(parts)}); {tail}", "bold red"
+
+
+def render_plain(report: Report, stream: IO[str], verbose: bool = False) -> None:
+    unicode_ok = (getattr(stream, "encoding", None) or "utf-8").lower().startswith("utf")
+    stream.write(
+        "".join(f"{ln.lead}{ln.body}".rstrip() + "\n" for ln in layout(report, verbose, unicode_ok))
+    )
