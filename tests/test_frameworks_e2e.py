@@ -12,7 +12,7 @@ import pytest
 import sim.scenario as sim
 import venvs
 from conftest import run_gpucheck
-from test_simulator import doctor, sim_libs, simulate  # noqa: F401 - fixtures used below
+from test_simulator import doctor
 
 from gpucheck.compat import load
 from gpucheck.compat.answers import newest_torch
