@@ -183,7 +183,10 @@ def test_procs_table_for_a_person(simulate: Simulate) -> None:
     assert "GPU 0  NVIDIA H100 80GB HBM3  40.5 GiB of 79.6 GiB used" in out
     assert "python3 train.py --epochs 90" in out
     assert "3f2a1b4c5d6e" in out  # the short container id
-    assert "10.0 GiB held by processes outside this container/namespace (host PIDs 91234)" in out
+    assert (
+        "10.0 GiB held by processes not in /proc here (PIDs 91234: exited since, or in another "
+        "PID namespace)"
+    ) in out
     assert "zombie context(s): PID 5555" in out
     assert "20.5 GiB used by no process listed" in out
     assert "Driver only (device files open, no GPU context)" in out
@@ -268,7 +271,7 @@ def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Sim
     (found,) = json.loads(result.stdout)["findings"]
     assert found["evidence"] == [
         "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 60.5 GiB of 79.6 GiB used by PID 91234 "
-        "python (60.0 GiB) [not in this PID namespace: a host PID, another container's]"
+        "python (60.0 GiB) [not in /proc here: exited since, or in another PID namespace]"
     ]
     assert found["fix"]["text"].startswith("Memory held by no process here: see every holder")
     assert found["fix"]["text"].endswith("; or use the other GPUs (CUDA_VISIBLE_DEVICES)")
@@ -313,10 +316,7 @@ def test_in_a_container_the_one_unattributed_holder_is_matched_to_the_host_pid(
     assert any(n.startswith("NVML lists PIDs that are not in this container") for n in doc["notes"])
     text = procs(machine).stdout
     assert "31 (host 812345)" in text
-    assert (
-        "6.0 GiB held by processes outside this container/namespace (host PIDs 812400, 812401)"
-        in text
-    )
+    assert "6.0 GiB held by processes outside this container (host PIDs 812400, 812401)" in text
 
 
 def test_mig_instances_show_per_process(simulate: Simulate) -> None:

@@ -23,7 +23,18 @@ import pynvml as nv
 import pytest
 from conftest import Simulate, run_gpucheck
 from sim import scenario as sim
-from sim.scenario import MIB, Machine, Process, Scenario, crash, error, h100, h100_node, replace
+from sim.scenario import (
+    MIB,
+    HostProcess,
+    Machine,
+    Process,
+    Scenario,
+    crash,
+    error,
+    h100,
+    h100_node,
+    replace,
+)
 
 from gpucheck.probes.native import probe_cuda_driver
 from gpucheck.probes.nvml import probe_nvml
@@ -541,7 +552,9 @@ def test_a_process_holding_most_of_a_gpus_memory(simulate: Simulate) -> None:
     gpus = [h100(i) for i in range(8)]
     hog = Process(48213, "/usr/bin/python3", 74 * 1024 * MIB)
     gpus[2] = replace(gpus[2], processes=[hog], memory_used=gpus[2].memory_used + hog.used)
-    machine = simulate(Scenario(gpus=gpus))
+    # The hog as /proc shows it too: a process with /dev/nvidia2 open.
+    holder = HostProcess(48213, ["/dev/nvidia2", "/dev/nvidiactl"], name="python3")
+    machine = simulate(Scenario(gpus=gpus, host_processes=[holder]))
     d = doctor(machine)
     assert d.returncode == 0
     mem = d.finding("gpu.memory-in-use")

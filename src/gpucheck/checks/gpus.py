@@ -364,7 +364,8 @@ def memory_in_use(ctx: Context) -> Outcome | None:
         if not (over_half or account.leaked or account.zombie_pids):
             continue
         procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
-        who = ", ".join(_holder_text(p, by_pid.get(p.pid)) for p in procs[:3])
+        in_container = ctx.snapshot.system.container is not None
+        who = ", ".join(_holder_text(p, by_pid.get(p.pid), in_container) for p in procs[:3])
         line = f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used"
         line += f" by {who}" if who else ""
         if account.leaked:
@@ -391,13 +392,17 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
 
 
-def _holder_text(p: GpuProcess, holder: Holder | None) -> str:
+def _holder_text(p: GpuProcess, holder: Holder | None, in_container: bool) -> str:
     text = f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})"
     if holder is not None and holder.state == "zombie":
         parent = holder.process.ppid if holder.process else None
         text += f" [zombie: exited, not reaped by its parent {parent or '?'}]"
     elif holder is not None and not holder.visible:
-        text += " [not in this PID namespace: a host PID, another container's]"
+        text += (
+            " [a host PID: not in this container]"
+            if in_container
+            else " [not in /proc here: exited since, or in another PID namespace]"
+        )
     return text
 
 

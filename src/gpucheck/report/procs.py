@@ -82,6 +82,7 @@ class ProcsDocument:
     gpus: list[GpuRow]
     processes: list[ProcessRow]
     notes: list[str]
+    in_container: bool  # gpucheck runs in a container: NVML's PIDs not here are host PIDs
     actions: list[Action] | None = None  # with --kill / --kill-mine
     memory: list[MemoryChange] | None = None  # used memory before and after ending
 
@@ -100,6 +101,7 @@ def document(
         [_gpu_row(a, in_container) for a in holders.gpus],
         [_process_row(h) for h in holders.holders],
         holders.notes,
+        in_container,
         actions,
         memory,
     )
@@ -202,16 +204,17 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
             key=lambda r: -sum(u.used_memory or 0 for u in r.gpus if u.gpu == g.index),
         )
         if rows:
-            console.print(_table(rows, g.index))
+            console.print(_table(rows, g.index, doc.in_container))
         else:
             console.print("  no process holds it", style="dim")
         if g.held_outside:
             pids = ", ".join(map(str, g.outside_pids))
-            console.print(
-                f"  {gib(g.held_outside)} held by processes outside this container/namespace "
-                f"(host PIDs {pids})",
-                style="yellow",
+            where = (
+                f"outside this container (host PIDs {pids})"
+                if doc.in_container
+                else f"not in /proc here (PIDs {pids}: exited since, or in another PID namespace)"
             )
+            console.print(f"  {gib(g.held_outside)} held by processes {where}", style="yellow")
         if g.zombie_pids:
             console.print(
                 f"  ! zombie context(s): PID {', '.join(map(str, g.zombie_pids))} exited but "
@@ -227,7 +230,7 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
     driver_only = [r for r in doc.processes if not r.gpus and r.devices]
     if driver_only:
         console.print(Text("Driver only (device files open, no GPU context)", style="bold"))
-        console.print(_table(driver_only, None))
+        console.print(_table(driver_only, None, doc.in_container))
     if not doc.gpus and not doc.processes:
         console.print("No GPU and no process holding /dev/nvidia*.")
     if any(r.mine for r in doc.processes):
@@ -241,7 +244,7 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
         console.print(Text(f"note: {note}", style="dim"))
 
 
-def _table(rows: list[ProcessRow], gpu: int | None) -> Table:
+def _table(rows: list[ProcessRow], gpu: int | None, in_container: bool) -> Table:
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
     for name, justify in (
         ("PID", "right"),
@@ -260,7 +263,7 @@ def _table(rows: list[ProcessRow], gpu: int | None) -> Table:
         kinds = sorted({u.kind or "file" for u in uses}) or ["file"]
         mig = [u.gpu_instance_id for u in uses if u.gpu_instance_id is not None]
         kind = "/".join(kinds) + (f" GI {mig[0]}" if mig else "")
-        pid = str(r.pid) + ("" if r.visible else " (host)")
+        pid = str(r.pid) + ("" if r.visible else " (host)" if in_container else " (gone?)")
         if len(r.nspid) > 1:
             pid += f" ({r.nspid[-1]} inside)"  # as the container's own tools show it
         elif r.nvml_pid is not None:
