@@ -27,9 +27,10 @@ HEADER = (
     "pcie.link.gen.current, pcie.link.width.current, fan.speed [%], pstate, "
     "ecc.errors.uncorrected.volatile.total"
 )
-# An idle H100 as the preset has it (values from the real capture in shared/nvsmi).
+# An idle H100 as the preset has it (values from the real capture in shared/nvsmi): memory.used
+# 0 MiB as nvidia-smi counts it, the 479 MiB the driver reserves left out.
 IDLE_H100_0 = (
-    "0, GPU-00000000-0000-0000-0000-000000000000, NVIDIA H100 80GB HBM3, 0, 0, 479, 81559, 41, "
+    "0, GPU-00000000-0000-0000-0000-000000000000, NVIDIA H100 80GB HBM3, 0, 0, 0, 81559, 41, "
     "69.62, 700.00, 1980, 2619, 0x0000000000000001, 5, 16, [N/A], P0, 0"
 )
 
@@ -138,7 +139,7 @@ def test_jsonl_rows_are_typed_and_name_errors(simulate: Simulate) -> None:
     }
     assert (first["index"], first["memory.used"], first["power.draw"], first["pstate"]) == (
         0,
-        479,
+        0,
         69.62,
         "P0",
     )
@@ -442,7 +443,10 @@ def test_summary_says_when_a_job_starves_and_from_a_log_too(
     result = watch(machine, "-i", "0.05", "-c", "8", "-o", str(log), "--summary")
     assert result.returncode == 0, result.stderr
     assert STARVED in result.stdout.splitlines()
-    assert "  memory.used            min 31199  mean 31199.0  max 31199 MiB" in result.stdout
+    assert (
+        "  memory.used                            min 30720  mean 30720.0  max 30720 MiB"
+        in result.stdout
+    )
     gpu1 = result.stdout.split("GPU 1")[1]
     assert "no throttling, no idle time with memory held" in gpu1
     again = run_gpucheck("watch", "--from", str(log), "--summary")
@@ -458,8 +462,9 @@ def test_summary_of_nvidia_smis_own_csv() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "Summary: 2 sample(s) over 15 s"
     assert lines[1] == "GPU 0  NVIDIA H100 80GB HBM3"
-    assert "  utilization.gpu        min 0  mean 50.0  max 100 %" in lines
-    assert "  power.draw             min 69.85  mean 350.9  max 631.95 W" in lines
+    assert "  utilization.gpu                        min 0  mean 50.0  max 100 %" in lines
+    assert "  power.draw                             min 69.85  mean 350.9  max 631.95 W" in lines
+    assert "  clocks.current.sm                      min 345  mean 1162.5  max 1980 MHz" in lines
 
 
 def test_from_a_log_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:

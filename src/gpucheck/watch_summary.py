@@ -157,21 +157,14 @@ def _text(value: object) -> str | None:
 def render_text(summary: Summary) -> str:
     """The summary for a person, as plain lines."""
     lines = [f"Summary: {summary.samples} sample(s) over {summary.seconds:.0f} s"]
-    shown = (
-        "utilization.gpu",
-        "memory.used",
-        "temperature.gpu",
-        "power.draw",
-        "clocks.current.sm",
-    )
     for s in summary.gpus:
         lines.append(f"GPU {s.index}  {s.name or ''}".rstrip())
-        for name in shown:
+        for name in FIELDS:  # every number the log has, in nvidia-smi's order
             st = s.stats.get(name)
             if st is not None:
                 unit = f" {FIELDS[name]}" if FIELDS[name] else ""
                 lines.append(
-                    f"  {name:<22} min {st.minimum:g}  mean {st.mean:.1f}  max {st.maximum:g}{unit}"
+                    f"  {name:<38} min {st.minimum:g}  mean {st.mean:.1f}  max {st.maximum:g}{unit}"
                 )
         lines += [f"  ! {v}" for v in s.verdict] or [
             "  no throttling, no idle time with memory held"

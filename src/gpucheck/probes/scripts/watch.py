@@ -76,7 +76,12 @@ def readers(nv: Any) -> dict[str, tuple[str, Callable[[Any], dict[str, Any]]]]:
         return {"utilization.gpu": int(u.gpu), "utilization.memory": int(u.memory)}
 
     def memory(h: Any) -> dict[str, Any]:
-        m = nv.nvmlDeviceGetMemoryInfo(h)
+        # nvidia-smi's memory.used leaves out what the driver reserves (v2): an idle H100
+        # shows 0 MiB used and 479 MiB reserved (shared/nvsmi, R590). v1 before R510.
+        try:
+            m = nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)
+        except (nv.NVMLError_FunctionNotFound, AttributeError):
+            m = nv.nvmlDeviceGetMemoryInfo(h)
         return {"memory.used": int(m.used) // MIB, "memory.total": int(m.total) // MIB}
 
     def clocks_event(h: Any) -> dict[str, Any]:
