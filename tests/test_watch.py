@@ -482,3 +482,22 @@ def test_a_full_disk_is_one_line_and_exit_4(simulate: Simulate) -> None:
     result = watch(simulate(Scenario(gpus=[h100(0)])), "-i", "0.1", "-c", "2", "-o", "/dev/full")
     assert result.returncode == 4
     assert result.stderr == "gpucheck: cannot write samples to /dev/full: No space left on device\n"
+
+
+def test_gpu_selection_by_index_and_uuid(simulate: Simulate) -> None:
+    machine = simulate(Scenario(gpus=[h100(i) for i in range(4)]))
+    result = watch(machine, "-i", "0.1", "-c", "2", "--gpu", "1,GPU-00000003", "--fields", "uuid")
+    assert result.returncode == 0, result.stderr
+    assert (
+        rows_of(result.stdout)
+        == [
+            "1, GPU-00000001-0000-0000-0000-000000000000",
+            "3, GPU-00000003-0000-0000-0000-000000000000",
+        ]
+        * 2
+    )
+    wrong = watch(machine, "-c", "1", "--gpu", "9")
+    assert wrong.returncode == 2
+    assert wrong.stderr == (
+        "gpucheck: --gpu 9: no such GPU (the driver sees 4: indices 0-3, or a UUID prefix)\n"
+    )

@@ -88,6 +88,15 @@ def watch(
             help="Summarise a saved log (CSV or JSON lines; nvidia-smi's CSV too).",
         ),
     ] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu",
+            "-g",
+            metavar="LIST",
+            help="Only these GPUs: indices or UUID prefixes, comma-separated (as nvidia-smi -i).",
+        ),
+    ] = None,
     timeout: Annotated[
         float,
         typer.Option(
@@ -111,6 +120,7 @@ def watch(
                 ("--output", output),
                 ("--rotate", rotate),
                 ("--fields", fields),
+                ("--gpu", gpu),
             )
             if value is not None
         ]
@@ -135,6 +145,7 @@ def watch(
         summary=summary,
         bound=timeout,
         live=sys.stdout.isatty() and fmt is None,
+        gpus=[t.strip() for t in gpu.split(",") if t.strip()] if gpu else None,
     )
     run(plan)
 
@@ -151,6 +162,7 @@ class Plan:
     summary: bool
     bound: float
     live: bool
+    gpus: list[str] | None = None
     samples: list[Sample] = field(default_factory=list)
 
 
@@ -290,7 +302,7 @@ def _interruptible() -> Iterator[dict[str, bool]]:
 def run(plan: Plan) -> None:
     from gpucheck.probes.run import ProbeOptions, driver_init_allowed
     from gpucheck.probes.system import probe_system
-    from gpucheck.probes.watch_session import Session, WatchError
+    from gpucheck.probes.watch_session import SelectionError, Session, WatchError
 
     options = ProbeOptions()
     if not driver_init_allowed(probe_system(options.root, options.env)):
@@ -299,11 +311,13 @@ def run(plan: Plan) -> None:
             "for the fix"
         )
     stdout_data = plan.output is None and not plan.live
-    session = Session(plan.fields, plan.interval, plan.bound)
+    session = Session(plan.fields, plan.interval, plan.bound, gpus=plan.gpus)
     try:
         session.start()
     except WatchError as exc:
         _fail(str(exc))
+    except SelectionError as exc:
+        raise UserError(str(exc)) from None
     try:
         # Opened once NVML answers: without a driver, no file is created or touched.
         log = Log(plan, sys.stdout if stdout_data else None)

@@ -30,12 +30,18 @@ class WatchError(Exception):
     """NVML cannot be used at all (no driver, no GPU): one line for the user, exit 1."""
 
 
+class SelectionError(Exception):
+    """--gpu names no GPU: a usage error."""
+
+
 @dataclass
 class Session:
     fields: list[str]
     interval: float
     bound: float = 5.0  # seconds one sample may take beyond the interval
     env: Mapping[str, str] | None = None
+    gpus: list[str] | None = None  # --gpu: indices or UUID prefixes; None: every GPU
+    selected: list[int] = field(default_factory=list)
     restarts: int = 0
     driver_version: str | None = None
     device_count: int = 0
@@ -47,7 +53,7 @@ class Session:
 
     def start(self) -> None:
         """Start the child and read its header; WatchError when NVML cannot be used."""
-        args = json.dumps({"interval": self.interval, "fields": self.fields})
+        args = json.dumps({"interval": self.interval, "fields": self.fields, "gpus": self.gpus})
         self._proc = subprocess.Popen(
             [sys.executable, str(SCRIPT), args],
             stdin=subprocess.DEVNULL,
@@ -77,6 +83,19 @@ class Session:
             raise WatchError(_init_message(error))
         count = header.get("device_count")
         self.device_count = count if isinstance(count, int) else 0
+        unknown = header.get("selection_error")
+        if unknown is not None:
+            self.stop()
+            raise SelectionError(
+                f"--gpu {unknown}: no such GPU (the driver sees {self.device_count}: indices "
+                f"0-{self.device_count - 1}, or a UUID prefix)"
+            )
+        chosen = header.get("selected")
+        self.selected = (
+            [i for i in chosen if isinstance(i, int)]
+            if isinstance(chosen, list)
+            else list(range(self.device_count))
+        )
         self.driver_version = str(header.get("driver_version") or "") or None
         if self.device_count == 0:
             self.stop()
@@ -101,7 +120,7 @@ class Session:
         self.restarts += 1
         reason = f"Crashed in {where}" if died else f"Timeout in {where}"
         now = time.time()
-        return Sample(now, [GpuSample(i, error=reason) for i in range(self.device_count)])
+        return Sample(now, [GpuSample(i, error=reason) for i in self.selected])
 
     def _next_record(self, timeout: float) -> dict[str, object] | None:
         """The next JSON line from the child within `timeout` seconds, or None."""

@@ -200,6 +200,33 @@ def sample_gpu(
     return record
 
 
+def select(
+    nv: Any, handles: dict[int, Any], count: int, wanted: list[str] | None
+) -> tuple[list[int], str | None]:
+    """The indices --gpu names (indices, or UUIDs or their prefixes, as nvidia-smi -i takes
+    them), and the first one that names no GPU."""
+    if not wanted:
+        return list(range(count)), None
+    uuids: dict[int, str] = {}
+    for index, handle in handles.items():
+        step("nvmlDeviceGetUUID", index)
+        try:
+            uuids[index] = _text(nv.nvmlDeviceGetUUID(handle))
+        except nv.NVMLError:
+            continue
+    chosen: list[int] = []
+    for token in wanted:
+        if token.isdigit() and int(token) < count:
+            hits = [int(token)]
+        else:
+            hits = [i for i, u in uuids.items() if token and u.lower().startswith(token.lower())]
+        if len(hits) != 1:
+            return [], token
+        if hits[0] not in chosen:
+            chosen.append(hits[0])
+    return chosen, None
+
+
 def main() -> None:
     options = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     interval = float(options.get("interval", 1.0))
@@ -232,6 +259,12 @@ def main() -> None:
         except nv.NVMLError as exc:
             header["gpus"].append({"index": index, "error": error_name(exc)})
     header["device_count"] = count
+    chosen, unknown = select(nv, handles, count, options.get("gpus"))
+    if unknown:
+        header["selection_error"] = unknown
+        emit(header)
+        return
+    header["selected"] = chosen
     if not emit(header):
         return
     table = readers(nv)
@@ -240,7 +273,7 @@ def main() -> None:
     n = 0
     while True:
         gpus = []
-        for index in range(count):
+        for index in chosen:
             if index not in handles:
                 gpus.append({"index": index, "values": {}, "errors": {}, "error": "GpuNotFound"})
                 continue
