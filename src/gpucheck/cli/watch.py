@@ -39,7 +39,7 @@ def watch(
         ),
     ] = 1.0,
     count: Annotated[
-        int | None, typer.Option("--count", "-c", min=1, help="Stop after N samples.")
+        int | None, typer.Option("--count", "-c", metavar="N", min=1, help="Stop after N samples.")
     ] = None,
     duration: Annotated[
         str | None,
