@@ -1,5 +1,5 @@
 """Snapshot builders for check tests, with property values taken from real nvidia-smi
-outputs in ../shared/nvsmi (named beside each builder), so that fixtures look like machines.
+outputs in tests/fixtures/nvsmi (named beside each builder), so that fixtures look like machines.
 
 Each builder returns a fresh, healthy snapshot; a test changes the one fact it is about.
 """

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -14,7 +16,37 @@ from sim import scenario as sim
 from sim.scenario import Machine, Scenario
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_NVSMI = REPO.parent / "shared" / "nvsmi"
+# Real nvidia-smi outputs (MIT-licensed test data from other projects, origins in its README),
+# carried with the tests so that a fresh clone runs them all.
+SHARED_NVSMI = REPO / "tests" / "fixtures" / "nvsmi"
+# The probe scripts must run under old interpreters too (the user's environment, 3.8+).
+PYTHON38 = next(
+    iter(sorted(glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8"))),
+    shutil.which("python3.8"),
+)
+VENV_FIXTURES = {"torch_python", "tf_python"}  # fixtures that build real framework venvs
+
+
+def require_python38() -> str:
+    """A Python 3.8 interpreter, or a failure that says how to get one (never a skip)."""
+    if PYTHON38 is None:
+        pytest.fail(
+            "this test needs a Python 3.8 interpreter (python3.8 on PATH or under "
+            "/root/.pyenv/versions): install one, e.g. `pyenv install 3.8`"
+        )
+    return PYTHON38
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fast tier (`pytest -m "not slow"`) leaves out every test that fetches real NVIDIA
+    libraries or builds framework environments."""
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        uses_venv = VENV_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if uses_venv:
+            item.add_marker(pytest.mark.frameworks)
+        if marks & {"reallibs", "frameworks"} or uses_venv:
+            item.add_marker(pytest.mark.slow)
 
 
 def run_gpucheck(

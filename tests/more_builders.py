@@ -1,7 +1,7 @@
 """More snapshot builders for the check tests, on top of builders.py (which stays untouched),
 and the one way the check tests evaluate a snapshot.
 
-Values come from the real outputs in ../shared/nvsmi where a builder names one; the broken
+Values come from the real outputs in tests/fixtures/nvsmi where a builder names one; the broken
 states (an NVML init error, a container without its GPU) are the facts the probes record
 for them: the pynvml exception's name and message, cuInit's CUresult name.
 """

@@ -186,9 +186,9 @@ def test_nvcc_newer_minor_warns_via_minor_version_compatibility() -> None:
     assert "12.4.131 is newer than the driver supports" in f.title
     why = f.evidence[0]
     assert "minor version compatibility" in why
-    assert f">= {COMPAT.minor_compat_floor(12)}" in why
+    assert "(driver 535.104.05 >= 525)" in why  # cuda.toml minor_compat: CUDA 12 ">= 525"
     assert "PTX JIT" in why
-    assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4")
+    assert upgrade_target(f.fix.text) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
     assert f.fix and "/usr/local/cuda-12.2" in f.fix.text
 
 
@@ -197,7 +197,7 @@ def test_nvcc_newer_major_fails() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA_ERROR_INSUFFICIENT_DRIVER" in f.evidence[0]
-    assert upgrade_target(f.fix.text) == COMPAT.min_driver("13.0")
+    assert upgrade_target(f.fix.text) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
 
 
 def test_driver_versions_in_toolkit_findings_are_printed_as_nvidia_prints_them() -> None:
@@ -215,7 +215,7 @@ def test_nvcc_newer_minor_below_the_minor_compat_floor_fails() -> None:
     f = the(with_nvcc(snap, "11.4.152"), "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA 11.4 is newer than the driver's CUDA 11.0" in f.evidence[0]
-    assert upgrade_target(f.fix.text) == COMPAT.min_driver("11.4")
+    assert upgrade_target(f.fix.text) == compat.parse_version("470.42.01")  # cuda.toml, 11.4.0
 
 
 def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
@@ -382,7 +382,7 @@ def test_runtime_13_on_a_12_driver_fails() -> None:
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.FAIL
     assert "13.0.96" in f.title
-    assert upgrade_target(f.fix.text) == COMPAT.min_driver("13.0")
+    assert upgrade_target(f.fix.text) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
     assert f.fix and "no newer than CUDA 12.2" in f.fix.text
 
 
@@ -391,7 +391,7 @@ def test_runtime_newer_minor_warns() -> None:
     snap.cuda.runtimes = [library("cudart", CUDART_124, "12.4.127")]
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.WARN
-    assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4")
+    assert upgrade_target(f.fix.text) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
 
 
 # --- cudnn.libraries ---------------------------------------------------------------------------

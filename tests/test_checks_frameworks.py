@@ -13,8 +13,7 @@ from framework_builders import COMPAT
 from more_builders import finding, run_checks, the
 from packaging.version import Version
 
-from gpucheck.compat import driver_text
-from gpucheck.compat.answers import newest_tensorflow, newest_torch, tf_install
+from gpucheck.compat.answers import tf_install
 from gpucheck.model.finding import Section, Status
 from gpucheck.model.snapshot import NvccFacts, PythonEnvironment, Snapshot
 from gpucheck.report.core import exit_code
@@ -27,6 +26,7 @@ FRAMEWORK_CHECKS = (
     "torch.arch-support",
     "torch.python",
     "torch.extension-toolkit",
+    "torch.extensions",
     "tensorflow.cpu-build",
     "tensorflow.legacy-gpu-package",
     "tensorflow.windows-native",
@@ -40,6 +40,11 @@ FRAMEWORK_CHECKS = (
     "cupy.cuda-driver",
     "frameworks.library-shadowing",
     "frameworks.nvidia-conflicts",
+    "tensorrt.support",
+    "tensorrt.libraries",
+    "xla.compiler",
+    "frameworks.numpy-abi",
+    "frameworks.nvml-bindings",
     "frameworks.device-count",
     "frameworks.smoke-test",
 )
@@ -49,10 +54,22 @@ def framework_findings(snap: Snapshot) -> list:  # type: ignore[type-arg]
     return [f for f in run_checks(snap) if f.section is Section.FRAMEWORKS]
 
 
+# The newest builds that fit, read off compat/torch.toml and compat/tensorflow.toml by hand:
+# torch 2.15's variants are not published yet, but its PyPI wheel is CUDA 13.2 (driver 580+,
+# Python 3.11+); 2.14 is the newest with published variants: cu132, and cu126, which runs on
+# R535 and still has sm_61 (Pascal).
+TORCH_215 = "pip install 'torch==2.15.*'"  # PyPI's own 2.15 wheel is CUDA 13.2 (torch.toml)
+TORCH_214_CU132 = "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu132"
+TORCH_214_CU126 = "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu126"
+TF_221 = "pip install 'tensorflow[and-cuda]==2.21.*'"  # CUDA 12.5, cuDNN 9.3, Python 3.9-3.13
+TF_214 = "pip install 'tensorflow[and-cuda]==2.14.*'"  # CUDA 11.8: the newest for R515
+
+
+MIN_DRIVER = {"12.2": "535.54.03", "12.8": "570.26", "13.0": "580.65.06"}  # cuda.toml
+
+
 def min_driver(cuda: str) -> str:
-    need = COMPAT.min_driver(cuda)
-    assert need is not None
-    return driver_text(need)
+    return MIN_DRIVER[cuda]
 
 
 # --- what every framework check shares -------------------------------------------------------------
@@ -67,6 +84,8 @@ def test_every_framework_check_is_registered_in_report_order_and_tested_here() -
     assert tuple(ids) == FRAMEWORK_CHECKS
     text = Path(__file__).read_text(encoding="utf-8")
     tests = text[text.index("\n)\n", text.index("FRAMEWORK_CHECKS = (")) :]
+    # The layers above the frameworks (extensions, NumPy, NVML bindings, TensorRT, XLA).
+    tests += (Path(__file__).parent / "test_checks_framework_layers.py").read_text("utf-8")
     assert [i for i in ids if f'"{i}"' not in tests] == []
 
 
@@ -143,7 +162,7 @@ def test_torch_cpu_build_on_an_h100_fails_with_the_newest_build_for_it() -> None
         f.title == "torch 2.9.1+cpu is a CPU-only build: it cannot use this machine's NVIDIA GPU(s)"
     )
     assert "torch/version.py: cuda=None, hip=None" in f.evidence
-    pick = newest_torch(COMPAT, driver=H100_DRIVER, ccs=["9.0"])
+    pick = {"version": "2.15", "cuda": "13.2", "install": TORCH_215}
     assert pick is not None
     assert f.fix is not None
     assert f.fix.text.startswith(f"pip uninstall -y torch && {pick['install']} ")
@@ -194,8 +213,7 @@ def test_torch_cu130_on_driver_535_fails_with_the_driver_and_a_build_for_it() ->
     assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
         f.fix.text if f.fix else ""
     )
-    pick = newest_torch(COMPAT, driver="535.104.05", ccs=["9.0"])
-    assert pick is not None and COMPAT.cuda_runs_on_driver(pick["cuda"], "535.104.05")
+    pick = {"version": "2.14", "cuda": "12.6", "install": TORCH_214_CU126}
     assert (
         f"or keep this driver and install a PyTorch built for it: pip uninstall -y torch && {pick['install']}"
         in (f.fix.text if f.fix else "")
@@ -233,10 +251,7 @@ def test_pascal_gtx_1080_with_torch_cu128_fails_naming_a_build_that_still_has_6_
     assert f.status is Status.FAIL
     assert "compute capability 6.1" in f.title
     assert any("6.1 (Pascal), older than this build supports (dropped)" in e for e in f.evidence)
-    pick = newest_torch(COMPAT, driver="580.95.05", ccs=["6.1"])
-    assert pick is not None
-    arch = COMPAT.torch.arch(pick["version"], pick["cuda"])
-    assert arch is not None and arch.runs_on("6.1")
+    pick = {"version": "2.14", "cuda": "12.6", "install": TORCH_214_CU126}
     assert f.fix is not None and f.fix.text.startswith(
         f"pip uninstall -y torch && {pick['install']} "
     )
@@ -250,9 +265,7 @@ def test_rtx_5090_with_torch_cu126_fails_naming_a_cu128_or_newer_build() -> None
     assert any(
         "12.0 (Blackwell), newer than every architecture in this build" in e for e in f.evidence
     )
-    pick = newest_torch(COMPAT, driver="590.44.01", ccs=["12.0"])
-    assert pick is not None and Version(pick["cuda"]) >= Version("12.8")
-    assert f.fix and pick["install"] in f.fix.text
+    assert f.fix and TORCH_215 in f.fix.text
 
 
 def test_h100_with_torch_cu124_has_code_for_every_gpu() -> None:
@@ -302,12 +315,7 @@ def test_torch_on_a_python_it_has_no_wheels_for_fails_with_a_release_that_has() 
         f"PyTorch 2.5 has wheels for Python {rel.python_min} to {rel.python_max}" in f.evidence[0]
     )
     assert f"python{rel.python_max} -m venv" in (f.fix.text if f.fix else "")
-    newest = next(
-        r
-        for r in reversed(COMPAT.torch.releases)
-        if r.cuda_variants and r.python_max and r.python_max >= Version("3.14")
-    )
-    assert f"pip install 'torch=={newest.version}.*'" in (f.fix.text if f.fix else "")
+    assert TORCH_215 in (f.fix.text if f.fix else "")  # 2.15: Python 3.11-3.15
 
 
 def test_torch_on_a_supported_python_passes() -> None:
@@ -392,7 +400,7 @@ def test_tensorflow_gpu_alone_warns_with_the_compat_note_and_the_replacement() -
     assert f.status is Status.WARN
     note = COMPAT.tensorflow.packages["tensorflow-gpu"].note
     assert any(e.startswith("compat data: " + note[:40]) for e in f.evidence)
-    pick = newest_tensorflow(COMPAT, driver=H100_DRIVER, ccs=["9.0"])
+    pick = {"version": "2.21", "install": TF_221}
     assert pick is not None
     assert f.fix and f.fix.text.startswith(f"pip uninstall -y tensorflow-gpu && {pick['install']}")
 
@@ -467,7 +475,7 @@ def test_tensorflow_2_15_on_driver_515_fails_with_the_driver_or_a_release_for_it
     assert f"upgrade the NVIDIA driver to {min_driver('12.2')} or newer" in (
         f.fix.text if f.fix else ""
     )
-    pick = newest_tensorflow(COMPAT, driver="515.105.01", ccs=["7.5"])
+    pick = {"version": "2.14", "install": TF_214}
     assert pick is not None
     assert f"or keep this driver: pip uninstall -y tensorflow && {pick['install']}" in (
         f.fix.text if f.fix else ""
@@ -613,12 +621,7 @@ def test_tensorflow_on_an_untested_python_fails_with_a_release_for_it() -> None:
     env = fb.with_tensorflow(fb.environment(version="3.12.3"))
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.python")
     assert f.status is Status.FAIL
-    newest = next(
-        r
-        for r in reversed(COMPAT.tensorflow.releases)
-        if r.python_max and r.python_max >= Version("3.12")
-    )
-    assert f.fix and tf_install(newest.version) in f.fix.text
+    assert f.fix and TF_221 in f.fix.text
     assert (
         the(
             fb.on(builders.h100_node(1), fb.with_tensorflow(fb.environment())), "tensorflow.python"
@@ -932,7 +935,7 @@ def test_no_kernel_image_points_to_the_newest_build_with_the_gpu() -> None:
         },
     )
     f = the(fb.on(fb.pascal_workstation(), env, deep=True), "frameworks.smoke-test")
-    pick = newest_torch(COMPAT, driver="580.95.05", ccs=["6.1"])
+    pick = {"version": "2.14", "cuda": "12.6", "install": TORCH_214_CU126}
     assert pick is not None
     assert f.status is Status.FAIL and "no kernel image for compute capability 6.1" in f.title
     assert f.fix and pick["install"] in f.fix.text

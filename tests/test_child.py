@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import glob
 import textwrap
 import time
 from pathlib import Path
 
-import pytest
+from conftest import require_python38
 
 from gpucheck.probes import nvml
 from gpucheck.probes.child import run_script
@@ -166,23 +165,13 @@ def test_child_scripts_use_only_the_standard_library() -> None:
         )
 
 
-OLD_PYTHONS = sorted(
-    {
-        p
-        for pattern in ("/root/.pyenv/versions/3.8*/bin/python3.8", "/usr/bin/python3.8")
-        for p in glob.glob(pattern)
-    }
-)
-
-
-@pytest.mark.skipif(not OLD_PYTHONS, reason="no Python 3.8 interpreter on this machine")
 def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
     """The probe scripts must run under the user's interpreter, however old (3.8+)."""
     import json
 
     from gpucheck.probes.child import HERE
 
-    python = OLD_PYTHONS[0]
+    python = require_python38()
     task = [{"id": "x", "kind": "cudart", "path": str(tmp_path / "libcudart.so.12")}]
     native = run_script(HERE / "scripts/native.py", [json.dumps(task)], 30, python=python)
     assert native.ok, native.message

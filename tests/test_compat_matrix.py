@@ -55,6 +55,35 @@ def test_every_topic_is_readable_through_the_interface() -> None:
     assert len(COMPAT.torch.archs) == len(_rows("torch.toml", "arch"))
     assert len(COMPAT.tensorflow.releases) == len(_rows("tensorflow.toml", "release"))
     assert len(COMPAT.jax.releases) == len(_rows("jax.toml", "release"))
+    assert len(COMPAT.extensions.pairings) == len(_rows("extensions.toml", "pairing"))
+    assert len(COMPAT.extensions.numpy) == len(_rows("extensions.toml", "numpy_abi"))
+    assert len(COMPAT.tensorrt.releases) == len(_rows("tensorrt.toml", "release"))
+
+
+def test_torch_extension_pairings_answer_from_the_rows() -> None:
+    data = COMPAT.extensions
+    # Every pairing row is found again for the torch it names, and back from its versions.
+    for row in data.pairings:
+        torch = row.torch if row.torch.count(".") == 2 else row.torch + ".0"
+        assert data.pairing(row.package, torch) == row, row
+        assert data.torch_for(row.package, row.versions[0] + ".0") is not None
+    # An exact release wins over its line; torchaudio 2.11's stable ABI covers later torch.
+    audio = data.pairing("torchaudio", "2.7.1+cu126")
+    assert audio is not None and audio.versions == ("2.7.1",)
+    later = data.pairing("torchaudio", "2.14.0")
+    assert later is not None and later.torch == "2.11" and later.and_later
+    assert data.pairing("torchvision", "2.10.0") is None  # not read: judged by pins only
+
+
+def test_tensorrt_rows_ascend_and_their_gpu_ranges_only_narrow_at_the_bottom() -> None:
+    rows = COMPAT.tensorrt.releases
+    assert [r.version for r in rows] == sorted(r.version for r in rows)
+    floors = [r.min_cc for r in rows if r.min_cc is not None]
+    assert floors == sorted(floors)  # a release never supports an older GPU than the one before
+    row = COMPAT.tensorrt.release("10.9.0.34")
+    assert row is not None and str(row.version) == "10.8.0" and str(row.max_cc) == "12.0"
+    assert COMPAT.tensorrt.release("8.0.1") is None
+    assert str(COMPAT.tensorrt.tf_without_trt) == "2.18.0"
 
 
 # -- invariants that catch typos ---------------------------------------------------------------
@@ -137,10 +166,6 @@ def _csv_names_and_ccs() -> list[tuple[str, str]]:
     return out
 
 
-needs_shared = pytest.mark.skipif(not SHARED_NVSMI.is_dir(), reason="../shared/nvsmi is absent")
-
-
-@needs_shared
 def test_names_in_query_outputs_resolve_to_their_reported_compute_capability() -> None:
     pairs = _csv_names_and_ccs()
     assert len({name for name, _ in pairs}) >= 5
@@ -153,7 +178,6 @@ def test_names_in_query_outputs_resolve_to_their_reported_compute_capability() -
         assert model.compute_capability == cc, (name, model)
 
 
-@needs_shared
 def test_names_in_xml_outputs_resolve_and_agree_on_architecture() -> None:
     names = _xml_names()
     assert len(names) >= 15
@@ -262,7 +286,9 @@ def test_a_release_minimum_driver_runs_that_release(row: dict[str, object]) -> N
     torch = data["newest_torch"]
     if torch is not None:
         assert COMPAT.cuda_runs_on_driver(torch["cuda"], str(row["min_driver_linux"]))
-        assert torch["cuda"] in COMPAT.torch.release(torch["version"]).cuda_variants  # type: ignore[union-attr]
+        rel = COMPAT.torch.release(torch["version"])
+        assert rel is not None
+        assert torch["cuda"] in (*rel.cuda_variants, rel.default_pypi_cuda)
 
 
 def test_driver_answers_use_minor_version_compatibility() -> None:

@@ -9,7 +9,6 @@ missing for one GPU, TensorFlow's loader warnings, a library spewing bytes on bo
 
 from __future__ import annotations
 
-import glob
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 import venvs
+from conftest import require_python38
 
 from gpucheck.model.decoding import from_dict
 from gpucheck.model.snapshot import FrameworkRuntime, SmokeTest
@@ -30,7 +30,6 @@ SCRIPT = HERE / "scripts/framework_deep.py"
 TORCH_VERSION = "2.13.0"
 TIMEOUT = 120.0  # seconds for one probe run; torch's CPU build imports in one or two
 
-OLD_PYTHONS = sorted(glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8"))
 
 NO_KERNEL_IMAGE = "CUDA error: no kernel image is available for execution on the device"
 
@@ -610,10 +609,9 @@ def test_version_texts() -> None:
     assert deep.nccl_text(21903) == "2.19.3"
 
 
-@pytest.mark.skipif(not OLD_PYTHONS, reason="no Python 3.8 interpreter on this machine")
 def test_runs_on_python_3_8(tmp_path: Path) -> None:
     env = fake_env(tmp_path, "torch", FAKE_TORCH)
-    result = run_deep("torch", env, python=OLD_PYTHONS[0])
+    result = run_deep("torch", env, python=require_python38())
     assert result.ok, f"{result.describe(60)}\n{result.message}"
     runtime = runtime_of(result)
     assert runtime.status == "ok" and runtime.devices == ["NVIDIA H100 80GB HBM3", "Tesla K80"]
@@ -624,7 +622,7 @@ def test_runs_on_python_3_8(tmp_path: Path) -> None:
         FAKE_TENSORFLOW
         + "os.write(2, b'Could not find cuda drivers on your machine, GPU will not be used.\\n')\n",
     )
-    tf = runtime_of(run_deep("tensorflow", tf_env, python=OLD_PYTHONS[0]))
+    tf = runtime_of(run_deep("tensorflow", tf_env, python=require_python38()))
     assert tf.warnings == ["Could not find cuda drivers on your machine, GPU will not be used."]
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import email.parser
-import glob
 import hashlib
 import json
 import os
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require_python38
 
 import gpucheck.probes
 from gpucheck.model.decoding import from_dict
@@ -38,10 +38,7 @@ from gpucheck.model.snapshot import Distribution, PythonEnvironment, TensorflowB
 from gpucheck.probes.child import run_script
 
 SCRIPT = Path(gpucheck.probes.__file__).resolve().parent / "scripts/framework_static.py"
-STEPS = ["@ interpreter", "@ distributions", "@ torch", "@ tensorflow"]
-PYTHON38 = next(
-    iter(sorted(glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8"))), shutil.which("python3.8")
-)
+STEPS = ["@ interpreter", "@ distributions", "@ torch", "@ tensorflow", "@ extensions"]
 TORCH_CPU_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 
 TRIPWIRE_ENV = "GPUCHECK_TEST_TRIPWIRE"
@@ -851,6 +848,7 @@ def probe(python: Path | str, tmp_path: Path, **extra_env: str) -> dict[str, Any
         "distributions",
         "torch",
         "tensorflow",
+        "extensions",
         "errors",
     }
     imported = tmp_path / "imported.txt"
@@ -1087,6 +1085,7 @@ def test_tensorflow_2_15_dict_with_compute_capabilities(tmp_path: Path) -> None:
         [
             dist("tensorflow", "2.15.0", site, requires_of(TENSORFLOW_2_15_0_METADATA)),
             dist("keras", "2.15.0", site),
+            dist("tensorrt", "8.6.1.post1", site),  # read for the TensorRT checks
         ]
         + [dist(name, version, site) for name, version in TENSORFLOW_2_15_0_CUDA_WHEELS]
     )
@@ -1314,8 +1313,20 @@ def test_jax_cupy_and_the_names_that_matter(tmp_path: Path) -> None:
             dist("tf-keras", "2.15.0", site),  # what it requires is not kept
             dist("nvidia-cudnn-cu13", "9.24.0.43", site),
             dist("nvidia-ml-py", "12.560.30", site),
+            dist("numpy", "2.1.3", site),  # its C ABI (frameworks.numpy-abi)
+            dist("torchvision", "0.20.1", site),  # an extension built against torch
         ]
     )
+    assert facts["extensions"] == [
+        {
+            "name": "torchvision",
+            "version": "0.20.1",
+            "cuda": None,
+            "torch": None,
+            "cxx11_abi": None,
+            "source": None,
+        }
+    ]
     assert facts["torch"] is None and facts["tensorflow"] is None
     assert facts["errors"] == []
     decode(facts)
@@ -1472,7 +1483,7 @@ def test_broken_files_are_errors_not_a_crash(tmp_path: Path) -> None:
 
 def test_an_environment_without_frameworks(tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "venv")
-    install_plain(venv.site, "numpy", "2.1.3")
+    install_plain(venv.site, "scipy", "1.14.1")
 
     facts = probe(venv.python, tmp_path)
 
@@ -1512,17 +1523,15 @@ def test_the_child_protocol_reads_it(tmp_path: Path) -> None:
     result = run_script(SCRIPT, [], timeout=60, python=str(venv.python), env=clean_env(tmp_path))
 
     assert result.ok and result.status == "ok", result.describe(60)
-    assert result.last_step == "tensorflow" and result.message == ""
+    assert result.last_step == "extensions" and result.message == ""
     assert len(result.records) == 1 and result.records[0]["kind"] == "environment"
     facts = result.records[0]["facts"]
     assert isinstance(facts, dict) and facts["torch"]["cuda"] == "12.4"
 
 
-@pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 on this machine")
 def test_python_3_8(tmp_path: Path) -> None:
     """The oldest interpreter supported: torch 1.13.1 and tensorflow 2.3.0, both cp38 wheels."""
-    assert PYTHON38 is not None
-    venv = make_venv(tmp_path / "venv38", base=PYTHON38)
+    venv = make_venv(tmp_path / "venv38", base=require_python38())
     install_torch(
         venv.site,
         TORCH_1_13_1_METADATA,

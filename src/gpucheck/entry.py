@@ -22,9 +22,13 @@ def _interrupted() -> NoReturn:
     os._exit(EXIT_INTERRUPTED)  # past this point nothing is left to clean up
 
 
+_SEEN: list[int] = []  # a Ctrl-C arrived (even one some library code swallowed)
+
+
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     # Probe children run in their own sessions (so that a timeout kills their whole group),
     # hence do not get the terminal's Ctrl-C: end them now, or waiting threads would wait.
+    _SEEN.append(signum)
     child = sys.modules.get("gpucheck.probes.child")
     if child is not None:
         child.kill_all()
@@ -43,6 +47,8 @@ def main() -> NoReturn:
         _interrupted()
     except BrokenPipeError:
         code = 0
+    if _SEEN:
+        _interrupted()
     if sys.stdout is not None:
         with contextlib.suppress(OSError, ValueError):
             # The reader went away: the exit code still tells the result.

@@ -249,7 +249,8 @@ def pcie_link(ctx: Context) -> Outcome | None:
     fix = (
         "Reseat the GPU or its riser in a full-width slot, check the slot's lane sharing in the "
         "board manual (M.2 and second x16 slots often split lanes) and BIOS PCIe settings; "
-        "in a VM, the hypervisor's passthrough sets the width."
+        "in a VM, the hypervisor's passthrough sets the width. `gpucheck bench --quick` "
+        "measures the host<->GPU transfers the link allows under load."
     )
     if narrow_bad:
         return Outcome.fail(

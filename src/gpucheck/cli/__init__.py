@@ -14,10 +14,12 @@ from typing import Annotated
 import typer
 
 from gpucheck import __version__
+from gpucheck.cli.bench import bench
 from gpucheck.cli.checks import list_checks
 from gpucheck.cli.common import OutputError, UserError
 from gpucheck.cli.compat import compat_app
 from gpucheck.cli.doctor import doctor
+from gpucheck.cli.fit import fit
 from gpucheck.cli.procs import procs
 from gpucheck.cli.schema import schema
 from gpucheck.cli.snapshot import snapshot
@@ -37,9 +39,11 @@ app.command()(snapshot)
 app.add_typer(compat_app, name="compat")
 app.command()(schema)
 app.command(name="checks")(list_checks)
+app.command()(bench)
+app.command()(fit)
 app.command()(procs)
 app.command()(watch)
-COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "procs", "watch")
+COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "bench", "fit", "procs", "watch")
 
 
 def _version(value: bool) -> None:

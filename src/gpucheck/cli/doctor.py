@@ -64,7 +64,8 @@ def parse_compute_capability(text: str) -> str:
 def doctor(
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="text, json or junit.", metavar="FORMAT")
+        str,
+        typer.Option("--format", "-f", help="text, json, junit or prometheus.", metavar="FORMAT"),
     ] = "text",
     output: OutputOpt = None,
     verbose: Annotated[

@@ -20,6 +20,7 @@ from gpucheck.compat.rows import CompatError, Rows, parse_version
 
 if TYPE_CHECKING:
     from gpucheck.compat.cudnn import CudnnData
+    from gpucheck.compat.extensions import ExtensionData, TensorrtData
     from gpucheck.compat.frameworks import JaxData, TensorflowData, TorchData
     from gpucheck.compat.gpus import GpuIndex
 
@@ -98,6 +99,8 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "package": ("name",),
     },
     "jax.toml": {"release": ("version",), "cuda_major": ("major",)},
+    "extensions.toml": {"pairing": ("package", "torch"), "numpy_abi": ("package", "platform")},
+    "tensorrt.toml": {"release": ("version",)},
 }
 TOPICS = tuple(ROW_KEYS)
 ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
@@ -292,6 +295,18 @@ class Compat:
         from gpucheck.compat.frameworks import JaxData
 
         return JaxData.from_data(*read_topic(self.dirs, "jax.toml"))
+
+    @cached_property
+    def extensions(self) -> ExtensionData:
+        from gpucheck.compat.extensions import ExtensionData
+
+        return ExtensionData.from_data(*read_topic(self.dirs, "extensions.toml"))
+
+    @cached_property
+    def tensorrt(self) -> TensorrtData:
+        from gpucheck.compat.extensions import TensorrtData
+
+        return TensorrtData.from_data(*read_topic(self.dirs, "tensorrt.toml"))
 
     # -- questions -------------------------------------------------------------------------
 

@@ -90,7 +90,12 @@ def newest_torch(
     for rel in reversed(compat.torch.releases):
         if not _python_fits(python, rel.python_min, rel.python_max):
             continue
-        for cuda in sorted(rel.cuda_variants, key=_cuda_key, reverse=True):
+        variants = set(rel.cuda_variants)
+        # A release whose variants are not published yet still has its PyPI wheel, whose
+        # CUDA is known from the wheel itself (Linux; on Windows PyPI's wheel is CPU-only).
+        if os == "linux" and rel.default_pypi_cuda:
+            variants.add(rel.default_pypi_cuda)
+        for cuda in sorted(variants, key=_cuda_key, reverse=True):
             if driver is not None and not compat.cuda_runs_on_driver(cuda, driver, os):
                 continue
             if ccs:

@@ -53,7 +53,15 @@ _SPEC_FIGURES = (
     "fp8_tflops",
     "memory_bandwidth_gbs",
 )
-_SPEC_KEYS = {*_SPEC_FIGURES, "variant", "match", "pcie", "fp16_accumulate", "source"}
+_SPEC_KEYS = {
+    *_SPEC_FIGURES,
+    "memory_mib",
+    "variant",
+    "match",
+    "pcie",
+    "fp16_accumulate",
+    "source",
+}
 _PCIE = re.compile(r"([1-6])x(1|2|4|8|16)")
 
 
@@ -74,6 +82,7 @@ class GpuSpec:
     pcie_generation: int | None = None
     pcie_width: int | None = None
     fp16_accumulate: str | None = None  # "fp32" | "fp16"; None where the source does not say
+    memory_mib: float | None = None  # FB memory total as NVML reports it (a real capture)
 
     @property
     def pcie(self) -> str | None:
@@ -99,6 +108,7 @@ class GpuSpec:
         if unknown:
             raise CompatError(f"{r.where}: unknown key(s) {', '.join(unknown)}")
         figures = {k: r.opt_positive(k) for k in _SPEC_FIGURES}
+        memory = r.opt_positive("memory_mib")
         pcie = r.opt_text("pcie")
         gen = width = None
         if pcie is not None:
@@ -106,7 +116,7 @@ class GpuSpec:
             if m is None:
                 raise CompatError(f'{r.where}: pcie = {pcie!r} is not GENxWIDTH, e.g. "5x16"')
             gen, width = int(m.group(1)), int(m.group(2))
-        if all(v is None for v in figures.values()) and pcie is None:
+        if all(v is None for v in figures.values()) and pcie is None and memory is None:
             raise CompatError(f"{r.where}: a spec needs at least one figure")
         accumulate = r.opt_text("fp16_accumulate")
         if accumulate not in (None, "fp32", "fp16"):
@@ -124,6 +134,7 @@ class GpuSpec:
             pcie_generation=gen,
             pcie_width=width,
             fp16_accumulate=accumulate,
+            memory_mib=memory,
             **figures,
         )
 

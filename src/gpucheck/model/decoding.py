@@ -13,6 +13,7 @@ same types (report/schema.py), so decoder and schema cannot disagree.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, TypeVar
 
@@ -82,7 +83,15 @@ def from_json(cls: type[T], data: bytes) -> T:
 
 
 def to_dict(obj: Any) -> Any:
-    """Structs (recursively) and enums as plain JSON-compatible values."""
+    """Structs and dataclasses (recursively) and enums as plain JSON-compatible values, every
+    field present. (msgspec.to_builtins reads a dataclass's instance dict, in which msgspec's
+    own decoding leaves out fields at their class default: walk dataclasses by their fields.)"""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
     return msgspec.to_builtins(obj)
 
 

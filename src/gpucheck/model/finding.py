@@ -33,6 +33,7 @@ class Section(str, enum.Enum):
     CUDNN = "cudnn"
     FRAMEWORKS = "frameworks"
     REQUIREMENTS = "requirements"
+    BENCH = "bench"  # gpucheck bench's measurements
 
     @property
     def label(self) -> str:
@@ -68,7 +69,12 @@ class Subjects(Struct):
 
 
 def _union(a: list[T], b: list[T]) -> list[T]:
-    return a + [x for x in b if x not in a]
+    """a, then the items of b not seen yet (b's own repeats included)."""
+    out = list(a)
+    for x in b:
+        if x not in out:
+            out.append(x)
+    return out
 
 
 # Commands inside a fix's sentence are written between backticks: the person reads them in

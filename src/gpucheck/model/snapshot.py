@@ -249,6 +249,16 @@ class CudaDriverFacts(Struct):
     devices: list[CudaDevice] = field(default_factory=list)
 
 
+class ToolVersion(Struct):
+    """A CUDA command-line tool found on disk (ptxas, nvlink) and the version it printed."""
+
+    name: str  # ptxas | nvlink
+    path: str
+    origin: str  # path | cuda_home | pip
+    version: str | None = None  # "12.4.131"
+    error: str | None = None
+
+
 class NvccFacts(Struct):
     path: str
     version: str | None = None  # "12.4.131"
@@ -263,6 +273,8 @@ class CudaFacts(Struct):
     cuda_home: str | None = None
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
     cuda_home_nvcc: bool | None = None  # the CUDA home holds an executable bin/nvcc
+    tensorrt: list[LibraryCopy] = field(default_factory=list)  # system libnvinfer copies
+    ptxas: list[ToolVersion] = field(default_factory=list)  # ptxas/nvlink XLA may use
 
 
 class CudnnFacts(Struct):
@@ -302,6 +314,29 @@ class TensorflowBuild(Struct):
     path: str | None = None
 
 
+class ExtensionBuild(Struct):
+    """What an extension built against torch (or a TensorRT wheel) says about its own build,
+    read from files (version.py, cpp_lib.json, the wheel's name in direct_url.json)."""
+
+    name: str  # its distribution: torchvision, xformers, flash-attn, ...
+    version: str | None = None
+    cuda: str | None = None  # the CUDA it was built for: "12.4"
+    torch: str | None = None  # the torch it was built against: "2.5.1+cu124", "2.4"
+    cxx11_abi: bool | None = None  # flash-attn wheels: built with the C++11 ABI
+    source: str | None = None  # the file or wheel name these came from
+
+
+class ExtensionImport(Struct):
+    """Importing one extension in its own child process (doctor --deep)."""
+
+    name: str  # the distribution
+    module: str  # what was imported: flash_attn, xformers.ops, ...
+    status: str  # ok | import_error | crashed | timeout | error
+    error: str | None = None
+    seconds: float | None = None
+    detail: str | None = None  # what a working import reported (tensorrt: an engine was built)
+
+
 class SmokeTest(Struct):
     """A tiny real operation on one device: allocate, matmul, copy back, compare with CPU."""
 
@@ -331,6 +366,10 @@ class FrameworkRuntime(Struct):
     loaded_libraries: list[str] = field(default_factory=list)  # /proc/self/maps: cudart, ...
     warnings: list[str] = field(default_factory=list)  # what it printed (loader warnings)
     smoke_tests: list[SmokeTest] = field(default_factory=list)
+    # XLA's GPU devices: TensorFlow's XLA_GPU / logical devices, JAX's gpu/cuda devices; None:
+    # not asked (an older gpucheck, or a framework without XLA).
+    xla_devices: list[str] | None = None
+    xla_error: str | None = None
 
 
 class PythonEnvironment(Struct):
@@ -348,6 +387,8 @@ class PythonEnvironment(Struct):
     torch: TorchBuild | None = None
     tensorflow: TensorflowBuild | None = None
     runtimes: list[FrameworkRuntime] = field(default_factory=list)  # --deep only
+    extensions: list[ExtensionBuild] = field(default_factory=list)
+    extension_imports: list[ExtensionImport] = field(default_factory=list)  # --deep only
 
     def dist(self, name: str) -> Distribution | None:
         return next((d for d in self.distributions if d.name == name), None)

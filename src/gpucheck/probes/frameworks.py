@@ -19,12 +19,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpucheck.model.decoding import DecodeError, from_dict
-from gpucheck.model.distributions import installed_frameworks
-from gpucheck.model.snapshot import FrameworkRuntime, ProbeRun, PythonEnvironment
+from gpucheck.model.distributions import installed_extensions, installed_frameworks
+from gpucheck.model.snapshot import (
+    ExtensionImport,
+    FrameworkRuntime,
+    ProbeRun,
+    PythonEnvironment,
+)
 from gpucheck.probes.child import HERE, ChildResult, run_script
 
 STATIC_SCRIPT = HERE / "scripts/framework_static.py"
 DEEP_SCRIPT = HERE / "scripts/framework_deep.py"
+EXTENSION_SCRIPT = HERE / "scripts/extension_deep.py"
 # Importing TensorFlow from a cold disk or initialising CUDA on eight GPUs takes a while.
 DEEP_MIN_TIMEOUT = 60.0
 
@@ -115,7 +121,38 @@ def probe_runtime(
         # What the child did before it died stays; the status says how it ended.
         runtime.status = result.status if result.status in ("crashed", "timeout") else "error"
         runtime.error = problem if not runtime.error else f"{runtime.error}; {problem}"
+    runtime.xla_devices = xla_devices(runtime)
     return runtime
+
+
+def xla_devices(rt: FrameworkRuntime) -> list[str] | None:
+    """The GPUs XLA compiles for: JAX's devices are XLA's own; TensorFlow's XLA (jit_compile)
+    targets the GPUs TensorFlow lists. None where the devices were never listed."""
+    if rt.framework not in ("jax", "tensorflow") or rt.device_count is None:
+        return None
+    if rt.framework == "jax" and rt.backend not in ("gpu", "cuda"):
+        return []
+    cpu = ("cpu", "tfrt_cpu", "/physical_device:cpu")
+    return [d for d in rt.devices if not d.lower().startswith(cpu)]
+
+
+def probe_extension(
+    python: str, dist: str, module: str, timeout: float, env: Mapping[str, str]
+) -> ExtensionImport:
+    """Import one extension (TensorRT: and build a tiny engine) in its own child."""
+    result = run_script(EXTENSION_SCRIPT, [dist, module], timeout, python=python, env=dict(env))
+    facts = _last_record(result, "extension")
+    found = ExtensionImport(name=dist, module=module, status="error")
+    if facts is not None:
+        try:
+            found = from_dict(ExtensionImport, facts)
+        except DecodeError as exc:
+            found.error = f"unreadable facts: {exc}"
+    problem = result.describe(timeout)
+    if problem is not None:
+        found.status = result.status if result.status in ("crashed", "timeout") else "error"
+        found.error = problem if not found.error else f"{found.error}; {problem}"
+    return found
 
 
 def probe_frameworks(
@@ -142,11 +179,18 @@ def probe_deep(
     start = time.monotonic()
     bound = max(timeout, DEEP_MIN_TIMEOUT)
     jobs = [(e, fw) for e in environments for fw in installed_frameworks(e)]
-    if jobs:
-        with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
-            runtimes = list(pool.map(lambda j: probe_runtime(j[0].python, j[1], bound, env), jobs))
-        for (environment, _), runtime in zip(jobs, runtimes, strict=True):
-            environment.runtimes.append(runtime)
+    extensions = [(e, dist, mod) for e in environments for dist, mod in installed_extensions(e)]
+    if jobs or extensions:
+        with ThreadPoolExecutor(max_workers=min(8, len(jobs) + len(extensions))) as pool:
+            runs = [pool.submit(probe_runtime, e.python, fw, bound, env) for e, fw in jobs]
+            imports = [
+                pool.submit(probe_extension, e.python, dist, mod, bound, env)
+                for e, dist, mod in extensions
+            ]
+            for (environment, _), run in zip(jobs, runs, strict=True):
+                environment.runtimes.append(run.result())
+            for (environment, _, _), done in zip(extensions, imports, strict=True):
+                environment.extension_imports.append(done.result())
     bad = [r for e in environments for r in e.runtimes if r.status in ("crashed", "timeout")]
     return ProbeRun(
         "frameworks_deep",

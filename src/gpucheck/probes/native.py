@@ -144,7 +144,10 @@ def parse_nvcc_version(text: str) -> str | None:
 def probe_cuda_and_cudnn(
     scope: SearchScope, timeout: float
 ) -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
-    """Runtime, cuDNN and nvcc facts (the driver API is probed separately, in parallel)."""
+    """Runtime, cuDNN and nvcc facts, the tools XLA uses and system TensorRT copies (the
+    driver API is probed separately, in parallel)."""
+    from gpucheck.probes.cuda_tools import probe_cuda_tools, probe_tensorrt_libraries
+
     start = time.monotonic()
     homes, home, source = cuda_homes(scope.env)
     if not scope.cuda_homes:
@@ -157,6 +160,8 @@ def probe_cuda_and_cudnn(
         cuda = CudaFacts(runtimes=runtimes, cuda_home=home, cuda_home_source=source)
         if home is not None:
             cuda.cuda_home_nvcc = os.access(os.path.join(home, "bin", "nvcc"), os.X_OK)
+        cuda.tensorrt = probe_tensorrt_libraries(scope)
+        cuda.ptxas = probe_cuda_tools(scope, timeout)
         cuda.nvcc = nvcc.result()
     duration = round((time.monotonic() - start) * 1000, 1)
     # A copy that cannot be loaded is a fact about that copy (its load_error, judged by the

@@ -1,5 +1,6 @@
-"""Machine formats of the report: JSON (versioned schema) and JUnit XML (what CI systems
-show as test results). Registered by name, as the CLI's --format offers them."""
+"""Machine formats of the report: JSON (versioned schema), JUnit XML (what CI systems
+show as test results) and Prometheus metrics (report/prometheus.py). Registered by name, as
+the CLI's --format offers them."""
 
 from __future__ import annotations
 
@@ -77,5 +78,16 @@ def render_text(report: Report, stream: IO[str], verbose: bool = False) -> None:
         render_plain(report, stream, verbose)
 
 
+def render_prometheus(report: Report, stream: IO[str], verbose: bool = False) -> None:
+    from gpucheck.report.prometheus import render_prometheus as render
+
+    render(report, stream, verbose)
+
+
 Renderer = Callable[[Report, IO[str], bool], None]
-FORMATS: dict[str, Renderer] = {"text": render_text, "json": render_json, "junit": render_junit}
+FORMATS: dict[str, Renderer] = {
+    "text": render_text,
+    "json": render_json,
+    "junit": render_junit,
+    "prometheus": render_prometheus,
+}

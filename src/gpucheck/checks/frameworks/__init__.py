@@ -9,6 +9,11 @@ One module per framework, each holding its checks:
 - jax_cupy.py: JAX's CUDA plugin, JAX's and CuPy's CUDA against the driver;
 - environment.py: libraries shadowed through LD_LIBRARY_PATH, NVIDIA pip packages two
   frameworks want in different versions;
+- extensions.py: extensions built against torch (torchvision, flash-attn, vllm, ...) vs the
+  torch installed; numpy_abi.py: builds for NumPy 1 under NumPy 2; nvml_bindings.py: competing
+  or old NVML Python bindings;
+- tensorrt.py: TensorRT wheels and system libnvinfer vs the driver and GPUs, TF-TRT;
+  xla.py: XLA's flags, the ptxas it compiles with, XLA devices under --deep;
 - runtime.py: what importing them showed (doctor --deep): devices seen, a smoke test per GPU.
 
 Shared helpers: environments.py (per-environment verdicts), builds.py (each framework's
@@ -22,10 +27,15 @@ from __future__ import annotations
 
 # isort: off
 from gpucheck.checks.frameworks import torch  # noqa: F401
+from gpucheck.checks.frameworks import extensions  # noqa: F401
 from gpucheck.checks.frameworks import tensorflow  # noqa: F401
 from gpucheck.checks.frameworks import tensorflow_libraries  # noqa: F401
 from gpucheck.checks.frameworks import jax_cupy  # noqa: F401
 from gpucheck.checks.frameworks import environment  # noqa: F401
+from gpucheck.checks.frameworks import tensorrt  # noqa: F401
+from gpucheck.checks.frameworks import xla  # noqa: F401
+from gpucheck.checks.frameworks import numpy_abi  # noqa: F401
+from gpucheck.checks.frameworks import nvml_bindings  # noqa: F401
 from gpucheck.checks.frameworks import runtime  # noqa: F401
 
 # isort: on

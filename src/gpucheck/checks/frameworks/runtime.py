@@ -27,6 +27,7 @@ from gpucheck.checks.frameworks.environments import (
     pip,
     runtime,
 )
+from gpucheck.checks.frameworks.numpy_abi import numpy_cause
 from gpucheck.checks.frameworks.packages import (
     is_package_for,
     package_key,
@@ -306,6 +307,9 @@ def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) ->
             error,
             fix=_library_fix(ctx, env, rt, soname),
         )
+    numpy = numpy_cause(ctx, env, error)
+    if numpy is not None:
+        return Outcome.fail(f"import {rt.framework} fails: {numpy[0]}", error, fix=numpy[1])
     extra = []
     ld_path = ctx.snapshot.system.env.get("LD_LIBRARY_PATH")
     if "undefined symbol" in error and ld_path:

@@ -37,8 +37,22 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
+
+def load_sibling(name: str) -> Any:
+    """A helper script beside this one, loaded by path (this folder is kept off sys.path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_gpucheck_{name}", f"{_HERE}/{name}.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{name}.py not found beside {__file__}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TORCH = load_sibling("torch_static")  # torch and the extensions built against it
 # Distributions that matter to a GPU diagnosis, by normalised name (PEP 503).
-NAMES = frozenset(
+NAMES = TORCH.NAMES | frozenset(
     [
         "torch",
         "tensorflow",
@@ -59,9 +73,11 @@ NAMES = frozenset(
         "triton",
     ]
 )
-NAME_PATTERN = re.compile(r"(nvidia-.+|cupy-(cuda|rocm).*|jax-cuda\d+-(plugin|pjrt))$")
-# Distributions whose Requires-Dist lines are kept (what they pin: CUDA wheels, jaxlib, ...).
-REQUIRES_PREFIXES = ("tensorflow", "tf-nightly", "jax", "cupy")
+NAME_PATTERN = re.compile(
+    r"(nvidia-.+|cupy-(cuda|rocm).*|jax-cuda\d+-(plugin|pjrt)|tensorrt(-.+)?)$"
+)
+# Distributions whose Requires-Dist lines are kept (what they pin: CUDA wheels, jaxlib, torch).
+REQUIRES_PREFIXES = ("tensorflow", "tf-nightly", "jax", "cupy", "tensorrt", "pynvml")
 # Distributions that install the `tensorflow` package folder.
 TENSORFLOW_PREFIXES = ("tensorflow", "tf-nightly")
 
@@ -89,7 +105,7 @@ def wanted(name: str) -> bool:
 
 
 def keeps_requires(name: str) -> bool:
-    return name == "torch" or name.startswith(REQUIRES_PREFIXES)
+    return name == "torch" or name in TORCH.REQUIRES or name.startswith(REQUIRES_PREFIXES)
 
 
 def realpath(path: str) -> str:
@@ -284,28 +300,6 @@ def text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def torch_build(dists: list[dict[str, Any]], errors: list[str]) -> dict[str, Any] | None:
-    installed = any(d["name"] == "torch" for d in dists)
-    dirs = package_dirs("torch", dists, lambda name: name == "torch")
-    path = find_file(dirs, "version.py")
-    if path is None:
-        if installed:
-            errors.append(f"torch: no torch/version.py in {', '.join(dirs)}")
-        return None
-    try:
-        values = assignments(path)
-    except Exception as exc:
-        errors.append(f"torch: {path}: {describe(exc)}")
-        return None
-    return {
-        "version": text_or_none(literal(values.get("__version__"))),
-        "cuda": text_or_none(literal(values.get("cuda"))),
-        "hip": text_or_none(literal(values.get("hip"))),
-        "git_version": text_or_none(literal(values.get("git_version"))),
-        "path": path,
-    }
-
-
 def dict_literal(node: ast.expr | None) -> dict[str, Any] | None:
     """`{...}`, `collections.OrderedDict([(k, v), ...])` or `dict(...)` of literals."""
     if isinstance(node, ast.Dict):
@@ -446,7 +440,7 @@ def collect(facts: dict[str, Any], errors: list[str]) -> None:
     facts["distributions"] = dists
     step("torch")
     try:
-        facts["torch"] = torch_build(dists, errors)
+        facts["torch"] = TORCH.torch_build(sys.modules[__name__], dists, errors)
     except Exception as exc:
         errors.append(f"torch: {describe(exc)}")
     step("tensorflow")
@@ -454,6 +448,11 @@ def collect(facts: dict[str, Any], errors: list[str]) -> None:
         facts["tensorflow"] = tensorflow_build(dists, errors)
     except Exception as exc:
         errors.append(f"tensorflow: {describe(exc)}")
+    step("extensions")
+    try:
+        facts["extensions"] = TORCH.collect(sys.modules[__name__], dists, errors)
+    except Exception as exc:
+        errors.append(f"extensions: {describe(exc)}")
 
 
 def main() -> None:
@@ -466,6 +465,7 @@ def main() -> None:
         "distributions": [],
         "torch": None,
         "tensorflow": None,
+        "extensions": [],
         "errors": errors,
     }
     try:

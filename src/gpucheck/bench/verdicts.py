@@ -1,0 +1,338 @@
+"""Findings from a bench run: each figure next to the GPU's spec and the CPU, a warning below
+the documented fraction (spec.py) naming the likely cause from the facts at hand, and a fail
+for a wrong answer or no GPU to measure. Pure: no I/O."""
+
+from __future__ import annotations
+
+from gpucheck.bench.measurements import DTYPES, BenchRun, GpuRun
+from gpucheck.bench.spec import (
+    MATMUL_FRACTION,
+    MEMORY_FRACTION,
+    PCIE_FRACTION,
+    Comparison,
+    Link,
+    best_link,
+)
+from gpucheck.compat.gpus import GpuIndex, GpuSpec
+from gpucheck.model.finding import Finding, Fix, GpuRef, Section, Status, Subjects
+
+SLOWDOWNS = {
+    "sw_power_cap": "the power cap held the clocks down (sw_power_cap)",
+    "hw_slowdown": "hardware slowdown was active (HW_SLOWDOWN: power or temperature protection)",
+    "hw_thermal_slowdown": "the GPU was too hot: hardware thermal slowdown",
+    "sw_thermal_slowdown": "software thermal slowdown (the driver cut clocks for temperature)",
+    "hw_power_brake_slowdown": "the power supply's brake signal slowed the GPU (power brake)",
+}
+LABEL = {"fp32": "FP32", "tf32": "TF32", "fp16": "FP16", "bf16": "BF16", "fp8": "FP8"}
+
+
+def label(run: GpuRun) -> str:
+    g = run.facts
+    return f"GPU {g.index} ({g.name or 'unknown GPU'})"
+
+
+def subjects(run: GpuRun) -> Subjects:
+    g = run.facts
+    return Subjects(gpus=[GpuRef(g.index, g.uuid, g.pci_bus_id)])
+
+
+def finding(
+    id_: str,
+    status: Status,
+    title: str,
+    evidence: list[str],
+    fix: str | None = None,
+    run: GpuRun | None = None,
+) -> Finding:
+    return Finding(
+        id_,
+        Section.BENCH,
+        status,
+        title,
+        evidence,
+        Fix.of(fix) if fix else None,
+        subjects(run) if run is not None else Subjects(),
+    )
+
+
+def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, str]]:
+    """(cause, fix) pairs the facts support, most decisive first."""
+    g, during = run.facts, run.during
+    causes: list[tuple[str, str]] = []
+    if g.mig_enabled:
+        causes.append(
+            (
+                "MIG mode is on: a MIG slice has only part of the GPU's SMs and bandwidth",
+                f"measure the whole GPU with MIG off: `sudo nvidia-smi -i {g.index} -mig 0` "
+                "(no process may use it)",
+            )
+        )
+    others = [p for p in (g.processes or [])]
+    if others:
+        pids = ", ".join(str(p.pid) + (f" {p.name}" if p.name else "") for p in others[:5])
+        causes.append(
+            (
+                f"{len(others)} other process(es) were on the GPU when the run started ({pids})",
+                f"run bench on an idle GPU; `nvidia-smi -i {g.index}` shows who uses it",
+            )
+        )
+    for reason, text in SLOWDOWNS.items():
+        if reason in during.clock_event_reasons:
+            limit = (
+                f" (limit {g.power_limit_w:g} W)"
+                if reason == "sw_power_cap" and g.power_limit_w
+                else ""
+            )
+            causes.append(
+                (
+                    f"{text}{limit} during the run",
+                    "check cooling and power: "
+                    f"`nvidia-smi -q -i {g.index} -d PERFORMANCE,POWER,TEMPERATURE`",
+                )
+            )
+    if transfers and g.pcie_gen_max and g.pcie_width_max:
+        gen, width = during.pcie_gen_loaded, during.pcie_width_loaded
+        if (gen is not None and gen < g.pcie_gen_max) or (
+            width is not None and width < g.pcie_width_max
+        ):
+            causes.append(
+                (
+                    f"the PCIe link ran at gen {gen} x{width} under load, below its maximum "
+                    f"gen {g.pcie_gen_max} x{g.pcie_width_max} (see the doctor's gpu.pcie-link)",
+                    "reseat the card, use a x16 slot wired to the CPU, check the BIOS PCIe "
+                    f"generation setting; `nvidia-smi -q -i {g.index} -d PCI` shows the link",
+                )
+            )
+    return causes
+
+
+def _no_cause(run: GpuRun) -> tuple[str, str]:
+    return (
+        "nothing in the facts at hand explains it (no slowdown reason, other process, MIG or "
+        "link downgrade seen during the run)",
+        "rule out the method: run `python benchmarks/bench_vs_reference.py` on this GPU, and "
+        "compare with another GPU of the same model",
+    )
+
+
+def _warn_or_pass(
+    id_: str, run: GpuRun, low: list[str], ok_title: str, evidence: list[str], transfers: bool
+) -> Finding:
+    if not low:
+        return finding(id_, Status.PASS, ok_title, evidence, run=run)
+    causes = likely_causes(run, transfers) or [_no_cause(run)]
+    title = f"{label(run)}: {', '.join(low)} below the expected share of spec"
+    lines = [*evidence, *(f"likely cause: {c}" for c, _ in causes)]
+    return finding(id_, Status.WARN, title, lines, "; ".join(f for _, f in causes), run)
+
+
+def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None) -> list[Finding]:
+    out = []
+    wrong = [m for m in run.matmuls if not m.correct]
+    if wrong:
+        lines = [
+            f"{LABEL[m.dtype]}: relative error "
+            + (f"{m.rel_error:.2e}" if m.rel_error is not None else "NaN/Inf")
+            + f" against the CPU reference (tolerance {m.tolerance:g})"
+            for m in wrong
+        ]
+        out.append(
+            finding(
+                "bench.correctness",
+                Status.FAIL,
+                f"{label(run)} computed a wrong matmul result: its answers cannot be trusted",
+                lines,
+                "run `gpucheck doctor --deep` and check `nvidia-smi -q -d ECC,PAGE_RETIREMENT`; "
+                "a GPU that computes wrong results needs service, whatever its speed",
+                run,
+            )
+        )
+    elif run.matmuls:
+        checked = ", ".join(LABEL[m.dtype] for m in run.matmuls)
+        out.append(
+            finding(
+                "bench.correctness",
+                Status.PASS,
+                f"{label(run)}: matmul results match the CPU reference ({checked})",
+                [],
+                run=run,
+            )
+        )
+    evidence, low = [], []
+    for dtype in DTYPES:
+        m = run.matmul(dtype)
+        if m is None:
+            if dtype in run.skipped:
+                evidence.append(f"{LABEL[dtype]}: not measured: {run.skipped[dtype]}")
+            continue
+        ref = spec.tflops(dtype) if spec is not None else None
+        cmp = Comparison(m.tflops, ref, MATMUL_FRACTION)
+        line = f"{LABEL[dtype]} {m.n}³: {m.tflops:,.1f} TFLOPS"
+        if cmp.fraction is not None:
+            line += f" = {cmp.fraction:.0%} of {ref:,.1f} (spec, dense)"
+        else:
+            line += " (no spec figure for this dtype)"
+        if cpu_tflops:
+            line += f"; {m.tflops / cpu_tflops:,.0f}x the CPU's FP32"
+        evidence.append(line)
+        if cmp.low:
+            low.append(f"{LABEL[dtype]} matmul")
+    if run.matmuls:
+        best = max(run.matmuls, key=lambda m: m.tflops)
+        title = f"{label(run)}: up to {best.tflops:,.1f} TFLOPS ({LABEL[best.dtype]} matmul)"
+        if spec is None:
+            evidence.append("no spec figures for this GPU in compat/gpus.toml: not judged")
+        out.append(_warn_or_pass("bench.matmul", run, low, title, evidence, False))
+    return out
+
+
+def memory_findings(run: GpuRun, spec: GpuSpec | None) -> list[Finding]:
+    d2d = run.copy("d2d")
+    if d2d is None:
+        return []
+    ref = spec.memory_bandwidth_gbs if spec is not None else None
+    cmp = Comparison(d2d.gbs, ref, MEMORY_FRACTION)
+    line = (
+        f"device-to-device copy {d2d.bytes // 2 // 2**20} MiB: {d2d.gbs:,.0f} GB/s (read + write)"
+    )
+    if cmp.fraction is not None:
+        line += f" = {cmp.fraction:.0%} of {ref:,.0f} GB/s (spec)"
+    else:
+        line += " (no spec bandwidth for this GPU)"
+    low = ["memory bandwidth"] if cmp.low else []
+    title = f"{label(run)}: memory bandwidth {d2d.gbs:,.0f} GB/s"
+    return [_warn_or_pass("bench.memory", run, low, title, [line], False)]
+
+
+def pcie_findings(run: GpuRun, spec: GpuSpec | None) -> list[Finding]:
+    copies = {c.path: c for c in run.copies if c.path != "d2d"}
+    if not copies:
+        return []
+    link: Link | None = best_link(run.facts, spec)
+    evidence, low = [], []
+    if link is not None:
+        evidence.append(f"link: {link.text} ({link.source}): {link.gbs:.1f} GB/s each way")
+    for path in ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"):
+        c = copies.get(path)
+        if c is None:
+            continue
+        direction, memory = path.split("_")
+        text = {"h2d": "host to device", "d2h": "device to host"}[direction]
+        line = f"{text}, {memory}: {c.gbs:,.1f} GB/s"
+        if link is not None:
+            cmp = Comparison(c.gbs, link.gbs, PCIE_FRACTION)
+            line += f" = {cmp.fraction:.0%} of the link" if cmp.fraction is not None else ""
+            # Pageable copies go through a staging buffer: never judged against the link.
+            if memory == "pinned" and cmp.low:
+                low.append(f"{text} (pinned)")
+        evidence.append(line)
+    during = run.during
+    if during.pcie_gen_loaded is not None:
+        evidence.append(
+            f"link under load: gen {during.pcie_gen_loaded} x{during.pcie_width_loaded}"
+        )
+    h2d = copies.get("h2d_pinned")
+    title = f"{label(run)}: host transfers" + (
+        f" {h2d.gbs:,.1f} GB/s (pinned, to device)" if h2d else ""
+    )
+    return [_warn_or_pass("bench.pcie", run, low, title, evidence, True)]
+
+
+def run_findings(run: GpuRun) -> list[Finding]:
+    if run.problem is not None:
+        return [
+            finding(
+                "bench.run",
+                Status.FAIL,
+                f"{label(run)}: the measurement did not finish: {run.problem}",
+                run.errors,
+                "run `gpucheck doctor --deep` to see whether this GPU works at all",
+                run,
+            )
+        ]
+    if run.errors:
+        return [
+            finding(
+                "bench.run",
+                Status.WARN,
+                f"{label(run)}: {len(run.errors)} measurement(s) failed",
+                run.errors,
+                "see the errors; out of memory means another process holds the GPU's memory "
+                f"(`nvidia-smi -i {run.facts.index}`)",
+                run,
+            )
+        ]
+    return []
+
+
+def cpu_finding(bench: BenchRun) -> Finding:
+    cpu = bench.cpu
+    if cpu.matmul is None:
+        why = cpu.problem or "no figure came back"
+        return finding("bench.cpu", Status.SKIP, f"CPU FP32 matmul not measured: {why}", [])
+    m = cpu.matmul
+    via = cpu.framework or "?"
+    return finding(
+        "bench.cpu",
+        Status.INFO,
+        f"CPU FP32 matmul: {m.tflops * 1000:,.1f} GFLOPS ({m.n}³, {via})",
+        [f"median of {m.samples} samples, {m.median_ms:,.1f} ms a matmul"],
+    )
+
+
+def peer_findings(bench: BenchRun, gpus: dict[int, GpuRun], index: GpuIndex) -> list[Finding]:
+    if bench.peer_problem:
+        return [
+            finding(
+                "bench.peers",
+                Status.WARN,
+                f"GPU-to-GPU copies not measured: {bench.peer_problem}",
+                [],
+                "run `gpucheck doctor --deep`; `nvidia-smi topo -m` shows how the GPUs connect",
+            )
+        ]
+    if not bench.peers:
+        return []
+    lines = []
+    for p in bench.peers:
+        run = gpus.get(p.src)
+        link = best_link(run.facts, index.spec(run.facts.name or "")) if run else None
+        how = "peer access on" if p.peer_access else "peer access off (staged through the host)"
+        line = f"GPU {p.src} -> GPU {p.dst}: {p.gbs:,.1f} GB/s, {how}"
+        if link is not None and p.gbs > link.gbs:
+            line += f"; faster than {link.text} can carry: a direct link (NVLink)"
+        elif link is not None:
+            line += f"; within {link.text}'s {link.gbs:.1f} GB/s: PCIe or staged"
+        lines.append(line)
+    off = [p for p in bench.peers if not p.peer_access]
+    status = Status.INFO
+    title = f"GPU-to-GPU copies: {max(p.gbs for p in bench.peers):,.1f} GB/s at best"
+    return [finding("bench.peers", status, title, lines + ([] if not off else [
+        "peer access off: copies go through host memory (IOMMU/ACS, or GPUs under different "
+        "PCIe root complexes)"
+    ]))]  # fmt: skip
+
+
+def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
+    out = [cpu_finding(bench)]
+    if not bench.gpus:
+        reason = bench.no_gpu_reason or "no GPU was found"
+        out.append(
+            finding(
+                "bench.gpu",
+                Status.FAIL,
+                f"No GPU to measure: {reason}",
+                [],
+                "run `gpucheck doctor` to see which layer hides the GPU",
+            )
+        )
+        return out
+    cpu_tflops = bench.cpu.matmul.tflops if bench.cpu.matmul else None
+    for run in bench.gpus:
+        spec = index.spec(run.facts.name or "")
+        out += run_findings(run)
+        out += matmul_findings(run, spec, cpu_tflops)
+        out += memory_findings(run, spec)
+        out += pcie_findings(run, spec)
+    out += peer_findings(bench, {r.facts.index: r for r in bench.gpus}, index)
+    return out

@@ -1,0 +1,299 @@
+"""Extensions built against torch (torchvision, torchaudio, xformers, flash-attn, bitsandbytes,
+apex, deepspeed, triton, vllm, sglang, torch-tensorrt), per Python environment: is each built for
+the torch installed beside it? A compiled extension is linked against one torch release (and
+C++ ABI) and one CUDA; paired with another it fails at import ("undefined symbol") or at its
+first CUDA op.
+
+Evidence, strongest first: the wheel's own Requires-Dist pin (torchvision 0.20.1 says
+torch==2.5.1), the build facts it ships (xformers' cpp_lib.json, flash-attn's wheel name), and
+the compat data's pairing tables (torchvision, torchaudio).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.requirements import Requirement
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
+from gpucheck.checks.frameworks.driver import cc_list, targets
+from gpucheck.checks.frameworks.environments import framework_check, merge, pip
+from gpucheck.checks.frameworks.packages import requirements_of, satisfies
+from gpucheck.compat.answers import TORCH_INDEX
+from gpucheck.compat.extensions import matches
+from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.model.finding import Outcome
+from gpucheck.model.snapshot import (
+    Distribution,
+    ExtensionBuild,
+    ExtensionImport,
+    PythonEnvironment,
+)
+
+# Distributions built against torch, in the order findings name them.
+EXTENSIONS = (
+    "torchvision",
+    "torchaudio",
+    "xformers",
+    "flash-attn",
+    "flash-attn-3",
+    "bitsandbytes",
+    "apex",
+    "deepspeed",
+    "triton",
+    "pytorch-triton",
+    "vllm",
+    "sglang",
+    "torch-tensorrt",
+)
+PAIRED = ("torchvision", "torchaudio")
+TRITONS = ("triton", "pytorch-triton")  # the compat data has their pairing tables
+BUILT_FROM_SOURCE = ("flash-attn", "flash-attn-3", "apex")  # rebuilt against the torch here
+
+
+@dataclass
+class Installed:
+    torch: TorchFacts
+    torch_dist: Distribution
+    extensions: list[Distribution]
+
+
+def installed(env: PythonEnvironment) -> Installed | None:
+    t, dist = torch_facts(env), env.dist("torch")
+    found = [d for name in EXTENSIONS if (d := env.dist(name)) is not None]
+    if t is None or dist is None or not found:
+        return None
+    return Installed(t, dist, found)
+
+
+def build_of(env: PythonEnvironment, name: str) -> ExtensionBuild | None:
+    return next((b for b in env.extensions if b.name == name), None)
+
+
+def base(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def torch_pin(ctx: Context, env: PythonEnvironment, dist: Distribution) -> Requirement | None:
+    return next(
+        (
+            r
+            for r in requirements_of(ctx, env, dist)
+            if r.name.lower() == "torch" and str(r.specifier)
+        ),
+        None,
+    )
+
+
+def index_flag(torch: TorchFacts) -> str:
+    """`--index-url` of the torch build installed (its CUDA variant), where it has a tag."""
+    tag = cuda_of_local_tag(torch.version or "")
+    if tag:
+        return " --index-url " + TORCH_INDEX.format(tag=tag.replace(".", ""))
+    if torch.kind == "cpu":
+        return " --index-url https://download.pytorch.org/whl/cpu"
+    return ""
+
+
+def keep_torch_fix(ctx: Context, env: PythonEnvironment, inst: Installed, name: str) -> str:
+    """Reinstall `name` for the torch installed here (torch stays as it is)."""
+    torch = base(inst.torch_dist.version)
+    if name in BUILT_FROM_SOURCE:
+        return (
+            pip(
+                ctx,
+                env,
+                f"pip uninstall -y {name} && pip install --no-build-isolation {name}",
+            )
+            + f" (builds it against the torch {torch} installed here; needs nvcc)"
+        )
+    want = f"'{name}'"
+    row = ctx.compat.extensions.pairing(name, inst.torch_dist.version) if name in PAIRED else None
+    if row is not None:
+        want = (
+            f"'{name}=={row.versions[-1]}.*'"
+            if row.versions[-1].count(".") < 2
+            else (f"'{name}=={row.versions[-1]}'")
+        )
+    command = f"pip install 'torch=={torch}' {want}{index_flag(inst.torch)}"
+    return pip(ctx, env, command) + f" (keeps torch {torch}; pip picks the {name} built for it)"
+
+
+def import_outcome(
+    ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution, imp: ExtensionImport
+) -> Outcome:
+    """What importing it in its own child showed (doctor --deep), mapped to the wheel to install."""
+    name, error = f"{dist.name} {dist.version}", imp.error or imp.status
+    low = error.lower()
+    # "operator torchvision::nms does not exist": torchvision's ops library did not load into
+    # this torch (a torchvision built for another torch).
+    mismatch = "operator torchvision::" in low and "does not exist" in low
+    if mismatch or "undefined symbol" in low or "abi" in low or "glibcxx" in low:
+        what = "it was built against another torch (or C++ ABI) than torch " + (
+            inst.torch_dist.version
+        )
+        pin = torch_pin(ctx, env, dist)
+        said = [f"{name}: Requires-Dist: {pin}"] if pin is not None else []
+        return Outcome.fail(
+            f"import {imp.module} fails: {what}",
+            error,
+            *said,
+            fix=keep_torch_fix(ctx, env, inst, dist.name),
+        )
+    if "no kernel image" in low:
+        ccs = ", ".join(cc_list(targets(ctx))) or "this GPU"
+        fix = keep_torch_fix(ctx, env, inst, dist.name)
+        return Outcome.fail(
+            f"{name} has no code for compute capability {ccs} (no kernel image)",
+            error,
+            fix=f"{fix}; or build it for this GPU: TORCH_CUDA_ARCH_LIST='{ccs}' "
+            + pip(
+                ctx, env, f"pip install --no-build-isolation --no-binary {dist.name} {dist.name}"
+            ),
+        )
+    from gpucheck.checks.frameworks.numpy_abi import numpy_cause  # registers after this module
+
+    cause = numpy_cause(ctx, env, error)
+    if cause is not None:
+        return Outcome.fail(f"import {imp.module} fails: {cause[0]}", error, fix=cause[1])
+    status = "crashed" if imp.status == "crashed" else "fails"
+    return Outcome.fail(
+        f"import {imp.module} {status}",
+        error,
+        fix=f"Run it by hand to see the whole error: python -c 'import {imp.module}'; then "
+        + keep_torch_fix(ctx, env, inst, dist.name),
+    )
+
+
+def judge(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution) -> Outcome:
+    torch_version = inst.torch_dist.version
+    name = f"{dist.name} {dist.version}"
+    imp = next((i for i in env.extension_imports if i.name == dist.name), None)
+    if imp is not None and imp.status != "ok":
+        return import_outcome(ctx, env, inst, dist, imp)
+    if dist.name in TRITONS:
+        return triton_outcome(ctx, env, inst, dist)
+    pin = torch_pin(ctx, env, dist)
+    if pin is not None and satisfies(pin, torch_version) is False:
+        return Outcome.fail(
+            f"{name} is built for another torch: it requires {pin}, torch {torch_version} is "
+            "installed (import fails with 'undefined symbol', or its ops fail)",
+            f"{dist.name} {dist.version}: Requires-Dist: {pin}",
+            fix=keep_torch_fix(ctx, env, inst, dist.name),
+        )
+    trt = tensorrt_pin_broken(ctx, env, dist)
+    if trt is not None:
+        return trt
+    built = build_of(env, dist.name)
+    if built is not None and built.torch and major_minor(built.torch) != major_minor(torch_version):
+        return Outcome.fail(
+            f"{name} was built against torch {built.torch}; torch {torch_version} is installed "
+            "(a compiled extension only loads into the torch it was built against: "
+            "'undefined symbol' at import)",
+            f"from {built.source}",
+            fix=keep_torch_fix(ctx, env, inst, dist.name),
+        )
+    if dist.name in PAIRED and pin is None:
+        paired = paired_outcome(ctx, env, inst, dist)
+        if paired is not None:
+            return paired
+    cuda = cuda_mismatch(ctx, env, inst, dist, built)
+    if cuda is not None:
+        return cuda
+    how = (
+        f"requires {pin}"
+        if pin
+        else (f"built for torch {built.torch}" if built and built.torch else "no pin to compare")
+    )
+    if pin is None and not (built and built.torch) and dist.name not in PAIRED:
+        return Outcome.info(f"{name}: which torch it was built for is not recorded", how)
+    return Outcome.passed(f"{name} matches torch {torch_version}", how)
+
+
+def tensorrt_pin_broken(ctx: Context, env: PythonEnvironment, dist: Distribution) -> Outcome | None:
+    """torch-tensorrt is built against one TensorRT too: its pin on the tensorrt wheels."""
+    for req in requirements_of(ctx, env, dist):
+        have = env.dist(req.name.lower())
+        if not req.name.lower().startswith("tensorrt") or have is None or not str(req.specifier):
+            continue
+        if satisfies(req, have.version) is False:
+            return Outcome.fail(
+                f"{dist.name} {dist.version} is built against another TensorRT: it requires "
+                f"{req}, {have.name} {have.version} is installed",
+                f"{dist.name} {dist.version}: Requires-Dist: {req}",
+                fix=pip(ctx, env, f"pip install '{req.name}{req.specifier}'"),
+            )
+    return None
+
+
+def triton_outcome(
+    ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution
+) -> Outcome:
+    """Triton is pinned the other way round: torch's Requires-Dist names the one it needs."""
+    want = next(
+        (r for r in requirements_of(ctx, env, inst.torch_dist) if r.name.lower() == dist.name),
+        None,
+    )
+    name = f"{dist.name} {dist.version}"
+    if want is None or not str(want.specifier):
+        return Outcome.info(f"{name}: torch {inst.torch_dist.version} does not pin it")
+    if satisfies(want, dist.version) is False:
+        return Outcome.fail(
+            f"{name} is not the Triton torch {inst.torch_dist.version} needs ({want}): "
+            "torch.compile fails",
+            f"torch {inst.torch_dist.version}: Requires-Dist: {want}",
+            fix=pip(ctx, env, f"pip install '{want.name}{want.specifier}'"),
+        )
+    return Outcome.passed(f"{name} is the Triton torch {inst.torch_dist.version} pins", str(want))
+
+
+def paired_outcome(
+    ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution
+) -> Outcome | None:
+    data = ctx.compat.extensions
+    row = data.pairing(dist.name, inst.torch_dist.version)
+    if row is None:
+        return None  # a torch newer (or older) than the table: not judged here
+    if any(matches(dist.version, v) for v in row.versions):
+        return None
+    other = data.torch_for(dist.name, dist.version)
+    built_for = f"torch {other.torch}" if other else "another torch"
+    return Outcome.fail(
+        f"{dist.name} {dist.version} goes with {built_for}, not torch "
+        f"{inst.torch_dist.version}: torch {row.torch} pairs with {dist.name} "
+        f"{' / '.join(row.versions)}",
+        f"compat data: {row.source}",
+        fix=keep_torch_fix(ctx, env, inst, dist.name),
+    )
+
+
+def cuda_mismatch(
+    ctx: Context,
+    env: PythonEnvironment,
+    inst: Installed,
+    dist: Distribution,
+    built: ExtensionBuild | None,
+) -> Outcome | None:
+    """An extension for another CUDA major than torch's (torchvision refuses to load its ops:
+    'PyTorch and torchvision were compiled with different CUDA major versions')."""
+    cuda = (built.cuda if built else None) or cuda_of_local_tag(dist.version)
+    mine, theirs = major_minor(inst.torch.cuda or ""), major_minor(cuda or "")
+    if mine is None or theirs is None or mine.major == theirs.major:
+        return None
+    return Outcome.fail(
+        f"{dist.name} {dist.version} is built for CUDA {theirs}, torch {inst.torch_dist.version} "
+        f"for CUDA {mine}: its CUDA kernels do not load beside this torch",
+        f"{dist.name}: CUDA {theirs} (from {(built.source if built else None) or 'its version'})",
+        fix=keep_torch_fix(ctx, env, inst, dist.name),
+    )
+
+
+@framework_check(
+    "torch.extensions",
+    "extensions built against torch (torchvision, torchaudio, xformers, flash-attn, vllm, ...) "
+    "match the torch installed",
+    installed,
+)
+def extensions(ctx: Context, env: PythonEnvironment, inst: Installed) -> Outcome | None:
+    return merge((None, judge(ctx, env, inst, dist)) for dist in inst.extensions)

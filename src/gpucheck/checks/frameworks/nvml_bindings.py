@@ -1,0 +1,108 @@
+"""NVML's Python bindings, per Python environment. NVIDIA's own binding is `nvidia-ml-py`; older
+copies (`nvidia-ml-py3`, `pynvml` before it became a wrapper of nvidia-ml-py) install the same
+`pynvml` module: whichever was installed last wins, and uninstalling one deletes the file the
+others need. Monitoring tools (nvitop, gpustat) and gpucheck's own NVML probe then fail or show
+N/A. nvidia-ml-py is versioned after the driver branch it was made from (12.535.133: R535);
+one older than the driver lacks the newer functions."""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks.environments import environment_check, merge, pip
+from gpucheck.compat import parse_version
+from gpucheck.model.finding import Outcome
+from gpucheck.model.snapshot import Distribution, PythonEnvironment
+
+OFFICIAL = "nvidia-ml-py"
+# Distributions that ship their own `pynvml` module (pynvml only until it became a wrapper).
+COPIES = ("nvidia-ml-py3", "pynvml")
+OTHER = ("py3nvml",)  # its own module (py3nvml), an old copy of the binding
+
+
+def _wrapper(dist: Distribution) -> bool:
+    """pynvml releases that depend on nvidia-ml-py only wrap it: no module of their own."""
+    return any(line.lower().startswith(OFFICIAL) for line in dist.requires)
+
+
+def _branch(dist: Distribution) -> int | None:
+    """12.535.133 -> 535: the driver branch the binding was made from."""
+    version = parse_version(dist.version)
+    return version.release[1] if version is not None and len(version.release) >= 3 else None
+
+
+@environment_check("frameworks.nvml-bindings", "one NVML Python binding, not older than the driver")
+def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
+    official = env.dist(OFFICIAL)
+    copies = [d for n in COPIES if (d := env.dist(n)) is not None and not _wrapper(d)]
+    others = [d for n in OTHER if (d := env.dist(n)) is not None]
+    if official is None and not copies and not others:
+        return None
+    listed = [
+        f"{d.name} {d.version}" for d in [*([official] if official else []), *copies, *others]
+    ]
+    items: list[tuple[str | None, Outcome | None]] = []
+    if copies and (official or len(copies) > 1):
+        names = " ".join(d.name for d in [*copies, *others])
+        items.append(
+            (
+                None,
+                Outcome.warn(
+                    f"{len(copies) + (1 if official else 0)} NVML bindings install the same "
+                    "`pynvml` module: the last installed wins, and removing one breaks the others",
+                    *listed,
+                    fix=pip(
+                        ctx,
+                        env,
+                        f"pip uninstall -y {names} && pip install --force-reinstall nvidia-ml-py",
+                    ),
+                ),
+            )
+        )
+    elif copies or others:
+        names = " ".join(d.name for d in [*copies, *others])
+        items.append(
+            (
+                None,
+                Outcome.warn(
+                    f"{names}: an old copy of NVML's binding, no longer updated",
+                    *listed,
+                    fix=pip(ctx, env, f"pip uninstall -y {names} && pip install nvidia-ml-py"),
+                ),
+            )
+        )
+    driver = parse_version(ctx.driver_version or "")
+    branch = _branch(official) if official else None
+    if official is not None and driver is not None and branch is not None:
+        items.append((None, _age(ctx, env, official, branch, driver.major, listed)))
+    if not items:
+        items.append((None, Outcome.passed(f"{listed[0]}: the only NVML binding", *listed)))
+    return merge(items)
+
+
+def _age(
+    ctx: Context,
+    env: PythonEnvironment,
+    official: Distribution,
+    branch: int,
+    driver_branch: int,
+    listed: list[str],
+) -> Outcome:
+    """A binding of an older CUDA major than the driver's lacks whole generations of NVML
+    (warn); one of an older branch of the same major only the newest functions (info)."""
+    if branch >= driver_branch:
+        return Outcome.passed(
+            f"nvidia-ml-py {official.version} covers driver {ctx.driver_version}", *listed
+        )
+    version = parse_version(official.version)
+    cuda = parse_version(ctx.driver_cuda or "")
+    said = (
+        f"nvidia-ml-py {official.version} was made for driver branch R{branch}; the driver is "
+        f"{ctx.driver_version}: NVML functions newer than R{branch} are missing from it"
+    )
+    if version is not None and cuda is not None and version.major < cuda.major:
+        return Outcome.warn(
+            f"{said} (tools show N/A or fail)",
+            *listed,
+            fix=pip(ctx, env, "pip install -U nvidia-ml-py"),
+        )
+    return Outcome.info(said, *listed)

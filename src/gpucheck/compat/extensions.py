@@ -1,0 +1,164 @@
+"""Extensions built against torch (compat/extensions.toml): which torchvision / torchaudio go
+with which torch, and which framework releases are built against NumPy 2.
+
+The TensorRT releases (compat/tensorrt.toml) are read here too: a TensorRT wheel is another
+layer built against a CUDA major and a range of GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from gpucheck.compat.rows import CompatError, Rows, parse_version
+
+
+def matches(version: str, prefix: str) -> bool:
+    """'0.20.1' matches '0.20' and '0.20.1', not '0.2'; local tags (+cu124) are ignored."""
+    base = version.split("+", 1)[0]
+    return base == prefix or base.startswith(prefix + ".")
+
+
+@dataclass(frozen=True)
+class Pairing:
+    package: str  # torchvision | torchaudio
+    torch: str  # a release line ("2.5") or an exact release ("2.4.1")
+    versions: tuple[str, ...]  # the extension versions built for it (prefixes)
+    and_later: bool  # also works with every later torch (a stable-ABI build)
+    source: str
+
+    def covers_torch(self, torch: str) -> bool:
+        if matches(torch, self.torch):
+            return True
+        have, low = parse_version(torch.split("+", 1)[0]), parse_version(self.torch)
+        return self.and_later and have is not None and low is not None and have >= low
+
+
+@dataclass(frozen=True)
+class NumpyAbi:
+    package: str  # torch | tensorflow
+    numpy2_from: Version  # the first release built against NumPy 2
+    platform: str | None  # None: every platform; "windows": that one (overrides)
+    numpy1_builds: tuple[str, ...]  # later releases built against NumPy 1 on that platform
+    source: str
+
+
+class ExtensionData:
+    def __init__(self, pairings: list[Pairing], numpy: list[NumpyAbi]) -> None:
+        self.pairings = pairings
+        self.numpy = numpy
+
+    @classmethod
+    def from_data(cls, path: Path, data: dict[str, Any]) -> ExtensionData:
+        rows = Rows(path, data)
+        pairings = []
+        for r in rows.table("pairing"):
+            and_later = r.data.get("and_later", False)
+            if not isinstance(and_later, bool):
+                raise CompatError(f"{r.where}: and_later must be true or false")
+            r.version("torch")  # validates it
+            pairings.append(
+                Pairing(
+                    package=r.text("package"),
+                    torch=r.text("torch"),
+                    versions=tuple(r.text_list("versions")),
+                    and_later=and_later,
+                    source=r.text("source"),
+                )
+            )
+        numpy = [
+            NumpyAbi(
+                package=r.text("package"),
+                numpy2_from=r.version("numpy2_from"),
+                platform=r.opt_text("platform"),
+                numpy1_builds=tuple(r.text_list("numpy1_builds", required=False)),
+                source=r.text("source"),
+            )
+            for r in rows.table("numpy_abi")
+        ]
+        return cls(pairings, numpy)
+
+    def pairing(self, package: str, torch: str) -> Pairing | None:
+        """The row naming the `package` versions built for this torch (exact rows first)."""
+        rows = [p for p in self.pairings if p.package == package and p.covers_torch(torch)]
+        rows.sort(key=lambda p: (p.and_later, -len(p.torch.split("."))))
+        return rows[0] if rows else None
+
+    def torch_for(self, package: str, version: str) -> Pairing | None:
+        """The row whose torch this `package` version was built for."""
+        return next(
+            (
+                p
+                for p in self.pairings
+                if p.package == package and any(matches(version, v) for v in p.versions)
+            ),
+            None,
+        )
+
+    def numpy_abi(self, package: str, platform: str) -> NumpyAbi | None:
+        rows = [n for n in self.numpy if n.package == package]
+        own = [n for n in rows if n.platform == platform]
+        general = [n for n in rows if n.platform is None]
+        found = own or general
+        return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class TensorrtRelease:
+    version: Version
+    cuda_majors: tuple[int, ...]
+    cuda: tuple[str, ...]
+    cudnn: str | None
+    min_cc: Version | None
+    max_cc: Version | None
+    source: str
+
+
+class TensorrtData:
+    def __init__(self, releases: list[TensorrtRelease], tf_trt_until: Version | None, src: str):
+        self.releases = sorted(releases, key=lambda r: r.version)
+        self.tf_without_trt = tf_trt_until  # the first TensorFlow without TF-TRT
+        self.tf_trt_source = src
+
+    @classmethod
+    def from_data(cls, path: Path, data: dict[str, Any]) -> TensorrtData:
+        rows = Rows(path, data)
+        releases = []
+        for r in rows.table("release"):
+            majors = r.text_list("cuda_majors")
+            if not all(m.isascii() and m.isdigit() for m in majors):
+                raise CompatError(f"{r.where}: cuda_majors must be CUDA majors as text")
+            releases.append(
+                TensorrtRelease(
+                    version=r.version("version"),
+                    cuda_majors=tuple(int(m) for m in majors),
+                    cuda=tuple(r.text_list("cuda", required=False)),
+                    cudnn=r.opt_text("cudnn"),
+                    min_cc=r.opt_version("min_cc"),
+                    max_cc=r.opt_version("max_cc"),
+                    source=r.text("source"),
+                )
+            )
+        tf = rows.table("tf_trt")
+        until = tf[0].version("tensorflow_without") if tf else None
+        return cls(releases, until, tf[0].text("source") if tf else "")
+
+    def release(self, version: str) -> TensorrtRelease | None:
+        """The row that holds for this version (the last row at or below it)."""
+        have = parse_version(version.split("+", 1)[0])
+        if have is None:
+            return None
+        found = [r for r in self.releases if r.version.release[:3] <= have.release[:3]]
+        return found[-1] if found else None
+
+    def newest_for_cc(self, cc: str) -> tuple[Version | None, Version | None]:
+        """(the first release that no longer supports `cc`, the first that supports it)."""
+        have = parse_version(cc)
+        if have is None:
+            return None, None
+        dropped = next((r.version for r in self.releases if r.min_cc and have < r.min_cc), None)
+        added = next((r.version for r in self.releases if r.max_cc and have <= r.max_cc), None)
+        return dropped, added

@@ -1,0 +1,106 @@
+"""Counts, sizes and dtypes as a person writes them on the command line (7B, 80GiB, bf16)."""
+
+from __future__ import annotations
+
+import re
+
+# Bytes per element of each dtype `--dtype` accepts; int4 packs two values in a byte.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4,
+    "fp16": 2,
+    "bf16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "int4": 0.5,
+}
+
+# safetensors' dtype names (the header's "dtype") -> bytes per element.
+SAFETENSORS_BYTES: dict[str, float] = {
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F4": 0.5,
+    "F6_E2M3": 0.75,
+    "F6_E3M2": 0.75,
+}
+
+_COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+
+# Binary units for bare letters (80G = 80 GiB, as nvidia-smi shows memory); decimal for the SI
+# forms, as `doctor --min-memory` reads them.
+SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kib": 1024,
+    "kb": 1000,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "mb": 1000**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+    "gb": 1000**3,
+    "t": 1024**4,
+    "tib": 1024**4,
+    "tb": 1000**4,
+}
+
+
+class UnitError(ValueError):
+    """A value the user wrote that is not a count, size or dtype: a one-line message."""
+
+
+def parse_count(text: str, option: str = "--params") -> int:
+    """'7B' -> 7_000_000_000 (decimal, as model sizes are named); '125M', '1.3e9', '6738415616'."""
+    raw = text.strip().replace("_", "").replace(",", "")
+    match = re.fullmatch(r"(\d+(?:\.\d+)?(?:e\d+)?)\s*([a-zA-Z]?)", raw)
+    suffix = match.group(2).lower() if match else None
+    if not match or suffix not in _COUNT_SUFFIX:
+        raise UnitError(f"{option}: {text!r} is not a parameter count (examples: 7B, 125M, 1.3e9)")
+    value = round(float(match.group(1)) * _COUNT_SUFFIX[suffix])
+    if value <= 0:
+        raise UnitError(f"{option}: {text!r} must be above zero")
+    return value
+
+
+def parse_size(text: str, option: str) -> int:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in SIZE_UNITS:
+        raise UnitError(f"{option}: {text!r} is not a size (examples: 80GiB, 24G, 80GB, 16384MiB)")
+    value = int(float(match.group(1)) * SIZE_UNITS[unit])
+    if value <= 0:
+        raise UnitError(f"{option}: {text!r} must be above zero")
+    return value
+
+
+def parse_dtype(text: str, option: str = "--dtype") -> str:
+    key = text.strip().lower()
+    key = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}.get(key, key)
+    if key not in DTYPE_BYTES:
+        raise UnitError(f"{option}: {text!r} is not one of {', '.join(DTYPE_BYTES)}")
+    return key
+
+
+def gib(value: float) -> str:
+    return f"{value / 1024**3:.2f} GiB"
+
+
+def human_count(n: int) -> str:
+    for div, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if n >= div:
+            return f"{n / div:.2f}{suffix}"
+    return str(n)

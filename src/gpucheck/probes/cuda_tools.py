@@ -1,0 +1,76 @@
+"""The CUDA tools XLA compiles with (ptxas, nvlink) and system TensorRT (libnvinfer) copies.
+
+XLA (TensorFlow, JAX) compiles its kernels to PTX and hands them to `ptxas`: the one in the
+pip `nvidia-cuda-nvcc-cu*` wheel beside it, else the first on PATH, else the CUDA toolkit's.
+A ptxas newer than the driver writes code the driver cannot load ("the provided PTX was
+compiled with an unsupported toolchain"). Each tool's `--version` is run with a time bound.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from gpucheck.model.snapshot import LibraryCopy, ToolVersion
+from gpucheck.probes.libraries import PATTERNS, SearchScope, find_copies
+from gpucheck.probes.native import parse_nvcc_version
+
+TOOLS = ("ptxas", "nvlink")
+PATTERNS.setdefault("nvinfer", re.compile(r"^libnvinfer\.so(\.[0-9]+)*$"))
+
+
+def _candidates(name: str, env: Mapping[str, str], scope: SearchScope) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for site in scope.site_dirs:
+        # nvidia-cuda-nvcc-cu12: nvidia/cuda_nvcc/bin/ptxas; CUDA 13's wheel: nvidia/cu13/bin
+        for tool in sorted(site.glob(f"nvidia/*/bin/{name}")):
+            found.append((str(tool), "pip"))
+    on_path = shutil.which(name, path=env.get("PATH", os.defpath))
+    if on_path:
+        found.append((on_path, "path"))
+    for home in scope.cuda_homes:
+        candidate = home / "bin" / name
+        if os.access(candidate, os.X_OK):
+            found.append((str(candidate), "cuda_home"))
+    seen: set[str] = set()
+    unique = []
+    for path, origin in found:
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            unique.append((path, origin))
+    return unique
+
+
+def tool_version(name: str, path: str, origin: str, timeout: float) -> ToolVersion:
+    tool = ToolVersion(name=name, path=path, origin=origin)
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        tool.error = f"{type(exc).__name__}: {exc}"
+        return tool
+    tool.version = parse_nvcc_version(out.stdout)
+    if tool.version is None:
+        tool.error = f"unrecognised output: {(out.stdout or out.stderr).strip()[:200]!r}"
+    return tool
+
+
+def probe_cuda_tools(scope: SearchScope, timeout: float = 10) -> list[ToolVersion]:
+    return [
+        tool_version(name, path, origin, timeout)
+        for name in TOOLS
+        for path, origin in _candidates(name, scope.env, scope)
+    ]
+
+
+def probe_tensorrt_libraries(scope: SearchScope) -> list[LibraryCopy]:
+    """System libnvinfer copies (the pip wheels are judged from their metadata); the version
+    comes from the file name (libnvinfer.so.10.3.0)."""
+    copies = find_copies("nvinfer", scope)
+    return [c for c in copies if c.origin != "pip" and "tensorrt_libs" not in Path(c.path).parts]

@@ -1,0 +1,220 @@
+"""integrations/kubernetes: the manifests against Kubernetes' own schemas (kubernetes-validate,
+offline), the Node Problem Detector config against the rules NPD applies when it loads one,
+and the plugin's exit codes in NPD's terms, with the real gpucheck."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import REPO
+
+HERE = REPO / "integrations" / "kubernetes"
+PLUGIN = HERE / "gpucheck-npd"
+FIXTURES = REPO / "tests" / "fixtures" / "integrations"
+GPUCHECK = f"env PYTHONPATH={REPO / 'src'} {sys.executable} -m gpucheck"
+K8S_VERSION = "1.30.0"  # the oldest Kubernetes release these manifests are meant for
+
+# Go durations, as NPD parses them (time.ParseDuration).
+DURATION = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
+# The custom plugin monitor's config, as NPD's Go types declare it
+# (pkg/custompluginmonitor/types/config.go and types.go).
+NPD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["plugin", "source", "conditions", "rules"],
+    "additionalProperties": False,
+    "properties": {
+        "plugin": {"const": "custom"},
+        "pluginConfig": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "invoke_interval": {"type": "string", "pattern": DURATION},
+                "timeout": {"type": "string", "pattern": DURATION},
+                "max_output_length": {"type": "integer", "minimum": 1},
+                "concurrency": {"type": "integer", "minimum": 1},
+                "enable_message_change_based_condition_update": {"type": "boolean"},
+                "skip_initial_status": {"type": "boolean"},
+            },
+        },
+        "source": {"type": "string", "minLength": 1},
+        "metricsReporting": {"type": "boolean"},
+        "conditions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["type", "reason", "message"],
+                "additionalProperties": False,
+                "properties": {
+                    "type": {"type": "string", "pattern": "^[A-Z][A-Za-z]+$"},
+                    "reason": {"type": "string", "pattern": "^[A-Z][A-Za-z]+$"},
+                    "message": {"type": "string"},
+                },
+            },
+        },
+        "rules": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["type", "reason", "path"],
+                "additionalProperties": False,
+                "properties": {
+                    "type": {"enum": ["temporary", "permanent"]},
+                    "condition": {"type": "string"},
+                    "reason": {"type": "string", "pattern": "^[A-Z][A-Za-z]+$"},
+                    "path": {"type": "string", "pattern": "^/"},
+                    "args": {"type": "array", "items": {"type": "string"}},
+                    "timeout": {"type": "string", "pattern": DURATION},
+                    "invoke_interval": {"type": "string", "pattern": DURATION},
+                },
+            },
+        },
+    },
+}
+
+
+def seconds(duration: str) -> float:
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+    parts = re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", duration)
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def manifests() -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((HERE / "gpucheck-npd.yaml").read_text()) if d]
+
+
+def kind(name: str) -> dict[str, Any]:
+    return next(d for d in manifests() if d["kind"] == name)
+
+
+def test_manifests_pass_the_kubernetes_schemas() -> None:
+    docs = manifests()
+    assert [d["kind"] for d in docs] == [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "DaemonSet",
+    ]
+    for doc in docs:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    # The validation can fail: a misspelt field is rejected in strict mode.
+    broken = kind("DaemonSet")
+    broken["spec"]["template"]["spec"]["containers"][0]["volumeMount"] = []
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+
+
+def test_daemonset_mounts_what_gpucheck_reads() -> None:
+    pod = kind("DaemonSet")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts["dev"]["name"]]["hostPath"]["path"] == "/dev"
+    assert mounts["dev"]["mountPath"] == "/dev" and container["securityContext"]["privileged"]
+    host = mounts["host"]
+    assert volumes["host"]["hostPath"]["path"] == "/" and host["readOnly"]
+    assert env["GPUCHECK_ROOT"] == host["mountPath"]
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and "utility" in env["NVIDIA_DRIVER_CAPABILITIES"]
+    assert "nvidia.com/gpu" not in json.dumps(container.get("resources", {}))  # takes no GPU
+    assert "--config.custom-plugin-monitor=/config/gpucheck-monitor.json" in container["args"]
+
+
+def test_configmap_holds_the_files_verbatim() -> None:
+    data = kind("ConfigMap")["data"]
+    assert data["gpucheck-monitor.json"] == (HERE / "gpucheck-monitor.json").read_text()
+    assert data["gpucheck-npd"] == PLUGIN.read_text()
+
+
+def test_npd_config_is_one_npd_accepts() -> None:
+    config = json.loads((HERE / "gpucheck-monitor.json").read_text())
+    jsonschema.Draft202012Validator(NPD_SCHEMA).validate(config)
+    # What NPD's Validate() checks on load: each rule's timeout within the global one, and a
+    # default condition for every permanent rule.
+    global_timeout = seconds(config["pluginConfig"]["timeout"])
+    conditions = {c["type"] for c in config["conditions"]}
+    for rule in config["rules"]:
+        assert seconds(rule.get("timeout", "0s")) <= global_timeout
+        assert rule["type"] != "permanent" or rule["condition"] in conditions
+    # And what the DaemonSet must provide for it: the plugin at the rule's path, executable,
+    # and gpucheck's own bound below the rule's so the plugin, not NPD, reports a hang.
+    pod = kind("DaemonSet")["spec"]["template"]["spec"]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "config")
+    volume = next(v for v in pod["volumes"] if v["name"] == "config")
+    (rule,) = config["rules"]
+    folder, _, key = rule["path"].rpartition("/")
+    assert folder == mount["mountPath"] and key in kind("ConfigMap")["data"]
+    assert volume["configMap"]["defaultMode"] & 0o111 == 0o111
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert float(env["GPUCHECK_NPD_TIMEOUT"]) < seconds(rule["timeout"])
+    # The schema can fail: NPD knows no "interval".
+    config["pluginConfig"]["interval"] = "5m"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(NPD_SCHEMA).validate(config)
+
+
+def plugin(**env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(PLUGIN)],
+        env={**os.environ, "GPUCHECK": GPUCHECK, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "code", "message"),
+    [
+        ({"GPUCHECK_FROM": str(FIXTURES / "healthy-h100x2.json")}, 0, "gpucheck: ready"),
+        ({"GPUCHECK_FROM": str(FIXTURES / "ecc-h100x2.json")}, 1, "gpu.ecc-errors: "),
+        # A gate the node misses is a problem of the node...
+        (
+            {
+                "GPUCHECK_FROM": str(FIXTURES / "healthy-h100x2.json"),
+                "GPUCHECK_ARGS": "--min-gpus 4",
+            },
+            1,
+            "require.min-gpus: ",
+        ),
+        # ...a bad option, an unreadable snapshot or a missing gpucheck is not: Unknown.
+        ({"GPUCHECK_FROM": "/nonexistent.json"}, 2, "gpucheck could not judge this node: "),
+        ({"GPUCHECK_ARGS": "--min-gpus zero"}, 2, "gpucheck could not judge this node: "),
+        ({"GPUCHECK": "/nonexistent/gpucheck"}, 2, "gpucheck cannot run: "),
+    ],
+)
+def test_plugin_speaks_npd_exit_codes(env: dict[str, str], code: int, message: str) -> None:
+    result = plugin(**env)
+    assert result.returncode == code, (result.stdout, result.stderr)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.stdout
+    assert len(lines[0]) <= 200 or code == 1  # NPD cuts at max_output_length anyway
+
+
+def test_plugin_kills_a_hung_gpucheck_and_reports_non_ok() -> None:
+    started = time.monotonic()
+    result = plugin(GPUCHECK="sh -c 'sleep 600; :' --", GPUCHECK_NPD_TIMEOUT="1")
+    assert time.monotonic() - started < 20
+    assert (
+        result.returncode == 1 and result.stdout == "gpucheck timed out after 1 s (hung driver?)\n"
+    )
+
+
+def test_dockerfile_installs_gpucheck_beside_npd() -> None:
+    text = (HERE / "Dockerfile").read_text()
+    assert "COPY --from=npd /node-problem-detector /node-problem-detector" in text
+    assert re.search(r"pip install .*/src", text)
+    assert Path(REPO / "pyproject.toml").exists() and (REPO / "compat").is_dir()
