@@ -178,11 +178,15 @@ def test_nvcc_within_the_driver_passes() -> None:
     assert "CUDA home /usr/local/cuda (from default)" in f.evidence
 
 
-def test_nvcc_newer_minor_warns_via_minor_version_compatibility() -> None:
-    """nvcc 12.4 on a 535 driver (CUDA 12.2): runs, through minor version compatibility."""
+def test_nvcc_newer_minor_fails_its_ptx_cannot_load_even_with_minor_version_compat() -> None:
+    """nvcc 12.4 on a 535 driver (CUDA 12.2): the runtime starts through minor version
+    compatibility, but what nvcc builds by default carries PTX for these GPUs, which the
+    older driver cannot JIT (nvbandwidth#61, 13.2 on a 13.0 driver)."""
     snap = with_nvcc(mb.driver_535_node(), "12.4.131")
     f = the(snap, "cuda.toolkit")
-    assert f.status is Status.WARN
+    assert f.status is Status.FAIL
+    assert "cudaErrorUnsupportedPtxVersion" in f.evidence[1]
+    assert f.fix and "nvcc -gencode arch=compute_90,code=sm_90 ..." in f.fix.commands
     assert "12.4.131 is newer than the driver supports" in f.title
     why = f.evidence[0]
     assert "minor version compatibility" in why
@@ -223,7 +227,8 @@ def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
     snap.system.os = "Windows"
     snap.nvml.driver_version = "537.13"  # a Windows driver of the CUDA 12.2 era
     f = the(snap, "cuda.toolkit")
-    assert f.status is Status.WARN
+    assert f.status is Status.FAIL  # PTX JIT; the runtime itself starts:
+    assert "runs through minor version compatibility (driver 537.13 >= " in f.evidence[0]
     assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4", "windows")
     assert f.fix and "on Windows" in f.fix.text
 
@@ -532,3 +537,52 @@ def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
         "Reinstall it: /home/me/venvs/train/bin/python -m pip install --force-reinstall "
         "nvidia-cudnn-cu12==9.1.0.70"
     )
+
+
+# --- cuda.driver-api on WSL2: which libcuda the loader finds ------------------------------------
+
+
+def _wsl(cache: dict[str, list[str]] | None) -> Snapshot:
+    """The workstation seen from WSL2 with the Windows driver working (NVML and cuInit)."""
+    snap = builders.workstation()
+    snap.system.wsl = True
+    snap.cuda.driver.library_path = "/usr/lib/wsl/lib/libcuda.so.1"
+    snap.cuda.libcuda_cache = cache
+    return snap
+
+
+def test_wsl_without_the_unversioned_libcuda_in_the_cache_warns_with_the_path() -> None:
+    # WSL#8587: ldconfig -p lists libcuda.so.1 => /usr/lib/wsl/lib/libcuda.so.1, no libcuda.so.
+    snap = _wsl({"libcuda.so.1": ["/usr/lib/wsl/lib/libcuda.so.1"], "libcuda.so": []})
+    f = the(snap, "cuda.driver-api")
+    assert f.status is Status.WARN
+    assert "ldconfig cache: no libcuda.so" in f.evidence
+    assert f.fix and f.fix.commands == ["export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"]
+    snap.system.env["LD_LIBRARY_PATH"] = "/usr/lib/wsl/lib"
+    assert the(snap, "cuda.driver-api").status is Status.PASS
+
+
+def test_wsl_with_a_linux_drivers_libcuda_first_fails() -> None:
+    snap = _wsl(
+        {
+            "libcuda.so.1": [
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                "/usr/lib/wsl/lib/libcuda.so.1",
+            ],
+            "libcuda.so": ["/usr/lib/wsl/lib/libcuda.so"],
+        }
+    )
+    f = the(snap, "cuda.driver-api")
+    assert f.status is Status.FAIL
+    assert f.evidence[0] == "libcuda: /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+    assert f.fix and "sudo ldconfig" in f.fix.commands
+
+
+def test_wsl_with_both_names_cached_passes() -> None:
+    snap = _wsl(
+        {
+            "libcuda.so.1": ["/usr/lib/wsl/lib/libcuda.so.1"],
+            "libcuda.so": ["/usr/lib/wsl/lib/libcuda.so"],
+        }
+    )
+    assert the(snap, "cuda.driver-api").status is Status.PASS

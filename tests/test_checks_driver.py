@@ -157,6 +157,59 @@ def test_nvml_lib_rm_version_mismatch_names_both_versions() -> None:
     assert f.fix and "Reboot" in f.fix.text and "sudo rmmod nvidia_uvm" in f.fix.text
 
 
+def test_a_mismatch_whose_module_on_disk_matches_the_libraries_says_reboot() -> None:
+    snap = mb.nvml_fails(
+        mb.driver_535_node(1),
+        "LibRmVersionMismatch",
+        library_path="/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14",
+    )
+    snap.system.nvidia_module_file = "/lib/modules/5.15.0-185-generic/updates/dkms/nvidia.ko"
+    snap.system.nvidia_module_file_version = "550.54.14"
+    f = the(snap, "driver.nvml")
+    assert f.status is Status.FAIL
+    assert "the module on disk matches" in f.title
+    assert f.fix and f.fix.text.startswith("Reboot")
+    assert "apt" not in f.fix.text
+
+
+def test_a_mismatch_that_survives_reboot_gives_the_package_fix() -> None:
+    # illinois#70 (Debian bookworm/sid): module 520.56.06 loads again after the reboot, the
+    # user space is 525.85.12; fixed with apt install --fix-broken.
+    snap = mb.nvml_fails(
+        builders.workstation(),
+        "LibRmVersionMismatch",
+        library_path="/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.525.85.12",
+    )
+    snap.system.os_release = "Debian GNU/Linux bookworm/sid"
+    snap.system.nvidia_module_version = "520.56.06"
+    snap.system.nvidia_module_file = "/lib/modules/6.1.0-3-amd64/updates/dkms/nvidia.ko"
+    snap.system.nvidia_module_file_version = "520.56.06"
+    snap.system.dkms_nvidia_versions = ["520.56.06"]
+    f = the(snap, "driver.nvml")
+    assert f.status is Status.FAIL
+    assert "a reboot will not fix" in f.title
+    assert "the module the next boot loads: 520.56.06 (" in " ".join(f.evidence)
+    assert "DKMS holds nvidia 520.56.06" in f.evidence
+    assert f.fix is not None
+    assert f.fix.commands[0] == "sudo apt install --fix-broken"
+    assert "Reboot;" not in f.fix.text
+    assert f.subjects.paths == ["/lib/modules/6.1.0-3-amd64/updates/dkms/nvidia.ko"]
+    snap.system.os_release = "Ubuntu 22.04.5 LTS"
+    f = the(snap, "driver.nvml")
+    assert f.fix and "sudo apt install --reinstall nvidia-driver-525" in f.fix.commands
+
+
+def test_a_mismatch_with_the_module_on_disk_unknown_says_both() -> None:
+    snap = mb.nvml_fails(
+        mb.driver_535_node(1),
+        "LibRmVersionMismatch",
+        library_path="/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14",
+    )
+    f = the(snap, "driver.nvml")
+    assert f.fix and "If the mismatch survives a reboot" in f.fix.text
+    assert "sudo apt install --reinstall nvidia-driver-550" in f.fix.commands
+
+
 def test_nvml_no_permission_points_at_the_device_nodes() -> None:
     snap = mb.nvml_fails(builders.h100_node(1), "NoPermission")
     f = the(snap, "driver.nvml")
@@ -478,3 +531,19 @@ def test_reload_command_unloads_only_what_is_loaded(
     from gpucheck.checks.driver import reload_fix
 
     assert f"sudo rmmod {unload} && sudo modprobe -a {load}" in reload_fix(modules)
+
+
+def test_nvml_unknown_error_in_a_container_says_recreate_it_and_the_dev_char_fix() -> None:
+    # nvidia-container-toolkit#251 / #1227, nvidia-docker#1671: NVML works when the
+    # container starts, "Unknown Error" after the host's systemctl daemon-reload.
+    snap = builders.h100_node(1)
+    snap.system.container, snap.system.container_evidence = "docker", "/.dockerenv exists"
+    snap.nvml = type(snap.nvml)(init_error=NvmlError(999, "Unknown", "Unknown Error"))
+    f = the(snap, "driver.nvml")
+    assert f.status is Status.FAIL
+    assert "inside this docker container with Unknown Error" in f.title
+    assert "container: /.dockerenv exists" in f.evidence
+    assert f.fix is not None
+    assert f.fix.text.startswith("Recreate the container")
+    assert "sudo nvidia-ctk system create-dev-char-symlinks --create-all" in f.fix.commands
+    assert "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in f.fix.commands

@@ -736,16 +736,27 @@ def _ld_cudnn(snap: Snapshot, version: str, folder: str = "/usr/local/cuda-12.1/
     return snap
 
 
-def test_a_cudnn_on_ld_library_path_shadowing_torch_s_wheel_warns_with_the_cleaned_path() -> None:
+def test_an_older_cudnn_on_ld_library_path_than_torch_s_wheel_fails_with_the_cleaned_path() -> None:
+    # cuDNN 9.0.0 before the nvidia-cudnn-cu12 9.1.0.70 torch 2.5.1+cu124 pins: torch refuses
+    # a runtime cuDNN minor older than the one it was built with.
     snap = _ld_cudnn(fb.on(builders.h100_node(1), fb.torch_cu124()), "9.0.0")
     f = the(snap, "frameworks.library-shadowing")
-    assert f.status is Status.WARN
-    assert "RUNPATH" in f.title
+    assert f.status is Status.FAIL
+    assert "RUNPATH" in f.title and "older than the 9.1.0.70" in f.title
     assert any(
-        "/usr/local/cuda-12.1/lib64/libcudnn.so.9 (cudnn 9.0.0) comes before nvidia-cudnn-cu12 9.1.0.70 (required by torch 2.5.1+cu124)"
+        "/usr/local/cuda-12.1/lib64/libcudnn.so.9 (cudnn 9.0.0) comes before nvidia-cudnn-cu12 9.1.0.70 (required by torch 2.5.1+cu124): older"
         in e
         for e in f.evidence
     )
+    assert f.fix and "export LD_LIBRARY_PATH=/opt/tools/lib" in f.fix.commands
+    assert f.subjects.paths == ["/usr/local/cuda-12.1/lib64"]
+
+
+def test_a_newer_cudnn_on_ld_library_path_than_torch_s_wheel_warns() -> None:
+    snap = _ld_cudnn(fb.on(builders.h100_node(1), fb.torch_cu124()), "9.3.0")
+    f = the(snap, "frameworks.library-shadowing")
+    assert f.status is Status.WARN
+    assert "RUNPATH" in f.title
     assert f.fix and "export LD_LIBRARY_PATH=/opt/tools/lib" in f.fix.text
 
 
@@ -756,7 +767,7 @@ def test_shadowing_confirmed_or_cleared_by_what_the_deep_pass_saw_loaded() -> No
         _ld_cudnn(fb.on(builders.h100_node(1), env, deep=True), "9.0.0"),
         "frameworks.library-shadowing",
     )
-    assert f.status is Status.WARN and "confirmed" in f.title
+    assert f.status is Status.FAIL and "confirmed" in f.title
     env = fb.torch_cu124()
     fb.imported(env, "torch", 1, loaded_libraries=[f"{fb.site()}/nvidia/cudnn/lib/libcudnn.so.9"])
     f = the(

@@ -59,6 +59,72 @@ def test_gpu_lost_skips_without_driver_facts_and_is_silent_without_a_gpu() -> No
     assert finding(builders.no_gpu_machine(), "gpu.lost") is None
 
 
+def test_a_gpu_on_the_bus_the_driver_does_not_see_fails_with_the_causes() -> None:
+    # open-gpu-kernel-modules#789: lspci shows the RTX 3090, nvidia-smi "No devices were
+    # found", the kernel log "RmInitAdapter failed!".
+    snap = builders.workstation()
+    snap.nvml.gpus, snap.nvml.device_count = [], 0
+    snap.system.kernel_log_nvrm = [
+        "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.144.03",
+        "NVRM: RmInitAdapter: Cannot initialize GSP firmware RM",
+        "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
+        "NVRM: GPU 0000:02:00.0: Xid 79, pid=1, GPU has fallen off the bus.",  # another GPU
+    ]
+    f = the(snap, "gpu.lost")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("1 GPU(s) on the PCI bus are not seen by the driver")
+    assert f.evidence == [
+        "1 NVIDIA GPU(s) on the PCI bus, the driver 570.124.04 sees 0",
+        "device 0x2504 at 0000:01:00.0: not initialised by the driver",
+        "kernel log: NVRM: RmInitAdapter: Cannot initialize GSP firmware RM",
+        "kernel log: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
+    ]
+    snap.system.kernel_log_nvrm = None
+    snap.system.kernel_log_error = "the kernel log is not readable by this user"
+    f = the(snap, "gpu.lost")
+    assert f.evidence[-1] == "kernel log: the kernel log is not readable by this user"
+    assert f.fix is not None
+    assert "sudo dmesg | grep -E 'NVRM|RmInitAdapter|Xid'" in f.fix.commands
+    for cause in ("Above 4G Decoding", "Resizable BAR", "power", "newer driver branch"):
+        assert cause in f.fix.text
+    assert f.subjects.paths == ["/sys/bus/pci/devices/0000:01:00.0"]
+
+
+def test_one_of_eight_gpus_missing_from_nvml_is_named_by_its_bus_address() -> None:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus = snap.nvml.gpus[:3] + snap.nvml.gpus[4:]
+    snap.nvml.device_count = 7
+    f = the(snap, "gpu.lost")
+    assert f.status is Status.FAIL
+    assert "GH100 [H100 SXM5 80GB] at 0000:48:00.0: not initialised by the driver" in f.evidence
+
+
+def test_gpus_on_a_containers_bus_or_bound_to_vfio_are_not_the_drivers_to_see() -> None:
+    snap = builders.h100_node(2)
+    snap.nvml.gpus, snap.nvml.device_count = snap.nvml.gpus[:1], 1
+    snap.system.pci_gpus[1].driver = "vfio-pci"
+    assert the(snap, "gpu.lost").status is Status.PASS
+    snap.system.pci_gpus[1].driver = "nvidia"
+    snap.system.container = "docker"  # the host's bus, one GPU passed in
+    assert the(snap, "gpu.lost").status is Status.PASS
+
+
+def test_a_lost_gpu_reset_names_its_index() -> None:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus[5].handle_error = NvmlError(15, "GpuIsLost", "GPU is lost")
+    snap.system.kernel_log_nvrm = [
+        "NVRM: Xid (PCI:0000:68:00): 79, pid=1234, GPU has fallen off the bus.",
+        "NVRM: Xid (PCI:0000:18:00): 13, pid=99, Graphics Exception",
+    ]
+    f = the(snap, "gpu.lost")
+    assert f.fix and f.fix.commands[0] == "sudo nvidia-smi -r -i 5"
+    xids = [e for e in f.evidence if "Xid" in e]
+    assert xids == [
+        "kernel log: NVRM: Xid (PCI:0000:68:00): 79, pid=1234, GPU has fallen off the bus."
+    ]
+    assert [(g.index, g.pci_bus_id) for g in f.subjects.gpus] == [(5, "00000000:68:00.0")]
+
+
 # --- gpu.ecc-errors ----------------------------------------------------------------------------
 
 
@@ -79,6 +145,8 @@ def test_uncorrectable_ecc_errors_fail_naming_the_gpu_and_count() -> None:
         "GPU 6 (NVIDIA H100 80GB HBM3, 00000000:78:00.0): "
         "3 uncorrectable error(s) since the last reboot"
     ]
+    assert f.fix and "sudo nvidia-smi -r -i 6" in f.fix.commands
+    assert [g.uuid for g in f.subjects.gpus] == ["GPU-00000006-0000-0000-0000-000000000000"]
     assert f.fix and "Drain the node" in f.fix.text and "RMA" in f.fix.text
 
 
@@ -131,6 +199,7 @@ def test_pending_row_remap_warns() -> None:
         "(takes effect at the next GPU reset)"
     ]
     assert f.fix and "nvidia-smi -r" in f.fix.text
+    assert f.fix.commands == ["sudo nvidia-smi -r -i 1"]
 
 
 def test_failed_row_remap_fails() -> None:
@@ -282,6 +351,25 @@ def test_gen1_of_4_under_load_warns() -> None:
     ]
 
 
+def test_gen1_of_5_with_the_load_unknown_warns_how_to_recheck_under_load() -> None:
+    # open-gpu-kernel-modules#1010: Gen1 of Gen5, idle or a link that cannot retrain.
+    snap = builders.workstation()
+    snap.nvml.gpus[0].pcie_gen_max = 5
+    snap.nvml.gpus[0].utilization_gpu = None
+    f = the(snap, "gpu.pcie-link")
+    assert f.status is Status.WARN
+    assert f.evidence == [
+        "GPU 0 (NVIDIA GeForce RTX 3060, 00000000:01:00.0): gen 1 of 5 at unknown utilisation "
+        "(idle, or a link that cannot train)"
+    ]
+    assert f.fix and "under load" in f.fix.text
+    assert f.fix.commands == [
+        "gpucheck doctor",
+        "nvidia-smi -i 0 --query-gpu=pcie.link.gen.current,pcie.link.gen.max,utilization.gpu "
+        "--format=csv",
+    ]
+
+
 def test_pcie_unknown_skips() -> None:
     snap = builders.workstation()
     snap.nvml.gpus[0].pcie_width_current = None
@@ -303,7 +391,8 @@ def test_exclusive_process_warns_with_the_command_for_that_gpu() -> None:
     f = the(snap, "gpu.compute-mode")
     assert f.status is Status.WARN
     assert f.evidence == ["GPU 3 (NVIDIA H100 80GB HBM3, 00000000:48:00.0): exclusive_process"]
-    assert f.fix and f.fix.text.endswith("sudo nvidia-smi -i 3 -c DEFAULT")
+    assert f.fix and f.fix.commands == ["sudo nvidia-smi -i 3 -c DEFAULT"]
+    assert [g.index for g in f.subjects.gpus] == [3]
 
 
 def test_prohibited_fails_with_the_command_for_those_gpus() -> None:
@@ -314,7 +403,52 @@ def test_prohibited_fails_with_the_command_for_those_gpus() -> None:
     f = the(snap, "gpu.compute-mode")
     assert f.status is Status.FAIL
     assert "prohibited on 2 GPU(s)" in f.title
-    assert f.fix.text == "sudo nvidia-smi -i 1,6 -c DEFAULT"
+    assert f.fix.commands == ["sudo nvidia-smi -i 1,6 -c DEFAULT"]
+    assert [g.uuid for g in f.subjects.gpus] == [
+        "GPU-00000001-0000-0000-0000-000000000000",
+        "GPU-00000006-0000-0000-0000-000000000000",
+    ]
+
+
+def test_exclusive_gpu_held_by_a_process_fails_naming_it() -> None:
+    # digits#2005: K40m in E. Process with the digits server on it (74 MiB).
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[0].compute_mode = "exclusive_process"
+    builders.with_process(snap.nvml.gpus[0], 4711, "digits", 74)
+    f = the(snap, "gpu.compute-mode")
+    assert f.status is Status.FAIL
+    assert "already held by another process" in f.title
+    assert "busy or unavailable" in f.title
+    assert f.evidence == [
+        "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): exclusive_process, held by "
+        "PID 4711 digits (0.1 GiB)"
+    ]
+    assert f.fix is not None
+    assert f.fix.commands == [
+        "export CUDA_VISIBLE_DEVICES=1",
+        "ps -o pid,user,cmd -p 4711",
+        "sudo nvidia-smi -i 0 -c DEFAULT",
+    ]
+    assert "exclusive-process mode" in f.fix.text
+
+
+def test_exclusive_gpu_busy_with_no_process_listed_fails_too() -> None:
+    # jade#73: E. Process V100s, 9 GB used at 98%, "no process running on the GPU".
+    snap = builders.h100_node(1)
+    gpu = snap.nvml.gpus[0]
+    gpu.compute_mode, gpu.memory_used, gpu.utilization_gpu = "exclusive_process", 9 * GIB, 98
+    f = the(snap, "gpu.compute-mode")
+    assert f.status is Status.FAIL
+    assert "a context not listed here (9.0 GiB used, 98% busy" in f.evidence[0]
+    assert f.fix and "the host" in f.fix.text
+
+
+def test_exclusive_gpu_with_processes_unknown_only_warns() -> None:
+    snap = builders.h100_node(1)
+    snap.nvml.gpus[0].compute_mode = "exclusive_process"
+    snap.nvml.gpus[0].processes = None
+    snap.nvml.gpus[0].memory_used = 9 * GIB
+    assert the(snap, "gpu.compute-mode").status is Status.WARN
 
 
 # --- gpu.mig -----------------------------------------------------------------------------------
@@ -324,8 +458,9 @@ def test_mig_off_says_nothing() -> None:
     assert finding(builders.h100_node(2), "gpu.mig") is None
 
 
-def test_mig_on_with_devices_is_info_about_mig_uuids() -> None:
+def test_mig_on_with_a_slice_named_is_info_about_mig_uuids() -> None:
     snap = builders.node([builders.a100_mig(0)])
+    snap.system.env["CUDA_VISIBLE_DEVICES"] = "MIG-00000002-1111-2222-3333-444444444444"
     f = the(snap, "gpu.mig")
     assert f.status is Status.INFO
     assert "MIG is on for 1 GPU(s)" in f.title
@@ -333,6 +468,35 @@ def test_mig_on_with_devices_is_info_about_mig_uuids() -> None:
     assert "MIG-00000000-1111-2222-3333-444444444444" in f.evidence[0]
     assert "MIG-00000003-1111-2222-3333-444444444444" in f.evidence[0]
     assert any("CUDA_VISIBLE_DEVICES=MIG-<uuid>" in e for e in f.evidence)
+
+
+def test_mig_on_with_cuda_visible_devices_unset_fails_with_the_uuids_to_export() -> None:
+    # pytorch#102715 / #131650: four slices, CUDA_VISIBLE_DEVICES unset, device_count() == 1.
+    snap = builders.node([builders.a100_mig(0)])
+    f = the(snap, "gpu.mig")
+    assert f.status is Status.FAIL
+    assert f.title.endswith("a CUDA process sees one slice of 4")
+    assert "CUDA_VISIBLE_DEVICES is unset" in f.evidence
+    assert f.fix is not None
+    assert "export CUDA_VISIBLE_DEVICES=MIG-00000000-1111-2222-3333-444444444444" in (
+        f.fix.commands
+    )
+    assert "MIG-00000003-1111-2222-3333-444444444444" in f.fix.text
+    assert "sudo nvidia-smi -i 0 -mig 0" in f.fix.commands
+
+
+def test_mig_with_a_whole_gpu_index_in_cuda_visible_devices_fails_too() -> None:
+    snap = builders.node([builders.a100_mig(0)])
+    snap.system.env["CUDA_VISIBLE_DEVICES"] = "0"
+    f = the(snap, "gpu.mig")
+    assert f.status is Status.FAIL
+    assert "CUDA_VISIBLE_DEVICES = '0'" in f.evidence
+
+
+def test_mig_with_a_single_slice_is_info() -> None:
+    gpu = builders.a100_mig(0)
+    gpu.mig_devices = gpu.mig_devices[:1]
+    assert the(builders.node([gpu]), "gpu.mig").status is Status.INFO
 
 
 def test_mig_with_many_devices_lists_four_then_an_ellipsis() -> None:

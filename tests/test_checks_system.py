@@ -11,7 +11,7 @@ from more_builders import finding, run_checks, the
 
 from gpucheck import checks
 from gpucheck.model.finding import Status
-from gpucheck.model.snapshot import DeviceNode
+from gpucheck.model.snapshot import ContainerHostFacts, DeviceNode, Snapshot
 
 # --- system.gpu-present ---------------------------------------------------------------------
 
@@ -417,3 +417,31 @@ def test_every_problem_in_these_scenarios_has_a_fix(name: str) -> None:
     problems = [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
     for f in problems:
         assert f.fix and f.fix.text.strip(), f"{name}: {f.id} has no fix"
+
+
+# --- system.container-gpu-access on a container host -------------------------------------------
+
+
+def _docker_host(*toolkit: str) -> Snapshot:
+    snap = builders.workstation()
+    snap.system.container_host = ContainerHostFacts(engines=["docker"], toolkit=list(toolkit))
+    return snap
+
+
+def test_a_half_installed_container_toolkit_fails_with_the_install() -> None:
+    # nvidia-docker#1243: nvidia-container-toolkit installed, nvidia-container-cli missing;
+    # docker run --gpus: could not select device driver "" with capabilities: [[gpu]].
+    f = the(_docker_host("nvidia-container-toolkit"), "system.container-gpu-access")
+    assert f.status is Status.FAIL
+    assert "missing: nvidia-container-cli (libnvidia-container-tools)" in f.evidence
+    assert f.fix and "sudo apt-get install -y nvidia-container-toolkit" in f.fix.commands
+    assert "sudo nvidia-ctk runtime configure --runtime=docker" in f.fix.commands
+
+
+def test_docker_without_the_toolkit_is_info_and_with_it_passes() -> None:
+    f = the(_docker_host(), "system.container-gpu-access")
+    assert f.status is Status.INFO
+    assert "NVIDIA Container Toolkit: not installed" in f.evidence
+    full = _docker_host("nvidia-ctk", "nvidia-container-cli", "nvidia-container-runtime")
+    assert the(full, "system.container-gpu-access").status is Status.PASS
+    assert finding(builders.workstation(), "system.container-gpu-access") is None  # no engine

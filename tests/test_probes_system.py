@@ -4,7 +4,9 @@ kernel lays them out), and naming GPUs from an excerpt of the real PCI ID databa
 
 from __future__ import annotations
 
+import lzma
 import os
+import platform
 import shutil
 from pathlib import Path
 
@@ -482,3 +484,112 @@ def test_find_pci_ids_tries_hwdata_too(tree: Tree) -> None:
     found = find_pci_ids(tree.root)
     assert found is not None
     assert found.name("0x2684") == "AD102 [GeForce RTX 4090]"
+
+
+# --- the nvidia module on disk (what the next boot loads) ---------------------------------------
+
+
+# The .modinfo section of a module is NUL-separated key=value strings; these are the nvidia
+# module's own keys (as `modinfo nvidia` prints them), around some ELF-ish noise.
+def _ko(version: str) -> bytes:
+    modinfo = b"\x00".join(
+        [b"license=NVIDIA", b"version=" + version.encode(), b"supported=external"]
+    )
+    return b"\x7fELF" + b"\x00" * 4000 + modinfo + b"\x00" + b"\x01" * 100
+
+
+def test_the_module_on_disk_and_its_version_are_read(tree: Tree) -> None:
+    # illinois#70: 520.56.06 loads again after every reboot, user space is 525.85.12.
+    kernel = platform.release()
+    tree.h100_host()
+    tree.write(f"lib/modules/{kernel}/updates/dkms/nvidia.ko", _ko("520.56.06"))
+    tree.write(f"lib/modules/{kernel}/kernel/drivers/video/nvidia.ko", _ko("510.47.03"))
+    tree.write("var/lib/dkms/nvidia/520.56.06/source", "")
+    tree.write("var/lib/dkms/nvidia/kernel-6.1.0-amd64-x86_64", "")  # DKMS's own links
+    facts = probe(tree)
+    assert facts.nvidia_module_file == f"/lib/modules/{kernel}/updates/dkms/nvidia.ko"
+    assert facts.nvidia_module_file_version == "520.56.06"
+    assert facts.nvidia_module_file_error is None
+    assert facts.dkms_nvidia_versions == ["520.56.06"]
+
+
+def test_an_xz_compressed_module_is_read_in_a_stream(tree: Tree) -> None:
+    kernel = platform.release()
+    tree.h100_host()
+    tree.write(f"lib/modules/{kernel}/extra/nvidia.ko.xz", lzma.compress(_ko("535.104.05")))
+    facts = probe(tree)
+    assert facts.nvidia_module_file == f"/lib/modules/{kernel}/extra/nvidia.ko.xz"
+    assert facts.nvidia_module_file_version == "535.104.05"
+
+
+def test_no_module_on_disk_is_unknown_with_the_reason(tree: Tree) -> None:
+    tree.h100_host()
+    facts = probe(tree)
+    assert facts.nvidia_module_file is None
+    assert facts.nvidia_module_file_version is None
+    assert facts.nvidia_module_file_error == (
+        f"no nvidia module under /lib/modules/{platform.release()}"
+    )
+    assert facts.dkms_nvidia_versions is None
+
+
+# --- the container host: engines, the NVIDIA Container Toolkit, CDI, /dev/char ----------------
+
+
+def _program(tree: Tree, rel: str) -> None:
+    tree.write(rel, "#!/bin/sh\n").chmod(0o755)
+
+
+def test_container_host_facts_are_read_from_files(tree: Tree) -> None:
+    # nvidia-docker#1243: docker and nvidia-container-toolkit, but no nvidia-container-cli.
+    tree.h100_host()
+    _program(tree, "usr/bin/docker")
+    _program(tree, "usr/bin/nvidia-container-toolkit")
+    tree.write("etc/docker/daemon.json", '{"runtimes": {"nvidia": {"path": "x"}}}')
+    tree.write("etc/cdi/nvidia.yaml", "cdiVersion: 0.5.0\n")
+    (tree.root / "dev/char").mkdir(parents=True)
+    (tree.root / "dev/char/195:0").symlink_to("../nvidia0")
+    (tree.root / "dev/char/1:3").symlink_to("../null")
+    tree.write("sys/fs/cgroup/cgroup.controllers", "cpu memory\n")
+    host = probe(tree).container_host
+    assert host is not None
+    assert host.engines == ["docker"]
+    assert host.toolkit == ["nvidia-container-toolkit"]
+    assert host.docker_runtimes == ["nvidia"]
+    assert host.cdi_specs == ["/etc/cdi/nvidia.yaml"]
+    assert host.dev_char_links == 1
+    assert host.cgroup_version == 2
+
+
+def test_no_container_host_facts_inside_a_container(tree: Tree) -> None:
+    tree.h100_host()
+    tree.write(".dockerenv", "")
+    assert probe(tree).container_host is None
+
+
+# --- the kernel log's NVRM lines --------------------------------------------------------------
+
+
+def test_nvrm_lines_are_kept_from_the_kernel_log(tree: Tree) -> None:
+    # open-gpu-kernel-modules#789's lines, as /dev/kmsg records (level,seq,usec,flags;text).
+    tree.h100_host()
+    tree.write(
+        "dev/kmsg",
+        "6,1,100,-;Linux version 5.15.0-131-generic\n"
+        "4,2,200,-;NVRM: RmInitAdapter: Cannot initialize GSP firmware RM\n"
+        "3,3,300,-;NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)\n"
+        "6,4,400,-;usb 1-1: new high-speed USB device\n",
+    )
+    facts = probe(tree)
+    assert facts.kernel_log_nvrm == [
+        "NVRM: RmInitAdapter: Cannot initialize GSP firmware RM",
+        "NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
+    ]
+    assert facts.kernel_log_error is None
+
+
+def test_an_unreadable_kernel_log_is_unknown_with_the_reason(tree: Tree) -> None:
+    tree.h100_host()
+    facts = probe(tree)
+    assert facts.kernel_log_nvrm is None
+    assert facts.kernel_log_error == "/dev/kmsg: No such file or directory"

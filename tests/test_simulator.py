@@ -307,7 +307,17 @@ def test_pcie_link_trained_at_x4_of_x16(simulate: Simulate) -> None:
 
 def test_a100_with_mig_enabled_and_slices(simulate: Simulate) -> None:
     machine = simulate(Scenario(gpus=[sim.a100_mig()], driver="535.54.03", cuda=12020))
+    # CUDA_VISIBLE_DEVICES unset: a process gets one of the four slices (pytorch#102715).
     d = doctor(machine)
+    assert d.returncode == 1
+    mig = d.finding("gpu.mig")
+    assert mig["status"] == "fail" and mig["title"].endswith("sees one slice of 4")
+    first = "export CUDA_VISIBLE_DEVICES=MIG-1b3c0f2a-5d6e-5f70-8a9b-0c1d2e3f4a50"
+    assert first in mig["fix"]["commands"]
+    assert d.statuses("fail") == {"gpu.mig"}
+    # Naming the slice, as the fix says.
+    env = {"CUDA_VISIBLE_DEVICES": "MIG-1b3c0f2a-5d6e-5f70-8a9b-0c1d2e3f4a50"}
+    d = doctor(machine, env=env)
     assert d.returncode == 0, d.statuses("fail")
     mig = d.finding("gpu.mig")
     assert mig["status"] == "info" and mig["title"] == "MIG is on for 1 GPU(s)"
@@ -325,7 +335,7 @@ def test_a100_with_mig_enabled_and_slices(simulate: Simulate) -> None:
     # The real capture has persistence off on this data-centre GPU: a warning, not a failure.
     assert d.status("driver.persistence-mode") == "warn"
     # What one process gets is one slice.
-    d = doctor(machine, "--min-memory=40GiB")
+    d = doctor(machine, "--min-memory=40GiB", env=env)
     assert d.returncode == 1
     assert "19.5 GiB in its largest MIG device" in d.text("require.min-memory")
 
@@ -594,7 +604,8 @@ def test_exclusive_process_compute_mode(simulate: Simulate) -> None:
     assert mode["status"] == "warn"
     assert mode["title"].startswith("2 GPU(s) in exclusive-process mode")
     assert mode["evidence"][0].endswith("00000000:18:00.0): exclusive_process")
-    assert mode["fix"]["text"].endswith("sudo nvidia-smi -i 0,1 -c DEFAULT")
+    assert mode["fix"]["commands"] == ["sudo nvidia-smi -i 0,1 -c DEFAULT"]
+    assert [g["index"] for g in mode["subjects"]["gpus"]] == [0, 1]
     assert doctor(machine, "--strict").returncode == 1
     out = doctor_text(machine)
     assert "! 2 GPU(s) in exclusive-process mode" in out

@@ -14,6 +14,7 @@ from gpucheck.checks import (  # noqa: F401
     driver,
     frameworks,
     gpus,
+    gpus_sharing,
     requirements,
     system,
 )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from gpucheck.compat import Compat, cuda_from_int, load
+from gpucheck.model.finding import GpuRef, Subjects
 from gpucheck.model.snapshot import GpuFacts, Snapshot
 
 
@@ -147,6 +148,16 @@ def gpu_label(gpu: GpuFacts) -> str:
     name = gpu.name or "unknown GPU"
     bus = f", {gpu.pci_bus_id}" if gpu.pci_bus_id else ""
     return f"GPU {gpu.index} ({name}{bus})"
+
+
+def gpu_subjects(gpus: list[GpuFacts]) -> Subjects:
+    """The GPUs a finding concerns, by index, UUID and bus id (what a fleet joins on)."""
+    return Subjects(gpus=[GpuRef(g.index, g.uuid, g.pci_bus_id) for g in gpus])
+
+
+def indices(gpus: list[GpuFacts]) -> str:
+    """ "0,3": the -i argument of nvidia-smi for these GPUs."""
+    return ",".join(str(g.index) for g in gpus)
 
 
 def gib(value: int | None) -> str:

@@ -137,6 +137,9 @@ def driver_api(ctx: Context) -> Outcome | None:
         return Outcome.fail(title, *evidence, fix=fix)
     count = drv.device_count or 0
     evidence = [f"libcuda: {drv.library_path or 'libcuda.so.1'}"]
+    wsl = _wsl_libcuda(ctx) if ctx.snapshot.system.wsl else None
+    if wsl is not None:
+        return wsl
     evidence += [
         f"device {d.index}: {d.name} (compute {d.compute_capability})" for d in drv.devices
     ]
@@ -158,6 +161,43 @@ def driver_api(ctx: Context) -> Outcome | None:
             "CUDA_VISIBLE_DEVICES.",
         )
     return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
+
+
+WSL_LIB = "/usr/lib/wsl/lib"
+
+
+def _wsl_libcuda(ctx: Context) -> Outcome | None:
+    """WSL2's libcuda is the Windows driver's, mounted at /usr/lib/wsl/lib. A Linux driver's
+    copy found first cannot work; an unversioned libcuda.so missing from the loader cache
+    (its files there are copies, not links, so ldconfig skips them) breaks what looks it up
+    by that name: Triton ('libcuda.so cannot found'), torch.compile, some JAX builds."""
+    drv, cache = ctx.snapshot.cuda.driver, ctx.snapshot.cuda.libcuda_cache
+    ld = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")
+    export = f"`export LD_LIBRARY_PATH={WSL_LIB}:$LD_LIBRARY_PATH` (in ~/.bashrc to keep it)"
+    linux = [
+        p
+        for p in [drv.library_path or "", *((cache or {}).get("libcuda.so.1", []))]
+        if p and not p.startswith("/usr/lib/wsl/")  # lib/, or drivers/ behind it
+    ]
+    if linux:
+        return Outcome.fail(
+            "libcuda resolves to a Linux driver's copy inside WSL2, not the Windows driver's",
+            *[f"libcuda: {p}" for p in linux],
+            fix="Remove the Linux NVIDIA driver from WSL (WSL uses the Windows driver): "
+            "`sudo apt-get remove --purge 'libnvidia-compute-*' 'nvidia-driver-*'` then "
+            f"`sudo ldconfig`; meanwhile {export}",
+            subjects=Subjects(paths=linux),
+        )
+    if cache is None or cache.get("libcuda.so") or WSL_LIB in ld:
+        return None
+    return Outcome.warn(
+        "WSL2: the unversioned libcuda.so is not in the loader cache: programs that load it "
+        "by that name (Triton, torch.compile) fail with 'libcuda.so cannot found'",
+        "ldconfig cache: libcuda.so.1 => " + (", ".join(cache.get("libcuda.so.1", [])) or "none"),
+        "ldconfig cache: no libcuda.so",
+        fix=f"Put {WSL_LIB} on the loader path: {export}",
+        subjects=Subjects(paths=[WSL_LIB]),
+    )
 
 
 def needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
@@ -238,10 +278,30 @@ def toolkit(ctx: Context) -> Outcome | None:
             f"{_driver_upgrade(ctx, nvcc.version)}, or use a toolkit no newer than CUDA "
             f"{ctx.driver_cuda} (e.g. /usr/local/cuda-{ctx.driver_cuda} on PATH)"
         )
-        maker = Outcome.fail if severity == "fail" else Outcome.warn
-        return maker(
+        jit = []
+        if severity == "warn":
+            # Minor-version compatibility runs SASS only: nvcc's default build (no -arch for
+            # these GPUs) leaves them PTX to JIT, which a driver older than the toolkit cannot
+            # load (nvbandwidth#61: cudaErrorUnsupportedPtxVersion). Default builds fail here.
+            sms = sorted(
+                {
+                    f"sm_{g.compute_capability.replace('.', '')}"
+                    for g in ctx.gpus
+                    if g.compute_capability
+                }
+            )
+            jit.append(
+                "what it builds without SASS for these GPUs carries PTX, which this driver "
+                "cannot JIT-compile (cudaErrorUnsupportedPtxVersion: 'the provided PTX was "
+                "compiled with an unsupported toolchain')"
+            )
+            if sms:
+                flags = " ".join(f"-gencode arch=compute_{s[3:]},code={s}" for s in sms)
+                fix += f"; or build SASS for these GPUs only: `nvcc {flags} ...`"
+        return Outcome.fail(
             f"CUDA toolkit {nvcc.version} is newer than the driver supports",
             why,
+            *jit,
             *evidence,
             fix=fix,
         )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from gpucheck.checks.context import Context
 from gpucheck.checks.cuda import copies_line, loader_conflicts, needs_newer_driver
 from gpucheck.checks.registry import check
-from gpucheck.model.finding import Outcome, Section
+from gpucheck.compat import parse_version
+from gpucheck.model.finding import Outcome, Section, Subjects
 
 
 def _pip_for(ctx: Context, path: str, command: str) -> str:
@@ -22,6 +23,47 @@ def _pip_for(ctx: Context, path: str, command: str) -> str:
         None,
     )
     return pip(ctx, env, command) if env is not None else command
+
+
+def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
+    """A monolithic jaxlib (+cudaNN.cudnnMM) loads the cuDNN on the loader path and refuses
+    one older than its tag ('Loaded runtime CuDNN library: 8.5.0 but source was compiled
+    with: 8.6.0', jax#16901): DNN library initialization fails."""
+    from gpucheck.checks.frameworks.builds import jaxlib_cudnn
+    from gpucheck.checks.frameworks.environments import pip
+
+    for env in ctx.snapshot.environments:
+        jaxlib = env.dist("jaxlib")
+        need = parse_version(jaxlib_cudnn(jaxlib.version if jaxlib else None) or "")
+        if jaxlib is None or need is None:
+            continue
+        loaded = [
+            (v, c)
+            for c in ctx.snapshot.cudnn.libraries
+            if c.on_loader_path and (v := parse_version(c.version or "")) and v.major == need.major
+        ]
+        if not loaded or any(v >= need for v, _ in loaded):
+            continue
+        _, newest = max(loaded, key=lambda item: item[0])
+        want = f"{need.major}.{need.minor}"
+        cuda = jaxlib.version.split("+cuda", 1)[1].split(".")[0]
+        command = pip(
+            ctx,
+            env,
+            f'pip install --upgrade "jax[cuda{cuda}_pip]=={jaxlib.version.split("+")[0]}" '
+            "-f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
+        )
+        return Outcome.fail(
+            f"jaxlib {jaxlib.version} is built for cuDNN {want}, but the cuDNN on the loader "
+            f"path is {newest.version}: JAX fails with 'DNN library initialization failed'",
+            *evidence,
+            fix=f"Give it cuDNN {want} or newer: the pip cuDNN wheels (a fresh environment "
+            "is cleanest): "
+            f"`{command}`; or install cuDNN {want}+ for CUDA {cuda} where the loader finds it "
+            f"in place of {newest.path}",
+            subjects=Subjects(environments=[env.python], paths=[newest.path]),
+        )
+    return None
 
 
 @check("cudnn.libraries", Section.CUDNN, "cuDNN copies load, agree, and fit the driver")
@@ -63,6 +105,9 @@ def libraries(ctx: Context) -> Outcome:
             fix="Keep one cuDNN on LD_LIBRARY_PATH / in ldconfig (sudo ldconfig after removing "
             "stale /etc/ld.so.conf.d entries); frameworks from pip use their own.",
         )
+    too_old = _older_than_jaxlib(ctx, evidence)
+    if too_old is not None:
+        return too_old
     driver_major = (ctx.driver_cuda or "?").split(".")[0]
     for c in copies:
         newer = needs_newer_driver(ctx, c.cuda_version) if c.cuda_version else None

@@ -7,7 +7,7 @@ import re
 from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix
-from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.finding import Outcome, Section, Subjects
 
 NO_GPU = "No NVIDIA GPU, so no driver is needed"
 # Unload order: each module before the ones it depends on.
@@ -20,8 +20,8 @@ def reload_fix(modules: list[str]) -> str:
     loaded = [m for m in UNLOAD_ORDER if m in modules] or ["nvidia"]
     load = [m for m in reversed(loaded) if m != "nvidia_peermem"]
     return (
-        "Reboot; or, with no process using the GPU (sudo lsof /dev/nvidia*), reload the driver: "
-        f"sudo rmmod {' '.join(loaded)} && sudo modprobe -a {' '.join(load)}"
+        "Reboot; or, with no process using the GPU (`sudo lsof /dev/nvidia*`), reload the "
+        f"driver: `sudo rmmod {' '.join(loaded)} && sudo modprobe -a {' '.join(load)}`"
     )
 
 
@@ -29,6 +29,20 @@ HUNG = (
     "The driver is not answering: look for Xid errors (sudo dmesg | grep -i -E 'xid|nvrm'), "
     "stop what is using the GPU, enable persistence mode (sudo nvidia-smi -pm 1), and reboot "
     "if it persists."
+)
+
+
+# NVIDIA's container toolkit troubleshooting: with the systemd cgroup driver, a
+# `systemctl daemon-reload` (or any unit change) on the host rewrites the container's device
+# cgroup without the GPU nodes the runtime added; NVML then fails with "Unknown Error".
+CGROUP_FIX = (
+    "Recreate the container (`docker rm -f NAME`, then the same `docker run --gpus ...`; a "
+    "Kubernetes pod: delete it). To stop it recurring after the host's next "
+    "`systemctl daemon-reload`, on the host: `sudo nvidia-ctk system create-dev-char-symlinks "
+    "--create-all` (and the udev rule that re-runs it, from NVIDIA's container toolkit "
+    "troubleshooting), or pass the GPUs through CDI (`sudo nvidia-ctk cdi generate "
+    "--output=/etc/cdi/nvidia.yaml`), or run Docker with the cgroupfs driver "
+    '(`"exec-opts": ["native.cgroupdriver=cgroupfs"]` in /etc/docker/daemon.json).'
 )
 
 
@@ -194,15 +208,7 @@ def nvml(ctx: Context) -> Outcome:
             fix="See driver.kernel-module: sudo modprobe nvidia, and look at dkms status.",
         )
     if name == "LibRmVersionMismatch":
-        lib = library_version(facts.library_path)
-        return Outcome.fail(
-            "Driver/library version mismatch: the running kernel module and the installed "
-            "user-space driver differ (typically a driver update without a reboot)",
-            *evidence,
-            f"kernel module {sysf.nvidia_module_version or 'unknown'}, "
-            f"libnvidia-ml {lib or 'unknown'}",
-            fix=reload_fix(sysf.nvidia_modules),
-        )
+        return _mismatch(ctx, evidence)
     if name == "NoPermission":
         return Outcome.fail(
             "No permission to use the GPU",
@@ -217,7 +223,84 @@ def nvml(ctx: Context) -> Outcome:
             fix="sudo nvidia-smi -r (GPU reset) or reboot; sudo dmesg | grep -i xid says why. "
             "If it repeats, the GPU or its slot/power is failing.",
         )
+    if name == "Unknown" and sysf.container:
+        return Outcome.fail(
+            f"NVML fails inside this {sysf.container} container with Unknown Error: the host "
+            "took back the container's access to the GPU device nodes",
+            *evidence,
+            f"container: {sysf.container_evidence or sysf.container}",
+            fix=CGROUP_FIX,
+        )
     return Outcome.fail(f"NVML failed to initialise: {name}", *evidence, fix=HUNG)
+
+
+def package_fix(os_release: str | None, version: str | None) -> str:
+    """Make the kernel module and the user-space driver one version again, by the package
+    manager that installed them (a half-finished upgrade leaves them apart)."""
+    branch = (version or "").split(".")[0] or "<branch>"
+    distro = (os_release or "").lower()
+    if "ubuntu" in distro:
+        return (
+            "`sudo apt install --fix-broken`, then reinstall one driver for both: "
+            f"`sudo apt install --reinstall nvidia-driver-{branch}` (its DKMS package rebuilds "
+            "the module), and reboot"
+        )
+    if "debian" in distro:
+        return (
+            "`sudo apt install --fix-broken` (with the repositories that hold the driver "
+            "enabled), then `sudo apt install --reinstall nvidia-driver nvidia-kernel-dkms`, "
+            "and reboot"
+        )
+    if any(d in distro for d in ("red hat", "rhel", "rocky", "alma", "fedora", "centos")):
+        return (
+            "`sudo dnf distro-sync 'nvidia-*' 'kmod-nvidia*'` so that the module and the "
+            "libraries are one version, then `sudo dkms autoinstall` if DKMS builds it, "
+            "and reboot"
+        )
+    return (
+        "reinstall one driver version for both, with the package manager or installer that "
+        f"put them there (NVIDIA's installer: `sudo sh NVIDIA-Linux-x86_64-{version or '<version>'}"
+        ".run`), and reboot"
+    )
+
+
+def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
+    sysf = ctx.snapshot.system
+    lib = library_version(ctx.snapshot.nvml.library_path)
+    on_disk = sysf.nvidia_module_file_version
+    evidence = [
+        *evidence,
+        f"kernel module {sysf.nvidia_module_version or 'unknown'}, libnvidia-ml {lib or 'unknown'}",
+    ]
+    if on_disk:
+        evidence.append(f"the module the next boot loads: {on_disk} ({sysf.nvidia_module_file})")
+    if sysf.dkms_nvidia_versions:
+        evidence.append("DKMS holds nvidia " + ", ".join(sysf.dkms_nvidia_versions))
+    packages = package_fix(sysf.os_release, lib)
+    if on_disk and lib and on_disk != lib:
+        return Outcome.fail(
+            "Driver/library version mismatch that a reboot will not fix: the kernel module on "
+            "disk and the user-space driver are different versions (a half-finished driver "
+            "upgrade)",
+            *evidence,
+            fix=packages[0].upper() + packages[1:] + ".",
+            subjects=Subjects(paths=[p for p in (sysf.nvidia_module_file,) if p]),
+        )
+    if on_disk and on_disk == lib:
+        return Outcome.fail(
+            "Driver/library version mismatch: the running kernel module is older than the "
+            "installed driver (updated without a reboot); the module on disk matches",
+            *evidence,
+            fix=reload_fix(sysf.nvidia_modules),
+        )
+    return Outcome.fail(
+        "Driver/library version mismatch: the running kernel module and the installed "
+        "user-space driver differ (typically a driver update without a reboot)",
+        *evidence,
+        fix=reload_fix(sysf.nvidia_modules)
+        + ". If the mismatch survives a reboot, the packages are half-upgraded: "
+        + packages,
+    )
 
 
 @check("driver.device-nodes", Section.DRIVER, "/dev/nvidia* nodes exist and are usable")

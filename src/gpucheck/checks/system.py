@@ -80,7 +80,7 @@ def _any_node(ctx: Context) -> bool:
 def container_access(ctx: Context) -> Outcome | None:
     sysf = ctx.snapshot.system
     if not sysf.container:
-        return None
+        return _container_host(ctx)
     if not sysf.pci_gpus:
         return None  # system.gpu-present says whether there is a GPU at all
     if ctx.nvml_ok or _any_node(ctx):
@@ -91,6 +91,55 @@ def container_access(ctx: Context) -> Outcome | None:
         "but no /dev/nvidia* device nodes and no usable NVIDIA driver library inside",
         fix=container_fix(sysf.container),
     )
+
+
+TOOLKIT_INSTALL = (
+    "install the NVIDIA Container Toolkit (NVIDIA's apt/dnf repository): "
+    "`sudo apt-get install -y nvidia-container-toolkit` (or `sudo dnf install -y "
+    "nvidia-container-toolkit`), then `sudo nvidia-ctk runtime configure --runtime=docker` and "
+    "`sudo systemctl restart docker`"
+)
+
+
+def _container_host(ctx: Context) -> Outcome | None:
+    """On a host with a container engine: can its containers be given the GPU? `docker run
+    --gpus` needs nvidia-container-cli (libnvidia-container-tools) behind every path."""
+    host = ctx.snapshot.system.container_host
+    if host is None or not host.engines or ctx.has_gpu is not True:
+        return None
+    engines = ", ".join(host.engines)
+    evidence = [
+        f"container engines: {engines}",
+        "NVIDIA Container Toolkit: " + (", ".join(host.toolkit) or "not installed"),
+    ]
+    if host.docker_runtimes is not None:
+        evidence.append(
+            "/etc/docker/daemon.json runtimes: " + (", ".join(host.docker_runtimes) or "none")
+        )
+    if host.cdi_specs:
+        evidence.append("CDI specs: " + ", ".join(host.cdi_specs))
+    missing = []
+    if host.toolkit and "nvidia-container-cli" not in host.toolkit:
+        missing.append("nvidia-container-cli (libnvidia-container-tools)")
+    if "nvidia" in (host.docker_runtimes or []) and "nvidia-container-runtime" not in host.toolkit:
+        missing.append("nvidia-container-runtime, which /etc/docker/daemon.json names")
+    if missing:
+        return Outcome.fail(
+            "The NVIDIA Container Toolkit is installed incompletely: containers cannot be given "
+            "the GPU ('could not select device driver \"\" with capabilities: [[gpu]]')",
+            *evidence,
+            *[f"missing: {m}" for m in missing],
+            fix=TOOLKIT_INSTALL[0].upper() + TOOLKIT_INSTALL[1:] + " (it brings "
+            "libnvidia-container-tools).",
+        )
+    if not host.toolkit:
+        return Outcome.info(
+            f"{engines} without the NVIDIA Container Toolkit: containers here cannot be given "
+            "the GPU",
+            *evidence,
+            fix="For GPU containers, " + TOOLKIT_INSTALL + ".",
+        )
+    return Outcome.passed(f"{engines} with the NVIDIA Container Toolkit", *evidence)
 
 
 @check("system.nouveau", Section.SYSTEM, "the open-source nouveau driver is not holding the GPU")

@@ -124,6 +124,17 @@ class TorchData:
             return None
         return next((a for a in self.archs if a.covers(torch, cuda)), None)
 
+    def arch_before(self, version: str | Version, cuda: str) -> TorchArch | None:
+        """For a pre-release (a nightly 2.7.0.dev...) of a line the data has no row for: the
+        row of the newest release line before it with the same CUDA variant, which the nightly
+        builds continue until the release changes them."""
+        torch = parse_version(version) if isinstance(version, str) else version
+        if torch is None or not torch.is_prerelease:
+            return None
+        mm = major_minor(torch)
+        earlier = [a for a in self.archs if a.cuda == cuda and mm is not None and a.torch_min < mm]
+        return max(earlier, key=lambda a: a.torch_min, default=None)
+
 
 # -- TensorFlow ------------------------------------------------------------------------------
 
@@ -144,6 +155,9 @@ class TfAndCuda:
     version: Version
     requires: tuple[str, ...]
     source: str
+    # This exact release's loader does not find the wheels' libraries (why), and its source.
+    loader_gap: str | None = None
+    loader_gap_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +209,13 @@ class TensorflowData:
             releases=[release(r) for r in rows.table("release")],
             windows_gpu=[release(r) for r in rows.table("windows_gpu")],
             and_cuda=[
-                TfAndCuda(r.version("version"), tuple(r.text_list("requires")), r.text("source"))
+                TfAndCuda(
+                    r.version("version"),
+                    tuple(r.text_list("requires")),
+                    r.text("source"),
+                    r.opt_text("loader_gap"),
+                    r.opt_text("loader_gap_source"),
+                )
                 for r in rows.table("and_cuda")
             ],
             packages=[

@@ -23,9 +23,11 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 # overflow the float arithmetic of the checks.
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
-# 1.1: frameworks (Python environments, static and deep facts); 1.2: GPU holders from /proc,
-# process kinds and MIG instances
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"  # 1.1: frameworks (Python environments, static and deep facts)
+# 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
+# soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
+# libcuda's ldconfig cache entries; the kernel log's NVRM lines
+# 1.3: GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 
@@ -72,6 +74,17 @@ class DeviceNode(Struct):
     owner_group: str | None = None
 
 
+class ContainerHostFacts(Struct):
+    """A host's side of GPU containers (read on hosts only; unknown inside a container)."""
+
+    engines: list[str] = field(default_factory=list)  # docker, podman, ... installed
+    toolkit: list[str] = field(default_factory=list)  # NVIDIA Container Toolkit programs found
+    docker_runtimes: list[str] | None = None  # /etc/docker/daemon.json's runtimes; None: no file
+    cdi_specs: list[str] = field(default_factory=list)  # /etc/cdi, /var/run/cdi
+    dev_char_links: Int | None = None  # /dev/char links to nvidia nodes; None: unreadable
+    cgroup_version: Int | None = None
+
+
 class SystemFacts(Struct):
     os: str = ""  # platform.system(): Linux, Windows, Darwin
     os_release: str | None = None  # /etc/os-release PRETTY_NAME
@@ -91,6 +104,16 @@ class SystemFacts(Struct):
     nvidia_module_version: str | None = None
     nvidia_module_banner: str | None = None  # /proc/driver/nvidia/version, first line
     nvidia_modules: list[str] = field(default_factory=list)  # nvidia, nvidia_uvm, ... loaded
+    # The nvidia.ko the next boot loads for this kernel (depmod's order: updates/ first), its
+    # modinfo version, and why unknown; a version unlike the user-space driver survives reboot.
+    nvidia_module_file: str | None = None
+    nvidia_module_file_version: str | None = None
+    nvidia_module_file_error: str | None = None
+    dkms_nvidia_versions: list[str] | None = None  # /var/lib/dkms/nvidia/*; None: no DKMS
+    container_host: ContainerHostFacts | None = None  # None: inside a container, or not Linux
+    # The kernel log's NVRM lines since boot (Xid, RmInitAdapter); None: unreadable, and why.
+    kernel_log_nvrm: list[str] | None = None
+    kernel_log_error: str | None = None
     nouveau_loaded: bool | None = None
     secure_boot: bool | None = None
     device_nodes: list[DeviceNode] = field(default_factory=list)
@@ -216,10 +239,26 @@ class ProcessFacts(Struct):
 # --- CUDA and cuDNN -------------------------------------------------------------------------
 
 
+# Every other CUDA library a framework's wheels bring, by family (the soname's stem): any of
+# them on LD_LIBRARY_PATH wins the loader race against the wheels' RUNPATH copies.
+LIBRARY_FAMILIES = {
+    "cublas": "libcublas",
+    "cublasLt": "libcublasLt",
+    "cufft": "libcufft",
+    "curand": "libcurand",
+    "cusolver": "libcusolver",
+    "cusparse": "libcusparse",
+    "nvjitlink": "libnvJitLink",
+    "nvrtc": "libnvrtc",
+    "cupti": "libcupti",
+    "nccl": "libnccl",
+}
+
+
 class LibraryCopy(Struct):
     """One copy of a shared library found on disk (found, not necessarily loadable)."""
 
-    name: str  # "cudart" | "cudnn"
+    name: str  # "cudart" | "cudnn" | "cublas" | "cusparse" | "nvjitlink" | ... (the family)
     path: str
     realpath: str
     origin: str  # ld_library_path | ldconfig | cuda_home | cuda_toolkit | pip | conda | system
@@ -269,7 +308,13 @@ class NvccFacts(Struct):
 class CudaFacts(Struct):
     driver: CudaDriverFacts = field(default_factory=CudaDriverFacts)
     runtimes: list[LibraryCopy] = field(default_factory=list)
+    # Every other CUDA library (cuBLAS, cuFFT, cuSPARSE, nvJitLink, NCCL, ...): each copy, its
+    # version from its file name or wheel; a framework's needs are judged against the winner.
+    libraries: list[LibraryCopy] = field(default_factory=list)
     nvcc: NvccFacts | None = None
+    # The ldconfig cache's paths for libcuda.so.1 and the unversioned libcuda.so (which
+    # Triton and others look up by name); None: the cache was not read.
+    libcuda_cache: dict[str, list[str]] | None = None
     cuda_home: str | None = None
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
     cuda_home_nvcc: bool | None = None  # the CUDA home holds an executable bin/nvcc

@@ -11,6 +11,7 @@ isolation that survives all three. The child speaks a tiny protocol:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -83,17 +84,63 @@ class ChildResult:
         return None
 
 
+GATE_FD_ENV = "GPUCHECK_GATE_FD"
+
+
+class Gate:
+    """Holds children back at a point of their choosing until the parent decides: they do
+    their slow, harmless part (importing a framework) while other probes run, and wait on the
+    file descriptor named by GPUCHECK_GATE_FD before the part that must come after (CUDA
+    calls). The parent's word is "go", or "stop <reason>"; a dead parent reads as stop."""
+
+    def __init__(self) -> None:
+        self._decided = threading.Event()
+        self.word = "stop gpucheck did not decide"
+
+    def open(self, word: str) -> None:
+        """Decide (once: later words are ignored)."""
+        if not self._decided.is_set():
+            self.word = word
+            self._decided.set()
+
+    @property
+    def went(self) -> bool:
+        return self._decided.is_set() and self.word == "go"
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._decided.wait(timeout)
+
+    def attach(self, env: dict[str, str]) -> tuple[int, int]:
+        """A pipe for one child: its read end goes into `env`; the write end is answered
+        (in a thread) once the decision is made."""
+        read_fd, write_fd = os.pipe()
+        env[GATE_FD_ENV] = str(read_fd)
+
+        def answer() -> None:
+            self._decided.wait()
+            with contextlib.suppress(OSError):
+                os.write(write_fd, (self.word + "\n").encode())
+            with contextlib.suppress(OSError):
+                os.close(write_fd)
+
+        threading.Thread(target=answer, daemon=True).start()
+        return read_fd, write_fd
+
+
 def run_script(
     script: str | Path,
     args: list[str],
     timeout: float,
     python: str | None = None,
     env: dict[str, str] | None = None,
+    gate: Gate | None = None,
 ) -> ChildResult:
     """Run a probe script under `python` and collect its records; never raises."""
     start = time.monotonic()
     cmd = [python or sys.executable, str(script), *args]
     result = ChildResult()
+    env = dict(os.environ if env is None else env)
+    gate_fd = gate.attach(env)[0] if gate is not None else None
     try:
         proc = subprocess.Popen(
             cmd,
@@ -102,10 +149,14 @@ def run_script(
             stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,  # so a timeout can kill the child's own children too
+            pass_fds=() if gate_fd is None else (gate_fd,),
         )
     except OSError as exc:
         result.start_error = str(exc)
         return result
+    finally:
+        if gate_fd is not None:
+            os.close(gate_fd)  # the child has its copy
     with _LIVE_LOCK:
         _LIVE.add(proc)
     try:

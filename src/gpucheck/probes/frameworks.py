@@ -26,7 +26,7 @@ from gpucheck.model.snapshot import (
     ProbeRun,
     PythonEnvironment,
 )
-from gpucheck.probes.child import HERE, ChildResult, run_script
+from gpucheck.probes.child import HERE, ChildResult, Gate, run_script
 
 STATIC_SCRIPT = HERE / "scripts/framework_static.py"
 DEEP_SCRIPT = HERE / "scripts/framework_deep.py"
@@ -102,13 +102,18 @@ def probe_environment(
 
 
 def probe_runtime(
-    python: str, framework: str, timeout: float, env: Mapping[str, str]
+    python: str,
+    framework: str,
+    timeout: float,
+    env: Mapping[str, str],
+    gate: Gate | None = None,
 ) -> FrameworkRuntime:
-    """The deep pass for one framework: import it in a child and keep its last record."""
+    """The deep pass for one framework: import it in a child and keep its last record. With
+    a gate, the child imports at once and holds its CUDA calls until the gate opens."""
     child_env = dict(env)
     # TensorFlow's loader warnings name the library it could not load: keep them on.
     child_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
-    result = run_script(DEEP_SCRIPT, [framework], timeout, python=python, env=child_env)
+    result = run_script(DEEP_SCRIPT, [framework], timeout, python=python, env=child_env, gate=gate)
     facts = _last_record(result, "runtime")
     problem = result.describe(timeout)
     runtime = FrameworkRuntime(framework=framework, status="error")
@@ -173,16 +178,26 @@ def probe_frameworks(
 
 
 def probe_deep(
-    environments: list[PythonEnvironment], env: Mapping[str, str], timeout: float
+    environments: list[PythonEnvironment],
+    env: Mapping[str, str],
+    timeout: float,
+    gate: Gate | None = None,
 ) -> ProbeRun:
-    """Import every installed framework of every environment, all side by side."""
+    """Import every installed framework of every environment, all side by side. With a gate
+    (doctor --deep beside the other probes), the frameworks import at once and wait for it
+    before any CUDA call; the extensions (whose import may start CUDA: TensorRT builds an
+    engine) start once it has opened. A gate that says stop leaves no runtime facts."""
     start = time.monotonic()
     bound = max(timeout, DEEP_MIN_TIMEOUT)
     jobs = [(e, fw) for e in environments for fw in installed_frameworks(e)]
     extensions = [(e, dist, mod) for e in environments for dist, mod in installed_extensions(e)]
     if jobs or extensions:
         with ThreadPoolExecutor(max_workers=min(8, len(jobs) + len(extensions))) as pool:
-            runs = [pool.submit(probe_runtime, e.python, fw, bound, env) for e, fw in jobs]
+            runs = [pool.submit(probe_runtime, e.python, fw, bound, env, gate) for e, fw in jobs]
+            if gate is not None:
+                gate.wait()
+                if not gate.went:
+                    return ProbeRun("frameworks_deep", "skipped", 0.0, gate.word[5:].strip())
             imports = [
                 pool.submit(probe_extension, e.python, dist, mod, bound, env)
                 for e, dist, mod in extensions

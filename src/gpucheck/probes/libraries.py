@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from gpucheck.model.snapshot import LibraryCopy
+from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
 
 # The main library of each family: libcudart.so.12 but not libcudart_static.a;
 # libcudnn.so.9 but not libcudnn_ops.so.9 (cuDNN's sub-libraries follow the main one).
@@ -28,6 +28,9 @@ PATTERNS = {
     "cudart": re.compile(r"^libcudart\.so(\.[0-9]+)*$"),
     "cudnn": re.compile(r"^libcudnn\.so(\.[0-9]+)*$"),
 }
+PATTERNS.update(
+    {k: re.compile(rf"^{re.escape(stem)}\.so(\.[0-9]+)*$") for k, stem in LIBRARY_FAMILIES.items()}
+)
 SYSTEM_DIRS = (
     "/usr/local/lib",
     "/usr/lib/x86_64-linux-gnu",
@@ -114,7 +117,7 @@ def _pip_owner(site_dir: Path, lib_path: Path) -> tuple[str, str] | None:
         rel = lib_path.relative_to(site_dir).as_posix()
     except ValueError:
         return None
-    for dist in site_dir.glob("nvidia_*.dist-info"):
+    for dist in [*site_dir.glob("nvidia_*.dist-info"), *site_dir.glob("torch-*.dist-info")]:
         try:
             record = (dist / "RECORD").read_text(errors="replace")
         except OSError:
@@ -152,6 +155,8 @@ def _candidate_dirs(scope: SearchScope) -> Iterable[tuple[Path, str]]:
         # pip wheels: nvidia/cuda_runtime/lib, nvidia/cudnn/lib, CUDA 13's nvidia/cu13/lib
         for lib_dir in sorted(site.glob("nvidia/*/lib")):
             yield lib_dir, "pip"
+        # PyTorch wheels before the nvidia-* pins (1.x) bundle cuDNN, cuBLAS, ... here.
+        yield site / "torch/lib", "pip"
     conda = scope.env.get("CONDA_PREFIX")
     if conda:
         yield Path(conda) / "lib", "conda"

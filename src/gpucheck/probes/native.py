@@ -16,6 +16,7 @@ from pathlib import Path
 
 from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.snapshot import (
+    LIBRARY_FAMILIES,
     CudaDriverFacts,
     CudaFacts,
     CudnnFacts,
@@ -24,7 +25,7 @@ from gpucheck.model.snapshot import (
     ProbeRun,
 )
 from gpucheck.probes.child import HERE, ChildResult, run_script
-from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies
+from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies, ldconfig_cache
 
 SCRIPT = HERE / "scripts/native.py"
 
@@ -154,10 +155,17 @@ def probe_cuda_and_cudnn(
         scope.cuda_homes = homes
     runtimes = find_copies("cudart", scope)
     cudnn = find_copies("cudnn", scope)
+    # The other libraries' versions come from their file names or wheels' metadata: none is
+    # loaded (a version call each would cost a child per copy, for little more precision).
+    others = [c for family in LIBRARY_FAMILIES for c in find_copies(family, scope)]
     with ThreadPoolExecutor(max_workers=1) as pool:
         nvcc = pool.submit(probe_nvcc, scope.env, scope.cuda_homes, timeout)
         probe_library_versions(runtimes + cudnn, timeout, scope.env)
-        cuda = CudaFacts(runtimes=runtimes, cuda_home=home, cuda_home_source=source)
+        cuda = CudaFacts(
+            runtimes=runtimes, libraries=others, cuda_home=home, cuda_home_source=source
+        )
+        if scope.use_ldconfig and (cache := ldconfig_cache()):
+            cuda.libcuda_cache = {n: cache.get(n, []) for n in ("libcuda.so.1", "libcuda.so")}
         if home is not None:
             cuda.cuda_home_nvcc = os.access(os.path.join(home, "bin", "nvcc"), os.X_OK)
         cuda.tensorrt = probe_tensorrt_libraries(scope)

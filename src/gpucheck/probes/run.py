@@ -26,6 +26,7 @@ from gpucheck.model.snapshot import (
     Snapshot,
     SystemFacts,
 )
+from gpucheck.probes.child import Gate
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT = 15.0
@@ -131,32 +132,57 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     snap.system, runs = _guarded("system", lambda: probe_system(opts.root, opts.env), SystemFacts())
     init = driver_init_allowed(snap.system)
     no_cuda_init = cuda_init_allowed(snap.system)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
+    # --deep imports the frameworks beside the other probes (the slowest part of a deep run)
+    # and holds their CUDA calls at a gate until NVML has read the GPUs: the deep children's
+    # CUDA contexts must not be mistaken for another job's memory.
+    gate = Gate() if opts.deep else None
+    try:
+        with ThreadPoolExecutor(max_workers=5) as pool:
+            frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
 
-        def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
-            # pip's nvidia-* libraries live in the probed environments (--python's too): wait
-            # for the frameworks probe (tens of milliseconds) to know their site folders.
-            scope = SearchScope(env=opts.env, site_dirs=_library_site_dirs(opts, frameworks_f))
-            return probe_cuda_and_cudnn(scope, opts.timeout)
+            def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
+                # pip's nvidia-* libraries live in the probed environments (--python's too):
+                # wait for the frameworks probe (tens of milliseconds) for their site folders.
+                scope = SearchScope(env=opts.env, site_dirs=_library_site_dirs(opts, frameworks_f))
+                return probe_cuda_and_cudnn(scope, opts.timeout)
 
-        nvml_f = pool.submit(probe_nvml, opts.timeout, opts.env, init)
-        driver_f = pool.submit(
-            probe_cuda_driver, opts.timeout, opts.env, no_cuda_init is None, no_cuda_init
-        )
-        libs_f = pool.submit(libraries)
-        (snap.nvml, nvml_run), err1 = _result(
-            nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
-        )
-        (driver, driver_run), err2 = _result(
-            driver_f, "cuda_driver", (CudaDriverFacts(), ProbeRun("cuda_driver", "error", 0.0))
-        )
-        (snap.cuda, snap.cudnn, lib_runs), err3 = _result(
-            libs_f, "libraries", (CudaFacts(), CudnnFacts(), [])
-        )
-        (snap.environments, fw_run), err4 = _result(
-            frameworks_f, "frameworks", ([], ProbeRun("frameworks", "error", 0.0))
-        )
+            def deep() -> ProbeRun:
+                environments, _ = frameworks_f.result()
+                return probe_deep(environments, opts.env, opts.timeout, gate)
+
+            nvml_f = pool.submit(probe_nvml, opts.timeout, opts.env, init)
+            driver_f = pool.submit(
+                probe_cuda_driver, opts.timeout, opts.env, no_cuda_init is None, no_cuda_init
+            )
+            libs_f = pool.submit(libraries)
+            deep_f = pool.submit(deep) if gate is not None else None
+            (snap.nvml, nvml_run), err1 = _result(
+                nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
+            )
+            (driver, driver_run), err2 = _result(
+                driver_f, "cuda_driver", (CudaDriverFacts(), ProbeRun("cuda_driver", "error", 0.0))
+            )
+            if no_cuda_init is not None and driver.load_error is not None:
+                no_cuda_init = None  # no libcuda: a framework's CUDA calls cannot reach a driver
+            if gate is not None:
+                # Importing a framework and asking for its GPUs runs cuInit: read-only
+                # forbids it where cuInit would load modules or create device nodes.
+                gate.open("go" if no_cuda_init is None else f"stop {no_cuda_init}")
+            (snap.cuda, snap.cudnn, lib_runs), err3 = _result(
+                libs_f, "libraries", (CudaFacts(), CudnnFacts(), [])
+            )
+            (snap.environments, fw_run), err4 = _result(
+                frameworks_f, "frameworks", ([], ProbeRun("frameworks", "error", 0.0))
+            )
+            deep_runs: list[ProbeRun] = []
+            if deep_f is not None:
+                deep_run, deep_err = _result(
+                    deep_f, "frameworks_deep", ProbeRun("frameworks_deep", "error", 0.0)
+                )
+                deep_runs = deep_err or [deep_run]
+    finally:
+        if gate is not None:
+            gate.open("stop gpucheck stopped")  # never leave a child waiting (no-op if open)
     snap.cuda.driver = driver
     # After NVML: its PIDs are looked up too (a zombie, a process of another namespace).
     # No command lines: a snapshot travels, and a command line may hold a secret.
@@ -179,23 +205,18 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     # A failed future already produced its own error run; drop the placeholder beside it.
     names = {r.name for r in err1 + err2 + err3 + err4}
     snap.probes = [r for r in snap.probes if not (r.name in names and r.error is None)]
-    if no_cuda_init is not None and driver.load_error is not None:
-        no_cuda_init = None  # no libcuda to load: a framework's CUDA calls cannot reach a driver
-    if opts.deep and no_cuda_init is not None:
-        # Importing a framework and asking for its GPUs runs cuInit: read-only forbids it here.
-        snap.probes.append(
-            ProbeRun("frameworks_deep", "skipped", 0.0, f"frameworks not imported: {no_cuda_init}")
-        )
-    elif opts.deep:
-        # After NVML has read the GPUs: the deep children's CUDA contexts must not be
-        # mistaken for another job's memory.
-        snap.deep = True
-        deep_run, deep_err = _guarded(
-            "frameworks_deep",
-            lambda: probe_deep(snap.environments, opts.env, opts.timeout),
-            ProbeRun("frameworks_deep", "error", 0.0),
-        )
-        snap.probes += [deep_run] if deep_err[0].status == "ok" else deep_err
+    if gate is not None:
+        if gate.went:
+            snap.deep = True
+        else:
+            for environment in snap.environments:
+                environment.runtimes.clear()  # stopped children: nothing was judged
+            deep_runs = [
+                ProbeRun(
+                    "frameworks_deep", "skipped", 0.0, f"frameworks not imported: {no_cuda_init}"
+                )
+            ]
+        snap.probes += deep_runs
     return snap
 
 

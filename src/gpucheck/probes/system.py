@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpucheck.model.snapshot import DeviceNode, PciDevice, SystemFacts
+from gpucheck.probes import modules
+from gpucheck.probes.container_host import probe_container_host
+from gpucheck.probes.kernel_log import read_nvrm
 from gpucheck.probes.pci_ids import PciIds, find_pci_ids
 
 NVIDIA_VENDOR = "0x10de"
@@ -116,10 +119,28 @@ def probe_system(
         if sys_version and sys_version.strip():
             facts.nvidia_module_version = sys_version.strip()
             facts.nvidia_module_loaded = True
+    if facts.os == "Linux" and not facts.wsl and not facts.container:
+        _module_on_disk(facts, root)  # a container's /lib/modules is not what its host boots
+    if facts.os == "Linux" and not facts.container:
+        facts.container_host = probe_container_host(root)
+    if facts.os == "Linux" and not facts.wsl:
+        facts.kernel_log_nvrm, facts.kernel_log_error = read_nvrm(root)
     facts.secure_boot = _secure_boot(root)
     facts.device_nodes = device_nodes(root)
     facts.env = {k: env[k] for k in ENV_ALLOWLIST if k in env}
     return facts
+
+
+def _module_on_disk(facts: SystemFacts, root: Path) -> None:
+    path = modules.module_file(root, facts.kernel)
+    if path is None:
+        facts.nvidia_module_file_error = f"no nvidia module under /lib/modules/{facts.kernel}"
+    else:
+        facts.nvidia_module_file = "/" + str(path.relative_to(root))
+        version, error = modules.module_version(path)
+        facts.nvidia_module_file_version = version
+        facts.nvidia_module_file_error = error
+    facts.dkms_nvidia_versions = modules.dkms_versions(root)
 
 
 def _os_release(root: Path) -> str | None:

@@ -265,6 +265,21 @@ def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
     return JaxFacts(version, plugins, int(match.group(1)) if match else None)
 
 
+_JAXLIB_CUDNN = re.compile(r"\+cuda[0-9]+\.cudnn([0-9])([0-9]+)$")
+
+
+def jaxlib_cudnn(version: str | None) -> str | None:
+    """The cuDNN a monolithic jaxlib was built for, the least it loads: 0.4.14+cuda11.cudnn86
+    -> 8.6; the 0.1.x tag cudnn805 -> 8.0.5."""
+    match = _JAXLIB_CUDNN.search(version or "")
+    if match is None:
+        return None
+    major, rest = match.groups()
+    if len(rest) == 2 and rest.startswith("0"):
+        return f"{major}.0.{rest[1]}"
+    return f"{major}.{int(rest)}"
+
+
 _CUPY = re.compile(r"^cupy-cuda([0-9]+?)(x|[0-9])$")
 
 

@@ -1,11 +1,12 @@
-"""What concerns every framework of one environment: a cuDNN or CUDA runtime on
-LD_LIBRARY_PATH that overrides the one the frameworks' wheels bring, and NVIDIA pip packages
-two frameworks require in different versions."""
+"""What concerns every framework of one environment: a CUDA library (cuDNN, the runtime,
+cuBLAS, cuSPARSE, nvJitLink, ...) on LD_LIBRARY_PATH that overrides the one the frameworks'
+wheels bring, and NVIDIA pip packages two frameworks require in different versions."""
 
 from __future__ import annotations
 
 import posixpath
 import shlex
+from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -18,15 +19,57 @@ from gpucheck.checks.frameworks.packages import (
     requirements_of,
     same_version,
     satisfies,
+    soname_major,
 )
+from gpucheck.compat import parse_version
 from gpucheck.model.distributions import TF_DISTS
-from gpucheck.model.finding import Outcome
-from gpucheck.model.snapshot import Distribution, LibraryCopy, PythonEnvironment
+from gpucheck.model.finding import Outcome, Subjects
+from gpucheck.model.snapshot import (
+    LIBRARY_FAMILIES,
+    Distribution,
+    LibraryCopy,
+    PythonEnvironment,
+)
 
 Needs = dict[str, list[tuple[Distribution, Requirement]]]  # package -> who requires what
 
 
-# --- LD_LIBRARY_PATH shadowing pip's libraries ----------------------------------------------------
+# --- LD_LIBRARY_PATH shadowing the frameworks' own libraries --------------------------------------
+
+# Each library family, the pip wheel that brings it (nvidia-<key>-cuNN) and its soname's stem.
+WHEEL_KEYS = {
+    "cudart": "cuda-runtime",
+    "cudnn": "cudnn",
+    "cublas": "cublas",
+    "cublasLt": "cublas",
+    "cufft": "cufft",
+    "curand": "curand",
+    "cusolver": "cusolver",
+    "cusparse": "cusparse",
+    "nvjitlink": "nvjitlink",
+    "nvrtc": "cuda-nvrtc",
+    "cupti": "cuda-cupti",
+    "nccl": "nccl",
+}
+STEMS = {"cudart": "libcudart", "cudnn": "libcudnn", **LIBRARY_FAMILIES}
+
+
+@dataclass
+class Need:
+    """A library the environment brings for its frameworks, and the version it brings."""
+
+    family: str
+    version: str
+    what: str  # "nvidia-cudnn-cu12 9.1.0.70 (required by torch 2.5.1+cu124)", or the bundled path
+    own_dir: str | None  # the folder of the environment's own copy, where known
+
+
+@dataclass
+class Race:
+    need: Need
+    winner: LibraryCopy  # the copy LD_LIBRARY_PATH makes the loader take first
+    too_old: bool
+    named_by_error: str | None  # a deep-pass error that names this library
 
 
 def _users(ctx: Context, env: PythonEnvironment, package: str) -> list[str]:
@@ -39,84 +82,153 @@ def _users(ctx: Context, env: PythonEnvironment, package: str) -> list[str]:
     ]
 
 
-def _inside(env: PythonEnvironment, dist: Distribution, copy: LibraryCopy) -> bool:
-    if copy.package and copy.package.split(" ")[0] == dist.name:
+def _in_env(env: PythonEnvironment, copy: LibraryCopy, dist: Distribution | None = None) -> bool:
+    if dist is not None and copy.package and copy.package.split(" ")[0] == dist.name:
         return True
-    folders = [*env.site_packages, *([dist.location] if dist.location else [])]
+    folders = [*env.site_packages, *([dist.location] if dist and dist.location else [])]
     return any(copy.realpath.startswith(f.rstrip("/") + "/") for f in folders if f)
+
+
+def _copies(ctx: Context) -> list[LibraryCopy]:
+    snap = ctx.snapshot
+    return [*snap.cudnn.libraries, *snap.cuda.runtimes, *snap.cuda.libraries]
+
+
+def _needs(ctx: Context, env: PythonEnvironment) -> list[Need]:
+    """What the environment's frameworks load when nothing overrides them: the versions of the
+    nvidia-* wheels they require, else the copies bundled in their own folders (torch/lib of
+    PyTorch 1.x wheels), with the version the probe read."""
+    needs = []
+    copies = _copies(ctx)
+    for family, key in WHEEL_KEYS.items():
+        own = [c for c in copies if c.name == family and c.origin == "pip" and _in_env(env, c)]
+        dist = next((d for d in env.distributions if is_package_for(d.name, key)), None)
+        if dist is not None:
+            users = _users(ctx, env, dist.name)
+            by = f" (required by {', '.join(users)})" if users else ""
+            mine = [c for c in own if _in_env(env, c, dist)]
+            folder = posixpath.dirname(mine[0].path) if mine else None
+            needs.append(Need(family, dist.version, f"{dist.name} {dist.version}{by}", folder))
+        elif own and own[0].version:
+            bundled = own[0]
+            owner = f" ({bundled.package})" if bundled.package else ""
+            needs.append(Need(family, bundled.version or "", f"{bundled.path}{owner}", None))
+    return needs
+
+
+def _major(copy: LibraryCopy) -> str | None:
+    return copy.version.split(".")[0] if copy.version else soname_major(copy.path)
+
+
+def _deep_errors(env: PythonEnvironment) -> list[str]:
+    return [text for rt in env.runtimes for text in [rt.error or "", *rt.warnings] if text]
+
+
+def _races(ctx: Context, env: PythonEnvironment, needs: list[Need]) -> list[Race]:
+    order = [p for p in ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":") if p]
+    rank = {posixpath.normpath(p): i for i, p in reversed(list(enumerate(order)))}
+    copies = _copies(ctx)
+    errors = _deep_errors(env)
+    races = []
+    for need in needs:
+        major = need.version.split(".")[0]
+        rivals = [
+            c
+            for c in copies
+            if c.name == need.family
+            and c.origin == "ld_library_path"
+            and not _in_env(env, c)
+            and _major(c) == major
+        ]
+        rivals.sort(key=lambda c: rank.get(posixpath.normpath(posixpath.dirname(c.path)), 1 << 30))
+        if not rivals:
+            continue
+        winner = rivals[0]
+        if winner.version and same_version(winner.version, need.version):
+            continue
+        old_v, need_v = parse_version(winner.version or ""), parse_version(need.version)
+        too_old = old_v is not None and need_v is not None and old_v < need_v
+        soname = f"{STEMS[need.family]}.so"
+        named = next((e for e in errors if soname in e), None)
+        races.append(Race(need, winner, too_old, named))
+    return races
 
 
 @environment_check(
     "frameworks.library-shadowing",
-    "no cuDNN or CUDA runtime on LD_LIBRARY_PATH overrides the one a framework's wheels bring",
+    "no CUDA library on LD_LIBRARY_PATH (cuDNN, cuBLAS, cuSPARSE, nvJitLink, ...) overrides an "
+    "older or other version than the frameworks bring",
 )
 def shadowing(ctx: Context, env: PythonEnvironment) -> Outcome | None:
-    wheels = [
-        (d, lib)
-        for d in env.distributions
-        for key, lib in (("cudnn", "cudnn"), ("cuda-runtime", "cudart"))
-        if is_package_for(d.name, key)
-    ]
-    if not wheels or env_os(ctx, env) != "linux":
+    needs = _needs(ctx, env)
+    if not needs or env_os(ctx, env) != "linux":
         return None
     run = ctx.snapshot.probe("libraries")
     if run is None or run.status != "ok":
         return Outcome.skip("Not judged: the library copies on this machine were not listed")
-    ld = [
-        c
-        for c in [*ctx.snapshot.cudnn.libraries, *ctx.snapshot.cuda.runtimes]
-        if c.origin == "ld_library_path" and c.version
-    ]
-    hits: list[tuple[Distribution, LibraryCopy]] = []
-    for dist, lib in wheels:
-        for c in ld:
-            if c.name != lib or _inside(env, dist, c) or c.version is None:
-                continue
-            if c.version.split(".")[0] == dist.version.split(".")[0] and not same_version(
-                c.version, dist.version
-            ):
-                hits.append((dist, c))
-    names = ", ".join(f"{d.name} {d.version}" for d, _ in wheels)
-    if not hits:
+    races = _races(ctx, env, needs)
+    if not races:
+        names = ", ".join(sorted({n.what.split(" (")[0] for n in needs})[:6])
         return Outcome.passed(
-            f"Nothing on LD_LIBRARY_PATH shadows the pip CUDA libraries ({names})"
+            f"Nothing on LD_LIBRARY_PATH shadows the frameworks' CUDA libraries ({names})"
         )
     evidence, confirmed, cleared = [], False, False
-    for dist, c in hits:
-        users = _users(ctx, env, dist.name)
-        by = f" (required by {', '.join(users)})" if users else ""
+    for race in races:
+        c = race.winner
         evidence.append(
-            f"LD_LIBRARY_PATH: {c.path} ({c.name} {c.version}) comes before {dist.name} "
-            f"{dist.version}{by}"
+            f"LD_LIBRARY_PATH: {c.path} ({c.name} {c.version or 'version unknown'}) comes "
+            f"before {race.need.what}" + (": older" if race.too_old else "")
         )
-        prefix = "libcudnn" if c.name == "cudnn" else "libcudart"
+        if race.named_by_error:
+            evidence.append(f"the import failed naming it: {race.named_by_error}")
+        stem = STEMS[race.need.family] + "."
         for rt in env.runtimes:
-            loaded = [
-                p for p in rt.loaded_libraries if posixpath.basename(p).startswith(prefix + ".")
-            ]
-            for path in loaded:
+            for path in rt.loaded_libraries:
+                if not posixpath.basename(path).startswith(stem):
+                    continue
                 inside = any(path.startswith(f.rstrip("/") + "/") for f in env.site_packages)
                 evidence.append(f"{rt.framework} loaded {path} (doctor --deep)")
                 confirmed |= not inside
                 cleared |= inside
-    fix = _ld_fix(ctx, sorted({posixpath.dirname(c.path) for _, c in hits}))
+    fix = _ld_fix(ctx, races)
+    subjects = Subjects(
+        environments=[env.python], paths=sorted({posixpath.dirname(r.winner.path) for r in races})
+    )
     if cleared and not confirmed:
         return Outcome.info(
-            "A different cuDNN/CUDA runtime is on LD_LIBRARY_PATH, but the frameworks loaded "
+            "A different CUDA library is on LD_LIBRARY_PATH, but the frameworks loaded "
             "their own wheels' copies",
             *evidence,
             fix=fix,
+            subjects=subjects,
         )
+    broken = [r for r in races if r.too_old or r.named_by_error]
+    if broken:
+        first = broken[0]
+        return Outcome.fail(
+            f"LD_LIBRARY_PATH makes the loader take {STEMS[first.need.family]} "
+            f"{first.winner.version or '(version unknown)'} from "
+            f"{posixpath.dirname(first.winner.path)}, older than the "
+            f"{first.need.version} the frameworks need: LD_LIBRARY_PATH takes precedence over "
+            "the wheels' RUNPATH" + (" (confirmed by what was loaded)" if confirmed else ""),
+            *evidence,
+            fix=fix,
+            subjects=subjects,
+        )
+    first = races[0]
     return Outcome.warn(
-        f"LD_LIBRARY_PATH puts another {hits[0][1].name} {hits[0][1].version} before "
-        f"{hits[0][0].name} {hits[0][0].version}: LD_LIBRARY_PATH takes precedence over the "
-        "wheels' RUNPATH" + (" (confirmed by what was loaded)" if confirmed else ""),
+        f"LD_LIBRARY_PATH puts another {first.winner.name} "
+        f"{first.winner.version or '(version unknown)'} before {first.need.what.split(' (')[0]}"
+        ": LD_LIBRARY_PATH takes precedence over the wheels' RUNPATH"
+        + (" (confirmed by what was loaded)" if confirmed else ""),
         *evidence,
         fix=fix,
+        subjects=subjects,
     )
 
 
-def _ld_fix(ctx: Context, folders: list[str]) -> str:
+def _ld_fix(ctx: Context, races: list[Race]) -> str:
+    folders = sorted({posixpath.dirname(r.winner.path) for r in races})
     value = ctx.snapshot.system.env.get("LD_LIBRARY_PATH")
     where = " (and where it is set: ~/.bashrc, a module file, the job script or image)"
     if value is None:
@@ -126,7 +238,15 @@ def _ld_fix(ctx: Context, folders: list[str]) -> str:
     command = (
         f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}" if keep else "unset LD_LIBRARY_PATH"
     )
-    return f"Remove {', '.join(folders)} from LD_LIBRARY_PATH: {command}{where}"
+    fix = f"Remove {', '.join(folders)} from LD_LIBRARY_PATH: `{command}`{where}"
+    own = sorted({r.need.own_dir for r in races if r.need.own_dir})
+    if own:
+        first = ":".join(own)
+        fix += (
+            "; or, where that folder is needed for something else, put the wheels' folders "
+            f"first: `export LD_LIBRARY_PATH={first}:$LD_LIBRARY_PATH`"
+        )
+    return fix
 
 
 # --- NVIDIA pip packages two frameworks want in different versions --------------------------------

@@ -154,7 +154,36 @@ def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcom
 
         name = f"JAX's CUDA {major} " + ("plugin" if plugins else "jaxlib")
         items.append((None, driver_outcome(ctx, name, cuda, fix, *([source] if source else []))))
+        items.append((None, _ptxas(ctx, env, major)))
     return merge(items)
+
+
+def _ptxas_dist(env: PythonEnvironment, major: int) -> Distribution | None:
+    """The pip ptxas XLA compiles with (CUDA 13's wheel dropped the -cuNN suffix)."""
+    return env.dist(f"nvidia-cuda-nvcc-cu{major}") or (
+        env.dist("nvidia-cuda-nvcc") if major >= 13 else None
+    )
+
+
+def _ptxas(ctx: Context, env: PythonEnvironment, major: int) -> Outcome | None:
+    """XLA compiles its kernels with the pip ptxas. Newer than the driver's CUDA, the driver
+    cannot link what it makes, so XLA turns parallel compilation off ('The NVIDIA driver's CUDA
+    version is 12.4 which is older than the PTX compiler version (12.6.85)', jax#25718,
+    jax#19821): it runs, compiling slower. Downgrading ptxas is no fix: JAX requires 12.6.85+
+    against a Hopper miscompile (jax#25091)."""
+    dist = _ptxas_dist(env, major)
+    have, ptxas = major_minor(ctx.driver_cuda), major_minor(dist.version) if dist else None
+    if dist is None or have is None or ptxas is None or ptxas.major != major or ptxas <= have:
+        return None
+    upgrade = upgrade_driver(ctx, f"{ptxas.major}.{ptxas.minor}")
+    return Outcome.warn(
+        f"XLA's PTX compiler ({dist.name} {dist.version}) is newer than the driver's CUDA "
+        f"{have}: XLA disables parallel compilation, so every compile is slower",
+        "the driver cannot link PTX from a newer toolchain (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)",
+        fix=upgrade[0].upper()
+        + upgrade[1:]
+        + " (or NVIDIA's CUDA forward compatibility package on data-centre GPUs)",
+    )
 
 
 # --- CuPy -----------------------------------------------------------------------------------------

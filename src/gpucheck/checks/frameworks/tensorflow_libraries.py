@@ -24,6 +24,7 @@ from gpucheck.checks.frameworks.packages import same_version
 from gpucheck.checks.frameworks.tensorflow import _line, _tf_release, _uninstall
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
+from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.snapshot import LibraryCopy, PythonEnvironment
 
@@ -114,6 +115,18 @@ def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         pinned = next(iter(req.specifier), None)
         major = pinned.version.split(".")[0] if pinned else None
         have = env.dist(req.name)
+        older = (
+            have is not None
+            and pinned is not None
+            and _key(req.name) == "cudnn"
+            and (want := parse_version(pinned.version)) is not None
+            and _older_minor(have.version, want)
+        )
+        if older and have is not None and pinned is not None:
+            # TensorFlow refuses a cuDNN minor older than its build's, wherever it comes from.
+            note = f" ({have.version} installed: older than the {pinned.version} it was built with)"
+            missing.append((req, note))
+            continue
         if have is not None and (major is None or have.version.split(".")[0] == major):
             present.append(f"{req.name} {have.version}")
             continue
@@ -143,7 +156,48 @@ def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
             *evidence,
             fix=_and_cuda_fix(ctx, env, t),
         )
-    return Outcome.passed(f"{t.name}: the CUDA libraries it loads are installed", *evidence)
+    gap = _loader_gap(ctx, env, t, pins, [r for r in pins.requires if r.startswith("nvidia-")])
+    return gap or Outcome.passed(f"{t.name}: the CUDA libraries it loads are installed", *evidence)
+
+
+def _wheel_lib_dirs(env: PythonEnvironment, requires: list[str]) -> list[str]:
+    """The nvidia/*/lib folders of the pinned wheels: nvidia-cuda-runtime-cu12 installs
+    nvidia/cuda_runtime/lib in its site folder."""
+    dirs = []
+    for line in requires:
+        try:
+            name = Requirement(line).name
+        except InvalidRequirement:
+            continue
+        dist = env.dist(name)
+        if dist is None or _key(name) == "cuda-nvcc":  # nvcc: a ptxas binary, no library
+            continue
+        site = dist.location or (env.site_packages[0] if env.site_packages else None)
+        if site:
+            dirs.append(f"{site}/nvidia/{_key(name).replace('-', '_')}/lib")
+    return dirs
+
+
+def _loader_gap(
+    ctx: Context, env: PythonEnvironment, t: TfFacts, pins: TfAndCuda, requires: list[str]
+) -> Outcome | None:
+    """A release whose loader does not look where its own wheels put the libraries (2.16.1,
+    as the compat data cites): installed is not found, unless LD_LIBRARY_PATH names them."""
+    if pins.loader_gap is None or t.version is None or parse_version(t.version) != pins.version:
+        return None
+    dirs = _wheel_lib_dirs(env, requires)
+    path = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")
+    absent = [d for d in dirs if d not in path]
+    if not dirs or not absent:
+        return None
+    return Outcome.fail(
+        f"{t.name} will not find its tensorflow[and-cuda] libraries: {pins.loader_gap}",
+        "LD_LIBRARY_PATH " + ("is unset" if path == [""] else "lacks " + ", ".join(absent[:3])),
+        f"source: {pins.loader_gap_source or pins.source}",
+        fix="Name the wheels' library folders on the loader path (in the environment's "
+        "activation script to keep it): "
+        f"`export LD_LIBRARY_PATH={':'.join(dirs)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}`",
+    )
 
 
 def _system_cover(ctx: Context, name: str, major: str | None) -> str | None:
@@ -163,6 +217,8 @@ def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     rel = _tf_release(ctx, t)
     cuda = t.cuda or (rel.cuda if rel else None)
     cudnn = t.cudnn or (rel.cudnn if rel else None)
+    if rel and rel.cudnn and cudnn and "." not in cudnn and rel.cudnn.split(".")[0] == cudnn:
+        cudnn = rel.cudnn  # build_info says "8"; the tested configuration says which 8.x
     if not cuda or not cudnn or parse_version(cuda) is None or parse_version(cudnn) is None:
         return None
     return cuda, cudnn
@@ -181,6 +237,11 @@ def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
         command = pip(ctx, env, _uninstall(t) + pick.install)
         fix += f"; or move to TensorFlow {pick.version}, which brings its own: {command}"
     return fix
+
+
+def _older_minor(version: str | None, want: Version) -> bool:
+    have = parse_version(version or "")
+    return have is not None and have.release[:2] < want.release[:2]
 
 
 def _system_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
@@ -203,6 +264,15 @@ def _system_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outco
         problems.append(f"no CUDA {cuda} runtime (libcudart) on the loader path")
     if not cudnns:
         problems.append(f"no cuDNN {want_cudnn.major} (libcudnn.so.{want_cudnn.major}) on it")
+    elif all(_older_minor(c.version, want_cudnn) for c in cudnns):
+        # TensorFlow refuses an older minor: "Loaded runtime CuDNN library: 8.0.4 but source
+        # was compiled with: 8.1.0. CuDNN library needs to have matching major version and
+        # equal or higher minor version."
+        problems.append(
+            f"the cuDNN on the loader path ({', '.join(c.version or '?' for c in cudnns)}) is "
+            f"older than the cuDNN {cudnn} it was built with (it needs the same major and an "
+            "equal or higher minor)"
+        )
     if not problems:
         return Outcome.passed(
             f"{t.name}: CUDA {cuda} and cuDNN {cudnn} are on the loader path", *evidence

@@ -82,8 +82,12 @@ def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compi
     if t.version is None or t.cuda is None or not linux_x86_64(ctx, env):
         return None
     arch = ctx.compat.torch.arch(t.version, t.cuda)
+    nearest = ""
     if arch is None:
-        return None
+        arch = ctx.compat.torch.arch_before(t.version, t.cuda)
+        if arch is None:
+            return None
+        nearest = f", the nearest release line before this pre-release ({t.version})"
     if arch.torch_max is None:
         span = f"{arch.torch_min}+"
     elif arch.torch_max == arch.torch_min:
@@ -91,7 +95,9 @@ def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compi
     else:
         span = f"{arch.torch_min}-{arch.torch_max}"
     return compiled_from(
-        arch.sm, arch.ptx, f"compat data: PyTorch {span} cu{t.cuda.replace('.', '')} wheels"
+        arch.sm,
+        arch.ptx,
+        f"compat data: PyTorch {span} cu{t.cuda.replace('.', '')} wheels{nearest}",
     )
 
 

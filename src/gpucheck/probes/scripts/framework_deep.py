@@ -296,6 +296,27 @@ class Probe:
             "smoke_tests": [],
         }
         self.stage_errors: list[str] = []
+        self.gated = False
+
+    def wait_for_gate(self) -> bool:
+        """Importing may run beside gpucheck's other probes; CUDA calls wait for the parent's
+        word on GPUCHECK_GATE_FD ("go" once NVML has read the GPUs, so that this process's
+        CUDA context is not taken for another job's; "stop REASON" where CUDA must not start).
+        No gate (run by hand, or by an older gpucheck): go."""
+        fd = os.environ.get("GPUCHECK_GATE_FD")
+        if self.gated or not fd:
+            return True
+        self.gated = True
+        step("wait for gpucheck's word")
+        try:
+            word = os.read(int(fd), 4096).decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            word = ""
+        if word == "go":
+            return True
+        self.facts["status"] = "skipped"
+        self.facts["error"] = word.partition(" ")[2] or "gpucheck stopped the probe"
+        return False
 
     def emit(self) -> None:
         facts = self.facts
@@ -344,6 +365,8 @@ class Probe:
         if value is not None:
             version = getattr(value, "__version__", None)
             self.facts["version"] = None if version is None else str(version)
+            if not self.wait_for_gate():
+                return None
         return value
 
     def smoke(self, device: str, run: Callable[[], str | None]) -> None:

@@ -1,0 +1,270 @@
+"""How the GPUs are shared between processes: compute mode, MIG slices, memory other
+processes hold. Each says which GPUs, and which process or slice, the job should use."""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices
+from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
+from gpucheck.checks.registry import check
+from gpucheck.gpu_holders import GpuAccount, Holder, merge
+from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.snapshot import GpuFacts, GpuProcess
+
+GIB = 1024**3
+# Memory in use with no process listed that means another context holds the GPU (another
+# container, a VM, a process in another PID namespace): an idle GPU shows well under this.
+HELD_MEMORY = 1 * GIB
+BUSY_MESSAGE = "'all CUDA-capable devices are busy or unavailable'"
+
+
+def _holder(g: GpuFacts) -> str | None:
+    """Who holds an exclusive-process GPU, if anyone visibly does."""
+    if g.processes:
+        return ", ".join(
+            f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in g.processes[:3]
+        )
+    if g.processes is not None and (
+        (g.memory_used or 0) >= HELD_MEMORY or (g.utilization_gpu or 0) >= BUSY_UTILIZATION
+    ):
+        return (
+            f"a context not listed here ({gib(g.memory_used)} used, "
+            f"{g.utilization_gpu if g.utilization_gpu is not None else '?'}% busy: another "
+            "container, VM or PID namespace)"
+        )
+    return None
+
+
+@check("gpu.compute-mode", Section.GPUS, "compute mode lets CUDA programs use the GPU")
+def compute_mode(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    unknown = all_unknown(gpus, "compute_mode", "Compute mode")
+    if unknown:
+        return unknown
+    prohibited = [g for g in gpus if g.compute_mode == "prohibited"]
+    exclusive = [g for g in gpus if g.compute_mode in ("exclusive_process", "exclusive_thread")]
+    if prohibited:
+        return Outcome.fail(
+            f"Compute is prohibited on {len(prohibited)} GPU(s): no CUDA program can use them",
+            *[gpu_label(g) for g in prohibited],
+            fix=f"`sudo nvidia-smi -i {indices(prohibited)} -c DEFAULT`",
+            subjects=gpu_subjects(prohibited),
+        )
+    held = [(g, who) for g in exclusive if (who := _holder(g))]
+    if held:
+        taken = [g for g, _ in held]
+        free = [g for g in gpus if g not in taken and g.compute_mode != "prohibited"]
+        pids = sorted({p.pid for g in taken for p in (g.processes or [])})
+        steps = []
+        if free:
+            steps.append(f"use a free GPU (`export CUDA_VISIBLE_DEVICES={indices(free)}`)")
+        if pids:
+            pid_list = ",".join(map(str, pids))
+            steps.append(f"wait for the holder or stop it (`ps -o pid,user,cmd -p {pid_list}`)")
+        else:
+            steps.append("wait for the job holding it, or find it where it runs (the host)")
+        steps.append(
+            "if exclusive-process mode was not set on purpose by the scheduler, return it to "
+            f"the default: `sudo nvidia-smi -i {indices(taken)} -c DEFAULT`"
+        )
+        return Outcome.fail(
+            f"{len(taken)} GPU(s) in exclusive-process mode are already held by another "
+            f"process: a new CUDA program there fails with {BUSY_MESSAGE}",
+            *[f"{gpu_label(g)}: {g.compute_mode}, held by {who}" for g, who in held],
+            fix="; ".join(steps)[0].upper() + "; ".join(steps)[1:] + ".",
+            subjects=gpu_subjects(taken),
+        )
+    if exclusive:
+        return Outcome.warn(
+            f"{len(exclusive)} GPU(s) in exclusive-process mode: only one process at a time "
+            f"(a second one, e.g. a data-loader worker or an evaluation job, fails with "
+            f"{BUSY_MESSAGE})",
+            *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
+            fix="If not set on purpose by the scheduler: "
+            f"`sudo nvidia-smi -i {indices(exclusive)} -c DEFAULT`",
+            subjects=gpu_subjects(exclusive),
+        )
+    known, blind = known_count(gpus, "compute_mode")
+    return Outcome.passed(f"Compute mode default on {known} GPU(s)", *blind)
+
+
+def _slices(g: GpuFacts) -> str:
+    return (
+        f"{gpu_label(g)}: {len(g.mig_devices)} MIG device(s): "
+        + ", ".join(f"{m.name or 'MIG'} {m.uuid or ''}".strip() for m in g.mig_devices[:4])
+        + (" ..." if len(g.mig_devices) > 4 else "")
+    )
+
+
+@check("gpu.mig", Section.GPUS, "MIG mode, and what it means for CUDA_VISIBLE_DEVICES")
+def mig(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    on = [g for g in gpus if g.mig_enabled]
+    pending = [
+        g
+        for g in gpus
+        if g.mig_enabled_pending is not None and g.mig_enabled_pending != g.mig_enabled
+    ]
+    if pending:
+        return Outcome.warn(
+            f"A MIG mode change is pending on {len(pending)} GPU(s) until they are reset",
+            *[
+                f"{gpu_label(g)}: MIG {'on' if g.mig_enabled else 'off'} now, "
+                f"{'on' if g.mig_enabled_pending else 'off'} after reset"
+                for g in pending
+            ],
+            fix=f"Reset the GPU (`sudo nvidia-smi -r -i {indices(pending)}`) or reboot to "
+            "apply it.",
+            subjects=gpu_subjects(pending),
+        )
+    if not on:
+        return None
+    empty = [g for g in on if not g.mig_devices]
+    if empty:
+        return Outcome.fail(
+            f"MIG is on but no MIG devices exist on {len(empty)} GPU(s): CUDA sees nothing there",
+            *[gpu_label(g) for g in empty],
+            fix="Create GPU and compute instances, e.g. "
+            f"`sudo nvidia-smi mig -i {indices(empty)} -cgi <profile> -C` (list profiles: "
+            f"`nvidia-smi mig -lgip`); or turn MIG off: `sudo nvidia-smi -i {indices(empty)} "
+            "-mig 0`",
+            subjects=gpu_subjects(empty),
+        )
+    evidence = [_slices(g) for g in on]
+    vis = ctx.visibility
+    visible_on = [g for g in on if g in vis.visible]
+    slices = [m for g in visible_on for m in g.mig_devices]
+    if vis.mig_entries == 0 and len(slices) > 1:
+        # CUDA enumerates MIG slices only by their UUIDs in CUDA_VISIBLE_DEVICES; unset, or
+        # naming whole GPUs, a process gets a single slice whatever the job asks for.
+        cvd = vis.value
+        uuids = [m.uuid for m in slices if m.uuid]
+        first = uuids[0] if uuids else "MIG-<uuid>"
+        others = f" (the others: {', '.join(uuids[1:])})" if len(uuids) > 1 else ""
+        listing = "" if uuids else " (`nvidia-smi -L` lists the UUIDs)"
+        return Outcome.fail(
+            f"MIG is on and CUDA_VISIBLE_DEVICES names no MIG slice: a CUDA process sees one "
+            f"slice of {len(slices)}",
+            *evidence,
+            "CUDA_VISIBLE_DEVICES " + ("is unset" if cvd is None else f"= {cvd!r}"),
+            fix="A CUDA process uses one MIG slice, chosen by its UUID: run one process per "
+            f"slice, each with its own, e.g. `export CUDA_VISIBLE_DEVICES={first}`"
+            f"{others}{listing}; to use the whole GPU in one process, turn MIG off: "
+            f"`sudo nvidia-smi -i {indices(visible_on)} -mig 0` (then reset the GPU).",
+            subjects=gpu_subjects(visible_on),
+        )
+    evidence.append(
+        "a CUDA process uses one MIG device; select it by UUID: "
+        "CUDA_VISIBLE_DEVICES=MIG-<uuid> (indices name whole GPUs, not slices)"
+    )
+    return Outcome.info(f"MIG is on for {len(on)} GPU(s)", *evidence, subjects=gpu_subjects(on))
+
+
+@check("gpu.memory-in-use", Section.GPUS, "no other process holds most of a GPU's memory")
+def memory_in_use(ctx: Context) -> Outcome | None:
+    gpus = ctx.healthy_handles
+    if not gpus:
+        return None
+    unknown = all_unknown(gpus, "memory_used", "Memory in use")
+    if unknown:
+        return unknown
+    holders = merge(ctx.snapshot)
+    by_pid = {h.pid: h for h in holders.holders}
+    accounts = {a.index: a for a in holders.gpus}
+    busy: list[tuple[GpuFacts, str]] = []
+    for g in gpus:
+        account = accounts.get(g.index)
+        if account is None:
+            continue
+        over_half = bool(g.memory_total and g.memory_used and 2 * g.memory_used > g.memory_total)
+        if not (over_half or account.leaked or account.zombie_pids):
+            continue
+        procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
+        in_container = ctx.snapshot.system.container is not None
+        who = ", ".join(_holder_text(p, by_pid.get(p.pid), in_container) for p in procs[:3])
+        line = f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used"
+        line += f" by {who}" if who else ""
+        if account.leaked:
+            line += (
+                f"; {gib(account.unaccounted)} by no process listed (another container or VM, "
+                "a leaked context, or the driver itself)"
+            )
+        busy.append((g, line))
+    if busy:
+        return Outcome.warn(
+            f"{len(busy)} GPU(s) already have most of their memory in use, or memory held by "
+            "no live process"
+            if any(accounts[g.index].leaked or accounts[g.index].zombie_pids for g, _ in busy)
+            else f"{len(busy)} GPU(s) already have most of their memory in use",
+            *[line for _, line in busy],
+            fix=_memory_fix(
+                [accounts[g.index] for g, _ in busy],
+                by_pid,
+                [g for g in gpus if g not in [t for t, _ in busy]],
+            ),
+            subjects=gpu_subjects([g for g, _ in busy]),
+        )
+    used = [g for g in gpus if g.processes]
+    note = [
+        f"{gpu_label(g)}: {len(g.processes or [])} process(es), {gib(g.memory_used)} used"
+        for g in used
+    ]
+    known, blind = known_count(gpus, "memory_used")
+    return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
+
+
+def _holder_text(p: GpuProcess, holder: Holder | None, in_container: bool) -> str:
+    text = f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})"
+    if holder is not None and holder.state == "zombie":
+        parent = holder.process.ppid if holder.process else None
+        text += f" [zombie: exited, not reaped by its parent {parent or '?'}]"
+    elif holder is not None and not holder.visible:
+        text += (
+            " [a host PID: not in this container]"
+            if in_container
+            else " [not in /proc here: exited since, or in another PID namespace]"
+        )
+    return text
+
+
+def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: list[GpuFacts]) -> str:
+    wanted = {a.index for a in accounts}
+    visible = sorted(
+        h.pid
+        for h in by_pid.values()
+        if h.visible and h.state != "zombie" and h.memory and wanted & set(h.gpus)
+    )
+    zombies = sorted({pid for a in accounts for pid in a.zombie_pids})
+    parents = sorted(
+        {
+            str(h.process.ppid)
+            for pid in zombies
+            if (h := by_pid.get(pid)) is not None and h.process is not None and h.process.ppid
+        }
+    )
+    parts = []
+    if visible:
+        pids = ",".join(map(str, visible))
+        kills = " ".join(f"--kill {pid}" for pid in visible)
+        parts.append(
+            f"Wait for these jobs or stop them: see what they are with `gpucheck procs` (or "
+            f"`ps -o pid,user,cmd -p {pids}`), then end them: `gpucheck procs {kills}`"
+        )
+    if zombies:
+        parts.append(
+            f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or restart "
+            f"their parent ({', '.join(parents) or 'see `gpucheck procs`'})"
+        )
+    if any(a.outside_pids or a.leaked for a in accounts):
+        leaked = ",".join(str(a.index) for a in accounts if a.leaked) or str(accounts[0].index)
+        parts.append(
+            "Memory held by no process here: see every holder with `gpucheck procs` (in a "
+            "container, processes of others show only as host PIDs: look with nvidia-smi on the "
+            f"host); with nothing left holding it, reset the GPU (`sudo nvidia-smi --gpu-reset "
+            f"-i {leaked}`)"
+        )
+    fix = "; ".join(parts)
+    if free:
+        fix += f"; or use the other GPUs (`export CUDA_VISIBLE_DEVICES={indices(free)}`)"
+    return fix
