@@ -9,7 +9,7 @@ import pytest
 from builders import MIB
 from more_builders import finding, run_checks, the
 
-from gpucheck.model.finding import Status
+from gpucheck.model.finding import GpuRef, Status
 from gpucheck.model.snapshot import GpuProcess, MigDevice, NvmlError
 
 GIB = 1024**3
@@ -32,6 +32,9 @@ def test_a_gpu_that_cannot_be_opened_fails_naming_it() -> None:
     assert "GPU 5: GpuIsLost" in f.evidence
     assert "8 NVIDIA GPU(s) on the PCI bus" in f.evidence
     assert f.fix and "nvidia-smi -r" in f.fix.text and "Xid 79" in f.fix.text
+    assert f.subjects.gpus == [
+        GpuRef(5, "GPU-00000005-0000-0000-0000-000000000000", "00000000:68:00.0")
+    ]
 
 
 def test_fewer_gpus_read_than_the_driver_counts_fails() -> None:
@@ -148,6 +151,9 @@ def test_uncorrectable_ecc_errors_fail_naming_the_gpu_and_count() -> None:
     assert f.fix and "sudo nvidia-smi -r -i 6" in f.fix.commands
     assert [g.uuid for g in f.subjects.gpus] == ["GPU-00000006-0000-0000-0000-000000000000"]
     assert f.fix and "Drain the node" in f.fix.text and "RMA" in f.fix.text
+    assert f.subjects.gpus == [
+        GpuRef(6, "GPU-00000006-0000-0000-0000-000000000000", "00000000:78:00.0")
+    ]
 
 
 def test_lifetime_ecc_errors_only_are_a_note_on_a_pass() -> None:
@@ -209,6 +215,7 @@ def test_failed_row_remap_fails() -> None:
     f = the(snap, "gpu.memory-remapping")
     assert f.status is Status.FAIL
     assert len(f.evidence) == 1 and f.evidence[0].startswith("GPU 3 ")
+    assert [g.index for g in f.subjects.gpus] == [3]
     assert "no spare rows left" in f.evidence[0]
     assert f.fix and "RMA" in f.fix.text and "dcgmi diag" in f.fix.text
 
@@ -367,6 +374,7 @@ def test_gen1_of_5_with_the_load_unknown_warns_how_to_recheck_under_load() -> No
         "gpucheck doctor",
         "nvidia-smi -i 0 --query-gpu=pcie.link.gen.current,pcie.link.gen.max,utilization.gpu "
         "--format=csv",
+        "gpucheck bench --quick",
     ]
 
 

@@ -175,7 +175,7 @@ def test_a_cu124_nightly_is_judged_by_the_cu124_wheels_before_it_and_fails_on_sm
     assert f.status is Status.FAIL
     assert "no kernel image" in f.title
     assert any("PyTorch 2.4-2.6 cu124 wheels, the nearest release line" in e for e in f.evidence)
-    assert f.fix and "--index-url https://download.pytorch.org/whl/cu1" in f.fix.text  # cu12x/13x
+    assert f.fix and "pip install 'torch==2.15.*'" in f.fix.text  # PyPI's 2.15 wheel: CUDA 13.2
     # A final release the data lacks is still not guessed at.
     assert COMPAT.torch.arch_before("2.7.0", "12.4") is None
 

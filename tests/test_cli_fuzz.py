@@ -125,15 +125,19 @@ def command_lines(draw: st.DrawFn, files: dict[str, str]) -> list[str]:
     return draw(st.lists(st.sampled_from(["--version", "--help", "nope", "-", ""]), max_size=2))
 
 
-def run(argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
+def run(argv: list[str], stdin: bytes = b"", cwd: str | None = None) -> tuple[int, str, str]:
+    """cli.run in `cwd` (an option value may name a relative file: it lands there)."""
     out, err = io.StringIO(), io.StringIO()
-    real_stdin = sys.stdin
+    real_stdin, real_cwd = sys.stdin, os.getcwd()
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
     try:
+        if cwd is not None:
+            os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.run(argv)
     finally:
         sys.stdin = real_stdin
+        os.chdir(real_cwd)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -148,7 +152,7 @@ def test_any_command_line_ends_documented_and_in_one_line(
 ) -> None:
     argv = data.draw(command_lines(files))
     before = Path(files["snap"]).read_bytes()
-    code, out, err = run(argv, stdin=before)
+    code, out, err = run(argv, stdin=before, cwd=files["out_dir"])
     assert code in DOCUMENTED, (argv, code, err)
     assert "Traceback" not in err + out, (argv, err)
     lines = err.strip().splitlines()
@@ -164,6 +168,7 @@ def test_any_command_line_ends_documented_and_in_one_line(
         json.loads(out)
     assert Path(files["snap"]).read_bytes() == before, argv  # the input is never touched
     assert os.path.isdir(files["out_dir"])
+    assert Path(files["dir"], "snap.json").read_bytes() == before
 
 
 def test_the_fuzzer_reaches_every_documented_ending(files: dict[str, str]) -> None:

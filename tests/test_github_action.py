@@ -168,7 +168,7 @@ def test_action_gate_fails_a_failing_node_and_records_why(tmp_path: Path) -> Non
     failing = {"from": str(FIXTURES / "ecc-h100x2.json"), "package": "preinstalled"}
     code, out, summary = run_action(tmp_path, **failing)
     assert code == 1 and out["exit-code"] == "1" and out["ready"] == "false", out
-    assert "| `gpu.ecc-errors` | fail |" in summary and "&lt;index&gt;" in summary
+    assert "| `gpu.ecc-errors` | fail |" in summary and "nvidia-smi -r -i 1" in summary
     # fail: "false" records the same answer and lets the job go on.
     code, out, _ = run_action(tmp_path, fail="false", **failing)
     assert code == 0 and out["exit-code"] == "1"

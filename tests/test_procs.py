@@ -400,3 +400,11 @@ def test_procs_output_that_cannot_be_written_is_exit_4(simulate: Simulate) -> No
         )
     assert result.returncode == 4
     assert result.stderr.startswith("gpucheck: cannot write the report to standard output:")
+
+
+def test_a_redacted_snapshot_names_no_process_owner(simulate: Simulate) -> None:
+    result = run_gpucheck("snapshot", "--redact", env=simulate(busy_node()).env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    found = {p["pid"]: p for p in json.loads(result.stdout)["processes"]["processes"]}
+    assert found[1300]["user"] == "<redacted>" and found[1300]["uid"] == 0  # root, everywhere
+    assert found[4242]["devices"] == ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"]

@@ -1,3 +1,39 @@
-"""gpucheck: is this machine ready to run deep learning on its NVIDIA GPUs, and if not, why."""
+"""gpucheck: is this machine ready to run deep learning on its NVIDIA GPUs, and if not, why.
+
+    >>> import gpucheck
+    >>> report = gpucheck.doctor()      # probes, checks, prints nothing
+    >>> report.ready, report.problems
+
+The API is loaded on first use (PEP 562), so `import gpucheck` costs next to nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["Report", "Snapshot", "__version__", "doctor", "snapshot"]
+
+if TYPE_CHECKING:
+    from gpucheck.api import doctor, snapshot
+    from gpucheck.model.snapshot import Snapshot
+    from gpucheck.report.core import Report
+
+_LAZY = {
+    "doctor": "gpucheck.api",
+    "snapshot": "gpucheck.api",
+    "Report": "gpucheck.report.core",
+    "Snapshot": "gpucheck.model.snapshot",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'gpucheck' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

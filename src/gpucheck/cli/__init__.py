@@ -20,6 +20,7 @@ from gpucheck.cli.common import OutputError, UserError
 from gpucheck.cli.compat import compat_app
 from gpucheck.cli.doctor import doctor
 from gpucheck.cli.fit import fit
+from gpucheck.cli.fleet import fleet
 from gpucheck.cli.procs import procs
 from gpucheck.cli.schema import schema
 from gpucheck.cli.snapshot import snapshot
@@ -29,7 +30,7 @@ from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUT
 app = typer.Typer(
     name="gpucheck",
     help="Is this machine ready to run deep learning on its NVIDIA GPUs? If not, what to change.",
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -41,9 +42,21 @@ app.command()(schema)
 app.command(name="checks")(list_checks)
 app.command()(bench)
 app.command()(fit)
+app.command()(fleet)
 app.command()(procs)
 app.command()(watch)
-COMMANDS = ("doctor", "snapshot", "compat", "schema", "checks", "bench", "fit", "procs", "watch")
+COMMANDS = (
+    "doctor",
+    "snapshot",
+    "compat",
+    "schema",
+    "checks",
+    "bench",
+    "fit",
+    "fleet",
+    "procs",
+    "watch",
+)
 
 
 def _version(value: bool) -> None:

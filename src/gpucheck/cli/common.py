@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from gpucheck.model.snapshot import Snapshot
     from gpucheck.probes.run import ProbeOptions
 
-SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot, far below harm
-
 
 class UserError(Exception):
     """Bad input: reported as one line, exit 2."""
@@ -119,7 +117,7 @@ def same_file(a: str, b: str) -> bool:
 
 
 def read_snapshot(path: str) -> Snapshot:
-    from gpucheck.model.snapshot import SnapshotError, loads
+    from gpucheck.model.snapshot import SNAPSHOT_LIMIT, SnapshotError, loads
 
     try:
         if path == "-":
@@ -194,11 +192,47 @@ CompatDirOpt = Annotated[
 ]
 
 
-def probe_options(timeout: float, python: str | None, deep: bool) -> ProbeOptions:
+HostIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--host-id",
+        metavar="ID",
+        help="This host's name in the fleet's inventory (default: a hash of /etc/machine-id).",
+    ),
+]
+RedactOpt = Annotated[
+    bool,
+    typer.Option(
+        "--redact",
+        help="Replace what identifies a person or site (hostname, user names, serials, UUIDs, "
+        "unlisted environment values) so the JSON can be shared publicly.",
+    ),
+]
+
+
+def redacted(snapshot: Snapshot) -> Snapshot:
+    """`snapshot` for sharing: with this machine's user name too, wherever a path has it."""
+    import getpass
+    from pathlib import Path
+
+    from gpucheck.model.redact import redact
+
+    names = [Path.home().name]
+    # No passwd entry (a container run as an arbitrary uid): the home folder's name only.
+    with contextlib.suppress(KeyError, OSError):
+        names.append(getpass.getuser())
+    return redact(snapshot, names)
+
+
+def probe_options(
+    timeout: float, python: str | None, deep: bool, host_id: str | None = None
+) -> ProbeOptions:
     from gpucheck.probes.frameworks import PythonNotFound, interpreters
     from gpucheck.probes.run import ProbeOptions
 
-    options = ProbeOptions(timeout=timeout, python=python, deep=deep)
+    if host_id is not None and not (0 < len(host_id) <= 256 and host_id.isprintable()):
+        raise UserError("--host-id: expected 1 to 256 printable characters")
+    options = ProbeOptions(timeout=timeout, python=python, deep=deep, host_id=host_id)
     try:
         interpreters(options.env, python)  # a bad --python is a usage error, not a finding
     except PythonNotFound as exc:

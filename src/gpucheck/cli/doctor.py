@@ -11,13 +11,16 @@ import typer
 from gpucheck.cli.common import (
     CompatDirOpt,
     DeepOpt,
+    HostIdOpt,
     OutputOpt,
     PythonOpt,
+    RedactOpt,
     TimeoutOpt,
     UserError,
     load_compat,
     probe_options,
     read_snapshot,
+    redacted,
     same_file,
     write_output,
 )
@@ -114,6 +117,8 @@ def doctor(
     compat_dir: CompatDirOpt = None,
     deep: DeepOpt = False,
     python: PythonOpt = None,
+    host_id: HostIdOpt = None,
+    redact: RedactOpt = False,
 ) -> None:
     """Check the GPU, driver, CUDA, cuDNN and the frameworks; print problems with their fixes.
 
@@ -149,13 +154,18 @@ def doctor(
         raise UserError(str(exc)) from None
     compat = load_compat(compat_dir)
     if from_file is not None:
-        if deep or python:
-            raise UserError("--from diagnoses a saved snapshot; --deep and --python probe this one")
+        if deep or python or host_id:
+            raise UserError(
+                "--from diagnoses a saved snapshot; --deep, --python and --host-id probe this one"
+            )
         snapshot = read_snapshot(from_file)
     else:
         from gpucheck.probes.run import collect
 
-        snapshot = collect(probe_options(timeout, python, deep))
+        snapshot = collect(probe_options(timeout, python, deep, host_id))
+    if redact:
+        # Judged after redaction, so that no finding quotes what was replaced.
+        snapshot = redacted(snapshot)
     from gpucheck.compat import CompatError
 
     try:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from gpucheck.cli.common import (
     DeepOpt,
+    HostIdOpt,
     OutputOpt,
     PythonOpt,
+    RedactOpt,
     TimeoutOpt,
     probe_options,
+    redacted,
     write_output,
 )
 
@@ -17,10 +20,14 @@ def snapshot(
     timeout: TimeoutOpt = 15.0,
     deep: DeepOpt = False,
     python: PythonOpt = None,
+    host_id: HostIdOpt = None,
+    redact: RedactOpt = False,
 ) -> None:
     """Write the facts alone, as JSON (for `doctor --from` here or on another machine)."""
     from gpucheck.model.snapshot import dumps
     from gpucheck.probes.run import collect
 
-    snap = collect(probe_options(timeout, python, deep))
+    snap = collect(probe_options(timeout, python, deep, host_id))
+    if redact:
+        snap = redacted(snap)
     write_output(output, lambda stream: stream.write(dumps(snap)))

@@ -26,9 +26,11 @@ Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 SCHEMA_VERSION = "1.3"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
-# libcuda's ldconfig cache entries; the kernel log's NVRM lines
+# libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
+# redacted
 # 1.3: GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
+SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
 
 # The top-level fact groups, each gathered by its own probes.
@@ -85,6 +87,18 @@ class ContainerHostFacts(Struct):
     cgroup_version: Int | None = None
 
 
+class HostIdentity(Struct):
+    """Which machine this is, stable across renames and reboots, to join a fleet's reports."""
+
+    host_id: str | None = None  # --host-id, or "mid-" + a keyed hash of /etc/machine-id
+    host_id_source: str | None = None  # option | machine-id
+    fqdn: str | None = None
+    boot_time: str | None = None  # ISO 8601, UTC
+    cloud: str | None = None  # the provider, where the local files say (aws, gce, azure, ...)
+    cloud_instance_id: str | None = None
+    board_serial: str | None = None  # where readable (usually root only)
+
+
 class SystemFacts(Struct):
     os: str = ""  # platform.system(): Linux, Windows, Darwin
     os_release: str | None = None  # /etc/os-release PRETTY_NAME
@@ -118,6 +132,7 @@ class SystemFacts(Struct):
     secure_boot: bool | None = None
     device_nodes: list[DeviceNode] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # allowlisted variables only
+    host: HostIdentity = field(default_factory=HostIdentity)
 
 
 # --- NVML ---------------------------------------------------------------------------------
@@ -456,6 +471,7 @@ class Snapshot(Struct):
     # Fact groups a saved snapshot did not carry (a partial or older file): unknown, not empty.
     absent_sections: list[str] = field(default_factory=list)
     probes: list[ProbeRun] = field(default_factory=list)
+    redacted: bool = False  # identifying values replaced by tokens (--redact)
 
     def probe(self, name: str) -> ProbeRun | None:
         return next((p for p in self.probes if p.name == name), None)
@@ -470,15 +486,7 @@ class Snapshot(Struct):
         # A whole `doctor --json` report is accepted too: its snapshot is inside.
         if "snapshot" in data and "findings" in data and isinstance(data["snapshot"], dict):
             data = data["snapshot"]
-        version = data.get("schema_version")
-        if not isinstance(version, str) or not _is_version(version):
-            raise SnapshotError("not a gpucheck snapshot: no valid schema_version field")
-        major = int(version.split(".")[0])
-        if major != SCHEMA_MAJOR:
-            raise SnapshotError(
-                f"snapshot schema {version} is not readable by gpucheck {__version__} "
-                f"(reads {SCHEMA_MAJOR}.x): use a gpucheck of the same major schema"
-            )
+        check_version(data.get("schema_version"))
         absent = [group for group in FACT_GROUPS if group not in data]
         try:
             snapshot = from_dict(cls, data)
@@ -486,6 +494,18 @@ class Snapshot(Struct):
             raise SnapshotError(f"invalid snapshot: {exc}") from None
         snapshot.absent_sections = sorted({*snapshot.absent_sections, *absent})
         return snapshot
+
+
+def check_version(version: object) -> None:
+    """Raise SnapshotError unless `version` is a snapshot schema this gpucheck reads."""
+    if not isinstance(version, str) or not _is_version(version):
+        raise SnapshotError("not a gpucheck snapshot: no valid schema_version field")
+    major = int(version.split(".")[0])
+    if major != SCHEMA_MAJOR:
+        raise SnapshotError(
+            f"snapshot schema {version} is not readable by gpucheck {__version__} "
+            f"(reads {SCHEMA_MAJOR}.x): use a gpucheck of the same major schema"
+        )
 
 
 def _is_version(text: str) -> bool:

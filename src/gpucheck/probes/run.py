@@ -42,6 +42,7 @@ class ProbeOptions:
     site_dirs: list[Path] | None = None  # None: this interpreter's and the active env's
     python: str | None = None  # probe this interpreter's frameworks only (--python)
     deep: bool = False  # import each framework in a child, run a tiny op per GPU
+    host_id: str | None = None  # --host-id: the fleet's own name for this host
 
 
 def default_site_dirs(env: Mapping[str, str]) -> list[Path]:
@@ -129,7 +130,9 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     opts = options or ProbeOptions()
     snap = Snapshot(created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     # The system probe reads files only (milliseconds) and decides whether driver init is safe.
-    snap.system, runs = _guarded("system", lambda: probe_system(opts.root, opts.env), SystemFacts())
+    snap.system, runs = _guarded(
+        "system", lambda: probe_system(opts.root, opts.env, host_id=opts.host_id), SystemFacts()
+    )
     init = driver_init_allowed(snap.system)
     no_cuda_init = cuda_init_allowed(snap.system)
     # --deep imports the frameworks beside the other probes (the slowest part of a deep run)

@@ -19,6 +19,7 @@ from pathlib import Path
 from gpucheck.model.snapshot import DeviceNode, PciDevice, SystemFacts
 from gpucheck.probes import modules
 from gpucheck.probes.container_host import probe_container_host
+from gpucheck.probes.host import probe_host
 from gpucheck.probes.kernel_log import read_nvrm
 from gpucheck.probes.pci_ids import PciIds, find_pci_ids
 
@@ -82,7 +83,10 @@ def _read(path: Path, limit: int = 1 << 16) -> str | None:
 
 
 def probe_system(
-    root: Path = Path("/"), env: Mapping[str, str] | None = None, pci_ids: PciIds | None = None
+    root: Path = Path("/"),
+    env: Mapping[str, str] | None = None,
+    pci_ids: PciIds | None = None,
+    host_id: str | None = None,
 ) -> SystemFacts:
     env = os.environ if env is None else env
     facts = SystemFacts(
@@ -128,6 +132,7 @@ def probe_system(
     facts.secure_boot = _secure_boot(root)
     facts.device_nodes = device_nodes(root)
     facts.env = {k: env[k] for k in ENV_ALLOWLIST if k in env}
+    facts.host = probe_host(root, facts.hostname, host_id)
     return facts
 
 

@@ -72,6 +72,26 @@ class Report:
     def ready(self) -> bool:
         return self.exit_code == EXIT_OK
 
+    def __repr__(self) -> str:
+        # The generated repr would print the whole snapshot; a REPL wants the verdict.
+        c = self.counts
+        return (
+            f"<Report {'ready' if self.ready else 'not ready'}: exit {self.exit_code}, "
+            f"{c['fail']} failed, {c['warn']} warned, {c['pass']} passed, "
+            f"{len(self.findings)} findings>"
+        )
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter and Colab show the terminal report, in colour."""
+        import io
+
+        from gpucheck.report.terminal import render_html
+        from gpucheck.report.text import render_plain
+
+        plain = io.StringIO()
+        render_plain(self, plain, False)
+        return {"text/plain": plain.getvalue(), "text/html": render_html(self)}
+
     @property
     def not_ready_reason(self) -> str | None:
         """Why a report without failures is still not ready (it judged nothing)."""

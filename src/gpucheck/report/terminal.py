@@ -3,6 +3,7 @@ hanging indent. Colour follows rich (NO_COLOR and FORCE_COLOR honoured)."""
 
 from __future__ import annotations
 
+import io
 from typing import IO
 
 from rich.console import Console
@@ -18,8 +19,36 @@ class _Console(Console):
         raise BrokenPipeError
 
 
+# What a notebook shows: the terminal's colours as inline styles in a preformatted block.
+NOTEBOOK_HTML = (
+    '<pre style="white-space:pre;overflow-x:auto;line-height:normal;'
+    "font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace\">{code}</pre>"
+)
+
+
 def render(report: Report, stream: IO[str] | None = None, verbose: bool = False) -> None:
     console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
+    _render(console, report, verbose)
+
+
+def render_html(report: Report, verbose: bool = False) -> str:
+    """The terminal report as an HTML fragment (for Jupyter and Colab)."""
+    console = _Console(
+        file=io.StringIO(),
+        record=True,
+        force_terminal=True,
+        color_system="truecolor",
+        width=100,
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+        markup=False,
+    )
+    _render(console, report, verbose)
+    return console.export_html(inline_styles=True, code_format=NOTEBOOK_HTML)
+
+
+def _render(console: Console, report: Report, verbose: bool) -> None:
     unicode_ok = (console.encoding or "").lower().startswith("utf")
     for line in layout(report, verbose, unicode_ok):
         _hanging(

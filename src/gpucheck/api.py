@@ -1,0 +1,100 @@
+"""The Python API: the doctor and the snapshot as functions that return objects and print
+nothing, for scripts and notebooks (`gpucheck.doctor()` in a notebook's first cell shows the
+report: Report renders itself in Jupyter through rich).
+
+Bad arguments raise ValueError with the message the command line would print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from os import PathLike
+
+from gpucheck.model.snapshot import Snapshot
+from gpucheck.report.core import Report
+
+
+def snapshot(
+    *,
+    deep: bool = False,
+    python: str | None = None,
+    timeout: float = 15.0,
+    host_id: str | None = None,
+    redact: bool = False,
+) -> Snapshot:
+    """Probe this machine: the facts alone, as `gpucheck snapshot` writes them."""
+    from gpucheck.cli.common import UserError, probe_options, redacted
+    from gpucheck.probes.run import collect
+
+    try:
+        snap = collect(probe_options(timeout, python, deep, host_id))
+    except UserError as exc:
+        raise ValueError(str(exc)) from None
+    return redacted(snap) if redact else snap
+
+
+def doctor(
+    *,
+    snapshot: Snapshot | None = None,
+    from_file: str | PathLike[str] | None = None,
+    deep: bool = False,
+    python: str | None = None,
+    timeout: float = 15.0,
+    strict: bool = False,
+    min_gpus: int | None = None,
+    min_memory: str | int | None = None,
+    min_compute_capability: str | None = None,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    compat_dirs: Sequence[str] = (),
+    redact: bool = False,
+) -> Report:
+    """Run every check on this machine (or on `snapshot`, or a saved one `from_file`) and return
+    the report: `.findings`, `.problems`, `.ready`, `.exit_code`, `.snapshot`, `.to_dict()`.
+
+    `min_memory` is bytes, or a size as the command line takes it ("40GiB", "80GB").
+    """
+    import gpucheck.checks  # noqa: F401  (registers every check)
+    from gpucheck.checks.context import Context, Requirements
+    from gpucheck.checks.registry import SelectionError, run, select
+    from gpucheck.cli.common import (
+        UserError,
+        load_compat,
+        probe_options,
+        read_snapshot,
+        redacted,
+    )
+    from gpucheck.cli.doctor import parse_compute_capability, parse_size
+    from gpucheck.compat import CompatError
+
+    if snapshot is not None and from_file is not None:
+        raise ValueError("give snapshot or from_file, not both")
+    try:
+        requirements = Requirements(
+            min_gpus=min_gpus,
+            min_memory_bytes=min_memory
+            if isinstance(min_memory, int) or min_memory is None
+            else parse_size(min_memory),
+            min_memory_text=None if min_memory is None else str(min_memory),
+            min_compute_capability=None
+            if min_compute_capability is None
+            else parse_compute_capability(min_compute_capability),
+        )
+        selected = select(list(only), list(skip))
+        compat = load_compat(list(compat_dirs))
+        if from_file is not None:
+            snapshot = read_snapshot(str(from_file))
+        elif snapshot is None:
+            from gpucheck.probes.run import collect
+
+            snapshot = collect(probe_options(timeout, python, deep))
+        if redact:
+            snapshot = redacted(snapshot)
+        findings = run(Context(snapshot, requirements, compat), selected)
+    except (UserError, SelectionError) as exc:
+        raise ValueError(str(exc)) from None
+    except CompatError as exc:
+        raise ValueError(f"compat data: {exc}") from None
+    return Report(
+        snapshot, findings, strict=strict, from_file=None if from_file is None else str(from_file)
+    )

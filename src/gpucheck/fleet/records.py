@@ -1,0 +1,124 @@
+"""What the fleet keeps of one report: a HostRecord (its inventory line, its problems, the GPUs
+to act on), or a BadReport saying why a file could not be read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpucheck.compat import cuda_from_int
+from gpucheck.model.distributions import FRAMEWORK_DISTS
+from gpucheck.model.finding import Finding
+from gpucheck.model.snapshot import HostIdentity, Snapshot
+from gpucheck.report.core import PROBLEM
+
+# Findings whose GPUs need a person with hands or an RMA, not a software change: the GPUs a
+# fleet operator drains and replaces.
+HARDWARE_CHECKS = ("gpu.lost", "gpu.ecc-errors", "gpu.memory-remapping", "gpu.throttling")
+
+
+@dataclass
+class Problem:
+    check: str
+    status: str  # fail | warn | error
+    title: str
+
+
+@dataclass
+class GpuToActOn:
+    index: int
+    uuid: str | None
+    serial: str | None
+    pci_bus_id: str | None
+    model: str | None
+    check: str
+    status: str
+    title: str
+
+
+@dataclass
+class HostRecord:
+    source: str  # the file (or "<stdin>:LINE") the report came from
+    hostname: str
+    host: HostIdentity
+    created_at: str
+    ready: bool
+    exit_code: int
+    rechecked: bool  # the findings are today's checks on its snapshot, not the report's own
+    gpus: list[str] = field(default_factory=list)  # one model name per GPU
+    driver: str | None = None
+    cuda: str | None = None  # the driver's CUDA version ("13.1")
+    frameworks: list[str] = field(default_factory=list)  # "torch 2.5.1+cu124", per environment
+    problems: list[Problem] = field(default_factory=list)
+    gpus_to_act_on: list[GpuToActOn] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """One host however many reports it sent: its id, else its name, else the file."""
+        return self.host.host_id or self.hostname or self.source
+
+
+@dataclass
+class BadReport:
+    source: str
+    reason: str  # one line
+
+
+def frameworks(snapshot: Snapshot) -> list[str]:
+    found: list[str] = []
+    for env in snapshot.environments:
+        for framework, dists in FRAMEWORK_DISTS.items():
+            version = env.torch.version if framework == "torch" and env.torch else None
+            dist = next((env.dist(d) for d in dists if env.dist(d)), None)
+            if dist is None and version is None:
+                continue
+            name = dist.name if dist and framework != "torch" else framework
+            item = f"{name} {version or (dist.version if dist else '?')}"
+            if item not in found:
+                found.append(item)
+    return found
+
+
+def record(
+    source: str,
+    snapshot: Snapshot,
+    findings: list[Finding],
+    exit_code: int,
+    created_at: str,
+    rechecked: bool,
+) -> HostRecord:
+    sysf, nvml = snapshot.system, snapshot.nvml
+    gpus = [g.name or "unknown GPU" for g in nvml.gpus] or [
+        p.name or f"NVIDIA {p.device_id}" for p in sysf.pci_gpus
+    ]
+    by_index = {g.index: g for g in nvml.gpus}
+    problems = [f for f in findings if f.status in PROBLEM]
+    act = [
+        GpuToActOn(
+            ref.index,
+            ref.uuid,
+            by_index[ref.index].serial if ref.index in by_index else None,
+            ref.pci_bus_id,
+            by_index[ref.index].name if ref.index in by_index else None,
+            f.id,
+            f.status.value,
+            f.title,
+        )
+        for f in problems
+        if f.id in HARDWARE_CHECKS
+        for ref in f.subjects.gpus
+    ]
+    return HostRecord(
+        source=source,
+        hostname=sysf.hostname,
+        host=sysf.host,
+        created_at=created_at or snapshot.created_at,
+        ready=exit_code == 0,
+        exit_code=exit_code,
+        rechecked=rechecked,
+        gpus=gpus,
+        driver=nvml.driver_version or sysf.nvidia_module_version,
+        cuda=cuda_from_int(nvml.cuda_driver_version or snapshot.cuda.driver.driver_version),
+        frameworks=frameworks(snapshot),
+        problems=[Problem(f.id, f.status.value, f.title) for f in problems],
+        gpus_to_act_on=act,
+    )

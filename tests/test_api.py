@@ -1,0 +1,86 @@
+"""The Python API: `gpucheck.doctor()` and `gpucheck.snapshot()` return objects and print
+nothing, the report renders itself in notebooks, and `import gpucheck` loads nothing else."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import builders
+import pytest
+
+import gpucheck
+from gpucheck.model.snapshot import dumps
+
+
+def ecc_node() -> gpucheck.Snapshot:
+    snap = builders.h100_node(8)
+    snap.nvml.gpus[6].ecc_uncorrected_volatile = 3
+    return snap
+
+
+def test_import_gpucheck_loads_nothing_else() -> None:
+    code = (
+        "import sys, gpucheck; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('gpucheck', 'msgspec', 'rich', 'typer', 'pynvml', 'packaging')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['gpucheck']"
+
+
+def test_doctor_on_a_snapshot_returns_the_report_and_prints_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = gpucheck.doctor(snapshot=ecc_node())
+    assert isinstance(report, gpucheck.Report)
+    assert (report.ready, report.exit_code) == (False, 1)
+    assert [f.id for f in report.problems] == ["gpu.ecc-errors"]
+    assert capsys.readouterr() == ("", "")
+    assert repr(report).startswith("<Report not ready: exit 1, 1 failed, 0 warned,")
+
+
+def test_doctor_from_a_file_with_requirements(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    path.write_text(dumps(builders.h100_node(8)))
+    report = gpucheck.doctor(from_file=path, min_gpus=16, min_memory="80GB")
+    status = {f.id: f.status.value for f in report.findings}
+    assert status["require.min-gpus"] == "fail" and status["require.min-memory"] == "pass"
+    assert report.from_file == str(path)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"only": ["gpu.nope"]}, "no check matches 'gpu.nope'"),
+        ({"min_memory": "lots"}, "--min-memory: 'lots' is not a size"),
+        ({"min_compute_capability": "nine"}, "is not a compute capability"),
+        ({"from_file": "/nonexistent/snap.json"}, "--from: /nonexistent/snap.json: no such file"),
+    ],
+)
+def test_bad_arguments_raise_value_error(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        gpucheck.doctor(snapshot=None if "from_file" in kwargs else ecc_node(), **kwargs)  # type: ignore[arg-type]
+    assert message in str(info.value)
+
+
+def test_the_report_renders_in_a_notebook() -> None:
+    bundle = gpucheck.doctor(snapshot=ecc_node())._repr_mimebundle_()
+    html, text = bundle["text/html"], bundle["text/plain"]
+    assert html.startswith("<pre style=")
+    assert "Uncorrectable ECC memory errors on 1 GPU(s)" in html
+    assert "color: #" in html  # rich's colours, as inline styles
+    assert "[gpu.ecc-errors]" in text and "\x1b[" not in text
+
+
+def test_snapshot_of_this_machine_and_redacted() -> None:
+    snap = gpucheck.snapshot(timeout=30)
+    assert snap.schema_version == "1.2" and not snap.redacted
+    assert gpucheck.snapshot(redact=True, timeout=30).redacted
+
+
+def test_unknown_attributes_are_attribute_errors() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = gpucheck.nope  # type: ignore[attr-defined]
+    assert {"doctor", "snapshot", "Report", "Snapshot"} <= set(dir(gpucheck))
