@@ -23,12 +23,11 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 # overflow the float arithmetic of the checks.
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
-SCHEMA_VERSION = "1.3"  # 1.1: frameworks (Python environments, static and deep facts)
+SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
-# redacted
-# 1.3: GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
+# redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
