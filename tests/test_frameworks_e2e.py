@@ -12,7 +12,7 @@ import pytest
 import sim.scenario as sim
 import venvs
 from conftest import run_gpucheck
-from test_simulator import doctor, sim_libs, simulate  # noqa: F401 - fixtures used below
+from test_simulator import doctor
 
 pytestmark = pytest.mark.frameworks
 FRAMEWORK_SECTIONS = ("torch.", "tensorflow.", "jax.", "cupy.", "frameworks.")
@@ -103,7 +103,7 @@ def test_the_active_virtualenv_is_probed_beside_gpuchecks_own(torch_python: Path
 
 
 def test_a_cpu_wheel_on_a_gpu_node_fails_with_the_build_that_fits(
-    simulate: Any,  # noqa: F811 - the fixture imported above
+    simulate: Any,
     torch_python: Path,
 ) -> None:
     machine = simulate(sim.h100_node(2))

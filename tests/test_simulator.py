@@ -14,7 +14,6 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,20 @@ from typing import Any
 import jsonschema
 import pynvml as nv
 import pytest
-import reallibs
-from conftest import run_gpucheck
+from conftest import Simulate, run_gpucheck
 from sim import scenario as sim
-from sim.scenario import MIB, Machine, Process, Scenario, crash, error, h100, h100_node, replace
+from sim.scenario import (
+    MIB,
+    HostProcess,
+    Machine,
+    Process,
+    Scenario,
+    crash,
+    error,
+    h100,
+    h100_node,
+    replace,
+)
 
 from gpucheck.probes.native import probe_cuda_driver
 from gpucheck.probes.nvml import probe_nvml
@@ -39,42 +48,6 @@ ROOT_HOOK = (
 
 
 # --- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def sim_libs(tmp_path_factory: pytest.TempPathFactory) -> sim.Libraries:
-    """The fake libraries, built once per session (nvml.h fetched once into the test cache)."""
-    compiler = sim.find_compiler()
-    if compiler is None:
-        pytest.skip("no C compiler (cc or gcc): the simulated NVIDIA libraries cannot be built")
-    try:
-        include = sim.nvml_include_dir()
-    except reallibs.FetchError as exc:
-        problem = str(exc)
-    else:
-        return sim.Libraries.build(include, tmp_path_factory.mktemp("sim-build"), compiler)
-    if reallibs.offline():
-        pytest.skip(f"{reallibs.OFFLINE_ENV}=1 and nvml.h could not be fetched: {problem}")
-    pytest.fail(
-        f"could not fetch NVIDIA's nvml.h ({sim.NVML_DEV_DIST}=={sim.NVML_DEV_VERSION}): "
-        f"{problem}\n(set {reallibs.OFFLINE_ENV}=1 to skip where PyPI cannot be reached)",
-        pytrace=False,
-    )
-
-
-Simulate = Callable[[Scenario], Machine]
-
-
-@pytest.fixture
-def simulate(sim_libs: sim.Libraries, tmp_path: Path) -> Simulate:
-    count = 0
-
-    def make(scenario: Scenario) -> Machine:
-        nonlocal count
-        count += 1
-        return Machine.create(scenario, sim_libs, tmp_path / f"machine{count}")
-
-    return make
 
 
 # --- running the doctor -----------------------------------------------------------------------
@@ -495,7 +468,16 @@ def test_old_driver_process_list_falls_back_to_v2(simulate: Simulate) -> None:
         )
     )
     gpu = doctor(machine).gpu(0)
-    assert gpu["processes"] == [{"pid": 2211, "name": "/usr/bin/python3", "used_memory": 300 * MIB}]
+    assert gpu["processes"] == [
+        {
+            "pid": 2211,
+            "name": "/usr/bin/python3",
+            "used_memory": 300 * MIB,
+            "kind": "compute",
+            "gpu_instance_id": None,
+            "compute_instance_id": None,
+        }
+    ]
     assert "processes" not in gpu["field_errors"]
 
 
@@ -582,7 +564,9 @@ def test_a_process_holding_most_of_a_gpus_memory(simulate: Simulate) -> None:
     gpus = [h100(i) for i in range(8)]
     hog = Process(48213, "/usr/bin/python3", 74 * 1024 * MIB)
     gpus[2] = replace(gpus[2], processes=[hog], memory_used=gpus[2].memory_used + hog.used)
-    machine = simulate(Scenario(gpus=gpus))
+    # The hog as /proc shows it too: a process with /dev/nvidia2 open.
+    holder = HostProcess(48213, ["/dev/nvidia2", "/dev/nvidiactl"], name="python3")
+    machine = simulate(Scenario(gpus=gpus, host_processes=[holder]))
     d = doctor(machine)
     assert d.returncode == 0
     mem = d.finding("gpu.memory-in-use")
@@ -597,7 +581,14 @@ def test_a_process_holding_most_of_a_gpus_memory(simulate: Simulate) -> None:
     )
     assert "or use the other GPUs" in mem["fix"]["text"]
     assert d.gpu(2)["processes"] == [
-        {"pid": 48213, "name": "/usr/bin/python3", "used_memory": 74 * 1024 * MIB}
+        {
+            "pid": 48213,
+            "name": "/usr/bin/python3",
+            "used_memory": 74 * 1024 * MIB,
+            "kind": "compute",
+            "gpu_instance_id": None,
+            "compute_instance_id": None,
+        }
     ]
     assert doctor(machine, "--strict").returncode == 1
 

@@ -10,6 +10,7 @@
 #define NVML_NO_UNVERSIONED_FUNC_DEFS /* define nvmlInit and nvmlInit_v2 etc. separately */
 #include <nvml.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,8 @@
 #define MAX_MIG 8
 #define MAX_PROCS 16
 #define MAX_FAULTS 64
+#define MAX_STEPS 256
+#define MAX_COUNTERS 128
 #define TEXT 128
 
 struct sim_mig {
@@ -32,6 +35,8 @@ struct sim_mig {
 struct sim_proc {
     unsigned int pid;
     unsigned long long used;
+    int graphics; /* 0: a compute context, 1: a graphics one */
+    unsigned int gi, ci; /* MIG GPU and compute instance; 0xFFFFFFFF: none */
     char name[TEXT];
 };
 
@@ -53,9 +58,24 @@ struct sim_gpu {
     unsigned int remap_corr, remap_unc, remap_pending, remap_failed;
     unsigned int persistence, display_active, compute_mode;
     unsigned int mig, mig_pending, mig_max;
+    unsigned int clock_sm, clock_mem, pstate;
+    int lost; /* fallen off the bus: every call about it answers GPU_IS_LOST */
     struct sim_mig migs[MAX_MIG];
     int nprocs;
     struct sim_proc procs[MAX_PROCS];
+};
+
+/* A timeline entry: from the `step`th sample of a GPU on, one of its lines applies on top of
+ * the scenario's. A GPU's sample count is how many times the function being called has been
+ * called for it (a watch calls each function once per sample). */
+struct sim_step {
+    int step, gpu;
+    char key[TEXT], rest[2 * TEXT];
+};
+
+struct sim_counter {
+    char fn[TEXT];
+    int gpu, calls;
 };
 
 struct sim_fault {
@@ -74,6 +94,7 @@ struct nvmlDevice_st {
 
 static struct {
     int loaded, initialized;
+    int live; /* "live_processes 1": a process that no longer runs frees its memory */
     char driver[TEXT], nvml_version[TEXT];
     int cuda;
     int ngpus;
@@ -82,6 +103,10 @@ static struct {
     struct nvmlDevice_st mig_handles[MAX_GPUS][MAX_MIG];
     int nfaults;
     struct sim_fault faults[MAX_FAULTS];
+    struct sim_gpu base[MAX_GPUS]; /* the scenario before any timeline step */
+    int nsteps, ncounters;
+    struct sim_step steps[MAX_STEPS];
+    struct sim_counter counters[MAX_COUNTERS];
 } sim;
 
 /* --- the scenario file --------------------------------------------------------------------- */
@@ -90,10 +115,7 @@ static void copy_text(char *dst, const char *src) {
     snprintf(dst, TEXT, "%s", src);
 }
 
-static void parse_gpu(int index, const char *key, const char *rest) {
-    struct sim_gpu *g = &sim.gpus[index];
-    if (index + 1 > sim.ngpus)
-        sim.ngpus = index + 1;
+static void apply_gpu(struct sim_gpu *g, const char *key, const char *rest) {
     if (!strcmp(key, "name")) copy_text(g->name, rest);
     else if (!strcmp(key, "uuid")) copy_text(g->uuid, rest);
     else if (!strcmp(key, "serial")) copy_text(g->serial, rest);
@@ -143,10 +165,33 @@ static void parse_gpu(int index, const char *key, const char *rest) {
         int n = 0;
         if (sscanf(rest, "%u %llu %n", &p->pid, &p->used, &n) == 2) {
             copy_text(p->name, rest + n);
+            p->graphics = 0;
+            p->gi = p->ci = 0xFFFFFFFFu;
             g->nprocs++;
         }
-    }
+    } else if (!strcmp(key, "process_ex") && g->nprocs < MAX_PROCS) {
+        /* process_ex <compute|graphics> <gi> <ci> <pid> <used> <name>; -1: no MIG instance */
+        struct sim_proc *p = &g->procs[g->nprocs];
+        char kind[16];
+        int gi, ci, n = 0;
+        if (sscanf(rest, "%15s %d %d %u %llu %n", kind, &gi, &ci, &p->pid, &p->used, &n) == 5) {
+            copy_text(p->name, rest + n);
+            p->graphics = !strcmp(kind, "graphics");
+            p->gi = gi < 0 ? 0xFFFFFFFFu : (unsigned int)gi;
+            p->ci = ci < 0 ? 0xFFFFFFFFu : (unsigned int)ci;
+            g->nprocs++;
+        }
+    } else if (!strcmp(key, "noprocess")) g->nprocs = 0;
+    else if (!strcmp(key, "clocks")) sscanf(rest, "%u %u", &g->clock_sm, &g->clock_mem);
+    else if (!strcmp(key, "pstate")) sscanf(rest, "%u", &g->pstate);
+    else if (!strcmp(key, "lost")) sscanf(rest, "%d", &g->lost);
     /* Unknown keys are ignored (the CUDA library reads some of its own). */
+}
+
+static void parse_gpu(int index, const char *key, const char *rest) {
+    if (index + 1 > sim.ngpus)
+        sim.ngpus = index + 1;
+    apply_gpu(&sim.gpus[index], key, rest);
 }
 
 static void parse_line(char *line) {
@@ -159,10 +204,19 @@ static void parse_line(char *line) {
     else if (!strcmp(key, "nvml")) sscanf(line, "nvml %127s", sim.nvml_version);
     else if (!strcmp(key, "cuda")) sscanf(line, "cuda %d", &sim.cuda);
     else if (!strcmp(key, "gpus")) sscanf(line, "gpus %d", &sim.ngpus);
+    else if (!strcmp(key, "live_processes")) sscanf(line, "live_processes %d", &sim.live);
     else if (!strcmp(key, "gpu")) {
         if (sscanf(line, "gpu %d %127s %n", &index, sub, &n) == 2 && index >= 0 &&
             index < MAX_GPUS)
             parse_gpu(index, sub, line + n);
+    } else if (!strcmp(key, "step") && sim.nsteps < MAX_STEPS) {
+        /* step <sample> gpu <index> <key> <values...> */
+        struct sim_step *st = &sim.steps[sim.nsteps];
+        if (sscanf(line, "step %d gpu %d %127s %n", &st->step, &st->gpu, st->key, &n) == 3 &&
+            st->gpu >= 0 && st->gpu < MAX_GPUS) {
+            snprintf(st->rest, sizeof st->rest, "%s", line + n);
+            sim.nsteps++;
+        }
     } else if (!strcmp(key, "fault") && sim.nfaults < MAX_FAULTS) {
         struct sim_fault *f = &sim.faults[sim.nfaults];
         f->value = 0;
@@ -197,11 +251,71 @@ static void load(void) {
         sim.ngpus = MAX_GPUS;
     if (!sim.nvml_version[0])
         snprintf(sim.nvml_version, TEXT, "%d.%.100s", sim.cuda / 1000, sim.driver);
+    memcpy(sim.base, sim.gpus, sizeof sim.base);
     for (int i = 0; i < MAX_GPUS; i++) {
         sim.handles[i] = (struct nvmlDevice_st){&sim.gpus[i], NULL, i};
         for (int j = 0; j < MAX_MIG; j++)
             sim.mig_handles[i][j] = (struct nvmlDevice_st){&sim.gpus[i], &sim.gpus[i].migs[j], i};
     }
+}
+
+/* --- the timeline ------------------------------------------------------------------------------ */
+
+/* Sets GPU `gpu` to its state at the sample this call belongs to: the number of earlier calls
+ * of `fn` for it, counted only when `count` (a sizing call and its buffer call are one). */
+static void at_sample(const char *fn, int gpu, int count) {
+    struct sim_counter *c = NULL;
+    int sample;
+    if (!sim.nsteps || gpu < 0 || gpu >= MAX_GPUS)
+        return;
+    for (int i = 0; i < sim.ncounters; i++)
+        if (sim.counters[i].gpu == gpu && !strcmp(sim.counters[i].fn, fn))
+            c = &sim.counters[i];
+    if (!c && sim.ncounters < MAX_COUNTERS) {
+        c = &sim.counters[sim.ncounters++];
+        copy_text(c->fn, fn);
+        c->gpu = gpu;
+        c->calls = 0;
+    }
+    if (!c)
+        return;
+    sample = count ? c->calls++ : (c->calls > 0 ? c->calls - 1 : 0);
+    sim.gpus[gpu] = sim.base[gpu];
+    for (int i = 0; i < sim.nsteps; i++)
+        if (sim.steps[i].gpu == gpu && sim.steps[i].step <= sample)
+            apply_gpu(&sim.gpus[gpu], sim.steps[i].key, sim.steps[i].rest);
+}
+
+/* As the driver does when a process ends: its contexts go, and their memory with them. A
+ * zombie has ended too (its address space is gone). */
+static int running(unsigned int pid) {
+    char path[64], buf[512];
+    char *paren;
+    FILE *fh;
+    size_t n;
+    if (kill((pid_t)pid, 0) == -1 && errno == ESRCH)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    if (!(fh = fopen(path, "r")))
+        return 1;
+    n = fread(buf, 1, sizeof buf - 1, fh);
+    fclose(fh);
+    buf[n] = 0;
+    paren = strrchr(buf, ')');
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
+static void drop_ended(struct sim_gpu *g) {
+    int k = 0;
+    if (!sim.live)
+        return;
+    for (int i = 0; i < g->nprocs; i++) {
+        if (running(g->procs[i].pid))
+            g->procs[k++] = g->procs[i];
+        else
+            g->mem_used = g->mem_used > g->procs[i].used ? g->mem_used - g->procs[i].used : 0;
+    }
+    g->nprocs = k;
 }
 
 /* --- faults -------------------------------------------------------------------------------- */
@@ -278,13 +392,18 @@ static int valid(nvmlDevice_t d) {
         if (!sim.initialized) return NVML_ERROR_UNINITIALIZED; \
     } while (0)
 
-#define DEVICE_CALL(fn, dev, out)                                     \
+#define DEVICE_CALL_COUNTED(fn, dev, out, count)                      \
     do {                                                              \
         if (!sim.initialized) return NVML_ERROR_UNINITIALIZED;        \
         if (!valid(dev) || !(out)) return NVML_ERROR_INVALID_ARGUMENT; \
         nvmlReturn_t rc_ = fault_for(fn, (dev)->index);               \
         if (rc_ != NVML_SUCCESS) return rc_;                          \
+        at_sample(fn, (dev)->index, count);                           \
+        drop_ended((dev)->gpu);                                       \
+        if ((dev)->gpu->lost) return NVML_ERROR_GPU_IS_LOST;          \
     } while (0)
+
+#define DEVICE_CALL(fn, dev, out) DEVICE_CALL_COUNTED(fn, dev, out, 1)
 
 /* For the functions that have no meaning on a MIG device handle. */
 #define WHOLE_GPU(dev)                                 \
@@ -398,6 +517,9 @@ static nvmlReturn_t handle_by_index(const char *fn, unsigned int index, nvmlDevi
         return rc;
     if (!device || index >= (unsigned int)sim.ngpus)
         return NVML_ERROR_INVALID_ARGUMENT;
+    at_sample(fn, (int)index, 1);
+    if (sim.gpus[index].lost)
+        return NVML_ERROR_GPU_IS_LOST;
     *device = &sim.handles[index];
     return NVML_SUCCESS;
 }
@@ -453,6 +575,13 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t d, nvmlPciInfo_t *p) {
 }
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *p) {
     return pci_info("nvmlDeviceGetPciInfo_v3", d, p);
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned int *minor) {
+    DEVICE_CALL("nvmlDeviceGetMinorNumber", d, minor);
+    WHOLE_GPU(d);
+    *minor = (unsigned int)d->index; /* /dev/nvidiaN as the scenario's fake /dev names them */
+    return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t d, nvmlDeviceArchitecture_t *arch) {
@@ -697,30 +826,75 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int in
 /* --- processes ------------------------------------------------------------------------------- */
 
 /* The three generations of the call differ only in the struct they fill. */
-#define PROCESS_GETTER(fn, type, extra)                                                     \
+/* The three generations of the call differ only in the struct they fill; compute and graphics
+ * in which contexts they list. The binding's sizing call (no buffer) starts a sample. */
+#define PROCESS_GETTER(fn, type, want_graphics, extra)                                      \
     nvmlReturn_t fn(nvmlDevice_t d, unsigned int *count, type *infos) {                     \
-        int n;                                                                              \
-        DEVICE_CALL(#fn, d, count);                                                         \
+        int n = 0, k = 0;                                                                   \
+        DEVICE_CALL_COUNTED(#fn, d, count, !infos);                                         \
         WHOLE_GPU(d);                                                                       \
-        n = d->gpu->nprocs;                                                                 \
+        for (int i = 0; i < d->gpu->nprocs; i++)                                            \
+            n += d->gpu->procs[i].graphics == (want_graphics);                              \
         if (!infos || *count < (unsigned int)n) {                                           \
             *count = (unsigned int)n;                                                       \
             return n ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;                         \
         }                                                                                   \
-        for (int i = 0; i < n; i++) {                                                       \
-            memset(&infos[i], 0, sizeof infos[i]);                                          \
-            infos[i].pid = d->gpu->procs[i].pid;                                            \
-            infos[i].usedGpuMemory = d->gpu->procs[i].used;                                 \
+        for (int i = 0; i < d->gpu->nprocs; i++) {                                          \
+            struct sim_proc *p = &d->gpu->procs[i];                                         \
+            if (p->graphics != (want_graphics))                                             \
+                continue;                                                                   \
+            memset(&infos[k], 0, sizeof infos[k]);                                          \
+            infos[k].pid = p->pid;                                                          \
+            infos[k].usedGpuMemory = p->used;                                               \
             extra                                                                           \
+            k++;                                                                            \
         }                                                                                   \
         *count = (unsigned int)n;                                                           \
         return NVML_SUCCESS;                                                                \
     }
 
-#define NO_MIG_IDS                                 \
-    infos[i].gpuInstanceId = 0xFFFFFFFF;           \
-    infos[i].computeInstanceId = 0xFFFFFFFF;
+#define MIG_IDS                            \
+    infos[k].gpuInstanceId = p->gi;        \
+    infos[k].computeInstanceId = p->ci;
 
-PROCESS_GETTER(nvmlDeviceGetComputeRunningProcesses, nvmlProcessInfo_v1_t, )
-PROCESS_GETTER(nvmlDeviceGetComputeRunningProcesses_v2, nvmlProcessInfo_v2_t, NO_MIG_IDS)
-PROCESS_GETTER(nvmlDeviceGetComputeRunningProcesses_v3, nvmlProcessInfo_t, NO_MIG_IDS)
+PROCESS_GETTER(nvmlDeviceGetComputeRunningProcesses, nvmlProcessInfo_v1_t, 0, )
+PROCESS_GETTER(nvmlDeviceGetComputeRunningProcesses_v2, nvmlProcessInfo_v2_t, 0, MIG_IDS)
+PROCESS_GETTER(nvmlDeviceGetComputeRunningProcesses_v3, nvmlProcessInfo_t, 0, MIG_IDS)
+PROCESS_GETTER(nvmlDeviceGetGraphicsRunningProcesses, nvmlProcessInfo_v1_t, 1, )
+PROCESS_GETTER(nvmlDeviceGetGraphicsRunningProcesses_v2, nvmlProcessInfo_v2_t, 1, MIG_IDS)
+PROCESS_GETTER(nvmlDeviceGetGraphicsRunningProcesses_v3, nvmlProcessInfo_t, 1, MIG_IDS)
+
+/* --- clocks and performance state (what `gpucheck watch` samples) ---------------------------- */
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, nvmlClockType_t type, unsigned int *mhz) {
+    nvmlReturn_t rc;
+    if (!sim.initialized) return NVML_ERROR_UNINITIALIZED;
+    if (!valid(d) || !mhz) return NVML_ERROR_INVALID_ARGUMENT;
+    if ((rc = fault_for("nvmlDeviceGetClockInfo", d->index)) != NVML_SUCCESS) return rc;
+    /* Called once per clock type in a sample: each type counts its own samples. */
+    at_sample(type == NVML_CLOCK_MEM ? "nvmlDeviceGetClockInfo/mem" : "nvmlDeviceGetClockInfo",
+              d->index, 1);
+    if (d->gpu->lost) return NVML_ERROR_GPU_IS_LOST;
+    WHOLE_GPU(d);
+    if (type == NVML_CLOCK_SM || type == NVML_CLOCK_GRAPHICS)
+        *mhz = d->gpu->clock_sm;
+    else if (type == NVML_CLOCK_MEM)
+        *mhz = d->gpu->clock_mem;
+    else
+        return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t d, nvmlPstates_t *state) {
+    DEVICE_CALL("nvmlDeviceGetPerformanceState", d, state);
+    WHOLE_GPU(d);
+    *state = (nvmlPstates_t)d->gpu->pstate;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned int *mw) {
+    DEVICE_CALL("nvmlDeviceGetPowerManagementLimit", d, mw);
+    WHOLE_GPU(d);
+    *mw = d->gpu->power_limit_mw;
+    return NVML_SUCCESS;
+}

@@ -25,6 +25,8 @@ from pathlib import Path
 import pynvml as nv
 import reallibs
 
+from sim.fake_proc import HostProcess, write_process
+
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
 SCENARIO_ENV = "GPUCHECK_SIM_SCENARIO"
@@ -91,6 +93,31 @@ class Process:
     pid: int
     name: str  # what nvmlSystemGetProcessName answers
     used: int  # bytes
+    kind: str = "compute"  # or "graphics"
+    gpu_instance: int | None = None  # MIG GPU instance id
+    compute_instance: int | None = None
+
+    def line(self, gpu: int) -> str:
+        if self.kind == "compute" and self.gpu_instance is None:
+            return f"gpu {gpu} process {self.pid} {self.used} {self.name}"
+        gi = -1 if self.gpu_instance is None else self.gpu_instance
+        ci = -1 if self.compute_instance is None else self.compute_instance
+        return f"gpu {gpu} process_ex {self.kind} {gi} {ci} {self.pid} {self.used} {self.name}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """From the `sample`th sample of GPU `gpu` on (0 is the first), it is `state` (a whole Gpu,
+    so processes and every property follow it): a scenario timeline for `gpucheck watch`."""
+
+    sample: int
+    gpu: int
+    state: Gpu
+
+    def lines(self) -> list[str]:
+        prefix = f"step {self.sample} "
+        own = [f"gpu {self.gpu} noprocess", *_gpu_lines(self.gpu, self.state)]
+        return [prefix + line for line in own if not line.startswith(f"gpu {self.gpu} mig_device")]
 
 
 @dataclass
@@ -131,6 +158,9 @@ class Gpu:
     mig_devices: list[MigDevice] = field(default_factory=list)
     processes: list[Process] = field(default_factory=list)
     cuda_hidden: bool = False  # CUDA does not enumerate it (fallen off the bus)
+    clocks: tuple[int, int] | None = (1980, 2619)  # SM, memory MHz
+    pstate: int | None = 0  # P0
+    lost: bool = False  # every NVML call about it answers GPU_IS_LOST
 
     @property
     def pci_address(self) -> str:
@@ -157,6 +187,8 @@ UNSUPPORTED_WHEN_NONE: dict[str, tuple[str, ...]] = {
     "remapped_rows": ("nvmlDeviceGetRemappedRows",),
     "persistence": ("nvmlDeviceGetPersistenceMode",),
     "display_active": ("nvmlDeviceGetDisplayActive",),
+    "clocks": ("nvmlDeviceGetClockInfo",),
+    "pstate": ("nvmlDeviceGetPerformanceState",),
     "mig": (
         "nvmlDeviceGetMigMode",
         "nvmlDeviceGetMaxMigDeviceCount",
@@ -179,6 +211,9 @@ class Scenario:
     device_node_mode: int = 0o666
     faults: list[Fault] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # C symbols left out of libnvidia-ml
+    timeline: list[Step] = field(default_factory=list)
+    live_processes: bool = False  # a listed process that no longer runs frees its memory
+    host_processes: list[HostProcess] = field(default_factory=list)  # the fake /proc's
 
     @property
     def lib_version(self) -> str:
@@ -195,6 +230,8 @@ class Scenario:
         if self.nvml_version:
             lines.append(f"nvml {self.nvml_version}")
         lines.append(f"gpus {len(self.gpus)}")
+        if self.live_processes:
+            lines.append("live_processes 1")
         implicit: list[Fault] = []
         for i, g in enumerate(self.gpus):
             lines += _gpu_lines(i, g)
@@ -204,6 +241,7 @@ class Scenario:
         # Explicit faults first: among faults for the same GPU, the first one wins.
         lines += [f.line() for f in [*self.faults, *implicit]]
         lines += [f"missing {name}" for name in self.missing]
+        lines += [line for step in self.timeline for line in step.lines()]
         return "\n".join(lines) + "\n"
 
 
@@ -242,7 +280,10 @@ def _gpu_lines(i: int, g: Gpu) -> list[str]:
         f"gpu {i} mig {flag(mig[0])} {flag(mig[1])} {g.mig_max}",
     ]
     out += [f"gpu {i} mig_device {m.slot} {m.memory} {m.uuid} {m.name}" for m in g.mig_devices]
-    out += [f"gpu {i} process {p.pid} {p.used} {p.name}" for p in g.processes]
+    clocks = g.clocks or (0, 0)
+    out += [f"gpu {i} clocks {clocks[0]} {clocks[1]}", f"gpu {i} pstate {g.pstate or 0}"]
+    out.append(f"gpu {i} lost {int(g.lost)}")
+    out += [p.line(i) for p in g.processes]
     if g.cuda_hidden:
         out.append(f"gpu {i} cuda_hidden 1")
     return out
@@ -640,6 +681,9 @@ def write_root(scenario: Scenario, root: Path) -> None:
         "11.4.0-1ubuntu1~22.04) 11.4.0) #195-Ubuntu SMP Fri Aug 22 15:05:44 UTC 2025\n",
     )
     _write(root / "proc/1/cgroup", "0::/init.scope\n")
+    _write(root / "proc/stat", "cpu  1 2 3 4\nbtime 1763880000\n")
+    for proc in scenario.host_processes:
+        write_process(root / "proc" / str(proc.pid), proc)
     modules = ["ext4 1097728 1 - Live 0x0000000000000000", "mlx5_core 2097152 0 - Live 0x0"]
     if scenario.module_loaded:
         if scenario.uvm_loaded:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices
 from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
+from gpucheck.gpu_holders import GpuAccount, Holder, merge
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.snapshot import GpuFacts
+from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 GIB = 1024**3
 # Memory in use with no process listed that means another context holds the GPU (another
@@ -168,39 +169,41 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     unknown = all_unknown(gpus, "memory_used", "Memory in use")
     if unknown:
         return unknown
-    busy = []
+    holders = merge(ctx.snapshot)
+    by_pid = {h.pid: h for h in holders.holders}
+    accounts = {a.index: a for a in holders.gpus}
+    busy: list[tuple[GpuFacts, str]] = []
     for g in gpus:
-        if g.memory_total and g.memory_used is not None and 2 * g.memory_used > g.memory_total:
-            procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
-            who = (
-                ", ".join(f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in procs[:3])
-                or "no process listed (another container or VM, or the driver itself)"
+        account = accounts.get(g.index)
+        if account is None:
+            continue
+        over_half = bool(g.memory_total and g.memory_used and 2 * g.memory_used > g.memory_total)
+        if not (over_half or account.leaked or account.zombie_pids):
+            continue
+        procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
+        in_container = ctx.snapshot.system.container is not None
+        who = ", ".join(_holder_text(p, by_pid.get(p.pid), in_container) for p in procs[:3])
+        line = f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used"
+        line += f" by {who}" if who else ""
+        if account.leaked:
+            line += (
+                f"; {gib(account.unaccounted)} by no process listed (another container or VM, "
+                "a leaked context, or the driver itself)"
             )
-            busy.append(
-                (g, f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used by {who}")
-            )
+        busy.append((g, line))
     if busy:
-        pids = sorted({p.pid for g, _ in busy for p in (g.processes or [])})
-        if pids:
-            fix = (
-                "Wait for these jobs or stop them: check what they are "
-                f"(`ps -o pid,user,cmd -p {','.join(map(str, pids))}`), then "
-                f"`kill {' '.join(map(str, pids))}`"
-            )
-        else:
-            fix = (
-                "Wait for the job holding the memory, or find it where it runs "
-                "(nvidia-smi on the host)"
-            )
-        taken = [g for g, _ in busy]
-        if len(busy) < len(gpus):
-            free = indices([g for g in gpus if g not in taken])
-            fix += f"; or use the other GPUs (`export CUDA_VISIBLE_DEVICES={free}`)"
         return Outcome.warn(
-            f"{len(busy)} GPU(s) already have most of their memory in use",
+            f"{len(busy)} GPU(s) already have most of their memory in use, or memory held by "
+            "no live process"
+            if any(accounts[g.index].leaked or accounts[g.index].zombie_pids for g, _ in busy)
+            else f"{len(busy)} GPU(s) already have most of their memory in use",
             *[line for _, line in busy],
-            fix=fix,
-            subjects=gpu_subjects(taken),
+            fix=_memory_fix(
+                [accounts[g.index] for g, _ in busy],
+                by_pid,
+                [g for g in gpus if g not in [t for t, _ in busy]],
+            ),
+            subjects=gpu_subjects([g for g, _ in busy]),
         )
     used = [g for g in gpus if g.processes]
     note = [
@@ -209,3 +212,59 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     ]
     known, blind = known_count(gpus, "memory_used")
     return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
+
+
+def _holder_text(p: GpuProcess, holder: Holder | None, in_container: bool) -> str:
+    text = f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})"
+    if holder is not None and holder.state == "zombie":
+        parent = holder.process.ppid if holder.process else None
+        text += f" [zombie: exited, not reaped by its parent {parent or '?'}]"
+    elif holder is not None and not holder.visible:
+        text += (
+            " [a host PID: not in this container]"
+            if in_container
+            else " [not in /proc here: exited since, or in another PID namespace]"
+        )
+    return text
+
+
+def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: list[GpuFacts]) -> str:
+    wanted = {a.index for a in accounts}
+    visible = sorted(
+        h.pid
+        for h in by_pid.values()
+        if h.visible and h.state != "zombie" and h.memory and wanted & set(h.gpus)
+    )
+    zombies = sorted({pid for a in accounts for pid in a.zombie_pids})
+    parents = sorted(
+        {
+            str(h.process.ppid)
+            for pid in zombies
+            if (h := by_pid.get(pid)) is not None and h.process is not None and h.process.ppid
+        }
+    )
+    parts = []
+    if visible:
+        pids = ",".join(map(str, visible))
+        kills = " ".join(f"--kill {pid}" for pid in visible)
+        parts.append(
+            f"Wait for these jobs or stop them: see what they are with `gpucheck procs` (or "
+            f"`ps -o pid,user,cmd -p {pids}`), then end them: `gpucheck procs {kills}`"
+        )
+    if zombies:
+        parts.append(
+            f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or restart "
+            f"their parent ({', '.join(parents) or 'see `gpucheck procs`'})"
+        )
+    if any(a.outside_pids or a.leaked for a in accounts):
+        leaked = ",".join(str(a.index) for a in accounts if a.leaked) or str(accounts[0].index)
+        parts.append(
+            "Memory held by no process here: see every holder with `gpucheck procs` (in a "
+            "container, processes of others show only as host PIDs: look with nvidia-smi on the "
+            f"host); with nothing left holding it, reset the GPU (`sudo nvidia-smi --gpu-reset "
+            f"-i {leaked}`)"
+        )
+    fix = "; ".join(parts)
+    if free:
+        fix += f"; or use the other GPUs (`export CUDA_VISIBLE_DEVICES={indices(free)}`)"
+    return fix

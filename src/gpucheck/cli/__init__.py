@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("gpucheck.cli.bench", "bench"),
     "fit": ("gpucheck.cli.fit", "fit"),
     "fleet": ("gpucheck.cli.fleet", "fleet"),
+    "procs": ("gpucheck.cli.procs", "procs"),
+    "watch": ("gpucheck.cli.watch", "watch"),
 }
 
 

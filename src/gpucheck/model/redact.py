@@ -7,7 +7,7 @@ same (`doctor --from`).
   and never written: the same value maps to the same token within one report (a UUID in
   CUDA_VISIBLE_DEVICES still names its GPU), and tokens cannot be linked across reports;
 - user names in paths (/home/NAME, /Users/NAME, C:\\Users\\NAME, and names given by the
-  caller, such as the current user's);
+  caller, such as the current user's), and the owners of the processes holding a GPU;
 - environment values, except the short list whose value a check reads or a person needs, and
   the path variables, which keep their paths with user names replaced.
 """
@@ -193,6 +193,10 @@ def redact(snapshot: Snapshot, user_names: Iterable[str] = ()) -> Snapshot:
         data["system"]["hostname"] = found[data["system"]["hostname"]]
     if host.get("fqdn"):
         host["fqdn"] = found[host["fqdn"]]
+    # The owners of the processes that hold a GPU are people (or service accounts) by name.
+    for proc in (data.get("processes") or {}).get("processes") or []:
+        if proc.get("user"):
+            proc["user"] = REDACTED
     scrubbed = _Scrubber(found, hostnames, user_names, tokens).walk(data)
     scrubbed["redacted"] = True
     return Snapshot.from_dict(scrubbed)

@@ -27,7 +27,7 @@ SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep 
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
-# redacted
+# redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
@@ -151,9 +151,12 @@ class MigDevice(Struct):
 
 
 class GpuProcess(Struct):
-    pid: Int
+    pid: Int  # as NVML reports it: in a container, usually the host's PID
     name: str | None = None
     used_memory: Int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
+    kind: str | None = None  # "compute" | "graphics"; None in snapshots before 1.2
+    gpu_instance_id: Int | None = None  # MIG: the GPU instance the context lives in
+    compute_instance_id: Int | None = None
 
 
 class GpuFacts(Struct):
@@ -162,6 +165,7 @@ class GpuFacts(Struct):
     uuid: str | None = None
     serial: str | None = None
     pci_bus_id: str | None = None
+    minor_number: Int | None = None  # N of its /dev/nvidiaN (not always the NVML index)
     brand: str | None = None  # "NVIDIA" (data centre), "Tesla", "GeForce", "Quadro", ...
     memory_total: Int | None = None  # bytes
     memory_used: Int | None = None
@@ -212,6 +216,38 @@ class NvmlFacts(Struct):
     nvml_version: str | None = None
     device_count: Int | None = None
     gpus: list[GpuFacts] = field(default_factory=list)
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+class HostProcess(Struct):
+    """A process as /proc shows it: one that has a /dev/nvidia* file open, or one NVML lists."""
+
+    pid: Int  # in the PID namespace of the /proc that was read
+    devices: list[str] = field(default_factory=list)  # /dev/nvidia* files it has open
+    name: str | None = None  # comm
+    # None: not read (the doctor's snapshots never hold them) or unreadable; [] for a kernel
+    # thread or a zombie
+    cmdline: list[str] | None = None
+    uid: Int | None = None  # real uid
+    user: str | None = None
+    state: str | None = None  # R, S, D, Z (zombie), T (stopped), ... from /proc/PID/status
+    ppid: Int | None = None
+    start_time: str | None = None  # ISO 8601, from the boot time and the start tick
+    nspid: list[Int] = field(default_factory=list)  # this PID in each nested PID namespace
+    cgroup: str | None = None  # the unified (or first) cgroup path
+    container_id: str | None = None  # from the cgroup path (docker, containerd, CRI-O, podman)
+    pod_uid: str | None = None  # Kubernetes pod, from the cgroup path
+    fds_readable: bool = True  # False: its fd table is closed to this user (another user's)
+
+
+class ProcessFacts(Struct):
+    scanned: bool = False  # False: /proc could not be listed (no facts, not "no holder")
+    caller_uid: Int | None = None
+    caller_pid: Int | None = None
+    processes: list[HostProcess] = field(default_factory=list)
+    fds_unreadable: Int = 0  # processes whose open files this user may not see
 
 
 # --- CUDA and cuDNN -------------------------------------------------------------------------
@@ -429,6 +465,7 @@ class Snapshot(Struct):
     cuda: CudaFacts = field(default_factory=CudaFacts)
     cudnn: CudnnFacts = field(default_factory=CudnnFacts)
     environments: list[PythonEnvironment] = field(default_factory=list)
+    processes: ProcessFacts = field(default_factory=ProcessFacts)
     deep: bool = False  # frameworks were imported (doctor --deep)
     # Fact groups a saved snapshot did not carry (a partial or older file): unknown, not empty.
     absent_sections: list[str] = field(default_factory=list)

@@ -21,6 +21,7 @@ from gpucheck.model.snapshot import (
     CudnnFacts,
     NvmlFacts,
     ProbeRun,
+    ProcessFacts,
     PythonEnvironment,
     Snapshot,
     SystemFacts,
@@ -123,6 +124,7 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     from gpucheck.probes.libraries import SearchScope
     from gpucheck.probes.native import probe_cuda_and_cudnn, probe_cuda_driver
     from gpucheck.probes.nvml import probe_nvml
+    from gpucheck.probes.processes import probe_processes
     from gpucheck.probes.system import probe_system
 
     opts = options or ProbeOptions()
@@ -185,7 +187,24 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
         if gate is not None:
             gate.open("stop gpucheck stopped")  # never leave a child waiting (no-op if open)
     snap.cuda.driver = driver
-    snap.probes = [*runs, nvml_run, driver_run, *lib_runs, fw_run, *err1, *err2, *err3, *err4]
+    # After NVML: its PIDs are looked up too (a zombie, a process of another namespace).
+    # No command lines: a snapshot travels, and a command line may hold a secret.
+    nvml_pids = [p.pid for g in snap.nvml.gpus for p in g.processes or []]
+    snap.processes, proc_runs = _guarded(
+        "processes", lambda: probe_processes(opts.root, nvml_pids, commands=False), ProcessFacts()
+    )
+    snap.probes = [
+        *runs,
+        nvml_run,
+        *proc_runs,
+        driver_run,
+        *lib_runs,
+        fw_run,
+        *err1,
+        *err2,
+        *err3,
+        *err4,
+    ]
     # A failed future already produced its own error run; drop the placeholder beside it.
     names = {r.name for r in err1 + err2 + err3 + err4}
     snap.probes = [r for r in snap.probes if not (r.name in names and r.error is None)]
@@ -201,4 +220,23 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
                 )
             ]
         snap.probes += deep_runs
+    return snap
+
+
+def collect_holders(options: ProbeOptions | None = None) -> Snapshot:
+    """The facts `gpucheck procs` needs, and only those: the system (container, module), NVML
+    (GPUs, memory, processes) and /proc's GPU holders."""
+    from gpucheck.probes.nvml import probe_nvml
+    from gpucheck.probes.processes import probe_processes
+    from gpucheck.probes.system import probe_system
+
+    opts = options or ProbeOptions()
+    snap = Snapshot(created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    snap.system, runs = _guarded("system", lambda: probe_system(opts.root, opts.env), SystemFacts())
+    snap.nvml, nvml_run = probe_nvml(opts.timeout, opts.env, driver_init_allowed(snap.system))
+    nvml_pids = [p.pid for g in snap.nvml.gpus for p in g.processes or []]
+    snap.processes, proc_runs = _guarded(
+        "processes", lambda: probe_processes(opts.root, nvml_pids), ProcessFacts()
+    )
+    snap.probes = [*runs, nvml_run, *proc_runs]
     return snap

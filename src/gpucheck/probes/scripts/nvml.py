@@ -64,6 +64,9 @@ if TYPE_CHECKING:
         pid: int
         name: str | None
         used_memory: int | None
+        kind: str  # compute | graphics
+        gpu_instance_id: int | None
+        compute_instance_id: int | None
 
 
 OPTIONS: Options = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
@@ -216,6 +219,7 @@ def probe_gpu(nvml: ModuleType, index: int, handle: object) -> dict[str, object]
     g.set("serial", ["nvmlDeviceGetSerial"], text)
     g.set("brand", ["nvmlDeviceGetBrand"], lambda b: BRANDS.get(b, f"brand {b:d}"))
     g.set("pci_bus_id", ["nvmlDeviceGetPciInfo"], lambda p: text(p.busId))
+    g.set("minor_number", ["nvmlDeviceGetMinorNumber"], int)
     mem = g.call("memory_total", ["nvmlDeviceGetMemoryInfo"])
     if mem is not None:
         g.facts.update(
@@ -309,7 +313,20 @@ def probe_gpu(nvml: ModuleType, index: int, handle: object) -> dict[str, object]
         ["nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2"],
     )
     if procs is not None:
-        g.facts["processes"] = [process_record(nvml, p) for p in procs]
+        records = [process_record(nvml, p, "compute") for p in procs]
+        # Graphics contexts hold memory too (a desktop, a viewer); a failure here costs them
+        # only, never the compute list.
+        graphics = g.call(
+            "graphics_processes",
+            ["nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses_v2"],
+        )
+        g.field_errors.pop("graphics_processes", None)
+        seen = {(r["pid"], r["gpu_instance_id"]) for r in records}
+        for p in graphics or []:
+            record = process_record(nvml, p, "graphics")
+            if (record["pid"], record["gpu_instance_id"]) not in seen:
+                records.append(record)
+        g.facts["processes"] = records
     return g.facts
 
 
@@ -331,7 +348,15 @@ def probe_mig(g: Gpu) -> list[MigRecord]:
     return devices
 
 
-def process_record(nvml: ModuleType, proc: Any) -> ProcessRecord:
+NO_INSTANCE = 0xFFFFFFFF  # NVML's "no MIG instance" in nvmlProcessInfo_t
+
+
+def instance_id(proc: Any, name: str) -> int | None:
+    value = getattr(proc, name, None)
+    return None if value is None or int(value) == NO_INSTANCE else int(value)
+
+
+def process_record(nvml: ModuleType, proc: Any, kind: str) -> ProcessRecord:
     pid = int(proc.pid)
     used = getattr(proc, "usedGpuMemory", None)
     name: str | None = None
@@ -344,7 +369,14 @@ def process_record(nvml: ModuleType, proc: Any) -> ProcessRecord:
                 name = comm.read().strip()
         except OSError:
             pass
-    return {"pid": pid, "name": name, "used_memory": int(used) if used is not None else None}
+    return {
+        "pid": pid,
+        "name": name,
+        "used_memory": int(used) if used is not None else None,
+        "kind": kind,
+        "gpu_instance_id": instance_id(proc, "gpuInstanceId"),
+        "compute_instance_id": instance_id(proc, "computeInstanceId"),
+    }
 
 
 def system_value(nvml: ModuleType, name: str, convert: Callable[[Any], T]) -> T | None:

@@ -1,0 +1,147 @@
+"""`gpucheck procs`: who holds GPU memory and GPU device files, and ending them safely."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from gpucheck.cli.common import UserError, write_output
+
+if TYPE_CHECKING:
+    from gpucheck.process_ending import Decision
+    from gpucheck.report.procs import ProcsDocument
+
+GpuOpt = Annotated[
+    str | None,
+    typer.Option("--gpu", metavar="N|UUID", help="Only this GPU (NVML index, or UUID prefix)."),
+]
+
+
+def procs(
+    json_out: Annotated[bool, typer.Option("--json", help="Answer as JSON.")] = False,
+    gpu: GpuOpt = None,
+    kill: Annotated[
+        list[int] | None,
+        typer.Option("--kill", metavar="PID", help="End these GPU holders (repeatable)."),
+    ] = None,
+    kill_mine: Annotated[
+        bool,
+        typer.Option("--kill-mine", help="End your own processes with a compute context on a GPU."),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="As root: also end another user's processes named.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    grace: Annotated[
+        float,
+        typer.Option(
+            "--grace",
+            metavar="SECONDS",
+            min=0,
+            max=600,
+            help="Seconds between SIGTERM and SIGKILL.",
+        ),
+    ] = 10.0,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", metavar="SECONDS", min=0.5, max=600, help="NVML time bound."),
+    ] = 15.0,
+) -> None:
+    """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
+    from gpucheck.gpu_holders import merge, only_gpu, select_gpu
+    from gpucheck.probes.run import ProbeOptions, collect_holders
+    from gpucheck.report import procs as out
+
+    acting = bool(kill) or kill_mine
+    if not acting:
+        for name, given in (("--force", force), ("--yes", yes)):
+            if given:
+                raise UserError(f"{name} goes with --kill or --kill-mine")
+    options = ProbeOptions(timeout=timeout)
+    snap = collect_holders(options)
+    holders = merge(snap)
+    index = None
+    if gpu is not None:
+        index = select_gpu(gpu, snap.nvml.gpus)
+        if index is None:
+            known = ", ".join(f"{g.index} ({g.uuid})" for g in snap.nvml.gpus) or "none answer"
+            raise UserError(f"--gpu {gpu}: no such GPU (GPUs: {known})")
+        holders = only_gpu(holders, index)
+    in_container = snap.system.container is not None
+    if not acting:
+        doc = out.document(holders, snap.created_at, in_container)
+        _write(doc, json_out)
+        return
+    from gpucheck.process_ending import Caller, Ender, Request, plan
+
+    decisions = plan(holders, Request(tuple(kill or ()), kill_mine, force, index), Caller.this())
+    to_end = [d for d in decisions if d.end]
+    _tell(decisions, json_out)
+    if to_end and not yes:
+        if not sys.stdin.isatty():
+            raise UserError(
+                "ending processes asks for confirmation: run on a terminal, or add --yes "
+                "(nothing was ended)"
+            )
+        if not typer.confirm(f"End {len(to_end)} process(es)?", default=False, err=True):
+            sys.stderr.write("gpucheck: nothing was ended\n")
+            raise typer.Exit(1)
+    ender = Ender(options.root, grace)
+    ended = {d.pid: ender.end(d) for d in to_end}
+    after = merge(collect_holders(options)) if to_end else holders
+    if index is not None:
+        after = only_gpu(after, index)
+    memory = [
+        out.MemoryChange(a.index, a.memory_used, b.memory_used)
+        for a in holders.gpus
+        for b in after.gpus
+        if a.index == b.index
+    ]
+    doc = out.document(after, snap.created_at, in_container, out.actions(decisions, ended), memory)
+    if json_out:
+        _write(doc, True)
+    else:
+        _report(doc)
+    done = all(e.outcome in ("terminated", "killed", "gone") for e in ended.values())
+    if not done or len(to_end) < len(decisions):
+        raise typer.Exit(1)
+
+
+def _write(doc: ProcsDocument, json_out: bool) -> None:
+    from gpucheck.report import procs as out
+
+    if json_out:
+        text = out.to_json(doc)
+        write_output(None, lambda stream: stream.write(text))
+    else:
+        write_output(None, lambda stream: out.render(doc, stream))
+
+
+def _tell(decisions: list[Decision], json_out: bool) -> None:
+    """What will be ended and what not, before anything is: on stderr when stdout is JSON."""
+    stream = sys.stderr if json_out else sys.stdout
+    if not decisions:
+        stream.write("Nothing to end: none of your processes has a compute context on a GPU.\n")
+    for d in decisions:
+        if d.end:
+            stream.write(f"will end  PID {d.pid}  {d.reason}\n")
+        else:
+            stream.write(f"not ending PID {d.pid}: {d.reason}\n")
+    stream.flush()
+
+
+def _report(doc: ProcsDocument) -> None:
+    from gpucheck.report import procs as out
+
+    for a in doc.actions or []:
+        if a.outcome is not None:
+            sys.stdout.write(f"PID {a.pid}: {a.outcome}: {a.detail}\n")
+    for m in doc.memory or []:
+        if m.before is not None and m.after is not None:
+            freed = m.before - m.after
+            sys.stdout.write(
+                f"GPU {m.gpu}: {out.gib(m.before)} -> {out.gib(m.after)} used"
+                + (f" ({out.gib(freed)} freed)\n" if freed > 0 else "\n")
+            )

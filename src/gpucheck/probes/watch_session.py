@@ -1,0 +1,215 @@
+"""One long-lived NVML session for `gpucheck watch`, in a child process (scripts/watch.py):
+NVML is initialised once, not once per sample, and the main process never imports pynvml.
+
+Each sample is bounded in time: when the child says nothing for `bound` seconds past its
+interval, it is stuck in the driver. It is killed, that sample records the call it hung in for
+every GPU, and a fresh session goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from gpucheck.probes.child import HERE
+from gpucheck.watch_log import GpuSample, Sample
+
+SCRIPT = HERE / "scripts/watch.py"
+START_BOUND = 15.0  # seconds for nvmlInit and the handles: as long as the doctor gives NVML
+
+
+class WatchError(Exception):
+    """NVML cannot be used at all (no driver, no GPU): one line for the user, exit 1."""
+
+
+class SelectionError(Exception):
+    """--gpu names no GPU: a usage error."""
+
+
+@dataclass
+class Session:
+    fields: list[str]
+    interval: float
+    bound: float = 5.0  # seconds one sample may take beyond the interval
+    env: Mapping[str, str] | None = None
+    gpus: list[str] | None = None  # --gpu: indices or UUID prefixes; None: every GPU
+    selected: list[int] = field(default_factory=list)
+    restarts: int = 0
+    driver_version: str | None = None
+    device_count: int = 0
+    _proc: subprocess.Popen[bytes] | None = None
+    _selector: selectors.BaseSelector | None = None
+    _out: bytes = b""
+    _last_step: str | None = None
+    _stderr: list[str] = field(default_factory=list)
+
+    def start(self) -> None:
+        """Start the child and read its header; WatchError when NVML cannot be used."""
+        args = json.dumps({"interval": self.interval, "fields": self.fields, "gpus": self.gpus})
+        self._proc = subprocess.Popen(
+            [sys.executable, str(SCRIPT), args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(self.env) if self.env is not None else None,
+            start_new_session=True,  # Ctrl-C reaches gpucheck, which ends the child itself
+        )
+        self._selector = selectors.DefaultSelector()
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        for pipe in (self._proc.stdout, self._proc.stderr):
+            os.set_blocking(pipe.fileno(), False)
+            self._selector.register(pipe, selectors.EVENT_READ)
+        try:
+            header = self._next_record(START_BOUND)
+        except BaseException:  # Ctrl-C while NVML starts: the child must not outlive us
+            self.stop()
+            raise
+        if header is None:
+            where = f" in {self._last_step}" if self._last_step else ""
+            self.stop()
+            tail = f": {self._stderr[-1]}" if self._stderr else ""
+            raise WatchError(f"NVML did not start within {START_BOUND:g} s{where}{tail}")
+        error = header.get("init_error")
+        if isinstance(error, dict):
+            self.stop()
+            raise WatchError(_init_message(error))
+        count = header.get("device_count")
+        self.device_count = count if isinstance(count, int) else 0
+        unknown = header.get("selection_error")
+        if unknown is not None:
+            self.stop()
+            raise SelectionError(
+                f"--gpu {unknown}: no such GPU (the driver sees {self.device_count}: indices "
+                f"0-{self.device_count - 1}, or a UUID prefix)"
+            )
+        chosen = header.get("selected")
+        self.selected = (
+            [i for i in chosen if isinstance(i, int)]
+            if isinstance(chosen, list)
+            else list(range(self.device_count))
+        )
+        self.driver_version = str(header.get("driver_version") or "") or None
+        if self.device_count == 0:
+            self.stop()
+            raise WatchError("the NVIDIA driver sees no GPU (nvmlDeviceGetCount is 0)")
+
+    def samples(self) -> Iterator[Sample]:
+        """Samples as they come, forever: the caller decides when to stop."""
+        while True:
+            if self._proc is None:
+                self.start()
+            record = self._next_record(self.interval + self.bound)
+            if record is None:
+                yield self._hung()
+                continue
+            if record.get("kind") == "sample":
+                yield _sample(record)
+
+    def _hung(self) -> Sample:
+        where = self._last_step or "NVML"
+        died = self._proc is not None and self._proc.poll() is not None
+        self.stop()
+        self.restarts += 1
+        reason = f"Crashed in {where}" if died else f"Timeout in {where}"
+        now = time.time()
+        return Sample(now, [GpuSample(i, error=reason) for i in self.selected])
+
+    def _next_record(self, timeout: float) -> dict[str, object] | None:
+        """The next JSON line from the child within `timeout` seconds, or None."""
+        assert self._proc is not None and self._selector is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            line, sep, rest = self._out.partition(b"\n")
+            if sep:
+                self._out = rest
+                try:
+                    value = json.loads(line)
+                except ValueError:
+                    continue  # a library printing to stdout does not break the protocol
+                if isinstance(value, dict):
+                    return value
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            events = self._selector.select(left)
+            for key, _ in events:
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    self._selector.unregister(key.fileobj)
+                    if key.fileobj is self._proc.stdout:
+                        return None  # the child ended
+                    continue
+                if key.fileobj is self._proc.stdout:
+                    self._out += chunk
+                else:
+                    self._note_stderr(chunk)
+
+    def _note_stderr(self, chunk: bytes) -> None:
+        for line in chunk.decode("utf-8", "replace").splitlines():
+            if line.startswith("@ "):
+                self._last_step = line[2:].strip()
+            elif line.strip():
+                self._stderr = [*self._stderr[-9:], line.strip()]
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if self._selector is not None:
+            self._selector.close()
+            self._selector = None
+        self._out = b""
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # a child stuck in the driver ignores TERM
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+        # Unkillable for now (in the kernel): the watch ends without it.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=2)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def _sample(record: dict[str, object]) -> Sample:
+    t = record.get("t")
+    sample = Sample(float(t) if isinstance(t, int | float) else time.time())
+    for g in record.get("gpus") or []:  # type: ignore[attr-defined]
+        if not isinstance(g, dict) or not isinstance(g.get("index"), int):
+            continue
+        values, errors, error = g.get("values"), g.get("errors"), g.get("error")
+        sample.gpus.append(
+            GpuSample(
+                g["index"],
+                {str(k): v for k, v in values.items()} if isinstance(values, dict) else {},
+                {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict) else {},
+                str(error) if error else None,
+            )
+        )
+    return sample
+
+
+def _init_message(error: dict[str, object]) -> str:
+    name = str(error.get("name") or "Unknown")
+    message = str(error.get("message") or "")
+    causes = {
+        "LibraryNotFound": "no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded",
+        "DriverNotLoaded": "the NVIDIA driver is not loaded (no nvidia kernel module)",
+        "LibRmVersionMismatch": "the driver's kernel module and libraries differ (reboot after "
+        "a driver update)",
+        "NoPermission": "no permission to use the GPUs (/dev/nvidia* access)",
+        "BindingMissing": "the nvidia-ml-py binding cannot be imported",
+    }
+    cause = causes.get(name, f"NVML cannot start ({name})")
+    detail = f": {message}" if message and name not in causes else ""
+    return f"{cause}{detail}; run `gpucheck doctor` for the fix"

@@ -1,0 +1,285 @@
+"""`gpucheck procs` output: the JSON document (typed, so `gpucheck schema --procs` prints its
+schema) and the table for a person, grouped by GPU and sorted by memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO, Any
+
+import msgspec
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpucheck import __version__
+from gpucheck.gpu_holders import GpuAccount, GpuUse, Holder, Holders, leak_causes
+from gpucheck.model.decoding import to_dict
+from gpucheck.process_ending import Decision, Ended, shorten
+from gpucheck.report.text import printable
+
+PROCS_SCHEMA_VERSION = "1.0"
+PIPE_WIDTH = 160
+
+
+@dataclass
+class ProcessRow:
+    pid: int  # in this PID namespace where visible; NVML's (a host PID) otherwise
+    visible: bool  # this /proc shows it (False: another container or namespace)
+    name: str | None
+    user: str | None
+    uid: int | None
+    mine: bool | None  # the caller's own
+    state: str  # running | zombie | stopped | uninterruptible | unknown
+    command: list[str] | None  # the full command line
+    start_time: str | None
+    container_id: str | None
+    pod_uid: str | None
+    cgroup: str | None
+    nspid: list[int]  # its PID in each nested namespace, outermost first
+    nvml_pid: int | None  # NVML's (host) PID for it where that differs; see notes
+    devices: list[str]  # /dev/nvidia* files it has open
+    memory: int  # bytes, over all GPUs
+    gpus: list[GpuUse]
+
+
+@dataclass
+class GpuRow:
+    index: int
+    uuid: str | None
+    name: str | None
+    memory_total: int | None
+    memory_used: int | None
+    held_visible: int
+    held_outside: int  # by PIDs outside this namespace
+    outside_pids: list[int]
+    zombie_pids: list[int]
+    unaccounted: int | None  # used with no process (the driver's reservation included)
+    leaked: bool  # unaccounted beyond the driver's reservation
+    leak_causes: str | None
+
+
+@dataclass
+class Action:
+    pid: int
+    decision: str  # end | refuse
+    reason: str
+    outcome: str | None = None  # terminated | killed | gone | survived | changed | denied
+    detail: str | None = None
+
+
+@dataclass
+class MemoryChange:
+    gpu: int
+    before: int | None
+    after: int | None
+
+
+@dataclass
+class ProcsDocument:
+    schema_version: str
+    gpucheck_version: str
+    created_at: str
+    gpus: list[GpuRow]
+    processes: list[ProcessRow]
+    notes: list[str]
+    in_container: bool  # gpucheck runs in a container: NVML's PIDs not here are host PIDs
+    actions: list[Action] | None = None  # with --kill / --kill-mine
+    memory: list[MemoryChange] | None = None  # used memory before and after ending
+
+
+def document(
+    holders: Holders,
+    created_at: str,
+    in_container: bool,
+    actions: list[Action] | None = None,
+    memory: list[MemoryChange] | None = None,
+) -> ProcsDocument:
+    return ProcsDocument(
+        PROCS_SCHEMA_VERSION,
+        __version__,
+        created_at,
+        [_gpu_row(a, in_container) for a in holders.gpus],
+        [_process_row(h) for h in holders.holders],
+        holders.notes,
+        in_container,
+        actions,
+        memory,
+    )
+
+
+def _gpu_row(a: GpuAccount, in_container: bool) -> GpuRow:
+    return GpuRow(
+        a.index,
+        a.uuid,
+        a.name,
+        a.memory_total,
+        a.memory_used,
+        a.held_visible,
+        a.held_outside,
+        a.outside_pids,
+        a.zombie_pids,
+        a.unaccounted,
+        a.leaked,
+        leak_causes(a, in_container) if a.leaked else None,
+    )
+
+
+def _process_row(h: Holder) -> ProcessRow:
+    p = h.process
+    return ProcessRow(
+        pid=h.pid,
+        visible=h.visible,
+        name=h.name,
+        user=p.user if p else None,
+        uid=p.uid if p else None,
+        mine=h.mine,
+        state=h.state,
+        command=p.cmdline if p else None,
+        start_time=p.start_time if p else None,
+        container_id=p.container_id if p else None,
+        pod_uid=p.pod_uid if p else None,
+        cgroup=p.cgroup if p else None,
+        nspid=list(p.nspid) if p else [],
+        nvml_pid=h.nvml_pid,
+        devices=h.devices,
+        memory=h.memory,
+        gpus=h.uses,
+    )
+
+
+def actions(decisions: list[Decision], ended: dict[int, Ended]) -> list[Action]:
+    out = []
+    for d in decisions:
+        e = ended.get(d.pid)
+        out.append(
+            Action(
+                d.pid,
+                "end" if d.end else "refuse",
+                d.reason,
+                e.outcome if e else None,
+                e.detail if e else None,
+            )
+        )
+    return out
+
+
+def to_json(doc: ProcsDocument) -> str:
+    return msgspec.json.encode(to_dict(doc)).decode("utf-8") + "\n"
+
+
+def schema() -> dict[str, Any]:
+    return msgspec.json.schema(ProcsDocument)
+
+
+# --- for a person -------------------------------------------------------------------------
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own handling exits 1; a reader that goes away (procs | head) is not an error.
+        raise BrokenPipeError
+
+
+def gib(value: int | None) -> str:
+    return "?" if value is None else f"{value / 1024**3:.1f} GiB"
+
+
+def _command(row: ProcessRow, width: int = 48) -> str:
+    text = " ".join(row.command) if row.command else (row.name or "?")
+    return shorten(printable(text), width)
+
+
+def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
+    # Names and command lines are any process's own text: never markup, controls escaped.
+    console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
+    if not console.is_terminal:
+        console.width = PIPE_WIDTH  # a file or a pipe gets whole lines, not a squeezed table
+    for g in doc.gpus:
+        head = Text(f"GPU {g.index}", style="bold")
+        head.append(f"  {printable(g.name or '?')}")
+        head.append(f"  {gib(g.memory_used)} of {gib(g.memory_total)} used", style="dim")
+        console.print(head)
+        rows = sorted(
+            (r for r in doc.processes if any(u.gpu == g.index for u in r.gpus)),
+            key=lambda r: -sum(u.used_memory or 0 for u in r.gpus if u.gpu == g.index),
+        )
+        if rows:
+            console.print(_table(rows, g.index, doc.in_container))
+        else:
+            console.print("  no process holds it", style="dim")
+        if g.held_outside:
+            pids = ", ".join(map(str, g.outside_pids))
+            where = (
+                f"outside this container (host PIDs {pids})"
+                if doc.in_container
+                else f"not in /proc here (PIDs {pids}: exited since, or in another PID namespace)"
+            )
+            console.print(f"  {gib(g.held_outside)} held by processes {where}", style="yellow")
+        if g.zombie_pids:
+            console.print(
+                f"  ! zombie context(s): PID {', '.join(map(str, g.zombie_pids))} exited but "
+                "still holds memory until its parent reaps it",
+                style="yellow",
+            )
+        if g.leaked and g.leak_causes:
+            console.print(
+                f"  ! {gib(g.unaccounted)} used by no process listed. Known causes: "
+                f"{g.leak_causes}",
+                style="yellow",
+            )
+    driver_only = [r for r in doc.processes if not r.gpus and r.devices]
+    if driver_only:
+        console.print(Text("Driver only (device files open, no GPU context)", style="bold"))
+        console.print(_table(driver_only, None, doc.in_container))
+    if not doc.gpus and not doc.processes:
+        console.print("No GPU and no process holding /dev/nvidia*.")
+    if any(r.mine for r in doc.processes):
+        console.print(
+            Text(
+                "* yours (gpucheck procs --kill-mine ends those with a compute context)",
+                style="dim",
+            )
+        )
+    for note in doc.notes:
+        console.print(Text(f"note: {note}", style="dim"))
+
+
+def _table(rows: list[ProcessRow], gpu: int | None, in_container: bool) -> Table:
+    table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
+    for name, justify in (
+        ("PID", "right"),
+        ("USER", "left"),
+        ("MEMORY", "right"),
+        ("TYPE", "left"),
+        ("STATE", "left"),
+        ("STARTED", "left"),
+        ("CONTAINER", "left"),
+        ("COMMAND", "left"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for r in rows:
+        uses = [u for u in r.gpus if gpu is None or u.gpu == gpu]
+        memory = sum(u.used_memory or 0 for u in uses)
+        kinds = sorted({u.kind or "file" for u in uses}) or ["file"]
+        mig = [u.gpu_instance_id for u in uses if u.gpu_instance_id is not None]
+        kind = "/".join(kinds) + (f" GI {mig[0]}" if mig else "")
+        pid = str(r.pid) + ("" if r.visible else " (host)" if in_container else " (gone?)")
+        if len(r.nspid) > 1:
+            pid += f" ({r.nspid[-1]} inside)"  # as the container's own tools show it
+        elif r.nvml_pid is not None:
+            pid += f" (host {r.nvml_pid})"
+        mine = " *" if r.mine else ""
+        started = (r.start_time or "")[11:16] or "?"
+        container = (r.container_id or "")[:12] or ("pod " + r.pod_uid[:8] if r.pod_uid else "")
+        state_style = "red" if r.state in ("zombie", "uninterruptible") else None
+        table.add_row(
+            pid,
+            printable(r.user or "?") + mine,
+            gib(memory) if memory else "-",
+            kind,
+            Text(r.state, style=state_style or ""),
+            started,
+            container,
+            _command(r),
+        )
+    return table

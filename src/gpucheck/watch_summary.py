@@ -1,0 +1,172 @@
+"""What a watch saw, per GPU: min/mean/max of each number, the share of samples throttled
+(and why), the samples the GPU was lost in, and the share it sat idle while its memory was
+held: a job starved by its input pipeline, said in words with the usual remedies. Pure: a
+function of samples, live or read back from a log."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gpucheck.watch_log import FIELDS, TEXT_FIELDS, Sample
+
+# Clock event bits that mean "slowed down", not "idle" or "by request" (nvml.h).
+THROTTLE_BITS = {
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+}
+IDLE_UTILIZATION = 5  # percent: below this the GPU is doing (almost) nothing
+BUSY_UTILIZATION = 50
+HELD_FLOOR_MIB = 1024  # an idle GPU with nothing loaded shows under this (H100: 479 MiB)
+STARVED_SHARE = 0.2  # idle-while-holding in a fifth of the samples of a working job
+
+
+@dataclass
+class Stat:
+    minimum: float
+    mean: float
+    maximum: float
+
+
+@dataclass
+class GpuSummary:
+    index: int
+    uuid: str | None
+    name: str | None
+    samples: int  # samples with this GPU answering
+    failed: int = 0  # samples in which the GPU did not answer (lost, hung)
+    first_failure: str | None = None  # why, the first time
+    stats: dict[str, Stat] = field(default_factory=dict)
+    throttled: int = 0
+    throttle_reasons: dict[str, int] = field(default_factory=dict)  # reason -> samples
+    busy: int = 0  # samples at or above BUSY_UTILIZATION
+    idle_holding: int = 0  # samples idle while memory was held
+    verdict: list[str] = field(default_factory=list)  # in words, for a person
+
+
+@dataclass
+class Summary:
+    samples: int
+    seconds: float
+    gpus: list[GpuSummary]
+
+
+def held(memory_used: float, memory_total: float | None) -> bool:
+    floor = max(HELD_FLOOR_MIB, 0.05 * memory_total) if memory_total else HELD_FLOOR_MIB
+    return memory_used >= floor
+
+
+def summarize(samples: list[Sample]) -> Summary:
+    per: dict[int, GpuSummary] = {}
+    numbers: dict[int, dict[str, list[float]]] = {}
+    for sample in samples:
+        for g in sample.gpus:
+            s = per.setdefault(g.index, GpuSummary(g.index, None, None, 0))
+            s.uuid = s.uuid or _text(g.value("uuid"))
+            s.name = s.name or _text(g.value("name"))
+            if g.error:
+                s.failed += 1
+                s.first_failure = s.first_failure or g.error
+                continue
+            s.samples += 1
+            series = numbers.setdefault(g.index, {})
+            for name in FIELDS:
+                value = g.value(name)
+                if name in TEXT_FIELDS or isinstance(value, bool):
+                    continue
+                if isinstance(value, int | float) and name != "clocks_event_reasons.active":
+                    series.setdefault(name, []).append(float(value))
+            _judge_sample(s, g.values)
+    for index, s in per.items():
+        s.stats = {
+            name: Stat(min(v), sum(v) / len(v), max(v))
+            for name, v in numbers.get(index, {}).items()
+            if v
+        }
+        s.verdict = _verdict(s)
+    seconds = samples[-1].time - samples[0].time if len(samples) > 1 else 0.0
+    return Summary(len(samples), seconds, [per[i] for i in sorted(per)])
+
+
+def _judge_sample(s: GpuSummary, values: Mapping[str, object]) -> None:
+    bits = values.get("clocks_event_reasons.active")
+    if isinstance(bits, int):
+        reasons = [n for b, n in THROTTLE_BITS.items() if bits & b]
+        if reasons:
+            s.throttled += 1
+            for r in reasons:
+                s.throttle_reasons[r] = s.throttle_reasons.get(r, 0) + 1
+    util = values.get("utilization.gpu")
+    used = values.get("memory.used")
+    total = values.get("memory.total")
+    if isinstance(util, int | float):
+        if util >= BUSY_UTILIZATION:
+            s.busy += 1
+        if (
+            util < IDLE_UTILIZATION
+            and isinstance(used, int | float)
+            and held(used, total if isinstance(total, int | float) else None)
+        ):
+            s.idle_holding += 1
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "0%"
+
+
+def _verdict(s: GpuSummary) -> list[str]:
+    out = []
+    if s.failed:
+        out.append(
+            f"did not answer in {s.failed} sample(s) ({s.first_failure}): a GPU that falls off "
+            "the bus needs a reset or a reboot (`gpucheck doctor` says which)"
+        )
+    if s.throttled:
+        why = ", ".join(
+            f"{r} {_share(n, s.samples)}"
+            for r, n in sorted(s.throttle_reasons.items(), key=lambda x: -x[1])
+        )
+        out.append(f"throttled in {_share(s.throttled, s.samples)} of samples ({why})")
+    if s.samples and s.idle_holding / s.samples >= STARVED_SHARE:
+        idle = _share(s.idle_holding, s.samples)
+        if s.busy:
+            out.append(
+                f"idle in {idle} of samples while a process held its memory, and busy in "
+                f"{_share(s.busy, s.samples)}: the job waits for its input. The usual remedies: "
+                "more data-loader workers (PyTorch `DataLoader(num_workers=...)`, tf.data "
+                "`num_parallel_calls`), pinned memory (`pin_memory=True`), prefetching "
+                "(`prefetch_factor`, `dataset.prefetch(tf.data.AUTOTUNE)`), and data on local "
+                "fast storage"
+            )
+        else:
+            out.append(
+                f"idle in {idle} of samples while memory was held, never busy: a process holds "
+                "the GPU without computing (a stopped job, an open notebook kernel, a job waiting "
+                "on something else); see who with `gpucheck procs`"
+            )
+    return out
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def render_text(summary: Summary) -> str:
+    """The summary for a person, as plain lines."""
+    lines = [f"Summary: {summary.samples} sample(s) over {summary.seconds:.0f} s"]
+    for s in summary.gpus:
+        lines.append(f"GPU {s.index}  {s.name or ''}".rstrip())
+        for name in FIELDS:  # every number the log has, in nvidia-smi's order
+            st = s.stats.get(name)
+            if st is not None:
+                unit = f" {FIELDS[name]}" if FIELDS[name] else ""
+                lines.append(
+                    f"  {name:<38} min {st.minimum:g}  mean {st.mean:.1f}  max {st.maximum:g}{unit}"
+                )
+        lines += [f"  ! {v}" for v in s.verdict] or [
+            "  no throttling, no idle time with memory held"
+        ]
+    return "\n".join(lines) + "\n"

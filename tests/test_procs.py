@@ -1,0 +1,410 @@
+"""`gpucheck procs` on simulated machines: NVML's processes and a fake /proc's device holders
+merged per PID, hidden holders, zombie contexts and leaked memory said in words, and --kill
+ending exactly what it was asked to end, proven on real child processes the tests start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from conftest import Simulate, run_gpucheck
+from sim.scenario import GIB, MIB, HostProcess, Machine, Process, Scenario, h100, replace
+
+from gpucheck.probes.processes import parse_cgroup
+
+DOCKER_ID = "3f2a1b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708"
+
+
+# --- cgroup paths, as the runtimes write them ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "container", "pod"),
+    [
+        # Docker with the systemd cgroup driver (cgroup v2).
+        (f"0::/system.slice/docker-{DOCKER_ID}.scope\n", DOCKER_ID, None),
+        # Docker with the cgroupfs driver (cgroup v1: the first line naming it wins).
+        (f"12:memory:/docker/{DOCKER_ID}\n11:cpu:/docker/{DOCKER_ID}\n", DOCKER_ID, None),
+        # Kubernetes on containerd, systemd driver: the pod uid with underscores.
+        (
+            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+            "0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0.slice/cri-containerd-"
+            f"{DOCKER_ID}.scope\n",
+            DOCKER_ID,
+            "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+        ),
+        # CRI-O.
+        (
+            f"0::/kubepods/besteffort/pod0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/crio-{DOCKER_ID}\n",
+            DOCKER_ID,
+            "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+        ),
+        # Podman.
+        (
+            f"0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{DOCKER_ID}.scope\n",
+            DOCKER_ID,
+            None,
+        ),
+        # A login session: no container.
+        ("0::/user.slice/user-1000.slice/session-3.scope\n", None, None),
+    ],
+)
+def test_container_ids_from_cgroup_paths(text: str, container: str | None, pod: str | None) -> None:
+    _, found, found_pod = parse_cgroup(text)
+    assert (found, found_pod) == (container, pod)
+
+
+# --- listing ---------------------------------------------------------------------------------
+
+
+def procs(
+    machine: Machine, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run_gpucheck("procs", *args, env=machine.env, stdin=stdin, timeout=60)
+
+
+def procs_json(machine: Machine, *args: str) -> dict[str, Any]:
+    result = procs(machine, "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def busy_node() -> Scenario:
+    """GPU 0: a training job (visible, device file open). GPU 1: a job NVML lists under a
+    PID this /proc lacks (another namespace), and a fuser-only holder. GPU 2: 20 GiB used by
+    no process. GPU 3: a zombie's context. Plus nvidia-persistenced on /dev/nvidiactl only."""
+    gpus = [h100(i) for i in range(4)]
+    gpus[0] = replace(
+        gpus[0],
+        memory_used=gpus[0].memory_used + 40 * GIB,
+        processes=[Process(4242, "python3", 40 * GIB)],
+    )
+    gpus[1] = replace(
+        gpus[1],
+        memory_used=gpus[1].memory_used + 10 * GIB,
+        processes=[Process(91234, "python", 10 * GIB)],
+    )
+    gpus[2] = replace(gpus[2], memory_used=gpus[2].memory_used + 20 * GIB)
+    gpus[3] = replace(
+        gpus[3],
+        memory_used=gpus[3].memory_used + 5 * GIB,
+        processes=[Process(5555, "python3", 5 * GIB)],
+    )
+    return Scenario(
+        gpus=gpus,
+        host_processes=[
+            HostProcess(
+                4242,
+                ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"],
+                cmdline=["python3", "train.py", "--epochs", "90"],
+                uid=1000,
+                cgroup=f"0::/system.slice/docker-{DOCKER_ID}.scope",
+                nspid=[4242, 17],
+            ),
+            HostProcess(7777, ["/dev/nvidia1", "/dev/nvidiactl"], name="dcgm", cmdline=["dcgm"]),
+            HostProcess(5555, [], name="python3", state="Z (zombie)", ppid=4000, cmdline=[]),
+            HostProcess(
+                1300,
+                ["/dev/nvidiactl"],
+                name="nvidia-persiste",
+                cmdline=["/usr/bin/nvidia-persistenced", "--user", "nvidia-persistenced"],
+                uid=0,
+            ),
+        ],
+    )
+
+
+def test_procs_merges_nvml_and_proc_per_pid(simulate: Simulate) -> None:
+    doc = procs_json(simulate(busy_node()))
+    assert doc["schema_version"] == "1.0"
+    rows = {p["pid"]: p for p in doc["processes"]}
+    assert sorted(rows) == [1300, 4242, 5555, 7777, 91234]
+    job = rows[4242]
+    assert job["visible"] is True
+    assert job["command"] == ["python3", "train.py", "--epochs", "90"]
+    assert job["uid"] == 1000
+    assert job["state"] == "running"
+    assert job["container_id"] == DOCKER_ID
+    assert job["nspid"] == [4242, 17]
+    assert job["devices"] == ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"]
+    assert job["memory"] == 40 * GIB
+    assert job["gpus"] == [
+        {
+            "gpu": 0,
+            "uuid": "GPU-00000000-0000-0000-0000-000000000000",
+            "used_memory": 40 * GIB,
+            "kind": "compute",
+            "gpu_instance_id": None,
+            "compute_instance_id": None,
+        }
+    ]
+    # btime 1763880000 (2025-11-23 06:40:00 UTC) + 1_000_000 ticks / 100 Hz (2 h 46 min 40 s)
+    assert job["start_time"] == "2025-11-23T09:26:40+00:00"
+    # The fuser view: a device file open, no context NVML knows of.
+    assert rows[7777]["gpus"] == [
+        {
+            "gpu": 1,
+            "uuid": "GPU-00000001-0000-0000-0000-000000000000",
+            "used_memory": None,
+            "kind": None,
+            "gpu_instance_id": None,
+            "compute_instance_id": None,
+        }
+    ]
+    assert rows[1300]["gpus"] == [] and rows[1300]["devices"] == ["/dev/nvidiactl"]
+    assert rows[91234]["visible"] is False and rows[91234]["command"] is None
+    assert rows[5555]["state"] == "zombie"
+    # Biggest holder first.
+    assert [p["pid"] for p in doc["processes"]][:3] == [4242, 91234, 5555]
+
+
+def test_procs_accounts_for_hidden_holders_zombies_and_leaks(simulate: Simulate) -> None:
+    doc = procs_json(simulate(busy_node()))
+    gpus = {g["index"]: g for g in doc["gpus"]}
+    assert gpus[0]["held_visible"] == 40 * GIB and gpus[0]["leaked"] is False
+    assert gpus[1]["held_outside"] == 10 * GIB and gpus[1]["outside_pids"] == [91234]
+    assert gpus[1]["leaked"] is False
+    assert gpus[2]["unaccounted"] == 20 * GIB + 479 * MIB
+    assert gpus[2]["leaked"] is True
+    assert "`sudo gpucheck procs`" in gpus[2]["leak_causes"]
+    assert "`sudo nvidia-smi --gpu-reset -i 2`" in gpus[2]["leak_causes"]
+    assert gpus[3]["zombie_pids"] == [5555]
+    assert any("host PIDs" in n for n in doc["notes"])
+
+
+def test_procs_table_for_a_person(simulate: Simulate) -> None:
+    result = procs(simulate(busy_node()))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "GPU 0  NVIDIA H100 80GB HBM3  40.5 GiB of 79.6 GiB used" in out
+    assert "python3 train.py --epochs 90" in out
+    assert "3f2a1b4c5d6e" in out  # the short container id
+    assert (
+        "10.0 GiB held by processes not in /proc here (PIDs 91234: exited since, or in another "
+        "PID namespace)"
+    ) in out
+    assert "zombie context(s): PID 5555" in out
+    assert "20.5 GiB used by no process listed" in out
+    assert "Driver only (device files open, no GPU context)" in out
+    assert "/usr/bin/nvidia-persistenced" in out
+
+
+def test_procs_gpu_filter_by_index_and_uuid(simulate: Simulate) -> None:
+    machine = simulate(busy_node())
+    by_index = procs_json(machine, "--gpu", "1")
+    by_uuid = procs_json(machine, "--gpu", "GPU-00000001")
+    for doc in (by_index, by_uuid):
+        assert [g["index"] for g in doc["gpus"]] == [1]
+        assert sorted(p["pid"] for p in doc["processes"]) == [7777, 91234]
+
+
+def test_procs_unknown_gpu_is_a_usage_error(simulate: Simulate) -> None:
+    result = procs(simulate(busy_node()), "--gpu", "9")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpucheck: --gpu 9: no such GPU (GPUs: 0 (GPU-")
+
+
+def test_procs_without_a_driver_lists_proc_holders_and_says_why(
+    simulate: Simulate,
+) -> None:
+    scenario = Scenario(gpus=[h100(0)], module_loaded=False)
+    scenario.host_processes = [HostProcess(3131, ["/dev/nvidiactl"], name="Xorg", cmdline=["Xorg"])]
+    doc = procs_json(simulate(scenario))
+    assert doc["gpus"] == []
+    assert [p["pid"] for p in doc["processes"]] == [3131]
+    assert doc["notes"][0].startswith("NVML not asked: nvmlInit not called")
+
+
+def test_force_and_yes_without_kill_are_usage_errors(simulate: Simulate) -> None:
+    machine = simulate(busy_node())
+    for flag in ("--force", "--yes"):
+        result = procs(machine, flag)
+        assert result.returncode == 2
+        assert result.stderr == f"gpucheck: {flag} goes with --kill or --kill-mine\n"
+
+
+# --- the doctor uses the same facts -----------------------------------------------------------
+
+
+def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
+    simulate: Simulate,
+) -> None:
+    machine = simulate(busy_node())
+    result = run_gpucheck(
+        "doctor", "--json", "--only", "gpu.memory-in-use", env=machine.env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    (found,) = json.loads(result.stdout)["findings"]
+    assert found["status"] == "warn"
+    assert found["evidence"] == [
+        "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 40.5 GiB of 79.6 GiB used by PID 4242 "
+        "python3 (40.0 GiB)",
+        "GPU 2 (NVIDIA H100 80GB HBM3, 00000000:3A:00.0): 20.5 GiB of 79.6 GiB used; 20.5 GiB "
+        "by no process listed (another container or VM, a leaked context, or the driver itself)",
+        "GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): 5.5 GiB of 79.6 GiB used by PID 5555 "
+        "python3 (5.0 GiB) [zombie: exited, not reaped by its parent 4000]",
+    ]
+    fix = found["fix"]
+    assert (
+        "PID(s) 5555 exited but were not reaped: end or restart their parent (4000)" in fix["text"]
+    )
+    assert "gpucheck procs --kill 4242" in fix["commands"]
+    assert "gpucheck procs" in fix["commands"]
+    assert "sudo nvidia-smi --gpu-reset -i 2" in fix["commands"]
+
+
+def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Simulate) -> None:
+    gpu = h100(0)
+    gpu = replace(
+        gpu, memory_used=gpu.memory_used + 60 * GIB, processes=[Process(91234, "python", 60 * GIB)]
+    )
+    machine = simulate(Scenario(gpus=[gpu, h100(1)]))
+    result = run_gpucheck(
+        "doctor", "--json", "--only", "gpu.memory-in-use", env=machine.env, timeout=60
+    )
+    (found,) = json.loads(result.stdout)["findings"]
+    assert found["evidence"] == [
+        "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 60.5 GiB of 79.6 GiB used by PID 91234 "
+        "python (60.0 GiB) [not in /proc here: exited since, or in another PID namespace]"
+    ]
+    assert found["fix"]["text"].startswith("Memory held by no process here: see every holder")
+    assert found["fix"]["text"].endswith(
+        "; or use the other GPUs (`export CUDA_VISIBLE_DEVICES=1`)"
+    )
+
+
+def test_in_a_container_the_one_unattributed_holder_is_matched_to_the_host_pid(
+    simulate: Simulate,
+) -> None:
+    """Inside a container NVML reports host PIDs. GPU 0's job is PID 31 here and 812345 on the
+    host; GPU 1's two host PIDs cannot be told apart from its two local holders: left alone."""
+    g0, g1 = h100(0), h100(1)
+    g0 = replace(
+        g0, memory_used=g0.memory_used + 12 * GIB, processes=[Process(812345, "python", 12 * GIB)]
+    )
+    g1 = replace(
+        g1,
+        memory_used=g1.memory_used + 6 * GIB,
+        processes=[Process(812400, "python", 3 * GIB), Process(812401, "python", 3 * GIB)],
+    )
+    scenario = Scenario(
+        gpus=[g0, g1],
+        host_processes=[
+            HostProcess(31, ["/dev/nvidia0", "/dev/nvidiactl"], cmdline=["python", "train.py"]),
+            HostProcess(40, ["/dev/nvidia1"], cmdline=["python", "a.py"]),
+            HostProcess(41, ["/dev/nvidia1"], cmdline=["python", "b.py"]),
+        ],
+    )
+    machine = simulate(scenario)
+    (machine.root / ".dockerenv").write_text("")
+    doc = procs_json(machine)
+    rows = {p["pid"]: p for p in doc["processes"]}
+    assert sorted(rows) == [31, 40, 41, 812400, 812401]
+    assert rows[31]["nvml_pid"] == 812345 and rows[31]["memory"] == 12 * GIB
+    assert rows[31]["visible"] is True
+    gpus = {g["index"]: g for g in doc["gpus"]}
+    assert (gpus[0]["held_visible"], gpus[0]["held_outside"]) == (12 * GIB, 0)
+    assert (gpus[1]["held_outside"], gpus[1]["outside_pids"]) == (6 * GIB, [812400, 812401])
+    assert (
+        "PID 31 here is NVML's PID 812345 (a host PID): the only process with GPU 0 open that "
+        "NVML does not name, and the only PID NVML names that is not here"
+    ) in doc["notes"]
+    assert any(n.startswith("NVML lists PIDs that are not in this container") for n in doc["notes"])
+    text = procs(machine).stdout
+    assert "31 (host 812345)" in text
+    assert "6.0 GiB held by processes outside this container (host PIDs 812400, 812401)" in text
+
+
+def test_mig_instances_show_per_process(simulate: Simulate) -> None:
+    from sim.scenario import a100_mig
+
+    gpu = a100_mig()
+    gpu = replace(
+        gpu,
+        memory_used=gpu.memory_used + 9 * GIB,
+        processes=[Process(2500, "python", 9 * GIB, gpu_instance=3, compute_instance=0)],
+    )
+    doc = procs_json(simulate(Scenario(gpus=[gpu])))
+    (row,) = doc["processes"]
+    assert row["gpus"][0]["gpu_instance_id"] == 3 and row["gpus"][0]["compute_instance_id"] == 0
+    assert row["gpus"][0]["used_memory"] == 9 * GIB
+
+
+def test_procs_json_follows_its_schema(simulate: Simulate) -> None:
+    import jsonschema
+
+    schema = run_gpucheck("schema", "--procs")
+    assert schema.returncode == 0
+    doc = procs_json(simulate(busy_node()))
+    jsonschema.validate(doc, json.loads(schema.stdout))
+    assert json.loads(schema.stdout)["$defs"]["ProcessRow"]["required"][:2] == ["pid", "visible"]
+
+
+def test_the_doctors_snapshot_holds_the_holders_but_no_command_lines(simulate: Simulate) -> None:
+    """Snapshots travel (fleets, bug threads): a command line may carry a token."""
+    result = run_gpucheck("snapshot", env=simulate(busy_node()).env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(result.stdout)["processes"]
+    assert facts["scanned"] is True
+    found = {p["pid"]: p for p in facts["processes"]}
+    assert sorted(found) == [1300, 4242, 5555, 7777]
+    assert found[4242]["devices"] == ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"]
+    assert found[4242]["container_id"] == DOCKER_ID
+    assert all(p["cmdline"] is None for p in facts["processes"])
+
+
+def test_hostile_process_names_are_shown_escaped(simulate: Simulate) -> None:
+    """A process names itself: control characters and rich markup are text, never acted on."""
+    gpu = replace(h100(0), processes=[Process(6000, "x", 1 * GIB)])
+    evil = HostProcess(
+        6000, ["/dev/nvidia0"], name="\x1b]0;pwned\x07", cmdline=["[bold]x[/]", "\x1b[31mred"]
+    )
+    result = procs(simulate(Scenario(gpus=[gpu], host_processes=[evil])))
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "[bold]x[/] \\x1b[31mred" in result.stdout
+
+
+def test_a_reader_that_goes_away_is_not_an_error(simulate: Simulate) -> None:
+    env = {**os.environ, **simulate(busy_node()).env}
+    out = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"{sys.executable} -m gpucheck procs | head -c 10"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert out.stdout == "GPU 0  NVI"
+    assert out.stderr == ""
+    assert out.returncode == 0  # gpucheck's own status, through pipefail
+
+
+def test_procs_output_that_cannot_be_written_is_exit_4(simulate: Simulate) -> None:
+    env = {**os.environ, **simulate(busy_node()).env}
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "gpucheck", "procs", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 4
+    assert result.stderr.startswith("gpucheck: cannot write the report to standard output:")
+
+
+def test_a_redacted_snapshot_names_no_process_owner(simulate: Simulate) -> None:
+    result = run_gpucheck("snapshot", "--redact", env=simulate(busy_node()).env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    found = {p["pid"]: p for p in json.loads(result.stdout)["processes"]["processes"]}
+    assert found[1300]["user"] == "<redacted>" and found[1300]["uid"] == 0  # root, everywhere
+    assert found[4242]["devices"] == ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"]

@@ -1,0 +1,503 @@
+"""`gpucheck watch` on simulated machines: nvidia-smi's field names and CSV shape, JSON lines,
+a log appended with its header once, values changing per sample (the scenario timeline), a
+GPU lost mid-watch, a hung NVML call, Ctrl-C leaving a complete file, the summary's verdicts,
+and one-line errors when there is no driver or no GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, Simulate, run_gpucheck
+from sim.scenario import GIB, Machine, Process, Scenario, Step, h100, replace, sleep
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HEADER = (
+    "timestamp, index, uuid, name, utilization.gpu [%], utilization.memory [%], "
+    "memory.used [MiB], memory.total [MiB], temperature.gpu, power.draw [W], power.limit [W], "
+    "clocks.current.sm [MHz], clocks.current.memory [MHz], clocks_event_reasons.active, "
+    "pcie.link.gen.current, pcie.link.width.current, fan.speed [%], pstate, "
+    "ecc.errors.uncorrected.volatile.total"
+)
+# An idle H100 as the preset has it (values from the real capture in shared/nvsmi): memory.used
+# 0 MiB as nvidia-smi counts it, the 479 MiB the driver reserves left out.
+IDLE_H100_0 = (
+    "0, GPU-00000000-0000-0000-0000-000000000000, NVIDIA H100 80GB HBM3, 0, 0, 0, 81559, 41, "
+    "69.62, 700.00, 1980, 2619, 0x0000000000000001, 5, 16, [N/A], P0, 0"
+)
+
+
+def watch(machine: Machine, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return run_gpucheck("watch", *args, env=machine.env, timeout=timeout)
+
+
+def rows_of(text: str) -> list[str]:
+    """CSV rows without their timestamps."""
+    return [line.split(", ", 1)[1] for line in text.splitlines()[1:]]
+
+
+def test_csv_uses_nvidia_smi_names_and_shape(simulate: Simulate) -> None:
+    result = watch(simulate(Scenario(gpus=[h100(0), h100(1)])), "-i", "0.1", "-c", "2")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == HEADER
+    assert len(lines) == 1 + 2 * 2
+    assert rows_of(result.stdout)[0] == IDLE_H100_0
+    assert rows_of(result.stdout)[1].startswith("1, GPU-00000001-")
+    stamp = lines[1].split(", ")[0]
+    assert time.strptime(stamp[:19], "%Y/%m/%d %H:%M:%S") and len(stamp) == 23
+    assert result.stderr == ""
+
+
+def test_values_follow_the_timeline_and_a_lost_gpu_does_not_stop_the_watch(
+    simulate: Simulate,
+) -> None:
+    """The timeline counts each function's calls per GPU within one process: values that
+    change from sample to sample also prove one NVML session for the whole watch (a process
+    per sample would see the first step every time)."""
+    g0, g1 = h100(0), h100(1)
+    busy = replace(g1, utilization=97, clock_event_reasons=0x40, temperature=88)
+    scenario = Scenario(
+        gpus=[g0, g1],
+        timeline=[Step(1, 1, busy), Step(2, 1, replace(busy, lost=True))],
+    )
+    result = watch(
+        simulate(scenario),
+        "-i",
+        "0.1",
+        "-c",
+        "4",
+        "--fields",
+        "utilization.gpu,clocks_throttle_reasons.active,temperature.gpu",
+        "--summary",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert (
+        lines[0]
+        == "timestamp, index, utilization.gpu [%], clocks_event_reasons.active, temperature.gpu"
+    )
+    assert rows_of(result.stdout) == [
+        "0, 0, 0x0000000000000001, 41",
+        "1, 0, 0x0000000000000001, 41",
+        "0, 0, 0x0000000000000001, 41",
+        "1, 97, 0x0000000000000040, 88",
+        "0, 0, 0x0000000000000001, 41",
+        "1, [GPU is lost], [GPU is lost], [GPU is lost]",
+        "0, 0, 0x0000000000000001, 41",
+        "1, [GPU is lost], [GPU is lost], [GPU is lost]",
+    ]
+    # The summary goes to stderr while the samples go to stdout.
+    assert "Summary: 4 sample(s)" in result.stderr
+    assert "! did not answer in 2 sample(s) (GpuIsLost)" in result.stderr
+    assert "! throttled in 50% of samples (hw_thermal_slowdown 50%)" in result.stderr
+
+
+def test_duration_ends_the_watch(simulate: Simulate) -> None:
+    start = time.monotonic()
+    result = watch(simulate(Scenario(gpus=[h100(0)])), "-i", "0.1", "--duration", "0.5s")
+    assert result.returncode == 0, result.stderr
+    assert 3 <= len(rows_of(result.stdout)) <= 8
+    assert time.monotonic() - start < 20
+
+
+def test_jsonl_rows_are_typed_and_name_errors(simulate: Simulate) -> None:
+    g1 = h100(1)
+    scenario = Scenario(gpus=[h100(0), g1], timeline=[Step(1, 1, replace(g1, lost=True))])
+    result = watch(
+        simulate(scenario),
+        "-i",
+        "0.1",
+        "-c",
+        "2",
+        "--format",
+        "jsonl",
+        "--fields",
+        "uuid,memory.used,power.draw,fan.speed,pstate",
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 4
+    first = rows[0]
+    assert set(first) == {
+        "timestamp",
+        "index",
+        "uuid",
+        "memory.used",
+        "power.draw",
+        "fan.speed",
+        "pstate",
+        "errors",
+    }
+    assert (first["index"], first["memory.used"], first["power.draw"], first["pstate"]) == (
+        0,
+        0,
+        69.62,
+        "P0",
+    )
+    assert first["fan.speed"] is None and first["errors"] == {"fan.speed": "NotSupported"}
+    lost = rows[3]
+    assert lost["index"] == 1 and lost["uuid"] == "GPU-00000001-0000-0000-0000-000000000000"
+    assert lost["errors"] == {
+        "memory.used": "GpuIsLost",
+        "power.draw": "GpuIsLost",
+        "fan.speed": "GpuIsLost",
+        "pstate": "GpuIsLost",
+    }
+    assert first["timestamp"][10] == "T" and first["timestamp"][-6] in "+-"
+
+
+def test_a_log_file_is_appended_with_its_header_once(simulate: Simulate, tmp_path: Path) -> None:
+    machine = simulate(Scenario(gpus=[h100(0)]))
+    log = tmp_path / "gpu.csv"
+    for _ in range(2):
+        result = watch(machine, "-i", "0.1", "-c", "2", "-o", str(log))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == ""  # not a terminal, the samples went to the file
+    lines = log.read_text().splitlines()
+    assert lines[0] == HEADER
+    assert lines.count(HEADER) == 1
+    assert rows_of(log.read_text()) == [IDLE_H100_0] * 4
+
+
+def test_appending_other_columns_is_refused_and_the_file_kept(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    machine = simulate(Scenario(gpus=[h100(0)]))
+    log = tmp_path / "gpu.csv"
+    assert watch(machine, "-i", "0.1", "-c", "1", "-o", str(log)).returncode == 0
+    before = log.read_bytes()
+    result = watch(machine, "-c", "1", "-o", str(log), "--fields", "utilization.gpu")
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        f"gpucheck: --output: {log} holds other columns (timestamp, index, uuid"
+    )
+    assert len(result.stderr.splitlines()) == 1
+    assert log.read_bytes() == before
+
+
+def test_rotation_moves_a_full_log_aside(simulate: Simulate, tmp_path: Path) -> None:
+    machine = simulate(Scenario(gpus=[h100(i) for i in range(8)]))
+    log = tmp_path / "gpu.csv"
+    result = watch(machine, "-i", "0.05", "-c", "12", "-o", str(log), "--rotate", "4K")
+    assert result.returncode == 0, result.stderr
+    old = tmp_path / "gpu.csv.1"
+    assert old.exists()
+    for path in (log, old):
+        text = path.read_text()
+        assert text.splitlines()[0] == HEADER
+        assert len(text.encode()) <= 4096
+    rows = len(rows_of(log.read_text())) + len(rows_of(old.read_text()))
+    assert 8 <= rows <= 12 * 8 and rows % 8 == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--fields", "utilisation.gpu"],
+            "gpucheck: --fields: 'utilisation.gpu' is not a field gpucheck watch samples (did "
+            "you mean utilization.gpu?); it samples timestamp, index, uuid, name,",
+        ),
+        (["--format", "xml"], "gpucheck: --format xml: use csv or jsonl"),
+        (
+            ["--duration", "soon"],
+            "gpucheck: --duration soon: use seconds, or a number with s, m or h (5m)",
+        ),
+        (["--rotate", "10M"], "gpucheck: --rotate goes with --output FILE"),
+        (
+            ["--from", "x.csv", "--count", "3"],
+            "gpucheck: --from reads a saved log: --count do not apply",
+        ),
+        (["--interval", "0"], "gpucheck: Invalid value for '--interval'"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(args: list[str], message: str) -> None:
+    result = run_gpucheck("watch", *args)
+    assert result.returncode == 2
+    assert result.stderr.startswith(message)
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_no_driver_is_one_line_and_exit_1_and_no_file(simulate: Simulate, tmp_path: Path) -> None:
+    log = tmp_path / "gpu.csv"
+    unloaded = simulate(Scenario(gpus=[h100(0)], module_loaded=False))
+    result = watch(unloaded, "-c", "1", "-o", str(log))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "gpucheck: watch: the NVIDIA driver is not loaded (no nvidia kernel module); run "
+        "`gpucheck doctor` for the fix\n"
+    )
+    assert not log.exists()
+    no_library = run_gpucheck(
+        "watch", "-c", "1", env={"LD_LIBRARY_PATH": str(tmp_path), "GPUCHECK_ROOT": str(tmp_path)}
+    )
+    assert no_library.returncode == 1
+    assert no_library.stderr == (
+        "gpucheck: watch: no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded; run "
+        "`gpucheck doctor` for the fix\n"
+    )
+
+
+def test_no_gpu_is_one_line_and_exit_1(simulate: Simulate) -> None:
+    result = watch(simulate(Scenario(gpus=[])), "-c", "1")
+    assert result.returncode == 1
+    assert (
+        result.stderr
+        == "gpucheck: watch: the NVIDIA driver sees no GPU (nvmlDeviceGetCount is 0)\n"
+    )
+
+
+def test_a_hung_call_costs_that_sample_and_the_watch_goes_on(simulate: Simulate) -> None:
+    scenario = Scenario(
+        gpus=[h100(0), h100(1)], faults=[sleep("nvmlDeviceGetPowerUsage", 30, gpu=1)]
+    )
+    start = time.monotonic()
+    result = watch(
+        simulate(scenario), "-i", "0.1", "-c", "2", "--timeout", "0.5", "--fields", "power.draw"
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        rows_of(result.stdout)
+        == [
+            "0, [Timeout in nvmlDeviceGetPowerUsage gpu=1]",
+            "1, [Timeout in nvmlDeviceGetPowerUsage gpu=1]",
+        ]
+        * 2
+    )
+    assert time.monotonic() - start < 20  # bounded: not 30 s per sample
+
+
+def test_the_main_process_never_imports_pynvml(simulate: Simulate) -> None:
+    machine = simulate(Scenario(gpus=[h100(0)]))
+    code = (
+        "import sys\n"
+        "sys.argv = ['gpucheck', 'watch', '-c', '2', '-i', '0.1']\n"
+        "from gpucheck.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('pynvml imported\\n' if 'pynvml' in sys.modules else 'clean\\n')\n"
+    )
+    env = {**os.environ, **machine.env, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert result.stderr.splitlines()[-1] == "clean", result.stderr
+    assert len(result.stdout.splitlines()) == 3
+
+
+def _children_on(machine: Machine) -> list[int]:
+    """Live processes started with this machine's scenario (the sampling child)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            continue
+        if str(machine.scenario_file).encode() in environ and b") Z" not in stat:
+            found.append(int(pid))
+    return found
+
+
+def test_ctrl_c_ends_cleanly_with_the_file_complete(simulate: Simulate, tmp_path: Path) -> None:
+    machine = simulate(Scenario(gpus=[h100(i) for i in range(4)]))
+    log = tmp_path / "gpu.csv"
+    env = {**os.environ, **machine.env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05", "-o", str(log), "--summary"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+            not log.exists() or log.read_text().count("\n") < 1 + 4 * 5
+        ):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert err == ""
+    assert out.startswith("Summary: ")  # the samples went to the file, the summary here
+    text = log.read_text()
+    assert text.endswith("\n")
+    lines = text.splitlines()
+    assert lines[0] == HEADER
+    assert len(lines) >= 1 + 4 * 5 and (len(lines) - 1) % 4 == 0  # whole samples only
+    assert all(line.count(", ") == HEADER.count(", ") for line in lines)
+    assert _children_on(machine) == []
+
+
+def test_sigterm_ends_cleanly_too(simulate: Simulate) -> None:
+    machine = simulate(Scenario(gpus=[h100(0)]))
+    env = {**os.environ, **machine.env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05", "--format", "jsonl"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        proc.terminate()
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and err == ""
+    assert all(json.loads(line)["index"] == 0 for line in [first, *out.splitlines()])
+    assert _children_on(machine) == []
+
+
+def test_live_view_only_on_a_terminal(simulate: Simulate) -> None:
+    machine = simulate(Scenario(gpus=[h100(0), replace(h100(1), utilization=100)]))
+    env = {**os.environ, **machine.env, "COLUMNS": "120", "TERM": "xterm"}
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05", "-c", "3"],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+    )
+    os.close(follower)
+    out = b""
+    try:
+        while True:
+            ready, _, _ = select.select([leader], [], [], 30)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+    text = out.decode("utf-8", "replace")
+    assert proc.returncode == 0, text
+    assert "gpucheck watch · 3 sample(s)" in text
+    assert "███" in text  # GPU 1's utilisation sparkline at 100%
+    assert "timestamp, index" not in text  # no CSV on a terminal
+
+
+# --- the summary -------------------------------------------------------------------------------
+
+
+def starved_scenario() -> Scenario:
+    """GPU 0 holds 30 GiB for a training job that computes one sample in two, idle the other:
+    a job waiting on its input."""
+    job = Process(4242, "python3", 30 * GIB)
+    base = h100(0)
+    holding = replace(base, memory_used=base.memory_used + 30 * GIB, processes=[job])
+    busy = replace(holding, utilization=96, clock_event_reasons=0)
+    idle = replace(holding, utilization=0)
+    return Scenario(
+        gpus=[holding, h100(1)],
+        timeline=[Step(n, 0, busy if n % 2 == 0 else idle) for n in range(8)],
+    )
+
+
+STARVED = (
+    "  ! idle in 50% of samples while a process held its memory, and busy in 50%: the job waits "
+    "for its input. The usual remedies: more data-loader workers (PyTorch "
+    "`DataLoader(num_workers=...)`, tf.data `num_parallel_calls`), pinned memory "
+    "(`pin_memory=True`), prefetching (`prefetch_factor`, `dataset.prefetch(tf.data.AUTOTUNE)`), "
+    "and data on local fast storage"
+)
+
+
+def test_summary_says_when_a_job_starves_and_from_a_log_too(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    machine = simulate(starved_scenario())
+    log = tmp_path / "train.jsonl"
+    result = watch(machine, "-i", "0.05", "-c", "8", "-o", str(log), "--summary")
+    assert result.returncode == 0, result.stderr
+    assert STARVED in result.stdout.splitlines()
+    assert (
+        "  memory.used                            min 30720  mean 30720.0  max 30720 MiB"
+        in result.stdout
+    )
+    gpu1 = result.stdout.split("GPU 1")[1]
+    assert "no throttling, no idle time with memory held" in gpu1
+    again = run_gpucheck("watch", "--from", str(log), "--summary")
+    assert again.returncode == 0, again.stderr
+    assert STARVED in again.stdout.splitlines()
+
+
+def test_summary_of_nvidia_smis_own_csv() -> None:
+    """A real `nvidia-smi --query-gpu=... --format=csv` log (units in the values), an idle and a
+    loaded sample of an H100 (shared/nvsmi)."""
+    result = run_gpucheck("watch", "--from", str(FIXTURES / "nvsmi-h100-query-gpu.csv"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Summary: 2 sample(s) over 15 s"
+    assert lines[1] == "GPU 0  NVIDIA H100 80GB HBM3"
+    assert "  utilization.gpu                        min 0  mean 50.0  max 100 %" in lines
+    assert "  power.draw                             min 69.85  mean 350.9  max 631.95 W" in lines
+    assert "  clocks.current.sm                      min 345  mean 1162.5  max 1980 MHz" in lines
+
+
+def test_from_a_log_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.csv"
+    bad.write_text("name, value\nx, 1\n")
+    result = run_gpucheck("watch", "--from", str(bad))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"gpucheck: --from: {bad}: not a GPU log: no index column (write it with "
+        "--query-gpu=index,...)\n"
+    )
+
+
+def test_a_full_disk_is_one_line_and_exit_4(simulate: Simulate) -> None:
+    result = watch(simulate(Scenario(gpus=[h100(0)])), "-i", "0.1", "-c", "2", "-o", "/dev/full")
+    assert result.returncode == 4
+    assert result.stderr == "gpucheck: cannot write samples to /dev/full: No space left on device\n"
+
+
+def test_gpu_selection_by_index_and_uuid(simulate: Simulate) -> None:
+    machine = simulate(Scenario(gpus=[h100(i) for i in range(4)]))
+    result = watch(machine, "-i", "0.1", "-c", "2", "--gpu", "1,GPU-00000003", "--fields", "uuid")
+    assert result.returncode == 0, result.stderr
+    assert (
+        rows_of(result.stdout)
+        == [
+            "1, GPU-00000001-0000-0000-0000-000000000000",
+            "3, GPU-00000003-0000-0000-0000-000000000000",
+        ]
+        * 2
+    )
+    wrong = watch(machine, "-c", "1", "--gpu", "9")
+    assert wrong.returncode == 2
+    assert wrong.stderr == (
+        "gpucheck: --gpu 9: no such GPU (the driver sees 4: indices 0-3, or a UUID prefix)\n"
+    )
