@@ -1,6 +1,10 @@
 """gpucheck doctor against `python -m torch.utils.collect_env`, side by side in one run, in
-an environment with both torch and TensorFlow installed. Prints each command's median wall
-time over several runs and the ratio (figures, not a pass/fail: machines differ).
+an environment with both torch and TensorFlow installed; and `doctor --deep` against the
+slowest framework's bare import (the floor of any deep pass). Prints each command's median
+wall time over several runs and the ratios the re-cut aims at (figures, not a pass/fail):
+
+    gpucheck doctor          <= 0.10x  python -m torch.utils.collect_env
+    gpucheck doctor --deep   <= 1.05x  the slowest bare `import torch` / `import tensorflow`
 
     python benchmarks/doctor_vs_collect_env.py               # builds/reuses the test venv
     python benchmarks/doctor_vs_collect_env.py --python /path/to/env/bin/python --runs 7
@@ -44,6 +48,8 @@ def main() -> None:
         ("gpucheck doctor", doctor),
         ("torch.utils.collect_env", [python, "-m", "torch.utils.collect_env"]),
         ("gpucheck doctor --deep", [*doctor, "--deep"]),
+        ("import torch", [python, "-c", "import torch"]),
+        ("import tensorflow", [python, "-c", "import tensorflow"]),
     ]
     # One warm-up each, so that neither pays for a cold page cache the other did not.
     for _, cmd in rows:
@@ -54,8 +60,11 @@ def main() -> None:
         times = timed(cmd, args.runs)
         medians[label] = statistics.median(times)
         print(f"{label:28} {medians[label]:9.3f} {min(times):7.3f} {max(times):7.3f}")
-    ratio = medians["torch.utils.collect_env"] / medians["gpucheck doctor"]
-    print(f"\ncollect_env / gpucheck doctor = {ratio:.1f}x (higher: gpucheck is faster)")
+    ratio = medians["gpucheck doctor"] / medians["torch.utils.collect_env"]
+    print(f"\ngpucheck doctor / collect_env = {ratio:.2f}x (goal <= 0.10x)")
+    floor = max(medians["import torch"], medians["import tensorflow"])
+    deep = medians["gpucheck doctor --deep"] / floor
+    print(f"gpucheck doctor --deep / slowest bare import = {deep:.2f}x (goal <= 1.05x)")
 
 
 if __name__ == "__main__":

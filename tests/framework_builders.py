@@ -15,17 +15,15 @@ from builders import MIB
 from packaging.version import Version
 
 from gpucheck import compat
-from gpucheck.model.snapshot import (
+from gpucheck.model.environments import (
     Distribution,
     FrameworkRuntime,
-    GpuFacts,
-    LibraryCopy,
     PythonEnvironment,
     SmokeTest,
-    Snapshot,
     TensorflowBuild,
     TorchBuild,
 )
+from gpucheck.model.snapshot import GpuFacts, LibraryCopy, Snapshot
 
 COMPAT = compat.load()
 VENV = "/home/user/.venv"

@@ -507,7 +507,7 @@ def test_every_cuda_problem_across_these_fixtures_has_a_fix() -> None:
 def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
     """The reinstall must land in the environment that holds the broken copy, not in
     whatever pip comes first on PATH."""
-    from gpucheck.model.snapshot import PythonEnvironment
+    from gpucheck.model.environments import PythonEnvironment
 
     site = "/home/me/venvs/train/lib/python3.11/site-packages"
     snap = builders.h100_node(1)

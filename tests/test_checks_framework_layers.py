@@ -11,16 +11,9 @@ from framework_builders import COMPAT
 from more_builders import finding, the
 
 from gpucheck.compat import driver_text
+from gpucheck.model.environments import ExtensionBuild, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Status
-from gpucheck.model.snapshot import (
-    ExtensionBuild,
-    ExtensionImport,
-    GpuFacts,
-    LibraryCopy,
-    PythonEnvironment,
-    Snapshot,
-    ToolVersion,
-)
+from gpucheck.model.snapshot import GpuFacts, LibraryCopy, Snapshot, ToolVersion
 
 H100_DRIVER = "590.48.01"
 

@@ -14,8 +14,9 @@ from more_builders import finding, run_checks, the
 from packaging.version import Version
 
 from gpucheck.compat.answers import tf_install
+from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Section, Status
-from gpucheck.model.snapshot import NvccFacts, PythonEnvironment, Snapshot
+from gpucheck.model.snapshot import NvccFacts, Snapshot
 from gpucheck.report.core import exit_code
 
 H100_DRIVER = "590.48.01"

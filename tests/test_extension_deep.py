@@ -15,8 +15,8 @@ import pytest
 from more_builders import the
 from test_checks_framework_layers import tensorrt
 
+from gpucheck.model.environments import FrameworkRuntime
 from gpucheck.model.finding import Status
-from gpucheck.model.snapshot import FrameworkRuntime
 from gpucheck.probes.frameworks import probe_extension, xla_devices
 
 # The shape of what a flash-attn wheel built for another torch prints at import.

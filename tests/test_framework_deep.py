@@ -22,7 +22,7 @@ import venvs
 from conftest import require_python38
 
 from gpucheck.model.decoding import from_dict
-from gpucheck.model.snapshot import FrameworkRuntime, SmokeTest
+from gpucheck.model.environments import FrameworkRuntime, SmokeTest
 from gpucheck.probes.child import HERE, ChildResult, run_script
 from gpucheck.probes.scripts import framework_deep as deep
 

@@ -34,7 +34,7 @@ from conftest import require_python38
 
 import gpucheck.probes
 from gpucheck.model.decoding import from_dict
-from gpucheck.model.snapshot import Distribution, PythonEnvironment, TensorflowBuild, TorchBuild
+from gpucheck.model.environments import Distribution, PythonEnvironment, TensorflowBuild, TorchBuild
 from gpucheck.probes.child import run_script
 
 SCRIPT = Path(gpucheck.probes.__file__).resolve().parent / "scripts/framework_static.py"

@@ -14,8 +14,9 @@ import pytest
 from components import free_port, get, program, run, serving, wait_for
 from conftest import REPO, run_gpucheck
 
+from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
-from gpucheck.model.snapshot import Distribution, ProbeRun, PythonEnvironment, Snapshot, dumps
+from gpucheck.model.snapshot import ProbeRun, Snapshot, dumps
 from gpucheck.report.core import Report
 from gpucheck.report.prometheus import render_prometheus
 
@@ -150,7 +151,9 @@ def test_node_exporter_serves_the_textfile(tmp_path: Path) -> None:
         metrics = get(base + "/metrics")
         assert "node_textfile_scrape_error 0" in metrics, metrics
         assert re.search(
-            r'gpucheck_check_status\{check="gpu.ecc-errors",section="gpus",status="fail"\} 1',
+            # node_exporter sorts the labels
+            r'gpucheck_check_status\{check="gpu.ecc-errors",gpu="1",'
+            r'gpu_uuid="GPU-00000001-0000-0000-0000-000000000000",section="gpus",status="fail"\} 1',
             metrics,
         ), metrics
         assert "gpucheck_ready 0" in metrics
@@ -215,7 +218,9 @@ def test_prometheus_scrapes_it_and_the_shipped_alert_goes_pending(tmp_path: Path
             alert["labels"]["check"] == "gpu.ecc-errors" and alert["labels"]["instance"] == target
         )
         assert alert["labels"]["severity"] == "critical"
-        assert alert["annotations"]["summary"] == f"gpucheck: gpu.ecc-errors failed on {target}"
+        assert alert["annotations"]["summary"] == (
+            f"gpucheck: gpu.ecc-errors failed on {target} (GPU-00000001-0000-0000-0000-000000000000)"
+        )
         ready = json.loads(get(base + "/api/v1/query?query=gpucheck_ready"))["data"]["result"]
         assert [r["value"][1] for r in ready] == ["0"]
 

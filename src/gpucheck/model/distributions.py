@@ -5,7 +5,7 @@ that list a superset of this one."""
 
 from __future__ import annotations
 
-from gpucheck.model.snapshot import PythonEnvironment
+from gpucheck.model.environments import PythonEnvironment
 
 # Distributions that install the `tensorflow` package.
 TF_DISTS = (

@@ -11,17 +11,17 @@ the same major is readable; a different major is refused with a clear message.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 from msgspec import Struct, field
 
 from gpucheck import __version__
 from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
-
-# Integers as C drivers report them (64-bit): a larger one in a snapshot is corrupt, and would
-# overflow the float arithmetic of the checks.
-Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+from gpucheck.model.environments import (
+    PythonEnvironment,
+)
+from gpucheck.model.types import Int
 
 SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
@@ -338,119 +338,6 @@ class CudaFacts(Struct):
 
 class CudnnFacts(Struct):
     libraries: list[LibraryCopy] = field(default_factory=list)
-
-
-# --- frameworks, per Python environment ---------------------------------------------------------
-
-
-class Distribution(Struct):
-    """An installed distribution that matters here (a framework, keras, nvidia-*, cupy-*)."""
-
-    name: str  # normalised: lower case, "-" for "_" and "." ("nvidia-cudnn-cu12")
-    version: str
-    location: str | None = None  # the site folder it is installed in
-    requires: list[str] = field(default_factory=list)  # its Requires-Dist lines (frameworks only)
-
-
-class TorchBuild(Struct):
-    """torch/version.py, read as text (never executed)."""
-
-    version: str | None = None  # "2.5.1+cu124"
-    cuda: str | None = None  # "12.4"; None: a CPU (or ROCm) build
-    hip: str | None = None  # ROCm builds
-    git_version: str | None = None
-    path: str | None = None  # the file read
-
-
-class TensorflowBuild(Struct):
-    """tensorflow/python/platform/build_info.py, read as text (never executed)."""
-
-    is_cuda_build: bool | None = None
-    is_rocm_build: bool | None = None
-    cuda_version: str | None = None  # "12.2"
-    cudnn_version: str | None = None  # "8"
-    cuda_compute_capabilities: list[str] = field(default_factory=list)  # ["sm_60", "compute_90"]
-    path: str | None = None
-
-
-class ExtensionBuild(Struct):
-    """What an extension built against torch (or a TensorRT wheel) says about its own build,
-    read from files (version.py, cpp_lib.json, the wheel's name in direct_url.json)."""
-
-    name: str  # its distribution: torchvision, xformers, flash-attn, ...
-    version: str | None = None
-    cuda: str | None = None  # the CUDA it was built for: "12.4"
-    torch: str | None = None  # the torch it was built against: "2.5.1+cu124", "2.4"
-    cxx11_abi: bool | None = None  # flash-attn wheels: built with the C++11 ABI
-    source: str | None = None  # the file or wheel name these came from
-
-
-class ExtensionImport(Struct):
-    """Importing one extension in its own child process (doctor --deep)."""
-
-    name: str  # the distribution
-    module: str  # what was imported: flash_attn, xformers.ops, ...
-    status: str  # ok | import_error | crashed | timeout | error
-    error: str | None = None
-    seconds: float | None = None
-    detail: str | None = None  # what a working import reported (tensorrt: an engine was built)
-
-
-class SmokeTest(Struct):
-    """A tiny real operation on one device: allocate, matmul, copy back, compare with CPU."""
-
-    device: str  # "cuda:0", "/GPU:0", "cuda(id=0)"
-    ok: bool
-    error: str | None = None
-    seconds: float | None = None
-
-
-class FrameworkRuntime(Struct):
-    """What importing a framework in a child process showed (`doctor --deep`)."""
-
-    framework: str  # torch | tensorflow | jax | cupy
-    status: str  # ok | import_error | crashed | timeout | error
-    error: str | None = None
-    import_seconds: float | None = None
-    version: str | None = None
-    cuda_available: bool | None = None
-    device_count: Int | None = None
-    devices: list[str] = field(default_factory=list)
-    backend: str | None = None  # jax: default backend
-    arch_list: list[str] = field(default_factory=list)  # compiled: "sm_80", "compute_90"
-    cuda_version: str | None = None  # the CUDA the framework was built with / reports
-    driver_version: str | None = None  # cupy: the driver's CUDA
-    cudnn_version: str | None = None
-    nccl_version: str | None = None
-    loaded_libraries: list[str] = field(default_factory=list)  # /proc/self/maps: cudart, ...
-    warnings: list[str] = field(default_factory=list)  # what it printed (loader warnings)
-    smoke_tests: list[SmokeTest] = field(default_factory=list)
-    # XLA's GPU devices: TensorFlow's XLA_GPU / logical devices, JAX's gpu/cuda devices; None:
-    # not asked (an older gpucheck, or a framework without XLA).
-    xla_devices: list[str] | None = None
-    xla_error: str | None = None
-
-
-class PythonEnvironment(Struct):
-    """One interpreter whose frameworks were looked at."""
-
-    python: str  # the interpreter's path
-    origin: str  # gpucheck | virtualenv | conda | --python
-    version: str | None = None  # "3.11.7"
-    prefix: str | None = None
-    platform: str | None = None  # sys.platform: linux, win32
-    error: str | None = None  # this interpreter could not be probed
-    errors: list[str] = field(default_factory=list)  # parts that could not be read
-    site_packages: list[str] = field(default_factory=list)
-    distributions: list[Distribution] = field(default_factory=list)
-    torch: TorchBuild | None = None
-    tensorflow: TensorflowBuild | None = None
-    runtimes: list[FrameworkRuntime] = field(default_factory=list)  # --deep only
-    extensions: list[ExtensionBuild] = field(default_factory=list)
-    extension_imports: list[ExtensionImport] = field(default_factory=list)  # --deep only
-
-    def dist(self, name: str) -> Distribution | None:
-        return next((d for d in self.distributions if d.name == name), None)
 
 
 # --- the whole -----------------------------------------------------------------------------

@@ -20,12 +20,8 @@ from pathlib import Path
 
 from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.distributions import installed_extensions, installed_frameworks
-from gpucheck.model.snapshot import (
-    ExtensionImport,
-    FrameworkRuntime,
-    ProbeRun,
-    PythonEnvironment,
-)
+from gpucheck.model.environments import ExtensionImport, FrameworkRuntime, PythonEnvironment
+from gpucheck.model.snapshot import ProbeRun
 from gpucheck.probes.child import HERE, ChildResult, Gate, run_script
 
 STATIC_SCRIPT = HERE / "scripts/framework_static.py"

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
+from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.snapshot import (
     CudaDriverFacts,
     CudaFacts,
@@ -22,7 +23,6 @@ from gpucheck.model.snapshot import (
     NvmlFacts,
     ProbeRun,
     ProcessFacts,
-    PythonEnvironment,
     Snapshot,
     SystemFacts,
 )

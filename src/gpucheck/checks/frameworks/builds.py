@@ -17,7 +17,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.answers import newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag
 from gpucheck.model.distributions import TF_DISTS
-from gpucheck.model.snapshot import Distribution, PythonEnvironment
+from gpucheck.model.environments import Distribution, PythonEnvironment
 
 # --- the build a fix installs --------------------------------------------------------------------
 

@@ -24,13 +24,9 @@ from gpucheck.checks.frameworks.packages import (
 )
 from gpucheck.compat import parse_version
 from gpucheck.model.distributions import TF_DISTS
+from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects
-from gpucheck.model.snapshot import (
-    LIBRARY_FAMILIES,
-    Distribution,
-    LibraryCopy,
-    PythonEnvironment,
-)
+from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement

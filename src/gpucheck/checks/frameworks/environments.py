@@ -18,8 +18,8 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
+from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Fix, Outcome, Section, Status, Subjects
-from gpucheck.model.snapshot import FrameworkRuntime, PythonEnvironment
 
 # --- environments ------------------------------------------------------------------------------
 

@@ -22,13 +22,13 @@ from gpucheck.checks.frameworks.packages import requirements_of, satisfies
 from gpucheck.compat.answers import TORCH_INDEX
 from gpucheck.compat.extensions import matches
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
-from gpucheck.model.finding import Outcome
-from gpucheck.model.snapshot import (
+from gpucheck.model.environments import (
     Distribution,
     ExtensionBuild,
     ExtensionImport,
     PythonEnvironment,
 )
+from gpucheck.model.finding import Outcome
 
 # Distributions built against torch, in the order findings name them.
 EXTENSIONS = (

@@ -23,8 +23,8 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import major_minor
+from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.snapshot import Distribution, PythonEnvironment
 
 # --- JAX ------------------------------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.environments import env_os, environment_check, merge, pip
 from gpucheck.compat import parse_version
+from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.snapshot import Distribution, PythonEnvironment
 
 # What an extension built against NumPy 1 prints when NumPy 2 is installed.
 NUMPY1_ERRORS = (

@@ -10,8 +10,8 @@ from __future__ import annotations
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.environments import environment_check, merge, pip
 from gpucheck.compat import parse_version
+from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.snapshot import Distribution, PythonEnvironment
 
 OFFICIAL = "nvidia-ml-py"
 # Distributions that ship their own `pynvml` module (pynvml only until it became a wrapper).

@@ -13,7 +13,7 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.environments import env_os
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.model.snapshot import Distribution, PythonEnvironment
+from gpucheck.model.environments import Distribution, PythonEnvironment
 
 # --- pip requirements ----------------------------------------------------------------------------
 

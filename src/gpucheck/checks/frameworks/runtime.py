@@ -39,8 +39,8 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.distributions import TF_DISTS, installed_frameworks
+from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
-from gpucheck.model.snapshot import Distribution, FrameworkRuntime, PythonEnvironment
 
 XID = "look for Xid errors: sudo dmesg | grep -i xid"
 BY_HAND = {

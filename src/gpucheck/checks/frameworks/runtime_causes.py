@@ -18,7 +18,7 @@ from gpucheck.checks.frameworks.environments import (
     pip,
 )
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.model.snapshot import FrameworkRuntime, PythonEnvironment
+from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 
 XID = "look for Xid errors: sudo dmesg | grep -i xid"
 BY_HAND = {

@@ -29,8 +29,8 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat import Compat, parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
+from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.snapshot import PythonEnvironment
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
 # is missing): without any of them, no GPU. The rest of the and-cuda pins (cupti, nvcc, nvrtc,

@@ -25,8 +25,9 @@ from gpucheck.checks.frameworks.tensorflow import _line, _tf_release, _uninstall
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfAndCuda
+from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.snapshot import LibraryCopy, PythonEnvironment
+from gpucheck.model.snapshot import LibraryCopy
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
 # is missing): without any of them, no GPU. The rest of the and-cuda pins (cupti, nvcc, nvrtc,

@@ -15,8 +15,8 @@ from gpucheck.checks.frameworks.environments import framework_check, merge, pip
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import TensorrtRelease
+from gpucheck.model.environments import Distribution, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.snapshot import Distribution, ExtensionImport, PythonEnvironment
 
 _CU = re.compile(r"^tensorrt-cu(\d+)(?:-|$)")
 _REQ_CU = re.compile(r"-cu(\d+)\b")

@@ -29,8 +29,8 @@ from gpucheck.checks.frameworks.environments import (
     runtime,
 )
 from gpucheck.compat.frameworks import major_minor
+from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.snapshot import PythonEnvironment
 
 
 @framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)

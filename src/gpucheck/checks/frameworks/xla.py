@@ -13,8 +13,8 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver import judge_driver, upgrade_driver
 from gpucheck.checks.frameworks.environments import environment_check, merge, pip
 from gpucheck.compat.frameworks import major_minor
+from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.snapshot import PythonEnvironment
 
 XLA_USERS = ("jax", "jaxlib", "tensorflow", "tensorflow-cpu", "tf-nightly")
 # What the flags people set most do; a flag not listed is shown as set, without comment.
