@@ -5,8 +5,9 @@ Distribution metadata comes from importlib.metadata (metadata files only); torch
 tensorflow/python/platform/build_info.py are read as text and parsed with `ast`, never executed.
 
 stdout: exactly one JSON line, {"kind": "environment", "facts": {...}}, whose facts are the
-fields of gpucheck.model.environments.PythonEnvironment that the interpreter itself can tell (version,
-prefix, platform, site_packages, distributions, torch, tensorflow) plus "errors": one line for
+fields of gpucheck.model.environments.PythonEnvironment that the interpreter itself can tell
+(version, prefix, platform, site_packages, distributions, torch, tensorflow) plus "errors": one
+line for
 each thing that could not be read (that part is then null or missing). stderr: "@ <step>" lines.
 
 Standard library only; no gpucheck imports; runs on Python 3.8+ (annotations are never
