@@ -14,6 +14,7 @@ Standard library plus the nvidia-ml-py binding only; no gpucheck imports; runs o
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import sys
@@ -137,6 +138,19 @@ def text(value: object) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+BINDING_MISSING: ErrorRecord = {
+    "code": -1,
+    "name": "BindingMissing",
+    "message": "the nvidia-ml-py binding cannot be imported",
+}
+# As pynvml reports a library it cannot load (NVML_ERROR_LIBRARY_NOT_FOUND).
+LIBRARY_NOT_FOUND: ErrorRecord = {
+    "code": 12,
+    "name": "LibraryNotFound",
+    "message": "NVML Shared Library Not Found",
+}
 
 
 def error_record(exc: BaseException) -> ErrorRecord:
@@ -390,29 +404,36 @@ def system_value(nvml: ModuleType, name: str, convert: Callable[[Any], T]) -> T 
 def main() -> None:
     header: Header = {"kind": "header", "init_error": None}
     try:
-        import pynvml as nvml
-    except Exception as exc:
-        header["init_error"] = {
-            "code": -1,
-            "name": "BindingMissing",
-            "message": f"the nvidia-ml-py binding cannot be imported: {exc}",
-        }
-        emit(header)
-        return
-    try:
         from importlib.metadata import version
 
         header["binding_version"] = version("nvidia-ml-py")
     except Exception:
         header["binding_version"] = None
     if not INIT:
+        # Linux with no nvidia module: only whether the library loads (what pynvml's own
+        # loader does, by the same name), without importing pynvml (~0.1 s) for it.
+        import importlib.util
+
+        if importlib.util.find_spec("pynvml") is None:
+            header["init_error"] = BINDING_MISSING
+            emit(header)
+            return
         step("load")
         try:
-            nvml._LoadNvmlLibrary()
-        except nvml.NVMLError as exc:
-            header["init_error"] = error_record(exc)
+            ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError:
+            header["init_error"] = LIBRARY_NOT_FOUND
         header["library_path"] = loaded_library()
         header["init_skipped_reason"] = NO_INIT_REASON
+        emit(header)
+        return
+    try:
+        import pynvml as nvml
+    except Exception as exc:
+        header["init_error"] = {
+            **BINDING_MISSING,
+            "message": f"{BINDING_MISSING['message']}: {exc}",
+        }
         emit(header)
         return
     step("nvmlInit")
