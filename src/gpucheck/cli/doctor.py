@@ -4,9 +4,14 @@ exit with the report's code."""
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from gpucheck.model.snapshot import Snapshot
 
 from gpucheck.cli.common import (
     CompatDirOpt,
@@ -125,11 +130,6 @@ def doctor(
     Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or
     unreadable snapshot, 3 gpucheck itself broke.
     """
-    from gpucheck.checks.context import Context, Requirements
-    from gpucheck.checks.registry import SelectionError, run, select
-    from gpucheck.report.core import Report
-    from gpucheck.report.formats import FORMATS
-
     if json_out and fmt not in ("text", "json"):
         raise UserError(f"--json and --format {fmt} ask for two formats: give one")
     if len(from_files or []) > 1:
@@ -137,32 +137,45 @@ def doctor(
     from_file = from_files[0] if from_files else None
     if from_file is not None and output is not None and same_file(from_file, output):
         raise UserError(f"--output {output} is the --from snapshot: it would be overwritten")
-    fmt = "json" if json_out else fmt
-    if fmt not in FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
-    requirements = Requirements(
-        min_gpus=min_gpus,
-        min_memory_bytes=parse_size(min_memory) if min_memory is not None else None,
-        min_memory_text=min_memory,
-        min_compute_capability=parse_compute_capability(min_cc) if min_cc is not None else None,
-    )
-    import gpucheck.checks  # noqa: F401  (registers every check)
-
+    if from_file is not None and (deep or python or host_id):
+        raise UserError(
+            "--from diagnoses a saved snapshot; --deep, --python and --host-id probe this one"
+        )
+    probing = None if from_file is not None else _start_probes(timeout, python, deep, host_id)
     try:
-        selected = select(only or [], skip or [])
-    except SelectionError as exc:
-        raise UserError(str(exc)) from None
-    compat = load_compat(compat_dir)
-    if from_file is not None:
-        if deep or python or host_id:
-            raise UserError(
-                "--from diagnoses a saved snapshot; --deep, --python and --host-id probe this one"
-            )
-        snapshot = read_snapshot(from_file)
-    else:
-        from gpucheck.probes.run import collect
+        # Checks, compat data and formats load while the probes run.
+        from gpucheck.checks.context import Context, Requirements
+        from gpucheck.checks.registry import SelectionError, run, select
+        from gpucheck.report.core import Report
+        from gpucheck.report.formats import FORMATS
 
-        snapshot = collect(probe_options(timeout, python, deep, host_id))
+        fmt = "json" if json_out else fmt
+        if fmt not in FORMATS:
+            raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+        requirements = Requirements(
+            min_gpus=min_gpus,
+            min_memory_bytes=parse_size(min_memory) if min_memory is not None else None,
+            min_memory_text=min_memory,
+            min_compute_capability=(
+                parse_compute_capability(min_cc) if min_cc is not None else None
+            ),
+        )
+        import gpucheck.checks  # noqa: F401  (registers every check)
+
+        try:
+            selected = select(only or [], skip or [])
+        except SelectionError as exc:
+            raise UserError(str(exc)) from None
+        compat = load_compat(compat_dir)
+    except BaseException:
+        if probing is not None:
+            _stop_probes(probing)
+        raise
+    if probing is not None:
+        snapshot = probing.result()
+    else:
+        assert from_file is not None
+        snapshot = read_snapshot(from_file)
     if redact:
         # Judged after redaction, so that no finding quotes what was replaced.
         snapshot = redacted(snapshot)
@@ -175,3 +188,26 @@ def doctor(
     report = Report(snapshot, findings, strict=strict, from_file=from_file)
     write_output(output, lambda stream: FORMATS[fmt](report, stream, verbose))
     raise typer.Exit(report.exit_code)
+
+
+def _start_probes(
+    timeout: float, python: str | None, deep: bool, host_id: str | None
+) -> Future[Snapshot]:
+    """Probing this machine, in a thread, from the first moment the options allow."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpucheck.probes.run import collect
+
+    options = probe_options(timeout, python, deep, host_id)  # a bad --python: exit 2 first
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(collect, options)
+    pool.shutdown(wait=False)
+    return future
+
+
+def _stop_probes(probing: Future[Snapshot]) -> None:
+    """A usage error found while probing: end the probe children, the answer is not needed."""
+    from gpucheck.probes.child import kill_all
+
+    probing.cancel()
+    kill_all()

@@ -62,11 +62,18 @@ def tool_version(name: str, path: str, origin: str, timeout: float) -> ToolVersi
 
 
 def probe_cuda_tools(scope: SearchScope, timeout: float = 10) -> list[ToolVersion]:
-    return [
-        tool_version(name, path, origin, timeout)
+    """Every ptxas and nvlink XLA may use, each asked its version, side by side."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    found = [
+        (name, path, origin)
         for name in TOOLS
         for path, origin in _candidates(name, scope.env, scope)
     ]
+    if not found:
+        return []
+    with ThreadPoolExecutor(max_workers=len(found)) as pool:
+        return list(pool.map(lambda f: tool_version(f[0], f[1], f[2], timeout), found))
 
 
 def probe_tensorrt_libraries(scope: SearchScope) -> list[LibraryCopy]:

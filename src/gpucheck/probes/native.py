@@ -10,7 +10,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -143,7 +143,7 @@ def parse_nvcc_version(text: str) -> str | None:
 
 
 def probe_cuda_and_cudnn(
-    scope: SearchScope, timeout: float
+    scope: SearchScope, timeout: float, xla: Callable[[], bool] = lambda: True
 ) -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
     """Runtime, cuDNN and nvcc facts, the tools XLA uses and system TensorRT copies (the
     driver API is probed separately, in parallel)."""
@@ -169,7 +169,8 @@ def probe_cuda_and_cudnn(
         if home is not None:
             cuda.cuda_home_nvcc = os.access(os.path.join(home, "bin", "nvcc"), os.X_OK)
         cuda.tensorrt = probe_tensorrt_libraries(scope)
-        cuda.ptxas = probe_cuda_tools(scope, timeout)
+        # ptxas and nvlink matter only to XLA (TensorFlow, JAX): not run where neither is.
+        cuda.ptxas = probe_cuda_tools(scope, timeout) if xla() else []
         cuda.nvcc = nvcc.result()
     duration = round((time.monotonic() - start) * 1000, 1)
     # A copy that cannot be loaded is a fact about that copy (its load_error, judged by the

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
+from gpucheck.model.distributions import installed_frameworks
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.snapshot import (
     CudaDriverFacts,
@@ -94,7 +95,11 @@ def _library_site_dirs(
 ) -> list[Path]:
     if opts.site_dirs is not None:
         return opts.site_dirs
-    dirs = [] if opts.python else default_site_dirs(opts.env)
+    if not opts.python:
+        # gpucheck's own interpreter and the active virtualenv / conda env: their folders are
+        # known without waiting for the frameworks probe's child (the scan starts at once).
+        return default_site_dirs(opts.env)
+    dirs: list[Path] = []
     try:
         environments, _ = frameworks.result()
     except Exception:
@@ -105,6 +110,16 @@ def _library_site_dirs(
             if path not in dirs and path.is_dir():
                 dirs.append(path)
     return dirs
+
+
+def _has_xla(frameworks: Future[tuple[list[PythonEnvironment], ProbeRun]]) -> bool:
+    """Whether a probed environment holds a framework that compiles with XLA (TensorFlow,
+    JAX); True where that cannot be told."""
+    try:
+        environments, _ = frameworks.result()
+    except Exception:
+        return True
+    return any(set(installed_frameworks(env)) & {"tensorflow", "jax"} for env in environments)
 
 
 def cuda_init_allowed(system: SystemFacts) -> str | None:
@@ -144,10 +159,10 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
             frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
 
             def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
-                # pip's nvidia-* libraries live in the probed environments (--python's too):
-                # wait for the frameworks probe (tens of milliseconds) for their site folders.
+                # pip's nvidia-* libraries live in the probed environments: --python's folders
+                # come from the frameworks probe (tens of milliseconds), the others at once.
                 scope = SearchScope(env=opts.env, site_dirs=_library_site_dirs(opts, frameworks_f))
-                return probe_cuda_and_cudnn(scope, opts.timeout)
+                return probe_cuda_and_cudnn(scope, opts.timeout, lambda: _has_xla(frameworks_f))
 
             def deep() -> ProbeRun:
                 environments, _ = frameworks_f.result()
