@@ -116,23 +116,29 @@ def same_file(a: str, b: str) -> bool:
         return False
 
 
+def read_input(path: str, limit: int, too_large: str, option: str = "--from") -> bytes:
+    """A file's bytes (`-`: standard input), read up to `limit`: more is `too_large`."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(limit + 1)
+    except FileNotFoundError:
+        raise UserError(f"{option}: {path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{option}: {path} is a folder") from None
+    except OSError as exc:
+        raise UserError(f"{option}: cannot read {path}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise UserError(f"{option}: {path} {too_large}")
+    return data
+
+
 def read_snapshot(path: str) -> Snapshot:
     from gpucheck.model.snapshot import SNAPSHOT_LIMIT, SnapshotError, loads
 
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(SNAPSHOT_LIMIT + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(SNAPSHOT_LIMIT + 1)
-    except FileNotFoundError:
-        raise UserError(f"--from: {path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"--from: {path} is a folder") from None
-    except OSError as exc:
-        raise UserError(f"--from: cannot read {path}: {exc.strerror}") from None
-    if len(data) > SNAPSHOT_LIMIT:
-        raise UserError(f"--from: {path} is too large to be a snapshot (over 64 MiB)")
+    data = read_input(path, SNAPSHOT_LIMIT, "is too large to be a snapshot (over 64 MiB)")
     try:
         return loads(data)
     except SnapshotError as exc:

@@ -30,34 +30,16 @@ from gpucheck.cli.common import (
     write_output,
 )
 
-# Binary units for the bare letters (40G = 40 GiB, as memory is sold and nvidia-smi shows it);
-# decimal for the explicit SI forms.
-UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1024,
-    "kib": 1024,
-    "kb": 1000,
-    "m": 1024**2,
-    "mib": 1024**2,
-    "mb": 1000**2,
-    "g": 1024**3,
-    "gib": 1024**3,
-    "gb": 1000**3,
-    "t": 1024**4,
-    "tib": 1024**4,
-    "tb": 1000**4,
-}
-
 
 def parse_size(text: str) -> int:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in UNITS:
-        raise UserError(
-            f"--min-memory: {text!r} is not a size (examples: 40GiB, 24G, 80GB, 16384MiB)"
-        )
-    return int(float(match.group(1)) * UNITS[unit])
+    """--min-memory: 40G and 40GiB are binary, 40GB decimal (fit's --gpu-memory reads alike)."""
+    from gpucheck.fit.units import UnitError
+    from gpucheck.fit.units import parse_size as size
+
+    try:
+        return size(text, "--min-memory")
+    except UnitError as exc:
+        raise UserError(str(exc)) from None
 
 
 def parse_compute_capability(text: str) -> str:

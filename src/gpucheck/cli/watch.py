@@ -19,7 +19,7 @@ from typing import IO, Annotated, NoReturn
 
 import typer
 
-from gpucheck.cli.common import OutputError, UserError, quiet_stdout
+from gpucheck.cli.common import OutputError, UserError, quiet_stdout, read_input
 from gpucheck.watch_log import LogError, Sample, csv_rows, header, jsonl_rows, parse_fields
 
 FORMATS = ("csv", "jsonl")
@@ -391,20 +391,7 @@ def _summarise_log(path: str) -> None:
     from gpucheck.watch_log import read_log
     from gpucheck.watch_summary import render_text, summarize
 
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(LOG_LIMIT + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(LOG_LIMIT + 1)
-    except FileNotFoundError:
-        raise UserError(f"--from: {path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"--from: {path} is a folder") from None
-    except OSError as exc:
-        raise UserError(f"--from: cannot read {path}: {exc.strerror}") from None
-    if len(data) > LOG_LIMIT:
-        raise UserError(f"--from: {path} is over 1 GiB: summarise a part of it")
+    data = read_input(path, LOG_LIMIT, "is over 1 GiB: summarise a part of it")
     try:
         samples = read_log(data.decode("utf-8", "replace"))
     except LogError as exc:

@@ -33,7 +33,7 @@ from gpucheck.checks.frameworks.packages import (
     requirements_of,
     soname_major,
 )
-from gpucheck.checks.frameworks.runtime_causes import built_cuda, cause_of, sentence
+from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of, sentence
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
@@ -42,7 +42,6 @@ from gpucheck.model.distributions import TF_DISTS, installed_frameworks
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
 
-XID = "look for Xid errors: sudo dmesg | grep -i xid"
 BY_HAND = {
     "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
     "tensorflow": "python -c 'import tensorflow as tf; "

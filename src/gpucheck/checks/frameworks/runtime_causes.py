@@ -21,21 +21,6 @@ from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 
 XID = "look for Xid errors: sudo dmesg | grep -i xid"
-BY_HAND = {
-    "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
-    "tensorflow": "python -c 'import tensorflow as tf; "
-    'print(tf.config.list_physical_devices("GPU"))\'',
-    "jax": "python -c 'import jax; print(jax.devices())'",
-    "cupy": "python -c 'import cupy; print(cupy.arange(3) * 2)'",
-}
-# The child's own words (probes/child.py): "crashed with SIGSEGV in <step>: <its last line>",
-# "timed out after 60 s in <step>"; a step may hold a colon itself ("smoke cuda:0").
-_STEP = re.compile(
-    r"(?:crashed with \S+|timed out after [0-9.]+ s|exited with status -?[0-9]+) in (.+?)(?:: |$)"
-)
-_MISSING_LIB = re.compile(
-    r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
-)
 
 
 def sentence(text: str) -> str:

@@ -32,21 +32,6 @@ from gpucheck.compat.frameworks import TfRelease, major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
 
-# The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
-# is missing): without any of them, no GPU. The rest of the and-cuda pins (cupti, nvcc, nvrtc,
-# nccl) serve the profiler, XLA's ptxas and multi-GPU.
-TF_ESSENTIAL = (
-    "cuda-runtime",
-    "cublas",
-    "cufft",
-    "curand",
-    "cusolver",
-    "cusparse",
-    "cudnn",
-    "nvjitlink",
-)
-LOADER_WARNINGS = ("Could not load dynamic library", "Cannot dlopen some GPU libraries")
-
 
 def _tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:
     return ctx.compat.tensorflow.release(t.version) if t.version else None
