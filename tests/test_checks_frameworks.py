@@ -17,6 +17,7 @@ from gpucheck.compat.answers import tf_install
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Section, Status
 from gpucheck.model.snapshot import NvccFacts, Snapshot
+from gpucheck.model.types import ChildFailure
 from gpucheck.report.core import exit_code
 
 H100_DRIVER = "590.48.01"
@@ -978,12 +979,22 @@ def test_a_crash_names_the_step_it_died_in() -> None:
         1,
         status="crashed",
         error="crashed with SIGSEGV in torch.backends.cudnn.version: Segmentation fault",
+        failure=ChildFailure(
+            "crashed", "torch.backends.cudnn.version", signal="SIGSEGV", stderr_tail="Segfault"
+        ),
     )
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert f.title == "torch crashed in torch.backends.cudnn.version"
     env = fb.torch_cu124()
-    fb.imported(env, "torch", 1, status="timeout", error="timed out after 60 s in smoke cuda:0")
+    fb.imported(
+        env,
+        "torch",
+        1,
+        status="timeout",
+        error="timed out after 60 s in smoke cuda:0",
+        failure=ChildFailure("timeout", "smoke cuda:0"),
+    )
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL and f.title == "torch timed out in smoke cuda:0"
     assert f.fix and "persistence mode" in f.fix.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from msgspec import Struct, field
 
-from gpucheck.model.types import Int
+from gpucheck.model.types import ChildFailure, ImportStatus, Int
 
 # --- frameworks, per Python environment ---------------------------------------------------------
 
@@ -58,8 +58,9 @@ class ExtensionImport(Struct):
 
     name: str  # the distribution
     module: str  # what was imported: flash_attn, xformers.ops, ...
-    status: str  # ok | import_error | crashed | timeout | error
+    status: ImportStatus
     error: str | None = None
+    failure: ChildFailure | None = None  # the child timed out, crashed or exited badly
     seconds: float | None = None
     detail: str | None = None  # what a working import reported (tensorrt: an engine was built)
 
@@ -77,8 +78,9 @@ class FrameworkRuntime(Struct):
     """What importing a framework in a child process showed (`doctor --deep`)."""
 
     framework: str  # torch | tensorflow | jax | cupy
-    status: str  # ok | import_error | crashed | timeout | error
+    status: ImportStatus
     error: str | None = None
+    failure: ChildFailure | None = None  # the child timed out, crashed or exited badly
     import_seconds: float | None = None
     version: str | None = None
     cuda_available: bool | None = None

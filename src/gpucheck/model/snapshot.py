@@ -21,7 +21,7 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 from gpucheck.model.environments import (
     PythonEnvironment,
 )
-from gpucheck.model.types import Int
+from gpucheck.model.types import ChildFailure, Int, RunStatus
 
 SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
@@ -47,9 +47,10 @@ class ProbeRun(Struct):
     """How one probe went: the facts it produced are in their own section."""
 
     name: str
-    status: str  # "ok" | "error" | "timeout" | "crashed" | "skipped" (not run, and why)
+    status: RunStatus  # skipped: deliberately not run (why: `error`)
     duration_ms: float
     error: str | None = None
+    failure: ChildFailure | None = None  # a child that timed out, crashed or failed
 
 
 # --- system -------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+from gpucheck.model.types import ChildFailure
 
 HERE = Path(__file__).resolve().parent
 KILL_GRACE = 2.0  # seconds a killed child gets to hand over what it printed
@@ -54,7 +57,7 @@ class ChildResult:
         return not self.timed_out and self.start_error is None and self.returncode == 0
 
     @property
-    def status(self) -> str:
+    def status(self) -> Literal["ok", "error", "timeout", "crashed"]:
         if self.timed_out:
             return "timeout"
         if self.start_error is not None:
@@ -62,6 +65,25 @@ class ChildResult:
         if self.returncode is not None and self.returncode < 0:
             return "crashed"
         return "ok" if self.returncode == 0 else "error"
+
+    @property
+    def failure(self) -> ChildFailure | None:
+        """How the child ended badly, as data: what checks read (never `describe`'s words)."""
+        tail = self.message.strip().splitlines()[-1] if self.message.strip() else None
+        if self.start_error is not None:
+            return ChildFailure("not_started", stderr_tail=self.start_error)
+        if self.timed_out:
+            return ChildFailure("timeout", stage=self.last_step, stderr_tail=tail)
+        rc = self.returncode
+        if rc is not None and rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            return ChildFailure("crashed", self.last_step, signal=name, stderr_tail=tail)
+        if rc:
+            return ChildFailure("exited", self.last_step, exit_code=rc, stderr_tail=tail)
+        return None
 
     def describe(self, timeout: float) -> str | None:
         """One line saying what went wrong, or None when nothing did."""

@@ -22,6 +22,7 @@ from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.distributions import installed_extensions, installed_frameworks
 from gpucheck.model.environments import ExtensionImport, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.snapshot import ProbeRun
+from gpucheck.model.types import RunStatus
 from gpucheck.probes.child import HERE, ChildResult, Gate, run_script
 
 STATIC_SCRIPT = HERE / "scripts/framework_static.py"
@@ -120,8 +121,11 @@ def probe_runtime(
             runtime.error = f"unreadable facts: {exc}"
     if problem is not None:
         # What the child did before it died stays; the status says how it ended.
-        runtime.status = result.status if result.status in ("crashed", "timeout") else "error"
+        runtime.status = "crashed" if result.status == "crashed" else "error"
+        if result.status == "timeout":
+            runtime.status = "timeout"
         runtime.error = problem if not runtime.error else f"{runtime.error}; {problem}"
+        runtime.failure = result.failure
     runtime.xla_devices = xla_devices(runtime)
     return runtime
 
@@ -151,8 +155,11 @@ def probe_extension(
             found.error = f"unreadable facts: {exc}"
     problem = result.describe(timeout)
     if problem is not None:
-        found.status = result.status if result.status in ("crashed", "timeout") else "error"
+        found.status = "crashed" if result.status == "crashed" else "error"
+        if result.status == "timeout":
+            found.status = "timeout"
         found.error = problem if not found.error else f"{found.error}; {problem}"
+        found.failure = result.failure
     return found
 
 
@@ -203,9 +210,12 @@ def probe_deep(
             for (environment, _, _), done in zip(extensions, imports, strict=True):
                 environment.extension_imports.append(done.result())
     bad = [r for e in environments for r in e.runtimes if r.status in ("crashed", "timeout")]
+    status: RunStatus = (
+        "ok" if not bad else ("crashed" if bad[0].status == "crashed" else "timeout")
+    )
     return ProbeRun(
         "frameworks_deep",
-        "ok" if not bad else bad[0].status,
+        status,
         round((time.monotonic() - start) * 1000, 1),
         "; ".join(f"{r.framework}: {r.error}" for r in bad) or None,
     )

@@ -24,6 +24,7 @@ from gpucheck.model.snapshot import (
     NvccFacts,
     ProbeRun,
 )
+from gpucheck.model.types import RunStatus
 from gpucheck.probes.child import HERE, ChildResult, run_script
 from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies, ldconfig_cache
 
@@ -59,8 +60,10 @@ def probe_cuda_driver(
     problem = result.describe(timeout)
     if problem is None and data is not None and "error" in data:
         problem = str(data["error"])
-    status = "ok" if problem is None else (result.status if result.status != "ok" else "error")
-    return facts, ProbeRun("cuda_driver", status, result.duration_ms, problem)
+    status: RunStatus = (
+        "ok" if problem is None else (result.status if result.status != "ok" else "error")
+    )
+    return facts, ProbeRun("cuda_driver", status, result.duration_ms, problem, result.failure)
 
 
 def probe_library_versions(

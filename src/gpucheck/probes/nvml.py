@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.snapshot import GpuFacts, NvmlError, NvmlFacts, ProbeRun
+from gpucheck.model.types import RunStatus
 from gpucheck.probes.child import HERE, ChildResult, run_script
 
 SCRIPT = HERE / "scripts/nvml.py"
@@ -49,10 +50,10 @@ def probe_nvml(
     duration = round((time.monotonic() - start) * 1000, 1)
     if not errors:
         return facts, ProbeRun("nvml", "ok", duration)
-    status = "timeout" if result.timed_out else ("crashed" if skipped else result.status)
+    status: RunStatus = "timeout" if result.timed_out else ("crashed" if skipped else result.status)
     if skipped and result.ok:
         errors.append(f"retried without {', '.join(skipped)}; the other facts are complete")
-    return facts, ProbeRun("nvml", status, duration, "; ".join(errors))
+    return facts, ProbeRun("nvml", status, duration, "; ".join(errors), result.failure)
 
 
 def assemble(records: list[dict[str, object]]) -> NvmlFacts:

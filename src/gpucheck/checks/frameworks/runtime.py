@@ -49,11 +49,6 @@ BY_HAND = {
     "jax": "python -c 'import jax; print(jax.devices())'",
     "cupy": "python -c 'import cupy; print(cupy.arange(3) * 2)'",
 }
-# The child's own words (probes/child.py): "crashed with SIGSEGV in <step>: <its last line>",
-# "timed out after 60 s in <step>"; a step may hold a colon itself ("smoke cuda:0").
-_STEP = re.compile(
-    r"(?:crashed with \S+|timed out after [0-9.]+ s|exited with status -?[0-9]+) in (.+?)(?:: |$)"
-)
 _MISSING_LIB = re.compile(
     r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
 )
@@ -266,8 +261,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
 
 
 def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome:
-    match = _STEP.search(rt.error or "")
-    step = match.group(1).strip() if match else _step_from_facts(rt)
+    step = rt.failure.stage if rt.failure and rt.failure.stage else _step_from_facts(rt)
     how = "timed out" if rt.status == "timeout" else "crashed"
     device = step.split(" ", 1)[1] if step.startswith("smoke ") else None
     cause = cause_of(ctx, env, rt, " ".join([rt.error or "", *rt.warnings[-5:]]), device)
