@@ -198,7 +198,8 @@ def tensorflow_cpu(
 
 def tensorflow_windows(version: str = "2.15.0") -> PythonEnvironment:
     """Native Windows: tensorflow (which up to 2.18.0 pulls tensorflow-intel, compat data) and
-    a CPU build_info; TF 2.10 and older were GPU builds there (build_info cuda '64_112')."""
+    a CPU build_info; TF 2.10 and older were GPU builds there (build_info cuda '64_112', which
+    the static probe writes as 11.2)."""
     env = environment(prefix="C:\\Users\\me\\venv", version="3.10.11", platform="win32")
     last = COMPAT.tensorflow.windows_native_gpu_last
     gpu = last is not None and Version(version) <= Version(f"{last}.99")
@@ -206,8 +207,8 @@ def tensorflow_windows(version: str = "2.15.0") -> PythonEnvironment:
         env,
         version,
         is_cuda_build=gpu,
-        cuda="64_112" if gpu else None,
-        cudnn="64_8" if gpu else None,
+        cuda="11.2" if gpu else None,
+        cudnn="8" if gpu else None,
         archs=["sm_35", "sm_50", "sm_60", "sm_70", "sm_75", "compute_80"] if gpu else [],
         and_cuda=False,
     )

@@ -126,6 +126,16 @@ def probe_runtime(
             runtime.status = "timeout"
         runtime.error = problem if not runtime.error else f"{runtime.error}; {problem}"
         runtime.failure = result.failure
+    if runtime.framework == "tensorflow":
+        # Windows builds report DLL suffixes ("64_112"): versions as the static pass writes
+        # them, by the same function, so that no check has to know the difference.
+        from gpucheck.probes.scripts.framework_static import (
+            cuda_version_text,
+            cudnn_version_text,
+        )
+
+        runtime.cuda_version = cuda_version_text(runtime.cuda_version)
+        runtime.cudnn_version = cudnn_version_text(runtime.cudnn_version)
     runtime.xla_devices = xla_devices(runtime)
     return runtime
 

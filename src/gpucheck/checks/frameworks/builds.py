@@ -151,12 +151,10 @@ TF_CPU_DISTS = (
 
 
 def tf_cuda_text(text: str | None) -> str | None:
-    """build_info's cuda_version: '12.2' on Linux, '64_112' on Windows."""
-    if not text:
-        return None
-    match = re.fullmatch(r"64_([0-9]+)([0-9])", text.strip())
-    value = f"{match.group(1)}.{match.group(2)}" if match else text.strip()
-    return value if parse_version(value) else None
+    """TensorFlow's CUDA version, where it is one (the probes write Windows builds' DLL
+    suffixes as versions already)."""
+    value = (text or "").strip()
+    return value if value and parse_version(value) else None
 
 
 class TfFacts(Struct, frozen=True):
@@ -198,7 +196,6 @@ def tf_facts(env: PythonEnvironment) -> TfFacts | None:
     cuda = tf_cuda_text(build.cuda_version if build else None)
     cuda = cuda or tf_cuda_text(deep.cuda_version if deep else None)
     cudnn = (build.cudnn_version if build else None) or (deep.cudnn_version if deep else None)
-    cudnn = cudnn.removeprefix("64_") if cudnn else None  # Windows build_info: '64_8'
     archs = tuple(build.cuda_compute_capabilities if build else ()) or tuple(
         deep.arch_list if deep else ()
     )
