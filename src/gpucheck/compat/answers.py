@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.compat import Compat, CompatError, driver_text
@@ -26,6 +28,15 @@ class UnknownVersion(CompatError):
     """Not in the data and no rule answers it; the message suggests the closest known."""
 
 
+class Pick(Struct, frozen=True, omit_defaults=True):
+    """A framework release for a fix or an answer: the newest that fits a machine."""
+
+    version: str  # the release line: "2.9"
+    cuda: str  # the CUDA it is built with
+    install: str  # the pip command
+    cudnn: str | None = None  # TensorFlow's tested cuDNN
+
+
 @dataclass
 class Answer:
     data: dict[str, Any]
@@ -33,6 +44,11 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.data, "sources": list(dict.fromkeys(self.sources))}
+
+
+def _plain(pick: Pick | None) -> dict[str, Any] | None:
+    """A pick as the JSON answer carries it (`cudnn` only for TensorFlow)."""
+    return None if pick is None else msgspec.to_builtins(pick)
 
 
 def _closest(wanted: str, known: Iterable[Version], n: int = 3) -> str:
@@ -82,7 +98,7 @@ def newest_torch(
     ccs: Iterable[str] = (),
     os: str = "linux",
     python: str | None = None,
-) -> dict[str, Any] | None:
+) -> Pick | None:
     """The newest torch release and CUDA variant that runs on `driver` (if given), carries
     code for every compute capability in `ccs` (if given; a variant whose architectures the
     data does not know is passed over, never assumed) and has wheels for `python` (if given)."""
@@ -102,11 +118,7 @@ def newest_torch(
                 arch = compat.torch.arch(rel.version, cuda)
                 if arch is None or not all(arch.runs_on(cc) for cc in ccs):
                     continue
-            return {
-                "version": str(rel.version),
-                "cuda": cuda,
-                "install": torch_install(compat, rel.version, cuda, os),
-            }
+            return Pick(str(rel.version), cuda, torch_install(compat, rel.version, cuda, os))
     return None
 
 
@@ -135,7 +147,7 @@ def newest_tensorflow(
     os: str = "linux",
     python: str | None = None,
     line: Version | None = None,
-) -> dict[str, Any] | None:
+) -> Pick | None:
     """The newest TensorFlow (of release `line` only, if given) whose tested CUDA runs on
     `driver`, can target every compute capability in `ccs` (judged by that CUDA's
     architecture range; TensorFlow's own build may target fewer GPUs), with wheels for
@@ -150,12 +162,7 @@ def newest_tensorflow(
             continue
         if not cuda_targets(compat, rel.cuda, ccs):
             continue
-        return {
-            "version": str(rel.version),
-            "cuda": rel.cuda,
-            "cudnn": rel.cudnn,
-            "install": tf_install(rel.version, rel.package),
-        }
+        return Pick(str(rel.version), rel.cuda, tf_install(rel.version, rel.package), rel.cudnn)
     return None
 
 
@@ -319,8 +326,8 @@ def driver(compat: Compat, version: str, os: str = "linux") -> Answer:
             "os": os,
             "max_cuda": str(max_cuda),
             "minor_compat_majors": compatible,
-            "newest_torch": newest_torch(compat, driver=version, os=os),
-            "newest_tensorflow": newest_tensorflow(compat, driver=version, os=os),
+            "newest_torch": _plain(newest_torch(compat, driver=version, os=os)),
+            "newest_tensorflow": _plain(newest_tensorflow(compat, driver=version, os=os)),
         },
         [rel.source for rel in (compat.release(str(max_cuda)),) if rel is not None],
     )
@@ -364,8 +371,8 @@ def gpu(compat: Compat, name: str) -> Answer:
             "architecture": model.architecture,
             "segment": model.segment,
             "newest_cuda": newest_cuda_for_cc(compat, cc),
-            "newest_torch": newest_torch(compat, ccs=[cc]),
-            "newest_tensorflow": newest_tensorflow(compat, ccs=[cc]),
+            "newest_torch": _plain(newest_torch(compat, ccs=[cc])),
+            "newest_tensorflow": _plain(newest_tensorflow(compat, ccs=[cc])),
         },
         [model.source],
     )

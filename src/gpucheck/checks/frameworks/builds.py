@@ -14,20 +14,12 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver import upgrade_driver
 from gpucheck.checks.frameworks.environments import compat_os, pip, python_mm, runtime
 from gpucheck.compat import parse_version
-from gpucheck.compat.answers import newest_tensorflow, newest_torch
+from gpucheck.compat.answers import Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag
 from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
 
 # --- the build a fix installs --------------------------------------------------------------------
-
-
-class Pick(Struct, frozen=True):
-    """A framework release for a fix: the newest that fits this machine (compat data)."""
-
-    version: str  # the release line: "2.9"
-    cuda: str  # the CUDA it is built with
-    install: str  # the pip command, as compat.answers writes it
 
 
 # --- PyTorch --------------------------------------------------------------------------------------
@@ -86,10 +78,9 @@ def pick_torch(
     ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | None
 ) -> Pick | None:
     """compat.answers.newest_torch for this environment's OS and Python."""
-    found = newest_torch(
+    return newest_torch(
         ctx.compat, driver=driver, ccs=ccs, os=compat_os(ctx, env), python=env.version
     )
-    return Pick(found["version"], found["cuda"], found["install"]) if found else None
 
 
 def _fits(ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | None) -> str:
@@ -219,10 +210,9 @@ def pick_tensorflow(
 ) -> Pick | None:
     """compat.answers.newest_tensorflow for this environment's Python (Linux builds: `os`
     names the driver table, windows for WSL2)."""
-    found = newest_tensorflow(
+    return newest_tensorflow(
         ctx.compat, driver=driver, ccs=ccs, os=os, python=env.version, line=line
     )
-    return Pick(found["version"], found["cuda"], found["install"]) if found else None
 
 
 # --- JAX and CuPy ---------------------------------------------------------------------------------
