@@ -3,23 +3,22 @@
 Each case in tests/cases/*.json names a thread, the facts it states, a snapshot change built
 from those facts only, and the verdict a correct doctor gives (check id, status, section, and
 substrings its fix must contain). The snapshot change is deep-merged, at run time, onto a
-healthy baseline machine built with the test builders; the real command then diagnoses it in a
-subprocess (`doctor --from FILE --json`). Cases the doctor still gets wrong are strict xfails,
+healthy baseline machine built with the test builders; the command line then diagnoses it
+(`doctor --from FILE --json`, in this process: its subprocess path has tests of its own). Cases the doctor still gets wrong are strict xfails,
 so fixing a check flips them and the file tells. `pytest -s tests/test_cases.py` prints the
 score. See tests/cases/README.md for the format.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
+import io
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -227,11 +226,6 @@ def snapshot_for(case: dict[str, Any]) -> dict[str, Any]:
 
 def diagnose(case: dict[str, Any]) -> dict[str, Any]:
     """The real `gpucheck doctor --from FILE --json` on the case's snapshot."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("CUDA_VISIBLE_DEVICES", "NO_COLOR", "GPUCHECK_COMPAT_DIR")
-    }
     try:
         snapshot = snapshot_for(case)
     except Exception as exc:  # a baseline builder that broke: this case only
@@ -239,20 +233,19 @@ def diagnose(case: dict[str, Any]) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(snapshot, fh)
         path = fh.name
+    # The command line itself, in this process (the subprocess path has its own tests): a
+    # few milliseconds a case instead of an interpreter's start-up.
+    from gpucheck import cli
+
+    out, err = io.StringIO(), io.StringIO()
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gpucheck", "doctor", "--from", path, "--json"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-            check=False,
-        )
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.run(["doctor", "--from", path, "--json"])
     finally:
         os.unlink(path)
-    if proc.returncode not in (0, 1):
-        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-500:]}"}
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+    if code not in (0, 1):
+        return {"error": f"exit {code}: {err.getvalue().strip()[-500:]}"}
+    return json.loads(out.getvalue())  # type: ignore[no-any-return]
 
 
 def judge(case: dict[str, Any], report: dict[str, Any]) -> tuple[bool, bool, str]:
@@ -286,8 +279,7 @@ CASES = load_cases()
 @pytest.fixture(scope="session")
 def verdicts() -> dict[str, tuple[bool, bool, str]]:
     """Every case diagnosed once, side by side."""
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        reports = list(pool.map(diagnose, CASES))
+    reports = [diagnose(case) for case in CASES]
     return {c["_slug"]: judge(c, r) for c, r in zip(CASES, reports, strict=True)}
 
 
