@@ -34,11 +34,6 @@ __all__ = [
     "parse_version",
 ]
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
-
 
 class ToolkitRelease(Struct, frozen=True):
     version: Version  # 12.4.1 = CUDA 12.4 Update 1
@@ -103,8 +98,18 @@ ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from gpucheck.compat.prebuilt import parsed
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        prebuilt = parsed(path, raw)
+        if prebuilt is not None:
+            return prebuilt
+        data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise CompatError(f"{path}: cannot be read ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
