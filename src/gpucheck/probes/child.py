@@ -86,24 +86,19 @@ class ChildResult:
         return None
 
     def describe(self, timeout: float) -> str | None:
-        """One line saying what went wrong, or None when nothing did."""
-        where = f" in {self.last_step}" if self.last_step else ""
-        if self.start_error is not None:
-            return f"could not start: {self.start_error}"
-        if self.timed_out:
+        """One line saying what went wrong (the words of `failure`), or None."""
+        failure = self.failure
+        if failure is None:
+            return None
+        where = f" in {failure.stage}" if failure.stage else ""
+        tail = f": {failure.stderr_tail}" if failure.stderr_tail else ""
+        if failure.how == "not_started":
+            return f"could not start: {failure.stderr_tail}"
+        if failure.how == "timeout":
             return f"timed out after {timeout:g} s{where}"
-        rc = self.returncode
-        if rc is not None and rc < 0:
-            try:
-                name = signal.Signals(-rc).name
-            except ValueError:
-                name = f"signal {-rc}"
-            tail = f": {self.message.splitlines()[-1]}" if self.message.strip() else ""
-            return f"crashed with {name}{where}{tail}"
-        if rc:
-            tail = self.message.strip().splitlines()[-1] if self.message.strip() else ""
-            return f"exited with status {rc}{where}" + (f": {tail}" if tail else "")
-        return None
+        if failure.how == "crashed":
+            return f"crashed with {failure.signal}{where}{tail}"
+        return f"exited with status {failure.exit_code}{where}{tail}"
 
 
 GATE_FD_ENV = "GPUCHECK_GATE_FD"

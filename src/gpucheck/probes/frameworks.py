@@ -22,7 +22,7 @@ from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.distributions import installed_extensions, installed_frameworks
 from gpucheck.model.environments import ExtensionImport, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.snapshot import ProbeRun
-from gpucheck.model.types import RunStatus
+from gpucheck.model.types import ImportStatus, RunStatus
 from gpucheck.probes.child import HERE, ChildResult, Gate, run_script
 
 STATIC_SCRIPT = HERE / "scripts/framework_static.py"
@@ -98,6 +98,11 @@ def probe_environment(
     return found
 
 
+def _ended(result: ChildResult) -> ImportStatus:
+    """How an import child that did not end well ended: crashed, timed out, or an error."""
+    return result.status if result.status in ("crashed", "timeout") else "error"
+
+
 def probe_runtime(
     python: str,
     framework: str,
@@ -121,9 +126,7 @@ def probe_runtime(
             runtime.error = f"unreadable facts: {exc}"
     if problem is not None:
         # What the child did before it died stays; the status says how it ended.
-        runtime.status = "crashed" if result.status == "crashed" else "error"
-        if result.status == "timeout":
-            runtime.status = "timeout"
+        runtime.status = _ended(result)
         runtime.error = problem if not runtime.error else f"{runtime.error}; {problem}"
         runtime.failure = result.failure
     if runtime.framework == "tensorflow":
@@ -165,9 +168,7 @@ def probe_extension(
             found.error = f"unreadable facts: {exc}"
     problem = result.describe(timeout)
     if problem is not None:
-        found.status = "crashed" if result.status == "crashed" else "error"
-        if result.status == "timeout":
-            found.status = "timeout"
+        found.status = _ended(result)
         found.error = problem if not found.error else f"{found.error}; {problem}"
         found.failure = result.failure
     return found
