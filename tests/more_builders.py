@@ -174,10 +174,9 @@ def hidden_bus_container(kind: str = "docker", evidence: str = "/.dockerenv exis
     return snap
 
 
-def wsl_machine() -> Snapshot:
-    """WSL2: GPUs are paravirtualised through /dev/dxg, no PCI GPU, no kernel module; the
-    NVML probe here did not get to answer (init_error Unknown)."""
-    snap = builders.workstation()
+def wsl_system(snap: Snapshot) -> Snapshot:
+    """`snap` as WSL2 lays a machine out: GPUs paravirtualised through /dev/dxg, the Windows
+    driver's libraries in /usr/lib/wsl/lib, no PCI GPU and no kernel module inside."""
     sysf = snap.system
     sysf.wsl = True
     sysf.kernel = "5.15.153.1-microsoft-standard-WSL2"
@@ -188,6 +187,14 @@ def wsl_machine() -> Snapshot:
     sysf.nvidia_module_banner = None
     sysf.nvidia_modules = []
     sysf.device_nodes = [DeviceNode("/dev/dxg", True, True, True, "crw-rw-rw-", "root")]
+    snap.nvml.library_path = "/usr/lib/wsl/lib/libnvidia-ml.so.1"
+    snap.cuda.driver.library_path = "/usr/lib/wsl/lib/libcuda.so.1"
+    return snap
+
+
+def wsl_machine() -> Snapshot:
+    """WSL2 (wsl_system) where the NVML probe did not get to answer (init_error Unknown)."""
+    snap = wsl_system(builders.workstation())
     snap.nvml = NvmlFacts(
         binding_version="13.615.71",
         library_path="/usr/lib/wsl/lib/libnvidia-ml.so.1",

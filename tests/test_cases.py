@@ -90,24 +90,10 @@ def _a100x8() -> Any:
 
 def _wsl() -> Any:
     """WSL2 with the Windows driver's paravirtualised GPU working: the workstation's RTX 3060
-    seen through /dev/dxg and /usr/lib/wsl/lib, no PCI GPU and no kernel module inside (as
-    more_builders.wsl_machine lays it out, with NVML and cuInit answering)."""
-    snap = builders.workstation()
-    sysf = snap.system
-    sysf.wsl = True
-    sysf.kernel = "5.15.153.1-microsoft-standard-WSL2"
-    sysf.pci_device_count = 0
-    sysf.pci_gpus = []
-    sysf.nvidia_module_loaded = False
-    sysf.nvidia_module_version = None
-    sysf.nvidia_module_banner = None
-    sysf.nvidia_modules = []
-    dxg = copy.copy(sysf.device_nodes[0])  # /dev/nvidiactl's usable node, renamed
-    dxg.path = "/dev/dxg"
-    sysf.device_nodes = [dxg]
-    snap.nvml.library_path = "/usr/lib/wsl/lib/libnvidia-ml.so.1"
-    snap.cuda.driver.library_path = "/usr/lib/wsl/lib/libcuda.so.1"
-    return snap
+    seen through /dev/dxg and /usr/lib/wsl/lib, NVML and cuInit answering."""
+    import more_builders
+
+    return more_builders.wsl_system(builders.workstation())
 
 
 def _container(snap: Any) -> Any:

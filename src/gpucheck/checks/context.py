@@ -164,3 +164,8 @@ def gib(value: int | None) -> str:
     if value is None:
         return "unknown"
     return f"{value / 1024**3:.1f} GiB"
+
+
+def sentence(text: str) -> str:
+    """`text` with its first letter capitalised (and nothing else changed: commands stay)."""
+    return text[:1].upper() + text[1:]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpucheck.checks.context import Context, gpu_label
+from gpucheck.checks.context import Context, gpu_label, sentence
 from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix
 from gpucheck.model.finding import Outcome, Section, Subjects
@@ -283,7 +283,7 @@ def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
             "disk and the user-space driver are different versions (a half-finished driver "
             "upgrade)",
             *evidence,
-            fix=packages[0].upper() + packages[1:] + ".",
+            fix=sentence(packages) + ".",
             subjects=Subjects(paths=[p for p in (sysf.nvidia_module_file,) if p]),
         )
     if on_disk and on_disk == lib:

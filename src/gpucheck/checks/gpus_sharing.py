@@ -3,7 +3,7 @@ processes hold. Each says which GPUs, and which process or slice, the job should
 
 from __future__ import annotations
 
-from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices
+from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices, sentence
 from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
 from gpucheck.gpu_holders import GpuAccount, Holder, merge
@@ -72,7 +72,7 @@ def compute_mode(ctx: Context) -> Outcome | None:
             f"{len(taken)} GPU(s) in exclusive-process mode are already held by another "
             f"process: a new CUDA program there fails with {BUSY_MESSAGE}",
             *[f"{gpu_label(g)}: {g.compute_mode}, held by {who}" for g, who in held],
-            fix="; ".join(steps)[0].upper() + "; ".join(steps)[1:] + ".",
+            fix=sentence("; ".join(steps)) + ".",
             subjects=gpu_subjects(taken),
         )
     if exclusive:

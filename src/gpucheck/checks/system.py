@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpucheck.checks.context import Context, gpu_label
+from gpucheck.checks.context import Context, gpu_label, sentence
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome, Section
 
@@ -129,8 +129,7 @@ def _container_host(ctx: Context) -> Outcome | None:
             "the GPU ('could not select device driver \"\" with capabilities: [[gpu]]')",
             *evidence,
             *[f"missing: {m}" for m in missing],
-            fix=TOOLKIT_INSTALL[0].upper() + TOOLKIT_INSTALL[1:] + " (it brings "
-            "libnvidia-container-tools).",
+            fix=sentence(TOOLKIT_INSTALL) + " (it brings libnvidia-container-tools).",
         )
     if not host.toolkit:
         return Outcome.info(

@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from gpucheck.model.snapshot import LibraryCopy, ToolVersion
 from gpucheck.probes.libraries import PATTERNS, SearchScope, find_copies
-from gpucheck.probes.native import parse_nvcc_version
+from gpucheck.probes.native import tool_version_of
 
 TOOLS = ("ptxas", "nvlink")
 PATTERNS.setdefault("nvinfer", re.compile(r"^libnvinfer\.so(\.[0-9]+)*$"))
@@ -47,18 +46,8 @@ def _candidates(name: str, env: Mapping[str, str], scope: SearchScope) -> list[t
 
 
 def tool_version(name: str, path: str, origin: str, timeout: float) -> ToolVersion:
-    tool = ToolVersion(name=name, path=path, origin=origin)
-    try:
-        out = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        tool.error = f"{type(exc).__name__}: {exc}"
-        return tool
-    tool.version = parse_nvcc_version(out.stdout)
-    if tool.version is None:
-        tool.error = f"unrecognised output: {(out.stdout or out.stderr).strip()[:200]!r}"
-    return tool
+    version, error = tool_version_of(path, timeout)
+    return ToolVersion(name=name, path=path, origin=origin, version=version, error=error)
 
 
 def probe_cuda_tools(scope: SearchScope, timeout: float = 10) -> list[ToolVersion]:

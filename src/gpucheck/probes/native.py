@@ -122,18 +122,23 @@ def probe_nvcc(env: Mapping[str, str], homes: list[Path], timeout: float = 10) -
     # The toolkit the nvcc on PATH belongs to (/usr/local/bin/nvcc is often a link into one).
     root = os.path.dirname(os.path.dirname(os.path.realpath(path)))
     is_toolkit = os.path.isfile(os.path.join(root, "include", "cuda.h"))  # not a bare wrapper
-    facts = NvccFacts(path=path, toolkit=root if is_toolkit else None)
+    version, error = tool_version_of(path, timeout)
+    return NvccFacts(path=path, version=version, toolkit=root if is_toolkit else None, error=error)
+
+
+def tool_version_of(path: str, timeout: float) -> tuple[str | None, str | None]:
+    """(version, why not) of a CUDA tool that answers `--version` as nvcc does (nvcc, ptxas,
+    nvlink), bounded in time."""
     try:
         out = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=timeout, check=False
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        facts.error = f"{type(exc).__name__}: {exc}"
-        return facts
-    facts.version = parse_nvcc_version(out.stdout)
-    if facts.version is None:
-        facts.error = f"unrecognised output: {(out.stdout or out.stderr).strip()[:200]!r}"
-    return facts
+        return None, f"{type(exc).__name__}: {exc}"
+    version = parse_nvcc_version(out.stdout)
+    if version is None:
+        return None, f"unrecognised output: {(out.stdout or out.stderr).strip()[:200]!r}"
+    return version, None
 
 
 def parse_nvcc_version(text: str) -> str | None:

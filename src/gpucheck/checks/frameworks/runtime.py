@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from gpucheck.checks.context import Context
+from gpucheck.checks.context import Context, sentence
 from gpucheck.checks.frameworks.arch import parse_arch_list
 from gpucheck.checks.frameworks.builds import (
     cupy_cuda,
@@ -33,7 +33,7 @@ from gpucheck.checks.frameworks.packages import (
     requirements_of,
     soname_major,
 )
-from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of, sentence
+from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX

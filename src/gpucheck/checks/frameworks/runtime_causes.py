@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from gpucheck.checks.context import Context
+from gpucheck.checks.context import Context, sentence
 from gpucheck.checks.cuda import CUINIT_CAUSES
 from gpucheck.checks.frameworks.builds import (
     pick_tensorflow,
@@ -21,10 +21,6 @@ from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 
 XID = "look for Xid errors: sudo dmesg | grep -i xid"
-
-
-def sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:

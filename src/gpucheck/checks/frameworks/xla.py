@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 
-from gpucheck.checks.context import Context
+from gpucheck.checks.context import Context, sentence
 from gpucheck.checks.frameworks.driver import judge_driver, upgrade_driver
 from gpucheck.checks.frameworks.environments import environment_check, merge, pip
 from gpucheck.compat.frameworks import major_minor
@@ -100,7 +100,7 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
         "toolchain'), or XLA falls back to slower, serial compilation",
         how,
         why,
-        fix=fix[:1].upper() + fix[1:],
+        fix=sentence(fix),
     )
 
 

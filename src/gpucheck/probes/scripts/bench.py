@@ -40,6 +40,25 @@ TOLERANCE = {"fp32": 1e-4, "tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2, "fp8": 2e-2
 MIB = 1024 * 1024
 
 
+def matmul_record(
+    dtype: str, device: str, n: int, runs: int, samples: int, ms: float, err: float | None
+) -> dict[str, Any]:
+    """One matmul measurement as the parent reads it (`bench.measurements.Matmul`)."""
+    return {
+        "kind": "matmul",
+        "dtype": dtype,
+        "device": device,
+        "n": n,
+        "runs_per_sample": runs,
+        "samples": samples,
+        "median_ms": ms,
+        "tflops": 2 * n**3 / (ms / 1000) / 1e12,
+        "rel_error": err,
+        "tolerance": TOLERANCE[dtype],
+        "correct": err is not None and err <= TOLERANCE[dtype],
+    }
+
+
 class Plan:
     def __init__(self, quick: bool, device: str) -> None:
         gpu = device != "cpu"
@@ -160,19 +179,7 @@ class Torch:
         got = c.float()[idx][:, idx].double().cpu()
         ref = a.float()[idx].double().cpu() @ b.float()[:, idx].double().cpu()
         err = float((got - ref).norm() / ref.norm()) if bool(torch.isfinite(got).all()) else None
-        return {
-            "kind": "matmul",
-            "dtype": dtype,
-            "device": device,
-            "n": n,
-            "runs_per_sample": runs,
-            "samples": plan.samples,
-            "median_ms": ms,
-            "tflops": 2 * n**3 / (ms / 1000) / 1e12,
-            "rel_error": err,
-            "tolerance": TOLERANCE[dtype],
-            "correct": err is not None and err <= TOLERANCE[dtype],
-        }
+        return matmul_record(dtype, device, n, runs, plan.samples, ms, err)
 
     def copies(self, plan: Plan) -> list[dict[str, Any]]:
         torch = self.torch
@@ -275,19 +282,7 @@ class Cupy:
         ref = a_host[idx].astype(np.float64) @ b_host[:, idx].astype(np.float64)
         ok = bool(np.isfinite(got).all())
         err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref)) if ok else None
-        return {
-            "kind": "matmul",
-            "dtype": dtype,
-            "device": device,
-            "n": n,
-            "runs_per_sample": runs,
-            "samples": plan.samples,
-            "median_ms": ms,
-            "tflops": 2 * n**3 / (ms / 1000) / 1e12,
-            "rel_error": err,
-            "tolerance": TOLERANCE[dtype],
-            "correct": err is not None and err <= TOLERANCE[dtype],
-        }
+        return matmul_record(dtype, device, n, runs, plan.samples, ms, err)
 
     def copies(self, plan: Plan) -> list[dict[str, Any]]:
         cp, np = self.cp, self.np
