@@ -84,3 +84,14 @@ def test_unknown_attributes_are_attribute_errors() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = gpucheck.nope  # type: ignore[attr-defined]
     assert {"doctor", "snapshot", "Report", "Snapshot"} <= set(dir(gpucheck))
+
+
+def test_only_gates_the_same_way_as_the_command() -> None:
+    """gpucheck.doctor(only=...) and `doctor --only` share one path: a selected check with
+    nothing to judge is a skip naming the failed prerequisite, and the report is not ready."""
+    report = gpucheck.doctor(snapshot=builders.no_gpu_machine(), only=["gpus"])
+    by_id = {f.id: f for f in report.findings}
+    assert by_id["system.gpu-present"].status.value == "fail"
+    assert by_id["gpu.ecc-errors"].status.value == "skip"
+    assert "system.gpu-present" in by_id["gpu.ecc-errors"].title
+    assert report.ready is False

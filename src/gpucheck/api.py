@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from os import PathLike
+from typing import TYPE_CHECKING
 
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import Report
+
+if TYPE_CHECKING:
+    from gpucheck.checks.context import Requirements
+    from gpucheck.checks.registry import Check
+    from gpucheck.compat import Compat
 
 
 def snapshot(
@@ -23,14 +29,15 @@ def snapshot(
     redact: bool = False,
 ) -> Snapshot:
     """Probe this machine: the facts alone, as `gpucheck snapshot` writes them."""
-    from gpucheck.cli.common import UserError, probe_options, redacted
+    from gpucheck.cli.common import UserError, probe_options
+    from gpucheck.model.redact import redact_here
     from gpucheck.probes.run import collect
 
     try:
         snap = collect(probe_options(timeout, python, deep, host_id))
     except UserError as exc:
         raise ValueError(str(exc)) from None
-    return redacted(snap) if redact else snap
+    return redact_here(snap) if redact else snap
 
 
 def doctor(
@@ -55,15 +62,9 @@ def doctor(
     `min_memory` is bytes, or a size as the command line takes it ("40GiB", "80GB").
     """
     import gpucheck.checks  # noqa: F401  (registers every check)
-    from gpucheck.checks.context import Context, Requirements
-    from gpucheck.checks.registry import SelectionError, run, select
-    from gpucheck.cli.common import (
-        UserError,
-        load_compat,
-        probe_options,
-        read_snapshot,
-        redacted,
-    )
+    from gpucheck.checks.context import Requirements
+    from gpucheck.checks.registry import SelectionError, select
+    from gpucheck.cli.common import UserError, load_compat, probe_options, read_snapshot
     from gpucheck.cli.doctor import parse_compute_capability, parse_size
     from gpucheck.compat import CompatError
 
@@ -88,13 +89,42 @@ def doctor(
             from gpucheck.probes.run import collect
 
             snapshot = collect(probe_options(timeout, python, deep))
-        if redact:
-            snapshot = redacted(snapshot)
-        findings = run(Context(snapshot, requirements, compat), selected)
+        origin = None if from_file is None else str(from_file)
+        return diagnose(
+            snapshot,
+            requirements,
+            selected,
+            compat,
+            only=bool(only),
+            strict=strict,
+            from_file=origin,
+            redact=redact,
+        )
     except (UserError, SelectionError) as exc:
         raise ValueError(str(exc)) from None
     except CompatError as exc:
         raise ValueError(f"compat data: {exc}") from None
-    return Report(
-        snapshot, findings, strict=strict, from_file=None if from_file is None else str(from_file)
-    )
+
+
+def diagnose(
+    snapshot: Snapshot,
+    requirements: Requirements,
+    selected: list[Check],
+    compat: Compat,
+    *,
+    only: bool = False,
+    strict: bool = False,
+    from_file: str | None = None,
+    redact: bool = False,
+) -> Report:
+    """The checks run on a snapshot, as a report: the one path from facts to verdicts that
+    `gpucheck doctor` and `gpucheck.doctor()` share. Raises CompatError for bad compat data."""
+    from gpucheck.checks.context import Context
+    from gpucheck.checks.registry import run
+    from gpucheck.model.redact import redact_here
+
+    if redact:
+        # Judged after redaction, so that no finding quotes what was replaced.
+        snapshot = redact_here(snapshot)
+    findings = run(Context(snapshot, requirements, compat), selected, only=only)
+    return Report(snapshot, findings, strict=strict, from_file=from_file)

@@ -216,20 +216,6 @@ RedactOpt = Annotated[
 ]
 
 
-def redacted(snapshot: Snapshot) -> Snapshot:
-    """`snapshot` for sharing: with this machine's user name too, wherever a path has it."""
-    import getpass
-    from pathlib import Path
-
-    from gpucheck.model.redact import redact
-
-    names = [Path.home().name]
-    # No passwd entry (a container run as an arbitrary uid): the home folder's name only.
-    with contextlib.suppress(KeyError, OSError):
-        names.append(getpass.getuser())
-    return redact(snapshot, names)
-
-
 def probe_options(
     timeout: float, python: str | None, deep: bool, host_id: str | None = None
 ) -> ProbeOptions:

@@ -25,7 +25,6 @@ from gpucheck.cli.common import (
     load_compat,
     probe_options,
     read_snapshot,
-    redacted,
     same_file,
     write_output,
 )
@@ -126,9 +125,8 @@ def doctor(
     probing = None if from_file is not None else _start_probes(timeout, python, deep, host_id)
     try:
         # Checks, compat data and formats load while the probes run.
-        from gpucheck.checks.context import Context, Requirements
-        from gpucheck.checks.registry import SelectionError, run, select
-        from gpucheck.report.core import Report
+        from gpucheck.checks.context import Requirements
+        from gpucheck.checks.registry import SelectionError, select
         from gpucheck.report.formats import FORMATS
 
         fmt = "json" if json_out else fmt
@@ -158,16 +156,22 @@ def doctor(
     else:
         assert from_file is not None
         snapshot = read_snapshot(from_file)
-    if redact:
-        # Judged after redaction, so that no finding quotes what was replaced.
-        snapshot = redacted(snapshot)
+    from gpucheck.api import diagnose
     from gpucheck.compat import CompatError
 
     try:
-        findings = run(Context(snapshot, requirements, compat), selected, only=bool(only))
+        report = diagnose(
+            snapshot,
+            requirements,
+            selected,
+            compat,
+            only=bool(only),
+            strict=strict,
+            from_file=from_file,
+            redact=redact,
+        )
     except CompatError as exc:
         raise UserError(f"compat data: {exc}") from None
-    report = Report(snapshot, findings, strict=strict, from_file=from_file)
     write_output(output, lambda stream: FORMATS[fmt](report, stream, verbose))
     raise typer.Exit(report.exit_code)
 

@@ -10,7 +10,6 @@ from gpucheck.cli.common import (
     RedactOpt,
     TimeoutOpt,
     probe_options,
-    redacted,
     write_output,
 )
 
@@ -29,5 +28,7 @@ def snapshot(
 
     snap = collect(probe_options(timeout, python, deep, host_id))
     if redact:
-        snap = redacted(snap)
+        from gpucheck.model.redact import redact_here
+
+        snap = redact_here(snap)
     write_output(output, lambda stream: stream.write(dumps(snap)))

@@ -14,6 +14,7 @@ same (`doctor --from`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import re
@@ -200,3 +201,15 @@ def redact(snapshot: Snapshot, user_names: Iterable[str] = ()) -> Snapshot:
     scrubbed = _Scrubber(found, hostnames, user_names, tokens).walk(data)
     scrubbed["redacted"] = True
     return Snapshot.from_dict(scrubbed)
+
+
+def redact_here(snapshot: Snapshot) -> Snapshot:
+    """redact(), with this machine's user names too, wherever a path has them."""
+    import getpass
+    from pathlib import Path
+
+    names = [Path.home().name]
+    # No passwd entry (a container run as an arbitrary uid): the home folder's name only.
+    with contextlib.suppress(KeyError, OSError):
+        names.append(getpass.getuser())
+    return redact(snapshot, names)
