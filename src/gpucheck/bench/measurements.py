@@ -9,7 +9,6 @@ from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.snapshot import GpuFacts
 
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-COPY_PATHS = ("d2d", "h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable")
 
 
 @dataclass

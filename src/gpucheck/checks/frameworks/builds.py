@@ -5,7 +5,6 @@ Python, from the compat data."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from msgspec import Struct
 from packaging.version import Version
@@ -65,13 +64,6 @@ def torch_facts(env: PythonEnvironment) -> TorchFacts | None:
         if kind is None and cuda:
             kind = "cuda"
     return TorchFacts(version, kind, cuda if kind == "cuda" else None, evidence)
-
-
-def torch_envs(ctx: Context) -> Iterator[tuple[PythonEnvironment, TorchFacts]]:
-    for env in ctx.snapshot.environments:
-        facts = torch_facts(env)
-        if facts is not None:
-            yield env, facts
 
 
 def pick_torch(
@@ -191,13 +183,6 @@ def tf_facts(env: PythonEnvironment) -> TfFacts | None:
         deep.arch_list if deep else ()
     )
     return TfFacts(version, dists, kind, cuda, cudnn, archs, evidence)
-
-
-def tf_envs(ctx: Context) -> Iterator[tuple[PythonEnvironment, TfFacts]]:
-    for env in ctx.snapshot.environments:
-        facts = tf_facts(env)
-        if facts is not None:
-            yield env, facts
 
 
 def pick_tensorflow(

@@ -76,10 +76,6 @@ def jax_fix(ctx: Context, env: PythonEnvironment, remove: list[str] | None = Non
     return f"{command} (CUDA {major}: the newest JAX CUDA major this driver and these GPUs run)"
 
 
-def _jax_envs(ctx: Context) -> list[tuple[PythonEnvironment, JaxFacts]]:
-    return [(env, j) for env in ctx.snapshot.environments if (j := jax_facts(env)) is not None]
-
-
 @framework_check("jax.cpu-build", "JAX has its CUDA plugin where NVIDIA GPUs are", jax_facts)
 def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
     if j.jaxlib is None:
