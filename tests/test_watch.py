@@ -280,9 +280,9 @@ def test_the_main_process_never_imports_pynvml(simulate: Simulate) -> None:
     machine = simulate(Scenario(gpus=[h100(0)]))
     code = (
         "import sys\n"
-        "sys.argv = ['gpucheck', 'watch', '-c', '2', '-i', '0.1']\n"
-        "from gpucheck.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "from gpucheck.cli import run\n"
+        "run(['watch', '-c', '2', '-i', '0.1'])\n"
+        "sys.stdout.flush()\n"
         "sys.stderr.write('pynvml imported\\n' if 'pynvml' in sys.modules else 'clean\\n')\n"
     )
     env = {**os.environ, **machine.env, "PYTHONPATH": str(REPO / "src")}

@@ -127,13 +127,6 @@ def run(argv: list[str]) -> int:
     return code if isinstance(code, int) else 0
 
 
-def main() -> None:
-    """For embedding and old entry points: the real one is gpucheck.entry.main."""
-    from gpucheck.entry import main as entry_main
-
-    entry_main()
-
-
 def _subcommand(argv: list[str]) -> str:
     sub = next((a for a in argv if not a.startswith("-")), None)
     return f"{sub} " if sub in COMMANDS else ""
