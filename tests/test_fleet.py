@@ -231,6 +231,15 @@ def test_cli_reads_json_lines_on_stdin() -> None:
     ]
 
 
+def test_cli_reads_indented_reports_on_stdin() -> None:
+    """`gpucheck doctor --json | gpucheck fleet -`: indented documents, one after another."""
+    texts = [report_text(node(f"s{n}")) for n in range(2)]
+    assert texts[0].count("\n") > 10  # indented, as doctor --json writes it
+    result = run_gpucheck("fleet", "-", "-f", "json", stdin="".join(t + "\n" for t in texts))
+    data = json.loads(result.stdout)
+    assert data["summary"]["hosts"] == 2 and data["bad_reports"] == []
+
+
 def test_cli_all_ready_is_exit_0(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text(report_text(node("node-a")))
     assert run_gpucheck("fleet", str(tmp_path), "-f", "csv").returncode == 0

@@ -179,10 +179,23 @@ def _walk(folder: str) -> Iterator[Item]:
 
 
 def _lines(stream: BinaryIO, name: str) -> Iterator[Item]:
-    """JSON lines: one compact report or snapshot per line (`jq -c . *.json` makes them)."""
+    """Reports one after another: JSON lines (`jq -c . *.json`), and indented documents too
+    (`gpucheck doctor --json | gpucheck fleet -`), which end with a `}` line of their own."""
+    document: list[bytes] = []
+    start = 0
     for number, line in enumerate(stream, 1):
-        if line.strip():
+        stripped = line.strip()
+        if document:
+            document.append(line)
+            if line.rstrip() == b"}":  # the top-level object's end, as indented JSON writes it
+                yield f"{name}:{start}", b"".join(document)
+                document = []
+        elif stripped.startswith(b"{") and not stripped.endswith(b"}"):
+            document, start = [line], number  # an indented document begins
+        elif stripped:
             yield f"{name}:{number}", line
+    if document:  # cut short: the worker says it is truncated
+        yield f"{name}:{start}", b"".join(document)
 
 
 def _file(path: str) -> Iterator[Item]:
