@@ -29,7 +29,7 @@ def snapshot(
     redact: bool = False,
 ) -> Snapshot:
     """Probe this machine: the facts alone, as `gpucheck snapshot` writes them."""
-    from gpucheck.cli.common import UserError, probe_options
+    from gpucheck.inputs import UserError, probe_options
     from gpucheck.model.redact import redact_here
     from gpucheck.probes.run import collect
 
@@ -64,9 +64,15 @@ def doctor(
     import gpucheck.checks  # noqa: F401  (registers every check)
     from gpucheck.checks.context import Requirements
     from gpucheck.checks.registry import SelectionError, select
-    from gpucheck.cli.common import UserError, load_compat, probe_options, read_snapshot
-    from gpucheck.cli.doctor import parse_compute_capability, parse_size
     from gpucheck.compat import CompatError
+    from gpucheck.inputs import (
+        UserError,
+        load_compat,
+        parse_compute_capability,
+        parse_size,
+        probe_options,
+        read_snapshot,
+    )
 
     if snapshot is not None and from_file is not None:
         raise ValueError("give snapshot or from_file, not both")

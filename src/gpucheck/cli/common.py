@@ -1,5 +1,7 @@
-"""What the commands share: the one-line user error, option types, reading a snapshot, and
-writing output (to stdout, or to a file that is replaced only by a complete one)."""
+"""What the commands share: option types, and writing output.
+
+Output goes to stdout, or to a file that is replaced only by a complete one.
+"""
 
 from __future__ import annotations
 
@@ -9,18 +11,15 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Annotated
+from typing import IO, Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from gpucheck.compat import Compat
-    from gpucheck.model.snapshot import Snapshot
-    from gpucheck.probes.run import ProbeOptions
-
-
-class UserError(Exception):
-    """Bad input: reported as one line, exit 2."""
+from gpucheck.inputs import UserError as UserError
+from gpucheck.inputs import load_compat as load_compat
+from gpucheck.inputs import probe_options as probe_options
+from gpucheck.inputs import read_input as read_input
+from gpucheck.inputs import read_snapshot as read_snapshot
 
 
 class OutputError(Exception):
@@ -116,45 +115,6 @@ def same_file(a: str, b: str) -> bool:
         return False
 
 
-def read_input(path: str, limit: int, too_large: str, option: str = "--from") -> bytes:
-    """A file's bytes (`-`: standard input), read up to `limit`: more is `too_large`."""
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(limit + 1)
-    except FileNotFoundError:
-        raise UserError(f"{option}: {path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{option}: {path} is a folder") from None
-    except OSError as exc:
-        raise UserError(f"{option}: cannot read {path}: {exc.strerror}") from None
-    if len(data) > limit:
-        raise UserError(f"{option}: {path} {too_large}")
-    return data
-
-
-def read_snapshot(path: str) -> Snapshot:
-    from gpucheck.model.snapshot import SNAPSHOT_LIMIT, SnapshotError, loads
-
-    data = read_input(path, SNAPSHOT_LIMIT, "is too large to be a snapshot (over 64 MiB)")
-    try:
-        return loads(data)
-    except SnapshotError as exc:
-        raise UserError(f"--from: {path}: {exc}") from None
-
-
-def load_compat(dirs: list[str] | None) -> Compat:
-    """The compat data, loaded once per command and handed to whatever needs it."""
-    from gpucheck.compat import CompatError, load
-
-    try:
-        return load(tuple(dirs or ()))
-    except CompatError as exc:
-        raise UserError(f"compat data: {exc}") from None
-
-
 TimeoutOpt = Annotated[
     float,
     typer.Option(
@@ -214,19 +174,3 @@ RedactOpt = Annotated[
         "unlisted environment values) so the JSON can be shared publicly.",
     ),
 ]
-
-
-def probe_options(
-    timeout: float, python: str | None, deep: bool, host_id: str | None = None
-) -> ProbeOptions:
-    from gpucheck.probes.frameworks import PythonNotFound, interpreters
-    from gpucheck.probes.run import ProbeOptions
-
-    if host_id is not None and not (0 < len(host_id) <= 256 and host_id.isprintable()):
-        raise UserError("--host-id: expected 1 to 256 printable characters")
-    options = ProbeOptions(timeout=timeout, python=python, deep=deep, host_id=host_id)
-    try:
-        interpreters(options.env, python)  # a bad --python is a usage error, not a finding
-    except PythonNotFound as exc:
-        raise UserError(str(exc)) from None
-    return options

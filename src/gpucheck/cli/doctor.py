@@ -3,7 +3,6 @@ exit with the report's code."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -28,26 +27,7 @@ from gpucheck.cli.common import (
     same_file,
     write_output,
 )
-
-
-def parse_size(text: str) -> int:
-    """--min-memory: 40G and 40GiB are binary, 40GB decimal (fit's --gpu-memory reads alike)."""
-    from gpucheck.fit.units import UnitError
-    from gpucheck.fit.units import parse_size as size
-
-    try:
-        return size(text, "--min-memory")
-    except UnitError as exc:
-        raise UserError(str(exc)) from None
-
-
-def parse_compute_capability(text: str) -> str:
-    if not re.fullmatch(r"\d{1,2}(\.\d{1,2})?", text.strip()):
-        raise UserError(
-            f"--min-compute-capability: {text!r} is not a compute capability (like 8.0)"
-        )
-    major, _, minor = text.strip().partition(".")
-    return f"{int(major)}.{int(minor or 0)}"
+from gpucheck.inputs import parse_compute_capability, parse_size
 
 
 def doctor(
