@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 from conftest import Simulate, run_gpucheck
 from sim.scenario import GIB, MIB, HostProcess, Machine, Process, Scenario, h100, replace
+from terminal import on_a_terminal
 
 
 def procs(
@@ -204,46 +205,6 @@ def test_nothing_unasked_is_ever_ended(
             p.wait()
 
 
-def _on_a_terminal(args: list[str], env: dict[str, str], answer: bytes) -> tuple[int, str]:
-    """Run gpucheck with a pseudo-terminal as stdin/stdout, answering its question."""
-    import pty
-    import select
-
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpucheck", *args],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env={**os.environ, **env},
-    )
-    os.close(follower)
-    out = b""
-    answered = False
-    try:
-        while True:
-            ready, _, _ = select.select([leader], [], [], 30)
-            if not ready:
-                break
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-            if not answered and b"[y/N]" in out:
-                os.write(leader, answer)
-                answered = True
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(leader)
-    return proc.returncode, out.decode("utf-8", "replace")
-
-
 def test_on_a_terminal_it_asks_first_and_no_means_nothing_ends(
     simulate: Simulate, children: list[subprocess.Popen[bytes]]
 ) -> None:
@@ -251,12 +212,14 @@ def test_on_a_terminal_it_asks_first_and_no_means_nothing_ends(
     children += procs_
     machine = holder_machine(simulate, *(p.pid for p in procs_))
     target = str(procs_[0].pid)
-    code, out = _on_a_terminal(["procs", "--kill", target], machine.env, b"n\n")
+    code, out = on_a_terminal(["procs", "--kill", target], {**os.environ, **machine.env}, b"n\n")
     assert code == 1, out
     assert f"will end  PID {target}" in out and "End 1 process(es)? [y/N]" in out
     assert "gpucheck: nothing was ended" in out
     assert all(running(p) for p in procs_)
-    code, out = _on_a_terminal(["procs", "--kill", target, "--grace", "5"], machine.env, b"y\n")
+    code, out = on_a_terminal(
+        ["procs", "--kill", target, "--grace", "5"], {**os.environ, **machine.env}, b"y\n"
+    )
     assert code == 0, out
     assert f"PID {target}: terminated: ended on SIGTERM" in out
     procs_[0].wait(timeout=5)

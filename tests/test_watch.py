@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
@@ -18,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, Simulate, run_gpucheck
 from sim.scenario import GIB, Machine, Process, Scenario, Step, h100, replace, sleep
+from terminal import on_a_terminal
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HEADER = (
@@ -374,36 +373,8 @@ def test_sigterm_ends_cleanly_too(simulate: Simulate) -> None:
 def test_live_view_only_on_a_terminal(simulate: Simulate) -> None:
     machine = simulate(Scenario(gpus=[h100(0), replace(h100(1), utilization=100)]))
     env = {**os.environ, **machine.env, "COLUMNS": "120", "TERM": "xterm"}
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05", "-c", "3"],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-    )
-    os.close(follower)
-    out = b""
-    try:
-        while True:
-            ready, _, _ = select.select([leader], [], [], 30)
-            if not ready:
-                break
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(leader)
-    text = out.decode("utf-8", "replace")
-    assert proc.returncode == 0, text
+    code, text = on_a_terminal(["watch", "-i", "0.05", "-c", "3"], env)
+    assert code == 0, text
     assert "gpucheck watch · 3 sample(s)" in text
     assert "███" in text  # GPU 1's utilisation sparkline at 100%
     assert "timestamp, index" not in text  # no CSV on a terminal
