@@ -30,14 +30,17 @@ def snapshot(
 ) -> Snapshot:
     """Probe this machine: the facts alone, as `gpucheck snapshot` writes them."""
     from gpucheck.inputs import UserError, probe_options
-    from gpucheck.model.redact import redact_here
     from gpucheck.probes.run import collect
 
     try:
         snap = collect(probe_options(timeout, python, deep, host_id))
     except UserError as exc:
         raise ValueError(str(exc)) from None
-    return redact_here(snap) if redact else snap
+    if redact:
+        from gpucheck.model.redact import redact_here
+
+        snap = redact_here(snap)
+    return snap
 
 
 def doctor(
@@ -127,9 +130,10 @@ def diagnose(
     `gpucheck doctor` and `gpucheck.doctor()` share. Raises CompatError for bad compat data."""
     from gpucheck.checks.context import Context
     from gpucheck.checks.registry import run
-    from gpucheck.model.redact import redact_here
 
-    if redact:
+    if redact:  # (redaction's imports, hashlib's OpenSSL among them, only when asked)
+        from gpucheck.model.redact import redact_here
+
         # Judged after redaction, so that no finding quotes what was replaced.
         snapshot = redact_here(snapshot)
     findings = run(Context(snapshot, requirements, compat), selected, only=only)

@@ -9,7 +9,6 @@ import contextlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from typing import IO, Annotated
 
@@ -53,6 +52,8 @@ def output_target(path: str) -> tuple[str, bool]:
 
 
 def _replace_atomically(target: str, write: Callable[[IO[str]], object]) -> None:
+    import tempfile  # only -o FILE pays for it
+
     folder = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", dir=folder)

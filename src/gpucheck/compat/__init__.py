@@ -100,18 +100,20 @@ ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
 def _read_toml(path: Path) -> dict[str, Any]:
     from gpucheck.compat.prebuilt import parsed
 
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CompatError(f"{path}: cannot be read ({exc.strerror})") from None
+    prebuilt = parsed(path, raw)
+    if prebuilt is not None:
+        return prebuilt
+    # Only a file without a current pre-parsed form pays for the TOML parser (3 ms to import).
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
     try:
-        raw = path.read_bytes()
-        prebuilt = parsed(path, raw)
-        if prebuilt is not None:
-            return prebuilt
         data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
-    except OSError as exc:
-        raise CompatError(f"{path}: cannot be read ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise CompatError(f"{path}: not valid TOML ({exc})") from None
     except RecursionError:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import IO
-from xml.etree import ElementTree as ET
 
 from gpucheck.model.finding import Status
 from gpucheck.report.core import Report
@@ -23,6 +22,8 @@ def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None
     """JUnit XML: a test case per finding. Fail and error are failures and errors, skip is
     skipped; a warning (a failure with --strict) passes but says so in its system-out and a
     `status` property, since JUnit has no warning state."""
+    from xml.etree import ElementTree as ET  # only JUnit pays for it
+
     from gpucheck.report.text import printable
 
     c = report.counts
