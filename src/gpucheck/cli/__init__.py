@@ -9,37 +9,94 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from collections.abc import Iterator, MutableMapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup  # typer's documented home for custom groups
+
+if TYPE_CHECKING:
+    from typer._click import Command  # the click typer builds on (typer vendors it)
 
 from gpucheck import __version__
 from gpucheck.cli.common import OutputError, UserError
 from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT, EXIT_USAGE
 
-# Every command, in --help order: (module, function), or (module, typer app) for a group. A
-# run builds only the command it was asked for (typer builds and imports what it is given:
-# ~20 ms for all of them); --help and completion build them all.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "doctor": ("gpucheck.cli.doctor", "doctor"),
-    "snapshot": ("gpucheck.cli.snapshot", "snapshot"),
-    "compat": ("gpucheck.cli.compat", "compat_app"),
-    "schema": ("gpucheck.cli.schema", "schema"),
-    "checks": ("gpucheck.cli.checks", "list_checks"),
-    "bench": ("gpucheck.cli.bench", "bench"),
-    "fit": ("gpucheck.cli.fit", "fit"),
-    "fleet": ("gpucheck.cli.fleet", "fleet"),
-    "procs": ("gpucheck.cli.procs", "procs"),
-    "watch": ("gpucheck.cli.watch", "watch"),
+# Every command, in --help order: name -> (module, function or typer app, one-line summary).
+# The summary is the command's short help, so that --help lists them all without importing
+# or building any (typer builds what it is given: ~20 ms for every command).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "doctor": (
+        "gpucheck.cli.doctor",
+        "doctor",
+        "Check GPUs, driver, CUDA, cuDNN, frameworks; say what to fix.",
+    ),
+    "snapshot": ("gpucheck.cli.snapshot", "snapshot", "Write the facts alone, as JSON."),
+    "schema": ("gpucheck.cli.schema", "schema", "Print the JSON Schema of a report."),
+    "checks": ("gpucheck.cli.checks", "list_checks", "List every check the doctor runs."),
+    "bench": (
+        "gpucheck.cli.bench",
+        "bench",
+        "Measure the GPUs' real speed against their spec and the CPU.",
+    ),
+    "fit": ("gpucheck.cli.fit", "fit", "Will this model, at this batch size, fit these GPUs?"),
+    "fleet": ("gpucheck.cli.fleet", "fleet", "Summarise many saved reports into one view."),
+    "procs": ("gpucheck.cli.procs", "procs", "Who holds GPU memory and device files."),
+    "watch": ("gpucheck.cli.watch", "watch", "Sample the GPUs: a live view, CSV or JSON lines."),
+    "compat": ("gpucheck.cli.compat", "compat_app", "Ask the compatibility data."),
 }
 
 
-def build_app(names: list[str] | None = None) -> typer.Typer:
-    """The command line with `names` (default: every command)."""
+class _Commands(MutableMapping[str, "Command"]):
+    """The commands, each imported and built by typer when first looked up (to run it, to
+    complete it); to the group an ordinary mapping."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Command] = {}
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            group = typer.main.get_command(_app([name]))
+            assert isinstance(group, TyperGroup)
+            self._built[name] = group.commands[name]
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*COMMANDS, *self._built]))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys([*COMMANDS, *self._built]))
+
+
+class _CommandLine(TyperGroup):
+    """gpucheck's top-level group: commands are built when looked up, and --help lists them
+    from their summaries, building none."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _Commands()
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, _, summary) in COMMANDS.items()])
+
+
+def _app(names: list[str], group: type[TyperGroup] = TyperGroup) -> typer.Typer:
+    """The command line with the commands `names`, built now (typer imports what it is given),
+    as a `group`."""
     import importlib
 
     app = typer.Typer(
         name="gpucheck",
+        cls=group,
         help="Is this machine ready to run deep learning on its NVIDIA GPUs? If not, what to "
         "change.",
         add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, pwsh)
@@ -48,22 +105,19 @@ def build_app(names: list[str] | None = None) -> typer.Typer:
         rich_markup_mode=None,
     )
     app.callback()(_main)
-    for name in names if names is not None else list(COMMANDS):
-        module, attribute = COMMANDS[name]
+    for name in names:
+        module, attribute, summary = COMMANDS[name]
         target = getattr(importlib.import_module(module), attribute)
         if isinstance(target, typer.Typer):
-            app.add_typer(target, name=name)
+            app.add_typer(target, name=name, short_help=summary)
         else:
-            app.command(name=name)(target)
+            app.command(name=name, short_help=summary)(target)
     return app
 
 
-def _asked_for(argv: list[str]) -> list[str] | None:
-    """The one command a command line runs, when it plainly names one (else: all of them)."""
-    first = next((a for a in argv if not a.startswith("-")), None)
-    if first in COMMANDS and not any(a.startswith("--") and "completion" in a for a in argv):
-        return [first]
-    return None
+def build_app() -> typer.Typer:
+    """The command line: every command, each built when first looked up."""
+    return _app([], group=_CommandLine)
 
 
 def _version(value: bool) -> None:
@@ -88,7 +142,7 @@ def _fail(message: str, code: int) -> int:
 def run(argv: list[str]) -> int:
     """Run the command line; returns the exit code (report/exit_codes.py). KeyboardInterrupt
     and a closed stdout are the entry point's (gpucheck/entry.py)."""
-    command = typer.main.get_command(build_app(_asked_for(argv)))
+    command = typer.main.get_command(build_app())
     try:
         code = command.main(args=argv, prog_name="gpucheck", standalone_mode=False)
     except UserError as exc:
