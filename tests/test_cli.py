@@ -283,3 +283,34 @@ def test_a_closed_pipe_keeps_the_reports_exit_code(
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert b"Traceback" not in err and b"Exception ignored" not in err
+
+
+# -- the command table --------------------------------------------------------------------------
+
+# Every command a user can run, as the README lists them.
+EVERY_COMMAND = ["doctor", "snapshot", "schema", "checks", "bench", "fit", "fleet", "procs"]
+EVERY_COMMAND += ["watch", "compat"]
+
+
+def test_help_lists_every_command_and_each_one_runs_its_own_help() -> None:
+    listing = run_gpucheck("--help")
+    assert listing.returncode == 0, listing.stderr
+    commands = listing.stdout.split("Commands:", 1)[1]
+    listed = [
+        line.split()[0]
+        for line in commands.splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+    ]
+    assert listed == EVERY_COMMAND
+    for name in listed:
+        own = run_gpucheck(name, "--help")
+        assert own.returncode == 0, (name, own.stderr)
+        assert own.stdout.startswith(f"Usage: gpucheck {name} [OPTIONS]"), own.stdout[:80]
+
+
+def test_a_mistyped_command_is_answered_with_the_closest_one() -> None:
+    result = run_gpucheck("doctr")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "gpucheck: No such command 'doctr'. Did you mean 'doctor'? (see: gpucheck --help)"
+    )
