@@ -6,6 +6,7 @@ GPUCHECK_DEBUG=1)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -36,6 +37,10 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
 
 
 def main() -> NoReturn:
+    # Start-up creates ~100k long-lived objects (modules, classes, typer's command) and the
+    # default thresholds collect over them dozens of times for nothing (~5 ms of a doctor
+    # --from). Collections still run, rarer, so that a long watch or fleet stays bounded.
+    gc.set_threshold(50_000, 20, 10)
     with contextlib.suppress(ValueError):  # not the main thread (embedded): keep the default
         signal.signal(signal.SIGINT, _on_sigint)
     try:
@@ -56,4 +61,8 @@ def main() -> NoReturn:
     # The work is done: a late Ctrl-C still ends as "interrupted", not by the signal.
     with contextlib.suppress(ValueError):
         signal.signal(signal.SIGINT, lambda signum, frame: _interrupted())
-    sys.exit(code)
+    # Nothing is left to clean up (output written and closed, children reaped), so skip the
+    # interpreter's teardown of every module and object: ~13 ms of a doctor --from.
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(code)
