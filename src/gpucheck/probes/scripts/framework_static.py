@@ -1,7 +1,7 @@
 """Static framework probe, run by the TARGET interpreter (see probes/child.py for the protocol).
 
 The default (fast) framework pass: it reads what is installed and imports no framework.
-Distribution metadata comes from importlib.metadata (metadata files only); torch/version.py and
+Distribution metadata is read from the metadata folders (dist_info.py); torch/version.py and
 tensorflow/python/platform/build_info.py are read as text and parsed with `ast`, never executed.
 
 stdout: exactly one JSON line, {"kind": "environment", "facts": {...}}, whose facts are the
@@ -52,6 +52,7 @@ def load_sibling(name: str) -> Any:
 
 
 TORCH = load_sibling("torch_static")  # torch and the extensions built against it
+DISTS = load_sibling("dist_info")  # the installed distributions, from their metadata
 # Distributions that matter to a GPU diagnosis, by normalised name (PEP 503).
 NAMES = TORCH.NAMES | frozenset(
     [
@@ -146,97 +147,6 @@ def site_packages() -> list[str]:
     order = unique(realpath(p) for p in sys.path if p)
     rank = {path: index for index, path in enumerate(order)}
     return sorted(folders, key=lambda path: (rank.get(path, len(order)), folders.index(path)))
-
-
-# --- distributions --------------------------------------------------------------------------
-
-
-def name_from_folder(path: str) -> str | None:
-    """The normalised name a .dist-info/.egg-info folder's own name gives, None if unsure.
-
-    Lets uninteresting distributions be skipped without reading their metadata: the folder is
-    NAME-VERSION.dist-info with "-" escaped in both parts, or NAME.egg-info.
-    """
-    base = os.path.basename(path.rstrip("/\\"))
-    stem, ext = os.path.splitext(base)
-    if ext.lower() not in (".dist-info", ".egg-info"):
-        return None
-    parts = stem.split("-")
-    if len(parts) > 2 or not parts[0]:
-        return None
-    return normalise(parts[0])
-
-
-def header(meta: Any, key: str) -> str | None:
-    if meta is None or key not in meta:
-        return None
-    value = meta[key]
-    return value if isinstance(value, str) else None
-
-
-def read_distribution(dist: Any, seen: set[str], errors: list[str]) -> dict[str, Any] | None:
-    path = getattr(dist, "_path", None)  # PathDistribution: the metadata folder
-    where = str(path) if path is not None else repr(dist)
-    guess = None
-    if path is not None:
-        key = realpath(str(path))
-        if key in seen:  # the same folder reached twice (a sys.path entry repeated)
-            return None
-        seen.add(key)
-        guess = name_from_folder(str(path))
-        if guess is not None and not wanted(guess):
-            return None
-    try:
-        meta = dist.metadata
-    except Exception as exc:  # an empty or unreadable folder (an interrupted uninstall)
-        if guess is not None:
-            errors.append(f"distribution {where}: metadata: {describe(exc)}")
-        return None
-    name = header(meta, "Name")
-    if not name:
-        if guess is not None:
-            errors.append(f"distribution {where}: no Name in its metadata")
-        return None
-    name = normalise(name)
-    if not wanted(name):
-        return None
-    version = header(meta, "Version")
-    if not version:
-        errors.append(f"distribution {where}: no Version in its metadata")
-        return None
-    location = None
-    try:
-        location = realpath(str(dist.locate_file("")))
-    except Exception as exc:
-        errors.append(f"distribution {where}: location: {describe(exc)}")
-    requires: list[str] = []
-    if keeps_requires(name):
-        requires = [str(line) for line in (dist.requires or [])]
-    return {"name": name, "version": version, "location": location, "requires": requires}
-
-
-def distributions(errors: list[str]) -> list[dict[str, Any]]:
-    """The distributions that matter, in sys.path order; a name installed twice is listed twice."""
-    try:
-        from importlib import metadata
-    except ImportError as exc:
-        errors.append(f"distributions: importlib.metadata is missing (Python 3.8+): {exc}")
-        return []
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    try:
-        for dist in metadata.distributions():
-            try:
-                record = read_distribution(dist, seen, errors)
-            except Exception as exc:
-                where = getattr(dist, "_path", None) or repr(dist)
-                errors.append(f"distribution {where}: {describe(exc)}")
-                continue
-            if record is not None:
-                out.append(record)
-    except Exception as exc:
-        errors.append(f"distributions: {describe(exc)}")
-    return out
 
 
 # --- build files, read as text -------------------------------------------------------------
@@ -437,7 +347,7 @@ def collect(facts: dict[str, Any], errors: list[str]) -> None:
     except Exception as exc:
         errors.append(f"site_packages: {describe(exc)}")
     step("distributions")
-    dists = distributions(errors)
+    dists: list[dict[str, Any]] = DISTS.distributions(sys.modules[__name__], errors)
     facts["distributions"] = dists
     step("torch")
     try:
