@@ -48,7 +48,10 @@ def main() -> None:
 
         print("building or reusing the torch + tensorflow-cpu test environment ...", flush=True)
         python = str(venv_python("torch-and-tensorflow"))
-    doctor = [sys.executable, "-m", "gpucheck", "doctor", "--json", "--python", python]
+    # The console script users run (python -m would add runpy's few milliseconds).
+    script = Path(sys.executable).with_name("gpucheck")
+    gpucheck = [str(script)] if script.is_file() else [sys.executable, "-m", "gpucheck"]
+    doctor = [*gpucheck, "doctor", "--json", "--python", python]
     rows = [
         ("gpucheck doctor", doctor),
         ("torch.utils.collect_env", [python, "-m", "torch.utils.collect_env"]),
@@ -59,10 +62,15 @@ def main() -> None:
     # One warm-up each, so that neither pays for a cold page cache the other did not.
     for _, cmd in rows:
         timed(cmd, 1)
+    # Interleaved rounds, so that load on the machine (a shared VM's neighbours) hits all alike.
+    samples: dict[str, list[float]] = {label: [] for label, _ in rows}
+    for _ in range(args.runs):
+        for label, cmd in rows:
+            samples[label] += timed(cmd, 1)
     medians = {}
-    print(f"\n{'command':28} {'median s':>9} {'min s':>7} {'max s':>7}   ({args.runs} runs)")
-    for label, cmd in rows:
-        times = timed(cmd, args.runs)
+    print(f"\n{'command':28} {'median s':>9} {'min s':>7} {'max s':>7}   ({args.runs} rounds)")
+    for label, _ in rows:
+        times = samples[label]
         medians[label] = statistics.median(times)
         print(f"{label:28} {medians[label]:9.3f} {min(times):7.3f} {max(times):7.3f}")
     ratio = medians["gpucheck doctor"] / medians["torch.utils.collect_env"]

@@ -10,6 +10,7 @@ import typer
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from gpucheck.compat import Compat
     from gpucheck.model.snapshot import Snapshot
 
 from gpucheck.cli.common import (
@@ -127,6 +128,8 @@ def doctor(
         except SelectionError as exc:
             raise UserError(str(exc)) from None
         compat = load_compat(compat_dir)
+        if probing is not None:
+            _while_probing(compat)
     except BaseException:
         if probing is not None:
             _stop_probes(probing)
@@ -160,15 +163,35 @@ def _start_probes(
     timeout: float, python: str | None, deep: bool, host_id: str | None
 ) -> Future[Snapshot]:
     """Probing this machine, in a thread, from the first moment the options allow."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from gpucheck.probes.run import collect
+    from gpucheck.probes.run import FIRST_WAVE_WAIT, collect
 
     options = probe_options(timeout, python, deep, host_id)  # a bad --python: exit 2 first
+    options.started = threading.Event()
     pool = ThreadPoolExecutor(max_workers=1)
     future = pool.submit(collect, options)
     pool.shutdown(wait=False)
+    # The checks import while the probe children run, not while their threads start them
+    # (on two cores that took the first child from 25 ms to 50 ms after this point). collect
+    # always sets it; the bound guards against one stuck before its children (a hung /proc).
+    options.started.wait(FIRST_WAVE_WAIT * 5)
     return future
+
+
+def _while_probing(compat: Compat) -> None:
+    """What the checks would load on first use, loaded while the probes run (this thread
+    would only wait): every compat topic and packaging's requirement parser, ~20 ms that
+    would otherwise come after the last probe."""
+    from gpucheck.checks.frameworks.packages import load_parser
+    from gpucheck.compat import CompatError
+
+    try:
+        compat.read_all()
+    except CompatError as exc:
+        raise UserError(f"compat data: {exc}") from None
+    load_parser()
 
 
 def _stop_probes(probing: Future[Snapshot]) -> None:

@@ -215,9 +215,18 @@ class Compat:
         whatever the machine (a doctor that never needed gpus.toml must not pass it)."""
         for name in TOPICS:
             if any((folder / name).is_file() for folder in self.dirs[1:]):
-                attribute = name.removesuffix(".toml")
-                if attribute != "cuda":
-                    getattr(self, attribute)
+                self._read(name)
+
+    def read_all(self) -> None:
+        """Read every topic now rather than when first asked for (a caller with time to spare,
+        such as the doctor while its probes run)."""
+        for name in TOPICS:
+            self._read(name)
+
+    def _read(self, name: str) -> None:
+        attribute = name.removesuffix(".toml")
+        if attribute != "cuda":  # read when loaded
+            getattr(self, attribute)
 
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any], dirs: list[Path] | None = None) -> Compat:

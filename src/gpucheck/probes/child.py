@@ -32,6 +32,29 @@ KILL_GRACE = 2.0  # seconds a killed child gets to hand over what it printed
 # terminal's Ctrl-C does not reach them.
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
+# How many children this process has tried to start (started, or failed to), for callers
+# that want the probes running before they do work of their own (wait_started).
+_SPAWNS = threading.Condition()
+_spawned = 0
+
+
+def started() -> int:
+    """How many children this process has tried to start so far."""
+    with _SPAWNS:
+        return _spawned
+
+
+def wait_started(count: int, timeout: float) -> bool:
+    """Wait (at most `timeout` seconds) until `count` children have been tried in all."""
+    with _SPAWNS:
+        return _SPAWNS.wait_for(lambda: _spawned >= count, timeout)
+
+
+def _tried() -> None:
+    global _spawned
+    with _SPAWNS:
+        _spawned += 1
+        _SPAWNS.notify_all()
 
 
 def kill_all() -> None:
@@ -174,6 +197,7 @@ def run_script(
     finally:
         if gate_fd is not None:
             os.close(gate_fd)  # the child has its copy
+        _tried()
     with _LIVE_LOCK:
         _LIVE.add(proc)
     try:

@@ -9,17 +9,15 @@ compiled with an unsupported toolchain"). Each tool's `--version` is run with a 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from gpucheck.model.snapshot import LibraryCopy, ToolVersion
-from gpucheck.probes.libraries import PATTERNS, SearchScope, find_copies
+from gpucheck.probes.libraries import SearchScope, find_copies
 from gpucheck.probes.native import tool_version_of
 
 TOOLS = ("ptxas", "nvlink")
-PATTERNS.setdefault("nvinfer", re.compile(r"^libnvinfer\.so(\.[0-9]+)*$"))
 
 
 def _candidates(name: str, env: Mapping[str, str], scope: SearchScope) -> list[tuple[str, str]]:

@@ -22,15 +22,11 @@ from pathlib import Path
 
 from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
 
-# The main library of each family: libcudart.so.12 but not libcudart_static.a;
-# libcudnn.so.9 but not libcudnn_ops.so.9 (cuDNN's sub-libraries follow the main one).
-PATTERNS = {
-    "cudart": re.compile(r"^libcudart\.so(\.[0-9]+)*$"),
-    "cudnn": re.compile(r"^libcudnn\.so(\.[0-9]+)*$"),
-}
-PATTERNS.update(
-    {k: re.compile(rf"^{re.escape(stem)}\.so(\.[0-9]+)*$") for k, stem in LIBRARY_FAMILIES.items()}
-)
+# The main library of each family, by its name before ".so": libcudart.so.12 but not
+# libcudart_static.a; libcudnn.so.9 but not libcudnn_ops.so.9 (cuDNN's sub-libraries follow
+# the main one); TensorRT's libnvinfer for the system copies.
+STEMS = {"cudart": "libcudart", "cudnn": "libcudnn", "nvinfer": "libnvinfer", **LIBRARY_FAMILIES}
+SHARED_LIBRARY = re.compile(r"^(lib[^.]+)\.so(?:\.[0-9]+)*$")  # group 1: the stem
 SYSTEM_DIRS = (
     "/usr/local/lib",
     "/usr/lib/x86_64-linux-gnu",
@@ -53,6 +49,35 @@ class SearchScope:
     cuda_homes: list[Path] = field(default_factory=list)
     use_ldconfig: bool = True
     system_dirs: tuple[str, ...] = SYSTEM_DIRS
+    # Each folder listed once for every family (a system folder holds thousands of files):
+    # folder -> stem -> the shared libraries of that stem, sorted.
+    _listings: dict[str, dict[str, list[str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def libraries_in(self, folder: Path, stem: str) -> list[str]:
+        """The names in `folder` of shared libraries called `stem` (libcudart.so, .so.12)."""
+        key = str(folder)
+        if key not in self._listings:
+            self._listings[key] = by_stem(_names(folder))
+        return self._listings[key].get(stem, [])
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+
+
+def by_stem(names: Iterable[str]) -> dict[str, list[str]]:
+    """Shared library names grouped by their stem (libcudart.so.12 -> libcudart)."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        match = SHARED_LIBRARY.match(name)
+        if match:
+            groups.setdefault(match.group(1), []).append(name)
+    return groups
 
 
 def ld_library_path(env: Mapping[str, str]) -> list[Path]:
@@ -78,6 +103,11 @@ def ldconfig_cache() -> dict[str, list[str]]:
         if match:
             entries.setdefault(match.group(1), []).append(match.group(3))
     return entries
+
+
+@cache
+def _cache_by_stem() -> dict[str, list[str]]:
+    return by_stem(ldconfig_cache())
 
 
 def version_from_filename(path: str) -> str | None:
@@ -166,14 +196,14 @@ def _candidate_dirs(scope: SearchScope) -> Iterable[tuple[Path, str]]:
 
 def find_copies(family: str, scope: SearchScope) -> list[LibraryCopy]:
     """Every distinct copy (by real path) of one library family, loader-path copies first."""
-    pattern = PATTERNS[family]
+    stem = STEMS[family]
     loader_dirs = {str(d) for d in ld_library_path(scope.env)}
     cache_paths: dict[str, str] = {}  # realpath -> path as listed in the ldconfig cache
     if scope.use_ldconfig:
-        for soname, paths in ldconfig_cache().items():
-            if pattern.match(soname):
-                for p in paths:
-                    cache_paths.setdefault(os.path.realpath(p), p)
+        cache = ldconfig_cache()
+        for soname in _cache_by_stem().get(stem, []):
+            for p in cache[soname]:
+                cache_paths.setdefault(os.path.realpath(p), p)
     found: dict[str, LibraryCopy] = {}
 
     def add(path: str, origin: str) -> None:
@@ -206,12 +236,8 @@ def find_copies(family: str, scope: SearchScope) -> list[LibraryCopy]:
         found[real] = copy
 
     for d, origin in _candidate_dirs(scope):
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
-            continue
         # Prefer the soname link (libcudart.so.12) as the displayed path.
-        for name in sorted((n for n in names if pattern.match(n)), key=_soname_first):
+        for name in sorted(scope.libraries_in(d, stem), key=_soname_first):
             add(str(d / name), origin)
     for real, listed in cache_paths.items():
         if real not in found:

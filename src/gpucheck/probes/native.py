@@ -151,34 +151,45 @@ def parse_nvcc_version(text: str) -> str | None:
 
 
 def probe_cuda_and_cudnn(
-    scope: SearchScope, timeout: float, xla: Callable[[], bool] = lambda: True
+    scope: SearchScope,
+    timeout: float,
+    xla: Callable[[], bool] = lambda: True,
+    site_dirs: Callable[[], list[Path]] | None = None,
 ) -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
     """Runtime, cuDNN and nvcc facts, the tools XLA uses and system TensorRT copies (the
-    driver API is probed separately, in parallel)."""
+    driver API is probed separately, in parallel). `site_dirs`, where given, says the site
+    folders once they are known (--python's come from the frameworks probe): nvcc and the
+    loader cache do not wait for them."""
     from gpucheck.probes.cuda_tools import probe_cuda_tools, probe_tensorrt_libraries
 
     start = time.monotonic()
     homes, home, source = cuda_homes(scope.env)
     if not scope.cuda_homes:
         scope.cuda_homes = homes
-    runtimes = find_copies("cudart", scope)
-    cudnn = find_copies("cudnn", scope)
-    # The other libraries' versions come from their file names or wheels' metadata: none is
-    # loaded (a version call each would cost a child per copy, for little more precision).
-    others = [c for family in LIBRARY_FAMILIES for c in find_copies(family, scope)]
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=3) as pool:
         nvcc = pool.submit(probe_nvcc, scope.env, scope.cuda_homes, timeout)
+        cache = pool.submit(ldconfig_cache) if scope.use_ldconfig else None
+        if site_dirs is not None:
+            scope.site_dirs = site_dirs()
+        if cache is not None:
+            cache.result()  # (find_copies reads it: one `ldconfig -p`, not two at once)
+        runtimes = find_copies("cudart", scope)
+        cudnn = find_copies("cudnn", scope)
+        # The other libraries' versions come from their file names or wheels' metadata: none
+        # is loaded (a version call each would cost a child per copy, for little more).
+        others = [c for family in LIBRARY_FAMILIES for c in find_copies(family, scope)]
+        # ptxas and nvlink matter only to XLA (TensorFlow, JAX): not run where neither is.
+        tools = pool.submit(lambda: probe_cuda_tools(scope, timeout) if xla() else [])
         probe_library_versions(runtimes + cudnn, timeout, scope.env)
         cuda = CudaFacts(
             runtimes=runtimes, libraries=others, cuda_home=home, cuda_home_source=source
         )
-        if scope.use_ldconfig and (cache := ldconfig_cache()):
-            cuda.libcuda_cache = {n: cache.get(n, []) for n in ("libcuda.so.1", "libcuda.so")}
+        if cache is not None and (entries := cache.result()):
+            cuda.libcuda_cache = {n: entries.get(n, []) for n in ("libcuda.so.1", "libcuda.so")}
         if home is not None:
             cuda.cuda_home_nvcc = os.access(os.path.join(home, "bin", "nvcc"), os.X_OK)
         cuda.tensorrt = probe_tensorrt_libraries(scope)
-        # ptxas and nvlink matter only to XLA (TensorFlow, JAX): not run where neither is.
-        cuda.ptxas = probe_cuda_tools(scope, timeout) if xla() else []
+        cuda.ptxas = tools.result()
         cuda.nvcc = nvcc.result()
     duration = round((time.monotonic() - start) * 1000, 1)
     # A copy that cannot be loaded is a fact about that copy (its load_error, judged by the

@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import os
 import site
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,10 +28,13 @@ from gpucheck.model.snapshot import (
     Snapshot,
     SystemFacts,
 )
+from gpucheck.probes import child
 from gpucheck.probes.child import Gate
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT = 15.0
+FIRST_WAVE = 3  # children started at once: NVML, the driver API, one interpreter's frameworks
+FIRST_WAVE_WAIT = 0.1  # seconds; they start in ~20 ms (a probe that starts none costs this)
 
 
 @dataclass
@@ -44,6 +48,10 @@ class ProbeOptions:
     python: str | None = None  # probe this interpreter's frameworks only (--python)
     deep: bool = False  # import each framework in a child, run a tiny op per GPU
     host_id: str | None = None  # --host-id: the fleet's own name for this host
+    # Set once the first probe children are running (or after FIRST_WAVE_WAIT): a caller with
+    # work of its own (the doctor importing its checks) waits for it, since until then that
+    # work takes the interpreter lock from the threads that start the children.
+    started: threading.Event | None = None
 
 
 def default_site_dirs(env: Mapping[str, str]) -> list[Path]:
@@ -154,15 +162,21 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     # and holds their CUDA calls at a gate until NVML has read the GPUs: the deep children's
     # CUDA contexts must not be mistaken for another job's memory.
     gate = Gate() if opts.deep else None
+    first = child.started()
     try:
         with ThreadPoolExecutor(max_workers=5) as pool:
             frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
 
             def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
                 # pip's nvidia-* libraries live in the probed environments: --python's folders
-                # come from the frameworks probe (tens of milliseconds), the others at once.
-                scope = SearchScope(env=opts.env, site_dirs=_library_site_dirs(opts, frameworks_f))
-                return probe_cuda_and_cudnn(scope, opts.timeout, lambda: _has_xla(frameworks_f))
+                # come from the frameworks probe (tens of milliseconds), the others at once;
+                # what needs no site folder (nvcc, the loader cache) does not wait for them.
+                return probe_cuda_and_cudnn(
+                    SearchScope(env=opts.env),
+                    opts.timeout,
+                    lambda: _has_xla(frameworks_f),
+                    site_dirs=lambda: _library_site_dirs(opts, frameworks_f),
+                )
 
             def deep() -> ProbeRun:
                 environments, _ = frameworks_f.result()
@@ -174,6 +188,9 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
             )
             libs_f = pool.submit(libraries)
             deep_f = pool.submit(deep) if gate is not None else None
+            if opts.started is not None:
+                child.wait_started(first + FIRST_WAVE, FIRST_WAVE_WAIT)
+                opts.started.set()
             (snap.nvml, nvml_run), err1 = _result(
                 nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
             )
@@ -201,6 +218,8 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     finally:
         if gate is not None:
             gate.open("stop gpucheck stopped")  # never leave a child waiting (no-op if open)
+        if opts.started is not None:
+            opts.started.set()  # (a probe that failed before its children: do not hold anyone)
     snap.cuda.driver = driver
     # After NVML: its PIDs are looked up too (a zombie, a process of another namespace).
     # No command lines: a snapshot travels, and a command line may hold a secret.

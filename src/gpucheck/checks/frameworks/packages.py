@@ -38,6 +38,13 @@ def parse_requirement(line: str) -> Requirement | None:
         return None
 
 
+def load_parser() -> None:
+    """Import packaging's requirement and marker parsers now rather than at the first
+    requirement (a caller with time to spare, such as the doctor while its probes run)."""
+    import packaging.markers
+    import packaging.requirements  # noqa: F401
+
+
 def canonical(name: str) -> str:
     """A distribution name as pip compares them (PEP 503): lower case, runs of -_. as -."""
     return re.sub(r"[-_.]+", "-", name).lower()
