@@ -152,12 +152,6 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
 
     opts = options or ProbeOptions()
     snap = Snapshot(created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    # The system probe reads files only (milliseconds) and decides whether driver init is safe.
-    snap.system, runs = _guarded(
-        "system", lambda: probe_system(opts.root, opts.env, host_id=opts.host_id), SystemFacts()
-    )
-    init = driver_init_allowed(snap.system)
-    no_cuda_init = cuda_init_allowed(snap.system)
     # --deep imports the frameworks beside the other probes (the slowest part of a deep run)
     # and holds their CUDA calls at a gate until NVML has read the GPUs: the deep children's
     # CUDA contexts must not be mistaken for another job's memory.
@@ -165,7 +159,18 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     first = child.started()
     try:
         with ThreadPoolExecutor(max_workers=5) as pool:
+            # The frameworks probe touches no driver: it starts first (the slowest child, and
+            # --python's site folders for the library scan come from it).
             frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
+            # The system probe reads files only (milliseconds) and decides whether driver init
+            # is safe.
+            snap.system, runs = _guarded(
+                "system",
+                lambda: probe_system(opts.root, opts.env, host_id=opts.host_id),
+                SystemFacts(),
+            )
+            init = driver_init_allowed(snap.system)
+            no_cuda_init = cuda_init_allowed(snap.system)
 
             def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
                 # pip's nvidia-* libraries live in the probed environments: --python's folders
