@@ -32,7 +32,7 @@ SCRIPT = HERE / "scripts/native.py"
 
 
 def _run_task(task: dict[str, object], timeout: float, env: Mapping[str, str]) -> ChildResult:
-    return run_script(SCRIPT, [json.dumps([task])], timeout, env=dict(env))
+    return run_script(SCRIPT, [json.dumps([task])], timeout, env=dict(env), stdlib_only=True)
 
 
 def _task_result(result: ChildResult) -> dict[str, object] | None:

@@ -144,11 +144,6 @@ def cuda_init_allowed(system: SystemFacts) -> str | None:
 
 def collect(options: ProbeOptions | None = None) -> Snapshot:
     from gpucheck.probes.frameworks import probe_deep, probe_frameworks
-    from gpucheck.probes.libraries import SearchScope
-    from gpucheck.probes.native import probe_cuda_and_cudnn, probe_cuda_driver
-    from gpucheck.probes.nvml import probe_nvml
-    from gpucheck.probes.processes import probe_processes
-    from gpucheck.probes.system import probe_system
 
     opts = options or ProbeOptions()
     snap = Snapshot(created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -162,6 +157,13 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
             # The frameworks probe touches no driver: it starts first (the slowest child, and
             # --python's site folders for the library scan come from it).
             frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
+            # (The other probes' modules import while that child starts.)
+            from gpucheck.probes.libraries import SearchScope
+            from gpucheck.probes.native import probe_cuda_and_cudnn, probe_cuda_driver
+            from gpucheck.probes.nvml import probe_nvml
+            from gpucheck.probes.processes import probe_processes
+            from gpucheck.probes.system import probe_system
+
             # The system probe reads files only (milliseconds) and decides whether driver init
             # is safe.
             snap.system, runs = _guarded(
@@ -170,6 +172,18 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
                 SystemFacts(),
             )
             init = driver_init_allowed(snap.system)
+
+            def processes() -> tuple[ProcessFacts, list[ProbeRun]]:
+                # After NVML, while the other probes run: its PIDs are looked up too (a
+                # zombie, a process of another namespace). No command lines: a snapshot
+                # travels, and a command line may hold a secret.
+                pids = [p.pid for g in snap.nvml.gpus for p in g.processes or []]
+                return _guarded(
+                    "processes",
+                    lambda: probe_processes(opts.root, pids, commands=False),
+                    ProcessFacts(),
+                )
+
             no_cuda_init = cuda_init_allowed(snap.system)
 
             def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
@@ -199,6 +213,8 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
             (snap.nvml, nvml_run), err1 = _result(
                 nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
             )
+            if gate is None:  # (with --deep, once its children are gone: see below)
+                snap.processes, proc_runs = processes()
             (driver, driver_run), err2 = _result(
                 driver_f, "cuda_driver", (CudaDriverFacts(), ProbeRun("cuda_driver", "error", 0.0))
             )
@@ -226,12 +242,9 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
         if opts.started is not None:
             opts.started.set()  # (a probe that failed before its children: do not hold anyone)
     snap.cuda.driver = driver
-    # After NVML: its PIDs are looked up too (a zombie, a process of another namespace).
-    # No command lines: a snapshot travels, and a command line may hold a secret.
-    nvml_pids = [p.pid for g in snap.nvml.gpus for p in g.processes or []]
-    snap.processes, proc_runs = _guarded(
-        "processes", lambda: probe_processes(opts.root, nvml_pids, commands=False), ProcessFacts()
-    )
+    if gate is not None:
+        # The deep children held GPU device files: look once they have ended.
+        snap.processes, proc_runs = processes()
     snap.probes = [
         *runs,
         nvml_run,
