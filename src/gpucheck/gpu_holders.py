@@ -11,7 +11,7 @@ monitoring agent, a job between contexts) shows only in /proc, as `fuser` sees i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 
 from gpucheck.model.snapshot import GpuFacts, HostProcess, Snapshot
 
@@ -22,8 +22,7 @@ GIB = 1024**3
 UNACCOUNTED_FLOOR = GIB
 
 
-@dataclass
-class GpuUse:
+class GpuUse(Struct):
     """One GPU (or MIG instance) one process uses."""
 
     gpu: int  # NVML index
@@ -34,8 +33,7 @@ class GpuUse:
     compute_instance_id: int | None = None
 
 
-@dataclass
-class Holder:
+class Holder(Struct):
     pid: int  # in this /proc's namespace where it is visible; NVML's (a host PID) otherwise
     visible: bool  # False only where /proc was read and lacks it (another PID namespace)
     name: str | None = None
@@ -68,8 +66,7 @@ class Holder:
         }.get(code or "", "running" if code else "unknown")
 
 
-@dataclass
-class GpuAccount:
+class GpuAccount(Struct):
     """One GPU's memory, as far as the processes here account for it."""
 
     index: int
@@ -96,8 +93,7 @@ class GpuAccount:
         return (self.unaccounted or 0) >= UNACCOUNTED_FLOOR
 
 
-@dataclass
-class Holders:
+class Holders(Struct):
     holders: list[Holder] = field(default_factory=list)
     gpus: list[GpuAccount] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what limits this view, in words

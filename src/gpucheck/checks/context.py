@@ -4,24 +4,23 @@ facts derived once from the snapshot (so that checks agree on them)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
+
+from msgspec import Struct, field
 
 from gpucheck.compat import Compat, cuda_from_int, load
 from gpucheck.model.finding import GpuRef, Subjects
 from gpucheck.model.snapshot import GpuFacts, Snapshot
 
 
-@dataclass
-class Requirements:
+class Requirements(Struct):
     min_gpus: int | None = None
     min_memory_bytes: int | None = None
     min_memory_text: str | None = None  # as the user wrote it, for the report
     min_compute_capability: str | None = None
 
 
-@dataclass
-class Visibility:
+class Visibility(Struct):
     """Which NVML GPUs CUDA_VISIBLE_DEVICES lets CUDA see, following CUDA's own parsing."""
 
     value: str | None
@@ -62,8 +61,7 @@ def parse_visible_devices(value: str | None, gpus: list[GpuFacts]) -> Visibility
     return vis
 
 
-@dataclass
-class Context:
+class Context(Struct, dict=True):
     snapshot: Snapshot
     requirements: Requirements = field(default_factory=Requirements)
     _compat: Compat | None = None

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from gpucheck.model.finding import Finding, Fix, Outcome, Section, Status
 
@@ -40,8 +41,7 @@ PREREQUISITES: dict[Section, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Struct, frozen=True):
     id: str
     section: Section
     summary: str  # what it looks at, for `gpucheck checks` and the README

@@ -9,11 +9,10 @@ unless a rule answers it (a torch wheel's +cuXYZ tag names its CUDA).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from msgspec import Struct
+from msgspec import Struct, field
 from packaging.version import Version
 
 from gpucheck.compat import Compat, CompatError, driver_text
@@ -37,8 +36,7 @@ class Pick(Struct, frozen=True, omit_defaults=True):
     cudnn: str | None = None  # TensorFlow's tested cuDNN
 
 
-@dataclass
-class Answer:
+class Answer(Struct):
     data: dict[str, Any]
     sources: list[str] = field(default_factory=list)
 

@@ -19,9 +19,10 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from msgspec import Struct, field
 
 from gpucheck.model.types import ChildFailure
 
@@ -65,8 +66,7 @@ def kill_all() -> None:
         _kill_group(proc)
 
 
-@dataclass
-class ChildResult:
+class ChildResult(Struct):
     records: list[dict[str, object]] = field(default_factory=list)
     returncode: int | None = None
     timed_out: bool = False

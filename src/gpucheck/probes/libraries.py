@@ -16,9 +16,10 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
 
@@ -40,8 +41,7 @@ SYSTEM_DIRS = (
 LDCONFIG_CANDIDATES = ("/sbin/ldconfig", "/usr/sbin/ldconfig", "/sbin/ldconfig.real")
 
 
-@dataclass
-class SearchScope:
+class SearchScope(Struct):
     """Where to look: the environment and site folders of the interpreters being probed."""
 
     env: Mapping[str, str]
@@ -51,9 +51,7 @@ class SearchScope:
     system_dirs: tuple[str, ...] = SYSTEM_DIRS
     # Each folder listed once for every family (a system folder holds thousands of files):
     # folder -> stem -> the shared libraries of that stem, sorted.
-    _listings: dict[str, dict[str, list[str]]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+    _listings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def libraries_in(self, folder: Path, stem: str) -> list[str]:
         """The names in `folder` of shared libraries called `stem` (libcudart.so, .so.12)."""

@@ -11,10 +11,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
+
+from msgspec import Struct, field
 
 from gpucheck.model.distributions import installed_frameworks
 from gpucheck.model.environments import PythonEnvironment
@@ -37,8 +38,7 @@ FIRST_WAVE = 3  # children started at once: NVML, the driver API, one interprete
 FIRST_WAVE_WAIT = 0.1  # seconds; they start in ~20 ms (a probe that starts none costs this)
 
 
-@dataclass
-class ProbeOptions:
+class ProbeOptions(Struct):
     timeout: float = DEFAULT_TIMEOUT  # seconds, per probe; probes run side by side
     # GPUCHECK_ROOT: read /proc, /sys, /dev and /etc under another folder (the test suite's
     # simulated machines); driver libraries are still the ones the loader finds.

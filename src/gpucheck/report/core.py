@@ -7,9 +7,10 @@ one rule (see exit_code) and is the same whatever the format.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+
+from msgspec import Struct, field
 
 from gpucheck import __version__
 from gpucheck.model.decoding import to_dict
@@ -45,8 +46,7 @@ def not_judged(findings: list[Finding]) -> str | None:
     return None
 
 
-@dataclass
-class Report:
+class Report(Struct):
     snapshot: Snapshot
     findings: list[Finding]
     strict: bool = False

@@ -11,8 +11,9 @@ the compat data's pairing tables (torchvision, torchaudio).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
@@ -54,8 +55,7 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 
-@dataclass
-class Installed:
+class Installed(Struct):
     torch: TorchFacts
     torch_dist: Distribution
     extensions: list[Distribution]

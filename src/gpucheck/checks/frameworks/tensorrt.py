@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import tf_facts
@@ -23,8 +24,7 @@ _REQ_CU = re.compile(r"-cu(\d+)\b")
 MAIN_DISTS = ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11", "tensorrt-libs")
 
 
-@dataclass
-class Trt:
+class Trt(Struct):
     dist: Distribution  # the one whose version is TensorRT's
     majors: list[int]  # CUDA majors of the builds installed
     evidence: str
