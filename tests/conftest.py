@@ -38,7 +38,7 @@ def require_python38() -> str:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fast tier (`pytest -m "not slow"`) leaves out every test that fetches real NVIDIA
+    """The fast tier (`pytest -m "not slow" -n auto`) leaves out every test that fetches real NVIDIA
     libraries or builds framework environments."""
     for item in items:
         marks = {m.name for m in item.iter_markers()}
