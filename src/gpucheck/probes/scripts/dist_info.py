@@ -46,13 +46,14 @@ def read_headers(folder: str) -> dict[str, list[str]]:
     each with its values in order; empty where neither file exists (as importlib.metadata)."""
     for leaf in METADATA_FILES:
         try:
+            # Text mode: CRLF and CR line ends read as "\n", as importlib.metadata reads them.
             with open(os.path.join(folder, leaf), encoding="utf-8") as fh:
                 block = fh.read(HEADER_LIMIT).split("\n\n", 1)[0]
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             continue
         fields: dict[str, list[str]] = {}
         last: list[str] | None = None
-        for line in block.replace("\r\n", "\n").split("\n"):
+        for line in block.split("\n"):
             if line[:1] in (" ", "\t") and last:  # a folded continuation of the last field
                 last[-1] += "\n" + line
                 continue
