@@ -106,3 +106,38 @@ def test_the_probe_script_finds_this_interpreters_own_distributions() -> None:
     assert kept, "this environment has nvidia-ml-py: the probe must keep it"
     for record in kept:
         assert by_name[record["name"]] == record["version"], record
+
+
+# --- the build files' literals (framework_static.literal_value, for torch/version.py and
+# TensorFlow's build_info.py), against ast.literal_eval ------------------------------------------
+
+LITERALS = [
+    "'12.4'",
+    "None",
+    "True",
+    "-1.5",
+    "+3",
+    "(1, -2)",
+    "['sm_80', 'sm_90', 'compute_90']",
+    "{'cuda_version': '12.2', 'cudnn_version': '8', 'is_cuda_build': True}",
+    "{'nested': {'a': [1, (2, 3)]}}",
+]
+NOT_LITERALS = ["f(x)", "a + b", "{**x}", "name", "-'text'", "[i for i in x]"]
+
+
+@pytest.mark.parametrize("text", LITERALS)
+def test_literals_read_as_ast_literal_eval_reads_them(text: str) -> None:
+    import ast
+
+    static = load("framework_static")
+    node = compile(f"x = {text}", "<build file>", "exec", ast.PyCF_ONLY_AST).body[0].value  # type: ignore[attr-defined]
+    assert static.literal(node) == ast.literal_eval(text)
+
+
+@pytest.mark.parametrize("text", NOT_LITERALS)
+def test_anything_else_is_not_a_literal(text: str) -> None:
+    import ast
+
+    static = load("framework_static")
+    node = compile(f"x = {text}", "<build file>", "exec", ast.PyCF_ONLY_AST).body[0].value  # type: ignore[attr-defined]
+    assert static.literal(node) is static.NOT_LITERAL
