@@ -336,6 +336,32 @@ def test_cudart_from_pip_wheel(wheels: reallibs.PipSite) -> None:
     assert copy.version_source == "metadata+call"
 
 
+def test_copies_are_asked_before_and_after_the_site_folders_are_known(
+    wheels: reallibs.PipSite, tmp_path: Path
+) -> None:
+    """--python: a copy outside the site folders is asked its version while the frameworks
+    probe is still naming them; the wheel's copy once it has. Both answer."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shutil.copy(wheels.libcudart, lib / "libcudart.so.12")
+    scope = SearchScope(env=_env(LD_LIBRARY_PATH=str(lib)), use_ldconfig=False, system_dirs=())
+    asked_for_sites: list[bool] = []
+
+    def site_dirs() -> list[Path]:
+        asked_for_sites.append(True)
+        return [wheels.site]
+
+    cuda, _, _ = native.probe_cuda_and_cudnn(scope, TIMEOUT, lambda: False, site_dirs)
+
+    assert asked_for_sites == [True]
+    by_path = {c.path: c for c in cuda.runtimes}
+    early, late = by_path[str(lib / "libcudart.so.12")], by_path[str(wheels.libcudart)]
+    assert (early.load_error, late.load_error) == (None, None)
+    # The file name says "12"; the call says major.minor, which wins.
+    assert (early.version, early.version_source) == (_major_minor(wheels.cudart_version), "call")
+    assert (late.version, late.version_source) == (wheels.cudart_version, "metadata+call")
+
+
 def test_cudart_version_call_itself(wheels: reallibs.PipSite) -> None:
     result = child.run_script(
         native.SCRIPT,

@@ -66,24 +66,39 @@ def probe_cuda_driver(
     return facts, ProbeRun("cuda_driver", status, result.duration_ms, problem, result.failure)
 
 
+def ask_versions(
+    copies: list[LibraryCopy], timeout: float, env: Mapping[str, str]
+) -> dict[str, ChildResult]:
+    """Each library asked its own version, each in its own child: results by real path."""
+    if not copies:
+        return {}
+    child_env = dict(env)
+    # All side by side, so that many hung copies cost one time bound, not one each.
+    with ThreadPoolExecutor(max_workers=min(32, len(copies))) as pool:
+        results = pool.map(
+            lambda c: _run_task(
+                {"id": c.realpath, "kind": c.name, "path": c.realpath}, timeout, child_env
+            ),
+            copies,
+        )
+        return {c.realpath: r for c, r in zip(copies, results, strict=True)}
+
+
 def probe_library_versions(
     copies: list[LibraryCopy], timeout: float, env: Mapping[str, str]
 ) -> None:
     """Ask each library its own version, each in its own child; failures become load_error."""
-    if not copies:
-        return
-    child_env = dict(env)
-    # All side by side, so that many hung copies cost one time bound, not one each.
-    with ThreadPoolExecutor(max_workers=min(32, len(copies))) as pool:
-        results = list(
-            pool.map(
-                lambda c: _run_task(
-                    {"id": c.realpath, "kind": c.name, "path": c.realpath}, timeout, child_env
-                ),
-                copies,
-            )
-        )
-    for copy, result in zip(copies, results, strict=False):
+    apply_versions(copies, ask_versions(copies, timeout, env), timeout)
+
+
+def apply_versions(
+    copies: list[LibraryCopy], results: Mapping[str, ChildResult], timeout: float
+) -> None:
+    """What each copy said of its version; a copy that could not be asked gets load_error."""
+    for copy in copies:
+        result = results.get(copy.realpath)
+        if result is None:
+            continue
         data = _task_result(result)
         problem = result.describe(timeout)
         if data is not None and "error" in data:
@@ -166,21 +181,28 @@ def probe_cuda_and_cudnn(
     homes, home, source = cuda_homes(scope.env)
     if not scope.cuda_homes:
         scope.cuda_homes = homes
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         nvcc = pool.submit(probe_nvcc, scope.env, scope.cuda_homes, timeout)
         cache = pool.submit(ldconfig_cache) if scope.use_ldconfig else None
-        if site_dirs is not None:
-            scope.site_dirs = site_dirs()
         if cache is not None:
             cache.result()  # (find_copies reads it: one `ldconfig -p`, not two at once)
+        early = None
+        if site_dirs is not None:
+            # The copies outside the site folders to come are asked their versions now (the
+            # frameworks probe takes tens of milliseconds to name --python's folders).
+            known = find_copies("cudart", scope) + find_copies("cudnn", scope)
+            early = pool.submit(ask_versions, known, timeout, scope.env)
+            scope.site_dirs = site_dirs()
         runtimes = find_copies("cudart", scope)
         cudnn = find_copies("cudnn", scope)
+        asked = early.result() if early is not None else {}
+        late = [c for c in runtimes + cudnn if c.realpath not in asked]
+        versions = pool.submit(ask_versions, late, timeout, scope.env)
         # The other libraries' versions come from their file names or wheels' metadata: none
         # is loaded (a version call each would cost a child per copy, for little more).
         others = [c for family in LIBRARY_FAMILIES for c in find_copies(family, scope)]
         # ptxas and nvlink matter only to XLA (TensorFlow, JAX): not run where neither is.
         tools = pool.submit(lambda: probe_cuda_tools(scope, timeout) if xla() else [])
-        probe_library_versions(runtimes + cudnn, timeout, scope.env)
         cuda = CudaFacts(
             runtimes=runtimes, libraries=others, cuda_home=home, cuda_home_source=source
         )
@@ -189,6 +211,7 @@ def probe_cuda_and_cudnn(
         if home is not None:
             cuda.cuda_home_nvcc = os.access(os.path.join(home, "bin", "nvcc"), os.X_OK)
         cuda.tensorrt = probe_tensorrt_libraries(scope)
+        apply_versions(runtimes + cudnn, {**asked, **versions.result()}, timeout)
         cuda.ptxas = tools.result()
         cuda.nvcc = nvcc.result()
     duration = round((time.monotonic() - start) * 1000, 1)
