@@ -74,10 +74,10 @@ def main() -> None:
         medians[label] = statistics.median(times)
         print(f"{label:28} {medians[label]:9.3f} {min(times):7.3f} {max(times):7.3f}")
     ratio = medians["gpucheck doctor"] / medians["torch.utils.collect_env"]
-    print(f"\ngpucheck doctor / collect_env = {ratio:.2f}x (goal <= 0.10x)")
+    print(f"\ngpucheck doctor / collect_env = {ratio:.3f}x (goal <= 0.10x)")
     floor = max(medians["import torch"], medians["import tensorflow"])
     deep = medians["gpucheck doctor --deep"] / floor
-    print(f"gpucheck doctor --deep / slowest bare import = {deep:.2f}x (goal <= 1.05x)")
+    print(f"gpucheck doctor --deep / slowest bare import = {deep:.3f}x (goal <= 1.05x)")
 
 
 if __name__ == "__main__":

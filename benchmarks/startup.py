@@ -92,7 +92,7 @@ def main() -> None:
         ("doctor --from --json", 1.5),
         ("doctor --from (text)", 1.5),
     ):
-        print(f"{label:30} {medians[label] / floor:5.2f}x import typer   (goal <= {goal}x)")
+        print(f"{label:30} {medians[label] / floor:5.3f}x import typer   (goal <= {goal}x)")
     os.unlink(snap)
 
 
