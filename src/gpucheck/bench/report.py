@@ -3,7 +3,6 @@ snapshot) plus the measurements under "bench"; text for a person with every figu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import IO, Any
 
 from rich.console import Console
@@ -19,9 +18,8 @@ from gpucheck.report.text import MARKS
 BENCH_FORMAT_VERSION = "1.0"  # of the "bench" object inside the report
 
 
-@dataclass
 class BenchReport(Report):
-    run: BenchRun | None = field(default=None)
+    run: BenchRun | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
