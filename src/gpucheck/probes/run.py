@@ -172,6 +172,7 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
                 SystemFacts(),
             )
             init = driver_init_allowed(snap.system)
+            no_cuda_init = cuda_init_allowed(snap.system)
 
             def processes() -> tuple[ProcessFacts, list[ProbeRun]]:
                 # After NVML, while the other probes run: its PIDs are looked up too (a
@@ -183,8 +184,6 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
                     lambda: probe_processes(opts.root, pids, commands=False),
                     ProcessFacts(),
                 )
-
-            no_cuda_init = cuda_init_allowed(snap.system)
 
             def libraries() -> tuple[CudaFacts, CudnnFacts, list[ProbeRun]]:
                 # pip's nvidia-* libraries live in the probed environments: --python's folders
