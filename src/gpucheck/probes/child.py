@@ -34,18 +34,18 @@ KILL_GRACE = 2.0  # seconds a killed child gets to hand over what it printed
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 # How many children this process has tried to start (started, or failed to), for callers
-# that want the probes running before they do work of their own (wait_started).
+# that want the probes running before they do work of their own (wait_spawned).
 _SPAWNS = threading.Condition()
 _spawned = 0
 
 
-def started() -> int:
+def spawned() -> int:
     """How many children this process has tried to start so far."""
     with _SPAWNS:
         return _spawned
 
 
-def wait_started(count: int, timeout: float) -> bool:
+def wait_spawned(count: int, timeout: float) -> bool:
     """Wait (at most `timeout` seconds) until `count` children have been tried in all."""
     with _SPAWNS:
         return _SPAWNS.wait_for(lambda: _spawned >= count, timeout)

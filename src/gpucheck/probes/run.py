@@ -151,7 +151,7 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
     # and holds their CUDA calls at a gate until NVML has read the GPUs: the deep children's
     # CUDA contexts must not be mistaken for another job's memory.
     gate = Gate() if opts.deep else None
-    first = child.started()
+    first = child.spawned()
     try:
         with ThreadPoolExecutor(max_workers=5) as pool:
             # The frameworks probe touches no driver: it starts first (the slowest child, and
@@ -207,7 +207,7 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
             libs_f = pool.submit(libraries)
             deep_f = pool.submit(deep) if gate is not None else None
             if opts.started is not None:
-                child.wait_started(first + FIRST_WAVE, FIRST_WAVE_WAIT)
+                child.wait_spawned(first + FIRST_WAVE, FIRST_WAVE_WAIT)
                 opts.started.set()
             (snap.nvml, nvml_run), err1 = _result(
                 nvml_f, "nvml", (NvmlFacts(), ProbeRun("nvml", "error", 0.0))
