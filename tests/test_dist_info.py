@@ -141,3 +141,28 @@ def test_anything_else_is_not_a_literal(text: str) -> None:
     static = load("framework_static")
     node = compile(f"x = {text}", "<build file>", "exec", ast.PyCF_ONLY_AST).body[0].value  # type: ignore[attr-defined]
     assert static.literal(node) is static.NOT_LITERAL
+
+
+# --- the NVML child's own reading of nvidia-ml-py's version (scripts/nvml.py) --------------------
+
+
+@pytest.mark.parametrize(
+    ("folder", "leaf"),
+    [
+        ("nvidia_ml_py-12.560.30.dist-info", "METADATA"),
+        ("nvidia_ml_py-11.525.84.egg-info", "PKG-INFO"),
+    ],
+)
+def test_binding_version_as_importlib_metadata_says_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, leaf: str
+) -> None:
+    version = folder.split("-")[1].removesuffix(".dist").removesuffix(".egg")
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / leaf).write_text(
+        f"Metadata-Version: 2.1\nName: nvidia-ml-py\nVersion: {version}\n\nbody\n"
+    )
+    monkeypatch.setattr(sys, "argv", ["nvml.py", "{}"])  # (the script reads its options)
+    nvml = load("nvml")
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    (found,) = metadata.distributions(path=[str(tmp_path)])
+    assert nvml.binding_version() == found.version == version

@@ -412,10 +412,13 @@ def binding_version() -> str | None:
             continue
         for name in names:
             low = name.lower()
-            if not (low.startswith("nvidia_ml_py-") and low.endswith(".dist-info")):
+            if not low.startswith(("nvidia_ml_py-", "nvidia-ml-py-")):
+                continue
+            leaf = {".dist-info": "METADATA", ".egg-info": "PKG-INFO"}.get(os.path.splitext(low)[1])
+            if leaf is None:
                 continue
             try:
-                with open(os.path.join(entry, name, "METADATA"), encoding="utf-8") as fh:
+                with open(os.path.join(entry, name, leaf), encoding="utf-8") as fh:
                     for line in fh:
                         if not line.strip():
                             break  # the end of the headers
