@@ -18,6 +18,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import ModuleType
     from typing import Any
 
@@ -85,22 +86,49 @@ def _listing(entry: str) -> tuple[list[str], list[str]] | None:
     )
 
 
-def _record(
-    static: ModuleType, name: str, version: str, location: str | None, requires: list[str]
-) -> dict[str, Any]:
-    kept = requires if static.keeps_requires(name) else []
-    return {"name": name, "version": version, "location": location, "requires": kept}
+def _unseen(static: ModuleType, folder: str, seen: set[str]) -> tuple[bool, str | None]:
+    """Whether a metadata folder is to be read (not reached before through a repeated sys.path
+    entry, not named for a distribution that does not matter), and the name its own name
+    gives (None if unsure)."""
+    key = static.realpath(folder)
+    if key in seen:
+        return False, None
+    seen.add(key)
+    guess = name_from_folder(static, folder)
+    return guess is None or bool(static.wanted(guess)), guess
+
+
+def _judged(
+    static: ModuleType,
+    where: str,
+    guess: str | None,
+    fields: dict[str, list[str]],
+    location: Callable[[], str | None],
+    errors: list[str],
+) -> dict[str, Any] | None:
+    """The record of a distribution that matters, from its header fields; problems with one
+    that looks like it might matter are errors (an interrupted install)."""
+    name = _first(fields, "name")
+    if not name:
+        if guess is not None:
+            errors.append(f"distribution {where}: no Name in its metadata")
+        return None
+    name = static.normalise(name)
+    if not static.wanted(name):
+        return None
+    version = _first(fields, "version")
+    if not version:
+        errors.append(f"distribution {where}: no Version in its metadata")
+        return None
+    requires = fields.get("requires-dist", []) if static.keeps_requires(name) else []
+    return {"name": name, "version": version, "location": location(), "requires": requires}
 
 
 def _from_dist_info(
     static: ModuleType, folder: str, seen: set[str], errors: list[str]
 ) -> dict[str, Any] | None:
-    key = static.realpath(folder)
-    if key in seen:  # the same folder reached twice (a sys.path entry repeated)
-        return None
-    seen.add(key)
-    guess = name_from_folder(static, folder)
-    if guess is not None and not static.wanted(guess):
+    wanted, guess = _unseen(static, folder, seen)
+    if not wanted:
         return None
     try:
         fields = read_headers(folder)
@@ -108,20 +136,8 @@ def _from_dist_info(
         if guess is not None:
             errors.append(f"distribution {folder}: metadata: {static.describe(exc)}")
         return None
-    name = _first(fields, "name")
-    if not name:
-        if guess is not None:
-            errors.append(f"distribution {folder}: no Name in its metadata")
-        return None
-    name = static.normalise(name)
-    if not static.wanted(name):
-        return None
-    version = _first(fields, "version")
-    if not version:
-        errors.append(f"distribution {folder}: no Version in its metadata")
-        return None
-    location = static.realpath(os.path.dirname(folder.rstrip("/\\")) or os.curdir)
-    return _record(static, name, version, location, fields.get("requires-dist", []))
+    parent = os.path.dirname(folder.rstrip("/\\")) or os.curdir
+    return _judged(static, folder, guess, fields, lambda: str(static.realpath(parent)), errors)
 
 
 def _from_importlib(
@@ -155,12 +171,8 @@ def _read_importlib(
 ) -> dict[str, Any] | None:
     guess = None
     if getattr(dist, "_path", None) is not None:
-        key = static.realpath(where)
-        if key in seen:
-            return None
-        seen.add(key)
-        guess = name_from_folder(static, where)
-        if guess is not None and not static.wanted(guess):
+        wanted, guess = _unseen(static, where, seen)
+        if not wanted:
             return None
     try:
         meta = dist.metadata
@@ -168,25 +180,21 @@ def _read_importlib(
         if guess is not None:
             errors.append(f"distribution {where}: metadata: {static.describe(exc)}")
         return None
-    name = meta.get("Name") if meta is not None else None
-    if not isinstance(name, str) or not name:
-        if guess is not None:
-            errors.append(f"distribution {where}: no Name in its metadata")
-        return None
-    name = static.normalise(name)
-    if not static.wanted(name):
-        return None
-    version = meta.get("Version")
-    if not isinstance(version, str) or not version:
-        errors.append(f"distribution {where}: no Version in its metadata")
-        return None
-    location = None
-    try:
-        location = static.realpath(str(dist.locate_file("")))
-    except Exception as exc:
-        errors.append(f"distribution {where}: location: {static.describe(exc)}")
-    requires = [str(line) for line in (dist.requires or [])] if static.keeps_requires(name) else []
-    return _record(static, name, version, location, requires)
+    fields = {
+        key: [value]
+        for key, header in (("name", "Name"), ("version", "Version"))
+        if meta is not None and isinstance(value := meta.get(header), str)
+    }
+
+    def location() -> str | None:
+        try:
+            return str(static.realpath(str(dist.locate_file(""))))
+        except Exception as exc:
+            errors.append(f"distribution {where}: location: {static.describe(exc)}")
+            return None
+
+    fields["requires-dist"] = [str(line) for line in (dist.requires or [])]
+    return _judged(static, where, guess, fields, location, errors)
 
 
 def distributions(static: ModuleType, errors: list[str]) -> list[dict[str, Any]]:
