@@ -47,12 +47,17 @@ def read_snapshot(path: str) -> Snapshot:
         raise UserError(f"--from: {path}: {exc}") from None
 
 
-def load_compat(dirs: list[str] | None) -> Compat:
-    """The compat data, loaded once per command and handed to whatever needs it."""
+def load_compat(dirs: list[str] | None, every_topic: bool = False) -> Compat:
+    """The compat data, loaded once per command and handed to whatever needs it; with
+    `every_topic`, every file read now rather than when first asked for (a caller with time
+    to spare, such as the doctor while its probes run)."""
     from gpucheck.compat import CompatError, load
 
     try:
-        return load(tuple(dirs or ()))
+        compat = load(tuple(dirs or ()))
+        if every_topic:
+            compat.read_all()
+        return compat
     except CompatError as exc:
         raise UserError(f"compat data: {exc}") from None
 

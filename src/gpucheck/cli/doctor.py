@@ -10,7 +10,6 @@ import typer
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from gpucheck.compat import Compat
     from gpucheck.model.snapshot import Snapshot
 
 from gpucheck.cli.common import (
@@ -107,6 +106,7 @@ def doctor(
     try:
         # Checks, compat data and formats load while the probes run.
         from gpucheck.checks.context import Requirements
+        from gpucheck.checks.frameworks.packages import load_parser
         from gpucheck.checks.registry import SelectionError, select
         from gpucheck.report.formats import FORMATS
 
@@ -127,9 +127,12 @@ def doctor(
             selected = select(only or [], skip or [])
         except SelectionError as exc:
             raise UserError(str(exc)) from None
-        compat = load_compat(compat_dir)
+        # While the probes run (this thread would only wait), what the checks would load on
+        # first use: every compat topic and packaging's requirement parser, ~20 ms that
+        # would otherwise come after the last probe.
+        compat = load_compat(compat_dir, every_topic=probing is not None)
         if probing is not None:
-            _while_probing(compat)
+            load_parser()
     except BaseException:
         if probing is not None:
             _stop_probes(probing)
@@ -178,20 +181,6 @@ def _start_probes(
     # always sets it; the bound guards against one stuck before its children (a hung /proc).
     options.started.wait(FIRST_WAVE_WAIT * 5)
     return future
-
-
-def _while_probing(compat: Compat) -> None:
-    """What the checks would load on first use, loaded while the probes run (this thread
-    would only wait): every compat topic and packaging's requirement parser, ~20 ms that
-    would otherwise come after the last probe."""
-    from gpucheck.checks.frameworks.packages import load_parser
-    from gpucheck.compat import CompatError
-
-    try:
-        compat.read_all()
-    except CompatError as exc:
-        raise UserError(f"compat data: {exc}") from None
-    load_parser()
 
 
 def _stop_probes(probing: Future[Snapshot]) -> None:
