@@ -94,8 +94,7 @@ def _unseen(static: ModuleType, folder: str, seen: set[str]) -> tuple[bool, str 
     if key in seen:
         return False, None
     seen.add(key)
-    guess = name_from_folder(static, folder)
-    return guess is None or bool(static.wanted(guess)), guess
+    return _maybe_wanted(static, folder), name_from_folder(static, folder)
 
 
 def _judged(
