@@ -12,10 +12,10 @@ from test_checks_frameworks import FRAMEWORK_CHECKS
 from gpucheck import checks
 from gpucheck.checks import Requirements
 from gpucheck.checks.registry import Check
+from gpucheck.exit_status import ExitStatus
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.snapshot import NvmlError
 from gpucheck.report.core import exit_code
-from gpucheck.report.exit_codes import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
 
 MIB = 1024**2
 GIB = 1024**3
@@ -182,20 +182,20 @@ def test_a_check_that_raises_becomes_an_error_and_exit_code_3() -> None:
     assert f.fix and "gpucheck bug" in f.fix.text
     # the other checks still ran
     assert {x.id for x in findings} >= {"gpu.lost", "gpu.throttling", "cuda.driver-api"}
-    assert exit_code(findings) == EXIT_INTERNAL == 3
+    assert exit_code(findings) == ExitStatus.INTERNAL == 3
     # the registry itself is untouched
     assert next(c for c in checks.all_checks() if c.id == "gpu.ecc-errors").func is target.func
-    assert exit_code(checks.run(checks.Context(snap))) == EXIT_OK
+    assert exit_code(checks.run(checks.Context(snap))) == ExitStatus.OK
 
 
 def test_exit_codes_follow_the_worst_finding() -> None:
-    assert exit_code(run_checks(builders.h100_node(1))) == EXIT_OK
-    assert exit_code(run_checks(builders.no_gpu_machine())) == EXIT_FAILED
+    assert exit_code(run_checks(builders.h100_node(1))) == ExitStatus.OK
+    assert exit_code(run_checks(builders.no_gpu_machine())) == ExitStatus.FAILED
     snap = builders.h100_node(1)
     snap.system.env["CUDA_LAUNCH_BLOCKING"] = "1"  # a warning only
     findings = run_checks(snap)
-    assert exit_code(findings) == EXIT_OK
-    assert exit_code(findings, strict=True) == EXIT_FAILED
+    assert exit_code(findings) == ExitStatus.OK
+    assert exit_code(findings, strict=True) == ExitStatus.FAILED
 
 
 def test_every_registered_check_is_exercised_by_these_modules() -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gpucheck.version import __version__
+
 __all__ = ["Report", "Snapshot", "__version__", "doctor", "snapshot"]
 
 if TYPE_CHECKING:

@@ -13,14 +13,14 @@ import sys
 from types import FrameType
 from typing import NoReturn
 
-EXIT_INTERRUPTED = 130  # as report/exit_codes.py: kept here so this module imports nothing
+from gpucheck.exit_status import ExitStatus
 
 
 def _interrupted() -> NoReturn:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write("gpucheck: interrupted\n")
         sys.stderr.flush()
-    os._exit(EXIT_INTERRUPTED)  # past this point nothing is left to clean up
+    os._exit(ExitStatus.INTERRUPTED)  # past this point nothing is left to clean up
 
 
 _SEEN: list[int] = []  # a Ctrl-C arrived (even one some library code swallowed)

@@ -8,12 +8,12 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
-from gpucheck import __version__
 from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
 from gpucheck.report.core import Report
 from gpucheck.report.text import MARKS
+from gpucheck.version import __version__
 
 BENCH_FORMAT_VERSION = "1.0"  # of the "bench" object inside the report
 

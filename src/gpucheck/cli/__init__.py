@@ -1,7 +1,7 @@
 """The `gpucheck` command line: one module per command, each parsing its options and calling
 the library. Only typer is imported at start-up; each command imports what it uses.
 
-Errors are one line on stderr and a documented exit code (report/exit_codes.py): 2 for bad
+Errors are one line on stderr and a documented exit code (exit_status.py): 2 for bad
 input, 3 when gpucheck itself broke. A traceback is shown only with GPUCHECK_DEBUG=1.
 """
 
@@ -18,9 +18,9 @@ from typer.core import TyperGroup  # typer's documented home for custom groups
 if TYPE_CHECKING:
     from typer._click import Command  # the click typer builds on (typer vendors it)
 
-from gpucheck import __version__
 from gpucheck.cli.common import OutputError, UserError
-from gpucheck.report.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT, EXIT_USAGE
+from gpucheck.exit_status import ExitStatus
+from gpucheck.version import __version__
 
 # Every command, in --help order: name -> (module, function or typer app, one-line summary).
 # The summary is the command's short help, so that --help lists them all without importing
@@ -140,18 +140,18 @@ def _fail(message: str, code: int) -> int:
 
 
 def run(argv: list[str]) -> int:
-    """Run the command line; returns the exit code (report/exit_codes.py). KeyboardInterrupt
+    """Run the command line; returns the exit code (exit_status.py). KeyboardInterrupt
     and a closed stdout are the entry point's (gpucheck/entry.py)."""
     command = typer.main.get_command(build_app())
     try:
         code = command.main(args=argv, prog_name="gpucheck", standalone_mode=False)
     except UserError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return _fail(str(exc), ExitStatus.USAGE)
     except OutputError as exc:
-        return _fail(str(exc), EXIT_OUTPUT)
+        return _fail(str(exc), ExitStatus.OUTPUT)
     except (typer.Exit, SystemExit) as exc:
         value = exc.exit_code if isinstance(exc, typer.Exit) else exc.code
-        return value if isinstance(value, int) else EXIT_USAGE
+        return value if isinstance(value, int) else ExitStatus.USAGE
     except KeyboardInterrupt:
         raise
     except BrokenPipeError:
@@ -164,19 +164,19 @@ def run(argv: list[str]) -> int:
         if type(exc).__name__ == "NoArgsIsHelpError":
             ctx = getattr(exc, "ctx", None)
             sys.stdout.write((ctx.get_help() if ctx else str(exc)) + "\n")
-            return EXIT_USAGE
+            return ExitStatus.USAGE
         parse_code = getattr(exc, "exit_code", None)
         if hasattr(exc, "format_message") and isinstance(parse_code, int):
             hint = f" (see: gpucheck {_subcommand(argv)}--help)" if parse_code == 2 else ""
-            return _fail(f"{exc.format_message()}{hint}", parse_code or EXIT_USAGE)
+            return _fail(f"{exc.format_message()}{hint}", parse_code or ExitStatus.USAGE)
         if os.environ.get("GPUCHECK_DEBUG"):
             raise
         return _fail(
             f"internal error: {type(exc).__name__}: {exc} (a gpucheck bug; GPUCHECK_DEBUG=1 shows "
             "the traceback)",
-            EXIT_INTERNAL,
+            ExitStatus.INTERNAL,
         )
-    if code == EXIT_INTERRUPTED:
+    if code == ExitStatus.INTERRUPTED:
         raise KeyboardInterrupt  # typer returns a Ctrl-C as 130: the entry point says so
     return code if isinstance(code, int) else 0
 

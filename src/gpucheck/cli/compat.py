@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 
 from gpucheck.cli.common import CompatDirOpt, JsonOpt, UserError, load_compat, write_output
-
-EXIT_USAGE = 2
+from gpucheck.exit_status import ExitStatus
 
 compat_app = typer.Typer(
     help="Ask the compatibility data: which versions fit which driver, CUDA and GPU.",
@@ -81,7 +80,7 @@ def compat(
         return
     if not about:
         sys.stdout.write(ctx.get_help() + "\n")
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(ExitStatus.USAGE)
     from gpucheck.compat.answers import about as about_data
 
     data = about_data(load_compat(compat_dir))

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from gpucheck import __version__
 from gpucheck.fit.estimate import Estimate, Setup, largest_batch, verdict
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import gib, human_count
+from gpucheck.version import __version__
 
 FIT_SCHEMA_VERSION = "1.0"
 

@@ -12,10 +12,10 @@ from typing import IO, Any
 
 import msgspec
 
-from gpucheck import __version__
 from gpucheck.fleet.records import HostRecord
 from gpucheck.fleet.summary import Fleet, name
 from gpucheck.report.text import printable
+from gpucheck.version import __version__
 
 # The fleet output's own format version: a minor version only adds fields.
 FLEET_SCHEMA_VERSION = "1.0"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from gpucheck.exit_status import ExitStatus
 from gpucheck.fleet.records import BadReport, GpuToActOn, HostRecord
-from gpucheck.report.exit_codes import EXIT_FAILED, EXIT_OK
 
 SEVERITY = {"error": 0, "fail": 1, "warn": 2}
 
@@ -47,7 +47,11 @@ class Fleet:
     @property
     def exit_code(self) -> int:
         """0: every host ready and every report read; 1 otherwise."""
-        return EXIT_OK if self.ready == len(self.hosts) and not self.bad_reports else EXIT_FAILED
+        return (
+            ExitStatus.OK
+            if self.ready == len(self.hosts) and not self.bad_reports
+            else ExitStatus.FAILED
+        )
 
 
 def name(host: HostRecord) -> str:

@@ -16,12 +16,12 @@ from typing import Any
 import msgspec
 from msgspec import Struct, field
 
-from gpucheck import __version__
 from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 from gpucheck.model.environments import (
     PythonEnvironment,
 )
 from gpucheck.model.types import ChildFailure, Int, RunStatus
+from gpucheck.version import __version__
 
 SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library

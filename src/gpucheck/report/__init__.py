@@ -1,3 +1,3 @@
-"""Reports: `core` (the report object and the exit-code rule), `exit_codes`, the formats by
+"""Reports: `core` (the report object and the exit-code rule), the formats by
 name (`formats`: text, json, junit) and the JSON Schema (`schema`). This package imports
 nothing by itself, so the CLI pays only for the format it renders."""

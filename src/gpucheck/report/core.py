@@ -12,11 +12,11 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from gpucheck import __version__
+from gpucheck.exit_status import ExitStatus
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Finding, Status
 from gpucheck.model.snapshot import Snapshot
-from gpucheck.report.exit_codes import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
+from gpucheck.version import __version__
 
 # The report's own format version (the snapshot inside it carries its own): 2.0 made `fix` a
 # record (text and commands) and added `subjects` to findings.
@@ -29,12 +29,12 @@ PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
 def exit_code(findings: list[Finding], strict: bool = False) -> int:
     statuses = {f.status for f in findings}
     if Status.ERROR in statuses:
-        return EXIT_INTERNAL
+        return ExitStatus.INTERNAL
     if Status.FAIL in statuses or (strict and Status.WARN in statuses):
-        return EXIT_FAILED
+        return ExitStatus.FAILED
     if not_judged(findings):
-        return EXIT_FAILED  # a gate that judged nothing must not say ready
-    return EXIT_OK
+        return ExitStatus.FAILED  # a gate that judged nothing must not say ready
+    return ExitStatus.OK
 
 
 def not_judged(findings: list[Finding]) -> str | None:
@@ -70,7 +70,7 @@ class Report(Struct):
 
     @property
     def ready(self) -> bool:
-        return self.exit_code == EXIT_OK
+        return self.exit_code == ExitStatus.OK
 
     def __repr__(self) -> str:
         # The generated repr would print the whole snapshot; a REPL wants the verdict.

@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpucheck import __version__
 from gpucheck.gpu_holders import GpuAccount, GpuUse, Holder, Holders, leak_causes
 from gpucheck.model.decoding import to_dict
 from gpucheck.process_ending import Decision, Ended, shorten
 from gpucheck.report.text import printable
+from gpucheck.version import __version__
 
 PROCS_SCHEMA_VERSION = "1.0"
 PIPE_WIDTH = 160

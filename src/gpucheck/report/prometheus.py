@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO
 
-from gpucheck import __version__
 from gpucheck.model.distributions import FRAMEWORK_DISTS
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import Report
+from gpucheck.version import __version__
 
 PREFIX = "gpucheck_"
 

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import IO
 
-from gpucheck import __version__
 from gpucheck.model.finding import Section, Status
 from gpucheck.report.core import Report
+from gpucheck.version import __version__
 
 MARKS = {
     Status.PASS: ("✓", "+", "green"),
