@@ -14,7 +14,7 @@ from gpucheck.bench.spec import (
     best_link,
 )
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
-from gpucheck.model.finding import Finding, Fix, GpuRef, Section, Status, Subjects
+from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects, as_fix
 
 SLOWDOWNS = {
     "sw_power_cap": "the power cap held the clocks down (sw_power_cap)",
@@ -50,7 +50,7 @@ def finding(
         status,
         title,
         evidence,
-        Fix.of(fix) if fix else None,
+        as_fix(fix) if fix else None,
         subjects(run) if run is not None else Subjects(),
     )
 

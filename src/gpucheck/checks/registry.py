@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from msgspec import Struct
 
-from gpucheck.model.finding import Finding, Fix, Outcome, Section, Status
+from gpucheck.model.finding import Finding, Outcome, Section, Status, as_fix
+from gpucheck.model.fix import Layer
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -38,6 +39,20 @@ PREREQUISITES: dict[Section, tuple[str, ...]] = {
     Section.CUDNN: (),
     Section.FRAMEWORKS: ("system.gpu-present",),
     Section.REQUIREMENTS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
+}
+
+
+# The layer a fix's step changes when its check does not say (a framework check's extension
+# steps say so; a requirement's fix changes the job).
+LAYER_OF: dict[Section, Layer] = {
+    Section.SYSTEM: Layer.SYSTEM,
+    Section.DRIVER: Layer.DRIVER,
+    Section.GPUS: Layer.GPUS,
+    Section.CUDA: Layer.CUDA,
+    Section.CUDNN: Layer.CUDNN,
+    Section.FRAMEWORKS: Layer.FRAMEWORKS,
+    Section.REQUIREMENTS: Layer.JOB,
+    Section.BENCH: Layer.GPUS,
 }
 
 
@@ -114,12 +129,15 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
         outcome = Outcome(
             Status.ERROR,
             f"gpucheck's check {chk.id} failed: {type(exc).__name__}: {exc}",
-            fix=Fix.of(
+            fix=as_fix(
                 "This is a gpucheck bug: please report it with `gpucheck snapshot` attached."
             ),
         )
     if outcome is None:
         return None
+    if outcome.fix is not None:
+        for step in outcome.fix.steps:  # a step's layer, where the check left it: the check's
+            step.layer = step.layer or LAYER_OF[chk.section]
     return Finding(
         chk.id,
         chk.section,

@@ -2,7 +2,8 @@
 
 A finding names what it concerns as data (`subjects`: GPU indices and UUIDs, the Python
 environment, library paths) so a fleet script can join it to its inventory, and its fix is a
-record: the sentence for a person, and the commands in it, ready to run, for a script.
+record of ordered steps (model/fix.py): a sentence for a person, and for a script each
+step's command, the tool it is for, and the packages and GPUs it changes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from typing import TypeVar
 
 from msgspec import Struct, field
 
+from gpucheck.model.fix import Fix, FixV2
+from gpucheck.model.types import GpuRef
+
 T = TypeVar("T")
+
+__all__ = ["Finding", "Fix", "GpuRef", "Outcome", "Section", "Status", "Subjects"]
 
 
 class Status(str, enum.Enum):
@@ -40,14 +46,6 @@ class Section(str, enum.Enum):
         return {"gpus": "GPUs", "cuda": "CUDA", "cudnn": "cuDNN"}.get(
             self.value, self.value.title()
         )
-
-
-class GpuRef(Struct, frozen=True):
-    """One GPU a finding concerns, by every name a fleet may key it on."""
-
-    index: int
-    uuid: str | None = None
-    pci_bus_id: str | None = None
 
 
 class Subjects(Struct):
@@ -77,34 +75,17 @@ def _union(a: list[T], b: list[T]) -> list[T]:
     return out
 
 
-# Commands inside a fix's sentence are written between backticks: the person reads them in
-# place, a script takes them from `commands` in order.
-_COMMAND = re.compile(r"`([^`]+)`")
-
-
-class Fix(Struct):
-    """How to repair what a finding found."""
-
-    text: str  # the whole remedy, for a person; commands appear in it between backticks
-    commands: list[str] = field(default_factory=list)  # each command of the text, in order
-
-    @classmethod
-    def of(cls, text: str) -> Fix:
-        return cls(text, [c.strip() for c in _COMMAND.findall(text)])
-
-    @classmethod
-    def joined(cls, fixes: list[Fix]) -> Fix | None:
-        texts = _union([], [f.text for f in fixes])
-        if not texts:
-            return None
-        return cls("; ".join(texts), _union([], [c for f in fixes for c in f.commands]))
-
-
+# TRANSITIONAL (goes once every check builds its Fix with model/fix.py's constructors): a
+# bare sentence is still taken, its backticked commands as shell steps, as 2.x read them.
 FixLike = Fix | str | None
+_BACKTICKED = re.compile(r"`([^`]+)`")
 
 
 def as_fix(fix: FixLike) -> Fix | None:
-    return Fix.of(fix) if isinstance(fix, str) else fix
+    if not isinstance(fix, str):
+        return fix
+    commands = [c.strip() for c in _BACKTICKED.findall(fix)]
+    return FixV2(fix, commands).upgraded()
 
 
 class Outcome(Struct):

@@ -25,3 +25,11 @@ class ChildFailure(Struct):
     signal: str | None = None  # crashed: "SIGSEGV", "SIGABRT"
     exit_code: Int | None = None  # exited: its status
     stderr_tail: str | None = None  # its last line on stderr, where it said one
+
+
+class GpuRef(Struct, frozen=True):
+    """One GPU a finding or a fix step concerns, by every name a fleet may key it on."""
+
+    index: int
+    uuid: str | None = None
+    pci_bus_id: str | None = None

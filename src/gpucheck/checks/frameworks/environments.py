@@ -20,6 +20,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Fix, Outcome, Section, Status, Subjects
+from gpucheck.model.fix import Change, Layer, Step, Tool, run
 
 # --- environments ------------------------------------------------------------------------------
 
@@ -69,6 +70,34 @@ def pip(ctx: Context, env: PythonEnvironment, command: str) -> str:
         return command
     python = f'"{env.python}"' if " " in env.python else env.python
     return _PIP.sub(lambda _: f"{python} -m pip ", command)
+
+
+def pip_step(
+    ctx: Context,
+    env: PythonEnvironment,
+    text: str,
+    command: str,
+    changes: Iterable[Change] = (),
+    layer: Layer | None = None,
+) -> Step:
+    """A pip command for this environment (see pip) as a fix step, naming the interpreter it
+    is for and the distributions it changes."""
+    return run(
+        text, pip(ctx, env, command), Tool.PIP, changes=changes, environment=env.python, layer=layer
+    )
+
+
+def change(
+    env: PythonEnvironment,
+    name: str,
+    to_version: str | None = None,
+    *,
+    requirement: str | None = None,
+    remove: bool = False,
+) -> Change:
+    """A distribution this environment's step changes, from the version installed here."""
+    dist = env.dist(name)
+    return Change(name, dist.version if dist else None, to_version, requirement, remove)
 
 
 def runtime(env: PythonEnvironment, framework: str) -> FrameworkRuntime | None:

@@ -1,0 +1,214 @@
+"""A fix as data: the ordered steps that repair what a finding found.
+
+Each step is a sentence for a person and, where one exists, the exact command with the tool it
+is for (pip, conda, apt, a shell, an environment variable), the distributions it moves from one
+version to another and the GPUs it touches. A step no command can do says what it is instead
+(`manual`, `reboot`, `hardware`, `info`). Steps of `option` 0 are the recommended way; a higher
+option is another way to the same end. So a script runs the commands, and a later planner can
+merge the fixes of many findings into one ordered, deduplicated plan (by `layer`, then by the
+distributions each step changes), without reading prose.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import Literal
+
+from msgspec import Struct, field
+
+from gpucheck.model.types import GpuRef
+
+
+class StepKind(str, enum.Enum):
+    COMMAND = "command"  # run `command` with `tool`
+    MANUAL = "manual"  # a person's change no one command makes: a config file, the job, a BIOS
+    REBOOT = "reboot"  # restart the machine (or the VM / WSL)
+    HARDWARE = "hardware"  # physical work: reseat, cooling, power, replace the GPU
+    INFO = "info"  # nothing to change: what to look at, read or report
+
+
+class Tool(str, enum.Enum):
+    """What a step's command is for: the installer or platform that runs it."""
+
+    PIP = "pip"
+    UV = "uv"
+    CONDA = "conda"
+    APT = "apt"
+    DNF = "dnf"
+    SHELL = "shell"  # a POSIX shell command (nvidia-smi, modprobe, systemctl, ...)
+    ENV = "env"  # set or unset an environment variable (`export X=Y`, `unset X`)
+    POWERSHELL = "powershell"  # Windows
+
+
+class Layer(str, enum.Enum):
+    """The layer a step changes. A plan runs lower layers first: a framework build is chosen
+    for the driver, an extension for the framework."""
+
+    SYSTEM = "system"
+    DRIVER = "driver"
+    GPUS = "gpus"
+    CUDA = "cuda"
+    CUDNN = "cudnn"
+    FRAMEWORKS = "frameworks"
+    EXTENSIONS = "extensions"
+    JOB = "job"  # the workload itself: its batch size, its GPU count, where it runs
+
+
+LAYER_ORDER: tuple[Layer, ...] = tuple(Layer)
+
+
+class Change(Struct, frozen=True):
+    """One package a step installs, replaces or removes (a Python distribution for pip/uv/conda
+    steps, a system package for apt/dnf steps)."""
+
+    name: str
+    from_version: str | None = None  # installed now; null: not installed (or unknown)
+    to_version: str | None = None  # installed after the step; null: removed, or the installer picks
+    requirement: str | None = None  # what the command asks for ("<2", ">=12.6.85"), if not exact
+    remove: bool = False
+
+
+class Step(Struct):
+    kind: StepKind
+    text: str  # the step, for a person; a command is not repeated in it
+    command: str | None = None  # exactly what to run (kind "command")
+    tool: Tool | None = None
+    changes: list[Change] = field(default_factory=list)
+    gpus: list[GpuRef] = field(default_factory=list)  # the GPUs it acts on (empty: none, or all)
+    environment: str | None = None  # the Python interpreter a pip/uv/conda step is for
+    layer: Layer | None = None  # the runner fills in the check's own layer where a check leaves it
+    option: int = 0  # 0: the recommended way; n: the nth other way to the same end
+
+    def sentence(self) -> str:
+        if self.command is None:
+            return self.text
+        return f"{self.text}: `{self.command}`" if self.text else f"`{self.command}`"
+
+
+class Fix(Struct):
+    """How to repair what a finding found."""
+
+    text: str  # the whole remedy, for a person: the steps' sentences, in order
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def commands(self) -> list[str]:
+        """The recommended way's commands, in order."""
+        return [s.command for s in self.steps if s.command is not None and s.option == 0]
+
+    @property
+    def runnable(self) -> bool:
+        """Whether any step is a command a script can run."""
+        return any(s.command is not None for s in self.steps)
+
+    @classmethod
+    def joined(cls, fixes: Iterable[Fix]) -> Fix | None:
+        """Several findings' fixes as one (e.g. one per environment): their steps in order, each
+        once."""
+        texts: list[str] = []
+        steps: list[Step] = []
+        for fix in fixes:
+            if fix.text not in texts:
+                texts.append(fix.text)
+            steps += [s for s in fix.steps if s not in steps]
+        return cls("; ".join(texts), steps) if texts else None
+
+
+# --- constructors the checks use -------------------------------------------------------------
+
+OR: Literal["or"] = "or"  # in make_fix(...): the steps after it are another way to the same end
+
+
+def make_fix(*parts: Step | Literal["or"] | None) -> Fix:
+    """A fix of these steps, in order; `OR` starts another way (None parts are left out)."""
+    steps: list[Step] = []
+    option = 0
+    for part in parts:
+        if part is None:
+            continue
+        if part == OR:
+            option += 1 if steps else 0
+            continue
+        assert isinstance(part, Step)
+        part.option = option
+        steps.append(part)
+    return Fix(render(steps), steps)
+
+
+def render(steps: list[Step]) -> str:
+    """The steps as one text: '; ' between steps, '; or ' before another way."""
+    out = ""
+    for i, step in enumerate(steps):
+        said = step.sentence()
+        if i == 0:
+            out = said[:1].upper() + said[1:]
+        elif step.option != steps[i - 1].option:
+            out += "; or " + said[:1].lower() + said[1:]
+        else:
+            out += "; " + said
+    return out
+
+
+def run(
+    text: str,
+    command: str,
+    tool: Tool = Tool.SHELL,
+    *,
+    changes: Iterable[Change] = (),
+    gpus: Iterable[GpuRef] = (),
+    environment: str | None = None,
+    layer: Layer | None = None,
+) -> Step:
+    """A step that is a command."""
+    return Step(
+        StepKind.COMMAND,
+        text,
+        command,
+        tool,
+        list(changes),
+        list(gpus),
+        environment,
+        layer,
+    )
+
+
+def set_env(name: str, value: str, text: str = "", layer: Layer | None = None) -> Step:
+    return run(text, f"export {name}={value}", Tool.ENV, layer=layer)
+
+
+def unset_env(name: str, text: str = "", layer: Layer | None = None) -> Step:
+    return run(text, f"unset {name}", Tool.ENV, layer=layer)
+
+
+def manual(text: str, layer: Layer | None = None, gpus: Iterable[GpuRef] = ()) -> Step:
+    return Step(StepKind.MANUAL, text, gpus=list(gpus), layer=layer)
+
+
+def reboot(text: str = "reboot") -> Step:
+    return Step(StepKind.REBOOT, text, layer=Layer.SYSTEM)
+
+
+def hardware(text: str, gpus: Iterable[GpuRef] = ()) -> Step:
+    return Step(StepKind.HARDWARE, text, gpus=list(gpus), layer=Layer.GPUS)
+
+
+def info(text: str, layer: Layer | None = None) -> Step:
+    return Step(StepKind.INFO, text, layer=layer)
+
+
+# --- reading older reports -------------------------------------------------------------------
+
+
+class FixV2(Struct):
+    """A fix as report schema 2.x wrote it: a sentence and the commands in it."""
+
+    text: str
+    commands: list[str] = field(default_factory=list)
+
+    def upgraded(self) -> Fix:
+        """The same fix as a 3.0 record: its commands as shell steps, or, with none, the
+        sentence as one manual step (2.x did not say which tool a command was for)."""
+        if not self.commands:
+            return Fix(self.text, [manual(self.text)])
+        return Fix(self.text, [run("", c) for c in self.commands])
