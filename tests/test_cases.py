@@ -226,7 +226,7 @@ def diagnose(case: dict[str, Any]) -> dict[str, Any]:
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.run(["doctor", "--from", path, "--json"])
+            code = cli.run(["doctor", "--from", path, "--json", *case.get("args", [])])
     finally:
         os.unlink(path)
     if code not in (0, 1):

@@ -616,6 +616,28 @@ def test_tensorflow_loader_warnings_of_the_deep_pass_fail_even_when_the_wheels_a
     assert the(snap, "frameworks.smoke-test").status is Status.SKIP
 
 
+def test_tensorflow_trt_warnings_are_not_missing_cuda_libraries() -> None:
+    """TensorRT is optional for TensorFlow: the libnvinfer lines every pip TF prints without
+    it fail nothing (hiyouga/LlamaFactory#3673: training runs with 'TF-TRT Warning: Could not
+    find TensorRT'; tensorflow/tensorflow#64809)."""
+    env = fb.with_tensorflow(fb.environment())
+    fb.imported(
+        env,
+        "tensorflow",
+        1,
+        warnings=[
+            "W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] Could "
+            "not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open "
+            "shared object file: No such file or directory",
+            "W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Could not "
+            "find TensorRT",
+        ],
+    )
+    snap = fb.on(builders.h100_node(1), env, deep=True)
+    assert the(snap, "tensorflow.cuda-libraries").status is Status.PASS
+    assert all(f.status is not Status.FAIL for f in run_checks(snap))
+
+
 # --- tensorflow.python and tensorflow.keras ------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
 from gpucheck.gpu_holders import GpuAccount, Holder, merge
 from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.fix import OR, make_fix, run, set_env
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 GIB = 1024**3
@@ -141,17 +142,42 @@ def mig(ctx: Context) -> Outcome | None:
         cvd = vis.value
         uuids = [m.uuid for m in slices if m.uuid]
         first = uuids[0] if uuids else "MIG-<uuid>"
+        picked = slices[0]
         others = f" (the others: {', '.join(uuids[1:])})" if len(uuids) > 1 else ""
         listing = "" if uuids else " (`nvidia-smi -L` lists the UUIDs)"
-        return Outcome.fail(
-            f"MIG is on and CUDA_VISIBLE_DEVICES names no MIG slice: a CUDA process sees one "
-            f"slice of {len(slices)}",
+        choose = make_fix(
+            set_env(
+                "CUDA_VISIBLE_DEVICES",
+                first,
+                f"A CUDA process uses one MIG slice, chosen by its UUID: run one process per "
+                f"slice, each with its own{others}{listing}",
+            ),
+            OR,
+            run(
+                "to use the whole GPU in one process, turn MIG off (then reset the GPU)",
+                f"sudo nvidia-smi -i {indices(visible_on)} -mig 0",
+                gpus=gpu_subjects(visible_on).gpus,
+            ),
+        )
+        which = f"{picked.name or 'MIG device'} {picked.uuid or ''}".strip()
+        if cvd is None:
+            # Unset is the common healthy case (one job per slice, or a single-slice job):
+            # CUDA runs on the first slice it enumerates. Information, not a failure; a job
+            # that needs several GPUs is judged by --min-gpus.
+            return Outcome.info(
+                f"MIG is on: with CUDA_VISIBLE_DEVICES unset, a CUDA process sees one slice of "
+                f"{len(slices)} ({which})",
+                *evidence,
+                "CUDA_VISIBLE_DEVICES is unset",
+                fix=choose,
+                subjects=gpu_subjects(visible_on),
+            )
+        return Outcome.warn(
+            f"MIG is on and CUDA_VISIBLE_DEVICES names whole GPUs, not MIG slices: a CUDA "
+            f"process sees one slice of {len(slices)} ({which})",
             *evidence,
-            "CUDA_VISIBLE_DEVICES " + ("is unset" if cvd is None else f"= {cvd!r}"),
-            fix="A CUDA process uses one MIG slice, chosen by its UUID: run one process per "
-            f"slice, each with its own, e.g. `export CUDA_VISIBLE_DEVICES={first}`"
-            f"{others}{listing}; to use the whole GPU in one process, turn MIG off: "
-            f"`sudo nvidia-smi -i {indices(visible_on)} -mig 0` (then reset the GPU).",
+            f"CUDA_VISIBLE_DEVICES = {cvd!r}",
+            fix=choose,
             subjects=gpu_subjects(visible_on),
         )
     evidence.append(

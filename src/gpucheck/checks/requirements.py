@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from gpucheck.checks.context import Context, gib, gpu_label
+from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.fix import OR, Layer, make_fix, manual, run, set_env
 from gpucheck.model.snapshot import GpuFacts
 
 
@@ -30,18 +31,49 @@ def min_gpus(ctx: Context) -> Outcome | None:
     want = ctx.requirements.min_gpus
     if want is None:
         return None
-    have = _usable(ctx)
-    shown = f"{len(have)} usable GPU(s)" + (
-        f" of {len(ctx.gpus)} (CUDA_VISIBLE_DEVICES)" if len(have) < len(ctx.gpus) else ""
+    usable = _usable(ctx)
+    whole = [g for g in usable if not g.mig_enabled]
+    sliced = [g for g in usable if g.mig_enabled and g.mig_devices]
+    # One CUDA process enumerates a single MIG device, whatever CUDA_VISIBLE_DEVICES lists
+    # (NVIDIA's MIG user guide, "CUDA Device Enumeration"): the slices count as one.
+    have = len(whole) + (1 if sliced else 0)
+    shown = f"{have} usable GPU(s)" + (
+        f" of {len(ctx.gpus)} (CUDA_VISIBLE_DEVICES)" if len(usable) < len(ctx.gpus) else ""
     )
-    if len(have) >= want:
+    if have >= want:
         return Outcome.passed(f"At least {want} GPU(s): {shown}")
+    evidence = [shown]
+    if sliced:
+        count = sum(len(g.mig_devices) for g in sliced)
+        evidence.append(f"MIG is on: {count} MIG slice(s), of which one CUDA process sees one")
+        first = next((m.uuid for g in sliced for m in g.mig_devices if m.uuid), "MIG-<uuid>")
+        fix = make_fix(
+            set_env(
+                "CUDA_VISIBLE_DEVICES",
+                first,
+                "A CUDA process uses one MIG slice: run one process per slice, each with "
+                "CUDA_VISIBLE_DEVICES=MIG-<uuid> of its own (`nvidia-smi -L` lists them)",
+            ),
+            OR,
+            run(
+                f"for {want} GPUs in one process, turn MIG off (then reset the GPUs)",
+                f"sudo nvidia-smi -i {indices(sliced)} -mig 0",
+                gpus=gpu_subjects(sliced).gpus,
+            ),
+        )
+    else:
+        fix = make_fix(
+            manual(
+                f"run the job on a node with {want} or more GPUs, or fix the problems above "
+                "that hide GPUs",
+                layer=Layer.JOB,
+            )
+        )
     return Outcome.fail(
-        f"Needs {want} GPU(s), has {len(have)}",
-        shown,
+        f"Needs {want} GPU(s), has {have}",
+        *evidence,
         *([] if ctx.nvml_ok else ["the driver gives no GPU list (see driver checks)"]),
-        fix=f"Run the job on a node with {want} or more GPUs, or fix the problems above that "
-        "hide GPUs.",
+        fix=fix,
     )
 
 

@@ -34,6 +34,7 @@ from gpucheck.checks.frameworks.packages import (
     soname_major,
 )
 from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
+from gpucheck.checks.frameworks.tensorflow_libraries import essential_loader_warning
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
@@ -387,7 +388,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         )
     keys = ("cuda", "gpu", "driver", "backend", "dlopen", "dynamic library")
     hints = [w for w in rt.warnings if any(k in w.lower() for k in keys)]
-    if rt.framework == "tensorflow" and any("dlopen" in w or "dynamic library" in w for w in hints):
+    if rt.framework == "tensorflow" and any(essential_loader_warning(w) for w in hints):
         return Outcome.skip(
             f"{name} sees no GPU: it could not load its CUDA libraries "
             "(see tensorflow.cuda-libraries)"

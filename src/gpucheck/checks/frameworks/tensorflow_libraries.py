@@ -43,6 +43,16 @@ TF_ESSENTIAL = (
     "nvjitlink",
 )
 LOADER_WARNINGS = ("Could not load dynamic library", "Cannot dlopen some GPU libraries")
+# TensorRT is optional for TensorFlow (TF-TRT only): "Could not load dynamic library
+# 'libnvinfer.so.7'" and "TF-TRT Warning: Could not find TensorRT" cost no GPU. The tensorrt
+# checks say what TensorRT there is; these lines never make TensorFlow's CUDA libraries fail.
+OPTIONAL_LOADS = ("libnvinfer", "TF-TRT")
+
+
+def essential_loader_warning(line: str) -> bool:
+    """A TensorFlow loader warning about a library it needs for the GPU (not TensorRT)."""
+    return any(k in line for k in LOADER_WARNINGS) and not any(k in line for k in OPTIONAL_LOADS)
+
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -68,7 +78,7 @@ def _loader_warnings(env: PythonEnvironment) -> list[str]:
     deep = runtime(env, "tensorflow")
     if deep is None:
         return []
-    return [w for w in deep.warnings if any(k in w for k in LOADER_WARNINGS)]
+    return [w for w in deep.warnings if essential_loader_warning(w)]
 
 
 @framework_check(
