@@ -1119,3 +1119,30 @@ def test_tensorflow_skipping_a_gpu_it_has_no_code_for_is_named_as_the_cause() ->
         e.startswith("TensorFlow ignores GPUs it has no code for: GPU 1") for e in f.evidence
     )
     assert f.fix and "tensorflow.arch-support" in f.fix.text
+
+
+# --- several frameworks in one environment (issue 23: FAIL only when the job cannot run) -------
+
+
+def test_an_incidental_cpu_jaxlib_beside_a_cuda_torch_warns_on_jax_only() -> None:
+    # A CUDA torch (the framework the user runs) and a CPU-only jaxlib another package pulled in.
+    env = fb.with_jax(fb.with_torch(fb.environment()), plugin=None)
+    snap = fb.on(builders.h100_node(1), env)
+    f = the(snap, "jax.cpu-build")
+    assert f.status is Status.WARN
+    assert f.title.endswith("(code using torch 2.5.1+cu124 here can)")
+    assert f.fix is not None and "jax[cuda" in f.fix.text
+    assert all(x.status is not Status.FAIL for x in run_checks(snap))
+
+
+def test_a_cpu_jaxlib_alone_still_fails() -> None:
+    snap = fb.on(builders.h100_node(1), fb.with_jax(fb.environment(), plugin=None))
+    assert the(snap, "jax.cpu-build").status is Status.FAIL
+
+
+def test_a_cpu_torch_beside_a_cuda_torch_that_saw_no_gpu_still_fails() -> None:
+    # --deep imported the CUDA TensorFlow and it saw no GPU: it does not count as working.
+    env = fb.with_tensorflow(fb.with_torch(fb.environment(), version="2.5.1+cpu", cuda=None))
+    fb.imported(env, "tensorflow", 0)
+    snap = fb.on(builders.h100_node(1), env, deep=True)
+    assert the(snap, "torch.cpu-build").status is Status.FAIL

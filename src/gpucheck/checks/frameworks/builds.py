@@ -258,3 +258,27 @@ def cupy_cuda(name: str) -> tuple[str, bool] | None:
         return None
     major, rest = match.groups()
     return (f"{int(major)}.0", True) if rest == "x" else (f"{int(major)}.{rest}", False)
+
+
+# --- several frameworks in one environment --------------------------------------------------
+
+
+def gpu_frameworks_beside(env: PythonEnvironment, framework: str) -> list[str]:
+    """The other frameworks of this environment that are CUDA builds (and, where --deep imported
+    them, saw a GPU): with one of them working, a CPU-only build of `framework` (a jaxlib another
+    package pulled in) costs only the code that uses it, not the machine's GPUs."""
+    found = []
+    torch, tf, jax = torch_facts(env), tf_facts(env), jax_facts(env)
+    builds = {
+        "torch": (torch.name if torch and torch.kind == "cuda" else None),
+        "tensorflow": (tf.name if tf and tf.kind == "cuda" else None),
+        "jax": (jax.name if jax and jax.majors else None),
+    }
+    for name, described in builds.items():
+        if name == framework or described is None:
+            continue
+        deep = runtime(env, name)
+        if deep is not None and (deep.status != "ok" or not deep.device_count):
+            continue  # imported and saw no GPU: not a working GPU framework
+        found.append(described)
+    return found

@@ -4,7 +4,12 @@ the CUDA of JAX's plugin and of CuPy's wheel runs on this driver."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.builds import JaxFacts, cupy_cuda, jax_facts
+from gpucheck.checks.frameworks.builds import (
+    JaxFacts,
+    cupy_cuda,
+    gpu_frameworks_beside,
+    jax_facts,
+)
 from gpucheck.checks.frameworks.driver import (
     cc_list,
     driver_outcome,
@@ -111,8 +116,13 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
         return Outcome.skip(
             f"{j.name} is CPU-only; whether this machine has an NVIDIA GPU is not known"
         )
-    return Outcome.fail(
-        f"{j.name} is CPU-only: JAX cannot use this machine's NVIDIA GPU(s)",
+    # A jaxlib another package pulled in, beside a working torch or TensorFlow, costs only
+    # what runs JAX: a warning on JAX, not a machine that cannot use its GPUs.
+    beside = gpu_frameworks_beside(env, "jax")
+    verdict = Outcome.warn if beside else Outcome.fail
+    return verdict(
+        f"{j.name} is CPU-only: JAX cannot use this machine's NVIDIA GPU(s)"
+        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
         evidence,
         gpus_line(ctx),
         fix=jax_fix(ctx, env),

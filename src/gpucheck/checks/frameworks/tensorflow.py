@@ -11,7 +11,12 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import coverage, parse_arch_list
-from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow, tf_facts
+from gpucheck.checks.frameworks.builds import (
+    TfFacts,
+    gpu_frameworks_beside,
+    pick_tensorflow,
+    tf_facts,
+)
 from gpucheck.checks.frameworks.driver import (
     cc_list,
     driver_outcome,
@@ -139,8 +144,11 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
             "tensorflow.windows-native)"
         )
     fix = windows_fix(ctx, env) if _windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
-    return Outcome.fail(
-        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)",
+    beside = gpu_frameworks_beside(env, "tensorflow")
+    verdict = Outcome.warn if beside else Outcome.fail
+    return verdict(
+        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
+        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
         t.evidence,
         gpus_line(ctx),
         fix=fix,

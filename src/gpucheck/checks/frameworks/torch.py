@@ -8,6 +8,7 @@ from gpucheck.checks.frameworks.arch import Compiled, compiled_from, coverage, p
 from gpucheck.checks.frameworks.builds import (
     KIND_TEXT,
     TorchFacts,
+    gpu_frameworks_beside,
     pick_torch,
     torch_facts,
     torch_fix,
@@ -49,8 +50,11 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
         return Outcome.skip(
             f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
         )
-    return Outcome.fail(
-        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)",
+    beside = gpu_frameworks_beside(env, "torch")
+    verdict = Outcome.warn if beside else Outcome.fail
+    return verdict(
+        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
+        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
         t.evidence,
         gpus_line(ctx),
         fix=torch_fix(ctx, env, cc_list(targets(ctx))),
