@@ -1146,3 +1146,30 @@ def test_a_cpu_torch_beside_a_cuda_torch_that_saw_no_gpu_still_fails() -> None:
     fb.imported(env, "tensorflow", 0)
     snap = fb.on(builders.h100_node(1), env, deep=True)
     assert the(snap, "torch.cpu-build").status is Status.FAIL
+
+
+# --- forward compatibility: judge against the libcuda that is loaded (issue 23) ------------------
+
+
+def _forward_compat_node() -> Snapshot:
+    """An H100 on an R570 driver (CUDA 12.8) whose loaded libcuda is the cuda-compat package's
+    CUDA 13.0 one, as NGC images set it up: cuInit succeeds with it."""
+    snap = builders.node([builders.h100(0)], driver="570.172.08", cuda=12080)
+    snap.system.nvidia_module_version = "570.172.08"
+    snap.cuda.driver.driver_version = 13000
+    snap.cuda.driver.library_path = "/usr/local/cuda-13.0/compat/libcuda.so.1"
+    return snap
+
+
+def test_a_cuda_13_torch_runs_on_r570_through_a_forward_compatible_libcuda() -> None:
+    env = fb.with_torch(fb.environment(), version="2.9.0+cu130", cuda="13.0")
+    f = the(fb.on(_forward_compat_node(), env), "torch.cuda-driver")
+    assert f.status is Status.PASS
+    assert "/usr/local/cuda-13.0/compat/libcuda.so.1" in " ".join([f.title, *f.evidence])
+
+
+def test_without_the_compat_libcuda_the_same_torch_fails_on_r570() -> None:
+    snap = _forward_compat_node()
+    snap.cuda.driver.driver_version = 12080  # the driver's own libcuda
+    env = fb.with_torch(fb.environment(), version="2.9.0+cu130", cuda="13.0")
+    assert the(fb.on(snap, env), "torch.cuda-driver").status is Status.FAIL

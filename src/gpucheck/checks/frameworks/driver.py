@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from msgspec import Struct
+from packaging.version import Version
 
 from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.frameworks.environments import version_key
-from gpucheck.compat import driver_text, parse_version
+from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.finding import Outcome, Status
 
@@ -74,6 +75,17 @@ def upgrade_driver(ctx: Context, cuda: str) -> str:
     return f"upgrade the NVIDIA driver to one that supports CUDA {mm or cuda}"
 
 
+def forward_cuda(ctx: Context) -> Version | None:
+    """The CUDA of the libcuda loaded here where it is newer than the kernel driver's (NVML's)
+    and cuInit succeeded with it: CUDA forward compatibility (the cuda-compat package on a
+    data-centre GPU). None otherwise: judge against the driver's own CUDA."""
+    drv = ctx.snapshot.cuda.driver
+    nvml = ctx.snapshot.nvml.cuda_driver_version
+    if drv.init_result != 0 or not drv.driver_version or not nvml or drv.driver_version <= nvml:
+        return None
+    return major_minor(cuda_from_int(drv.driver_version))
+
+
 def judge_driver(ctx: Context, cuda: str) -> tuple[Status, str] | None:
     """Does a build that brings CUDA `cuda` run on this driver? FAIL (no), INFO (yes, through
     minor version compatibility, PTX JIT aside), PASS, or None (unknown)."""
@@ -81,6 +93,15 @@ def judge_driver(ctx: Context, cuda: str) -> tuple[Status, str] | None:
     want = major_minor(cuda)
     if driver is None or want is None:
         return None
+    forward = forward_cuda(ctx)
+    if forward is not None and want <= forward:
+        # The libcuda this process loads (the cuda-compat package, an NGC image) is newer than
+        # the kernel driver's branch and cuInit succeeded with it: frameworks load the same one.
+        return Status.PASS, (
+            f"the libcuda loaded here ({ctx.snapshot.cuda.driver.library_path or 'libcuda'}) "
+            f"runs CUDA {forward} on driver {driver} through forward compatibility: runs CUDA "
+            f"{want}"
+        )
     runs = ctx.compat.cuda_runs_on_driver(cuda, driver, ctx.os)
     if runs is None:
         return None
