@@ -13,6 +13,7 @@ from framework_builders import COMPAT
 from more_builders import finding, run_checks, the
 from packaging.version import Version
 
+from gpucheck.checks.frameworks.builds import jaxlib_cuda
 from gpucheck.compat.answers import tf_install
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Section, Status
@@ -1173,3 +1174,32 @@ def test_without_the_compat_libcuda_the_same_torch_fails_on_r570() -> None:
     snap.cuda.driver.driver_version = 12080  # the driver's own libcuda
     env = fb.with_torch(fb.environment(), version="2.9.0+cu130", cuda="13.0")
     assert the(fb.on(snap, env), "torch.cuda-driver").status is Status.FAIL
+
+
+# --- old jaxlib local versions (issue 23) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "cuda"),
+    [
+        ("0.1.65+cuda112", "11.2"),  # the 0.1.x wheels: major and minor run together
+        ("0.1.57+cuda102", "10.2"),
+        ("0.1.55+cuda92", "9.2"),
+        ("0.1.74+cuda11.cudnn82", "11"),  # later: the major alone, then cuDNN 8.2
+        ("0.4.14+cuda12.cudnn89", "12"),
+        ("0.4.30", None),
+    ],
+)
+def test_jaxlib_local_tags_name_their_cuda(version: str, cuda: str | None) -> None:
+    assert jaxlib_cuda(version) == cuda
+
+
+def test_a_cuda112_jaxlib_is_judged_as_cuda_11_2_not_112() -> None:
+    env = fb.environment()
+    fb.add(env, "jax", "0.2.10")
+    fb.add(env, "jaxlib", "0.1.65+cuda112")
+    # Driver 450.80.02: CUDA 11.0's; CUDA 11.2 runs there through minor version compatibility.
+    snap = builders.node([builders.h100(0)], driver="450.80.02", cuda=11000)
+    f = the(fb.on(snap, env), "jax.cuda-driver")
+    text = " ".join([f.title, *f.evidence])
+    assert "CUDA 11.2" in text and "112" not in text.replace("0.1.65+cuda112", "")

@@ -210,6 +210,7 @@ class JaxFacts(Struct, frozen=True):
     jaxlib: str | None
     plugins: tuple[Distribution, ...]  # jax-cudaNN-plugin / -pjrt
     monolithic: int | None  # CUDA major of a jaxlib+cudaNN.cudnnMM wheel
+    monolithic_cuda: str | None = None  # its CUDA as the tag says it: "11.2" (+cuda112), "11"
 
     @property
     def majors(self) -> list[int]:
@@ -229,8 +230,23 @@ def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
     if jax is None and jaxlib is None and not plugins:
         return None
     version = jaxlib.version if jaxlib else None
+    cuda = jaxlib_cuda(version)
+    return JaxFacts(version, plugins, int(cuda.split(".")[0]) if cuda else None, cuda)
+
+
+def jaxlib_cuda(version: str | None) -> str | None:
+    """The CUDA a monolithic jaxlib's local tag names. The 0.1.x wheels wrote MAJOR and MINOR
+    run together (+cuda112: CUDA 11.2, +cuda102: 10.2, +cuda92: 9.2); later ones the major
+    alone (+cuda11.cudnn82: CUDA 11, +cuda12.cudnn89: 12). Never "CUDA 112"."""
     match = _JAXLIB_CUDA.search(version or "")
-    return JaxFacts(version, plugins, int(match.group(1)) if match else None)
+    if match is None:
+        return None
+    digits = match.group(1)
+    if len(digits) == 3:
+        return f"{int(digits[:2])}.{digits[2]}"
+    if len(digits) == 2 and int(digits) >= 90:
+        return f"{digits[0]}.{digits[1]}"
+    return str(int(digits))
 
 
 _JAXLIB_CUDNN = re.compile(r"\+cuda[0-9]+\.cudnn([0-9])([0-9]+)$")

@@ -145,7 +145,13 @@ def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcom
         dist = _cuda_runtime_dist(env, major)
         mm = major_minor(dist.version) if dist else None
         # Without its pip runtime, only the major is known: judged at the major's floor.
-        cuda = str(mm) if mm is not None and mm.major == major else f"{major}.0"
+        tagged = j.monolithic_cuda if j.monolithic == major else None
+        if mm is not None and mm.major == major:
+            cuda = str(mm)
+        elif tagged is not None and "." in tagged:
+            cuda = tagged  # the 0.1.x tag names the minor too: +cuda112 is CUDA 11.2
+        else:
+            cuda = f"{major}.0"
         source = f"its CUDA runtime: {dist.name} {dist.version}" if dist else None
         plugins = [p.name for p in j.plugins if p.name.startswith(f"jax-cuda{major}-")]
 
