@@ -445,3 +445,21 @@ def test_docker_without_the_toolkit_is_info_and_with_it_passes() -> None:
     full = _docker_host("nvidia-ctk", "nvidia-container-cli", "nvidia-container-runtime")
     assert the(full, "system.container-gpu-access").status is Status.PASS
     assert finding(builders.workstation(), "system.container-gpu-access") is None  # no engine
+
+
+def test_nova_core_bound_to_the_gpu_fails_like_nouveau_with_its_own_blacklist() -> None:
+    # beclab/Olares#3963: Ubuntu 26.04's 7.0 kernel, "NVRM: GPU ... is already bound to NovaCore".
+    snap = builders.workstation()
+    snap.system.nova_core_loaded = True
+    snap.system.nouveau_loaded = False
+    snap.system.pci_gpus[0].driver = "NovaCore"
+    f = the(snap, "system.nouveau")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("nova_core, not NVIDIA's driver")
+    assert f.fix is not None
+    assert f.fix.commands == [
+        'printf "blacklist nova_core\\nblacklist nova_drm\\n" | sudo tee '
+        "/etc/modprobe.d/blacklist-nova-core.conf",
+        "sudo update-initramfs -u",
+    ]
+    assert "nouveau" not in f.fix.text

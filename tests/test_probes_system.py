@@ -246,6 +246,19 @@ def test_nouveau_loaded_and_nvidia_not(tree: Tree) -> None:
     assert facts.nvidia_modules == []
 
 
+def test_nova_core_loaded_and_bound(tree: Tree) -> None:
+    tree.write(
+        "proc/modules",
+        "nova_core 204800 0 - Live 0x0000000000000000\n"
+        "nova_drm 16384 0 - Live 0x0000000000000000\n",
+    )
+    tree.pci("0000:01:00.0", "0x10de", "0x2504", "0x030000", driver="NovaCore")
+    facts = probe(tree)
+    assert facts.nova_core_loaded is True
+    assert facts.nouveau_loaded is False
+    assert facts.pci_gpus[0].driver == "NovaCore"
+
+
 def test_modules_from_sys_module_when_proc_modules_is_missing(tree: Tree) -> None:
     (tree.root / "sys/module/nvidia").mkdir(parents=True)
     (tree.root / "sys/module/nvidia_uvm").mkdir(parents=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpucheck.checks.context import Context, gpu_label, sentence
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.fix import Layer, make_fix, reboot, run
 
 CONTAINER_FIXES = {
     "kubernetes": (
@@ -141,25 +142,62 @@ def _container_host(ctx: Context) -> Outcome | None:
     return Outcome.passed(f"{engines} with the NVIDIA Container Toolkit", *evidence)
 
 
-@check("system.nouveau", Section.SYSTEM, "the open-source nouveau driver is not holding the GPU")
+# The open-source drivers that claim an NVIDIA GPU before nvidia.ko can: nouveau, and nova_core,
+# its Rust successor, which some distribution kernels build as a module (Ubuntu 26.04's 7.0
+# kernel: "NVRM: GPU 0000:01:00.0 is already bound to NovaCore", beclab/Olares#3963). Each is
+# blacklisted by its own module names.
+OPEN_DRIVERS = {
+    "nouveau": ("nouveau",),
+    "nova_core": ("nova_core", "nova_drm"),
+}
+
+
+def _open_driver(name: str | None) -> str | None:
+    """nouveau / nova_core for a PCI device's bound driver (sysfs says nova-core or NovaCore)."""
+    key = (name or "").lower().replace("-", "_")
+    if key == "novacore":
+        key = "nova_core"
+    return key if key in OPEN_DRIVERS else None
+
+
+@check("system.nouveau", Section.SYSTEM, "no open-source driver (nouveau, nova_core) holds the GPU")
 def nouveau(ctx: Context) -> Outcome | None:
     sysf = ctx.snapshot.system
-    bound = [d for d in sysf.pci_gpus if d.driver == "nouveau"]
-    if not sysf.nouveau_loaded and not bound:
+    bound = [(d, drv) for d in sysf.pci_gpus if (drv := _open_driver(d.driver))]
+    loaded = [
+        name
+        for name, flag in (("nouveau", sysf.nouveau_loaded), ("nova_core", sysf.nova_core_loaded))
+        if flag
+    ]
+    culprits = sorted({*loaded, *(drv for _, drv in bound)})
+    if not culprits:
         if not sysf.pci_gpus:
             return None
         if sysf.nouveau_loaded is None:
             return Outcome.skip("Could not tell whether nouveau is loaded (no module list)")
-        return Outcome.passed("nouveau is not loaded")
-    evidence = ["the nouveau kernel module is loaded"] if sysf.nouveau_loaded else []
-    evidence += [f"{d.address} is bound to nouveau" for d in bound]
+        return Outcome.passed("Neither nouveau nor nova_core is loaded")
+    evidence = [f"the {name} kernel module is loaded" for name in loaded]
+    evidence += [f"{d.address} is bound to {d.driver}" for d, _ in bound]
+    modules = [m for name in culprits for m in OPEN_DRIVERS[name]]
+    lines = "\\n".join(f"blacklist {m}" for m in modules)
+    if "nouveau" in culprits:
+        lines += "\\noptions nouveau modeset=0"
+    conf = "/etc/modprobe.d/blacklist-" + "-".join(culprits).replace("_", "-") + ".conf"
     return Outcome.fail(
-        "nouveau, not NVIDIA's driver, is driving the GPU (CUDA cannot run on it)",
+        f"{' and '.join(culprits)}, not NVIDIA's driver, holds the GPU (CUDA cannot run on it)",
         *evidence,
-        fix=(
-            'printf "blacklist nouveau\\noptions nouveau modeset=0\\n" | sudo tee '
-            "/etc/modprobe.d/blacklist-nouveau.conf && sudo update-initramfs -u && sudo reboot "
-            "(on RHEL/Fedora: sudo dracut --force instead of update-initramfs)"
+        fix=make_fix(
+            run(
+                f"blacklist {', '.join(modules)}",
+                f'printf "{lines}\\n" | sudo tee {conf}',
+                layer=Layer.DRIVER,
+            ),
+            run(
+                "rebuild the initramfs (on RHEL/Fedora: `sudo dracut --force`)",
+                "sudo update-initramfs -u",
+                layer=Layer.DRIVER,
+            ),
+            reboot(),
         ),
     )
 

@@ -129,6 +129,7 @@ class SystemFacts(Struct):
     kernel_log_nvrm: list[str] | None = None
     kernel_log_error: str | None = None
     nouveau_loaded: bool | None = None
+    nova_core_loaded: bool | None = None  # nouveau's Rust successor (Linux 6.15+), same effect
     secure_boot: bool | None = None
     device_nodes: list[DeviceNode] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # allowlisted variables only

@@ -112,6 +112,7 @@ def probe_system(
     if modules is not None:
         facts.nvidia_modules = [m for m in NVIDIA_MODULES if m in modules]
         facts.nouveau_loaded = "nouveau" in modules
+        facts.nova_core_loaded = "nova_core" in modules
         facts.nvidia_module_loaded = "nvidia" in modules
     banner = _read(root / "proc/driver/nvidia/version")
     if banner:
