@@ -709,12 +709,19 @@ def test_jax_cuda13_is_not_offered_to_a_gpu_older_than_cuda_13_supports() -> Non
     assert f.fix and '"jax[cuda12]"' in f.fix.text
 
 
-def test_jax_with_its_plugin_passes_and_a_stale_plugin_warns() -> None:
+def test_jax_with_its_plugin_passes_and_a_stale_plugin_fails_with_the_aligning_command() -> None:
     f = the(fb.on(builders.h100_node(1), fb.with_jax(fb.environment())), "jax.cpu-build")
     assert f.status is Status.PASS
     env = fb.add(fb.with_jax(fb.environment(), "0.4.31"), "jax-cuda12-plugin", "0.4.30")
     f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
-    assert f.status is Status.WARN and "does not match jaxlib 0.4.31" in f.title
+    # JAX does not load it at all: no GPU (issue 23). jaxlib stays; the plugin moves to it.
+    assert f.status is Status.FAIL and "does not match jaxlib 0.4.31" in f.title
+    assert f.fix is not None
+    assert f.fix.commands == ['pip install "jax-cuda12-plugin==0.4.31"']
+    (step,) = f.fix.steps
+    assert [(c.name, c.from_version, c.to_version) for c in step.changes] == [
+        ("jax-cuda12-plugin", "0.4.30", "0.4.31")
+    ]
 
 
 def test_jax_cuda13_plugin_on_driver_535_fails_with_the_cuda12_plugin_as_way_out() -> None:

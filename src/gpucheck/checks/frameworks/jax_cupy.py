@@ -18,11 +18,13 @@ from gpucheck.checks.frameworks.driver import (
     upgrade_driver,
 )
 from gpucheck.checks.frameworks.environments import (
+    change,
     env_os,
     environment_check,
     framework_check,
     merge,
     pip,
+    pip_step,
     runtime,
 )
 from gpucheck.compat import parse_version
@@ -30,6 +32,7 @@ from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import make_fix
 
 # --- JAX ------------------------------------------------------------------------------------------
 
@@ -97,11 +100,32 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
             and v.release[:3] != lib.release[:3]
         ]
         if stale:
-            return Outcome.warn(
+            # JAX refuses a plugin built for another jaxlib: no GPU at all (issue 23: FAIL).
+            # The aligning fix keeps the installed jaxlib and moves the plugin pair to it.
+            assert lib is not None
+            version = ".".join(map(str, lib.release[:3]))
+            prefixes = {s.name.removesuffix("plugin") for s in stale}  # "jax-cuda12-"
+            names = sorted(
+                p.name
+                for p in j.plugins
+                if p.name.removesuffix("plugin").removesuffix("pjrt") in prefixes
+                and (v := parse_version(p.version)) is not None
+                and v.release[:3] != lib.release[:3]
+            )
+            wanted = " ".join(f'"{n}=={version}"' for n in names)
+            return Outcome.fail(
                 f"{stale[0].name} {stale[0].version} does not match {j.name}: JAX does not "
                 "load a CUDA plugin built for another jaxlib, and runs on the CPU",
                 *plugins,
-                fix=jax_fix(ctx, env),
+                fix=make_fix(
+                    pip_step(
+                        ctx,
+                        env,
+                        f"align the CUDA plugin with jaxlib {version} (jaxlib stays)",
+                        f"pip install {wanted}",
+                        [change(env, n, version) for n in names],
+                    )
+                ),
             )
         how = "a CUDA jaxlib" if j.monolithic else "the CUDA plugin"
         majors = ", ".join(map(str, j.majors))
