@@ -125,15 +125,15 @@ def test_several_environments_are_named_and_fixed_with_their_own_pip() -> None:
         for e in f.evidence
     )
     assert f.fix and f.fix.text.startswith(
-        "/home/user/proj/.venv/bin/python -m pip uninstall -y torch && "
+        "/home/user/proj/.venv/bin/python -m pip install 'torch==2.9.1+cu130' --index-url "
+        "https://download.pytorch.org/whl/cu130 "
     )
-    assert "/home/user/proj/.venv/bin/python -m pip install 'torch==" in f.fix.text
 
 
 def test_an_interpreter_given_with_python_is_fixed_with_its_own_pip() -> None:
     env = fb.torch_cpu(fb.environment(prefix="/srv/job/env", origin="--python"))
     f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
-    assert f.fix and f.fix.text.startswith("/srv/job/env/bin/python -m pip uninstall -y torch")
+    assert f.fix and f.fix.text.startswith("/srv/job/env/bin/python -m pip install 'torch==")
 
 
 def test_odd_facts_never_break_a_check() -> None:
@@ -158,18 +158,21 @@ def test_odd_facts_never_break_a_check() -> None:
 # --- torch.cpu-build -----------------------------------------------------------------------------
 
 
-def test_torch_cpu_build_on_an_h100_fails_with_the_newest_build_for_it() -> None:
+def test_torch_cpu_build_on_an_h100_fails_with_the_same_version_built_for_cuda() -> None:
     f = the(fb.on(builders.h100_node(8), fb.torch_cpu()), "torch.cpu-build")
     assert f.status is Status.FAIL
     assert (
         f.title == "torch 2.9.1+cpu is a CPU-only build: it cannot use this machine's NVIDIA GPU(s)"
     )
     assert "torch/version.py: cuda=None, hip=None" in f.evidence
-    pick = {"version": "2.15", "cuda": "13.2", "install": TORCH_215}
-    assert pick is not None
+    # The smallest change (issue 23): the same 2.9.1, as its newest CUDA variant that runs
+    # here (torch.toml, release 2.9: cuda_variants 12.6, 12.8, 13.0; driver 590 runs 13.0),
+    # not the newest torch.
     assert f.fix is not None
-    assert f.fix.text.startswith(f"pip uninstall -y torch && {pick['install']} ")
-    assert f"PyTorch {pick['version']} built with CUDA {pick['cuda']}" in f.fix.text
+    assert f.fix.text.startswith(
+        "pip install 'torch==2.9.1+cu130' --index-url https://download.pytorch.org/whl/cu130 "
+        "(the same PyTorch 2.9.1, built with CUDA 13.0: "
+    )
 
 
 def test_torch_cuda_build_passes() -> None:
@@ -183,7 +186,10 @@ def test_torch_rocm_build_on_an_nvidia_machine_fails() -> None:
     f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
     assert f.status is Status.FAIL
     assert "a ROCm (AMD GPU) build" in f.title
-    assert f.fix and "pip uninstall -y torch && pip install 'torch==" in f.fix.text
+    # torch.toml, release 2.5: cuda_variants 11.8, 12.1, 12.4
+    assert f.fix and f.fix.text.startswith(
+        "pip install 'torch==2.5.1+cu124' --index-url https://download.pytorch.org/whl/cu124 "
+    )
 
 
 def test_torch_cpu_build_without_a_gpu_is_info_and_the_doctor_stays_green() -> None:
@@ -216,10 +222,12 @@ def test_torch_cu130_on_driver_535_fails_with_the_driver_and_a_build_for_it() ->
     assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
         f.fix.text if f.fix else ""
     )
-    pick = {"version": "2.14", "cuda": "12.6", "install": TORCH_214_CU126}
+    # torch.toml, release 2.9: cuda_variants 12.6, 12.8, 13.0; driver 535 runs 12.8 through
+    # minor version compatibility (cuda.toml [[minor_compat]] 12: >= 525)
     assert (
-        f"or keep this driver and install a PyTorch built for it: pip uninstall -y torch && {pick['install']}"
-        in (f.fix.text if f.fix else "")
+        "or keep this driver and install a PyTorch built for it: pip install "
+        "'torch==2.9.1+cu128' --index-url https://download.pytorch.org/whl/cu128 (the same "
+        "PyTorch 2.9.1" in (f.fix.text if f.fix else "")
     )
 
 
@@ -254,9 +262,10 @@ def test_pascal_gtx_1080_with_torch_cu128_fails_naming_a_build_that_still_has_6_
     assert f.status is Status.FAIL
     assert "compute capability 6.1" in f.title
     assert any("6.1 (Pascal), older than this build supports (dropped)" in e for e in f.evidence)
-    pick = {"version": "2.14", "cuda": "12.6", "install": TORCH_214_CU126}
+    # torch.toml, release 2.7: cuda_variants 11.8, 12.6, 12.8; the 12.6 build still has sm_61
     assert f.fix is not None and f.fix.text.startswith(
-        f"pip uninstall -y torch && {pick['install']} "
+        "pip install 'torch==2.7.1+cu126' --index-url https://download.pytorch.org/whl/cu126 "
+        "(the same PyTorch 2.7.1"
     )
 
 
@@ -967,7 +976,7 @@ def test_busy_or_unavailable_names_the_exclusive_compute_mode() -> None:
     assert f.fix and "sudo nvidia-smi -i 0 -c DEFAULT" in f.fix.text
 
 
-def test_no_kernel_image_points_to_the_newest_build_with_the_gpu() -> None:
+def test_no_kernel_image_points_to_the_same_version_built_with_the_gpu() -> None:
     env = fb.with_torch(fb.environment(), "2.7.1+cu128", "12.8")
     fb.imported(
         env,
@@ -978,10 +987,12 @@ def test_no_kernel_image_points_to_the_newest_build_with_the_gpu() -> None:
         },
     )
     f = the(fb.on(fb.pascal_workstation(), env, deep=True), "frameworks.smoke-test")
-    pick = {"version": "2.14", "cuda": "12.6", "install": TORCH_214_CU126}
-    assert pick is not None
     assert f.status is Status.FAIL and "no kernel image for compute capability 6.1" in f.title
-    assert f.fix and pick["install"] in f.fix.text
+    # torch.toml, release 2.7: the cu126 variant still carries sm_61
+    assert f.fix and (
+        "pip install 'torch==2.7.1+cu126' --index-url https://download.pytorch.org/whl/cu126"
+        in f.fix.text
+    )
 
 
 @pytest.mark.parametrize(

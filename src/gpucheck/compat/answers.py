@@ -96,12 +96,17 @@ def newest_torch(
     ccs: Iterable[str] = (),
     os: str = "linux",
     python: str | None = None,
+    line: str | None = None,
 ) -> Pick | None:
     """The newest torch release and CUDA variant that runs on `driver` (if given), carries
     code for every compute capability in `ccs` (if given; a variant whose architectures the
-    data does not know is passed over, never assumed) and has wheels for `python` (if given)."""
+    data does not know is passed over, never assumed), has wheels for `python` (if given) and
+    belongs to the release `line` (if given: "2.5", the line of the torch installed now)."""
     ccs = list(ccs)
+    wanted = parse_version(line) if line else None
     for rel in reversed(compat.torch.releases):
+        if wanted is not None and rel.version.release[:2] != wanted.release[:2]:
+            continue
         if not _python_fits(python, rel.python_min, rel.python_max):
             continue
         variants = set(rel.cuda_variants)

@@ -13,8 +13,8 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver import upgrade_driver
 from gpucheck.checks.frameworks.environments import compat_os, pip, python_mm, runtime
 from gpucheck.compat import parse_version
-from gpucheck.compat.answers import Pick, newest_tensorflow, newest_torch
-from gpucheck.compat.frameworks import cuda_of_local_tag
+from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
+from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
 
@@ -67,11 +67,15 @@ def torch_facts(env: PythonEnvironment) -> TorchFacts | None:
 
 
 def pick_torch(
-    ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | None
+    ctx: Context,
+    env: PythonEnvironment,
+    ccs: list[str],
+    driver: str | None,
+    line: str | None = None,
 ) -> Pick | None:
-    """compat.answers.newest_torch for this environment's OS and Python."""
+    """compat.answers.newest_torch for this environment's OS and Python (and release line)."""
     return newest_torch(
-        ctx.compat, driver=driver, ccs=ccs, os=compat_os(ctx, env), python=env.version
+        ctx.compat, driver=driver, ccs=ccs, os=compat_os(ctx, env), python=env.version, line=line
     )
 
 
@@ -85,17 +89,69 @@ def _fits(ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | No
     return " and ".join(parts)
 
 
+# Installed packages built for one torch, which must move with it (their wheels pin torch).
+TORCH_COMPANIONS = ("torchvision", "torchaudio")
+
+
 def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str | None:
-    """The command that replaces this environment's torch by the newest CUDA build that runs
-    on this driver with these GPUs; None when the compat data has none."""
+    """The command that replaces this environment's torch by a CUDA build that runs on this
+    driver with these GPUs: the same torch version where the compat data has a CUDA build of
+    its line that fits (the smallest change: torchvision and torchaudio keep their versions,
+    from the same index), else the newest that fits, with the companions it pairs with. None
+    when the compat data has none."""
     driver = ctx.driver_version
+    installed = torch_facts(env)
+    public = (installed.version or "").split("+", 1)[0] if installed else ""
+    parsed = parse_version(public) if public else None
+    # A pre-release (a nightly) has no build on the release indexes: the newest release then.
+    final = parsed is not None and not parsed.is_prerelease and not parsed.is_devrelease
+    mm = major_minor(parsed) if final else None
+    same = pick_torch(ctx, env, ccs, driver, line=str(mm)) if mm else None
+    if same is not None:
+        # The exact local version (2.5.1+cu124) from that variant's index: a plain ==2.5.1 is
+        # already satisfied by 2.5.1+cpu, and pip would change nothing.
+        digits = same.cuda.replace(".", "")
+        tag = f"cu{digits}"
+        wanted = [f"'torch=={public}+{tag}'"]
+        kept = []
+        for name in TORCH_COMPANIONS:
+            dist = env.dist(name)
+            if dist is not None:
+                version = dist.version.split("+", 1)[0]
+                wanted.append(f"'{name}=={version}+{tag}'")
+                kept.append(f"{name} {version}")
+        index = TORCH_INDEX.format(tag=digits)
+        command = f"pip install {' '.join(wanted)} --index-url {index}"
+        return pip(ctx, env, command) + (
+            f" (the same PyTorch {public}, built with CUDA {same.cuda}: it "
+            f"{_fits(ctx, env, ccs, driver)}"
+            + (f"; {', '.join(kept)} keep their versions" if kept else "")
+            + ")"
+        )
     pick = pick_torch(ctx, env, ccs, driver)
     if pick is None:
         return None
+    companions = []
+    for name in TORCH_COMPANIONS:
+        if env.dist(name) is None:
+            continue
+        row = ctx.compat.extensions.pairing(name, pick.version)
+        if row and row.versions:
+            v = row.versions[0]  # a prefix: "0.20" is any 0.20.x
+            companions.append(f"'{name}=={v}.*'" if v.count(".") < 2 else f"'{name}=={v}'")
+        else:
+            companions.append(name)
+    install = pick.install
+    if companions:
+        # Same command, same index: pip resolves torch and what pins it together.
+        head, sep, tail = install.partition(" --index-url ")
+        install = f"{head} {' '.join(companions)}{sep}{tail}"
+    named = ", ".join(c.strip("'") for c in companions)
+    moved = f"; {named} move with it" if companions else ""
     return (
-        pip(ctx, env, f"pip uninstall -y torch && {pick.install}")
+        pip(ctx, env, f"pip uninstall -y torch && {install}")
         + f" (PyTorch {pick.version} built with CUDA {pick.cuda}: the newest that "
-        f"{_fits(ctx, env, ccs, driver)})"
+        f"{_fits(ctx, env, ccs, driver)}{moved})"
     )
 
 
