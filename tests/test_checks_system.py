@@ -438,13 +438,39 @@ def test_a_half_installed_container_toolkit_fails_with_the_install() -> None:
     assert "sudo nvidia-ctk runtime configure --runtime=docker" in f.fix.commands
 
 
-def test_docker_without_the_toolkit_is_info_and_with_it_passes() -> None:
+def test_docker_without_the_toolkit_warns_with_the_install_and_with_it_passes() -> None:
+    # No toolkit, no nvidia runtime, no CDI spec: `docker run --gpus` cannot work (issue 23).
     f = the(_docker_host(), "system.container-gpu-access")
-    assert f.status is Status.INFO
+    assert f.status is Status.WARN
     assert "NVIDIA Container Toolkit: not installed" in f.evidence
+    assert f.fix and "sudo apt-get install -y nvidia-container-toolkit" in f.fix.commands
+    # With a CDI spec (podman, or docker's CDI support), it is information only.
+    cdi = _docker_host()
+    assert cdi.system.container_host is not None
+    cdi.system.container_host.cdi_specs = ["/etc/cdi/nvidia.yaml"]
+    assert the(cdi, "system.container-gpu-access").status is Status.INFO
     full = _docker_host("nvidia-ctk", "nvidia-container-cli", "nvidia-container-runtime")
     assert the(full, "system.container-gpu-access").status is Status.PASS
     assert finding(builders.workstation(), "system.container-gpu-access") is None  # no engine
+
+
+def test_a_runtime_registered_outside_usr_bin_is_not_missing() -> None:
+    # The GPU Operator registers /usr/local/nvidia/toolkit/nvidia-container-runtime in
+    # daemon.json: that program is what dockerd runs, though /usr/bin has none (issue 23).
+    snap = _docker_host("nvidia-ctk", "nvidia-container-cli")
+    host = snap.system.container_host
+    assert host is not None
+    host.docker_runtimes = ["nvidia"]
+    host.docker_nvidia_runtime_path = "/usr/local/nvidia/toolkit/nvidia-container-runtime"
+    host.docker_nvidia_runtime_found = True
+    assert the(snap, "system.container-gpu-access").status is Status.PASS
+    host.docker_nvidia_runtime_found = False
+    f = the(snap, "system.container-gpu-access")
+    assert f.status is Status.FAIL
+    assert (
+        "missing: /usr/local/nvidia/toolkit/nvidia-container-runtime, which daemon.json names"
+        in f.evidence
+    )
 
 
 def test_nova_core_bound_to_the_gpu_fails_like_nouveau_with_its_own_blacklist() -> None:

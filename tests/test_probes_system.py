@@ -572,6 +572,22 @@ def test_container_host_facts_are_read_from_files(tree: Tree) -> None:
     assert host.cdi_specs == ["/etc/cdi/nvidia.yaml"]
     assert host.dev_char_links == 1
     assert host.cgroup_version == 2
+    assert host.docker_nvidia_runtime_path == "x"
+    assert host.docker_nvidia_runtime_found is False
+
+
+def test_the_nvidia_runtime_daemon_json_registers_is_found_where_it_says(tree: Tree) -> None:
+    tree.h100_host()
+    _program(tree, "usr/bin/docker")
+    _program(tree, "usr/local/nvidia/toolkit/nvidia-container-runtime")
+    tree.write(
+        "etc/docker/daemon.json",
+        '{"runtimes": {"nvidia": {"path": "/usr/local/nvidia/toolkit/nvidia-container-runtime"}}}',
+    )
+    host = probe(tree).container_host
+    assert host is not None
+    assert host.docker_nvidia_runtime_path == "/usr/local/nvidia/toolkit/nvidia-container-runtime"
+    assert host.docker_nvidia_runtime_found is True
 
 
 def test_no_container_host_facts_inside_a_container(tree: Tree) -> None:

@@ -122,8 +122,22 @@ def _container_host(ctx: Context) -> Outcome | None:
     missing = []
     if host.toolkit and "nvidia-container-cli" not in host.toolkit:
         missing.append("nvidia-container-cli (libnvidia-container-tools)")
-    if "nvidia" in (host.docker_runtimes or []) and "nvidia-container-runtime" not in host.toolkit:
-        missing.append("nvidia-container-runtime, which /etc/docker/daemon.json names")
+    registered = host.docker_nvidia_runtime_path
+    if registered is not None:
+        evidence.append(
+            f"daemon.json's nvidia runtime: {registered}"
+            + ("" if host.docker_nvidia_runtime_found else " (not found)")
+        )
+    if "nvidia" in (host.docker_runtimes or []):
+        # Where daemon.json registers the runtime by its own path (the GPU Operator's
+        # /usr/local/nvidia/toolkit), that file is what dockerd runs, wherever it lives.
+        present = (
+            host.docker_nvidia_runtime_found
+            if host.docker_nvidia_runtime_found is not None
+            else "nvidia-container-runtime" in host.toolkit
+        )
+        if not present:
+            missing.append(f"{registered or 'nvidia-container-runtime'}, which daemon.json names")
     if missing:
         return Outcome.fail(
             "The NVIDIA Container Toolkit is installed incompletely: containers cannot be given "
@@ -133,7 +147,12 @@ def _container_host(ctx: Context) -> Outcome | None:
             fix=sentence(TOOLKIT_INSTALL) + " (it brings libnvidia-container-tools).",
         )
     if not host.toolkit:
-        return Outcome.info(
+        # Docker beside NVIDIA GPUs with no toolkit, no nvidia runtime and no CDI spec: `docker
+        # run --gpus` cannot work. A warning with the steps; with a CDI spec or a runtime
+        # registered some other way, information.
+        usable = host.cdi_specs or host.docker_nvidia_runtime_found
+        verdict = Outcome.info if usable or "docker" not in host.engines else Outcome.warn
+        return verdict(
             f"{engines} without the NVIDIA Container Toolkit: containers here cannot be given "
             "the GPU",
             *evidence,

@@ -83,6 +83,10 @@ class ContainerHostFacts(Struct):
     toolkit: list[str] = field(default_factory=list)  # NVIDIA Container Toolkit programs found
     docker_runtimes: list[str] | None = None  # /etc/docker/daemon.json's runtimes; None: no file
     cdi_specs: list[str] = field(default_factory=list)  # /etc/cdi, /var/run/cdi
+    # daemon.json's runtime named nvidia: its "path" as written (a bare name is looked up on
+    # PATH; the GPU Operator registers /usr/local/nvidia/toolkit/...), and whether it exists.
+    docker_nvidia_runtime_path: str | None = None
+    docker_nvidia_runtime_found: bool | None = None
     dev_char_links: Int | None = None  # /dev/char links to nvidia nodes; None: unreadable
     cgroup_version: Int | None = None
 

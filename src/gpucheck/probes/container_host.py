@@ -39,6 +39,24 @@ def _docker_runtimes(root: Path) -> list[str] | None:
     return sorted(runtimes) if isinstance(runtimes, dict) else []
 
 
+def _nvidia_runtime(root: Path) -> tuple[str | None, bool | None]:
+    """daemon.json's nvidia runtime: (its path as registered, whether that program exists).
+    A bare name is searched where dockerd would find it; an absolute path is taken as is (the
+    GPU Operator's toolkit lives under /usr/local/nvidia/toolkit)."""
+    try:
+        data = json.loads((root / "etc/docker/daemon.json").read_text(errors="replace"))
+    except (OSError, ValueError):
+        return None, None
+    runtimes = data.get("runtimes") if isinstance(data, dict) else None
+    entry = runtimes.get("nvidia") if isinstance(runtimes, dict) else None
+    path = entry.get("path") if isinstance(entry, dict) else None
+    if not isinstance(path, str) or not path:
+        return None, None
+    if path.startswith("/"):
+        return path, os.access(root / path.lstrip("/"), os.X_OK)
+    return path, any(os.access(root / d / path, os.X_OK) for d in BIN_DIRS)
+
+
 def _cdi_specs(root: Path) -> list[str]:
     found = []
     for rel in CDI_DIRS:
@@ -70,7 +88,10 @@ def _dev_char_links(root: Path) -> int | None:
 def probe_container_host(root: Path) -> ContainerHostFacts:
     cgroup = root / "sys/fs/cgroup"
     version = 2 if (cgroup / "cgroup.controllers").exists() else (1 if cgroup.is_dir() else None)
+    runtime_path, runtime_found = _nvidia_runtime(root)
     return ContainerHostFacts(
+        docker_nvidia_runtime_path=runtime_path,
+        docker_nvidia_runtime_found=runtime_found,
         engines=_programs(root, ENGINES),
         toolkit=_programs(root, TOOLKIT),
         docker_runtimes=_docker_runtimes(root),
