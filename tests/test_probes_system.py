@@ -535,6 +535,32 @@ def test_an_xz_compressed_module_is_read_in_a_stream(tree: Tree) -> None:
     assert facts.nvidia_module_file_version == "535.104.05"
 
 
+def test_debians_nvidia_current_module_is_found_and_its_companions_are_not(tree: Tree) -> None:
+    # Debian's nvidia-kernel-dkms builds nvidia-current.ko (its README.Debian: 'could not insert
+    # module .../nvidia-current.ko'; modprobe.d aliases it to nvidia),
+    # beside nvidia-current-uvm.ko and nvidia-current-modeset.ko (issue 23).
+    kernel = platform.release()
+    tree.h100_host()
+    tree.write(f"lib/modules/{kernel}/updates/dkms/nvidia-current-uvm.ko", _ko("999.0.0"))
+    tree.write(f"lib/modules/{kernel}/updates/dkms/nvidia-current-modeset.ko", _ko("999.0.0"))
+    tree.write(
+        f"lib/modules/{kernel}/updates/dkms/nvidia-current.ko.xz", lzma.compress(_ko("535.216.01"))
+    )
+    facts = probe(tree)
+    assert facts.nvidia_module_file == f"/lib/modules/{kernel}/updates/dkms/nvidia-current.ko.xz"
+    assert facts.nvidia_module_file_version == "535.216.01"
+
+
+def test_debians_tesla_module_is_found(tree: Tree) -> None:
+    kernel = platform.release()
+    tree.h100_host()
+    tree.write(f"lib/modules/{kernel}/updates/dkms/nvidia-tesla-535.ko", _ko("535.216.03"))
+    tree.write(f"lib/modules/{kernel}/updates/dkms/nvidia-tesla-535-peermem.ko", _ko("1.0"))
+    facts = probe(tree)
+    assert facts.nvidia_module_file == f"/lib/modules/{kernel}/updates/dkms/nvidia-tesla-535.ko"
+    assert facts.nvidia_module_file_version == "535.216.03"
+
+
 def test_no_module_on_disk_is_unknown_with_the_reason(tree: Tree) -> None:
     tree.h100_host()
     facts = probe(tree)

@@ -22,7 +22,12 @@ from pathlib import Path
 
 # depmod's default search order: updates/ (DKMS, vendor packages) before the kernel's own.
 SEARCH_ORDER = ("updates", "extra", "kernel")
-NAMES = ("nvidia.ko", "nvidia.ko.xz", "nvidia.ko.gz", "nvidia.ko.zst", "nvidia.ko.bz2")
+# The core module under every name a distribution gives it: nvidia.ko, and Debian's packages'
+# nvidia-current.ko, nvidia-tesla-535.ko, nvidia-legacy-390xx.ko (modprobe.d aliases them to
+# `nvidia`), compressed or not; never the -uvm, -drm, -modeset or -peermem companions.
+NAMES = re.compile(
+    r"nvidia(?:-current|-tesla(?:-[0-9]+)?|-legacy-[0-9a-z]+)?\.ko(?:\.(?:xz|gz|zst|bz2))?"
+)
 _VERSION = re.compile(rb"\x00version=([0-9]+\.[0-9]+(?:\.[0-9]+)?)\x00")
 CHUNK = 1 << 20
 MODINFO_TIMEOUT_S = 5.0
@@ -34,7 +39,7 @@ def module_file(root: Path, kernel: str) -> Path | None:
     found: list[tuple[int, str, Path]] = []
     for dirpath, _dirs, files in os.walk(base):
         for name in files:
-            if name in NAMES:
+            if NAMES.fullmatch(name):
                 rel = Path(dirpath).relative_to(base).parts
                 rank = SEARCH_ORDER.index(rel[0]) if rel and rel[0] in SEARCH_ORDER else 3
                 found.append((rank, str(Path(dirpath, name)), Path(dirpath, name)))
