@@ -13,7 +13,7 @@ from builders import library
 from more_builders import finding, run_checks, the
 
 from gpucheck import compat
-from gpucheck.model.finding import Status
+from gpucheck.model.finding import Fix, Status
 from gpucheck.model.snapshot import CudaDriverFacts, NvccFacts, Snapshot
 
 if sys.version_info >= (3, 11):
@@ -31,11 +31,15 @@ def toml_min_driver(version: str) -> str:
     return str(row["min_driver_linux"])
 
 
-def upgrade_target(fix: str | None) -> object:
-    """The driver version a fix says to upgrade to, parsed (so that 580.65.06 == 580.65.6)."""
-    match = re.search(r"upgrade the NVIDIA driver to (\S+) or newer", fix or "")
-    assert match, fix
-    return compat.parse_version(match.group(1))
+def upgrade_target(fix: Fix | None) -> object:
+    """The driver version a fix's driver step asks for, parsed (so that 580.65.06 ==
+    580.65.6)."""
+    assert fix is not None
+    wanted = [
+        c.requirement for s in fix.steps for c in s.changes if c.name.startswith("nvidia-driver")
+    ]
+    assert wanted and wanted[0] and wanted[0].startswith(">="), fix
+    return compat.parse_version(wanted[0][2:])
 
 
 def with_nvcc(snap: Snapshot, version: str | None, path: str = "/usr/local/cuda/bin/nvcc"):  # type: ignore[no-untyped-def]
@@ -111,7 +115,7 @@ def test_libcuda_missing_in_a_container_says_compute_capability() -> None:
     f = the(snap, "cuda.driver-api")
     assert f.status is Status.FAIL
     assert f.fix and "docker run --gpus all" in f.fix.text
-    assert "NVIDIA_DRIVER_CAPABILITIES must include compute" in f.fix.text
+    assert "export NVIDIA_DRIVER_CAPABILITIES=compute,utility" in f.fix.commands
 
 
 def test_libcuda_missing_without_a_working_driver_skips_or_is_silent() -> None:
@@ -186,13 +190,13 @@ def test_nvcc_newer_minor_fails_its_ptx_cannot_load_even_with_minor_version_comp
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "cudaErrorUnsupportedPtxVersion" in f.evidence[1]
-    assert f.fix and "nvcc -gencode arch=compute_90,code=sm_90 ..." in f.fix.commands
+    assert f.fix and "nvcc -gencode arch=compute_90,code=sm_90 ..." in f.fix.text
     assert "12.4.131 is newer than the driver supports" in f.title
     why = f.evidence[0]
     assert "minor version compatibility" in why
     assert "(driver 535.104.05 >= 525)" in why  # cuda.toml minor_compat: CUDA 12 ">= 525"
     assert "PTX JIT" in why
-    assert upgrade_target(f.fix.text) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
+    assert upgrade_target(f.fix) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
     assert f.fix and "/usr/local/cuda-12.2" in f.fix.text
 
 
@@ -201,7 +205,7 @@ def test_nvcc_newer_major_fails() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA_ERROR_INSUFFICIENT_DRIVER" in f.evidence[0]
-    assert upgrade_target(f.fix.text) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
+    assert upgrade_target(f.fix) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
 
 
 def test_driver_versions_in_toolkit_findings_are_printed_as_nvidia_prints_them() -> None:
@@ -219,7 +223,7 @@ def test_nvcc_newer_minor_below_the_minor_compat_floor_fails() -> None:
     f = the(with_nvcc(snap, "11.4.152"), "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA 11.4 is newer than the driver's CUDA 11.0" in f.evidence[0]
-    assert upgrade_target(f.fix.text) == compat.parse_version("470.42.01")  # cuda.toml, 11.4.0
+    assert upgrade_target(f.fix) == compat.parse_version("470.42.01")  # cuda.toml, 11.4.0
 
 
 def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
@@ -229,7 +233,7 @@ def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.FAIL  # PTX JIT; the runtime itself starts:
     assert "runs through minor version compatibility (driver 537.13 >= " in f.evidence[0]
-    assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4", "windows")
+    assert upgrade_target(f.fix) == COMPAT.min_driver("12.4", "windows")
     assert f.fix and "on Windows" in f.fix.text
 
 
@@ -387,7 +391,7 @@ def test_runtime_13_on_a_12_driver_fails() -> None:
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.FAIL
     assert "13.0.96" in f.title
-    assert upgrade_target(f.fix.text) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
+    assert upgrade_target(f.fix) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
     assert f.fix and "no newer than CUDA 12.2" in f.fix.text
 
 
@@ -396,7 +400,7 @@ def test_runtime_newer_minor_warns() -> None:
     snap.cuda.runtimes = [library("cudart", CUDART_124, "12.4.127")]
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.WARN
-    assert upgrade_target(f.fix.text) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
+    assert upgrade_target(f.fix) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
 
 
 # --- cudnn.libraries ---------------------------------------------------------------------------

@@ -277,7 +277,7 @@ def test_cuda_visible_devices_hiding_every_gpu_says_so(value: str) -> None:
     f = _visible(value)
     assert f is not None
     assert f.title == "CUDA_VISIBLE_DEVICES hides all 8 GPUs"
-    assert f.fix and f.fix.text.startswith("unset CUDA_VISIBLE_DEVICES")
+    assert f.fix and f.fix.commands[0] == "unset CUDA_VISIBLE_DEVICES"
 
 
 def test_cuda_visible_devices_showing_some_is_info_naming_the_hidden() -> None:

@@ -148,9 +148,17 @@ def gpu_label(gpu: GpuFacts) -> str:
     return f"GPU {gpu.index} ({name}{bus})"
 
 
+def gpu_ref(gpu: GpuFacts) -> GpuRef:
+    return GpuRef(gpu.index, gpu.uuid, gpu.pci_bus_id)
+
+
+def gpu_refs(gpus: list[GpuFacts]) -> list[GpuRef]:
+    return [gpu_ref(g) for g in gpus]
+
+
 def gpu_subjects(gpus: list[GpuFacts]) -> Subjects:
     """The GPUs a finding concerns, by index, UUID and bus id (what a fleet joins on)."""
-    return Subjects(gpus=[GpuRef(g.index, g.uuid, g.pci_bus_id) for g in gpus])
+    return Subjects(gpus=gpu_refs(gpus))
 
 
 def indices(gpus: list[GpuFacts]) -> str:

@@ -94,8 +94,8 @@ class Fix(Struct):
 
     @property
     def commands(self) -> list[str]:
-        """The recommended way's commands, in order."""
-        return [s.command for s in self.steps if s.command is not None and s.option == 0]
+        """Every step's command, in order (of every option: a plan takes option 0's steps)."""
+        return [s.command for s in self.steps if s.command is not None]
 
     @property
     def runnable(self) -> bool:

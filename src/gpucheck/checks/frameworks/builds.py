@@ -11,12 +11,19 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver import upgrade_driver
-from gpucheck.checks.frameworks.environments import compat_os, pip, python_mm, runtime
+from gpucheck.checks.frameworks.environments import (
+    change,
+    compat_os,
+    pip_step,
+    python_mm,
+    runtime,
+)
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag
 from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
+from gpucheck.model.fix import Change, Fix, Step, make_fix, manual
 
 # --- the build a fix installs --------------------------------------------------------------------
 
@@ -85,41 +92,62 @@ def _fits(ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | No
     return " and ".join(parts)
 
 
-def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str | None:
-    """The command that replaces this environment's torch by the newest CUDA build that runs
-    on this driver with these GPUs; None when the compat data has none."""
+def pick_change(env: PythonEnvironment, name: str, pick: Pick) -> Change:
+    """The distribution a pick's install moves, from what is installed here to its line."""
+    return change(env, name, requirement=f"=={pick.version}.*")
+
+
+def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step | None:
+    """The step that replaces this environment's torch by the newest CUDA build that runs on
+    this driver with these GPUs; None when the compat data has none."""
     driver = ctx.driver_version
     pick = pick_torch(ctx, env, ccs, driver)
     if pick is None:
         return None
-    return (
-        pip(ctx, env, f"pip uninstall -y torch && {pick.install}")
-        + f" (PyTorch {pick.version} built with CUDA {pick.cuda}: the newest that "
-        f"{_fits(ctx, env, ccs, driver)})"
+    return pip_step(
+        ctx,
+        env,
+        f"install PyTorch {pick.version} built with CUDA {pick.cuda}: the newest that "
+        f"{_fits(ctx, env, ccs, driver)}",
+        f"pip uninstall -y torch && {pick.install}",
+        [pick_change(env, "torch", pick)],
     )
 
 
-def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str:
+def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Fix:
     """torch_switch, else what it takes: a newer driver, or a build from source."""
     switch = torch_switch(ctx, env, ccs)
     if switch is not None:
-        return switch
+        return make_fix(switch)
     driver = ctx.driver_version
     other = pick_torch(ctx, env, ccs, None) if driver else None
     if other is not None:
-        return (
-            f"No PyTorch build in gpucheck's compat data runs on driver {driver} with these "
-            f"GPUs: {upgrade_driver(ctx, other.cuda)}, then "
-            + pip(ctx, env, f"pip uninstall -y torch && {other.install}")
-            + f" (PyTorch {other.version}, CUDA {other.cuda})"
+        upgrade = upgrade_driver(ctx, other.cuda)
+        upgrade.text = (
+            f"no PyTorch build in gpucheck's compat data runs on driver {driver} with these "
+            f"GPUs: {upgrade.text}"
+        )
+        return make_fix(
+            upgrade,
+            pip_step(
+                ctx,
+                env,
+                f"then install PyTorch {other.version} (CUDA {other.cuda})",
+                f"pip uninstall -y torch && {other.install}",
+                [pick_change(env, "torch", other)],
+            ),
         )
     if ccs:
-        return (
-            "No PyTorch release in gpucheck's compat data has code for compute capability "
-            f"{', '.join(ccs)}: build PyTorch from source with "
-            f'TORCH_CUDA_ARCH_LIST="{";".join(ccs)}"'
+        return make_fix(
+            manual(
+                "no PyTorch release in gpucheck's compat data has code for compute capability "
+                f"{', '.join(ccs)}: build PyTorch from source with "
+                f'TORCH_CUDA_ARCH_LIST="{";".join(ccs)}"'
+            )
         )
-    return "Install a CUDA build of PyTorch (https://pytorch.org/get-started/locally/)"
+    return make_fix(
+        manual("install a CUDA build of PyTorch (https://pytorch.org/get-started/locally/)")
+    )
 
 
 # --- TensorFlow ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from gpucheck.checks.context import Context, sentence
+from gpucheck.checks.context import Context, gpu_refs
 from gpucheck.checks.frameworks.arch import parse_arch_list
 from gpucheck.checks.frameworks.builds import (
     cupy_cuda,
@@ -17,11 +17,12 @@ from gpucheck.checks.frameworks.builds import (
 )
 from gpucheck.checks.frameworks.driver import judge_driver, targets
 from gpucheck.checks.frameworks.environments import (
+    change,
     env_label,
     env_os,
     environment_check,
     merge,
-    pip,
+    pip_step,
     runtime,
 )
 from gpucheck.checks.frameworks.numpy_abi import numpy_cause
@@ -41,6 +42,7 @@ from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.distributions import TF_DISTS, installed_frameworks
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
+from gpucheck.model.fix import Fix, Layer, Step, info, make_fix, manual, run, set_env
 
 BY_HAND = {
     "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
@@ -56,6 +58,11 @@ _MISSING_LIB = re.compile(
 
 def _by_hand(framework: str) -> str:
     return BY_HAND.get(framework, f"python -c 'import {framework}'")
+
+
+def _by_hand_step(env: PythonEnvironment, framework: str, why: str = "see the whole error") -> Step:
+    """Run the framework's import and a GPU operation by hand, in this environment."""
+    return run(f"run it by hand to {why}", _by_hand(framework), environment=env.python)
 
 
 def _label(rt: FrameworkRuntime) -> str:
@@ -80,23 +87,28 @@ def _installed(env: PythonEnvironment) -> list[str]:
     return installed_frameworks(env)
 
 
-def _reinstall(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> str:
-    """The command that reinstalls the framework as it is, from where it came."""
+def _reinstall(
+    ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, why: str = "reinstall it"
+) -> Step:
+    """The step that reinstalls the framework as it is, from where it came."""
     dists = _dists(env, rt.framework)
     main = dists[0] if dists else None
     name = main.name if main else rt.framework
     version = (main.version if main else None) or rt.version
     if version is None:
-        return pip(ctx, env, f"pip install --force-reinstall {name}")
+        return pip_step(ctx, env, why, f"pip install --force-reinstall {name}", [change(env, name)])
+    same = [change(env, name, version)]
     tag = cuda_of_local_tag(version)
     if rt.framework == "torch" and tag:
         index = TORCH_INDEX.format(tag=tag.replace(".", ""))
         base = version.split("+", 1)[0]
-        return pip(ctx, env, f"pip install --force-reinstall 'torch=={base}' --index-url {index}")
+        command = f"pip install --force-reinstall 'torch=={base}' --index-url {index}"
+        return pip_step(ctx, env, why, command, same)
     line = major_minor(version)
     if name == "tensorflow" and line and line >= TF_AND_CUDA_FIRST and env_os(ctx, env) == "linux":
-        return pip(ctx, env, f"pip install --force-reinstall 'tensorflow[and-cuda]=={version}'")
-    return pip(ctx, env, f"pip install --force-reinstall '{name}=={version}'")
+        command = f"pip install --force-reinstall 'tensorflow[and-cuda]=={version}'"
+        return pip_step(ctx, env, why, command, same)
+    return pip_step(ctx, env, why, f"pip install --force-reinstall '{name}=={version}'", same)
 
 
 # --- frameworks.device-count ---------------------------------------------------------------------
@@ -135,25 +147,29 @@ def device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         who = ", ".join(_label(rt) for rt, _ in seen)
         return Outcome.passed(f"{who} see(s) all {expected} GPU(s)", *lines)
     causes, fixes = _count_causes(ctx, env, short, expected)
-    fixes.append(
-        "find which GPU is missing: compare nvidia-smi -L with the framework's own list "
-        f"(e.g. {_by_hand(short[0][0].framework)})"
-    )
+    fixes += [
+        run("find which GPU is missing: compare the driver's list", "nvidia-smi -L"),
+        run(
+            "with the framework's own list",
+            _by_hand(short[0][0].framework),
+            environment=env.python,
+        ),
+    ]
     return Outcome.warn(
         f"{', '.join(_label(rt) for rt, _ in short)} see(s) fewer GPUs than the {expected} "
         "the driver shows (CUDA_VISIBLE_DEVICES honoured)",
         *lines,
         *causes,
-        fix=sentence("; ".join(fixes)),
+        fix=make_fix(*fixes),
     )
 
 
 def _count_causes(
     ctx: Context, env: PythonEnvironment, short: list[tuple[FrameworkRuntime, int]], expected: int
-) -> tuple[list[str], list[str]]:
-    """(evidence, fixes) for the causes the other facts show."""
+) -> tuple[list[str], list[Step]]:
+    """(evidence, fix steps) for the causes the other facts show."""
     causes: list[str] = []
-    fixes: list[str] = []
+    fixes: list[Step] = []
     drv = ctx.snapshot.cuda.driver
     if drv.device_count is not None and drv.device_count < expected:
         causes.append(f"libcuda itself enumerates {drv.device_count} (see cuda.driver-api)")
@@ -161,7 +177,14 @@ def _count_causes(
     if prohibited:
         ids = ",".join(str(g.index) for g in prohibited)
         causes.append(f"GPU {ids}: compute mode prohibited")
-        fixes.append(f"sudo nvidia-smi -i {ids} -c DEFAULT")
+        fixes.append(
+            run(
+                "let CUDA use them",
+                f"sudo nvidia-smi -i {ids} -c DEFAULT",
+                gpus=gpu_refs(prohibited),
+                layer=Layer.GPUS,
+            )
+        )
     t = tf_facts(env)
     if t is not None and any(rt.framework == "tensorflow" for rt, _ in short):
         compiled = parse_arch_list(t.archs, "build_info")
@@ -171,7 +194,7 @@ def _count_causes(
                 "TensorFlow ignores GPUs it has no code for: "
                 + "; ".join(f"{g.label}, compute {g.cc}" for g in skipped)
             )
-            fixes.append("see tensorflow.arch-support for a TensorFlow with code for them")
+            fixes.append(info("see tensorflow.arch-support for a TensorFlow with code for them"))
     if ctx.snapshot.system.container:
         env_vars = ctx.snapshot.system.env
         given = env_vars.get("NVIDIA_VISIBLE_DEVICES")
@@ -179,7 +202,12 @@ def _count_causes(
             f"in a {ctx.snapshot.system.container} container"
             + (f" given NVIDIA_VISIBLE_DEVICES={given!r}" if given else "")
         )
-        fixes.append("give the container every GPU (docker run --gpus all, or the pod's limits)")
+        fixes.append(
+            manual(
+                "give the container every GPU (docker run --gpus all, or the pod's limits)",
+                Layer.SYSTEM,
+            )
+        )
     return causes, fixes
 
 
@@ -220,7 +248,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
     if rt.status not in ("ok", "error"):
         return Outcome.fail(
             f"importing {rt.framework} failed: {rt.error or rt.status}",
-            fix=f"Run it by hand to see why: {_by_hand(rt.framework)}",
+            fix=make_fix(_by_hand_step(env, rt.framework, "see why")),
         )
     if rt.cuda_available is False or _gpu_devices(rt) == 0:
         if not (ctx.has_gpu and (targets(ctx) or ctx.pci_gpu_count)):
@@ -235,7 +263,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
                 f"{name} failed while looking at the GPUs",
                 rt.error or "",
                 *rt.warnings[-5:],
-                fix=f"Run it by hand to see the whole error: {_by_hand(rt.framework)}; {XID}",
+                fix=make_fix(_by_hand_step(env, rt.framework), XID),
             )
         return Outcome.skip(f"{name}: no smoke test ran")
     failed = [s for s in rt.smoke_tests if not s.ok]
@@ -254,7 +282,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
             outcome = Outcome.fail(
                 f"{name}: the smoke test failed on {test.device}",
                 error,
-                fix=f"Run it by hand to see the whole error: {_by_hand(rt.framework)}; {XID}",
+                fix=make_fix(_by_hand_step(env, rt.framework), XID),
             )
         items.append((None, outcome))
     return merge(items) or Outcome.skip(f"{name}: no smoke test result")
@@ -270,13 +298,23 @@ def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome
             f"{_label(rt)} {how} in {step}: {cause[0]}", rt.error or "", fix=cause[1]
         )
     if how == "timed out":
-        fix = (
-            "A framework hanging in CUDA's start-up is usually waiting on the driver: check that "
-            "nvidia-smi answers quickly, turn persistence mode on (sudo nvidia-smi -pm 1), and on "
-            f"NVSwitch systems that nvidia-fabricmanager runs; then {_by_hand(rt.framework)}"
+        fix = make_fix(
+            run(
+                "a framework hanging in CUDA's start-up is usually waiting on the driver: check "
+                "that it answers quickly",
+                "nvidia-smi",
+                layer=Layer.DRIVER,
+            ),
+            run("turn persistence mode on", "sudo nvidia-smi -pm 1", layer=Layer.DRIVER),
+            run(
+                "on NVSwitch systems, see that the fabric manager runs",
+                "systemctl status nvidia-fabricmanager",
+                layer=Layer.DRIVER,
+            ),
+            _by_hand_step(env, rt.framework, "try again"),
         )
     else:
-        fix = f"Run it by hand to see the message: {_by_hand(rt.framework)}; {XID}"
+        fix = make_fix(_by_hand_step(env, rt.framework, "see the message"), XID)
     return Outcome.fail(f"{_label(rt)} {how} in {step}", rt.error or "", *rt.warnings[-5:], fix=fix)
 
 
@@ -313,25 +351,41 @@ def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) ->
         f"import {rt.framework} fails",
         error,
         *extra,
-        fix=f"Reinstall it: {_reinstall(ctx, env, rt)}",
+        fix=make_fix(_reinstall(ctx, env, rt)),
     )
 
 
-def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, soname: str) -> str:
+def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, soname: str) -> Fix:
     """Install the missing library at the version the framework requires."""
     if soname.startswith("libcuda.so"):
-        return (
-            "libcuda.so.1 is the NVIDIA driver's own CUDA library, not a pip package: see "
-            "cuda.driver-api (in a container, NVIDIA_DRIVER_CAPABILITIES must include compute)"
+        return make_fix(
+            info(
+                "libcuda.so.1 is the NVIDIA driver's own CUDA library, not a pip package: see "
+                "cuda.driver-api",
+                Layer.DRIVER,
+            ),
+            set_env(
+                "NVIDIA_DRIVER_CAPABILITIES",
+                "compute,utility",
+                "in a container, the capabilities must include compute",
+                Layer.SYSTEM,
+            ),
         )
     key = package_key(soname)
     if key is None:
-        return f"Reinstall {rt.framework}: {_reinstall(ctx, env, rt)}"
+        return make_fix(_reinstall(ctx, env, rt, f"reinstall {rt.framework}"))
     for dist in _dists(env, rt.framework):
         for req in requirements_of(ctx, env, dist) if dist.requires else []:
             if is_package_for(canonical(req.name), key):
-                command = pip(ctx, env, f"pip install '{req.name}{req.specifier}'")
-                return f"{command} (what {dist.name} {dist.version} requires)"
+                return make_fix(
+                    pip_step(
+                        ctx,
+                        env,
+                        f"install what {dist.name} {dist.version} requires",
+                        f"pip install '{req.name}{req.specifier}'",
+                        [change(env, req.name, requirement=str(req.specifier) or None)],
+                    )
+                )
     t = tf_facts(env) if rt.framework == "tensorflow" else None
     pins = ctx.compat.tensorflow.and_cuda_for(t.version) if t and t.version else None
     for line in pins.requires if pins and t else ():
@@ -339,8 +393,15 @@ def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, son
         if pin is None:
             continue
         if t and is_package_for(canonical(pin.name), key):
-            command = pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
-            return f"{command} (it brings {pin})"
+            return make_fix(
+                pip_step(
+                    ctx,
+                    env,
+                    f"install TensorFlow's CUDA wheels (it brings {pin})",
+                    f"pip install 'tensorflow[and-cuda]=={t.version}'",
+                    [change(env, "tensorflow", t.version)],
+                )
+            )
     major = parse_version(built_cuda(env, rt) or "")
     if rt.framework == "jax" and (j := jax_facts(env)) is not None and j.majors:
         major = parse_version(str(j.majors[-1]))
@@ -348,10 +409,22 @@ def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, son
         found = [c for d in env.distributions if (c := cupy_cuda(d.name))]
         major = parse_version(found[0][0]) if found else major
     if major is None:
-        return f"Reinstall {rt.framework} with its CUDA libraries: {_reinstall(ctx, env, rt)}"
+        return make_fix(
+            _reinstall(ctx, env, rt, f"reinstall {rt.framework} with its CUDA libraries")
+        )
     lib_major = soname_major(soname)
     spec = f">={lib_major},<{int(lib_major) + 1}" if key == "cudnn" and lib_major else ""
-    return pip(ctx, env, f"pip install 'nvidia-{key}-cu{major.major}{spec}'")
+    wheel = f"nvidia-{key}-cu{major.major}"
+    return make_fix(
+        pip_step(
+            ctx,
+            env,
+            f"install the wheel that brings {soname}",
+            f"pip install '{wheel}{spec}'",
+            [change(env, wheel, requirement=spec or None)],
+            Layer.CUDA,
+        )
+    )
 
 
 def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome:
@@ -400,7 +473,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         f"{name} sees no GPU, although the driver shows {shown}",
         *([rt.error] if rt.error else []),
         *hints[-5:],
-        fix=f"Run it by hand to see CUDA's own error: {_by_hand(rt.framework)}",
+        fix=make_fix(_by_hand_step(env, rt.framework, "see CUDA's own error")),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Literal
 
 from packaging.version import Version
 
@@ -20,10 +21,11 @@ from gpucheck.checks.frameworks.driver import (
     upgrade_driver,
 )
 from gpucheck.checks.frameworks.environments import (
+    change,
     env_os,
     framework_check,
     in_range,
-    pip,
+    pip_step,
     python_mm,
 )
 from gpucheck.compat import Compat, parse_version
@@ -31,6 +33,7 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool, make_fix, manual, run, set_env
 
 
 def _tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:
@@ -55,9 +58,28 @@ def _uninstall(t: TfFacts, also: tuple[str, ...] = ()) -> str:
     return f"pip uninstall -y {' '.join(names)} && " if names else ""
 
 
+def _removed(env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()) -> list[Change]:
+    names = list(dict.fromkeys([*(d.name for d in t.dists), *also]))
+    return [change(env, name, remove=True) for name in names]
+
+
+def _tf_step(
+    ctx: Context,
+    env: PythonEnvironment,
+    t: TfFacts,
+    why: str,
+    install: str,
+    also: tuple[str, ...] = (),
+    version: str | None = None,
+) -> Step:
+    """Replace this environment's TensorFlow distributions by what `install` installs."""
+    wanted = change(env, "tensorflow", requirement=f"=={version}.*" if version else None)
+    return pip_step(ctx, env, why, _uninstall(t, also) + install, [*_removed(env, t, also), wanted])
+
+
 def tf_switch(
     ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()
-) -> str | None:
+) -> Step | None:
     """The command that replaces this environment's TensorFlow by a GPU build that runs on
     this driver with these GPUs (Linux): the same line where it has tensorflow[and-cuda] and
     fits, else the newest that does; None when the compat data has none."""
@@ -68,46 +90,83 @@ def tf_switch(
     if pick is None:
         return None
     why = f"CUDA {pick.cuda}" + (f", runs on driver {driver}" if driver else "")
-    return (
-        pip(ctx, env, _uninstall(t, also) + pick.install) + f" (TensorFlow {pick.version}: {why})"
+    return _tf_step(
+        ctx, env, t, f"install TensorFlow {pick.version} ({why})", pick.install, also, pick.version
     )
 
 
-def tf_gpu_fix(ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()) -> str:
+def tf_gpu_fix(ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()) -> Fix:
     """tf_switch, else a newer driver and then the newest GPU build."""
     switch = tf_switch(ctx, env, t, also)
     if switch is not None:
-        return switch
+        return make_fix(switch)
     other = pick_tensorflow(ctx, env, cc_list(targets(ctx)), None)
     if other is not None:
-        command = pip(ctx, env, _uninstall(t, also) + other.install)
-        return f"{upgrade_driver(ctx, other.cuda)}, then {command}"
-    return "Install TensorFlow's Linux GPU build: " + pip(
-        ctx, env, _uninstall(t, also) + "pip install 'tensorflow[and-cuda]'"
+        return make_fix(
+            upgrade_driver(ctx, other.cuda),
+            _tf_step(
+                ctx,
+                env,
+                t,
+                f"then install TensorFlow {other.version}",
+                other.install,
+                also,
+                other.version,
+            ),
+        )
+    return make_fix(
+        _tf_step(
+            ctx,
+            env,
+            t,
+            "install TensorFlow's Linux GPU build",
+            "pip install 'tensorflow[and-cuda]'",
+            also,
+        )
     )
 
 
-def windows_fix(ctx: Context, env: PythonEnvironment) -> str:
+def windows_fix(ctx: Context, env: PythonEnvironment) -> Fix:
     """WSL2, or the last native-Windows GPU release with the CUDA/cuDNN it was tested with."""
     data = ctx.compat.tensorflow
     last = data.windows_native_gpu_last
     linux = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version, os="windows")
     install = linux.install if linux else "pip install 'tensorflow[and-cuda]'"
-    wsl = (
-        f"Use WSL2: in an Ubuntu WSL2 shell, {install} (the Windows NVIDIA driver serves WSL2; "
-        "install no Linux driver inside it)"
+    wsl = run(
+        "use WSL2: in an Ubuntu WSL2 shell (the Windows NVIDIA driver serves WSL2; install no "
+        "Linux driver inside it)",
+        install,
+        Tool.PIP,
+        changes=[Change("tensorflow", None, None, f"=={linux.version}.*" if linux else None)],
     )
     row = next((r for r in data.windows_gpu if r.version == last), None)
     if last is None or row is None:
-        return wsl
+        return make_fix(wsl)
     py, where = python_mm(env), ""
     if py is not None and not in_range(py, row.python_min, row.python_max):
         where = f" in a Python {row.python_min} to {row.python_max} environment"
-    native = pip(ctx, env, f"pip install 'tensorflow=={last}.*'")
-    return (
-        f"{wsl}; or stay native with TensorFlow {last}, the last release with GPU support on "
-        f"native Windows{where}: {native} with CUDA {row.cuda} and cuDNN {row.cudnn} "
-        f"(conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn})"
+    return make_fix(
+        wsl,
+        OR,
+        pip_step(
+            ctx,
+            env,
+            f"stay native with TensorFlow {last}, the last release with GPU support on native "
+            f"Windows{where}",
+            f"pip install 'tensorflow=={last}.*'",
+            [change(env, "tensorflow", requirement=f"=={last}.*")],
+        ),
+        run(
+            f"with CUDA {row.cuda} and cuDNN {row.cudnn}",
+            f"conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn}",
+            Tool.CONDA,
+            changes=[
+                Change("cudatoolkit", None, row.cuda),
+                Change("cudnn", None, row.cudnn),
+            ],
+            environment=env.python,
+            layer=Layer.CUDA,
+        ),
     )
 
 
@@ -174,9 +233,20 @@ def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     other = [d for d in t.dists if d.name != "tensorflow-gpu" and d.name.startswith("tensorflow")]
     if _windows_native(ctx, env):
         last = ctx.compat.tensorflow.windows_native_gpu_last
-        fix = pip(
-            ctx, env, f"pip uninstall -y tensorflow-gpu && pip install 'tensorflow=={last}.*'"
-        ) + (f" (tensorflow {last} is the same GPU build on native Windows)" if last else "")
+        fix = make_fix(
+            pip_step(
+                ctx,
+                env,
+                f"install tensorflow {last}, the same GPU build on native Windows"
+                if last
+                else "install tensorflow",
+                f"pip uninstall -y tensorflow-gpu && pip install 'tensorflow=={last}.*'",
+                [
+                    change(env, "tensorflow-gpu", remove=True),
+                    change(env, "tensorflow", requirement=f"=={last}.*"),
+                ],
+            )
+        )
     else:
         fix = tf_gpu_fix(ctx, env, t, also=("tensorflow-gpu",))
     if other:
@@ -246,11 +316,16 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | N
         return Outcome.skip(f"{t.name}: the CUDA it was built with is not known")
     cuda, source = found
 
-    def fix() -> str:
+    def fix() -> Fix:
         if _windows_native(ctx, env):
-            return f"{upgrade_driver(ctx, cuda)}; or: {windows_fix(ctx, env)}"
+            other = windows_fix(ctx, env)
+            for step in other.steps:
+                step.option += 1
+            return make_fix(upgrade_driver(ctx, cuda), OR, *other.steps)
         switch = tf_switch(ctx, env, t)
-        return upgrade_driver(ctx, cuda) + (f"; or keep this driver: {switch}" if switch else "")
+        if switch is not None:
+            switch.text = "keep this driver and " + switch.text
+        return make_fix(upgrade_driver(ctx, cuda), OR, switch)
 
     return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
 
@@ -279,15 +354,30 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
         pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
         line = _line(t)
         if newer and pick and line and Version(pick.version) > line:
-            fix = pip(ctx, env, _uninstall(t) + pick.install) + (
-                f" (TensorFlow {pick.version}, CUDA {pick.cuda}, whose CUDA can target compute "
-                f"capability {', '.join(ccs)}; confirm with gpucheck doctor --deep)"
+            fix = make_fix(
+                _tf_step(
+                    ctx,
+                    env,
+                    t,
+                    f"install TensorFlow {pick.version}, CUDA {pick.cuda}, whose CUDA can target "
+                    f"compute capability {', '.join(ccs)}",
+                    pick.install,
+                    version=pick.version,
+                ),
+                run("confirm", "gpucheck doctor --deep", environment=env.python),
             )
         else:
-            fix = (
-                f"Use a TensorFlow whose build_info lists an sm_ or compute_ entry for compute "
-                f"capability {', '.join(ccs)} (the release notes say when one was dropped), or "
-                f"build TensorFlow from source with TF_CUDA_COMPUTE_CAPABILITIES={','.join(ccs)}"
+            fix = make_fix(
+                manual(
+                    f"use a TensorFlow whose build_info lists an sm_ or compute_ entry for "
+                    f"compute capability {', '.join(ccs)} (the release notes say when one was "
+                    "dropped)"
+                ),
+                OR,
+                manual(
+                    "build TensorFlow from source with "
+                    f"TF_CUDA_COMPUTE_CAPABILITIES={','.join(ccs)}"
+                ),
             )
         return Outcome.fail(
             f"{t.name} has no usable code for {len(missing)} of the GPUs (compute capability "
@@ -302,7 +392,11 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
             "compiles every kernel, which can take many minutes",
             *jit,
             *evidence,
-            fix="Keep the compiled kernels between runs: export CUDA_CACHE_MAXSIZE=4294967296",
+            fix=make_fix(
+                set_env(
+                    "CUDA_CACHE_MAXSIZE", "4294967296", "keep the compiled kernels between runs"
+                )
+            ),
         )
     return Outcome.passed(
         f"{t.name} has code for every GPU (compute capability {', '.join(cc_list(found))})",
@@ -329,16 +423,39 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         return Outcome.passed(f"{t.name} supports Python {py}", span)
     pick = pick_tensorflow(ctx, env, [], None)
     other = (
-        f"; or install a TensorFlow that supports Python {py}: "
-        + pip(ctx, env, _uninstall(t) + pick.install)
+        _tf_step(
+            ctx,
+            env,
+            t,
+            f"install a TensorFlow that supports Python {py}",
+            pick.install,
+            version=pick.version,
+        )
         if pick
-        else ""
+        else None
     )
     return Outcome.fail(
         f"{t.name} does not support this environment's Python {py}",
         f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=f"Create the environment with a Python {low} to {high} "
-        f"(e.g. python{high} -m venv .venv) and reinstall TensorFlow there{other}",
+        fix=make_fix(
+            run(
+                f"create the environment with a Python {low} to {high}, then reinstall "
+                "TensorFlow there",
+                f"python{high} -m venv .venv",
+            ),
+            OR,
+            other,
+        ),
+    )
+
+
+def _tf_keras(ctx: Context, env: PythonEnvironment, line: Version, why: str) -> Step:
+    return pip_step(
+        ctx,
+        env,
+        why,
+        f"pip install 'tf-keras~={line}.0'",
+        [change(env, "tf-keras", requirement=f"~={line}.0")],
     )
 
 
@@ -358,32 +475,48 @@ def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     keras3 = _keras3_from(ctx.compat)
     if line is None or keras3 is None:
         return Outcome.skip(f"{t.name}: which Keras it needs is not known")
-    problems, fixes = [], []
+    problems: list[str] = []
+    fixes: list[Step | Literal["or"]] = []
     k_version = parse_version(k.version) if k else None
     if k is not None and k_version is not None and line >= keras3 and k_version.major < 3:
         problems.append(
             f"keras {k.version} is Keras 2, but TensorFlow {line} uses Keras 3 (the default "
             f"Keras from TensorFlow {keras3})"
         )
-        legacy = pip(ctx, env, f"pip install 'tf-keras~={line}.0'")
-        fixes.append(
-            pip(ctx, env, "pip install -U 'keras>=3'")
-            + f"; or, to keep Keras 2: {legacy} and export TF_USE_LEGACY_KERAS=1"
-        )
+        fixes += [
+            pip_step(
+                ctx,
+                env,
+                "install Keras 3",
+                "pip install -U 'keras>=3'",
+                [change(env, "keras", requirement=">=3")],
+            ),
+            OR,
+            _tf_keras(ctx, env, line, "to keep Keras 2, install tf-keras"),
+            set_env("TF_USE_LEGACY_KERAS", "1"),
+        ]
     elif k is not None and k_version is not None and line < keras3 and k_version.major >= 3:
         problems.append(
             f"keras {k.version} is Keras 3, but TensorFlow {line}'s tf.keras is Keras 2 "
             f"(keras {line}): importing tf.keras fails"
         )
-        fixes.append(pip(ctx, env, f"pip install 'keras~={line}.0'"))
+        fixes.append(
+            pip_step(
+                ctx,
+                env,
+                f"install keras {line}",
+                f"pip install 'keras~={line}.0'",
+                [change(env, "keras", requirement=f"~={line}.0")],
+            )
+        )
     tfk_version = parse_version(tfk.version) if tfk else None
     if tfk is not None and tfk_version is not None and major_minor(tfk_version) != line:
         problems.append(
             f"tf-keras {tfk.version} does not match TensorFlow {line} (tf-keras versions follow "
             "TensorFlow's)"
         )
-        tf_keras = pip(ctx, env, f"pip install 'tf-keras~={line}.0'")
-        if not any(tf_keras in fix for fix in fixes):
+        tf_keras = _tf_keras(ctx, env, line, f"install tf-keras {line}")
+        if not any(isinstance(f, Step) and f.command == tf_keras.command for f in fixes):
             fixes.append(tf_keras)
     installed = ", ".join(f"{d.name} {d.version}" for d in (k, tfk) if d is not None)
     if not problems:
@@ -393,5 +526,5 @@ def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
         f"{t.name} and the installed Keras do not match",
         *problems,
         *([f"compat data: {cite}"] if cite else []),
-        fix="; ".join(fixes),
+        fix=make_fix(*fixes),
     )

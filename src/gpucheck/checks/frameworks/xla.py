@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import shlex
 
-from gpucheck.checks.context import Context, sentence
+from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver import judge_driver, upgrade_driver
-from gpucheck.checks.frameworks.environments import environment_check, merge, pip
+from gpucheck.checks.frameworks.environments import change, environment_check, merge, pip_step
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.fix import OR, Layer, make_fix
 
 XLA_USERS = ("jax", "jaxlib", "tensorflow", "tensorflow-cpu", "tf-nightly")
 # What the flags people set most do; a flag not listed is shown as set, without comment.
@@ -88,19 +89,26 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
         return Outcome.passed(f"XLA's {name} {mm} suits driver {ctx.driver_version}", how)
     if status not in (Status.INFO, Status.FAIL):
         return None
-    fix = upgrade_driver(ctx, version)
     wheel = next((d for d in env.distributions if d.name.startswith("nvidia-cuda-nvcc")), None)
+    keep = None
     if wheel is not None and have is not None and name == "ptxas":
-        fix += "; or keep this driver: " + pip(
-            ctx, env, f"pip install '{wheel.name}<{have.major}.{have.minor + 1}'"
+        below = f"<{have.major}.{have.minor + 1}"
+        keep = pip_step(
+            ctx,
+            env,
+            "keep this driver and install a ptxas no newer than it",
+            f"pip install '{wheel.name}{below}'",
+            [change(env, wheel.name, requirement=below)],
+            Layer.CUDA,
         )
+    fix = make_fix(upgrade_driver(ctx, version), OR, keep)
     return Outcome.fail(
         f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: the code it "
         "compiles does not load ('the provided PTX was compiled with an unsupported "
         "toolchain'), or XLA falls back to slower, serial compilation",
         how,
         why,
-        fix=sentence(fix),
+        fix=fix,
     )
 
 
