@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from packaging.version import Version
 
@@ -15,9 +15,10 @@ from gpucheck.checks.frameworks.driver import (
     targets,
 )
 from gpucheck.checks.frameworks.environments import (
+    change,
     env_os,
     framework_check,
-    pip,
+    pip_step,
     runtime,
 )
 from gpucheck.checks.frameworks.packages import parse_requirement, same_version
@@ -27,6 +28,7 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool, make_fix, manual, run, set_env
 from gpucheck.model.snapshot import LibraryCopy
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
@@ -98,8 +100,16 @@ def cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome 
     return verdict
 
 
-def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
-    return pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
+def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
+    return make_fix(
+        pip_step(
+            ctx,
+            env,
+            "install TensorFlow's CUDA wheels",
+            f"pip install 'tensorflow[and-cuda]=={t.version}'",
+            [change(env, "tensorflow", t.version)],
+        )
+    )
 
 
 def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
@@ -197,9 +207,14 @@ def _loader_gap(
         f"{t.name} will not find its tensorflow[and-cuda] libraries: {pins.loader_gap}",
         "LD_LIBRARY_PATH " + ("is unset" if path == [""] else "lacks " + ", ".join(absent[:3])),
         f"source: {pins.loader_gap_source or pins.source}",
-        fix="Name the wheels' library folders on the loader path (in the environment's "
-        "activation script to keep it): "
-        f"`export LD_LIBRARY_PATH={':'.join(dirs)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}`",
+        fix=make_fix(
+            set_env(
+                "LD_LIBRARY_PATH",
+                f"{':'.join(dirs)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+                "name the wheels' library folders on the loader path (in the environment's "
+                "activation script to keep it)",
+            )
+        ),
     )
 
 
@@ -227,19 +242,38 @@ def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     return cuda, cudnn
 
 
-def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
+def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
     expected = _expected(ctx, t)
-    cuda, cudnn = expected if expected else ("<its CUDA>", "<its cuDNN>")
-    fix = (
-        f"Install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
-        f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn} && "
-        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"
-    )
+    steps: list[Step | Literal["or"]] = []
+    if expected:
+        cuda, cudnn = expected
+        steps += [
+            run(
+                f"install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
+                "with conda",
+                f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn}",
+                Tool.CONDA,
+                changes=[Change("cudatoolkit", None, cuda), Change("cudnn", None, cudnn)],
+                environment=env.python,
+                layer=Layer.CUDA,
+            ),
+            set_env("LD_LIBRARY_PATH", "$CONDA_PREFIX/lib:$LD_LIBRARY_PATH", layer=Layer.CUDA),
+        ]
+    else:
+        steps.append(manual("install its CUDA and cuDNN where the loader finds them", Layer.CUDA))
     pick = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version)
     if pick and Version(pick.version) >= TF_AND_CUDA_FIRST:
-        command = pip(ctx, env, _uninstall(t) + pick.install)
-        fix += f"; or move to TensorFlow {pick.version}, which brings its own: {command}"
-    return fix
+        steps += [
+            OR,
+            pip_step(
+                ctx,
+                env,
+                f"move to TensorFlow {pick.version}, which brings its own",
+                _uninstall(t) + pick.install,
+                [change(env, "tensorflow", requirement=f"=={pick.version}.*")],
+            ),
+        ]
+    return make_fix(*steps)
 
 
 def _older_minor(version: str | None, want: Version) -> bool:
