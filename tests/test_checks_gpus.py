@@ -371,7 +371,6 @@ def test_gen1_of_5_with_the_load_unknown_warns_how_to_recheck_under_load() -> No
     ]
     assert f.fix and "under load" in f.fix.text
     assert f.fix.commands == [
-        "gpucheck doctor",
         "nvidia-smi -i 0 --query-gpu=pcie.link.gen.current,pcie.link.gen.max,utilization.gpu "
         "--format=csv",
         "gpucheck bench --quick",

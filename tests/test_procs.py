@@ -254,9 +254,10 @@ def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
     assert (
         "PID(s) 5555 exited but were not reaped: end or restart their parent (4000)" in fix["text"]
     )
-    assert "gpucheck procs --kill 4242" in fix["commands"]
-    assert "gpucheck procs" in fix["commands"]
-    assert "sudo nvidia-smi --gpu-reset -i 2" in fix["commands"]
+    commands = [step["command"] for step in fix["steps"] if step["command"]]
+    assert "gpucheck procs --kill 4242" in commands
+    assert "gpucheck procs" in commands
+    assert "sudo nvidia-smi --gpu-reset -i 2" in commands
 
 
 def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Simulate) -> None:
@@ -275,7 +276,13 @@ def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Sim
     ]
     assert found["fix"]["text"].startswith("Memory held by no process here: see every holder")
     assert found["fix"]["text"].endswith(
-        "; or use the other GPUs (`export CUDA_VISIBLE_DEVICES=1`)"
+        "; or use the other GPUs: `export CUDA_VISIBLE_DEVICES=1`"
+    )
+    last = found["fix"]["steps"][-1]
+    assert (last["command"], last["tool"], last["option"]) == (
+        "export CUDA_VISIBLE_DEVICES=1",
+        "env",
+        1,
     )
 
 

@@ -313,7 +313,7 @@ def test_a100_with_mig_enabled_and_slices(simulate: Simulate) -> None:
     mig = d.finding("gpu.mig")
     assert mig["status"] == "fail" and mig["title"].endswith("sees one slice of 4")
     first = "export CUDA_VISIBLE_DEVICES=MIG-1b3c0f2a-5d6e-5f70-8a9b-0c1d2e3f4a50"
-    assert first in mig["fix"]["commands"]
+    assert first in [s["command"] for s in mig["fix"]["steps"]]
     assert d.statuses("fail") == {"gpu.mig"}
     # Naming the slice, as the fix says.
     env = {"CUDA_VISIBLE_DEVICES": "MIG-1b3c0f2a-5d6e-5f70-8a9b-0c1d2e3f4a50"}
@@ -604,7 +604,7 @@ def test_exclusive_process_compute_mode(simulate: Simulate) -> None:
     assert mode["status"] == "warn"
     assert mode["title"].startswith("2 GPU(s) in exclusive-process mode")
     assert mode["evidence"][0].endswith("00000000:18:00.0): exclusive_process")
-    assert mode["fix"]["commands"] == ["sudo nvidia-smi -i 0,1 -c DEFAULT"]
+    assert [s["command"] for s in mode["fix"]["steps"]] == ["sudo nvidia-smi -i 0,1 -c DEFAULT"]
     assert [g["index"] for g in mode["subjects"]["gpus"]] == [0, 1]
     assert doctor(machine, "--strict").returncode == 1
     out = doctor_text(machine)

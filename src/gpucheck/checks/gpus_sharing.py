@@ -3,11 +3,14 @@ processes hold. Each says which GPUs, and which process or slice, the job should
 
 from __future__ import annotations
 
-from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices, sentence
+from typing import Literal
+
+from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, gpu_subjects, indices
 from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
 from gpucheck.gpu_holders import GpuAccount, Holder, merge
-from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.finding import GpuRef, Outcome, Section
+from gpucheck.model.fix import OR, Fix, Layer, Step, make_fix, manual, reboot, run, set_env
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 GIB = 1024**3
@@ -48,7 +51,13 @@ def compute_mode(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"Compute is prohibited on {len(prohibited)} GPU(s): no CUDA program can use them",
             *[gpu_label(g) for g in prohibited],
-            fix=f"`sudo nvidia-smi -i {indices(prohibited)} -c DEFAULT`",
+            fix=make_fix(
+                run(
+                    "let CUDA use them",
+                    f"sudo nvidia-smi -i {indices(prohibited)} -c DEFAULT",
+                    gpus=gpu_refs(prohibited),
+                )
+            ),
             subjects=gpu_subjects(prohibited),
         )
     held = [(g, who) for g in exclusive if (who := _holder(g))]
@@ -56,23 +65,29 @@ def compute_mode(ctx: Context) -> Outcome | None:
         taken = [g for g, _ in held]
         free = [g for g in gpus if g not in taken and g.compute_mode != "prohibited"]
         pids = sorted({p.pid for g in taken for p in (g.processes or [])})
-        steps = []
+        steps: list[Step] = []
         if free:
-            steps.append(f"use a free GPU (`export CUDA_VISIBLE_DEVICES={indices(free)}`)")
+            steps.append(
+                set_env("CUDA_VISIBLE_DEVICES", indices(free), "use a free GPU", Layer.JOB)
+            )
         if pids:
             pid_list = ",".join(map(str, pids))
-            steps.append(f"wait for the holder or stop it (`ps -o pid,user,cmd -p {pid_list}`)")
+            steps.append(run("wait for the holder or stop it", f"ps -o pid,user,cmd -p {pid_list}"))
         else:
-            steps.append("wait for the job holding it, or find it where it runs (the host)")
+            steps.append(manual("wait for the job holding it, or find it where it runs (the host)"))
         steps.append(
-            "if exclusive-process mode was not set on purpose by the scheduler, return it to "
-            f"the default: `sudo nvidia-smi -i {indices(taken)} -c DEFAULT`"
+            run(
+                "if exclusive-process mode was not set on purpose by the scheduler, return it to "
+                "the default",
+                f"sudo nvidia-smi -i {indices(taken)} -c DEFAULT",
+                gpus=gpu_refs(taken),
+            )
         )
         return Outcome.fail(
             f"{len(taken)} GPU(s) in exclusive-process mode are already held by another "
             f"process: a new CUDA program there fails with {BUSY_MESSAGE}",
             *[f"{gpu_label(g)}: {g.compute_mode}, held by {who}" for g, who in held],
-            fix=sentence("; ".join(steps)) + ".",
+            fix=make_fix(*steps),
             subjects=gpu_subjects(taken),
         )
     if exclusive:
@@ -81,8 +96,13 @@ def compute_mode(ctx: Context) -> Outcome | None:
             f"(a second one, e.g. a data-loader worker or an evaluation job, fails with "
             f"{BUSY_MESSAGE})",
             *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
-            fix="If not set on purpose by the scheduler: "
-            f"`sudo nvidia-smi -i {indices(exclusive)} -c DEFAULT`",
+            fix=make_fix(
+                run(
+                    "if not set on purpose by the scheduler, share the GPU again",
+                    f"sudo nvidia-smi -i {indices(exclusive)} -c DEFAULT",
+                    gpus=gpu_refs(exclusive),
+                )
+            ),
             subjects=gpu_subjects(exclusive),
         )
     known, blind = known_count(gpus, "compute_mode")
@@ -114,8 +134,15 @@ def mig(ctx: Context) -> Outcome | None:
                 f"{'on' if g.mig_enabled_pending else 'off'} after reset"
                 for g in pending
             ],
-            fix=f"Reset the GPU (`sudo nvidia-smi -r -i {indices(pending)}`) or reboot to "
-            "apply it.",
+            fix=make_fix(
+                run(
+                    "reset the GPU to apply it",
+                    f"sudo nvidia-smi -r -i {indices(pending)}",
+                    gpus=gpu_refs(pending),
+                ),
+                OR,
+                reboot(),
+            ),
             subjects=gpu_subjects(pending),
         )
     if not on:
@@ -125,10 +152,20 @@ def mig(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"MIG is on but no MIG devices exist on {len(empty)} GPU(s): CUDA sees nothing there",
             *[gpu_label(g) for g in empty],
-            fix="Create GPU and compute instances, e.g. "
-            f"`sudo nvidia-smi mig -i {indices(empty)} -cgi <profile> -C` (list profiles: "
-            f"`nvidia-smi mig -lgip`); or turn MIG off: `sudo nvidia-smi -i {indices(empty)} "
-            "-mig 0`",
+            fix=make_fix(
+                run("list the GPU instance profiles", "nvidia-smi mig -lgip"),
+                manual(
+                    "create GPU and compute instances of one, e.g. "
+                    f"sudo nvidia-smi mig -i {indices(empty)} -cgi <profile> -C",
+                    gpus=gpu_refs(empty),
+                ),
+                OR,
+                run(
+                    "turn MIG off",
+                    f"sudo nvidia-smi -i {indices(empty)} -mig 0",
+                    gpus=gpu_refs(empty),
+                ),
+            ),
             subjects=gpu_subjects(empty),
         )
     evidence = [_slices(g) for g in on]
@@ -142,16 +179,28 @@ def mig(ctx: Context) -> Outcome | None:
         uuids = [m.uuid for m in slices if m.uuid]
         first = uuids[0] if uuids else "MIG-<uuid>"
         others = f" (the others: {', '.join(uuids[1:])})" if len(uuids) > 1 else ""
-        listing = "" if uuids else " (`nvidia-smi -L` lists the UUIDs)"
+        listing = None if uuids else run("list the MIG UUIDs", "nvidia-smi -L")
         return Outcome.fail(
             f"MIG is on and CUDA_VISIBLE_DEVICES names no MIG slice: a CUDA process sees one "
             f"slice of {len(slices)}",
             *evidence,
             "CUDA_VISIBLE_DEVICES " + ("is unset" if cvd is None else f"= {cvd!r}"),
-            fix="A CUDA process uses one MIG slice, chosen by its UUID: run one process per "
-            f"slice, each with its own, e.g. `export CUDA_VISIBLE_DEVICES={first}`"
-            f"{others}{listing}; to use the whole GPU in one process, turn MIG off: "
-            f"`sudo nvidia-smi -i {indices(visible_on)} -mig 0` (then reset the GPU).",
+            fix=make_fix(
+                listing,
+                set_env(
+                    "CUDA_VISIBLE_DEVICES",
+                    first,
+                    "a CUDA process uses one MIG slice, chosen by its UUID: run one process per "
+                    f"slice, each with its own{others}",
+                    Layer.JOB,
+                ),
+                OR,
+                run(
+                    "to use the whole GPU in one process, turn MIG off (then reset the GPU)",
+                    f"sudo nvidia-smi -i {indices(visible_on)} -mig 0",
+                    gpus=gpu_refs(visible_on),
+                ),
+            ),
             subjects=gpu_subjects(visible_on),
         )
     evidence.append(
@@ -228,7 +277,7 @@ def _holder_text(p: GpuProcess, holder: Holder | None, in_container: bool) -> st
     return text
 
 
-def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: list[GpuFacts]) -> str:
+def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: list[GpuFacts]) -> Fix:
     wanted = {a.index for a in accounts}
     visible = sorted(
         h.pid
@@ -243,28 +292,43 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
             if (h := by_pid.get(pid)) is not None and h.process is not None and h.process.ppid
         }
     )
-    parts = []
+    parts: list[Step | Literal["or"]] = []
     if visible:
         pids = ",".join(map(str, visible))
         kills = " ".join(f"--kill {pid}" for pid in visible)
-        parts.append(
-            f"Wait for these jobs or stop them: see what they are with `gpucheck procs` (or "
-            f"`ps -o pid,user,cmd -p {pids}`), then end them: `gpucheck procs {kills}`"
-        )
+        parts += [
+            run(
+                "wait for these jobs or stop them: see what they are (or with "
+                f"ps -o pid,user,cmd -p {pids})",
+                "gpucheck procs",
+            ),
+            run("then end them", f"gpucheck procs {kills}"),
+        ]
     if zombies:
         parts.append(
-            f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or restart "
-            f"their parent ({', '.join(parents) or 'see `gpucheck procs`'})"
+            manual(
+                f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or "
+                f"restart their parent ({', '.join(parents) or 'see gpucheck procs'})"
+            )
         )
     if any(a.outside_pids or a.leaked for a in accounts):
-        leaked = ",".join(str(a.index) for a in accounts if a.leaked) or str(accounts[0].index)
-        parts.append(
-            "Memory held by no process here: see every holder with `gpucheck procs` (in a "
-            "container, processes of others show only as host PIDs: look with nvidia-smi on the "
-            f"host); with nothing left holding it, reset the GPU (`sudo nvidia-smi --gpu-reset "
-            f"-i {leaked}`)"
-        )
-    fix = "; ".join(parts)
+        leaked = [a for a in accounts if a.leaked] or accounts[:1]
+        ids = ",".join(str(a.index) for a in leaked)
+        parts += [
+            run(
+                "memory held by no process here: see every holder (in a container, processes "
+                "of others show only as host PIDs: look with nvidia-smi on the host)",
+                "gpucheck procs",
+            ),
+            run(
+                "with nothing left holding it, reset the GPU",
+                f"sudo nvidia-smi --gpu-reset -i {ids}",
+                gpus=[GpuRef(a.index) for a in leaked],
+            ),
+        ]
     if free:
-        fix += f"; or use the other GPUs (`export CUDA_VISIBLE_DEVICES={indices(free)}`)"
-    return fix
+        parts += [
+            OR,
+            set_env("CUDA_VISIBLE_DEVICES", indices(free), "use the other GPUs", Layer.JOB),
+        ]
+    return make_fix(*parts)
