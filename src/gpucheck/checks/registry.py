@@ -8,9 +8,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from gpucheck.model.finding import Finding, Outcome, Section, Status, as_fix
-from gpucheck.model.fix import Layer
+from gpucheck.model.fix import Fix, Layer
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -135,16 +136,17 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
         )
     if outcome is None:
         return None
-    if outcome.fix is not None:
-        for step in outcome.fix.steps:  # a step's layer, where the check left it: the check's
-            step.layer = step.layer or LAYER_OF[chk.section]
+    fix = outcome.fix
+    if fix is not None:  # a step's layer, where the check left it: the check's own
+        layer = LAYER_OF[chk.section]
+        fix = Fix(fix.text, [s if s.layer else replace(s, layer=layer) for s in fix.steps])
     return Finding(
         chk.id,
         chk.section,
         outcome.status,
         outcome.title,
         outcome.evidence,
-        outcome.fix,
+        fix,
         outcome.subjects,
     )
 

@@ -9,7 +9,10 @@ from gpucheck.checks.context import Context, gib, gpu_label
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.fix import OR, info, make_fix, manual
 from gpucheck.model.snapshot import GpuFacts
+
+SEE_ABOVE = make_fix(info("see the problems above"))
 
 
 def _usable(ctx: Context) -> list[GpuFacts]:
@@ -40,8 +43,11 @@ def min_gpus(ctx: Context) -> Outcome | None:
         f"Needs {want} GPU(s), has {len(have)}",
         shown,
         *([] if ctx.nvml_ok else ["the driver gives no GPU list (see driver checks)"]),
-        fix=f"Run the job on a node with {want} or more GPUs, or fix the problems above that "
-        "hide GPUs.",
+        fix=make_fix(
+            manual(f"run the job on a node with {want} or more GPUs"),
+            OR,
+            info("fix the problems above that hide GPUs"),
+        ),
     )
 
 
@@ -58,7 +64,8 @@ def min_memory(ctx: Context) -> Outcome | None:
     gpus = _usable(ctx)
     if not gpus:
         return Outcome.fail(
-            f"Needs GPUs with {text} each; no usable GPU", fix="See the problems above."
+            f"Needs GPUs with {text} each; no usable GPU",
+            fix=SEE_ABOVE,
         )
     small = [g for g in gpus if (usable_memory(g) or 0) < want]
     if not small:
@@ -70,8 +77,11 @@ def min_memory(ctx: Context) -> Outcome | None:
             + (" in its largest MIG device" if g.mig_enabled else "")
             for g in small
         ],
-        fix=f"Run on GPUs with at least {text} each, or reduce the job's memory (batch size, "
-        "precision, sharding).",
+        fix=make_fix(
+            manual(f"run on GPUs with at least {text} each"),
+            OR,
+            manual("reduce the job's memory (batch size, precision, sharding)"),
+        ),
     )
 
 
@@ -88,7 +98,8 @@ def min_cc(ctx: Context) -> Outcome | None:
     gpus = _usable(ctx)
     if not gpus:
         return Outcome.fail(
-            f"Needs compute capability {want_text}; no usable GPU", fix="See the problems above."
+            f"Needs compute capability {want_text}; no usable GPU",
+            fix=SEE_ABOVE,
         )
     low = [g for g in gpus if (parse_version(g.compute_capability or "") or Version("0")) < want]
     if not low:
@@ -98,6 +109,10 @@ def min_cc(ctx: Context) -> Outcome | None:
     return Outcome.fail(
         f"{len(low)} GPU(s) are below compute capability {want_text}",
         *[f"{gpu_label(g)}: {g.compute_capability or 'unknown'}" for g in low],
-        fix=f"Run on GPUs of compute capability {want_text} or newer "
-        "(gpucheck's compat data lists which GPUs those are).",
+        fix=make_fix(
+            manual(
+                f"run on GPUs of compute capability {want_text} or newer (gpucheck's compat "
+                "data lists which GPUs those are)"
+            )
+        ),
     )

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from gpucheck.model.types import GpuRef
 
@@ -131,8 +132,7 @@ def make_fix(*parts: Step | Literal["or"] | None) -> Fix:
             option += 1 if steps else 0
             continue
         assert isinstance(part, Step)
-        part.option = option
-        steps.append(part)
+        steps.append(replace(part, option=option))  # a copy: steps are shared between fixes
     return Fix(render(steps), steps)
 
 
