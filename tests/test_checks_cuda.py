@@ -4,7 +4,6 @@ read from the compat data (gpucheck.compat / compat/cuda.toml), never copied fro
 
 from __future__ import annotations
 
-import re
 import sys
 
 import builders

@@ -132,7 +132,9 @@ def test_several_environments_are_named_and_fixed_with_their_own_pip() -> None:
 def test_an_interpreter_given_with_python_is_fixed_with_its_own_pip() -> None:
     env = fb.torch_cpu(fb.environment(prefix="/srv/job/env", origin="--python"))
     f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
-    assert f.fix and f.fix.commands[0].startswith("/srv/job/env/bin/python -m pip uninstall -y torch")
+    assert f.fix and f.fix.commands[0].startswith(
+        "/srv/job/env/bin/python -m pip uninstall -y torch"
+    )
 
 
 def test_odd_facts_never_break_a_check() -> None:
@@ -402,7 +404,9 @@ def test_tensorflow_gpu_alone_warns_with_the_compat_note_and_the_replacement() -
     assert any(e.startswith("compat data: " + note[:40]) for e in f.evidence)
     pick = {"version": "2.21", "install": TF_221}
     assert pick is not None
-    assert f.fix and f.fix.commands[0].startswith(f"pip uninstall -y tensorflow-gpu && {pick['install']}")
+    assert f.fix and f.fix.commands[0].startswith(
+        f"pip uninstall -y tensorflow-gpu && {pick['install']}"
+    )
 
 
 def test_tensorflow_gpu_beside_tensorflow_fails() -> None:
@@ -666,7 +670,9 @@ def test_jax_without_its_cuda_plugin_fails_choosing_the_cuda_major_for_the_drive
     env = fb.with_jax(fb.environment(), plugin=None)
     f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
     assert f.status is Status.FAIL
-    assert f.fix and f.fix.commands[0].startswith('pip install -U "jax[cuda13]"')  # driver 590: CUDA 13.1
+    assert f.fix and f.fix.commands[0].startswith(
+        'pip install -U "jax[cuda13]"'
+    )  # driver 590: CUDA 13.1
     f = the(
         fb.on(mb.driver_535_node(1), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
     )
@@ -823,7 +829,7 @@ def test_conflicts_fix_names_a_tensorflow_whose_pins_accept_torch_s() -> None:
     assert f.status is Status.WARN
     assert (
         f.fix
-        and "or a TensorFlow whose pins agree: pip install 'tensorflow[and-cuda]==2.20.0'"
+        and "or install a TensorFlow whose pins agree: `pip install 'tensorflow[and-cuda]==2.20.0'`"
         in f.fix.text
     )
     # ... and with that TensorFlow, they agree.

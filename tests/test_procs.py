@@ -275,9 +275,7 @@ def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Sim
         "python (60.0 GiB) [not in /proc here: exited since, or in another PID namespace]"
     ]
     assert found["fix"]["text"].startswith("Memory held by no process here: see every holder")
-    assert found["fix"]["text"].endswith(
-        "; or use the other GPUs: `export CUDA_VISIBLE_DEVICES=1`"
-    )
+    assert found["fix"]["text"].endswith("; or use the other GPUs: `export CUDA_VISIBLE_DEVICES=1`")
     last = found["fix"]["steps"][-1]
     assert (last["command"], last["tool"], last["option"]) == (
         "export CUDA_VISIBLE_DEVICES=1",

@@ -22,17 +22,17 @@ from gpucheck.model.fix import (
     Layer,
     Step,
     Tool,
+    command_step,
     info,
     make_fix,
     manual,
     reboot,
-    run,
     set_env,
     unset_env,
 )
 from gpucheck.model.snapshot import LibraryCopy
 
-_UVM = run(
+_UVM = command_step(
     "load nvidia-uvm and create its node",
     "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0",
 )
@@ -46,7 +46,7 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
                 "check CUDA_VISIBLE_DEVICES (system.cuda-visible-devices), MIG devices "
                 "(gpu.mig) and /dev/nvidia-uvm (driver.uvm)"
             ),
-            run(
+            command_step(
                 "see what CUDA may use",
                 "env | grep -E '^CUDA_VISIBLE_DEVICES|^NVIDIA_' ; ls -l /dev/nvidia*",
             ),
@@ -56,26 +56,28 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
         "cuInit failed with an unknown error, most often a missing nvidia-uvm",
         make_fix(
             _UVM,
-            run("if it persists, look for driver errors", "sudo dmesg | grep -i -E 'nvrm|xid'"),
+            command_step(
+                "if it persists, look for driver errors", "sudo dmesg | grep -i -E 'nvrm|xid'"
+            ),
         ),
     ),
     "CUDA_ERROR_SYSTEM_NOT_READY": (
         "The system is not ready for CUDA: on NVSwitch systems (HGX/DGX) the fabric manager "
         "is not running",
         make_fix(
-            run(
+            command_step(
                 "start the fabric manager (its version must equal the driver's)",
                 "sudo systemctl enable --now nvidia-fabricmanager",
                 layer=Layer.DRIVER,
             ),
-            run("then check", "nvidia-smi -q | grep -A2 -i fabric", layer=Layer.DRIVER),
+            command_step("then check", "nvidia-smi -q | grep -A2 -i fabric", layer=Layer.DRIVER),
         ),
     ),
     "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": (
         "The libcuda in use (a CUDA forward-compatibility package?) does not match the kernel "
         "driver",
         make_fix(
-            run("find the cuda-compat libcuda in use", "ldconfig -p | grep libcuda.so"),
+            command_step("find the cuda-compat libcuda in use", "ldconfig -p | grep libcuda.so"),
             manual("remove the cuda-compat libraries from LD_LIBRARY_PATH / ldconfig"),
             OR,
             manual("install the compat package matching this driver branch"),
@@ -85,7 +87,7 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
         "A CUDA forward-compatibility libcuda is in use, and this GPU does not support it "
         "(forward compatibility is for data-centre GPUs only)",
         make_fix(
-            run("find the cuda-compat libcuda in use", "ldconfig -p | grep libcuda.so"),
+            command_step("find the cuda-compat libcuda in use", "ldconfig -p | grep libcuda.so"),
             manual(
                 "remove the cuda-compat package's libcuda from the loader path (LD_LIBRARY_PATH, "
                 "/etc/ld.so.conf.d) and upgrade the driver instead"
@@ -106,14 +108,18 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
         "The OS refused a CUDA driver request (permissions, cgroups, or a container's device "
         "rules)",
         make_fix(
-            run("check /dev/nvidia* permissions (driver.device-nodes)", "ls -l /dev/nvidia*"),
+            command_step(
+                "check /dev/nvidia* permissions (driver.device-nodes)", "ls -l /dev/nvidia*"
+            ),
             manual("check the container's device access"),
         ),
     ),
     "CUDA_ERROR_NOT_PERMITTED": (
         "CUDA is not permitted on this device",
         make_fix(
-            run("check the GPU's compute mode (gpu.compute-mode)", "nvidia-smi -q -d COMPUTE"),
+            command_step(
+                "check the GPU's compute mode (gpu.compute-mode)", "nvidia-smi -q -d COMPUTE"
+            ),
             manual("check the container's device access"),
         ),
     ),
@@ -128,7 +134,7 @@ def driver_api(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"The CUDA driver API {probe.error}",
             fix=make_fix(
-                run(
+                command_step(
                     "the driver is hung or crashing: look for Xid errors",
                     "sudo dmesg | grep -i xid",
                     layer=Layer.DRIVER,
@@ -173,7 +179,7 @@ def driver_api(ctx: Context) -> Outcome | None:
             )
             if sysf.container
             else make_fix(
-                run(
+                command_step(
                     "install the driver's CUDA library, from the same driver release "
                     "(Ubuntu/Debian)",
                     f"sudo apt install libnvidia-compute-{branch}",
@@ -210,7 +216,9 @@ def driver_api(ctx: Context) -> Outcome | None:
             (
                 f"cuInit failed: {name}",
                 make_fix(
-                    run("look for driver errors", "sudo dmesg | grep -i nvrm", layer=Layer.DRIVER),
+                    command_step(
+                        "look for driver errors", "sudo dmesg | grep -i nvrm", layer=Layer.DRIVER
+                    ),
                     manual("reinstall the driver", Layer.DRIVER),
                 ),
             ),
@@ -245,7 +253,7 @@ def driver_api(ctx: Context) -> Outcome | None:
             *evidence,
             fix=make_fix(
                 info("look at the GPU checks above (lost GPUs, MIG, compute mode)"),
-                run("see CUDA_VISIBLE_DEVICES", "echo $CUDA_VISIBLE_DEVICES"),
+                command_step("see CUDA_VISIBLE_DEVICES", "echo $CUDA_VISIBLE_DEVICES"),
             ),
         )
     return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
@@ -276,7 +284,7 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
             "libcuda resolves to a Linux driver's copy inside WSL2, not the Windows driver's",
             *[f"libcuda: {p}" for p in linux],
             fix=make_fix(
-                run(
+                command_step(
                     "remove the Linux NVIDIA driver from WSL (WSL uses the Windows driver)",
                     "sudo apt-get remove --purge 'libnvidia-compute-*' 'nvidia-driver-*'",
                     Tool.APT,
@@ -286,7 +294,7 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
                     ],
                     layer=Layer.DRIVER,
                 ),
-                run("refresh the loader cache", "sudo ldconfig", layer=Layer.DRIVER),
+                command_step("refresh the loader cache", "sudo ldconfig", layer=Layer.DRIVER),
                 OR,
                 export,
             ),
@@ -359,7 +367,7 @@ def toolkit(ctx: Context) -> Outcome | None:
             f"nvcc at {nvcc.path} does not say its version",
             str(nvcc.error),
             fix=make_fix(
-                run("see why", f"{nvcc.path} --version"),
+                command_step("see why", f"{nvcc.path} --version"),
                 manual("reinstall the toolkit if it is broken"),
             ),
         )
@@ -506,7 +514,7 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
                 ),
                 OR,
                 manual("remove stale /etc/ld.so.conf.d entries"),
-                run("refresh the loader cache", "sudo ldconfig"),
+                command_step("refresh the loader cache", "sudo ldconfig"),
             ),
         )
     on_path = [c for c in copies if c.on_loader_path and c.version]

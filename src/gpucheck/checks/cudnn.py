@@ -8,7 +8,7 @@ from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Change, Layer, Step, Tool, make_fix, manual, run
+from gpucheck.model.fix import OR, Change, Layer, Step, Tool, command_step, make_fix, manual
 
 
 def _pip_for(ctx: Context, path: str, why: str, command: str, changes: list[Change]) -> Step:
@@ -26,7 +26,7 @@ def _pip_for(ctx: Context, path: str, why: str, command: str, changes: list[Chan
     )
     if env is not None:
         return pip_step(ctx, env, why, command, changes, Layer.CUDNN)
-    return run(why, command, Tool.PIP, changes=changes, layer=Layer.CUDNN)
+    return command_step(why, command, Tool.PIP, changes=changes, layer=Layer.CUDNN)
 
 
 def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
@@ -128,7 +128,7 @@ def libraries(ctx: Context) -> Outcome:
                     "keep one cuDNN on LD_LIBRARY_PATH / in ldconfig: remove the stale "
                     "/etc/ld.so.conf.d entries (frameworks from pip use their own)"
                 ),
-                run("refresh the loader cache", "sudo ldconfig"),
+                command_step("refresh the loader cache", "sudo ldconfig"),
             ),
         )
     too_old = _older_than_jaxlib(ctx, evidence)

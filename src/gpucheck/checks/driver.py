@@ -16,12 +16,12 @@ from gpucheck.model.fix import (
     Layer,
     Step,
     Tool,
+    command_step,
     hardware,
     info,
     make_fix,
     manual,
     reboot,
-    run,
     set_env,
 )
 
@@ -38,8 +38,10 @@ def reload_steps(modules: list[str]) -> list[Step | Literal["or"]]:
     return [
         reboot(),
         OR,
-        run("find the processes using the GPU (they must stop first)", "sudo lsof /dev/nvidia*"),
-        run(
+        command_step(
+            "find the processes using the GPU (they must stop first)", "sudo lsof /dev/nvidia*"
+        ),
+        command_step(
             "reload the driver",
             f"sudo rmmod {' '.join(loaded)} && sudo modprobe -a {' '.join(load)}",
         ),
@@ -51,12 +53,12 @@ def reload_fix(modules: list[str]) -> Fix:
 
 
 HUNG = make_fix(
-    run(
+    command_step(
         "the driver is not answering: look for Xid errors",
         "sudo dmesg | grep -i -E 'xid|nvrm'",
     ),
     manual("stop what is using the GPU"),
-    run("enable persistence mode", "sudo nvidia-smi -pm 1"),
+    command_step("enable persistence mode", "sudo nvidia-smi -pm 1"),
     reboot("reboot if it persists"),
 )
 
@@ -70,14 +72,14 @@ CGROUP_FIX = make_fix(
         "Kubernetes pod: delete it)",
         Layer.JOB,
     ),
-    run(
+    command_step(
         "to stop it recurring after the host's next systemctl daemon-reload, on the host (and "
         "the udev rule that re-runs it, from NVIDIA's container toolkit troubleshooting)",
         "sudo nvidia-ctk system create-dev-char-symlinks --create-all",
         layer=Layer.SYSTEM,
     ),
     OR,
-    run(
+    command_step(
         "pass the GPUs through CDI",
         "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
         layer=Layer.SYSTEM,
@@ -145,7 +147,7 @@ def kernel_module(ctx: Context) -> Outcome:
         return Outcome.fail(
             f"The nvidia kernel module is not loaded on this {sysf.container} container's host",
             fix=make_fix(
-                run(
+                command_step(
                     "on the host, load the NVIDIA driver (install it there first if it is "
                     "missing; a container cannot load kernel modules)",
                     "sudo modprobe nvidia",
@@ -160,8 +162,8 @@ def kernel_module(ctx: Context) -> Outcome:
     if lib_version:
         evidence.append(f"the user-space driver {lib_version} is installed (libnvidia-ml)")
     steps: list[Step | Literal["or"]] = [
-        run("load it", "sudo modprobe nvidia"),
-        run(
+        command_step("load it", "sudo modprobe nvidia"),
+        command_step(
             "if that fails because the kernel was updated and the module not rebuilt for it, "
             "rebuild it (or reinstall the driver package for kernel $(uname -r))",
             "dkms status && sudo dkms autoinstall",
@@ -170,7 +172,7 @@ def kernel_module(ctx: Context) -> Outcome:
     if sysf.secure_boot:
         evidence.append("Secure Boot is on")
         steps += [
-            run(
+            command_step(
                 "Secure Boot is on and refuses the unsigned module: enroll the module's key "
                 "(or disable Secure Boot)",
                 "sudo mokutil --import /var/lib/dkms/mok.pub",
@@ -179,7 +181,7 @@ def kernel_module(ctx: Context) -> Outcome:
         ]
     else:
         steps.append(
-            run("see whether Secure Boot refuses an unsigned module", "mokutil --sb-state")
+            command_step("see whether Secure Boot refuses an unsigned module", "mokutil --sb-state")
         )
     if sysf.nouveau_loaded:
         steps.append(info("nouveau holds the GPU: see system.nouveau"))
@@ -187,7 +189,7 @@ def kernel_module(ctx: Context) -> Outcome:
         steps.append(manual("the GPU is bound to vfio-pci (reserved for a VM): unbind it first"))
     if not lib_version:
         steps += [
-            run(
+            command_step(
                 "no driver is installed: install NVIDIA's driver (others than Ubuntu: the "
                 "distribution's nvidia-driver package)",
                 "sudo ubuntu-drivers install",
@@ -252,7 +254,7 @@ def nvml(ctx: Context) -> Outcome:
             "gpucheck's own environment lacks the NVML binding",
             *evidence,
             fix=make_fix(
-                run(
+                command_step(
                     "install it in the environment gpucheck runs from",
                     _own_pip(ctx) + " install nvidia-ml-py",
                     Tool.PIP,
@@ -281,7 +283,7 @@ def nvml(ctx: Context) -> Outcome:
             )
         elif branch:
             fix = make_fix(
-                run(
+                command_step(
                     "install the user-space driver matching kernel module "
                     f"{sysf.nvidia_module_version} (Ubuntu/Debian)",
                     f"sudo apt install libnvidia-compute-{branch} nvidia-utils-{branch}",
@@ -296,7 +298,8 @@ def nvml(ctx: Context) -> Outcome:
             )
         else:
             fix = make_fix(
-                run("install the NVIDIA driver (Ubuntu)", "sudo ubuntu-drivers install"), reboot()
+                command_step("install the NVIDIA driver (Ubuntu)", "sudo ubuntu-drivers install"),
+                reboot(),
             )
         return Outcome.fail(
             "The NVIDIA user-space driver (libnvidia-ml.so.1) is not installed",
@@ -310,8 +313,10 @@ def nvml(ctx: Context) -> Outcome:
             "The NVIDIA driver is installed but not running",
             *evidence,
             fix=make_fix(
-                run("load it (see driver.kernel-module)", "sudo modprobe nvidia"),
-                run("if that fails, look at whether DKMS built it for this kernel", "dkms status"),
+                command_step("load it (see driver.kernel-module)", "sudo modprobe nvidia"),
+                command_step(
+                    "if that fails, look at whether DKMS built it for this kernel", "dkms status"
+                ),
             ),
         )
     if name == "LibRmVersionMismatch":
@@ -321,7 +326,7 @@ def nvml(ctx: Context) -> Outcome:
             "No permission to use the GPU",
             *evidence,
             fix=make_fix(
-                run(
+                command_step(
                     "see driver.device-nodes: the /dev/nvidia* nodes must be readable and "
                     "writable by this user",
                     "ls -l /dev/nvidia*",
@@ -334,8 +339,8 @@ def nvml(ctx: Context) -> Outcome:
             "A GPU has fallen off the bus or needs a reset",
             *evidence,
             fix=make_fix(
-                run("see why", "sudo dmesg | grep -i xid"),
-                run("reset the GPU", "sudo nvidia-smi -r"),
+                command_step("see why", "sudo dmesg | grep -i xid"),
+                command_step("reset the GPU", "sudo nvidia-smi -r"),
                 OR,
                 reboot(),
                 OR,
@@ -358,11 +363,13 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
     manager that installed them (a half-finished upgrade leaves them apart)."""
     branch = (version or "").split(".")[0] or "<branch>"
     distro = (os_release or "").lower()
-    fix_broken = run("finish the interrupted upgrade", "sudo apt install --fix-broken", Tool.APT)
+    fix_broken = command_step(
+        "finish the interrupted upgrade", "sudo apt install --fix-broken", Tool.APT
+    )
     if "ubuntu" in distro:
         return [
             fix_broken,
-            run(
+            command_step(
                 "reinstall one driver for both (its DKMS package rebuilds the module)",
                 f"sudo apt install --reinstall nvidia-driver-{branch}",
                 Tool.APT,
@@ -374,7 +381,7 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
         fix_broken.text += " (with the repositories that hold the driver enabled)"
         return [
             fix_broken,
-            run(
+            command_step(
                 "reinstall one driver for both",
                 "sudo apt install --reinstall nvidia-driver nvidia-kernel-dkms",
                 Tool.APT,
@@ -384,16 +391,16 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
         ]
     if any(d in distro for d in ("red hat", "rhel", "rocky", "alma", "fedora", "centos")):
         return [
-            run(
+            command_step(
                 "make the module and the libraries one version",
                 "sudo dnf distro-sync 'nvidia-*' 'kmod-nvidia*'",
                 Tool.DNF,
             ),
-            run("rebuild the module, if DKMS builds it", "sudo dkms autoinstall"),
+            command_step("rebuild the module, if DKMS builds it", "sudo dkms autoinstall"),
             reboot(),
         ]
     return [
-        run(
+        command_step(
             "reinstall one driver version for both, with the package manager or installer that "
             "put them there (NVIDIA's installer shown)",
             f"sudo sh NVIDIA-Linux-x86_64-{version or '<version>'}.run",
@@ -462,9 +469,9 @@ def device_nodes(ctx: Context) -> Outcome | None:
             container_fix(sysf.container)
             if sysf.container
             else make_fix(
-                run("create them", "sudo nvidia-modprobe -c 0 -u"),
+                command_step("create them", "sudo nvidia-modprobe -c 0 -u"),
                 OR,
-                run(
+                command_step(
                     "start nvidia-persistenced, which creates them",
                     "sudo systemctl start nvidia-persistenced",
                 ),
@@ -481,7 +488,7 @@ def device_nodes(ctx: Context) -> Outcome | None:
             "No permission on GPU device nodes for this user",
             *[f"{n.path} {n.mode} group {n.owner_group}" for n in denied],
             fix=make_fix(
-                run("add this user to their group", f"sudo usermod -aG {group} $USER"),
+                command_step("add this user to their group", f"sudo usermod -aG {group} $USER"),
                 manual("log in again"),
                 OR,
                 manual("fix the udev rule / NVreg_DeviceFileMode that sets these permissions"),
@@ -509,11 +516,11 @@ def uvm(ctx: Context) -> Outcome | None:
     if driver.init_error_name:
         evidence.append(f"cuInit: {driver.init_error_name}")
     fix = make_fix(
-        run(
+        command_step(
             "load it and create its node",
             "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0",
         ),
-        run(
+        command_step(
             "load it at boot",
             "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf",
         ),
@@ -559,12 +566,14 @@ def persistence_mode(ctx: Context) -> Outcome | None:
         "driver's initialisation, and GPU state resets between jobs",
         *[gpu_label(g) for g in off],
         fix=make_fix(
-            run(
+            command_step(
                 "enable the persistence daemon",
                 "sudo systemctl enable --now nvidia-persistenced",
                 gpus=gpu_refs(off),
             ),
             OR,
-            run("turn it on", f"sudo nvidia-smi -i {indices(off)} -pm 1", gpus=gpu_refs(off)),
+            command_step(
+                "turn it on", f"sudo nvidia-smi -i {indices(off)} -pm 1", gpus=gpu_refs(off)
+            ),
         ),
     )

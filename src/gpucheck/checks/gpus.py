@@ -9,7 +9,7 @@ from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, 
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import install_driver
 from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Layer, hardware, info, make_fix, manual, reboot, run
+from gpucheck.model.fix import OR, Layer, command_step, hardware, info, make_fix, manual, reboot
 from gpucheck.model.snapshot import GpuFacts
 
 NO_GPUS = "No GPU facts from the driver (see driver.nvml)"
@@ -85,11 +85,11 @@ def lost(ctx: Context) -> Outcome | None:
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
         fix=make_fix(
-            run("reset the GPU, with nothing running on it", reset, gpus=refs),
+            command_step("reset the GPU, with nothing running on it", reset, gpus=refs),
             OR,
             reboot(),
             OR,
-            run("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
+            command_step("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
             hardware("if it repeats, the GPU, its slot or its power is failing", refs),
         ),
         subjects=gpu_subjects(lost),
@@ -148,7 +148,7 @@ def _pci_not_in_nvml(ctx: Context) -> Outcome | None:
         "can use them",
         *evidence,
         fix=make_fix(
-            run(
+            command_step(
                 "likely causes, in order: (1) the driver failed to initialise the GPU: the "
                 "kernel log says why",
                 "sudo dmesg | grep -E 'NVRM|RmInitAdapter|Xid'",
@@ -206,11 +206,13 @@ def ecc(ctx: Context) -> Outcome | None:
             *evidence,
             fix=make_fix(
                 manual("drain the node", Layer.JOB),
-                run("reset the GPU", f"sudo nvidia-smi -r -i {indices(bad)}", gpus=gpu_refs(bad)),
+                command_step(
+                    "reset the GPU", f"sudo nvidia-smi -r -i {indices(bad)}", gpus=gpu_refs(bad)
+                ),
                 OR,
                 reboot(),
                 OR,
-                run("then re-check", "gpucheck doctor --only gpu.ecc-errors"),
+                command_step("then re-check", "gpucheck doctor --only gpu.ecc-errors"),
                 hardware(
                     "errors that return after a reset mean the GPU needs replacing (RMA)",
                     gpu_refs(bad),
@@ -240,7 +242,7 @@ def remapping(ctx: Context) -> Outcome | None:
             "longer repair",
             *ev_failed,
             fix=make_fix(
-                run("confirm with NVIDIA's field diagnostics", "dcgmi diag -r 3"),
+                command_step("confirm with NVIDIA's field diagnostics", "dcgmi diag -r 3"),
                 hardware("take the GPU out of service and replace it (RMA)", gpu_refs(failed)),
             ),
             subjects=gpu_subjects(failed),
@@ -258,7 +260,7 @@ def remapping(ctx: Context) -> Outcome | None:
             f"Memory repairs pending on {len(pending)} GPU(s) until they are reset",
             *ev_pending,
             fix=make_fix(
-                run(
+                command_step(
                     "reset the GPU when idle",
                     f"sudo nvidia-smi -r -i {indices(pending)}",
                     gpus=gpu_refs(pending),
@@ -304,7 +306,7 @@ def throttling(ctx: Context) -> Outcome | None:
             f"{len(bad)} GPU(s) are slowed down by hardware protection",
             *evidence,
             fix=make_fix(
-                run(
+                command_step(
                     "see the detail",
                     f"nvidia-smi -i {indices(bad)} -q -d PERFORMANCE,TEMPERATURE,POWER",
                     gpus=gpu_refs(bad),
@@ -336,7 +338,7 @@ def throttling(ctx: Context) -> Outcome | None:
             *evidence,
             fix=make_fix(
                 hardware("improve cooling (airflow, fan curve, inlet temperature)", gpu_refs(warm)),
-                run(
+                command_step(
                     "check under load",
                     f"nvidia-smi -i {indices(warm)} -q -d TEMPERATURE,PERFORMANCE",
                     gpus=gpu_refs(warm),
@@ -394,7 +396,7 @@ def pcie_link(ctx: Context) -> Outcome | None:
             "settings; in a VM, the hypervisor's passthrough sets the width",
             gpu_refs(bad),
         ),
-        run(
+        command_step(
             "measure the host<->GPU transfers the link allows under load",
             "gpucheck bench --quick",
         ),
@@ -424,7 +426,7 @@ def pcie_link(ctx: Context) -> Outcome | None:
             *evidence,
             *idle_note,
             fix=make_fix(
-                run(
+                command_step(
                     "re-check while the GPU is under load (a training job, or gpucheck doctor "
                     "during one); a link that idles low retrains to its maximum under load",
                     f"nvidia-smi -i {indices(unsure)} "

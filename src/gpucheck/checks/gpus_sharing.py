@@ -10,7 +10,7 @@ from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
 from gpucheck.gpu_holders import GpuAccount, Holder, merge
 from gpucheck.model.finding import GpuRef, Outcome, Section
-from gpucheck.model.fix import OR, Fix, Layer, Step, make_fix, manual, reboot, run, set_env
+from gpucheck.model.fix import OR, Fix, Layer, Step, command_step, make_fix, manual, reboot, set_env
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 GIB = 1024**3
@@ -52,7 +52,7 @@ def compute_mode(ctx: Context) -> Outcome | None:
             f"Compute is prohibited on {len(prohibited)} GPU(s): no CUDA program can use them",
             *[gpu_label(g) for g in prohibited],
             fix=make_fix(
-                run(
+                command_step(
                     "let CUDA use them",
                     f"sudo nvidia-smi -i {indices(prohibited)} -c DEFAULT",
                     gpus=gpu_refs(prohibited),
@@ -72,11 +72,13 @@ def compute_mode(ctx: Context) -> Outcome | None:
             )
         if pids:
             pid_list = ",".join(map(str, pids))
-            steps.append(run("wait for the holder or stop it", f"ps -o pid,user,cmd -p {pid_list}"))
+            steps.append(
+                command_step("wait for the holder or stop it", f"ps -o pid,user,cmd -p {pid_list}")
+            )
         else:
             steps.append(manual("wait for the job holding it, or find it where it runs (the host)"))
         steps.append(
-            run(
+            command_step(
                 "if exclusive-process mode was not set on purpose by the scheduler, return it to "
                 "the default",
                 f"sudo nvidia-smi -i {indices(taken)} -c DEFAULT",
@@ -97,7 +99,7 @@ def compute_mode(ctx: Context) -> Outcome | None:
             f"{BUSY_MESSAGE})",
             *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
             fix=make_fix(
-                run(
+                command_step(
                     "if not set on purpose by the scheduler, share the GPU again",
                     f"sudo nvidia-smi -i {indices(exclusive)} -c DEFAULT",
                     gpus=gpu_refs(exclusive),
@@ -135,7 +137,7 @@ def mig(ctx: Context) -> Outcome | None:
                 for g in pending
             ],
             fix=make_fix(
-                run(
+                command_step(
                     "reset the GPU to apply it",
                     f"sudo nvidia-smi -r -i {indices(pending)}",
                     gpus=gpu_refs(pending),
@@ -153,14 +155,14 @@ def mig(ctx: Context) -> Outcome | None:
             f"MIG is on but no MIG devices exist on {len(empty)} GPU(s): CUDA sees nothing there",
             *[gpu_label(g) for g in empty],
             fix=make_fix(
-                run("list the GPU instance profiles", "nvidia-smi mig -lgip"),
+                command_step("list the GPU instance profiles", "nvidia-smi mig -lgip"),
                 manual(
                     "create GPU and compute instances of one, e.g. "
                     f"sudo nvidia-smi mig -i {indices(empty)} -cgi <profile> -C",
                     gpus=gpu_refs(empty),
                 ),
                 OR,
-                run(
+                command_step(
                     "turn MIG off",
                     f"sudo nvidia-smi -i {indices(empty)} -mig 0",
                     gpus=gpu_refs(empty),
@@ -179,7 +181,7 @@ def mig(ctx: Context) -> Outcome | None:
         uuids = [m.uuid for m in slices if m.uuid]
         first = uuids[0] if uuids else "MIG-<uuid>"
         others = f" (the others: {', '.join(uuids[1:])})" if len(uuids) > 1 else ""
-        listing = None if uuids else run("list the MIG UUIDs", "nvidia-smi -L")
+        listing = None if uuids else command_step("list the MIG UUIDs", "nvidia-smi -L")
         return Outcome.fail(
             f"MIG is on and CUDA_VISIBLE_DEVICES names no MIG slice: a CUDA process sees one "
             f"slice of {len(slices)}",
@@ -195,7 +197,7 @@ def mig(ctx: Context) -> Outcome | None:
                     Layer.JOB,
                 ),
                 OR,
-                run(
+                command_step(
                     "to use the whole GPU in one process, turn MIG off (then reset the GPU)",
                     f"sudo nvidia-smi -i {indices(visible_on)} -mig 0",
                     gpus=gpu_refs(visible_on),
@@ -297,12 +299,12 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
         pids = ",".join(map(str, visible))
         kills = " ".join(f"--kill {pid}" for pid in visible)
         parts += [
-            run(
+            command_step(
                 "wait for these jobs or stop them: see what they are (or with "
                 f"ps -o pid,user,cmd -p {pids})",
                 "gpucheck procs",
             ),
-            run("then end them", f"gpucheck procs {kills}"),
+            command_step("then end them", f"gpucheck procs {kills}"),
         ]
     if zombies:
         parts.append(
@@ -315,12 +317,12 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
         leaked = [a for a in accounts if a.leaked] or accounts[:1]
         ids = ",".join(str(a.index) for a in leaked)
         parts += [
-            run(
+            command_step(
                 "memory held by no process here: see every holder (in a container, processes "
                 "of others show only as host PIDs: look with nvidia-smi on the host)",
                 "gpucheck procs",
             ),
-            run(
+            command_step(
                 "with nothing left holding it, reset the GPU",
                 f"sudo nvidia-smi --gpu-reset -i {ids}",
                 gpus=[GpuRef(a.index) for a in leaked],

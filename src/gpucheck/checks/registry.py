@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 from msgspec.structs import replace
 
-from gpucheck.model.finding import Finding, Outcome, Section, Status, as_fix
-from gpucheck.model.fix import Fix, Layer
+from gpucheck.model.finding import Finding, Outcome, Section, Status
+from gpucheck.model.fix import Fix, Layer, command_step, make_fix
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -130,8 +130,11 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
         outcome = Outcome(
             Status.ERROR,
             f"gpucheck's check {chk.id} failed: {type(exc).__name__}: {exc}",
-            fix=as_fix(
-                "This is a gpucheck bug: please report it with `gpucheck snapshot` attached."
+            fix=make_fix(
+                command_step(
+                    "this is a gpucheck bug: please report it with a snapshot attached",
+                    "gpucheck snapshot --redact -o gpucheck-snapshot.json",
+                )
             ),
         )
     if outcome is None:

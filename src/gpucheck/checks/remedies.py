@@ -7,7 +7,7 @@ from packaging.version import Version
 from gpucheck.checks.context import Context
 from gpucheck.compat import driver_text
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.model.fix import Change, Layer, Step, Tool, manual, run
+from gpucheck.model.fix import Change, Layer, Step, Tool, command_step, manual
 
 RPM_FAMILY = ("red hat", "rhel", "rocky", "alma", "fedora", "centos", "amazon")
 
@@ -43,8 +43,8 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
         return step
     if kind == "ubuntu":
         if branch is None:
-            return run(text, "sudo ubuntu-drivers install", layer=Layer.DRIVER)
-        return run(
+            return command_step(text, "sudo ubuntu-drivers install", layer=Layer.DRIVER)
+        return command_step(
             text,
             f"sudo apt install nvidia-driver-{branch}",
             Tool.APT,
@@ -52,7 +52,7 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
             layer=Layer.DRIVER,
         )
     if kind == "debian":
-        return run(
+        return command_step(
             text,
             "sudo apt install nvidia-driver",
             Tool.APT,
@@ -61,7 +61,7 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
         )
     if kind == "rpm":
         stream = f"{branch}-dkms" if branch else "latest-dkms"
-        return run(
+        return command_step(
             f"{text} (NVIDIA's CUDA repository)",
             f"sudo dnf module install nvidia-driver:{stream}",
             Tool.DNF,
@@ -73,7 +73,7 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
     arch = "aarch64" if ctx.snapshot.system.arch.lower() in ("aarch64", "arm64") else "x86_64"
     v = driver_text(version)
     runfile = f"NVIDIA-Linux-{arch}-{v}.run"
-    return run(
+    return command_step(
         f"{text} (NVIDIA's installer; a distribution package is better where there is one)",
         f"curl -fLO https://us.download.nvidia.com/XFree86/Linux-{arch}/{v}/{runfile} "
         f"&& sudo sh {runfile}",

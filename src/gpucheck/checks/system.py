@@ -12,11 +12,11 @@ from gpucheck.model.fix import (
     Layer,
     Step,
     Tool,
+    command_step,
     info,
     make_fix,
     manual,
     reboot,
-    run,
     set_env,
     unset_env,
 )
@@ -40,7 +40,7 @@ def container_steps(kind: str | None) -> list[Step]:
         ]
     if kind == "podman":
         return [
-            run(
+            command_step(
                 "on the host, write the CDI spec of its GPUs",
                 "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
             ),
@@ -142,9 +142,11 @@ def toolkit_install(os_release: str | None, why: str) -> Fix:
     rpm = _rpm(os_release)
     change = [Change("nvidia-container-toolkit")]
     install = (
-        run(why, "sudo dnf install -y nvidia-container-toolkit", Tool.DNF, changes=change)
+        command_step(why, "sudo dnf install -y nvidia-container-toolkit", Tool.DNF, changes=change)
         if rpm
-        else run(why, "sudo apt-get install -y nvidia-container-toolkit", Tool.APT, changes=change)
+        else command_step(
+            why, "sudo apt-get install -y nvidia-container-toolkit", Tool.APT, changes=change
+        )
     )
     return make_fix(
         install,
@@ -154,8 +156,8 @@ def toolkit_install(os_release: str | None, why: str) -> Fix:
 
 def _docker_runtime(why: str) -> list[Step]:
     return [
-        run(why, "sudo nvidia-ctk runtime configure --runtime=docker"),
-        run("restart Docker", "sudo systemctl restart docker"),
+        command_step(why, "sudo nvidia-ctk runtime configure --runtime=docker"),
+        command_step("restart Docker", "sudo systemctl restart docker"),
     ]
 
 
@@ -223,13 +225,13 @@ def nouveau(ctx: Context) -> Outcome | None:
         "nouveau, not NVIDIA's driver, is driving the GPU (CUDA cannot run on it)",
         *evidence,
         fix=make_fix(
-            run(
+            command_step(
                 "keep nouveau from loading",
                 'printf "blacklist nouveau\\noptions nouveau modeset=0\\n" | sudo tee '
                 "/etc/modprobe.d/blacklist-nouveau.conf",
                 layer=Layer.DRIVER,
             ),
-            run(
+            command_step(
                 "rebuild the initramfs (on RHEL/Fedora: sudo dracut --force)",
                 "sudo dracut --force" if _rpm(sysf.os_release) else "sudo update-initramfs -u",
                 layer=Layer.DRIVER,
@@ -320,7 +322,7 @@ def probes(ctx: Context) -> Outcome | None:
         *[f"{p.name} probe: {p.status}: {p.error}" for p in bad],
         fix=make_fix(
             info("the findings that depend on these facts are marked skipped or unknown"),
-            run(
+            command_step(
                 "if this repeats, report it with a snapshot attached",
                 "gpucheck snapshot --redact -o gpucheck-snapshot.json",
             ),

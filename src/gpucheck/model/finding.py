@@ -9,12 +9,11 @@ step's command, the tool it is for, and the packages and GPUs it changes.
 from __future__ import annotations
 
 import enum
-import re
 from typing import TypeVar
 
 from msgspec import Struct, field
 
-from gpucheck.model.fix import Fix, FixV2
+from gpucheck.model.fix import Fix
 from gpucheck.model.types import GpuRef
 
 T = TypeVar("T")
@@ -75,19 +74,6 @@ def _union(a: list[T], b: list[T]) -> list[T]:
     return out
 
 
-# TRANSITIONAL (goes once every check builds its Fix with model/fix.py's constructors): a
-# bare sentence is still taken, its backticked commands as shell steps, as 2.x read them.
-FixLike = Fix | str | None
-_BACKTICKED = re.compile(r"`([^`]+)`")
-
-
-def as_fix(fix: FixLike) -> Fix | None:
-    if not isinstance(fix, str):
-        return fix
-    commands = [c.strip() for c in _BACKTICKED.findall(fix)]
-    return FixV2(fix, commands).upgraded()
-
-
 class Outcome(Struct):
     """What a check function returns; the runner adds the check's id and section."""
 
@@ -103,10 +89,10 @@ class Outcome(Struct):
         status: Status,
         title: str,
         evidence: tuple[str, ...],
-        fix: FixLike = None,
+        fix: Fix | None = None,
         subjects: Subjects | None = None,
     ) -> Outcome:
-        return cls(status, title, list(evidence), as_fix(fix), subjects or Subjects())
+        return cls(status, title, list(evidence), fix, subjects or Subjects())
 
     @classmethod
     def passed(cls, title: str, *evidence: str, subjects: Subjects | None = None) -> Outcome:
@@ -114,7 +100,7 @@ class Outcome(Struct):
 
     @classmethod
     def info(
-        cls, title: str, *evidence: str, fix: FixLike = None, subjects: Subjects | None = None
+        cls, title: str, *evidence: str, fix: Fix | None = None, subjects: Subjects | None = None
     ) -> Outcome:
         return cls.make(Status.INFO, title, evidence, fix, subjects)
 
@@ -124,13 +110,13 @@ class Outcome(Struct):
 
     @classmethod
     def warn(
-        cls, title: str, *evidence: str, fix: FixLike, subjects: Subjects | None = None
+        cls, title: str, *evidence: str, fix: Fix | None, subjects: Subjects | None = None
     ) -> Outcome:
         return cls.make(Status.WARN, title, evidence, fix, subjects)
 
     @classmethod
     def fail(
-        cls, title: str, *evidence: str, fix: FixLike, subjects: Subjects | None = None
+        cls, title: str, *evidence: str, fix: Fix | None, subjects: Subjects | None = None
     ) -> Outcome:
         return cls.make(Status.FAIL, title, evidence, fix, subjects)
 

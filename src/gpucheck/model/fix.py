@@ -150,7 +150,7 @@ def render(steps: list[Step]) -> str:
     return out
 
 
-def run(
+def command_step(
     text: str,
     command: str,
     tool: Tool = Tool.SHELL,
@@ -174,11 +174,11 @@ def run(
 
 
 def set_env(name: str, value: str, text: str = "", layer: Layer | None = None) -> Step:
-    return run(text, f"export {name}={value}", Tool.ENV, layer=layer)
+    return command_step(text, f"export {name}={value}", Tool.ENV, layer=layer)
 
 
 def unset_env(name: str, text: str = "", layer: Layer | None = None) -> Step:
-    return run(text, f"unset {name}", Tool.ENV, layer=layer)
+    return command_step(text, f"unset {name}", Tool.ENV, layer=layer)
 
 
 def manual(text: str, layer: Layer | None = None, gpus: Iterable[GpuRef] = ()) -> Step:
@@ -211,4 +211,4 @@ class FixV2(Struct):
         sentence as one manual step (2.x did not say which tool a command was for)."""
         if not self.commands:
             return Fix(self.text, [manual(self.text)])
-        return Fix(self.text, [run("", c) for c in self.commands])
+        return Fix(self.text, [command_step("", c) for c in self.commands])

@@ -20,7 +20,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Fix, Outcome, Section, Status, Subjects
-from gpucheck.model.fix import Change, Layer, Step, Tool, run
+from gpucheck.model.fix import Change, Layer, Step, Tool, command_step
 
 # --- environments ------------------------------------------------------------------------------
 
@@ -82,7 +82,7 @@ def pip_step(
 ) -> Step:
     """A pip command for this environment (see pip) as a fix step, naming the interpreter it
     is for and the distributions it changes."""
-    return run(
+    return command_step(
         text, pip(ctx, env, command), Tool.PIP, changes=changes, environment=env.python, layer=layer
     )
 

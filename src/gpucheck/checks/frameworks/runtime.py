@@ -42,7 +42,7 @@ from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.distributions import TF_DISTS, installed_frameworks
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
-from gpucheck.model.fix import Fix, Layer, Step, info, make_fix, manual, run, set_env
+from gpucheck.model.fix import Fix, Layer, Step, command_step, info, make_fix, manual, set_env
 
 BY_HAND = {
     "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
@@ -62,7 +62,7 @@ def _by_hand(framework: str) -> str:
 
 def _by_hand_step(env: PythonEnvironment, framework: str, why: str = "see the whole error") -> Step:
     """Run the framework's import and a GPU operation by hand, in this environment."""
-    return run(f"run it by hand to {why}", _by_hand(framework), environment=env.python)
+    return command_step(f"run it by hand to {why}", _by_hand(framework), environment=env.python)
 
 
 def _label(rt: FrameworkRuntime) -> str:
@@ -148,8 +148,8 @@ def device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         return Outcome.passed(f"{who} see(s) all {expected} GPU(s)", *lines)
     causes, fixes = _count_causes(ctx, env, short, expected)
     fixes += [
-        run("find which GPU is missing: compare the driver's list", "nvidia-smi -L"),
-        run(
+        command_step("find which GPU is missing: compare the driver's list", "nvidia-smi -L"),
+        command_step(
             "with the framework's own list",
             _by_hand(short[0][0].framework),
             environment=env.python,
@@ -178,7 +178,7 @@ def _count_causes(
         ids = ",".join(str(g.index) for g in prohibited)
         causes.append(f"GPU {ids}: compute mode prohibited")
         fixes.append(
-            run(
+            command_step(
                 "let CUDA use them",
                 f"sudo nvidia-smi -i {ids} -c DEFAULT",
                 gpus=gpu_refs(prohibited),
@@ -299,14 +299,14 @@ def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome
         )
     if how == "timed out":
         fix = make_fix(
-            run(
+            command_step(
                 "a framework hanging in CUDA's start-up is usually waiting on the driver: check "
                 "that it answers quickly",
                 "nvidia-smi",
                 layer=Layer.DRIVER,
             ),
-            run("turn persistence mode on", "sudo nvidia-smi -pm 1", layer=Layer.DRIVER),
-            run(
+            command_step("turn persistence mode on", "sudo nvidia-smi -pm 1", layer=Layer.DRIVER),
+            command_step(
                 "on NVSwitch systems, see that the fabric manager runs",
                 "systemctl status nvidia-fabricmanager",
                 layer=Layer.DRIVER,

@@ -18,9 +18,9 @@ from gpucheck.checks.frameworks.driver import Target, cc_list, targets, upgrade_
 from gpucheck.checks.frameworks.environments import pip_step
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.fix import OR, Fix, Layer, info, make_fix, manual, run
+from gpucheck.model.fix import OR, Fix, Layer, command_step, info, make_fix, manual
 
-XID = run("look for Xid errors", "sudo dmesg | grep -i xid", layer=Layer.GPUS)
+XID = command_step("look for Xid errors", "sudo dmesg | grep -i xid", layer=Layer.GPUS)
 
 
 def built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:
@@ -78,7 +78,7 @@ def cause_of(
             f"{where} computes wrong results",
             make_fix(
                 manual("drain the node", Layer.JOB),
-                run("run NVIDIA's diagnostics", "dcgmi diag -r 3", layer=Layer.GPUS),
+                command_step("run NVIDIA's diagnostics", "dcgmi diag -r 3", layer=Layer.GPUS),
                 info("see the ECC and Xid checks above"),
                 XID,
             ),
@@ -94,7 +94,9 @@ def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, F
             f"{where} ran out of memory, and no other process is listed on it (another "
             "container or VM?)",
             make_fix(
-                run("find what holds the memory (on the host)", "nvidia-smi", layer=Layer.GPUS),
+                command_step(
+                    "find what holds the memory (on the host)", "nvidia-smi", layer=Layer.GPUS
+                ),
                 OR,
                 manual("use another GPU", Layer.JOB),
             ),
@@ -108,8 +110,10 @@ def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, F
     return (
         f"{where} ran out of memory: other processes hold it ({holders})",
         make_fix(
-            run("check what they are", f"ps -o pid,user,cmd -p {','.join(map(str, pids))}"),
-            run("then stop them (or wait)", f"kill {' '.join(map(str, pids))}"),
+            command_step(
+                "check what they are", f"ps -o pid,user,cmd -p {','.join(map(str, pids))}"
+            ),
+            command_step("then stop them (or wait)", f"kill {' '.join(map(str, pids))}"),
             OR,
             manual("use a free GPU (CUDA_VISIBLE_DEVICES)", Layer.JOB),
         ),
@@ -123,7 +127,7 @@ def _busy(ctx: Context) -> tuple[str, Fix]:
         return (
             "the GPU is busy or unavailable",
             make_fix(
-                run(
+                command_step(
                     "check its compute mode and the processes on it",
                     "nvidia-smi -q -d COMPUTE,PIDS",
                     layer=Layer.GPUS,
@@ -135,14 +139,14 @@ def _busy(ctx: Context) -> tuple[str, Fix]:
     return (
         f"the GPU is busy or unavailable: {said}",
         make_fix(
-            run(
+            command_step(
                 "if not set on purpose by the scheduler, share the GPU again",
                 f"sudo nvidia-smi -i {ids} -c DEFAULT",
                 gpus=gpu_refs(gpus),
                 layer=Layer.GPUS,
             ),
             OR,
-            run("wait for the process that holds it", "nvidia-smi", layer=Layer.GPUS),
+            command_step("wait for the process that holds it", "nvidia-smi", layer=Layer.GPUS),
         ),
     )
 

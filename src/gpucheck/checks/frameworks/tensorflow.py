@@ -33,7 +33,18 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool, make_fix, manual, run, set_env
+from gpucheck.model.fix import (
+    OR,
+    Change,
+    Fix,
+    Layer,
+    Step,
+    Tool,
+    command_step,
+    make_fix,
+    manual,
+    set_env,
+)
 
 
 def _tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:
@@ -132,7 +143,7 @@ def windows_fix(ctx: Context, env: PythonEnvironment) -> Fix:
     last = data.windows_native_gpu_last
     linux = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version, os="windows")
     install = linux.install if linux else "pip install 'tensorflow[and-cuda]'"
-    wsl = run(
+    wsl = command_step(
         "use WSL2: in an Ubuntu WSL2 shell (the Windows NVIDIA driver serves WSL2; install no "
         "Linux driver inside it)",
         install,
@@ -156,7 +167,7 @@ def windows_fix(ctx: Context, env: PythonEnvironment) -> Fix:
             f"pip install 'tensorflow=={last}.*'",
             [change(env, "tensorflow", requirement=f"=={last}.*")],
         ),
-        run(
+        command_step(
             f"with CUDA {row.cuda} and cuDNN {row.cudnn}",
             f"conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn}",
             Tool.CONDA,
@@ -364,7 +375,7 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
                     pick.install,
                     version=pick.version,
                 ),
-                run("confirm", "gpucheck doctor --deep", environment=env.python),
+                command_step("confirm", "gpucheck doctor --deep", environment=env.python),
             )
         else:
             fix = make_fix(
@@ -438,7 +449,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         f"{t.name} does not support this environment's Python {py}",
         f"{span} (compat data); this environment runs {env.version} ({env.python})",
         fix=make_fix(
-            run(
+            command_step(
                 f"create the environment with a Python {low} to {high}, then reinstall "
                 "TensorFlow there",
                 f"python{high} -m venv .venv",

@@ -28,7 +28,18 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool, make_fix, manual, run, set_env
+from gpucheck.model.fix import (
+    OR,
+    Change,
+    Fix,
+    Layer,
+    Step,
+    Tool,
+    command_step,
+    make_fix,
+    manual,
+    set_env,
+)
 from gpucheck.model.snapshot import LibraryCopy
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
@@ -248,7 +259,7 @@ def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
     if expected:
         cuda, cudnn = expected
         steps += [
-            run(
+            command_step(
                 f"install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
                 "with conda",
                 f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn}",

@@ -18,7 +18,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import TensorrtRelease
 from gpucheck.model.environments import Distribution, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool, make_fix, manual, run
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool, command_step, make_fix, manual
 
 _CU = re.compile(r"^tensorrt-cu(\d+)(?:-|$)")
 _REQ_CU = re.compile(r"-cu(\d+)\b")
@@ -109,7 +109,9 @@ def _gpu_outcome(
         if env is not None:
             steps.append(pip_step(ctx, env, why, command, [moved]))
         else:
-            steps.append(run(f"use the pip wheels: {why}", command, Tool.PIP, changes=[moved]))
+            steps.append(
+                command_step(f"use the pip wheels: {why}", command, Tool.PIP, changes=[moved])
+            )
     if not installs:
         steps.append(manual(f"install a {name} release that supports these GPUs"))
     fix = make_fix(*steps)
@@ -239,7 +241,7 @@ def _engine(
         f"{name} could not build a one-layer engine (doctor --deep)",
         error,
         fix=make_fix(
-            run(
+            command_step(
                 "run it by hand to see TensorRT's log",
                 "python -c 'import tensorrt'",
                 environment=env.python,

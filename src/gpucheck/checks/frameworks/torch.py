@@ -32,7 +32,7 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Fix, Layer, make_fix, manual, run, set_env
+from gpucheck.model.fix import OR, Fix, Layer, command_step, make_fix, manual, set_env
 
 
 @framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)
@@ -167,7 +167,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | Non
         f"{t.name} does not support this environment's Python {py}",
         f"{span} (compat data); this environment runs {env.version} ({env.python})",
         fix=make_fix(
-            run(
+            command_step(
                 f"create the environment with a Python {low} to {high}, then reinstall torch there",
                 f"python{high} -m venv .venv",
             ),

@@ -15,7 +15,7 @@ from gpucheck.checks.frameworks.environments import change, environment_check, m
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Layer, make_fix
+from gpucheck.model.fix import OR, Layer, command_step, info, make_fix
 
 XLA_USERS = ("jax", "jaxlib", "tensorflow", "tensorflow-cpu", "tf-nightly")
 # What the flags people set most do; a flag not listed is shown as set, without comment.
@@ -131,9 +131,17 @@ def _devices(ctx: Context, env: PythonEnvironment) -> list[tuple[str | None, Out
                     f"{label}: XLA sees {seen} GPU(s) while CUDA shows {shown}",
                     *(rt.xla_devices or ["no XLA GPU device"]),
                     *([rt.xla_error] if rt.xla_error else []),
-                    fix="Check XLA_FLAGS/TF_XLA_FLAGS and the framework's CUDA plugin (see "
-                    "jax.cpu-build, tensorflow.cuda-libraries); run "
-                    "python -c 'import jax; print(jax.devices())'",
+                    fix=make_fix(
+                        info(
+                            "check XLA_FLAGS/TF_XLA_FLAGS and the framework's CUDA plugin (see "
+                            "jax.cpu-build, tensorflow.cuda-libraries)"
+                        ),
+                        command_step(
+                            "see what XLA lists",
+                            "python -c 'import jax; print(jax.devices())'",
+                            environment=env.python,
+                        ),
+                    ),
                 ),
             )
         )
