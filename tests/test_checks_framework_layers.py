@@ -206,7 +206,9 @@ def test_pynvml_copy_beside_nvidia_ml_py_warns() -> None:
     f = the(fb.on(builders.h100_node(1), env), "frameworks.nvml-bindings")
     assert f.status is Status.WARN
     assert f.fix is not None
-    assert f.fix.commands == ["pip uninstall -y pynvml && pip install --force-reinstall nvidia-ml-py"]
+    assert f.fix.commands == [
+        "pip uninstall -y pynvml && pip install --force-reinstall nvidia-ml-py"
+    ]
 
 
 def test_pynvml_as_a_wrapper_of_nvidia_ml_py_and_a_current_binding_pass() -> None:
