@@ -6,14 +6,21 @@ import re
 from typing import Literal
 
 from gpucheck.checks.context import Context, gpu_label, gpu_refs, indices
+from gpucheck.checks.driver_fixes import (
+    CGROUP_FIX,
+    HUNG,
+    UVM_FIX,
+    binding_fix,
+    package_steps,
+    reload_fix,
+    reload_steps,
+)
 from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix, container_steps
 from gpucheck.model.finding import Outcome, Section, Subjects
 from gpucheck.model.fix import (
     OR,
     Change,
-    Fix,
-    Layer,
     Step,
     Tool,
     command_step,
@@ -26,83 +33,6 @@ from gpucheck.model.fix import (
 )
 
 NO_GPU = "No NVIDIA GPU, so no driver is needed"
-# Unload order: each module before the ones it depends on.
-UNLOAD_ORDER = ("nvidia_peermem", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia")
-
-
-def reload_steps(modules: list[str]) -> list[Step | Literal["or"]]:
-    """Reboot, or unload exactly the nvidia modules that are loaded and load them again
-    (rmmod of a module that is not loaded fails and would stop the chain)."""
-    loaded = [m for m in UNLOAD_ORDER if m in modules] or ["nvidia"]
-    load = [m for m in reversed(loaded) if m != "nvidia_peermem"]
-    return [
-        reboot(),
-        OR,
-        command_step(
-            "find the processes using the GPU (they must stop first)", "sudo lsof /dev/nvidia*"
-        ),
-        command_step(
-            "reload the driver",
-            f"sudo rmmod {' '.join(loaded)} && sudo modprobe -a {' '.join(load)}",
-        ),
-    ]
-
-
-def reload_fix(modules: list[str]) -> Fix:
-    return make_fix(*reload_steps(modules))
-
-
-HUNG = make_fix(
-    command_step(
-        "the driver is not answering: look for Xid errors",
-        "sudo dmesg | grep -i -E 'xid|nvrm'",
-    ),
-    manual("stop what is using the GPU"),
-    command_step("enable persistence mode", "sudo nvidia-smi -pm 1"),
-    reboot("reboot if it persists"),
-)
-
-
-# NVIDIA's container toolkit troubleshooting: with the systemd cgroup driver, a
-# `systemctl daemon-reload` (or any unit change) on the host rewrites the container's device
-# cgroup without the GPU nodes the runtime added; NVML then fails with "Unknown Error".
-CGROUP_FIX = make_fix(
-    manual(
-        "recreate the container (docker rm -f NAME, then the same docker run --gpus ...; a "
-        "Kubernetes pod: delete it)",
-        Layer.JOB,
-    ),
-    command_step(
-        "to stop it recurring after the host's next systemctl daemon-reload, on the host (and "
-        "the udev rule that re-runs it, from NVIDIA's container toolkit troubleshooting)",
-        "sudo nvidia-ctk system create-dev-char-symlinks --create-all",
-        layer=Layer.SYSTEM,
-    ),
-    OR,
-    command_step(
-        "pass the GPUs through CDI",
-        "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
-        layer=Layer.SYSTEM,
-    ),
-    OR,
-    manual(
-        'run Docker with the cgroupfs driver ("exec-opts": ["native.cgroupdriver=cgroupfs"] '
-        "in /etc/docker/daemon.json)",
-        Layer.SYSTEM,
-    ),
-)
-
-
-def _own_python(ctx: Context) -> str | None:
-    """The interpreter gpucheck ran from, where the snapshot names it."""
-    return next((e.python for e in ctx.snapshot.environments if e.origin == "gpucheck"), None)
-
-
-def _own_pip(ctx: Context) -> str:
-    python = _own_python(ctx)
-    if python is None:
-        return "pip"
-    return f'"{python}" -m pip' if " " in python else f"{python} -m pip"
 
 
 def _no_gpu(ctx: Context) -> bool:
@@ -253,16 +183,7 @@ def nvml(ctx: Context) -> Outcome:
         return Outcome.fail(
             "gpucheck's own environment lacks the NVML binding",
             *evidence,
-            fix=make_fix(
-                command_step(
-                    "install it in the environment gpucheck runs from",
-                    _own_pip(ctx) + " install nvidia-ml-py",
-                    Tool.PIP,
-                    changes=[Change("nvidia-ml-py")],
-                    environment=_own_python(ctx),
-                    layer=Layer.FRAMEWORKS,
-                )
-            ),
+            fix=binding_fix(ctx),
         )
     if name == "LibraryNotFound":
         if _no_gpu(ctx):
@@ -356,57 +277,6 @@ def nvml(ctx: Context) -> Outcome:
             fix=CGROUP_FIX,
         )
     return Outcome.fail(f"NVML failed to initialise: {name}", *evidence, fix=HUNG)
-
-
-def package_steps(os_release: str | None, version: str | None) -> list[Step]:
-    """Make the kernel module and the user-space driver one version again, by the package
-    manager that installed them (a half-finished upgrade leaves them apart)."""
-    branch = (version or "").split(".")[0] or "<branch>"
-    distro = (os_release or "").lower()
-    fix_broken = command_step(
-        "finish the interrupted upgrade", "sudo apt install --fix-broken", Tool.APT
-    )
-    if "ubuntu" in distro:
-        return [
-            fix_broken,
-            command_step(
-                "reinstall one driver for both (its DKMS package rebuilds the module)",
-                f"sudo apt install --reinstall nvidia-driver-{branch}",
-                Tool.APT,
-                changes=[Change(f"nvidia-driver-{branch}", version, version)],
-            ),
-            reboot(),
-        ]
-    if "debian" in distro:
-        fix_broken.text += " (with the repositories that hold the driver enabled)"
-        return [
-            fix_broken,
-            command_step(
-                "reinstall one driver for both",
-                "sudo apt install --reinstall nvidia-driver nvidia-kernel-dkms",
-                Tool.APT,
-                changes=[Change("nvidia-driver", version, version), Change("nvidia-kernel-dkms")],
-            ),
-            reboot(),
-        ]
-    if any(d in distro for d in ("red hat", "rhel", "rocky", "alma", "fedora", "centos")):
-        return [
-            command_step(
-                "make the module and the libraries one version",
-                "sudo dnf distro-sync 'nvidia-*' 'kmod-nvidia*'",
-                Tool.DNF,
-            ),
-            command_step("rebuild the module, if DKMS builds it", "sudo dkms autoinstall"),
-            reboot(),
-        ]
-    return [
-        command_step(
-            "reinstall one driver version for both, with the package manager or installer that "
-            "put them there (NVIDIA's installer shown)",
-            f"sudo sh NVIDIA-Linux-x86_64-{version or '<version>'}.run",
-        ),
-        reboot(),
-    ]
 
 
 def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
@@ -515,16 +385,7 @@ def uvm(ctx: Context) -> Outcome | None:
     ]
     if driver.init_error_name:
         evidence.append(f"cuInit: {driver.init_error_name}")
-    fix = make_fix(
-        command_step(
-            "load it and create its node",
-            "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0",
-        ),
-        command_step(
-            "load it at boot",
-            "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf",
-        ),
-    )
+    fix = UVM_FIX
     if driver.init_result not in (None, 0) and not sysf.container:
         return Outcome.fail("nvidia-uvm is missing: CUDA cannot start", *evidence, fix=fix)
     if sysf.container:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from gpucheck.checks.context import Context, gpu_refs
-from gpucheck.checks.cuda import CUINIT_CAUSES
+from gpucheck.checks.cuda_causes import CUINIT_CAUSES
 from gpucheck.checks.frameworks.builds import (
     pick_change,
     pick_tensorflow,
