@@ -10,105 +10,38 @@ import re
 from gpucheck.checks.context import Context, gpu_refs
 from gpucheck.checks.frameworks.arch import parse_arch_list
 from gpucheck.checks.frameworks.builds import (
-    cupy_cuda,
     jax_facts,
     tf_facts,
     torch_facts,
 )
 from gpucheck.checks.frameworks.driver import judge_driver, targets
 from gpucheck.checks.frameworks.environments import (
-    change,
     env_label,
-    env_os,
     environment_check,
     merge,
-    pip_step,
     runtime,
 )
 from gpucheck.checks.frameworks.numpy_abi import numpy_cause
-from gpucheck.checks.frameworks.packages import (
-    canonical,
-    is_package_for,
-    package_key,
-    parse_requirement,
-    requirements_of,
-    soname_major,
-)
 from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
+from gpucheck.checks.frameworks.runtime_fixes import (
+    by_hand,
+    by_hand_step,
+    installed_names,
+    library_fix,
+    reinstall_step,
+)
 from gpucheck.checks.registry import check
-from gpucheck.compat import parse_version
-from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
-from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
-from gpucheck.model.distributions import TF_DISTS, installed_frameworks
-from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
+from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
-from gpucheck.model.fix import Fix, Layer, Step, command_step, info, make_fix, manual, set_env
+from gpucheck.model.fix import Layer, Step, command_step, info, make_fix, manual
 
-BY_HAND = {
-    "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
-    "tensorflow": "python -c 'import tensorflow as tf; "
-    'print(tf.config.list_physical_devices("GPU"))\'',
-    "jax": "python -c 'import jax; print(jax.devices())'",
-    "cupy": "python -c 'import cupy; print(cupy.arange(3) * 2)'",
-}
 _MISSING_LIB = re.compile(
     r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
 )
 
 
-def _by_hand(framework: str) -> str:
-    return BY_HAND.get(framework, f"python -c 'import {framework}'")
-
-
-def _by_hand_step(env: PythonEnvironment, framework: str, why: str = "see the whole error") -> Step:
-    """Run the framework's import and a GPU operation by hand, in this environment."""
-    return command_step(f"run it by hand to {why}", _by_hand(framework), environment=env.python)
-
-
 def _label(rt: FrameworkRuntime) -> str:
     return f"{rt.framework} {rt.version}" if rt.version else rt.framework
-
-
-def _dists(env: PythonEnvironment, framework: str) -> list[Distribution]:
-    """A framework's distributions here, the one that carries it first."""
-    if framework == "torch":
-        names: tuple[str, ...] = ("torch",)
-    elif framework == "tensorflow":
-        names = TF_DISTS
-    elif framework == "jax":
-        names = ("jax", "jaxlib", *(d.name for d in env.distributions if d.name.startswith("jax-")))
-    else:
-        names = tuple(d.name for d in env.distributions if d.name.startswith("cupy"))
-    return [d for n in names if (d := env.dist(n)) is not None]
-
-
-def _installed(env: PythonEnvironment) -> list[str]:
-    """The frameworks installed here, as the deep pass chose which to import."""
-    return installed_frameworks(env)
-
-
-def _reinstall(
-    ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, why: str = "reinstall it"
-) -> Step:
-    """The step that reinstalls the framework as it is, from where it came."""
-    dists = _dists(env, rt.framework)
-    main = dists[0] if dists else None
-    name = main.name if main else rt.framework
-    version = (main.version if main else None) or rt.version
-    if version is None:
-        return pip_step(ctx, env, why, f"pip install --force-reinstall {name}", [change(env, name)])
-    same = [change(env, name, version)]
-    tag = cuda_of_local_tag(version)
-    if rt.framework == "torch" and tag:
-        index = TORCH_INDEX.format(tag=tag.replace(".", ""))
-        base = version.split("+", 1)[0]
-        command = f"pip install --force-reinstall 'torch=={base}' --index-url {index}"
-        return pip_step(ctx, env, why, command, same)
-    line = major_minor(version)
-    if name == "tensorflow" and line and line >= TF_AND_CUDA_FIRST and env_os(ctx, env) == "linux":
-        command = f"pip install --force-reinstall 'tensorflow[and-cuda]=={version}'"
-        return pip_step(ctx, env, why, command, same)
-    return pip_step(ctx, env, why, f"pip install --force-reinstall '{name}=={version}'", same)
 
 
 # --- frameworks.device-count ---------------------------------------------------------------------
@@ -151,7 +84,7 @@ def device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         command_step("find which GPU is missing: compare the driver's list", "nvidia-smi -L"),
         command_step(
             "with the framework's own list",
-            _by_hand(short[0][0].framework),
+            by_hand(short[0][0].framework),
             environment=env.python,
         ),
     ]
@@ -220,7 +153,7 @@ def _count_causes(
     "each framework imports, sees the GPUs and multiplies matrices on each (doctor --deep)",
 )
 def smoke_test(ctx: Context) -> Outcome | None:
-    installed = [(env, fws) for env in ctx.snapshot.environments if (fws := _installed(env))]
+    installed = [(env, fws) for env in ctx.snapshot.environments if (fws := installed_names(env))]
     if not installed:
         return None
     if not ctx.snapshot.deep:
@@ -248,7 +181,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
     if rt.status not in ("ok", "error"):
         return Outcome.fail(
             f"importing {rt.framework} failed: {rt.error or rt.status}",
-            fix=make_fix(_by_hand_step(env, rt.framework, "see why")),
+            fix=make_fix(by_hand_step(env, rt.framework, "see why")),
         )
     if rt.cuda_available is False or _gpu_devices(rt) == 0:
         if not (ctx.has_gpu and (targets(ctx) or ctx.pci_gpu_count)):
@@ -263,7 +196,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
                 f"{name} failed while looking at the GPUs",
                 rt.error or "",
                 *rt.warnings[-5:],
-                fix=make_fix(_by_hand_step(env, rt.framework), XID),
+                fix=make_fix(by_hand_step(env, rt.framework), XID),
             )
         return Outcome.skip(f"{name}: no smoke test ran")
     failed = [s for s in rt.smoke_tests if not s.ok]
@@ -282,7 +215,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
             outcome = Outcome.fail(
                 f"{name}: the smoke test failed on {test.device}",
                 error,
-                fix=make_fix(_by_hand_step(env, rt.framework), XID),
+                fix=make_fix(by_hand_step(env, rt.framework), XID),
             )
         items.append((None, outcome))
     return merge(items) or Outcome.skip(f"{name}: no smoke test result")
@@ -311,10 +244,10 @@ def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome
                 "systemctl status nvidia-fabricmanager",
                 layer=Layer.DRIVER,
             ),
-            _by_hand_step(env, rt.framework, "try again"),
+            by_hand_step(env, rt.framework, "try again"),
         )
     else:
-        fix = make_fix(_by_hand_step(env, rt.framework, "see the message"), XID)
+        fix = make_fix(by_hand_step(env, rt.framework, "see the message"), XID)
     return Outcome.fail(f"{_label(rt)} {how} in {step}", rt.error or "", *rt.warnings[-5:], fix=fix)
 
 
@@ -335,7 +268,7 @@ def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) ->
         return Outcome.fail(
             f"import {rt.framework} fails: {soname} is missing",
             error,
-            fix=_library_fix(ctx, env, rt, soname),
+            fix=library_fix(ctx, env, rt, soname),
         )
     numpy = numpy_cause(ctx, env, error)
     if numpy is not None:
@@ -351,79 +284,7 @@ def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) ->
         f"import {rt.framework} fails",
         error,
         *extra,
-        fix=make_fix(_reinstall(ctx, env, rt)),
-    )
-
-
-def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, soname: str) -> Fix:
-    """Install the missing library at the version the framework requires."""
-    if soname.startswith("libcuda.so"):
-        return make_fix(
-            info(
-                "libcuda.so.1 is the NVIDIA driver's own CUDA library, not a pip package: see "
-                "cuda.driver-api",
-                Layer.DRIVER,
-            ),
-            set_env(
-                "NVIDIA_DRIVER_CAPABILITIES",
-                "compute,utility",
-                "in a container, the capabilities must include compute",
-                Layer.SYSTEM,
-            ),
-        )
-    key = package_key(soname)
-    if key is None:
-        return make_fix(_reinstall(ctx, env, rt, f"reinstall {rt.framework}"))
-    for dist in _dists(env, rt.framework):
-        for req in requirements_of(ctx, env, dist) if dist.requires else []:
-            if is_package_for(canonical(req.name), key):
-                return make_fix(
-                    pip_step(
-                        ctx,
-                        env,
-                        f"install what {dist.name} {dist.version} requires",
-                        f"pip install '{req.name}{req.specifier}'",
-                        [change(env, req.name, requirement=str(req.specifier) or None)],
-                    )
-                )
-    t = tf_facts(env) if rt.framework == "tensorflow" else None
-    pins = ctx.compat.tensorflow.and_cuda_for(t.version) if t and t.version else None
-    for line in pins.requires if pins and t else ():
-        pin = parse_requirement(line)
-        if pin is None:
-            continue
-        if t and is_package_for(canonical(pin.name), key):
-            return make_fix(
-                pip_step(
-                    ctx,
-                    env,
-                    f"install TensorFlow's CUDA wheels (it brings {pin})",
-                    f"pip install 'tensorflow[and-cuda]=={t.version}'",
-                    [change(env, "tensorflow", t.version)],
-                )
-            )
-    major = parse_version(built_cuda(env, rt) or "")
-    if rt.framework == "jax" and (j := jax_facts(env)) is not None and j.majors:
-        major = parse_version(str(j.majors[-1]))
-    if rt.framework == "cupy":
-        found = [c for d in env.distributions if (c := cupy_cuda(d.name))]
-        major = parse_version(found[0][0]) if found else major
-    if major is None:
-        return make_fix(
-            _reinstall(ctx, env, rt, f"reinstall {rt.framework} with its CUDA libraries")
-        )
-    lib_major = soname_major(soname)
-    spec = f">={lib_major},<{int(lib_major) + 1}" if key == "cudnn" and lib_major else ""
-    wheel = f"nvidia-{key}-cu{major.major}"
-    return make_fix(
-        pip_step(
-            ctx,
-            env,
-            f"install the wheel that brings {soname}",
-            f"pip install '{wheel}{spec}'",
-            [change(env, wheel, requirement=spec or None)],
-            Layer.CUDA,
-        )
+        fix=make_fix(reinstall_step(ctx, env, rt)),
     )
 
 
@@ -473,7 +334,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         f"{name} sees no GPU, although the driver shows {shown}",
         *([rt.error] if rt.error else []),
         *hints[-5:],
-        fix=make_fix(_by_hand_step(env, rt.framework, "see CUDA's own error")),
+        fix=make_fix(by_hand_step(env, rt.framework, "see CUDA's own error")),
     )
 
 

@@ -22,164 +22,34 @@ from gpucheck.checks.frameworks.driver import (
 )
 from gpucheck.checks.frameworks.environments import (
     change,
-    env_os,
     framework_check,
     in_range,
     pip_step,
     python_mm,
 )
+from gpucheck.checks.frameworks.tensorflow_fixes import (
+    past_windows_gpu,
+    tf_gpu_fix,
+    tf_line,
+    tf_release,
+    tf_step,
+    tf_switch,
+    windows_fix,
+    windows_native,
+)
 from gpucheck.compat import Compat, parse_version
-from gpucheck.compat.answers import TF_AND_CUDA_FIRST
-from gpucheck.compat.frameworks import TfRelease, major_minor
+from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import (
     OR,
-    Change,
     Fix,
-    Layer,
     Step,
-    Tool,
     command_step,
     make_fix,
     manual,
     set_env,
 )
-
-
-def _tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:
-    return ctx.compat.tensorflow.release(t.version) if t.version else None
-
-
-def _line(t: TfFacts) -> Version | None:
-    return major_minor(t.version) if t.version else None
-
-
-def _windows_native(ctx: Context, env: PythonEnvironment) -> bool:
-    return env_os(ctx, env) == "windows"
-
-
-def _past_windows_gpu(ctx: Context, t: TfFacts) -> bool:
-    last, line = ctx.compat.tensorflow.windows_native_gpu_last, _line(t)
-    return last is not None and line is not None and line > last
-
-
-def _uninstall(t: TfFacts, also: tuple[str, ...] = ()) -> str:
-    names = list(dict.fromkeys([*(d.name for d in t.dists), *also]))
-    return f"pip uninstall -y {' '.join(names)} && " if names else ""
-
-
-def _removed(env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()) -> list[Change]:
-    names = list(dict.fromkeys([*(d.name for d in t.dists), *also]))
-    return [change(env, name, remove=True) for name in names]
-
-
-def _tf_step(
-    ctx: Context,
-    env: PythonEnvironment,
-    t: TfFacts,
-    why: str,
-    install: str,
-    also: tuple[str, ...] = (),
-    version: str | None = None,
-) -> Step:
-    """Replace this environment's TensorFlow distributions by what `install` installs."""
-    wanted = change(env, "tensorflow", requirement=f"=={version}.*" if version else None)
-    return pip_step(ctx, env, why, _uninstall(t, also) + install, [*_removed(env, t, also), wanted])
-
-
-def tf_switch(
-    ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()
-) -> Step | None:
-    """The command that replaces this environment's TensorFlow by a GPU build that runs on
-    this driver with these GPUs (Linux): the same line where it has tensorflow[and-cuda] and
-    fits, else the newest that does; None when the compat data has none."""
-    ccs, driver, line = cc_list(targets(ctx)), ctx.driver_version, _line(t)
-    same = pick_tensorflow(ctx, env, ccs, driver, line=line) if line else None
-    pick = same if same and Version(same.version) >= TF_AND_CUDA_FIRST else None
-    pick = pick or pick_tensorflow(ctx, env, ccs, driver)
-    if pick is None:
-        return None
-    why = f"CUDA {pick.cuda}" + (f", runs on driver {driver}" if driver else "")
-    return _tf_step(
-        ctx, env, t, f"install TensorFlow {pick.version} ({why})", pick.install, also, pick.version
-    )
-
-
-def tf_gpu_fix(ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()) -> Fix:
-    """tf_switch, else a newer driver and then the newest GPU build."""
-    switch = tf_switch(ctx, env, t, also)
-    if switch is not None:
-        return make_fix(switch)
-    other = pick_tensorflow(ctx, env, cc_list(targets(ctx)), None)
-    if other is not None:
-        return make_fix(
-            upgrade_driver(ctx, other.cuda),
-            _tf_step(
-                ctx,
-                env,
-                t,
-                f"then install TensorFlow {other.version}",
-                other.install,
-                also,
-                other.version,
-            ),
-        )
-    return make_fix(
-        _tf_step(
-            ctx,
-            env,
-            t,
-            "install TensorFlow's Linux GPU build",
-            "pip install 'tensorflow[and-cuda]'",
-            also,
-        )
-    )
-
-
-def windows_fix(ctx: Context, env: PythonEnvironment) -> Fix:
-    """WSL2, or the last native-Windows GPU release with the CUDA/cuDNN it was tested with."""
-    data = ctx.compat.tensorflow
-    last = data.windows_native_gpu_last
-    linux = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version, os="windows")
-    install = linux.install if linux else "pip install 'tensorflow[and-cuda]'"
-    wsl = command_step(
-        "use WSL2: in an Ubuntu WSL2 shell (the Windows NVIDIA driver serves WSL2; install no "
-        "Linux driver inside it)",
-        install,
-        Tool.PIP,
-        changes=[Change("tensorflow", None, None, f"=={linux.version}.*" if linux else None)],
-    )
-    row = next((r for r in data.windows_gpu if r.version == last), None)
-    if last is None or row is None:
-        return make_fix(wsl)
-    py, where = python_mm(env), ""
-    if py is not None and not in_range(py, row.python_min, row.python_max):
-        where = f" in a Python {row.python_min} to {row.python_max} environment"
-    return make_fix(
-        wsl,
-        OR,
-        pip_step(
-            ctx,
-            env,
-            f"stay native with TensorFlow {last}, the last release with GPU support on native "
-            f"Windows{where}",
-            f"pip install 'tensorflow=={last}.*'",
-            [change(env, "tensorflow", requirement=f"=={last}.*")],
-        ),
-        command_step(
-            f"with CUDA {row.cuda} and cuDNN {row.cudnn}",
-            f"conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn}",
-            Tool.CONDA,
-            changes=[
-                Change("cudatoolkit", None, row.cuda),
-                Change("cudnn", None, row.cudnn),
-            ],
-            environment=env.python,
-            layer=Layer.CUDA,
-        ),
-    )
-
 
 # --- the build ----------------------------------------------------------------------------------
 
@@ -203,12 +73,12 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         return Outcome.skip(
             f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
         )
-    if _windows_native(ctx, env) and _past_windows_gpu(ctx, t):
+    if windows_native(ctx, env) and past_windows_gpu(ctx, t):
         return Outcome.skip(
             f"{t.name} is {what}: on native Windows that is all it can be (see "
             "tensorflow.windows-native)"
         )
-    fix = windows_fix(ctx, env) if _windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
+    fix = windows_fix(ctx, env) if windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
     return Outcome.fail(
         f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)",
         t.evidence,
@@ -242,7 +112,7 @@ def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     if note:
         evidence.append(f"compat data: {note}")
     other = [d for d in t.dists if d.name != "tensorflow-gpu" and d.name.startswith("tensorflow")]
-    if _windows_native(ctx, env):
+    if windows_native(ctx, env):
         last = ctx.compat.tensorflow.windows_native_gpu_last
         fix = make_fix(
             pip_step(
@@ -281,10 +151,10 @@ def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     tf_facts,
 )
 def windows(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
-    if not _windows_native(ctx, env):
+    if not windows_native(ctx, env):
         return None
     last = ctx.compat.tensorflow.windows_native_gpu_last
-    line = _line(t)
+    line = tf_line(t)
     if last is None or line is None:
         return Outcome.skip(f"{t.name} on native Windows: its version is not known")
     source = ctx.compat.tensorflow.windows_native_gpu_source.split(" ")[0]
@@ -312,7 +182,7 @@ def _tf_cuda(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     """(CUDA version, where it comes from)."""
     if t.cuda:
         return t.cuda, "its build_info"
-    rel = _tf_release(ctx, t)
+    rel = tf_release(ctx, t)
     if rel is not None and rel.cuda and parse_version(rel.cuda):
         return rel.cuda, "the tested configuration in the compat data"
     return None
@@ -328,7 +198,7 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | N
     cuda, source = found
 
     def fix() -> Fix:
-        if _windows_native(ctx, env):
+        if windows_native(ctx, env):
             other = windows_fix(ctx, env)
             for step in other.steps:
                 step.option += 1
@@ -363,10 +233,10 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
         ccs = cover.missing_ccs
         newer = any(compiled.where(cc).startswith("newer") for cc in ccs)
         pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
-        line = _line(t)
+        line = tf_line(t)
         if newer and pick and line and Version(pick.version) > line:
             fix = make_fix(
-                _tf_step(
+                tf_step(
                     ctx,
                     env,
                     t,
@@ -425,7 +295,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     py = python_mm(env)
     if py is None or t.version is None:
         return Outcome.skip(f"{t.name}: the environment's Python version is not known")
-    rel = _tf_release(ctx, t)
+    rel = tf_release(ctx, t)
     if rel is None or (rel.python_min is None and rel.python_max is None):
         return Outcome.skip(f"{t.name}: its supported Pythons are not in the compat data")
     low, high = rel.python_min or "?", rel.python_max or "?"
@@ -434,7 +304,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         return Outcome.passed(f"{t.name} supports Python {py}", span)
     pick = pick_tensorflow(ctx, env, [], None)
     other = (
-        _tf_step(
+        tf_step(
             ctx,
             env,
             t,
@@ -479,7 +349,7 @@ def _keras3_from(compat: Compat) -> Version | None:
 
 @framework_check("tensorflow.keras", "Keras and tf-keras match the TensorFlow release", tf_facts)
 def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
-    line = _line(t)
+    line = tf_line(t)
     k, tfk = env.dist("keras"), env.dist("tf-keras")
     if k is None and tfk is None:
         return None

@@ -22,7 +22,7 @@ from gpucheck.checks.frameworks.environments import (
     runtime,
 )
 from gpucheck.checks.frameworks.packages import parse_requirement, same_version
-from gpucheck.checks.frameworks.tensorflow import _line, _tf_release, _uninstall
+from gpucheck.checks.frameworks.tensorflow_fixes import tf_line, tf_release, tf_uninstall
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfAndCuda
@@ -93,7 +93,7 @@ def cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome 
     if t.kind != "cuda" or ctx.has_gpu is not True or env_os(ctx, env) != "linux":
         return None
     warnings = _loader_warnings(env)
-    line = _line(t)
+    line = tf_line(t)
     if line is None or t.version is None:
         return Outcome.skip(f"{t.name}: its version is not known", *warnings)
     pip_era = line >= TF_AND_CUDA_FIRST
@@ -243,7 +243,7 @@ def _system_cover(ctx: Context, name: str, major: str | None) -> str | None:
 
 def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     """(CUDA, cuDNN) a TensorFlow before 2.14 loads: its build_info, else the compat data."""
-    rel = _tf_release(ctx, t)
+    rel = tf_release(ctx, t)
     cuda = t.cuda or (rel.cuda if rel else None)
     cudnn = t.cudnn or (rel.cudnn if rel else None)
     if rel and rel.cudnn and cudnn and "." not in cudnn and rel.cudnn.split(".")[0] == cudnn:
@@ -280,7 +280,7 @@ def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
                 ctx,
                 env,
                 f"move to TensorFlow {pick.version}, which brings its own",
-                _uninstall(t) + pick.install,
+                tf_uninstall(t) + pick.install,
                 [change(env, "tensorflow", requirement=f"=={pick.version}.*")],
             ),
         ]
