@@ -13,12 +13,12 @@ from typing import TypeVar
 
 from msgspec import Struct, field
 
-from gpucheck.model.fix import Fix
+from gpucheck.model.fix import Fix, FixV2
 from gpucheck.model.types import GpuRef
 
 T = TypeVar("T")
 
-__all__ = ["Finding", "Fix", "GpuRef", "Outcome", "Section", "Status", "Subjects"]
+__all__ = ["Finding", "FindingV2", "Fix", "GpuRef", "Outcome", "Section", "Status", "Subjects"]
 
 
 class Status(str, enum.Enum):
@@ -129,3 +129,22 @@ class Finding(Struct):
     evidence: list[str] = field(default_factory=list)
     fix: Fix | None = None
     subjects: Subjects = field(default_factory=Subjects)
+
+
+class FindingV2(Struct):
+    """A finding as report schema 2.x wrote it (its fix a sentence and the commands in it), read
+    so that older reports keep their findings (`fleet`)."""
+
+    id: str
+    section: Section
+    status: Status
+    title: str
+    evidence: list[str] = field(default_factory=list)
+    fix: FixV2 | None = None
+    subjects: Subjects = field(default_factory=Subjects)
+
+    def upgraded(self) -> Finding:
+        fix = self.fix.upgraded() if self.fix is not None else None
+        return Finding(
+            self.id, self.section, self.status, self.title, self.evidence, fix, self.subjects
+        )

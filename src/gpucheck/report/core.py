@@ -19,8 +19,9 @@ from gpucheck.model.snapshot import Snapshot
 from gpucheck.version import __version__
 
 # The report's own format version (the snapshot inside it carries its own): 2.0 made `fix` a
-# record (text and commands) and added `subjects` to findings.
-REPORT_SCHEMA_VERSION = "2.0"
+# record (text and commands) and added `subjects` to findings; 3.0 made the fix ordered steps
+# (model/fix.py), each with its command, tool, package changes, GPUs and layer.
+REPORT_SCHEMA_VERSION = "3.0"
 
 
 PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
