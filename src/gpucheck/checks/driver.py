@@ -261,10 +261,7 @@ def nvml(ctx: Context) -> Outcome:
             *evidence,
             fix=make_fix(
                 command_step("see why", "sudo dmesg | grep -i xid"),
-                command_step("reset the GPU", "sudo nvidia-smi -r"),
-                OR,
-                reboot(),
-                OR,
+                command_step("reset the GPU (or reboot)", "sudo nvidia-smi -r"),
                 hardware("if it repeats, the GPU or its slot/power is failing: service it"),
             ),
         )

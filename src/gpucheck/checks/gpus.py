@@ -85,11 +85,8 @@ def lost(ctx: Context) -> Outcome | None:
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
         fix=make_fix(
-            command_step("reset the GPU, with nothing running on it", reset, gpus=refs),
-            OR,
-            reboot(),
-            OR,
             command_step("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
+            command_step("reset the GPU, with nothing running on it (or reboot)", reset, gpus=refs),
             hardware("if it repeats, the GPU, its slot or its power is failing", refs),
         ),
         subjects=gpu_subjects(lost),
@@ -207,11 +204,10 @@ def ecc(ctx: Context) -> Outcome | None:
             fix=make_fix(
                 manual("drain the node", Layer.JOB),
                 command_step(
-                    "reset the GPU", f"sudo nvidia-smi -r -i {indices(bad)}", gpus=gpu_refs(bad)
+                    "reset the GPU (or reboot)",
+                    f"sudo nvidia-smi -r -i {indices(bad)}",
+                    gpus=gpu_refs(bad),
                 ),
-                OR,
-                reboot(),
-                OR,
                 command_step("then re-check", "gpucheck doctor --only gpu.ecc-errors"),
                 hardware(
                     "errors that return after a reset mean the GPU needs replacing (RMA)",

@@ -12,6 +12,7 @@ textfile is rewritten.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -86,6 +87,7 @@ class PrometheusFormat:
                 self.report.exit_code,
             ),
             self._counts(),
+            self._fix_steps(),
             self._scalar(
                 "report_timestamp_seconds",
                 "When the report was made (Unix time): alert when it stops moving.",
@@ -116,6 +118,18 @@ class PrometheusFormat:
                 family.add(1, **base)
             for gpu in f.subjects.gpus:
                 family.add(1, **base, gpu=str(gpu.index), gpu_uuid=gpu.uuid)
+        return family
+
+    def _fix_steps(self) -> Family:
+        family = Family(
+            PREFIX + "fix_steps",
+            "Steps of each problem's recommended fix, by kind: command (a script can run it); "
+            "manual, reboot, hardware (a person must act); info.",
+        )
+        for f in self.report.problems:
+            kinds = Counter(s.kind.value for s in (f.fix.steps if f.fix else []) if s.option == 0)
+            for kind, count in sorted(kinds.items()):
+                family.add(count, check=f.id, kind=kind)
         return family
 
     def _counts(self) -> Family:
