@@ -85,8 +85,8 @@ def lost(ctx: Context) -> Outcome | None:
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
         fix=make_fix(
-            command_step("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
             command_step("reset the GPU, with nothing running on it (or reboot)", reset, gpus=refs),
+            command_step("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
             hardware("if it repeats, the GPU, its slot or its power is failing", refs),
         ),
         subjects=gpu_subjects(lost),
