@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 import difflib
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from msgspec import Struct
 from msgspec.structs import replace
 
-from gpucheck.model.finding import Finding, Outcome, Section, Status
+from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Section, Status
 from gpucheck.model.fix import Fix, Layer, command_step, make_fix
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
+
+_PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding gpucheck/
 
 CheckFunc = Callable[["Context"], "Outcome | None"]
 
@@ -116,6 +120,7 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
     from gpucheck.compat import CompatError
 
     missing = [group for group in chk.reads if group in ctx.snapshot.absent_sections]
+    crash = None
     try:
         if missing:
             outcome: Outcome | None = Outcome.skip(
@@ -127,16 +132,9 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
     except CompatError:
         raise  # bad compat data (a user's --compat-dir, say) is bad input: exit 2
     except Exception as exc:
-        outcome = Outcome(
-            Status.ERROR,
-            f"gpucheck's check {chk.id} failed: {type(exc).__name__}: {exc}",
-            fix=make_fix(
-                command_step(
-                    "this is a gpucheck bug: please report it with a snapshot attached",
-                    "gpucheck snapshot --redact -o gpucheck-snapshot.json",
-                )
-            ),
-        )
+        crash = crash_of(exc)
+        outcome = Outcome(Status.ERROR, f"gpucheck's check {chk.id} failed: {crash.type}: {exc}")
+        outcome.fix = bug_report_fix(chk.id)
     if outcome is None:
         return None
     fix = outcome.fix
@@ -151,6 +149,33 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
         outcome.evidence,
         fix,
         outcome.subjects,
+        crash,
+    )
+
+
+def crash_of(exc: BaseException) -> CheckCrash:
+    """The exception and its frames, gpucheck's own files named from the package root (not
+    from where it is installed, which may name the user)."""
+    frames = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = Path(frame.filename)
+        try:
+            shown = str(path.resolve().relative_to(_PACKAGE_PARENT))
+        except ValueError:
+            shown = path.name
+        frames.append(Frame(shown, frame.lineno or 0, frame.name, frame.line or None))
+    return CheckCrash(type(exc).__name__, str(exc), frames)
+
+
+def bug_report_fix(check_id: str) -> Fix:
+    """How to report a check that crashed: the JSON report keeps its traceback."""
+    return make_fix(
+        command_step(
+            "this is a gpucheck bug: report it with the JSON report (it holds the traceback, "
+            "under the finding's error)",
+            f"gpucheck doctor --json --only {check_id} -o gpucheck-report.json",
+        ),
+        command_step("and a snapshot", "gpucheck snapshot --redact -o gpucheck-snapshot.json"),
     )
 
 

@@ -18,7 +18,17 @@ from gpucheck.model.types import GpuRef
 
 T = TypeVar("T")
 
-__all__ = ["Finding", "FindingV2", "Fix", "GpuRef", "Outcome", "Section", "Status", "Subjects"]
+__all__ = [
+    "CheckCrash",
+    "Finding",
+    "FindingV2",
+    "Fix",
+    "GpuRef",
+    "Outcome",
+    "Section",
+    "Status",
+    "Subjects",
+]
 
 
 class Status(str, enum.Enum):
@@ -121,6 +131,24 @@ class Outcome(Struct):
         return cls.make(Status.FAIL, title, evidence, fix, subjects)
 
 
+class Frame(Struct):
+    """One frame of a crashed check's traceback, innermost last."""
+
+    file: str  # gpucheck's own files relative to the package ("gpucheck/checks/gpus.py")
+    line: int
+    function: str
+    code: str | None = None  # the source line, where Python had it
+
+
+class CheckCrash(Struct):
+    """What a check that raised raised (an `error` finding): the report keeps it for the bug
+    report, the text output names the check and how to report it."""
+
+    type: str  # "ZeroDivisionError"
+    message: str
+    frames: list[Frame] = field(default_factory=list)
+
+
 class Finding(Struct):
     id: str
     section: Section
@@ -129,6 +157,7 @@ class Finding(Struct):
     evidence: list[str] = field(default_factory=list)
     fix: Fix | None = None
     subjects: Subjects = field(default_factory=Subjects)
+    error: CheckCrash | None = None  # status "error" only: the check's own exception
 
 
 class FindingV2(Struct):
