@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 
 from gpucheck.compat import cuda_from_int
 from gpucheck.model.distributions import FRAMEWORK_DISTS
-from gpucheck.model.finding import Finding
+from gpucheck.model.finding import PROBLEM, Finding
 from gpucheck.model.snapshot import HostIdentity, Snapshot
-from gpucheck.report.core import PROBLEM
 
 # Findings whose GPUs need a person with hands or an RMA, not a software change: the GPUs a
 # fleet operator drains and replaces.

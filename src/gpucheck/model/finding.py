@@ -19,6 +19,8 @@ from gpucheck.model.types import GpuRef
 T = TypeVar("T")
 
 __all__ = [
+    "PROBLEM",
+    "SEVERITY",
     "CheckCrash",
     "Finding",
     "FindingV2",
@@ -28,6 +30,7 @@ __all__ = [
     "Section",
     "Status",
     "Subjects",
+    "severity",
 ]
 
 
@@ -38,6 +41,25 @@ class Status(str, enum.Enum):
     SKIP = "skip"  # could not be judged: a prerequisite is missing or a fact is unknown
     INFO = "info"  # worth knowing, not a problem
     ERROR = "error"  # the check itself broke: a gpucheck bug
+
+
+# The one order of statuses, best first: every ranking of findings (one verdict out of many
+# environments, the fleet's problem list, the exit status) reads it from here.
+SEVERITY: tuple[Status, ...] = (
+    Status.PASS,
+    Status.INFO,
+    Status.SKIP,
+    Status.WARN,
+    Status.FAIL,
+    Status.ERROR,
+)
+# The statuses a report counts as problems (each carries a fix).
+PROBLEM: tuple[Status, ...] = SEVERITY[SEVERITY.index(Status.WARN) :]
+
+
+def severity(status: Status) -> int:
+    """The status's rank in SEVERITY: higher is worse."""
+    return SEVERITY.index(status)
 
 
 class Section(str, enum.Enum):

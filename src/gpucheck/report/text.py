@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import IO
 
-from gpucheck.model.finding import Section, Status
+from gpucheck.model.finding import PROBLEM, Section, Status
 from gpucheck.report.core import Report
 from gpucheck.version import __version__
 
@@ -25,7 +25,6 @@ MARKS = {
     Status.INFO: ("i", "i", "cyan"),
     Status.ERROR: ("✗", "x", "bold magenta"),
 }
-PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
 
 # C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what is shown.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
