@@ -70,17 +70,75 @@ class Check(Struct, frozen=True):
 
 
 REGISTRY: list[Check] = []
-SECTION_ORDER = list(Section)
+# Every check, in report order (sections in Section's order, then within each the order a
+# reader follows: root causes first). This list, not the order modules are imported in,
+# decides the order; a check missing from it cannot register.
+ORDER: tuple[str, ...] = (
+    "system.gpu-present",
+    "system.container-gpu-access",
+    "system.nouveau",
+    "system.cuda-visible-devices",
+    "system.cuda-launch-blocking",
+    "system.probes",
+    "driver.kernel-module",
+    "driver.nvml",
+    "driver.device-nodes",
+    "driver.uvm",
+    "driver.persistence-mode",
+    "gpu.lost",
+    "gpu.ecc-errors",
+    "gpu.memory-remapping",
+    "gpu.throttling",
+    "gpu.pcie-link",
+    "gpu.compute-mode",
+    "gpu.mig",
+    "gpu.memory-in-use",
+    "cuda.driver-api",
+    "cuda.toolkit",
+    "cuda.runtime-libraries",
+    "cudnn.libraries",
+    "torch.cpu-build",
+    "torch.cuda-driver",
+    "torch.arch-support",
+    "torch.python",
+    "torch.extension-toolkit",
+    "torch.extensions",
+    "tensorflow.cpu-build",
+    "tensorflow.legacy-gpu-package",
+    "tensorflow.windows-native",
+    "tensorflow.cuda-driver",
+    "tensorflow.arch-support",
+    "tensorflow.python",
+    "tensorflow.keras",
+    "tensorflow.cuda-libraries",
+    "jax.cpu-build",
+    "jax.cuda-driver",
+    "cupy.cuda-driver",
+    "frameworks.library-shadowing",
+    "frameworks.nvidia-conflicts",
+    "tensorrt.support",
+    "tensorrt.libraries",
+    "xla.compiler",
+    "frameworks.numpy-abi",
+    "frameworks.nvml-bindings",
+    "frameworks.device-count",
+    "frameworks.smoke-test",
+    "require.min-gpus",
+    "require.min-memory",
+    "require.min-compute-capability",
+)
 
 
 def check(
     id: str, section: Section, summary: str, reads: tuple[str, ...] | None = None
 ) -> Callable[[CheckFunc], CheckFunc]:
-    """Register a check. Order of registration is the order of the report within a section."""
+    """Register a check (its place in the report is its place in ORDER)."""
 
     def register(func: CheckFunc) -> CheckFunc:
         if any(c.id == id for c in REGISTRY):
             raise ValueError(f"duplicate check id {id}")
+        if id not in ORDER:
+            raise ValueError(f"check {id} is not in registry.ORDER (the report order)")
         REGISTRY.append(Check(id, section, summary, func, reads or READS[section]))
         return func
 
@@ -88,7 +146,7 @@ def check(
 
 
 def all_checks() -> list[Check]:
-    return sorted(REGISTRY, key=lambda c: SECTION_ORDER.index(c.section))
+    return sorted(REGISTRY, key=lambda c: ORDER.index(c.id))
 
 
 class SelectionError(ValueError):
