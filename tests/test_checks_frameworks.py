@@ -547,7 +547,7 @@ def test_tensorflow_2_15_without_nvidia_cudnn_fails_with_the_and_cuda_install() 
     assert f.status is Status.FAIL
     assert "(nvidia-cudnn-cu12)" in f.title
     assert f"missing: {pin}" in f.evidence
-    assert f.fix.commands == ["pip install 'tensorflow[and-cuda]==2.15.0'"]
+    assert f.fix and f.fix.commands == ["pip install 'tensorflow[and-cuda]==2.15.0'"]
 
 
 def test_tensorflow_with_its_wheels_passes_and_a_system_cudnn_of_its_major_stands_in() -> None:
@@ -648,14 +648,16 @@ def test_keras_2_with_tensorflow_2_16_warns_with_both_ways_out() -> None:
 def test_keras_3_with_tensorflow_2_15_and_a_mismatched_tf_keras_warn() -> None:
     env = fb.add(fb.with_tensorflow(fb.environment()), "keras", "3.3.3")
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
-    assert f.status is Status.WARN and f.fix.commands == ["pip install 'keras~=2.15.0'"]
+    assert f.status is Status.WARN and f.fix and f.fix.commands == ["pip install 'keras~=2.15.0'"]
     env = fb.add(
         fb.add(fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3"), "keras", "3.3.3"),
         "tf-keras",
         "2.15.1",
     )
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
-    assert f.status is Status.WARN and f.fix.commands == ["pip install 'tf-keras~=2.16.0'"]
+    assert (
+        f.status is Status.WARN and f.fix and f.fix.commands == ["pip install 'tf-keras~=2.16.0'"]
+    )
 
 
 def test_matching_keras_passes() -> None:
@@ -903,7 +905,7 @@ def test_a_missing_library_at_import_is_installed_at_the_framework_s_own_pin() -
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert f.title == "import torch fails: libcudnn.so.9 is missing"
-    assert f.fix.commands == ["pip install 'nvidia-cudnn-cu12==9.1.0.70'"]
+    assert f.fix and f.fix.commands == ["pip install 'nvidia-cudnn-cu12==9.1.0.70'"]
     assert "what torch 2.5.1+cu124 requires" in f.fix.text
 
 
@@ -1040,7 +1042,7 @@ def test_an_import_error_without_a_missing_library_reinstalls_from_the_right_ind
     f = the(snap, "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert any("LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64" in e for e in f.evidence)
-    assert f.fix.text == (
+    assert f.fix and f.fix.text == (
         "Reinstall it: `pip install --force-reinstall 'torch==2.5.1' "
         "--index-url https://download.pytorch.org/whl/cu124`"
     )
