@@ -271,7 +271,9 @@ def test_nvml_binding_missing_says_pip_install() -> None:
     )
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
-    assert [(s.command, s.tool) for s in f.fix.steps] == [("pip install nvidia-ml-py", Tool.PIP)]
+    assert f.fix and [(s.command, s.tool) for s in f.fix.steps] == [
+        ("pip install nvidia-ml-py", Tool.PIP)
+    ]
     assert "in the environment gpucheck runs from" in f.fix.text
 
 

@@ -13,34 +13,21 @@ from gpucheck import checks
 from gpucheck.checks.registry import Check
 from gpucheck.model.decoding import from_dict, to_dict
 from gpucheck.model.finding import Finding, FindingV2, Outcome, Status
-from gpucheck.model.fix import (
-    OR,
-    Change,
-    Fix,
-    Layer,
-    StepKind,
-    Tool,
-    command_step,
-    info,
-    make_fix,
-    manual,
-    reboot,
-    set_env,
-)
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, StepKind, Tool
 from gpucheck.report.core import Report
 from gpucheck.report.formats import render_junit, render_prometheus
 
-RESET = command_step("reset the GPU", "sudo nvidia-smi -r -i 1")
+RESET = Step.run("reset the GPU", "sudo nvidia-smi -r -i 1")
 
 
 def test_steps_render_in_order_with_their_commands_and_the_other_ways_after_or() -> None:
-    fix = make_fix(
-        manual("drain the node", Layer.JOB),
+    fix = Fix.of(
+        Step.manual("drain the node", Layer.JOB),
         RESET,
         OR,
-        reboot(),
+        Step.reboot(),
         OR,
-        set_env("CUDA_VISIBLE_DEVICES", "0", "use the other GPU"),
+        Step.set_env("CUDA_VISIBLE_DEVICES", "0", "use the other GPU"),
     )
     assert fix.text == (
         "Drain the node; reset the GPU: `sudo nvidia-smi -r -i 1`; or reboot; "
@@ -55,19 +42,19 @@ def test_steps_render_in_order_with_their_commands_and_the_other_ways_after_or()
     ]
     assert fix.commands == ["sudo nvidia-smi -r -i 1", "export CUDA_VISIBLE_DEVICES=0"]
     assert fix.steps[3].tool is Tool.ENV
-    assert make_fix(OR, info("see above"), None).text == "See above"  # a leading OR, a None
+    assert Fix.of(OR, Step.info("see above"), None).text == "See above"  # a leading OR, a None
 
 
 def test_a_step_shared_between_fixes_is_copied_not_changed() -> None:
-    first = make_fix(reboot(), OR, RESET)
-    second = make_fix(RESET)
+    first = Fix.of(Step.reboot(), OR, RESET)
+    second = Fix.of(RESET)
     assert first.steps[1].option == 1 and second.steps[0].option == 0
     assert RESET.option == 0 and RESET.layer is None
 
 
 def test_joined_fixes_keep_each_step_once() -> None:
-    a = make_fix(RESET, manual("drain the node"))
-    b = make_fix(RESET)
+    a = Fix.of(RESET, Step.manual("drain the node"))
+    b = Fix.of(RESET)
     joined = Fix.joined([a, b, a])
     assert joined is not None
     assert joined.text == (
@@ -79,7 +66,7 @@ def test_joined_fixes_keep_each_step_once() -> None:
 
 
 def test_a_fix_survives_the_json_round_trip_strictly() -> None:
-    step = command_step(
+    step = Step.run(
         "install PyTorch 2.5.1 for CUDA 12.1",
         "pip install 'torch==2.5.1' --index-url https://download.pytorch.org/whl/cu121",
         Tool.PIP,
@@ -87,7 +74,7 @@ def test_a_fix_survives_the_json_round_trip_strictly() -> None:
         environment="/srv/env/bin/python",
         layer=Layer.FRAMEWORKS,
     )
-    fix = make_fix(step)
+    fix = Fix.of(step)
     data = json.loads(msgspec.json.encode(fix))
     assert data["steps"][0]["changes"][0] == {
         "name": "torch",
@@ -132,11 +119,11 @@ def test_a_2_x_finding_decodes_and_its_commands_become_shell_steps() -> None:
 
 
 def test_the_runner_gives_unplaced_steps_their_checks_layer() -> None:
-    shared = manual("look at the fans")
+    shared = Step.manual("look at the fans")
     target = next(c for c in checks.all_checks() if c.id == "gpu.throttling")
 
     def hot(ctx: checks.Context) -> Outcome | None:
-        return Outcome.warn("hot", fix=make_fix(shared, reboot()))
+        return Outcome.warn("hot", fix=Fix.of(shared, Step.reboot()))
 
     patched = [
         Check(c.id, c.section, c.summary, hot) if c is target else c for c in checks.all_checks()

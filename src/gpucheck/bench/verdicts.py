@@ -15,7 +15,7 @@ from gpucheck.bench.spec import (
 )
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
 from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
-from gpucheck.model.fix import Fix, Layer, Step, command_step, hardware, info, make_fix, manual
+from gpucheck.model.fix import Fix, Layer, Step
 
 SLOWDOWNS = {
     "sw_power_cap": "the power cap held the clocks down (sw_power_cap)",
@@ -66,7 +66,7 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, list[
             (
                 "MIG mode is on: a MIG slice has only part of the GPU's SMs and bandwidth",
                 [
-                    command_step(
+                    Step.run(
                         "measure the whole GPU with MIG off (no process may use it)",
                         f"sudo nvidia-smi -i {g.index} -mig 0",
                         gpus=gpu,
@@ -81,8 +81,8 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, list[
             (
                 f"{len(others)} other process(es) were on the GPU when the run started ({pids})",
                 [
-                    command_step("see who uses it", f"nvidia-smi -i {g.index}", gpus=gpu),
-                    manual("run bench on an idle GPU", Layer.JOB),
+                    Step.run("see who uses it", f"nvidia-smi -i {g.index}", gpus=gpu),
+                    Step.manual("run bench on an idle GPU", Layer.JOB),
                 ],
             )
         )
@@ -97,7 +97,7 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, list[
                 (
                     f"{text}{limit} during the run",
                     [
-                        command_step(
+                        Step.run(
                             "check cooling and power",
                             f"nvidia-smi -q -i {g.index} -d PERFORMANCE,POWER,TEMPERATURE",
                             gpus=gpu,
@@ -115,10 +115,8 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, list[
                     f"the PCIe link ran at gen {gen} x{width} under load, below its maximum "
                     f"gen {g.pcie_gen_max} x{g.pcie_width_max} (see the doctor's gpu.pcie-link)",
                     [
-                        command_step(
-                            "see the link", f"nvidia-smi -q -i {g.index} -d PCI", gpus=gpu
-                        ),
-                        hardware(
+                        Step.run("see the link", f"nvidia-smi -q -i {g.index} -d PCI", gpus=gpu),
+                        Step.hardware(
                             "reseat the card, use a x16 slot wired to the CPU, check the BIOS "
                             "PCIe generation setting",
                             gpu,
@@ -134,12 +132,12 @@ def _no_cause(run: GpuRun) -> tuple[str, list[Step]]:
         "nothing in the facts at hand explains it (no slowdown reason, other process, MIG or "
         "link downgrade seen during the run)",
         [
-            command_step(
+            Step.run(
                 "rule out the method on this GPU",
                 "python benchmarks/bench_vs_reference.py",
                 gpus=subjects(run).gpus,
             ),
-            manual("compare with another GPU of the same model"),
+            Step.manual("compare with another GPU of the same model"),
         ],
     )
 
@@ -153,7 +151,7 @@ def _warn_or_pass(
     title = f"{label(run)}: {', '.join(low)} below the expected share of spec"
     lines = [*evidence, *(f"likely cause: {c}" for c, _ in causes)]
     steps = [step for _, fix in causes for step in fix]
-    return finding(id_, Status.WARN, title, lines, make_fix(*steps), run)
+    return finding(id_, Status.WARN, title, lines, Fix.of(*steps), run)
 
 
 def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None) -> list[Finding]:
@@ -172,13 +170,13 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
                 Status.FAIL,
                 f"{label(run)} computed a wrong matmul result: its answers cannot be trusted",
                 lines,
-                make_fix(
-                    command_step("check the whole stack", "gpucheck doctor --deep"),
-                    command_step(
+                Fix.of(
+                    Step.run("check the whole stack", "gpucheck doctor --deep"),
+                    Step.run(
                         "check its memory",
                         f"nvidia-smi -q -i {run.facts.index} -d ECC,PAGE_RETIREMENT",
                     ),
-                    hardware(
+                    Step.hardware(
                         "a GPU that computes wrong results needs service, whatever its speed",
                         subjects(run).gpus,
                     ),
@@ -285,9 +283,7 @@ def run_findings(run: GpuRun) -> list[Finding]:
                 Status.FAIL,
                 f"{label(run)}: the measurement did not finish: {run.problem}",
                 run.errors,
-                make_fix(
-                    command_step("see whether this GPU works at all", "gpucheck doctor --deep")
-                ),
+                Fix.of(Step.run("see whether this GPU works at all", "gpucheck doctor --deep")),
                 run,
             )
         ]
@@ -298,9 +294,9 @@ def run_findings(run: GpuRun) -> list[Finding]:
                 Status.WARN,
                 f"{label(run)}: {len(run.errors)} measurement(s) failed",
                 run.errors,
-                make_fix(
-                    info("see the errors"),
-                    command_step(
+                Fix.of(
+                    Step.info("see the errors"),
+                    Step.run(
                         "out of memory means another process holds the GPU's memory",
                         f"nvidia-smi -i {run.facts.index}",
                         gpus=subjects(run).gpus,
@@ -335,9 +331,9 @@ def peer_findings(bench: BenchRun, gpus: dict[int, GpuRun], index: GpuIndex) -> 
                 Status.WARN,
                 f"GPU-to-GPU copies not measured: {bench.peer_problem}",
                 [],
-                make_fix(
-                    command_step("check the whole stack", "gpucheck doctor --deep"),
-                    command_step("see how the GPUs connect", "nvidia-smi topo -m"),
+                Fix.of(
+                    Step.run("check the whole stack", "gpucheck doctor --deep"),
+                    Step.run("see how the GPUs connect", "nvidia-smi topo -m"),
                 ),
             )
         ]
@@ -373,7 +369,7 @@ def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
                 Status.FAIL,
                 f"No GPU to measure: {reason}",
                 [],
-                make_fix(command_step("see which layer hides the GPU", "gpucheck doctor")),
+                Fix.of(Step.run("see which layer hides the GPU", "gpucheck doctor")),
             )
         )
         return out

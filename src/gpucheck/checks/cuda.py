@@ -16,20 +16,7 @@ from gpucheck.checks.system import container_steps
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import (
-    OR,
-    Change,
-    Layer,
-    Step,
-    Tool,
-    command_step,
-    info,
-    make_fix,
-    manual,
-    reboot,
-    set_env,
-    unset_env,
-)
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.snapshot import LibraryCopy
 
 
@@ -40,13 +27,13 @@ def driver_api(ctx: Context) -> Outcome | None:
     if probe is not None and probe.status in ("timeout", "crashed"):
         return Outcome.fail(
             f"The CUDA driver API {probe.error}",
-            fix=make_fix(
-                command_step(
+            fix=Fix.of(
+                Step.run(
                     "the driver is hung or crashing: look for Xid errors",
                     "sudo dmesg | grep -i xid",
                     layer=Layer.DRIVER,
                 ),
-                reboot("reboot if it persists"),
+                Step.reboot("reboot if it persists"),
             ),
         )
     nvml_error = ctx.snapshot.nvml.init_error
@@ -76,17 +63,17 @@ def driver_api(ctx: Context) -> Outcome | None:
         sysf = ctx.snapshot.system
         branch = (ctx.driver_version or "XXX").split(".")[0]
         fix = (
-            make_fix(
+            Fix.of(
                 *container_steps(sysf.container),
-                set_env(
+                Step.set_env(
                     "NVIDIA_DRIVER_CAPABILITIES",
                     "compute,utility",
                     "with the GPU passed in, the capabilities must include compute",
                 ),
             )
             if sysf.container
-            else make_fix(
-                command_step(
+            else Fix.of(
+                Step.run(
                     "install the driver's CUDA library, from the same driver release "
                     "(Ubuntu/Debian)",
                     f"sudo apt install libnvidia-compute-{branch}",
@@ -122,11 +109,11 @@ def driver_api(ctx: Context) -> Outcome | None:
             name,
             (
                 f"cuInit failed: {name}",
-                make_fix(
-                    command_step(
+                Fix.of(
+                    Step.run(
                         "look for driver errors", "sudo dmesg | grep -i nvrm", layer=Layer.DRIVER
                     ),
-                    manual("reinstall the driver", Layer.DRIVER),
+                    Step.manual("reinstall the driver", Layer.DRIVER),
                 ),
             ),
         )
@@ -158,9 +145,9 @@ def driver_api(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"CUDA sees {count} device(s), but the driver has {len(answering)} usable GPU(s)",
             *evidence,
-            fix=make_fix(
-                info("look at the GPU checks above (lost GPUs, MIG, compute mode)"),
-                command_step("see CUDA_VISIBLE_DEVICES", "echo $CUDA_VISIBLE_DEVICES"),
+            fix=Fix.of(
+                Step.info("look at the GPU checks above (lost GPUs, MIG, compute mode)"),
+                Step.run("see CUDA_VISIBLE_DEVICES", "echo $CUDA_VISIBLE_DEVICES"),
             ),
         )
     return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
@@ -176,7 +163,7 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
     by that name: Triton ('libcuda.so cannot found'), torch.compile, some JAX builds."""
     drv, cache = ctx.snapshot.cuda.driver, ctx.snapshot.cuda.libcuda_cache
     ld = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")
-    export = set_env(
+    export = Step.set_env(
         "LD_LIBRARY_PATH",
         f"{WSL_LIB}:$LD_LIBRARY_PATH",
         f"put {WSL_LIB} first on the loader path (in ~/.bashrc to keep it)",
@@ -190,8 +177,8 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             "libcuda resolves to a Linux driver's copy inside WSL2, not the Windows driver's",
             *[f"libcuda: {p}" for p in linux],
-            fix=make_fix(
-                command_step(
+            fix=Fix.of(
+                Step.run(
                     "remove the Linux NVIDIA driver from WSL (WSL uses the Windows driver)",
                     "sudo apt-get remove --purge 'libnvidia-compute-*' 'nvidia-driver-*'",
                     Tool.APT,
@@ -201,7 +188,7 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
                     ],
                     layer=Layer.DRIVER,
                 ),
-                command_step("refresh the loader cache", "sudo ldconfig", layer=Layer.DRIVER),
+                Step.run("refresh the loader cache", "sudo ldconfig", layer=Layer.DRIVER),
                 OR,
                 export,
             ),
@@ -214,7 +201,7 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
         "by that name (Triton, torch.compile) fail with 'libcuda.so cannot found'",
         "ldconfig cache: libcuda.so.1 => " + (", ".join(cache.get("libcuda.so.1", [])) or "none"),
         "ldconfig cache: no libcuda.so",
-        fix=make_fix(export),
+        fix=Fix.of(export),
         subjects=Subjects(paths=[WSL_LIB]),
     )
 
@@ -257,10 +244,10 @@ def toolkit(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"{home_var} points to a folder without a CUDA toolkit",
             f"{home_var}={env[home_var]} has no bin/nvcc; {on_path}",
-            fix=make_fix(
-                set_env(home_var, root, "point it at the toolkit's folder"),
+            fix=Fix.of(
+                Step.set_env(home_var, root, "point it at the toolkit's folder"),
                 OR,
-                unset_env(home_var),
+                Step.unset_env(home_var),
             ),
             subjects=Subjects(paths=[env[home_var]]),
         )
@@ -273,9 +260,9 @@ def toolkit(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"nvcc at {nvcc.path} does not say its version",
             str(nvcc.error),
-            fix=make_fix(
-                command_step("see why", f"{nvcc.path} --version"),
-                manual("reinstall the toolkit if it is broken"),
+            fix=Fix.of(
+                Step.run("see why", f"{nvcc.path} --version"),
+                Step.manual("reinstall the toolkit if it is broken"),
             ),
         )
     evidence = [f"nvcc {nvcc.version} at {nvcc.path}"]
@@ -291,7 +278,7 @@ def toolkit(ctx: Context) -> Outcome | None:
         steps: list[Step | Literal["or"]] = [
             upgrade_driver(ctx, nvcc.version),
             OR,
-            set_env(
+            Step.set_env(
                 "PATH",
                 f"/usr/local/cuda-{ctx.driver_cuda}/bin:$PATH",
                 f"use a toolkit no newer than CUDA {ctx.driver_cuda} (where one is installed)",
@@ -318,14 +305,14 @@ def toolkit(ctx: Context) -> Outcome | None:
                 flags = " ".join(f"-gencode arch=compute_{s[3:]},code={s}" for s in sms)
                 steps += [
                     OR,
-                    manual(f"build SASS for these GPUs only: nvcc {flags} ...", Layer.JOB),
+                    Step.manual(f"build SASS for these GPUs only: nvcc {flags} ...", Layer.JOB),
                 ]
         return Outcome.fail(
             f"CUDA toolkit {nvcc.version} is newer than the driver supports",
             why,
             *jit,
             *evidence,
-            fix=make_fix(*steps),
+            fix=Fix.of(*steps),
         )
     arch = ctx.compat.cc_range(nvcc.version)
     if arch is not None:
@@ -344,8 +331,8 @@ def toolkit(ctx: Context) -> Outcome | None:
                     for g in outside
                 ],
                 *evidence,
-                fix=make_fix(
-                    manual(
+                fix=Fix.of(
+                    Step.manual(
                         "use a CUDA toolkit whose architecture range includes these GPUs "
                         "(see gpucheck's compat data, compat/cuda.toml)"
                     )
@@ -412,16 +399,16 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
             "Several CUDA runtime versions compete on the loader path: which one a program "
             "gets depends on LD_LIBRARY_PATH order",
             *evidence,
-            fix=make_fix(
-                set_env(
+            fix=Fix.of(
+                Step.set_env(
                     "LD_LIBRARY_PATH",
                     ":".join(_without(ld_path, other_dirs)) or os.path.dirname(keep.path),
                     f"keep one: take the other folders off LD_LIBRARY_PATH (keep "
                     f"{os.path.dirname(keep.path)})",
                 ),
                 OR,
-                manual("remove stale /etc/ld.so.conf.d entries"),
-                command_step("refresh the loader cache", "sudo ldconfig"),
+                Step.manual("remove stale /etc/ld.so.conf.d entries"),
+                Step.run("refresh the loader cache", "sudo ldconfig"),
             ),
         )
     on_path = [c for c in copies if c.on_loader_path and c.version]
@@ -435,10 +422,10 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
             f"CUDA runtime {c.version} on the loader path is newer than the driver supports",
             why,
             *evidence,
-            fix=make_fix(
+            fix=Fix.of(
                 upgrade_driver(ctx, c.version or ""),
                 OR,
-                manual(
+                Step.manual(
                     f"put a runtime no newer than CUDA {ctx.driver_cuda} first on the loader path"
                 ),
             ),

@@ -8,7 +8,7 @@ from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Change, Layer, Step, Tool, command_step, make_fix, manual
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
 
 def _pip_for(ctx: Context, path: str, why: str, command: str, changes: list[Change]) -> Step:
@@ -26,7 +26,7 @@ def _pip_for(ctx: Context, path: str, why: str, command: str, changes: list[Chan
     )
     if env is not None:
         return pip_step(ctx, env, why, command, changes, Layer.CUDNN)
-    return command_step(why, command, Tool.PIP, changes=changes, layer=Layer.CUDNN)
+    return Step.run(why, command, Tool.PIP, changes=changes, layer=Layer.CUDNN)
 
 
 def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
@@ -65,10 +65,10 @@ def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
             f"jaxlib {jaxlib.version} is built for cuDNN {want}, but the cuDNN on the loader "
             f"path is {newest.version}: JAX fails with 'DNN library initialization failed'",
             *evidence,
-            fix=make_fix(
+            fix=Fix.of(
                 wheels,
                 OR,
-                manual(
+                Step.manual(
                     f"install cuDNN {want}+ for CUDA {cuda} where the loader finds it in place "
                     f"of {newest.path}",
                     Layer.CUDNN,
@@ -96,7 +96,7 @@ def libraries(ctx: Context) -> Outcome:
         c = broken[0]
         if c.package and " " in c.package:
             name, version = c.package.split(" ", 1)
-            fix = make_fix(
+            fix = Fix.of(
                 _pip_for(
                     ctx,
                     c.path,
@@ -106,8 +106,8 @@ def libraries(ctx: Context) -> Outcome:
                 )
             )
         else:
-            fix = make_fix(
-                manual(
+            fix = Fix.of(
+                Step.manual(
                     "reinstall cuDNN so that all its sub-libraries (libcudnn_*.so) sit beside "
                     f"{c.path}, or remove the broken copy"
                 )
@@ -123,12 +123,12 @@ def libraries(ctx: Context) -> Outcome:
             "Several cuDNN versions compete on the loader path: which one a program gets "
             "depends on LD_LIBRARY_PATH order",
             *evidence,
-            fix=make_fix(
-                manual(
+            fix=Fix.of(
+                Step.manual(
                     "keep one cuDNN on LD_LIBRARY_PATH / in ldconfig: remove the stale "
                     "/etc/ld.so.conf.d entries (frameworks from pip use their own)"
                 ),
-                command_step("refresh the loader cache", "sudo ldconfig"),
+                Step.run("refresh the loader cache", "sudo ldconfig"),
             ),
         )
     too_old = _older_than_jaxlib(ctx, evidence)
@@ -143,8 +143,8 @@ def libraries(ctx: Context) -> Outcome:
                 f"CUDA {ctx.driver_cuda}",
                 newer[1],
                 *evidence,
-                fix=make_fix(
-                    manual(f"use a cuDNN built for CUDA {driver_major}.x"),
+                fix=Fix.of(
+                    Step.manual(f"use a cuDNN built for CUDA {driver_major}.x"),
                     OR,
                     upgrade_driver(ctx, c.cuda_version or ""),
                 ),

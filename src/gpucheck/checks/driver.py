@@ -18,19 +18,7 @@ from gpucheck.checks.driver_fixes import (
 from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix, container_steps
 from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import (
-    OR,
-    Change,
-    Step,
-    Tool,
-    command_step,
-    hardware,
-    info,
-    make_fix,
-    manual,
-    reboot,
-    set_env,
-)
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 
 NO_GPU = "No NVIDIA GPU, so no driver is needed"
 
@@ -76,8 +64,8 @@ def kernel_module(ctx: Context) -> Outcome:
     if sysf.container:
         return Outcome.fail(
             f"The nvidia kernel module is not loaded on this {sysf.container} container's host",
-            fix=make_fix(
-                command_step(
+            fix=Fix.of(
+                Step.run(
                     "on the host, load the NVIDIA driver (install it there first if it is "
                     "missing; a container cannot load kernel modules)",
                     "sudo modprobe nvidia",
@@ -92,8 +80,8 @@ def kernel_module(ctx: Context) -> Outcome:
     if lib_version:
         evidence.append(f"the user-space driver {lib_version} is installed (libnvidia-ml)")
     steps: list[Step | Literal["or"]] = [
-        command_step("load it", "sudo modprobe nvidia"),
-        command_step(
+        Step.run("load it", "sudo modprobe nvidia"),
+        Step.run(
             "if that fails because the kernel was updated and the module not rebuilt for it, "
             "rebuild it (or reinstall the driver package for kernel $(uname -r))",
             "dkms status && sudo dkms autoinstall",
@@ -102,34 +90,36 @@ def kernel_module(ctx: Context) -> Outcome:
     if sysf.secure_boot:
         evidence.append("Secure Boot is on")
         steps += [
-            command_step(
+            Step.run(
                 "Secure Boot is on and refuses the unsigned module: enroll the module's key "
                 "(or disable Secure Boot)",
                 "sudo mokutil --import /var/lib/dkms/mok.pub",
             ),
-            reboot(),
+            Step.reboot(),
         ]
     else:
         steps.append(
-            command_step("see whether Secure Boot refuses an unsigned module", "mokutil --sb-state")
+            Step.run("see whether Secure Boot refuses an unsigned module", "mokutil --sb-state")
         )
     if sysf.nouveau_loaded:
-        steps.append(info("nouveau holds the GPU: see system.nouveau"))
+        steps.append(Step.info("nouveau holds the GPU: see system.nouveau"))
     if any(d.driver == "vfio-pci" for d in sysf.pci_gpus):
-        steps.append(manual("the GPU is bound to vfio-pci (reserved for a VM): unbind it first"))
+        steps.append(
+            Step.manual("the GPU is bound to vfio-pci (reserved for a VM): unbind it first")
+        )
     if not lib_version:
         steps += [
-            command_step(
+            Step.run(
                 "no driver is installed: install NVIDIA's driver (others than Ubuntu: the "
                 "distribution's nvidia-driver package)",
                 "sudo ubuntu-drivers install",
             ),
-            reboot(),
+            Step.reboot(),
         ]
     return Outcome.fail(
         "The nvidia kernel module is not loaded: the GPU has no driver",
         *evidence,
-        fix=make_fix(*steps),
+        fix=Fix.of(*steps),
     )
 
 
@@ -153,8 +143,8 @@ def nvml(ctx: Context) -> Outcome:
                 "NVML answers, but one of its calls crashed the probe",
                 *out.evidence,
                 str(probe.error),
-                fix=make_fix(
-                    manual(
+                fix=Fix.of(
+                    Step.manual(
                         "update the NVIDIA driver (a driver bug); the affected facts are unknown"
                     )
                 ),
@@ -192,10 +182,10 @@ def nvml(ctx: Context) -> Outcome:
             return Outcome.skip("No NVIDIA driver library inside this container", *evidence)
         branch = (sysf.nvidia_module_version or "").split(".")[0]
         if sysf.container:
-            fix = make_fix(
+            fix = Fix.of(
                 *container_steps(sysf.container),
                 OR,
-                set_env(
+                Step.set_env(
                     "NVIDIA_DRIVER_CAPABILITIES",
                     "compute,utility",
                     "if the GPU is passed in already, have the driver's libraries mounted "
@@ -203,8 +193,8 @@ def nvml(ctx: Context) -> Outcome:
                 ),
             )
         elif branch:
-            fix = make_fix(
-                command_step(
+            fix = Fix.of(
+                Step.run(
                     "install the user-space driver matching kernel module "
                     f"{sysf.nvidia_module_version} (Ubuntu/Debian)",
                     f"sudo apt install libnvidia-compute-{branch} nvidia-utils-{branch}",
@@ -215,12 +205,12 @@ def nvml(ctx: Context) -> Outcome:
                     ],
                 ),
                 OR,
-                manual("reinstall the same driver version with NVIDIA's installer"),
+                Step.manual("reinstall the same driver version with NVIDIA's installer"),
             )
         else:
-            fix = make_fix(
-                command_step("install the NVIDIA driver (Ubuntu)", "sudo ubuntu-drivers install"),
-                reboot(),
+            fix = Fix.of(
+                Step.run("install the NVIDIA driver (Ubuntu)", "sudo ubuntu-drivers install"),
+                Step.reboot(),
             )
         return Outcome.fail(
             "The NVIDIA user-space driver (libnvidia-ml.so.1) is not installed",
@@ -233,9 +223,9 @@ def nvml(ctx: Context) -> Outcome:
         return Outcome.fail(
             "The NVIDIA driver is installed but not running",
             *evidence,
-            fix=make_fix(
-                command_step("load it (see driver.kernel-module)", "sudo modprobe nvidia"),
-                command_step(
+            fix=Fix.of(
+                Step.run("load it (see driver.kernel-module)", "sudo modprobe nvidia"),
+                Step.run(
                     "if that fails, look at whether DKMS built it for this kernel", "dkms status"
                 ),
             ),
@@ -246,23 +236,23 @@ def nvml(ctx: Context) -> Outcome:
         return Outcome.fail(
             "No permission to use the GPU",
             *evidence,
-            fix=make_fix(
-                command_step(
+            fix=Fix.of(
+                Step.run(
                     "see driver.device-nodes: the /dev/nvidia* nodes must be readable and "
                     "writable by this user",
                     "ls -l /dev/nvidia*",
                 ),
-                manual("add the user to their group"),
+                Step.manual("add the user to their group"),
             ),
         )
     if name in ("GpuIsLost", "ResetRequired"):
         return Outcome.fail(
             "A GPU has fallen off the bus or needs a reset",
             *evidence,
-            fix=make_fix(
-                command_step("see why", "sudo dmesg | grep -i xid"),
-                command_step("reset the GPU (or reboot)", "sudo nvidia-smi -r"),
-                hardware("if it repeats, the GPU or its slot/power is failing: service it"),
+            fix=Fix.of(
+                Step.run("see why", "sudo dmesg | grep -i xid"),
+                Step.run("reset the GPU (or reboot)", "sudo nvidia-smi -r"),
+                Step.hardware("if it repeats, the GPU or its slot/power is failing: service it"),
             ),
         )
     if name == "Unknown" and sysf.container:
@@ -295,7 +285,7 @@ def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
             "disk and the user-space driver are different versions (a half-finished driver "
             "upgrade)",
             *evidence,
-            fix=make_fix(*packages),
+            fix=Fix.of(*packages),
             subjects=Subjects(paths=[p for p in (sysf.nvidia_module_file,) if p]),
         )
     if on_disk and on_disk == lib:
@@ -309,10 +299,10 @@ def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
         "Driver/library version mismatch: the running kernel module and the installed "
         "user-space driver differ (typically a driver update without a reboot)",
         *evidence,
-        fix=make_fix(
+        fix=Fix.of(
             *reload_steps(sysf.nvidia_modules),
             OR,
-            info("if the mismatch survives a reboot, the packages are half-upgraded"),
+            Step.info("if the mismatch survives a reboot, the packages are half-upgraded"),
             *packages,
         ),
     )
@@ -335,10 +325,10 @@ def device_nodes(ctx: Context) -> Outcome | None:
         fix = (
             container_fix(sysf.container)
             if sysf.container
-            else make_fix(
-                command_step("create them", "sudo nvidia-modprobe -c 0 -u"),
+            else Fix.of(
+                Step.run("create them", "sudo nvidia-modprobe -c 0 -u"),
                 OR,
-                command_step(
+                Step.run(
                     "start nvidia-persistenced, which creates them",
                     "sudo systemctl start nvidia-persistenced",
                 ),
@@ -354,11 +344,11 @@ def device_nodes(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             "No permission on GPU device nodes for this user",
             *[f"{n.path} {n.mode} group {n.owner_group}" for n in denied],
-            fix=make_fix(
-                command_step("add this user to their group", f"sudo usermod -aG {group} $USER"),
-                manual("log in again"),
+            fix=Fix.of(
+                Step.run("add this user to their group", f"sudo usermod -aG {group} $USER"),
+                Step.manual("log in again"),
                 OR,
-                manual("fix the udev rule / NVreg_DeviceFileMode that sets these permissions"),
+                Step.manual("fix the udev rule / NVreg_DeviceFileMode that sets these permissions"),
             ),
         )
     return Outcome.passed(f"{len(gpu_nodes)} GPU device node(s) and /dev/nvidiactl are usable")
@@ -423,15 +413,13 @@ def persistence_mode(ctx: Context) -> Outcome | None:
         f"Persistence mode is off on {len(off)} data-centre GPU(s): every CUDA start pays the "
         "driver's initialisation, and GPU state resets between jobs",
         *[gpu_label(g) for g in off],
-        fix=make_fix(
-            command_step(
+        fix=Fix.of(
+            Step.run(
                 "enable the persistence daemon",
                 "sudo systemctl enable --now nvidia-persistenced",
                 gpus=gpu_refs(off),
             ),
             OR,
-            command_step(
-                "turn it on", f"sudo nvidia-smi -i {indices(off)} -pm 1", gpus=gpu_refs(off)
-            ),
+            Step.run("turn it on", f"sudo nvidia-smi -i {indices(off)} -pm 1", gpus=gpu_refs(off)),
         ),
     )

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, indices
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import install_driver
+from gpucheck.checks.remedies import install_driver, reset_gpus
 from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Layer, command_step, hardware, info, make_fix, manual, reboot
+from gpucheck.model.fix import OR, Fix, Layer, Step
 from gpucheck.model.snapshot import GpuFacts
 
 NO_GPUS = "No GPU facts from the driver (see driver.nvml)"
@@ -84,10 +84,10 @@ def lost(ctx: Context) -> Outcome | None:
         f"{len(lost) + unread} GPU(s) do not answer: fallen off the bus or needing a reset",
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
-        fix=make_fix(
-            command_step("reset the GPU, with nothing running on it (or reboot)", reset, gpus=refs),
-            command_step("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
-            hardware("if it repeats, the GPU, its slot or its power is failing", refs),
+        fix=Fix.of(
+            Step.run("reset the GPU, with nothing running on it (or reboot)", reset, gpus=refs),
+            Step.run("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
+            Step.hardware("if it repeats, the GPU, its slot or its power is failing", refs),
         ),
         subjects=gpu_subjects(lost),
     )
@@ -144,22 +144,22 @@ def _pci_not_in_nvml(ctx: Context) -> Outcome | None:
         f"{len(pci) - seen} GPU(s) on the PCI bus are not seen by the driver: no CUDA program "
         "can use them",
         *evidence,
-        fix=make_fix(
-            command_step(
+        fix=Fix.of(
+            Step.run(
                 "likely causes, in order: (1) the driver failed to initialise the GPU: the "
                 "kernel log says why",
                 "sudo dmesg | grep -E 'NVRM|RmInitAdapter|Xid'",
             ),
-            manual(
+            Step.manual(
                 "'RmInitAdapter failed' with a GSP firmware error: try the other kernel module "
                 "flavour, open or proprietary, of the same driver",
                 Layer.DRIVER,
             ),
-            hardware(
+            Step.hardware(
                 "(2) a large-BAR GPU needs Above 4G Decoding and Resizable BAR enabled in the "
                 "BIOS (CSM off)"
             ),
-            hardware(
+            Step.hardware(
                 "(3) insufficient power: every PCIe power connector plugged, the PSU sized for "
                 "the GPU"
             ),
@@ -201,15 +201,11 @@ def ecc(ctx: Context) -> Outcome | None:
             f"Uncorrectable ECC memory errors on {len(bad)} GPU(s): results and jobs on them "
             "are not to be trusted",
             *evidence,
-            fix=make_fix(
-                manual("drain the node", Layer.JOB),
-                command_step(
-                    "reset the GPU (or reboot)",
-                    f"sudo nvidia-smi -r -i {indices(bad)}",
-                    gpus=gpu_refs(bad),
-                ),
-                command_step("then re-check", "gpucheck doctor --only gpu.ecc-errors"),
-                hardware(
+            fix=Fix.of(
+                Step.manual("drain the node", Layer.JOB),
+                reset_gpus(bad, "reset the GPU (or reboot)"),
+                Step.run("then re-check", "gpucheck doctor --only gpu.ecc-errors"),
+                Step.hardware(
                     "errors that return after a reset mean the GPU needs replacing (RMA)",
                     gpu_refs(bad),
                 ),
@@ -237,9 +233,9 @@ def remapping(ctx: Context) -> Outcome | None:
             f"Row remapping failed on {len(failed)} GPU(s): the memory has errors it can no "
             "longer repair",
             *ev_failed,
-            fix=make_fix(
-                command_step("confirm with NVIDIA's field diagnostics", "dcgmi diag -r 3"),
-                hardware("take the GPU out of service and replace it (RMA)", gpu_refs(failed)),
+            fix=Fix.of(
+                Step.run("confirm with NVIDIA's field diagnostics", "dcgmi diag -r 3"),
+                Step.hardware("take the GPU out of service and replace it (RMA)", gpu_refs(failed)),
             ),
             subjects=gpu_subjects(failed),
         )
@@ -255,14 +251,10 @@ def remapping(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"Memory repairs pending on {len(pending)} GPU(s) until they are reset",
             *ev_pending,
-            fix=make_fix(
-                command_step(
-                    "reset the GPU when idle",
-                    f"sudo nvidia-smi -r -i {indices(pending)}",
-                    gpus=gpu_refs(pending),
-                ),
+            fix=Fix.of(
+                reset_gpus(pending, "reset the GPU when idle"),
                 OR,
-                reboot("reboot the node"),
+                Step.reboot("reboot the node"),
             ),
             subjects=gpu_subjects(pending),
         )
@@ -301,13 +293,13 @@ def throttling(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"{len(bad)} GPU(s) are slowed down by hardware protection",
             *evidence,
-            fix=make_fix(
-                command_step(
+            fix=Fix.of(
+                Step.run(
                     "see the detail",
                     f"nvidia-smi -i {indices(bad)} -q -d PERFORMANCE,TEMPERATURE,POWER",
                     gpus=gpu_refs(bad),
                 ),
-                hardware(
+                Step.hardware(
                     "check cooling (fans, airflow, inlet temperature) and power delivery (PSU "
                     "cables, power-brake signal)",
                     gpu_refs(bad),
@@ -332,9 +324,11 @@ def throttling(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"{len(warm)} GPU(s) run hot enough to lower their clocks",
             *evidence,
-            fix=make_fix(
-                hardware("improve cooling (airflow, fan curve, inlet temperature)", gpu_refs(warm)),
-                command_step(
+            fix=Fix.of(
+                Step.hardware(
+                    "improve cooling (airflow, fan curve, inlet temperature)", gpu_refs(warm)
+                ),
+                Step.run(
                     "check under load",
                     f"nvidia-smi -i {indices(warm)} -q -d TEMPERATURE,PERFORMANCE",
                     gpus=gpu_refs(warm),
@@ -386,18 +380,18 @@ def pcie_link(ctx: Context) -> Outcome | None:
                 idle_note.append(line + " (idle: normal power saving)")
     bad = narrow_bad + narrow_warn + slow + unsure
     reseat = [
-        hardware(
+        Step.hardware(
             "reseat the GPU or its riser in a full-width slot, check the slot's lane sharing in "
             "the board manual (M.2 and second x16 slots often split lanes) and BIOS PCIe "
             "settings; in a VM, the hypervisor's passthrough sets the width",
             gpu_refs(bad),
         ),
-        command_step(
+        Step.run(
             "measure the host<->GPU transfers the link allows under load",
             "gpucheck bench --quick",
         ),
     ]
-    fix = make_fix(*reseat)
+    fix = Fix.of(*reseat)
     evidence = [line for g in gpus for line in lines.get(g.index, [])]
     if narrow_bad:
         return Outcome.fail(
@@ -421,8 +415,8 @@ def pcie_link(ctx: Context) -> Outcome | None:
             "PCIe link generation below its maximum, with the load unknown",
             *evidence,
             *idle_note,
-            fix=make_fix(
-                command_step(
+            fix=Fix.of(
+                Step.run(
                     "re-check while the GPU is under load (a training job, or gpucheck doctor "
                     "during one); a link that idles low retrains to its maximum under load",
                     f"nvidia-smi -i {indices(unsure)} "
@@ -430,7 +424,7 @@ def pcie_link(ctx: Context) -> Outcome | None:
                     "--format=csv",
                     gpus=gpu_refs(unsure),
                 ),
-                info("one that stays low is the slot, riser or BIOS PCIe setting"),
+                Step.info("one that stays low is the slot, riser or BIOS PCIe setting"),
                 *reseat,
             ),
             subjects=gpu_subjects(unsure),

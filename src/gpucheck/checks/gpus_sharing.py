@@ -8,9 +8,10 @@ from typing import Literal
 from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, gpu_subjects, indices
 from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
+from gpucheck.checks.remedies import reset_gpus, share_gpus
 from gpucheck.gpu_holders import GpuAccount, Holder, merge
 from gpucheck.model.finding import GpuRef, Outcome, Section
-from gpucheck.model.fix import OR, Fix, Layer, Step, command_step, make_fix, manual, reboot, set_env
+from gpucheck.model.fix import OR, Fix, Layer, Step
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 GIB = 1024**3
@@ -51,13 +52,7 @@ def compute_mode(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"Compute is prohibited on {len(prohibited)} GPU(s): no CUDA program can use them",
             *[gpu_label(g) for g in prohibited],
-            fix=make_fix(
-                command_step(
-                    "let CUDA use them",
-                    f"sudo nvidia-smi -i {indices(prohibited)} -c DEFAULT",
-                    gpus=gpu_refs(prohibited),
-                )
-            ),
+            fix=Fix.of(share_gpus(prohibited, "let CUDA use them")),
             subjects=gpu_subjects(prohibited),
         )
     held = [(g, who) for g in exclusive if (who := _holder(g))]
@@ -68,28 +63,29 @@ def compute_mode(ctx: Context) -> Outcome | None:
         steps: list[Step] = []
         if free:
             steps.append(
-                set_env("CUDA_VISIBLE_DEVICES", indices(free), "use a free GPU", Layer.JOB)
+                Step.set_env("CUDA_VISIBLE_DEVICES", indices(free), "use a free GPU", Layer.JOB)
             )
         if pids:
             pid_list = ",".join(map(str, pids))
             steps.append(
-                command_step("wait for the holder or stop it", f"ps -o pid,user,cmd -p {pid_list}")
+                Step.run("wait for the holder or stop it", f"ps -o pid,user,cmd -p {pid_list}")
             )
         else:
-            steps.append(manual("wait for the job holding it, or find it where it runs (the host)"))
+            steps.append(
+                Step.manual("wait for the job holding it, or find it where it runs (the host)")
+            )
         steps.append(
-            command_step(
+            share_gpus(
+                taken,
                 "if exclusive-process mode was not set on purpose by the scheduler, return it to "
                 "the default",
-                f"sudo nvidia-smi -i {indices(taken)} -c DEFAULT",
-                gpus=gpu_refs(taken),
             )
         )
         return Outcome.fail(
             f"{len(taken)} GPU(s) in exclusive-process mode are already held by another "
             f"process: a new CUDA program there fails with {BUSY_MESSAGE}",
             *[f"{gpu_label(g)}: {g.compute_mode}, held by {who}" for g, who in held],
-            fix=make_fix(*steps),
+            fix=Fix.of(*steps),
             subjects=gpu_subjects(taken),
         )
     if exclusive:
@@ -98,12 +94,8 @@ def compute_mode(ctx: Context) -> Outcome | None:
             f"(a second one, e.g. a data-loader worker or an evaluation job, fails with "
             f"{BUSY_MESSAGE})",
             *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
-            fix=make_fix(
-                command_step(
-                    "if not set on purpose by the scheduler, share the GPU again",
-                    f"sudo nvidia-smi -i {indices(exclusive)} -c DEFAULT",
-                    gpus=gpu_refs(exclusive),
-                )
+            fix=Fix.of(
+                share_gpus(exclusive, "if not set on purpose by the scheduler, share the GPU again")
             ),
             subjects=gpu_subjects(exclusive),
         )
@@ -136,14 +128,10 @@ def mig(ctx: Context) -> Outcome | None:
                 f"{'on' if g.mig_enabled_pending else 'off'} after reset"
                 for g in pending
             ],
-            fix=make_fix(
-                command_step(
-                    "reset the GPU to apply it",
-                    f"sudo nvidia-smi -r -i {indices(pending)}",
-                    gpus=gpu_refs(pending),
-                ),
+            fix=Fix.of(
+                reset_gpus(pending, "reset the GPU to apply it"),
                 OR,
-                reboot(),
+                Step.reboot(),
             ),
             subjects=gpu_subjects(pending),
         )
@@ -154,15 +142,15 @@ def mig(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"MIG is on but no MIG devices exist on {len(empty)} GPU(s): CUDA sees nothing there",
             *[gpu_label(g) for g in empty],
-            fix=make_fix(
-                command_step("list the GPU instance profiles", "nvidia-smi mig -lgip"),
-                manual(
+            fix=Fix.of(
+                Step.run("list the GPU instance profiles", "nvidia-smi mig -lgip"),
+                Step.manual(
                     "create GPU and compute instances of one, e.g. "
                     f"sudo nvidia-smi mig -i {indices(empty)} -cgi <profile> -C",
                     gpus=gpu_refs(empty),
                 ),
                 OR,
-                command_step(
+                Step.run(
                     "turn MIG off",
                     f"sudo nvidia-smi -i {indices(empty)} -mig 0",
                     gpus=gpu_refs(empty),
@@ -181,15 +169,15 @@ def mig(ctx: Context) -> Outcome | None:
         uuids = [m.uuid for m in slices if m.uuid]
         first = uuids[0] if uuids else "MIG-<uuid>"
         others = f" (the others: {', '.join(uuids[1:])})" if len(uuids) > 1 else ""
-        listing = None if uuids else command_step("list the MIG UUIDs", "nvidia-smi -L")
+        listing = None if uuids else Step.run("list the MIG UUIDs", "nvidia-smi -L")
         return Outcome.fail(
             f"MIG is on and CUDA_VISIBLE_DEVICES names no MIG slice: a CUDA process sees one "
             f"slice of {len(slices)}",
             *evidence,
             "CUDA_VISIBLE_DEVICES " + ("is unset" if cvd is None else f"= {cvd!r}"),
-            fix=make_fix(
+            fix=Fix.of(
                 listing,
-                set_env(
+                Step.set_env(
                     "CUDA_VISIBLE_DEVICES",
                     first,
                     "a CUDA process uses one MIG slice, chosen by its UUID: run one process per "
@@ -197,7 +185,7 @@ def mig(ctx: Context) -> Outcome | None:
                     Layer.JOB,
                 ),
                 OR,
-                command_step(
+                Step.run(
                     "to use the whole GPU in one process, turn MIG off (then reset the GPU)",
                     f"sudo nvidia-smi -i {indices(visible_on)} -mig 0",
                     gpus=gpu_refs(visible_on),
@@ -299,16 +287,16 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
         pids = ",".join(map(str, visible))
         kills = " ".join(f"--kill {pid}" for pid in visible)
         parts += [
-            command_step(
+            Step.run(
                 "wait for these jobs or stop them: see what they are (or with "
                 f"ps -o pid,user,cmd -p {pids})",
                 "gpucheck procs",
             ),
-            command_step("then end them", f"gpucheck procs {kills}"),
+            Step.run("then end them", f"gpucheck procs {kills}"),
         ]
     if zombies:
         parts.append(
-            manual(
+            Step.manual(
                 f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or "
                 f"restart their parent ({', '.join(parents) or 'see gpucheck procs'})"
             )
@@ -317,12 +305,12 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
         leaked = [a for a in accounts if a.leaked] or accounts[:1]
         ids = ",".join(str(a.index) for a in leaked)
         parts += [
-            command_step(
+            Step.run(
                 "memory held by no process here: see every holder (in a container, processes "
                 "of others show only as host PIDs: look with nvidia-smi on the host)",
                 "gpucheck procs",
             ),
-            command_step(
+            Step.run(
                 "with nothing left holding it, reset the GPU",
                 f"sudo nvidia-smi --gpu-reset -i {ids}",
                 gpus=[GpuRef(a.index) for a in leaked],
@@ -331,6 +319,6 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
     if free:
         parts += [
             OR,
-            set_env("CUDA_VISIBLE_DEVICES", indices(free), "use the other GPUs", Layer.JOB),
+            Step.set_env("CUDA_VISIBLE_DEVICES", indices(free), "use the other GPUs", Layer.JOB),
         ]
-    return make_fix(*parts)
+    return Fix.of(*parts)

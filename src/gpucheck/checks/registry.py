@@ -13,7 +13,7 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Section, Status
-from gpucheck.model.fix import Fix, Layer, command_step, make_fix
+from gpucheck.model.fix import Fix, Layer, Step
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -227,13 +227,13 @@ def crash_of(exc: BaseException) -> CheckCrash:
 
 def bug_report_fix(check_id: str) -> Fix:
     """How to report a check that crashed: the JSON report keeps its traceback."""
-    return make_fix(
-        command_step(
+    return Fix.of(
+        Step.run(
             "this is a gpucheck bug: report it with the JSON report (it holds the traceback, "
             "under the finding's error)",
             f"gpucheck doctor --json --only {check_id} -o gpucheck-report.json",
         ),
-        command_step("and a snapshot", "gpucheck snapshot --redact -o gpucheck-snapshot.json"),
+        Step.run("and a snapshot", "gpucheck snapshot --redact -o gpucheck-snapshot.json"),
     )
 
 

@@ -1,13 +1,15 @@
-"""Fix steps more than one layer's checks give: installing a driver, by this machine's OS."""
+"""Fix steps more than one check gives: installing a driver by this machine's OS, resetting
+GPUs, and returning them to the default compute mode."""
 
 from __future__ import annotations
 
 from packaging.version import Version
 
-from gpucheck.checks.context import Context
+from gpucheck.checks.context import Context, gpu_refs, indices
 from gpucheck.compat import driver_text
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.model.fix import Change, Layer, Step, Tool, command_step, manual
+from gpucheck.model.fix import Change, Layer, Step, Tool
+from gpucheck.model.snapshot import GpuFacts
 
 RPM_FAMILY = ("red hat", "rhel", "rocky", "alma", "fedora", "centos", "amazon")
 
@@ -38,13 +40,13 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
     branch = str(version.release[0]) if version else None
     if kind in ("windows", "wsl"):
         where = "on Windows (WSL2 uses the Windows driver), " if kind == "wsl" else ""
-        step = manual(f"{where}{text}, from nvidia.com/drivers", Layer.DRIVER)
+        step = Step.manual(f"{where}{text}, from nvidia.com/drivers", Layer.DRIVER)
         step.changes = [Change("nvidia-driver", current, None, wanted)]
         return step
     if kind == "ubuntu":
         if branch is None:
-            return command_step(text, "sudo ubuntu-drivers install", layer=Layer.DRIVER)
-        return command_step(
+            return Step.run(text, "sudo ubuntu-drivers install", layer=Layer.DRIVER)
+        return Step.run(
             text,
             f"sudo apt install nvidia-driver-{branch}",
             Tool.APT,
@@ -52,7 +54,7 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
             layer=Layer.DRIVER,
         )
     if kind == "debian":
-        return command_step(
+        return Step.run(
             text,
             "sudo apt install nvidia-driver",
             Tool.APT,
@@ -61,7 +63,7 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
         )
     if kind == "rpm":
         stream = f"{branch}-dkms" if branch else "latest-dkms"
-        return command_step(
+        return Step.run(
             f"{text} (NVIDIA's CUDA repository)",
             f"sudo dnf module install nvidia-driver:{stream}",
             Tool.DNF,
@@ -69,11 +71,11 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
             layer=Layer.DRIVER,
         )
     if version is None:
-        return manual(f"{text} (the distribution's nvidia-driver package)", Layer.DRIVER)
+        return Step.manual(f"{text} (the distribution's nvidia-driver package)", Layer.DRIVER)
     arch = "aarch64" if ctx.snapshot.system.arch.lower() in ("aarch64", "arm64") else "x86_64"
     v = driver_text(version)
     runfile = f"NVIDIA-Linux-{arch}-{v}.run"
-    return command_step(
+    return Step.run(
         f"{text} (NVIDIA's installer; a distribution package is better where there is one)",
         f"curl -fLO https://us.download.nvidia.com/XFree86/Linux-{arch}/{v}/{runfile} "
         f"&& sudo sh {runfile}",
@@ -103,4 +105,18 @@ def upgrade_driver(ctx: Context, cuda: str) -> Step:
         )
     return install_driver(
         ctx, f"upgrade the NVIDIA driver to one that supports CUDA {mm or cuda}", None
+    )
+
+
+def share_gpus(gpus: list[GpuFacts], why: str) -> Step:
+    """Return these GPUs to the default compute mode (any number of processes)."""
+    return Step.run(
+        why, f"sudo nvidia-smi -i {indices(gpus)} -c DEFAULT", gpus=gpu_refs(gpus), layer=Layer.GPUS
+    )
+
+
+def reset_gpus(gpus: list[GpuFacts], why: str) -> Step:
+    """Reset these GPUs (nothing may be running on them); a reboot does the same."""
+    return Step.run(
+        why, f"sudo nvidia-smi -r -i {indices(gpus)}", gpus=gpu_refs(gpus), layer=Layer.GPUS
     )

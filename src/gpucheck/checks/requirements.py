@@ -9,10 +9,10 @@ from gpucheck.checks.context import Context, gib, gpu_label
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, info, make_fix, manual
+from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.snapshot import GpuFacts
 
-SEE_ABOVE = make_fix(info("see the problems above"))
+SEE_ABOVE = Fix.of(Step.info("see the problems above"))
 
 
 def _usable(ctx: Context) -> list[GpuFacts]:
@@ -43,10 +43,10 @@ def min_gpus(ctx: Context) -> Outcome | None:
         f"Needs {want} GPU(s), has {len(have)}",
         shown,
         *([] if ctx.nvml_ok else ["the driver gives no GPU list (see driver checks)"]),
-        fix=make_fix(
-            manual(f"run the job on a node with {want} or more GPUs"),
+        fix=Fix.of(
+            Step.manual(f"run the job on a node with {want} or more GPUs"),
             OR,
-            info("fix the problems above that hide GPUs"),
+            Step.info("fix the problems above that hide GPUs"),
         ),
     )
 
@@ -77,10 +77,10 @@ def min_memory(ctx: Context) -> Outcome | None:
             + (" in its largest MIG device" if g.mig_enabled else "")
             for g in small
         ],
-        fix=make_fix(
-            manual(f"run on GPUs with at least {text} each"),
+        fix=Fix.of(
+            Step.manual(f"run on GPUs with at least {text} each"),
             OR,
-            manual("reduce the job's memory (batch size, precision, sharding)"),
+            Step.manual("reduce the job's memory (batch size, precision, sharding)"),
         ),
     )
 
@@ -109,8 +109,8 @@ def min_cc(ctx: Context) -> Outcome | None:
     return Outcome.fail(
         f"{len(low)} GPU(s) are below compute capability {want_text}",
         *[f"{gpu_label(g)}: {g.compute_capability or 'unknown'}" for g in low],
-        fix=make_fix(
-            manual(
+        fix=Fix.of(
+            Step.manual(
                 f"run on GPUs of compute capability {want_text} or newer (gpucheck's compat "
                 "data lists which GPUs those are)"
             )

@@ -5,21 +5,7 @@ from __future__ import annotations
 from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import (
-    OR,
-    Change,
-    Fix,
-    Layer,
-    Step,
-    Tool,
-    command_step,
-    info,
-    make_fix,
-    manual,
-    reboot,
-    set_env,
-    unset_env,
-)
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
 _RPM_FAMILY = ("rhel", "red hat", "fedora", "rocky", "alma", "centos", "amazon")
 
@@ -33,18 +19,18 @@ def container_steps(kind: str | None) -> list[Step]:
     """How a container is given the host's GPUs, by container engine."""
     if kind == "kubernetes":
         return [
-            manual(
+            Step.manual(
                 "request the GPU in the pod spec (resources: limits: nvidia.com/gpu: 1) on a "
                 "node running the NVIDIA device plugin (or GPU Operator)"
             )
         ]
     if kind == "podman":
         return [
-            command_step(
+            Step.run(
                 "on the host, write the CDI spec of its GPUs",
                 "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
             ),
-            manual(
+            Step.manual(
                 "start the container with the GPU passed in: "
                 "podman run --device nvidia.com/gpu=all ..."
             ),
@@ -53,12 +39,12 @@ def container_steps(kind: str | None) -> list[Step]:
         *_docker_runtime(
             "on the host (with the NVIDIA Container Toolkit), register its runtime with Docker"
         ),
-        manual("start the container with the GPU passed in: docker run --gpus all ..."),
+        Step.manual("start the container with the GPU passed in: docker run --gpus all ..."),
     ]
 
 
 def container_fix(kind: str | None) -> Fix:
-    return make_fix(*container_steps(kind))
+    return Fix.of(*container_steps(kind))
 
 
 @check("system.gpu-present", Section.SYSTEM, "an NVIDIA GPU is on this machine (PCI bus, NVML)")
@@ -87,8 +73,8 @@ def gpu_present(ctx: Context) -> Outcome:
             "This machine has no NVIDIA GPU",
             f"no NVIDIA (vendor 0x10de) display or 3D controller among the "
             f"{sysf.pci_device_count} PCI devices{where}",
-            fix=make_fix(
-                manual(
+            fix=Fix.of(
+                Step.manual(
                     "run on a machine with an NVIDIA GPU (a GPU cloud instance or node); in a "
                     "virtual machine, attach the GPU to it first (PCI passthrough or a vGPU "
                     "profile)",
@@ -101,10 +87,10 @@ def gpu_present(ctx: Context) -> Outcome:
             f"No NVIDIA GPU visible in this {sysf.container} container",
             f"the PCI bus is hidden here ({sysf.container_evidence}) and the driver sees no GPU",
             "no /dev/nvidia* device nodes" if not _any_node(ctx) else "device nodes exist",
-            fix=make_fix(
+            fix=Fix.of(
                 *container_steps(sysf.container),
                 OR,
-                manual(
+                Step.manual(
                     "if the host itself has no NVIDIA GPU, run the job on a GPU node", Layer.JOB
                 ),
             ),
@@ -142,13 +128,13 @@ def toolkit_install(os_release: str | None, why: str) -> Fix:
     rpm = _rpm(os_release)
     change = [Change("nvidia-container-toolkit")]
     install = (
-        command_step(why, "sudo dnf install -y nvidia-container-toolkit", Tool.DNF, changes=change)
+        Step.run(why, "sudo dnf install -y nvidia-container-toolkit", Tool.DNF, changes=change)
         if rpm
-        else command_step(
+        else Step.run(
             why, "sudo apt-get install -y nvidia-container-toolkit", Tool.APT, changes=change
         )
     )
-    return make_fix(
+    return Fix.of(
         install,
         *_docker_runtime("register its runtime with Docker"),
     )
@@ -156,8 +142,8 @@ def toolkit_install(os_release: str | None, why: str) -> Fix:
 
 def _docker_runtime(why: str) -> list[Step]:
     return [
-        command_step(why, "sudo nvidia-ctk runtime configure --runtime=docker"),
-        command_step("restart Docker", "sudo systemctl restart docker"),
+        Step.run(why, "sudo nvidia-ctk runtime configure --runtime=docker"),
+        Step.run("restart Docker", "sudo systemctl restart docker"),
     ]
 
 
@@ -224,19 +210,19 @@ def nouveau(ctx: Context) -> Outcome | None:
     return Outcome.fail(
         "nouveau, not NVIDIA's driver, is driving the GPU (CUDA cannot run on it)",
         *evidence,
-        fix=make_fix(
-            command_step(
+        fix=Fix.of(
+            Step.run(
                 "keep nouveau from loading",
                 'printf "blacklist nouveau\\noptions nouveau modeset=0\\n" | sudo tee '
                 "/etc/modprobe.d/blacklist-nouveau.conf",
                 layer=Layer.DRIVER,
             ),
-            command_step(
+            Step.run(
                 "rebuild the initramfs (on RHEL/Fedora: sudo dracut --force)",
                 "sudo dracut --force" if _rpm(sysf.os_release) else "sudo update-initramfs -u",
                 layer=Layer.DRIVER,
             ),
-            reboot(),
+            Step.reboot(),
         ),
     )
 
@@ -267,18 +253,20 @@ def cuda_visible_devices(ctx: Context) -> Outcome | None:
             f"CUDA_VISIBLE_DEVICES names a GPU that does not exist: CUDA sees "
             f"{len(vis.visible)} of {total}",
             *evidence,
-            fix=make_fix(
-                set_env("CUDA_VISIBLE_DEVICES", indices), OR, unset_env("CUDA_VISIBLE_DEVICES")
+            fix=Fix.of(
+                Step.set_env("CUDA_VISIBLE_DEVICES", indices),
+                OR,
+                Step.unset_env("CUDA_VISIBLE_DEVICES"),
             ),
         )
     if not vis.visible:
         return Outcome.fail(
             f"CUDA_VISIBLE_DEVICES hides all {total} GPU{'s' if total > 1 else ''}",
             shown,
-            fix=make_fix(
-                unset_env("CUDA_VISIBLE_DEVICES"),
+            fix=Fix.of(
+                Step.unset_env("CUDA_VISIBLE_DEVICES"),
                 OR,
-                set_env("CUDA_VISIBLE_DEVICES", indices, "list the GPUs to use"),
+                Step.set_env("CUDA_VISIBLE_DEVICES", indices, "list the GPUs to use"),
             ),
         )
     if len(vis.visible) < total:
@@ -299,8 +287,10 @@ def cuda_launch_blocking(ctx: Context) -> Outcome | None:
     return Outcome.warn(
         "CUDA_LAUNCH_BLOCKING is on: every kernel launch waits for the GPU (a silent slowdown)",
         f"CUDA_LAUNCH_BLOCKING={value!r}",
-        fix=make_fix(
-            unset_env("CUDA_LAUNCH_BLOCKING", "unset it (set it only while debugging a CUDA error)")
+        fix=Fix.of(
+            Step.unset_env(
+                "CUDA_LAUNCH_BLOCKING", "unset it (set it only while debugging a CUDA error)"
+            )
         ),
     )
 
@@ -320,9 +310,9 @@ def probes(ctx: Context) -> Outcome | None:
     return Outcome.warn(
         "Some facts could not be gathered",
         *[f"{p.name} probe: {p.status}: {p.error}" for p in bad],
-        fix=make_fix(
-            info("the findings that depend on these facts are marked skipped or unknown"),
-            command_step(
+        fix=Fix.of(
+            Step.info("the findings that depend on these facts are marked skipped or unknown"),
+            Step.run(
                 "if this repeats, report it with a snapshot attached",
                 "gpucheck snapshot --redact -o gpucheck-snapshot.json",
             ),

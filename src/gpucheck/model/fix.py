@@ -70,6 +70,9 @@ class Change(Struct, frozen=True):
     remove: bool = False
 
 
+OR: Literal["or"] = "or"  # in Fix.of(...): the steps after it are another way to the same end
+
+
 class Step(Struct):
     kind: StepKind
     text: str  # the step, for a person; a command is not repeated in it
@@ -86,12 +89,70 @@ class Step(Struct):
             return self.text
         return f"{self.text}: `{self.command}`" if self.text else f"`{self.command}`"
 
+    # --- the constructors checks use ------------------------------------------------------
+
+    @classmethod
+    def run(
+        cls,
+        text: str,
+        command: str,
+        tool: Tool = Tool.SHELL,
+        *,
+        changes: Iterable[Change] = (),
+        gpus: Iterable[GpuRef] = (),
+        environment: str | None = None,
+        layer: Layer | None = None,
+    ) -> Step:
+        """A step that is a command: `text` says why, `command` is exactly what to run."""
+        return cls(
+            StepKind.COMMAND, text, command, tool, list(changes), list(gpus), environment, layer
+        )
+
+    @classmethod
+    def set_env(cls, name: str, value: str, text: str = "", layer: Layer | None = None) -> Step:
+        return cls.run(text, f"export {name}={value}", Tool.ENV, layer=layer)
+
+    @classmethod
+    def unset_env(cls, name: str, text: str = "", layer: Layer | None = None) -> Step:
+        return cls.run(text, f"unset {name}", Tool.ENV, layer=layer)
+
+    @classmethod
+    def manual(cls, text: str, layer: Layer | None = None, gpus: Iterable[GpuRef] = ()) -> Step:
+        return cls(StepKind.MANUAL, text, gpus=list(gpus), layer=layer)
+
+    @classmethod
+    def reboot(cls, text: str = "reboot") -> Step:
+        return cls(StepKind.REBOOT, text, layer=Layer.SYSTEM)
+
+    @classmethod
+    def hardware(cls, text: str, gpus: Iterable[GpuRef] = ()) -> Step:
+        return cls(StepKind.HARDWARE, text, gpus=list(gpus), layer=Layer.GPUS)
+
+    @classmethod
+    def info(cls, text: str, layer: Layer | None = None) -> Step:
+        return cls(StepKind.INFO, text, layer=layer)
+
 
 class Fix(Struct):
     """How to repair what a finding found."""
 
     text: str  # the whole remedy, for a person: the steps' sentences, in order
     steps: list[Step] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, *parts: Step | Literal["or"] | None) -> Fix:
+        """A fix of these steps, in order; OR starts another way (None parts are left out)."""
+        steps: list[Step] = []
+        option = 0
+        for part in parts:
+            if part is None:
+                continue
+            if part == OR:
+                option += 1 if steps else 0
+                continue
+            assert isinstance(part, Step)
+            steps.append(replace(part, option=option))  # a copy: steps are shared between fixes
+        return cls(render(steps), steps)
 
     @property
     def commands(self) -> list[str]:
@@ -116,26 +177,6 @@ class Fix(Struct):
         return cls("; ".join(texts), steps) if texts else None
 
 
-# --- constructors the checks use -------------------------------------------------------------
-
-OR: Literal["or"] = "or"  # in make_fix(...): the steps after it are another way to the same end
-
-
-def make_fix(*parts: Step | Literal["or"] | None) -> Fix:
-    """A fix of these steps, in order; `OR` starts another way (None parts are left out)."""
-    steps: list[Step] = []
-    option = 0
-    for part in parts:
-        if part is None:
-            continue
-        if part == OR:
-            option += 1 if steps else 0
-            continue
-        assert isinstance(part, Step)
-        steps.append(replace(part, option=option))  # a copy: steps are shared between fixes
-    return Fix(render(steps), steps)
-
-
 def render(steps: list[Step]) -> str:
     """The steps as one text: '; ' between steps, '; or ' before another way."""
     out = ""
@@ -148,53 +189,6 @@ def render(steps: list[Step]) -> str:
         else:
             out += "; " + said
     return out
-
-
-def command_step(
-    text: str,
-    command: str,
-    tool: Tool = Tool.SHELL,
-    *,
-    changes: Iterable[Change] = (),
-    gpus: Iterable[GpuRef] = (),
-    environment: str | None = None,
-    layer: Layer | None = None,
-) -> Step:
-    """A step that is a command."""
-    return Step(
-        StepKind.COMMAND,
-        text,
-        command,
-        tool,
-        list(changes),
-        list(gpus),
-        environment,
-        layer,
-    )
-
-
-def set_env(name: str, value: str, text: str = "", layer: Layer | None = None) -> Step:
-    return command_step(text, f"export {name}={value}", Tool.ENV, layer=layer)
-
-
-def unset_env(name: str, text: str = "", layer: Layer | None = None) -> Step:
-    return command_step(text, f"unset {name}", Tool.ENV, layer=layer)
-
-
-def manual(text: str, layer: Layer | None = None, gpus: Iterable[GpuRef] = ()) -> Step:
-    return Step(StepKind.MANUAL, text, gpus=list(gpus), layer=layer)
-
-
-def reboot(text: str = "reboot") -> Step:
-    return Step(StepKind.REBOOT, text, layer=Layer.SYSTEM)
-
-
-def hardware(text: str, gpus: Iterable[GpuRef] = ()) -> Step:
-    return Step(StepKind.HARDWARE, text, gpus=list(gpus), layer=Layer.GPUS)
-
-
-def info(text: str, layer: Layer | None = None) -> Step:
-    return Step(StepKind.INFO, text, layer=layer)
 
 
 # --- reading older reports -------------------------------------------------------------------
@@ -210,5 +204,5 @@ class FixV2(Struct):
         """The same fix as a 3.0 record: its commands as shell steps, or, with none, the
         sentence as one manual step (2.x did not say which tool a command was for)."""
         if not self.commands:
-            return Fix(self.text, [manual(self.text)])
-        return Fix(self.text, [command_step("", c) for c in self.commands])
+            return Fix(self.text, [Step.manual(self.text)])
+        return Fix(self.text, [Step.run("", c) for c in self.commands])

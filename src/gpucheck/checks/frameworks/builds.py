@@ -23,7 +23,7 @@ from gpucheck.compat.answers import Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag
 from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
-from gpucheck.model.fix import Change, Fix, Step, make_fix, manual
+from gpucheck.model.fix import Change, Fix, Step
 
 # --- the build a fix installs --------------------------------------------------------------------
 
@@ -118,7 +118,7 @@ def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Fix:
     """torch_switch, else what it takes: a newer driver, or a build from source."""
     switch = torch_switch(ctx, env, ccs)
     if switch is not None:
-        return make_fix(switch)
+        return Fix.of(switch)
     driver = ctx.driver_version
     other = pick_torch(ctx, env, ccs, None) if driver else None
     if other is not None:
@@ -127,7 +127,7 @@ def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Fix:
             f"no PyTorch build in gpucheck's compat data runs on driver {driver} with these "
             f"GPUs: {upgrade.text}"
         )
-        return make_fix(
+        return Fix.of(
             upgrade,
             pip_step(
                 ctx,
@@ -138,15 +138,15 @@ def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Fix:
             ),
         )
     if ccs:
-        return make_fix(
-            manual(
+        return Fix.of(
+            Step.manual(
                 "no PyTorch release in gpucheck's compat data has code for compute capability "
                 f"{', '.join(ccs)}: build PyTorch from source with "
                 f'TORCH_CUDA_ARCH_LIST="{";".join(ccs)}"'
             )
         )
-    return make_fix(
-        manual("install a CUDA build of PyTorch (https://pytorch.org/get-started/locally/)")
+    return Fix.of(
+        Step.manual("install a CUDA build of PyTorch (https://pytorch.org/get-started/locally/)")
     )
 
 

@@ -26,18 +26,7 @@ from gpucheck.compat import parse_version
 from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects
-from gpucheck.model.fix import (
-    OR,
-    Change,
-    Fix,
-    Step,
-    Tool,
-    command_step,
-    make_fix,
-    manual,
-    set_env,
-    unset_env,
-)
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
 
 if TYPE_CHECKING:
@@ -244,28 +233,30 @@ def _ld_fix(ctx: Context, races: list[Race]) -> Fix:
     value = ctx.snapshot.system.env.get("LD_LIBRARY_PATH")
     where = " (and where it is set: ~/.bashrc, a module file, the job script or image)"
     if value is None:
-        return make_fix(
-            manual(f"remove {', '.join(folders)} from LD_LIBRARY_PATH for this environment{where}")
+        return Fix.of(
+            Step.manual(
+                f"remove {', '.join(folders)} from LD_LIBRARY_PATH for this environment{where}"
+            )
         )
     drop = {posixpath.normpath(f) for f in folders}
     keep = [p for p in value.split(":") if p and posixpath.normpath(p) not in drop]
     why = f"remove {', '.join(folders)} from LD_LIBRARY_PATH{where}"
     steps: list[Step | Literal["or"]] = [
-        set_env("LD_LIBRARY_PATH", shlex.quote(":".join(keep)), why)
+        Step.set_env("LD_LIBRARY_PATH", shlex.quote(":".join(keep)), why)
         if keep
-        else unset_env("LD_LIBRARY_PATH", why)
+        else Step.unset_env("LD_LIBRARY_PATH", why)
     ]
     own = sorted({r.need.own_dir for r in races if r.need.own_dir})
     if own:
         steps += [
             OR,
-            set_env(
+            Step.set_env(
                 "LD_LIBRARY_PATH",
                 f"{':'.join(own)}:$LD_LIBRARY_PATH",
                 "where that folder is needed for something else, put the wheels' folders first",
             ),
         ]
-    return make_fix(*steps)
+    return Fix.of(*steps)
 
 
 # --- NVIDIA pip packages two frameworks want in different versions --------------------------------
@@ -320,7 +311,7 @@ def _conflicts_fix(ctx: Context, env: PythonEnvironment, shared: Needs) -> Fix:
     spec = f"{move.name}{extra}=={move.version}"
     folder = f"~/venvs/{move.name}"
     steps: list[Step | Literal["or"]] = [
-        command_step(
+        Step.run(
             "give each framework its own environment",
             f"python3 -m venv {folder} && {folder}/bin/pip install '{spec}'",
             Tool.PIP,
@@ -348,7 +339,7 @@ def _conflicts_fix(ctx: Context, env: PythonEnvironment, shared: Needs) -> Fix:
                 [change(env, "tensorflow", version)],
             ),
         ]
-    return make_fix(*steps)
+    return Fix.of(*steps)
 
 
 def _agreeing_tensorflow(ctx: Context, shared: Needs) -> tuple[str, str] | None:

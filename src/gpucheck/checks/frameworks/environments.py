@@ -19,8 +19,8 @@ from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.finding import Fix, Outcome, Section, Subjects, severity
-from gpucheck.model.fix import Change, Layer, Step, Tool, command_step
+from gpucheck.model.finding import Outcome, Section, Subjects, severity
+from gpucheck.model.fix import Change, Fix, Layer, Step, Tool
 
 # --- environments ------------------------------------------------------------------------------
 
@@ -82,7 +82,7 @@ def pip_step(
 ) -> Step:
     """A pip command for this environment (see pip) as a fix step, naming the interpreter it
     is for and the distributions it changes."""
-    return command_step(
+    return Step.run(
         text, pip(ctx, env, command), Tool.PIP, changes=changes, environment=env.python, layer=layer
     )
 

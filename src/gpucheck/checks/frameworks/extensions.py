@@ -30,7 +30,7 @@ from gpucheck.model.environments import (
     PythonEnvironment,
 )
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, command_step, make_fix
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step
 
 # Distributions built against torch, in the order findings name them.
 EXTENSIONS = (
@@ -133,7 +133,7 @@ def keep_torch_step(ctx: Context, env: PythonEnvironment, inst: Installed, name:
 
 
 def keep_torch_fix(ctx: Context, env: PythonEnvironment, inst: Installed, name: str) -> Fix:
-    return make_fix(keep_torch_step(ctx, env, inst, name))
+    return Fix.of(keep_torch_step(ctx, env, inst, name))
 
 
 def import_outcome(
@@ -171,7 +171,7 @@ def import_outcome(
         return Outcome.fail(
             f"{name} has no code for compute capability {ccs} (no kernel image)",
             error,
-            fix=make_fix(keep_torch_step(ctx, env, inst, dist.name), OR, build),
+            fix=Fix.of(keep_torch_step(ctx, env, inst, dist.name), OR, build),
         )
     from gpucheck.checks.frameworks.numpy_abi import numpy_cause  # registers after this module
 
@@ -182,8 +182,8 @@ def import_outcome(
     return Outcome.fail(
         f"import {imp.module} {status}",
         error,
-        fix=make_fix(
-            command_step(
+        fix=Fix.of(
+            Step.run(
                 "run it by hand to see the whole error",
                 f"python -c 'import {imp.module}'",
                 environment=env.python,
@@ -250,7 +250,7 @@ def tensorrt_pin_broken(ctx: Context, env: PythonEnvironment, dist: Distribution
                 f"{dist.name} {dist.version} is built against another TensorRT: it requires "
                 f"{req}, {have.name} {have.version} is installed",
                 f"{dist.name} {dist.version}: Requires-Dist: {req}",
-                fix=make_fix(
+                fix=Fix.of(
                     pip_step(
                         ctx,
                         env,
@@ -280,7 +280,7 @@ def triton_outcome(
             f"{name} is not the Triton torch {inst.torch_dist.version} needs ({want}): "
             "torch.compile fails",
             f"torch {inst.torch_dist.version}: Requires-Dist: {want}",
-            fix=make_fix(
+            fix=Fix.of(
                 pip_step(
                     ctx,
                     env,

@@ -26,7 +26,7 @@ from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Fix, Layer, Step, make_fix, manual
+from gpucheck.model.fix import OR, Fix, Layer, Step
 
 # --- JAX ------------------------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ def jax_major(ctx: Context) -> int | None:
 
 def jax_step(ctx: Context, env: PythonEnvironment, remove: list[str] | None = None) -> Step:
     if env_os(ctx, env) != "linux":
-        return manual(
+        return Step.manual(
             "JAX's CUDA wheels are for Linux only: use WSL2 (Ubuntu) and, there, "
             'pip install -U "jax[cuda12]"'
         )
@@ -72,7 +72,7 @@ def jax_step(ctx: Context, env: PythonEnvironment, remove: list[str] | None = No
     if major is None:
         majors = _jax_majors(ctx)
         if not majors:
-            return manual(
+            return Step.manual(
                 "no JAX CUDA wheels in gpucheck's compat data run here: upgrade the driver",
                 Layer.DRIVER,
             )
@@ -91,7 +91,7 @@ def jax_step(ctx: Context, env: PythonEnvironment, remove: list[str] | None = No
 
 
 def jax_fix(ctx: Context, env: PythonEnvironment, remove: list[str] | None = None) -> Fix:
-    return make_fix(jax_step(ctx, env, remove))
+    return Fix.of(jax_step(ctx, env, remove))
 
 
 @framework_check("jax.cpu-build", "JAX has its CUDA plugin where NVIDIA GPUs are", jax_facts)
@@ -163,7 +163,7 @@ def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcom
             if other is not None and other != major:
                 keep = jax_step(ctx, env, plugins)
                 keep.text = "keep this driver and " + keep.text
-            return make_fix(upgrade_driver(ctx, cuda), OR, keep)
+            return Fix.of(upgrade_driver(ctx, cuda), OR, keep)
 
         name = f"JAX's CUDA {major} " + ("plugin" if plugins else "jaxlib")
         items.append((None, driver_outcome(ctx, name, cuda, fix, *([source] if source else []))))
@@ -193,10 +193,10 @@ def _ptxas(ctx: Context, env: PythonEnvironment, major: int) -> Outcome | None:
         f"XLA's PTX compiler ({dist.name} {dist.version}) is newer than the driver's CUDA "
         f"{have}: XLA disables parallel compilation, so every compile is slower",
         "the driver cannot link PTX from a newer toolchain (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)",
-        fix=make_fix(
+        fix=Fix.of(
             upgrade,
             OR,
-            manual(
+            Step.manual(
                 "install NVIDIA's CUDA forward compatibility package (data-centre GPUs only)",
                 Layer.DRIVER,
             ),
@@ -221,7 +221,7 @@ def cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
             evidence.append(f"cupy.cuda.runtime.runtimeGetVersion(): {cuda} (doctor --deep)")
 
         def fix(dist: Distribution = dist, cuda: str = cuda) -> Fix:
-            return make_fix(upgrade_driver(ctx, cuda), OR, _cupy_switch(ctx, env, dist))
+            return Fix.of(upgrade_driver(ctx, cuda), OR, _cupy_switch(ctx, env, dist))
 
         name = f"{dist.name} {dist.version}"
         items.append((None, driver_outcome(ctx, name, cuda, fix, *evidence)))

@@ -17,7 +17,7 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Fix, Step, make_fix
+from gpucheck.model.fix import OR, Fix, Step
 
 # What an extension built against NumPy 1 prints when NumPy 2 is installed.
 NUMPY1_ERRORS = (
@@ -59,7 +59,7 @@ def numpy_cause(ctx: Context, env: PythonEnvironment, error: str) -> tuple[str, 
     numpy = env.dist("numpy")
     have = f"NumPy {numpy.version}" if numpy else "NumPy 2"
     upgrades = [u for d in env.distributions if (u := _upgrade(ctx, env, d)) is not None]
-    fix = make_fix(_numpy1(ctx, env), OR, _keep_numpy2(ctx, env, upgrades) if upgrades else None)
+    fix = Fix.of(_numpy1(ctx, env), OR, _keep_numpy2(ctx, env, upgrades) if upgrades else None)
     return f"a module built against NumPy 1 cannot run under {have}", fix
 
 
@@ -117,9 +117,7 @@ def numpy_abi(ctx: Context, env: PythonEnvironment) -> Outcome | None:
             items.append((None, Outcome.passed(f"{dist.name} {dist.version} runs on NumPy 2")))
             continue
         upgrade = _upgrade(ctx, env, dist)
-        fix = make_fix(
-            _numpy1(ctx, env), OR, _keep_numpy2(ctx, env, [upgrade]) if upgrade else None
-        )
+        fix = Fix.of(_numpy1(ctx, env), OR, _keep_numpy2(ctx, env, [upgrade]) if upgrade else None)
         items.append(
             (
                 None,

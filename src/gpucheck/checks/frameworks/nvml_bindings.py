@@ -12,7 +12,7 @@ from gpucheck.checks.frameworks.environments import change, environment_check, m
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import Change, make_fix
+from gpucheck.model.fix import Change, Fix
 
 OFFICIAL = "nvidia-ml-py"
 # Distributions that ship their own `pynvml` module (pynvml only until it became a wrapper).
@@ -51,7 +51,7 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
                     f"{len(copies) + (1 if official else 0)} NVML bindings install the same "
                     "`pynvml` module: the last installed wins, and removing one breaks the others",
                     *listed,
-                    fix=make_fix(
+                    fix=Fix.of(
                         pip_step(
                             ctx,
                             env,
@@ -72,7 +72,7 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
                 Outcome.warn(
                     f"{names}: an old copy of NVML's binding, no longer updated",
                     *listed,
-                    fix=make_fix(
+                    fix=Fix.of(
                         pip_step(
                             ctx,
                             env,
@@ -122,7 +122,7 @@ def _age(
         return Outcome.warn(
             f"{said} (tools show N/A or fail)",
             *listed,
-            fix=make_fix(
+            fix=Fix.of(
                 pip_step(
                     ctx,
                     env,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from gpucheck.checks.context import Context, gpu_refs
+from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import parse_arch_list
 from gpucheck.checks.frameworks.builds import (
     jax_facts,
@@ -31,9 +31,10 @@ from gpucheck.checks.frameworks.runtime_fixes import (
     reinstall_step,
 )
 from gpucheck.checks.registry import check
+from gpucheck.checks.remedies import share_gpus
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
-from gpucheck.model.fix import Layer, Step, command_step, info, make_fix, manual
+from gpucheck.model.fix import Fix, Layer, Step
 
 _MISSING_LIB = re.compile(
     r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
@@ -81,8 +82,8 @@ def device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         return Outcome.passed(f"{who} see(s) all {expected} GPU(s)", *lines)
     causes, fixes = _count_causes(ctx, env, short, expected)
     fixes += [
-        command_step("find which GPU is missing: compare the driver's list", "nvidia-smi -L"),
-        command_step(
+        Step.run("find which GPU is missing: compare the driver's list", "nvidia-smi -L"),
+        Step.run(
             "with the framework's own list",
             by_hand(short[0][0].framework),
             environment=env.python,
@@ -93,7 +94,7 @@ def device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         "the driver shows (CUDA_VISIBLE_DEVICES honoured)",
         *lines,
         *causes,
-        fix=make_fix(*fixes),
+        fix=Fix.of(*fixes),
     )
 
 
@@ -110,14 +111,7 @@ def _count_causes(
     if prohibited:
         ids = ",".join(str(g.index) for g in prohibited)
         causes.append(f"GPU {ids}: compute mode prohibited")
-        fixes.append(
-            command_step(
-                "let CUDA use them",
-                f"sudo nvidia-smi -i {ids} -c DEFAULT",
-                gpus=gpu_refs(prohibited),
-                layer=Layer.GPUS,
-            )
-        )
+        fixes.append(share_gpus(prohibited, "let CUDA use them"))
     t = tf_facts(env)
     if t is not None and any(rt.framework == "tensorflow" for rt, _ in short):
         compiled = parse_arch_list(t.archs, "build_info")
@@ -127,7 +121,9 @@ def _count_causes(
                 "TensorFlow ignores GPUs it has no code for: "
                 + "; ".join(f"{g.label}, compute {g.cc}" for g in skipped)
             )
-            fixes.append(info("see tensorflow.arch-support for a TensorFlow with code for them"))
+            fixes.append(
+                Step.info("see tensorflow.arch-support for a TensorFlow with code for them")
+            )
     if ctx.snapshot.system.container:
         env_vars = ctx.snapshot.system.env
         given = env_vars.get("NVIDIA_VISIBLE_DEVICES")
@@ -136,7 +132,7 @@ def _count_causes(
             + (f" given NVIDIA_VISIBLE_DEVICES={given!r}" if given else "")
         )
         fixes.append(
-            manual(
+            Step.manual(
                 "give the container every GPU (docker run --gpus all, or the pod's limits)",
                 Layer.SYSTEM,
             )
@@ -181,7 +177,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
     if rt.status not in ("ok", "error"):
         return Outcome.fail(
             f"importing {rt.framework} failed: {rt.error or rt.status}",
-            fix=make_fix(by_hand_step(env, rt.framework, "see why")),
+            fix=Fix.of(by_hand_step(env, rt.framework, "see why")),
         )
     if rt.cuda_available is False or _gpu_devices(rt) == 0:
         if not (ctx.has_gpu and (targets(ctx) or ctx.pci_gpu_count)):
@@ -196,7 +192,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
                 f"{name} failed while looking at the GPUs",
                 rt.error or "",
                 *rt.warnings[-5:],
-                fix=make_fix(by_hand_step(env, rt.framework), XID),
+                fix=Fix.of(by_hand_step(env, rt.framework), XID),
             )
         return Outcome.skip(f"{name}: no smoke test ran")
     failed = [s for s in rt.smoke_tests if not s.ok]
@@ -215,7 +211,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
             outcome = Outcome.fail(
                 f"{name}: the smoke test failed on {test.device}",
                 error,
-                fix=make_fix(by_hand_step(env, rt.framework), XID),
+                fix=Fix.of(by_hand_step(env, rt.framework), XID),
             )
         items.append((None, outcome))
     return merge(items) or Outcome.skip(f"{name}: no smoke test result")
@@ -231,15 +227,15 @@ def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome
             f"{_label(rt)} {how} in {step}: {cause[0]}", rt.error or "", fix=cause[1]
         )
     if how == "timed out":
-        fix = make_fix(
-            command_step(
+        fix = Fix.of(
+            Step.run(
                 "a framework hanging in CUDA's start-up is usually waiting on the driver: check "
                 "that it answers quickly",
                 "nvidia-smi",
                 layer=Layer.DRIVER,
             ),
-            command_step("turn persistence mode on", "sudo nvidia-smi -pm 1", layer=Layer.DRIVER),
-            command_step(
+            Step.run("turn persistence mode on", "sudo nvidia-smi -pm 1", layer=Layer.DRIVER),
+            Step.run(
                 "on NVSwitch systems, see that the fabric manager runs",
                 "systemctl status nvidia-fabricmanager",
                 layer=Layer.DRIVER,
@@ -247,7 +243,7 @@ def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome
             by_hand_step(env, rt.framework, "try again"),
         )
     else:
-        fix = make_fix(by_hand_step(env, rt.framework, "see the message"), XID)
+        fix = Fix.of(by_hand_step(env, rt.framework, "see the message"), XID)
     return Outcome.fail(f"{_label(rt)} {how} in {step}", rt.error or "", *rt.warnings[-5:], fix=fix)
 
 
@@ -284,7 +280,7 @@ def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) ->
         f"import {rt.framework} fails",
         error,
         *extra,
-        fix=make_fix(reinstall_step(ctx, env, rt)),
+        fix=Fix.of(reinstall_step(ctx, env, rt)),
     )
 
 
@@ -334,7 +330,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         f"{name} sees no GPU, although the driver shows {shown}",
         *([rt.error] if rt.error else []),
         *hints[-5:],
-        fix=make_fix(by_hand_step(env, rt.framework, "see CUDA's own error")),
+        fix=Fix.of(by_hand_step(env, rt.framework, "see CUDA's own error")),
     )
 
 

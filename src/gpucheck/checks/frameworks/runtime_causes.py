@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from gpucheck.checks.context import Context, gpu_refs
+from gpucheck.checks.context import Context
 from gpucheck.checks.cuda_causes import CUINIT_CAUSES
 from gpucheck.checks.frameworks.builds import (
     pick_change,
@@ -16,11 +16,12 @@ from gpucheck.checks.frameworks.builds import (
 )
 from gpucheck.checks.frameworks.driver import Target, cc_list, targets, upgrade_driver
 from gpucheck.checks.frameworks.environments import pip_step
+from gpucheck.checks.remedies import share_gpus
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.fix import OR, Fix, Layer, command_step, info, make_fix, manual
+from gpucheck.model.fix import OR, Fix, Layer, Step
 
-XID = command_step("look for Xid errors", "sudo dmesg | grep -i xid", layer=Layer.GPUS)
+XID = Step.run("look for Xid errors", "sudo dmesg | grep -i xid", layer=Layer.GPUS)
 
 
 def built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:
@@ -65,21 +66,21 @@ def cause_of(
         return (
             f"PTX built with CUDA {major_minor(cuda)} cannot be JIT-compiled by driver "
             f"{ctx.driver_version}",
-            make_fix(upgrade_driver(ctx, cuda)),
+            Fix.of(upgrade_driver(ctx, cuda)),
         )
     if cuda and (
         "driver version is insufficient" in low or "driver on your system is too old" in low
     ):
-        return f"the driver is too old for CUDA {major_minor(cuda)}", make_fix(
+        return f"the driver is too old for CUDA {major_minor(cuda)}", Fix.of(
             upgrade_driver(ctx, cuda)
         )
     if "differs from the cpu" in low:
         return (
             f"{where} computes wrong results",
-            make_fix(
-                manual("drain the node", Layer.JOB),
-                command_step("run NVIDIA's diagnostics", "dcgmi diag -r 3", layer=Layer.GPUS),
-                info("see the ECC and Xid checks above"),
+            Fix.of(
+                Step.manual("drain the node", Layer.JOB),
+                Step.run("run NVIDIA's diagnostics", "dcgmi diag -r 3", layer=Layer.GPUS),
+                Step.info("see the ECC and Xid checks above"),
                 XID,
             ),
         )
@@ -93,12 +94,12 @@ def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, F
         return (
             f"{where} ran out of memory, and no other process is listed on it (another "
             "container or VM?)",
-            make_fix(
-                command_step(
+            Fix.of(
+                Step.run(
                     "find what holds the memory (on the host)", "nvidia-smi", layer=Layer.GPUS
                 ),
                 OR,
-                manual("use another GPU", Layer.JOB),
+                Step.manual("use another GPU", Layer.JOB),
             ),
         )
     pids = sorted({p.pid for _, p in procs})
@@ -109,13 +110,11 @@ def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, F
     )
     return (
         f"{where} ran out of memory: other processes hold it ({holders})",
-        make_fix(
-            command_step(
-                "check what they are", f"ps -o pid,user,cmd -p {','.join(map(str, pids))}"
-            ),
-            command_step("then stop them (or wait)", f"kill {' '.join(map(str, pids))}"),
+        Fix.of(
+            Step.run("check what they are", f"ps -o pid,user,cmd -p {','.join(map(str, pids))}"),
+            Step.run("then stop them (or wait)", f"kill {' '.join(map(str, pids))}"),
             OR,
-            manual("use a free GPU (CUDA_VISIBLE_DEVICES)", Layer.JOB),
+            Step.manual("use a free GPU (CUDA_VISIBLE_DEVICES)", Layer.JOB),
         ),
     )
 
@@ -126,27 +125,21 @@ def _busy(ctx: Context) -> tuple[str, Fix]:
     if not gpus:
         return (
             "the GPU is busy or unavailable",
-            make_fix(
-                command_step(
+            Fix.of(
+                Step.run(
                     "check its compute mode and the processes on it",
                     "nvidia-smi -q -d COMPUTE,PIDS",
                     layer=Layer.GPUS,
                 )
             ),
         )
-    ids = ",".join(str(g.index) for g in gpus)
     said = ", ".join(f"GPU {g.index} is in {g.compute_mode} compute mode" for g in gpus)
     return (
         f"the GPU is busy or unavailable: {said}",
-        make_fix(
-            command_step(
-                "if not set on purpose by the scheduler, share the GPU again",
-                f"sudo nvidia-smi -i {ids} -c DEFAULT",
-                gpus=gpu_refs(gpus),
-                layer=Layer.GPUS,
-            ),
+        Fix.of(
+            share_gpus(gpus, "if not set on purpose by the scheduler, share the GPU again"),
             OR,
-            command_step("wait for the process that holds it", "nvidia-smi", layer=Layer.GPUS),
+            Step.run("wait for the process that holds it", "nvidia-smi", layer=Layer.GPUS),
         ),
     )
 
@@ -162,7 +155,7 @@ def _no_kernel_image(
     if rt.framework == "tensorflow":
         pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
         if pick is not None:
-            return title, make_fix(
+            return title, Fix.of(
                 pip_step(
                     ctx,
                     env,
@@ -171,6 +164,6 @@ def _no_kernel_image(
                     [pick_change(env, "tensorflow", pick)],
                 )
             )
-    return title, make_fix(
-        manual(f"install a {rt.framework} build with code for {what} (see {rt.framework}.*)")
+    return title, Fix.of(
+        Step.manual(f"install a {rt.framework} build with code for {what} (see {rt.framework}.*)")
     )

@@ -20,7 +20,7 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.distributions import TF_DISTS, installed_frameworks
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
-from gpucheck.model.fix import Fix, Layer, Step, command_step, info, make_fix, set_env
+from gpucheck.model.fix import Fix, Layer, Step
 
 BY_HAND = {
     "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
@@ -37,7 +37,7 @@ def by_hand(framework: str) -> str:
 
 def by_hand_step(env: PythonEnvironment, framework: str, why: str = "see the whole error") -> Step:
     """Run the framework's import and a GPU operation by hand, in this environment."""
-    return command_step(f"run it by hand to {why}", by_hand(framework), environment=env.python)
+    return Step.run(f"run it by hand to {why}", by_hand(framework), environment=env.python)
 
 
 def framework_dists(env: PythonEnvironment, framework: str) -> list[Distribution]:
@@ -85,13 +85,13 @@ def reinstall_step(
 def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, soname: str) -> Fix:
     """Install the missing library at the version the framework requires."""
     if soname.startswith("libcuda.so"):
-        return make_fix(
-            info(
+        return Fix.of(
+            Step.info(
                 "libcuda.so.1 is the NVIDIA driver's own CUDA library, not a pip package: see "
                 "cuda.driver-api",
                 Layer.DRIVER,
             ),
-            set_env(
+            Step.set_env(
                 "NVIDIA_DRIVER_CAPABILITIES",
                 "compute,utility",
                 "in a container, the capabilities must include compute",
@@ -100,11 +100,11 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
         )
     key = package_key(soname)
     if key is None:
-        return make_fix(reinstall_step(ctx, env, rt, f"reinstall {rt.framework}"))
+        return Fix.of(reinstall_step(ctx, env, rt, f"reinstall {rt.framework}"))
     for dist in framework_dists(env, rt.framework):
         for req in requirements_of(ctx, env, dist) if dist.requires else []:
             if is_package_for(canonical(req.name), key):
-                return make_fix(
+                return Fix.of(
                     pip_step(
                         ctx,
                         env,
@@ -120,7 +120,7 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
         if pin is None:
             continue
         if t and is_package_for(canonical(pin.name), key):
-            return make_fix(
+            return Fix.of(
                 pip_step(
                     ctx,
                     env,
@@ -136,13 +136,13 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
         found = [c for d in env.distributions if (c := cupy_cuda(d.name))]
         major = parse_version(found[0][0]) if found else major
     if major is None:
-        return make_fix(
+        return Fix.of(
             reinstall_step(ctx, env, rt, f"reinstall {rt.framework} with its CUDA libraries")
         )
     lib_major = soname_major(soname)
     spec = f">={lib_major},<{int(lib_major) + 1}" if key == "cudnn" and lib_major else ""
     wheel = f"nvidia-{key}-cu{major.major}"
-    return make_fix(
+    return Fix.of(
         pip_step(
             ctx,
             env,

@@ -41,15 +41,7 @@ from gpucheck.compat import Compat, parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import (
-    OR,
-    Fix,
-    Step,
-    command_step,
-    make_fix,
-    manual,
-    set_env,
-)
+from gpucheck.model.fix import OR, Fix, Step
 
 # --- the build ----------------------------------------------------------------------------------
 
@@ -114,7 +106,7 @@ def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     other = [d for d in t.dists if d.name != "tensorflow-gpu" and d.name.startswith("tensorflow")]
     if windows_native(ctx, env):
         last = ctx.compat.tensorflow.windows_native_gpu_last
-        fix = make_fix(
+        fix = Fix.of(
             pip_step(
                 ctx,
                 env,
@@ -202,11 +194,11 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | N
             other = windows_fix(ctx, env)
             for step in other.steps:
                 step.option += 1
-            return make_fix(upgrade_driver(ctx, cuda), OR, *other.steps)
+            return Fix.of(upgrade_driver(ctx, cuda), OR, *other.steps)
         switch = tf_switch(ctx, env, t)
         if switch is not None:
             switch.text = "keep this driver and " + switch.text
-        return make_fix(upgrade_driver(ctx, cuda), OR, switch)
+        return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
 
     return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
 
@@ -235,7 +227,7 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
         pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
         line = tf_line(t)
         if newer and pick and line and Version(pick.version) > line:
-            fix = make_fix(
+            fix = Fix.of(
                 tf_step(
                     ctx,
                     env,
@@ -245,17 +237,17 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
                     pick.install,
                     version=pick.version,
                 ),
-                command_step("confirm", "gpucheck doctor --deep", environment=env.python),
+                Step.run("confirm", "gpucheck doctor --deep", environment=env.python),
             )
         else:
-            fix = make_fix(
-                manual(
+            fix = Fix.of(
+                Step.manual(
                     f"use a TensorFlow whose build_info lists an sm_ or compute_ entry for "
                     f"compute capability {', '.join(ccs)} (the release notes say when one was "
                     "dropped)"
                 ),
                 OR,
-                manual(
+                Step.manual(
                     "build TensorFlow from source with "
                     f"TF_CUDA_COMPUTE_CAPABILITIES={','.join(ccs)}"
                 ),
@@ -273,8 +265,8 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
             "compiles every kernel, which can take many minutes",
             *jit,
             *evidence,
-            fix=make_fix(
-                set_env(
+            fix=Fix.of(
+                Step.set_env(
                     "CUDA_CACHE_MAXSIZE", "4294967296", "keep the compiled kernels between runs"
                 )
             ),
@@ -318,8 +310,8 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     return Outcome.fail(
         f"{t.name} does not support this environment's Python {py}",
         f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=make_fix(
-            command_step(
+        fix=Fix.of(
+            Step.run(
                 f"create the environment with a Python {low} to {high}, then reinstall "
                 "TensorFlow there",
                 f"python{high} -m venv .venv",
@@ -374,7 +366,7 @@ def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
             ),
             OR,
             _tf_keras(ctx, env, line, "to keep Keras 2, install tf-keras"),
-            set_env("TF_USE_LEGACY_KERAS", "1"),
+            Step.set_env("TF_USE_LEGACY_KERAS", "1"),
         ]
     elif k is not None and k_version is not None and line < keras3 and k_version.major >= 3:
         problems.append(
@@ -407,5 +399,5 @@ def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
         f"{t.name} and the installed Keras do not match",
         *problems,
         *([f"compat data: {cite}"] if cite else []),
-        fix=make_fix(*fixes),
+        fix=Fix.of(*fixes),
     )

@@ -19,16 +19,7 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
 from gpucheck.model.environments import PythonEnvironment
-from gpucheck.model.fix import (
-    OR,
-    Change,
-    Fix,
-    Layer,
-    Step,
-    Tool,
-    command_step,
-    make_fix,
-)
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
 
 def tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:
@@ -96,10 +87,10 @@ def tf_gpu_fix(ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str
     """tf_switch, else a newer driver and then the newest GPU build."""
     switch = tf_switch(ctx, env, t, also)
     if switch is not None:
-        return make_fix(switch)
+        return Fix.of(switch)
     other = pick_tensorflow(ctx, env, cc_list(targets(ctx)), None)
     if other is not None:
-        return make_fix(
+        return Fix.of(
             upgrade_driver(ctx, other.cuda),
             tf_step(
                 ctx,
@@ -111,7 +102,7 @@ def tf_gpu_fix(ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str
                 other.version,
             ),
         )
-    return make_fix(
+    return Fix.of(
         tf_step(
             ctx,
             env,
@@ -129,7 +120,7 @@ def windows_fix(ctx: Context, env: PythonEnvironment) -> Fix:
     last = data.windows_native_gpu_last
     linux = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version, os="windows")
     install = linux.install if linux else "pip install 'tensorflow[and-cuda]'"
-    wsl = command_step(
+    wsl = Step.run(
         "use WSL2: in an Ubuntu WSL2 shell (the Windows NVIDIA driver serves WSL2; install no "
         "Linux driver inside it)",
         install,
@@ -138,11 +129,11 @@ def windows_fix(ctx: Context, env: PythonEnvironment) -> Fix:
     )
     row = next((r for r in data.windows_gpu if r.version == last), None)
     if last is None or row is None:
-        return make_fix(wsl)
+        return Fix.of(wsl)
     py, where = python_mm(env), ""
     if py is not None and not in_range(py, row.python_min, row.python_max):
         where = f" in a Python {row.python_min} to {row.python_max} environment"
-    return make_fix(
+    return Fix.of(
         wsl,
         OR,
         pip_step(
@@ -153,7 +144,7 @@ def windows_fix(ctx: Context, env: PythonEnvironment) -> Fix:
             f"pip install 'tensorflow=={last}.*'",
             [change(env, "tensorflow", requirement=f"=={last}.*")],
         ),
-        command_step(
+        Step.run(
             f"with CUDA {row.cuda} and cuDNN {row.cudnn}",
             f"conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn}",
             Tool.CONDA,

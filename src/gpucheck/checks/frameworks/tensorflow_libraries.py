@@ -28,18 +28,7 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import (
-    OR,
-    Change,
-    Fix,
-    Layer,
-    Step,
-    Tool,
-    command_step,
-    make_fix,
-    manual,
-    set_env,
-)
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.snapshot import LibraryCopy
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
@@ -112,7 +101,7 @@ def cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome 
 
 
 def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
-    return make_fix(
+    return Fix.of(
         pip_step(
             ctx,
             env,
@@ -218,8 +207,8 @@ def _loader_gap(
         f"{t.name} will not find its tensorflow[and-cuda] libraries: {pins.loader_gap}",
         "LD_LIBRARY_PATH " + ("is unset" if path == [""] else "lacks " + ", ".join(absent[:3])),
         f"source: {pins.loader_gap_source or pins.source}",
-        fix=make_fix(
-            set_env(
+        fix=Fix.of(
+            Step.set_env(
                 "LD_LIBRARY_PATH",
                 f"{':'.join(dirs)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
                 "name the wheels' library folders on the loader path (in the environment's "
@@ -259,7 +248,7 @@ def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
     if expected:
         cuda, cudnn = expected
         steps += [
-            command_step(
+            Step.run(
                 f"install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
                 "with conda",
                 f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn}",
@@ -268,10 +257,12 @@ def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
                 environment=env.python,
                 layer=Layer.CUDA,
             ),
-            set_env("LD_LIBRARY_PATH", "$CONDA_PREFIX/lib:$LD_LIBRARY_PATH", layer=Layer.CUDA),
+            Step.set_env("LD_LIBRARY_PATH", "$CONDA_PREFIX/lib:$LD_LIBRARY_PATH", layer=Layer.CUDA),
         ]
     else:
-        steps.append(manual("install its CUDA and cuDNN where the loader finds them", Layer.CUDA))
+        steps.append(
+            Step.manual("install its CUDA and cuDNN where the loader finds them", Layer.CUDA)
+        )
     pick = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version)
     if pick and Version(pick.version) >= TF_AND_CUDA_FIRST:
         steps += [
@@ -284,7 +275,7 @@ def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
                 [change(env, "tensorflow", requirement=f"=={pick.version}.*")],
             ),
         ]
-    return make_fix(*steps)
+    return Fix.of(*steps)
 
 
 def _older_minor(version: str | None, want: Version) -> bool:

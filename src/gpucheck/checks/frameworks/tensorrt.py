@@ -18,7 +18,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import TensorrtRelease
 from gpucheck.model.environments import Distribution, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool, command_step, make_fix, manual
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
 _CU = re.compile(r"^tensorrt-cu(\d+)(?:-|$)")
 _REQ_CU = re.compile(r"-cu(\d+)\b")
@@ -97,7 +97,7 @@ def _gpu_outcome(
     steps: list[Step | Literal["or"]] = []
     if env is None:
         steps += [
-            manual(
+            Step.manual(
                 "install a TensorRT release that supports these GPUs from NVIDIA's TensorRT "
                 "downloads"
             ),
@@ -109,12 +109,10 @@ def _gpu_outcome(
         if env is not None:
             steps.append(pip_step(ctx, env, why, command, [moved]))
         else:
-            steps.append(
-                command_step(f"use the pip wheels: {why}", command, Tool.PIP, changes=[moved])
-            )
+            steps.append(Step.run(f"use the pip wheels: {why}", command, Tool.PIP, changes=[moved]))
     if not installs:
-        steps.append(manual(f"install a {name} release that supports these GPUs"))
-    fix = make_fix(*steps)
+        steps.append(Step.manual(f"install a {name} release that supports these GPUs"))
+    fix = Fix.of(*steps)
     bad = "; ".join(f"{t.label}, compute {t.cc}" for t in [*low, *high])
     span = f"{row.min_cc or '?'} to {row.max_cc or '?'}"
     return Outcome.fail(
@@ -135,7 +133,7 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
         for major in trt.majors:
 
             def fix(major: int = major) -> Fix:
-                return make_fix(upgrade_driver(ctx, f"{major}.0"))
+                return Fix.of(upgrade_driver(ctx, f"{major}.0"))
 
             items.append(
                 (
@@ -218,14 +216,14 @@ def _engine(
     )
     if "cannot open shared object file" in low:
         return Outcome.fail(
-            "import tensorrt fails: a library is missing", error, fix=make_fix(reinstall)
+            "import tensorrt fails: a library is missing", error, fix=Fix.of(reinstall)
         )
     if "error: 35" in low or "insufficient" in low or "too old" in low:
         major = trt.majors[-1] if trt.majors else None
-        fix = make_fix(
+        fix = Fix.of(
             upgrade_driver(ctx, f"{major}.0")
             if major
-            else manual("upgrade the NVIDIA driver", Layer.DRIVER)
+            else Step.manual("upgrade the NVIDIA driver", Layer.DRIVER)
         )
         return Outcome.fail(
             f"{name} cannot start CUDA: the driver is too old for its CUDA build",
@@ -240,8 +238,8 @@ def _engine(
     return Outcome.fail(
         f"{name} could not build a one-layer engine (doctor --deep)",
         error,
-        fix=make_fix(
-            command_step(
+        fix=Fix.of(
+            Step.run(
                 "run it by hand to see TensorRT's log",
                 "python -c 'import tensorrt'",
                 environment=env.python,

@@ -32,7 +32,7 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Fix, Layer, command_step, make_fix, manual, set_env
+from gpucheck.model.fix import OR, Fix, Layer, Step
 
 
 @framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)
@@ -71,7 +71,7 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome 
         switch = torch_switch(ctx, env, cc_list(targets(ctx)))
         if switch is not None:
             switch.text = "keep this driver and " + switch.text
-        return make_fix(upgrade_driver(ctx, cuda), OR, switch)
+        return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
 
     return driver_outcome(ctx, t.name, cuda, fix)
 
@@ -166,8 +166,8 @@ def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | Non
     return Outcome.fail(
         f"{t.name} does not support this environment's Python {py}",
         f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=make_fix(
-            command_step(
+        fix=Fix.of(
+            Step.run(
                 f"create the environment with a Python {low} to {high}, then reinstall torch there",
                 f"python{high} -m venv .venv",
             ),
@@ -207,12 +207,14 @@ def extension_toolkit(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Ou
         f"{t.name} was built with CUDA {want}, the local toolkit is CUDA {have}: building CUDA "
         f"extensions (torch.utils.cpp_extension, pip installs that compile) {effect}",
         *evidence,
-        fix=make_fix(
-            manual(
+        fix=Fix.of(
+            Step.manual(
                 f"to build extensions for this torch, install a CUDA {want} toolkit "
                 f"(https://developer.nvidia.com/cuda-{want.major}-{want.minor}-0-download-archive)",
                 Layer.CUDA,
             ),
-            set_env("CUDA_HOME", f"/usr/local/cuda-{want}", "point builds at it", Layer.EXTENSIONS),
+            Step.set_env(
+                "CUDA_HOME", f"/usr/local/cuda-{want}", "point builds at it", Layer.EXTENSIONS
+            ),
         ),
     )

@@ -15,7 +15,7 @@ from gpucheck.checks.frameworks.environments import change, environment_check, m
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Layer, command_step, info, make_fix
+from gpucheck.model.fix import OR, Fix, Layer, Step
 
 XLA_USERS = ("jax", "jaxlib", "tensorflow", "tensorflow-cpu", "tf-nightly")
 # What the flags people set most do; a flag not listed is shown as set, without comment.
@@ -101,7 +101,7 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
             [change(env, wheel.name, requirement=below)],
             Layer.CUDA,
         )
-    fix = make_fix(upgrade_driver(ctx, version), OR, keep)
+    fix = Fix.of(upgrade_driver(ctx, version), OR, keep)
     return Outcome.fail(
         f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: the code it "
         "compiles does not load ('the provided PTX was compiled with an unsupported "
@@ -131,12 +131,12 @@ def _devices(ctx: Context, env: PythonEnvironment) -> list[tuple[str | None, Out
                     f"{label}: XLA sees {seen} GPU(s) while CUDA shows {shown}",
                     *(rt.xla_devices or ["no XLA GPU device"]),
                     *([rt.xla_error] if rt.xla_error else []),
-                    fix=make_fix(
-                        info(
+                    fix=Fix.of(
+                        Step.info(
                             "check XLA_FLAGS/TF_XLA_FLAGS and the framework's CUDA plugin (see "
                             "jax.cpu-build, tensorflow.cuda-libraries)"
                         ),
-                        command_step(
+                        Step.run(
                             "see what XLA lists",
                             "python -c 'import jax; print(jax.devices())'",
                             environment=env.python,
