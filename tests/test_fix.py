@@ -43,6 +43,8 @@ def test_steps_render_in_order_with_their_commands_and_the_other_ways_after_or()
     assert fix.commands == ["sudo nvidia-smi -r -i 1", "export CUDA_VISIBLE_DEVICES=0"]
     assert fix.steps[3].tool is Tool.ENV
     assert Fix.of(OR, Step.info("see above"), None).text == "See above"  # a leading OR, a None
+    names = Fix.of(Step.reboot(), OR, Step.manual("TensorFlow 2.10 on native Windows"))
+    assert names.text == "Reboot; or TensorFlow 2.10 on native Windows"  # a name keeps its case
 
 
 def test_a_step_shared_between_fixes_is_copied_not_changed() -> None:
@@ -59,7 +61,7 @@ def test_joined_fixes_keep_each_step_once() -> None:
     assert joined is not None
     assert joined.text == (
         "Reset the GPU: `sudo nvidia-smi -r -i 1`; drain the node; "
-        "Reset the GPU: `sudo nvidia-smi -r -i 1`"
+        "reset the GPU: `sudo nvidia-smi -r -i 1`"
     )
     assert [s.text for s in joined.steps] == ["reset the GPU", "drain the node"]
     assert Fix.joined([]) is None

@@ -168,13 +168,24 @@ class Fix(Struct):
     def joined(cls, fixes: Iterable[Fix]) -> Fix | None:
         """Several findings' fixes as one (e.g. one per environment): their steps in order, each
         once."""
-        texts: list[str] = []
+        texts: list[str] = []  # each after the first starts lower case: one sentence
         steps: list[Step] = []
         for fix in fixes:
-            if fix.text not in texts:
-                texts.append(fix.text)
+            text = _lower_first(fix.text)
+            if text not in texts:
+                texts.append(text)
             steps += [s for s in fix.steps if s not in steps]
-        return cls("; ".join(texts), steps) if texts else None
+        joined = "; ".join(texts)
+        return cls(joined[:1].upper() + joined[1:], steps) if texts else None
+
+
+def _lower_first(text: str) -> str:
+    """A sentence's first word in lower case, to go on after '; ' (but not a name: "PID",
+    "NVIDIA", "TensorFlow" keep theirs)."""
+    first = text.split(" ", 1)[0]
+    if first[:1].isupper() and first[1:] == first[1:].lower():
+        return text[:1].lower() + text[1:]
+    return text
 
 
 def render(steps: list[Step]) -> str:
@@ -185,7 +196,7 @@ def render(steps: list[Step]) -> str:
         if i == 0:
             out = said[:1].upper() + said[1:]
         elif step.option != steps[i - 1].option:
-            out += "; or " + said[:1].lower() + said[1:]
+            out += "; or " + _lower_first(said)
         else:
             out += "; " + said
     return out
