@@ -427,7 +427,7 @@ def test_cudnn_that_cannot_load_warns_with_pip_force_reinstall() -> None:
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
     assert "cannot be loaded" in f.title
-    assert f.fix.commands == ["pip install --force-reinstall nvidia-cudnn-cu12==9.1.0.70"]
+    assert f.fix and f.fix.commands == ["pip install --force-reinstall nvidia-cudnn-cu12==9.1.0.70"]
     assert any("libcudnn_graph.so.9" in e for e in f.evidence)
 
 
@@ -536,7 +536,7 @@ def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
     ]
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
-    assert f.fix.commands == [
+    assert f.fix and f.fix.commands == [
         "/home/me/venvs/train/bin/python -m pip install --force-reinstall "
         "nvidia-cudnn-cu12==9.1.0.70"
     ]
