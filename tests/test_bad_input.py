@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucheck.compat import Compat, CompatError, data_dir, driver_text, parse_version
-from gpucheck.probes.native import parse_nvcc_version
+from gpucheck.probes.cuda_tools import parse_nvcc_version
 from gpucheck.probes.system import parse_module_version
 
 if sys.version_info >= (3, 11):
