@@ -21,6 +21,8 @@ ENVIRONMENTS: dict[str, tuple[str, ...]] = {
     "torch-2.13.0": ("torch==2.13.0",),
     "tensorflow-cpu-2.21.0": ("tensorflow-cpu==2.21.0",),
     "torch-and-tensorflow": ("torch==2.13.0", "tensorflow-cpu==2.21.0"),
+    # fit's activation measurement: Hugging Face's own Llama modelling code, random weights.
+    "torch-transformers": ("torch==2.13.0", "transformers==5.23.0"),
 }
 INSTALL_TIMEOUT = 1800  # seconds: the wheels are hundreds of MB
 

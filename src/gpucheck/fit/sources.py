@@ -8,7 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from gpucheck.fit.safetensors import from_safetensors
-from gpucheck.fit.shape import ModelError, ModelShape, from_config
+from gpucheck.fit.config import from_config
+from gpucheck.fit.shape import ModelError, ModelShape
 
 # A Hub id: "org/name" or "name" that is not a file here. Nothing is downloaded.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
