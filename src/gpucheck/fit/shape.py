@@ -82,6 +82,10 @@ class ModelShape:
         return None not in (self.layers, self.hidden, self.heads)
 
     @property
+    def heads_or_one(self) -> int:
+        return self.heads or 1
+
+    @property
     def active(self) -> int:
         return self.active_params if self.active_params is not None else self.params
 

@@ -53,7 +53,9 @@ def with_config(counted: ModelShape, folder: Path) -> ModelShape:
     return replace(
         arch,
         source=counted.source,
-        params=counted.params or arch.params,
+        # A quantised checkpoint packs several weights in one stored element (GPTQ's I32
+        # qweight): its count is the config's, its bytes the files'.
+        params=arch.params if arch.quantization or not counted.params else counted.params,
         param_bytes=counted.param_bytes,
         param_dtypes=counted.param_dtypes,
         notes=counted.notes,
