@@ -10,7 +10,9 @@ Two layer models, chosen by the family:
   normalised output before and after the weight; SwiGLU keeps gate, act(gate), up and their
   product; fused attention (SDPA/flash) keeps Q, K, V, its output and an fp32 log-sum-exp per
   row; eager attention keeps K and V repeated to every head, the fp32 softmax and its 16-bit
-  copy. Checked against torch's saved tensors of a real LlamaForCausalLM (tests).
+  copy; an MoE layer keeps, per token and chosen expert, the gathered input and output rows
+  and the routing bookkeeping. Checked against torch's saved tensors of real LlamaForCausalLM
+  and Qwen3MoeForCausalLM (tests/test_fit_measured.py).
 Full recomputation keeps each layer's input only (Korthikanti section 4.1: 2*s*b*h*L), plus one
 layer rebuilt at a time.
 """
@@ -76,10 +78,17 @@ def _hf_rms_layer(shape: ModelShape, setup: Setup, seq: int, moe: bool) -> float
     else:
         softmax = 4 * a * s * s + (act * a * s * s if act < 4 else 0)
         attention = act * s * 4 * q_dim + softmax
+    if shape.qk_norm:  # per-head RMSNorm of Q and K: fp32 copy, 1/rms, normalised
+        attention += (4 + act) * s * (q_dim + kv_dim) + 4 * s * (a + (shape.kv_heads or a))
     inter, copies = mlp_width(shape, moe)
     per_copy = (4 if shape.gated_mlp else 2) * act * s * inter
-    router = 4 * s * shape.experts if moe else 0  # fp32 router logits
-    return 2 * norm + attention + copies * per_copy + router
+    routing = 0.0
+    if moe:
+        k = shape.experts_per_token
+        # fp32 router logits; per (token, expert): its gathered input and output rows, the
+        # routing weight and the indices that scatter it back (int64).
+        routing = 4 * s * shape.experts + s * k * (2 * h * act + act + 4 + 3 * 8)
+    return 2 * norm + attention + copies * per_copy + routing
 
 
 def train_activations(

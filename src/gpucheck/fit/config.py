@@ -101,6 +101,7 @@ def from_config(path: Path) -> ModelShape:
         vocab=arch.vocab,
         gated_mlp=arch.gated,
         rms_norm=family.rms,
+        qk_norm=family.qk_norm,
         dropout=_dropout(cfg),
         max_positions=extra["positions"],
         decoder=not family.encoder_only,

@@ -49,6 +49,7 @@ class ModelShape:
     vocab: int | None = None
     gated_mlp: bool = False  # SwiGLU/GeGLU: three MLP matrices, not two
     rms_norm: bool = False  # RMSNorm in fp32 (Llama-style): activations per Hugging Face's code
+    qk_norm: bool = False  # RMSNorm over each head's Q and K (Qwen3, Gemma 3)
     dropout: bool = False  # dropout masks are saved for backward
     max_positions: int | None = None
     decoder: bool = True  # False: an encoder (BERT): no KV cache, no generation
