@@ -11,9 +11,9 @@ import pytest
 from conftest import REPO
 
 from gpucheck.fit.activations import layer_activations
+from gpucheck.fit.config import from_config
 from gpucheck.fit.estimate import Setup, estimate, largest_batch
 from gpucheck.fit.safetensors import from_safetensors
-from gpucheck.fit.config import from_config
 from gpucheck.fit.shape import ModelError, ModelShape
 from gpucheck.fit.units import UnitError, parse_count, parse_size
 
@@ -107,10 +107,10 @@ def test_largest_batch_fits_and_one_more_does_not() -> None:
 
 
 def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
-    header = {
+    header: dict[str, object] = {
         name: {"dtype": d, "shape": s, "data_offsets": [0, 0]} for name, (d, s) in tensors.items()
     }
-    header["__metadata__"] = {"format": "pt"}  # type: ignore[assignment]
+    header["__metadata__"] = {"format": "pt"}
     raw = json.dumps(header).encode()
     path.write_bytes(struct.pack("<Q", len(raw)) + raw)  # no data: only the header is read
 

@@ -31,7 +31,10 @@ def venv_python(name: str) -> Path:
     """The interpreter of the named environment, building it if needed (FetchError on failure)."""
     requirements = ENVIRONMENTS[name]
     base = cache_root() / "venvs" / name
-    wanted = {"requirements": list(requirements), "python": sys.version.split()[0]}
+    wanted: dict[str, object] = {
+        "requirements": list(requirements),
+        "python": sys.version.split()[0],
+    }
     with _locked(base):
         python = base / "env" / "bin" / "python"
         if _read_marker(base) == wanted and python.exists():

@@ -268,4 +268,3 @@ def _python_with_torch(python: str | None, timeout: float) -> str:
             "--python PATH of the environment that has it"
         )
     return found.python
-

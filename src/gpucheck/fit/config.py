@@ -38,7 +38,9 @@ class _Reader:
     def __init__(self, path: Path, cfg: dict[str, Any]) -> None:
         self.path, self.cfg = path, cfg
 
-    def int(self, names: tuple[str, ...], minimum: int = 1, limit: str | None = None) -> int | None:
+    def number(
+        self, names: tuple[str, ...], minimum: int = 1, limit: str | None = None
+    ) -> int | None:
         """The first of `names` present (null is absent); a value that is not a whole number
         >= minimum, or is absurdly large, is an error naming the field."""
         for name in names:
@@ -56,7 +58,7 @@ class _Reader:
         return None
 
     def need(self, names: tuple[str, ...], limit: str) -> int:
-        value = self.int(names, limit=limit)
+        value = self.number(names, limit=limit)
         if value is None:
             raise ModelError(
                 f"{self.path}: not a transformer config fit can read (no {names[0]}); "
@@ -82,7 +84,9 @@ def from_config(path: Path) -> ModelShape:
     if family is None:
         family = _unknown_family(r, model_type, notes)
     archs = cfg.get("architectures")
-    arch_name = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    arch_name = (
+        archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    )
     arch, extra = _arch(r, model_type, family, notes)
     counts = count(arch)
     linears = counts.linears
@@ -151,13 +155,13 @@ def _arch(
     cfg = r.cfg
     hidden = r.need(_HIDDEN, "hidden")
     enc_dec = family.encoder_decoder or model_type in _ENCODER_DECODER
-    layers = r.int(_DEC_LAYERS, limit="layers") if enc_dec else None
+    layers = r.number(_DEC_LAYERS, limit="layers") if enc_dec else None
     layers = layers or r.need(_LAYERS, "layers")
     heads = r.need(_HEADS, "heads")
-    vocab = r.int(("vocab_size", "padded_vocab_size"), limit="vocab")
+    vocab = r.number(("vocab_size", "padded_vocab_size"), limit="vocab")
     if vocab is None:
         raise ModelError(f"{r.path}: not a transformer config fit can read (no vocab_size)")
-    head_dim = r.int(("head_dim", "kv_channels", "d_kv"), limit="head_dim")
+    head_dim = r.number(("head_dim", "kv_channels", "d_kv"), limit="head_dim")
     if head_dim is None:
         if hidden % heads:
             raise ModelError(
@@ -166,7 +170,7 @@ def _arch(
             )
         head_dim = hidden // heads
     kv_heads = _kv_heads(r, model_type, family, heads)
-    intermediate = r.int(_INTERMEDIATE, limit="intermediate") or 4 * hidden
+    intermediate = r.number(_INTERMEDIATE, limit="intermediate") or 4 * hidden
     gated = family.gated
     ff = str(cfg.get("feed_forward_proj") or "")
     if model_type in ("t5", "mt5") and ff:
@@ -177,7 +181,7 @@ def _arch(
     attn_bias = r.flag("attention_bias")
     mlp_bias = r.flag("mlp_bias")
     qkv_bias = family.qkv_bias or bool(biased) or bool(attn_bias)
-    positions = r.int(_POSITIONS)
+    positions = r.number(_POSITIONS)
     learned = (positions or 0) + family.position_offset if family.positions else 0
     if family.positions and not positions:
         raise ModelError(f"{r.path}: learned position embeddings but no max_position_embeddings")
@@ -197,26 +201,24 @@ def _arch(
     )  # fmt: skip
     if mla:
         arch = replace(
-            arch, mla=True, q_lora_rank=r.int(("q_lora_rank",)),
-            kv_lora_rank=r.int(("kv_lora_rank",), limit="head_dim") or 0,
-            rope_dim=r.int(("qk_rope_head_dim",), limit="head_dim") or 0,
-            nope_dim=r.int(("qk_nope_head_dim",), limit="head_dim") or head_dim,
-            v_dim=r.int(("v_head_dim",), limit="head_dim") or head_dim,
+            arch, mla=True, q_lora_rank=r.number(("q_lora_rank",)),
+            kv_lora_rank=r.number(("kv_lora_rank",), limit="head_dim") or 0,
+            rope_dim=r.number(("qk_rope_head_dim",), limit="head_dim") or 0,
+            nope_dim=r.number(("qk_nope_head_dim",), limit="head_dim") or head_dim,
+            v_dim=r.number(("v_head_dim",), limit="head_dim") or head_dim,
         )  # fmt: skip
     if family.encoder_only:  # BERT: token types, a LayerNorm on the embeddings, a pooler
         arch = replace(
-            arch, token_types=r.int(("type_vocab_size",), minimum=0) or 0,
+            arch, token_types=r.number(("type_vocab_size",), minimum=0) or 0,
             embedding_norms=1, final_norm_per_stack=False, pooler=True,
         )  # fmt: skip
     arch = _moe(r, arch)
     if enc_dec:
         arch = _encoder_decoder(r, model_type, arch, intermediate)
     window, windowed = _window(r, model_type, layers)
-    if arch.mla:
-        kv_per_layer = arch.kv_lora_rank + arch.rope_dim  # the latent and the shared rope key
-    else:
-        kv_per_layer = 2 * kv_heads * head_dim
-    encoder_positions = r.int(("max_source_positions",)) if model_type == "whisper" else None
+    # MLA keeps the latent and the shared rope key; others K and V per KV head.
+    kv_per_layer = arch.kv_lora_rank + arch.rope_dim if arch.mla else 2 * kv_heads * head_dim
+    encoder_positions = r.number(("max_source_positions",)) if model_type == "whisper" else None
     return arch, {
         "positions": positions, "kv_per_layer": kv_per_layer, "window": window,
         "windowed": windowed, "encoder_positions": encoder_positions,
@@ -227,12 +229,12 @@ def _kv_heads(r: _Reader, model_type: str, family: Family, heads: int) -> int:
     multi_query = r.flag("multi_query")
     if model_type in ("falcon", "refinedweb", "refinedwebmodel"):
         if r.flag("new_decoder_architecture") or model_type == "refinedweb":
-            kv = r.int(_KV_HEADS, limit="heads")
+            kv = r.number(_KV_HEADS, limit="heads")
             return kv or heads
         return 1 if multi_query is not False else heads
     if family.multi_query_default and multi_query is not False:
         return 1
-    kv = r.int(_KV_HEADS, limit="heads")
+    kv = r.number(_KV_HEADS, limit="heads")
     if kv is None:
         return 1 if multi_query else heads
     if kv > heads:
@@ -247,19 +249,19 @@ def _kv_heads(r: _Reader, model_type: str, family: Family, heads: int) -> int:
 
 
 def _moe(r: _Reader, arch: Arch) -> Arch:
-    experts = r.int(_EXPERTS, minimum=0, limit="experts") or 0
+    experts = r.number(_EXPERTS, minimum=0, limit="experts") or 0
     if experts <= 1:
         return arch
-    top_k = r.int(_TOP_K, limit="experts") or 2
+    top_k = r.number(_TOP_K, limit="experts") or 2
     if top_k > experts:
         raise ModelError(f"{r.path}: num_experts_per_tok ({top_k}) is more than the experts "
                          f"({experts})")  # fmt: skip
-    width = r.int(("moe_intermediate_size",), limit="intermediate") or arch.intermediate
-    shared = r.int(("shared_expert_intermediate_size",), minimum=0, limit="intermediate") or 0
-    n_shared = r.int(("n_shared_experts",), minimum=0, limit="experts") or 0
+    width = r.number(("moe_intermediate_size",), limit="intermediate") or arch.intermediate
+    shared = r.number(("shared_expert_intermediate_size",), minimum=0, limit="intermediate") or 0
+    n_shared = r.number(("n_shared_experts",), minimum=0, limit="experts") or 0
     shared += n_shared * width
-    first_dense = r.int(("first_k_dense_replace",), minimum=0, limit="layers") or 0
-    step = r.int(("decoder_sparse_step", "moe_layer_freq"), limit="layers") or 1
+    first_dense = r.number(("first_k_dense_replace",), minimum=0, limit="layers") or 0
+    step = r.number(("decoder_sparse_step", "moe_layer_freq"), limit="layers") or 1
     only_dense = r.cfg.get("mlp_only_layers")
     dense_set = set(only_dense) if isinstance(only_dense, list) else set()
     moe_layers = sum(
@@ -274,30 +276,31 @@ def _moe(r: _Reader, arch: Arch) -> Arch:
 
 
 def _encoder_decoder(r: _Reader, model_type: str, arch: Arch, intermediate: int) -> Arch:
-    enc_layers = r.int(("encoder_layers", "num_layers"), limit="layers") or arch.layers
-    enc_heads = r.int(("encoder_attention_heads", "num_heads"), limit="heads") or arch.heads
-    enc_ffn = r.int(("encoder_ffn_dim", "d_ff"), limit="intermediate") or intermediate
-    common = {"encoder_layers": enc_layers, "encoder_heads": enc_heads,
-              "encoder_intermediate": enc_ffn}  # fmt: skip
+    enc_layers = r.number(("encoder_layers", "num_layers"), limit="layers") or arch.layers
+    enc_heads = r.number(("encoder_attention_heads", "num_heads"), limit="heads") or arch.heads
+    enc_ffn = r.number(("encoder_ffn_dim", "d_ff"), limit="intermediate") or intermediate
+    arch = replace(
+        arch, encoder_layers=enc_layers, encoder_heads=enc_heads, encoder_intermediate=enc_ffn
+    )
     if model_type in ("t5", "mt5"):
-        buckets = r.int(("relative_attention_num_buckets",)) or 32
-        return replace(arch, **common, relative_buckets=buckets, norms_per_layer=2)
+        buckets = r.number(("relative_attention_num_buckets",)) or 32
+        return replace(arch, relative_buckets=buckets, norms_per_layer=2)
     if model_type == "whisper":
         return replace(
-            arch, **common, encoder_positions=r.int(("max_source_positions",)) or 1500,
-            conv_frontend=r.int(("num_mel_bins",)) or 80,
+            arch, encoder_positions=r.number(("max_source_positions",)) or 1500,
+            conv_frontend=r.number(("num_mel_bins",)) or 80,
         )  # fmt: skip
     # BART-style: learned positions on both stacks, a LayerNorm after each embedding, and
     # (mBART only) a final LayerNorm on each stack.
     return replace(
-        arch, **common, encoder_positions=arch.positions, embedding_norms=2,
+        arch, encoder_positions=arch.positions, embedding_norms=2,
         final_norm_per_stack=model_type == "mbart",
     )  # fmt: skip
 
 
 def _window(r: _Reader, model_type: str, layers: int) -> tuple[int | None, int]:
     """(window, layers using it): KV of those layers is capped at the window."""
-    window = r.int(("sliding_window",), limit=None)
+    window = r.number(("sliding_window",), limit=None)
     if window is None or r.flag("use_sliding_window") is False:
         return None, 0
     types = r.cfg.get("layer_types")
@@ -305,11 +308,11 @@ def _window(r: _Reader, model_type: str, layers: int) -> tuple[int | None, int]:
         return window, sum(1 for t in types if t == "sliding_attention")
     if model_type == "gemma2":
         return window, (layers + 1) // 2  # even-numbered layers are local
-    pattern = r.int(("sliding_window_pattern",))
+    pattern = r.number(("sliding_window_pattern",))
     if pattern:
         return window, layers - layers // pattern  # every pattern-th layer is global
     if model_type in ("qwen2", "qwen2_moe"):
-        first = r.int(("max_window_layers",), minimum=0) or 0
+        first = r.number(("max_window_layers",), minimum=0) or 0
         return window, max(0, layers - first)
     return window, layers
 

@@ -72,7 +72,9 @@ def _norm(arch: Arch, width: int) -> int:
     return width * (2 if arch.norm_bias else 1)
 
 
-def attention(arch: Arch, heads: int, kv_heads: int, cross: bool = False) -> tuple[int, list[Linear]]:
+def attention(
+    arch: Arch, heads: int, kv_heads: int, cross: bool = False
+) -> tuple[int, list[Linear]]:
     """One attention block's parameters and its linear layers (per layer)."""
     h, d = arch.hidden, arch.head_dim
     if arch.mla and not cross:
@@ -126,7 +128,9 @@ def count(arch: Arch) -> Counts:
     linears += [Linear(x.name, x.inputs, x.outputs, dense_layers) for x in dense_lin]
     if arch.moe_layers:
         expert, expert_lin = mlp(arch, arch.moe_intermediate)
-        shared, shared_lin = mlp(arch, arch.shared_intermediate) if arch.shared_intermediate else (0, [])
+        shared, shared_lin = (
+            mlp(arch, arch.shared_intermediate) if arch.shared_intermediate else (0, [])
+        )
         router = h * arch.experts + (h if arch.shared_gate else 0)
         per_layer = arch.experts * expert + shared + router
         total += arch.moe_layers * per_layer

@@ -12,12 +12,14 @@ bitsandbytes do. Bits per quantised weight, metadata included:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES
 
 QUANTISED = ("int8", "int4", "nf4", "fp8")
 # Metadata bits per quantised weight (scales, zero points), a linear layer of `inputs` columns.
-_META_BITS = {
+_META_BITS: dict[str, Callable[[int], float]] = {
     "int4": lambda inputs: (16 + 4) / 128,
     "nf4": lambda inputs: 8 / 64 + 32 / (64 * 256),
     "int8": lambda inputs: 32 / inputs,
@@ -38,7 +40,7 @@ def linear_params(shape: ModelShape) -> int:
 def weight_bytes(shape: ModelShape, dtype: str, params: int | None = None) -> tuple[float, str]:
     """(bytes, how) of the weights of `params` (default: all) in `dtype`."""
     n = shape.params if params is None else params
-    if dtype not in QUANTISED or dtype == "fp8" and not shape.linears:
+    if dtype not in QUANTISED or (dtype == "fp8" and not shape.linears):
         per = DTYPE_BYTES[dtype]
         return n * per, f"{n:,} params x {per:g} B ({dtype})"
     quantised = linear_params(shape) if shape.linears else n

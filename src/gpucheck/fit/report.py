@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from gpucheck.exit_status import ExitStatus
 from gpucheck.fit.estimate import Estimate, Setup, largest_batch, verdict
 from gpucheck.fit.shape import ModelShape
-from gpucheck.exit_status import ExitStatus
 from gpucheck.fit.units import DTYPE_BYTES, gib, human_count
 from gpucheck.version import __version__
 
@@ -55,8 +55,10 @@ class FitReport:
         if not self.gate:
             return ExitStatus.OK
         bad = ("does not fit", "may fit")
-        return ExitStatus.FAILED if any(v["verdict"] in bad for v in self.verdicts()) else (
-            ExitStatus.OK
+        return (
+            ExitStatus.FAILED
+            if any(v["verdict"] in bad for v in self.verdicts())
+            else (ExitStatus.OK)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,8 +131,12 @@ def render_text(report: FitReport, stream: IO[str]) -> None:
         count += f"{shape.experts} experts)"
     w(f"gpucheck {__version__} fit: {count} ({shape.source})\n")
     if shape.kv_bytes_per_token_element and shape.decoder:
-        kind = "MLA latent" if shape.mla else (
-            "MQA" if shape.kv_heads == 1 else "GQA" if shape.kv_heads != shape.heads else "MHA"
+        kind = (
+            "MLA latent"
+            if shape.mla
+            else (
+                "MQA" if shape.kv_heads == 1 else "GQA" if shape.kv_heads != shape.heads else "MHA"
+            )
         )
         b = DTYPE_BYTES[setup.kv_dtype or "bf16"]
         w(f"  {shape.family or 'transformer'}, {shape.layers} layers, {kind} "

@@ -41,7 +41,9 @@ def infer(shape: ModelShape, setup: Setup) -> Estimate:
         kv = 0.0
         if shape.decoder and shape.kv_per_layer is not None:
             kv = shape.kv_elements(s, tp) * stage * kv_b
-            parts.append(Part("kv_cache", kv * setup.batch, _kv_how(shape, setup, kv_dtype, tp, pp)))
+            parts.append(
+                Part("kv_cache", kv * setup.batch, _kv_how(shape, setup, kv_dtype, tp, pp))
+            )
             if shape.sliding_window and shape.windowed_layers and s > shape.sliding_window:
                 assumptions.append(
                     f"sliding window: {shape.windowed_layers} of {shape.layers} layers keep "
@@ -87,9 +89,7 @@ def infer(shape: ModelShape, setup: Setup) -> Estimate:
     return finish(parts, per_sample, assumptions)
 
 
-def _weights(
-    shape: ModelShape, setup: Setup, tp: int, pp: int, assumptions: list[str]
-) -> Part:
+def _weights(shape: ModelShape, setup: Setup, tp: int, pp: int, assumptions: list[str]) -> Part:
     if setup.stored_bytes:
         total, how = float(setup.stored_bytes), f"{setup.stored_bytes:,} B as the files store them"
     else:
@@ -121,8 +121,7 @@ def _kv_how(shape: ModelShape, setup: Setup, kv_dtype: str, tp: int, pp: int) ->
     s = setup.seq or 0
     if shape.mla:
         each = (
-            f"{shape.layers} layers x {shape.kv_per_layer} latent (kv_lora_rank + "
-            f"qk_rope_head_dim)"
+            f"{shape.layers} layers x {shape.kv_per_layer} latent (kv_lora_rank + qk_rope_head_dim)"
         )
     else:
         heads = shape.kv_heads or 0
@@ -132,9 +131,7 @@ def _kv_how(shape: ModelShape, setup: Setup, kv_dtype: str, tp: int, pp: int) ->
     if shape.sliding_window and shape.windowed_layers and s > shape.sliding_window:
         window = f" ({shape.windowed_layers} layers capped at the {shape.sliding_window} window)"
     stage = f" x {math.ceil((shape.layers or 1) / pp)}/{shape.layers} layers" if pp > 1 else ""
-    return (
-        f"{each} x {s} tokens{window} x {kv_b:g} B ({kv_dtype}){stage} x batch {setup.batch}"
-    )
+    return f"{each} x {s} tokens{window} x {kv_b:g} B ({kv_dtype}){stage} x batch {setup.batch}"
 
 
 def _buffers(

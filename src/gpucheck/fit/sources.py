@@ -7,8 +7,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from gpucheck.fit.safetensors import from_safetensors
 from gpucheck.fit.config import from_config
+from gpucheck.fit.safetensors import from_safetensors
 from gpucheck.fit.shape import ModelError, ModelShape
 
 # A Hub id: "org/name" or "name" that is not a file here. Nothing is downloaded.
