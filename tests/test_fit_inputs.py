@@ -1,6 +1,6 @@
 """`gpucheck fit`'s inputs: every bad value refused with one line and exit 2 (USAGE), options that
 do not apply to the mode refused, a lower bound never called "fits", and nothing judged never
-exit 0 (issue #19 item 7, issue #21 item 14)."""
+exit 0 but 1, as the doctor's (issue #19 item 7, issue #21 item 14)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_bad_options_are_one_line_and_exit_2(  # type: ignore[no-untyped-def]
 def test_with_no_gpu_to_judge_the_estimate_is_printed_and_the_exit_is_not_0(gpucheck) -> None:  # type: ignore[no-untyped-def]
     # Issue #21 item 14: `fit --params 7B --infer` on a machine with no GPU exited 0.
     result = gpucheck("fit", "--params", "7B", "--infer", "--json")
-    assert result.returncode == 2
+    assert result.returncode == 1  # as the doctor's "nothing was judged"
     assert json.loads(result.stdout)["verdicts"] == []
     assert "no GPU judged" in result.stderr and result.stderr.count("\n") == 1
 

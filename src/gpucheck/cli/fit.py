@@ -3,12 +3,15 @@ it fits this machine's GPUs (or a given size, or every GPU in the compat data)."
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpucheck.cli.common import JsonOpt, OutputOpt, PythonOpt, TimeoutOpt, UserError, write_output
+from gpucheck.exit_status import ExitStatus
 
 if TYPE_CHECKING:
     from gpucheck.fit.shape import ModelShape
@@ -134,9 +137,9 @@ def fit(
 ) -> None:
     """Will this model train (or serve) on these GPUs at this batch size?
 
-    Exit codes: 0 it fits every GPU judged (or --all-gpus, a survey); 1 it does not fit one, or
-    only a lower bound could be counted ("may fit"); 2 usage error, an unreadable model file, or
-    no GPU to judge against (the estimate is still printed).
+    Exit codes: 0 it fits every GPU judged (or --all-gpus, a survey); 1 it does not fit one,
+    only a lower bound could be counted ("may fit"), or no GPU was judged (the estimate is still
+    printed); 2 usage error or an unreadable model file.
     """
     from gpucheck.fit.report import FitReport, Target, render_text
     from gpucheck.fit.request import Request, setup_from
@@ -226,8 +229,11 @@ def fit(
     else:
         write_output(output, lambda s: render_text(report, s))
     if why:
-        # Nothing was judged: a script must not read this as "fits".
-        raise UserError("no GPU judged: " + why)
+        # Nothing was judged: a script must not read this as "fits" (as the doctor's 1).
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.write(f"gpucheck: no GPU judged: {why}\n")
+            sys.stderr.flush()
+        raise typer.Exit(ExitStatus.FAILED)
     raise typer.Exit(report.exit_code)
 
 
