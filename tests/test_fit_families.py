@@ -152,3 +152,21 @@ def test_readme_examples_moe_mqa_and_multi_gpu_serving(gpucheck) -> None:  # typ
     tp = gpucheck("fit", str(FIT / "meta-llama-3-70b" / "config.json"), "--infer", "--seq",
                   "8192", "--batch", "8", "--gpus", "4", "--gpu-memory", "80GiB")  # fmt: skip
     assert tp.returncode == 0 and "4 GPUs tensor parallel" in tp.stdout
+
+
+def test_an_index_without_its_shards_serves_at_its_total_size_with_the_configs_count(  # type: ignore[no-untyped-def]
+    gpucheck, tmp_path: Path
+) -> None:
+    # metadata.total_size is the bytes the shards hold, whatever their dtypes: it is not
+    # divided by a --dtype; the parameter count comes from the config beside it.
+    (tmp_path / "config.json").write_bytes(
+        (FIT / "tiny-llama-measure" / "config.json").read_bytes()
+    )
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({
+        "metadata": {"total_size": 7_000_000}, "weight_map": {"a": "model-00001-of-00002.safetensors"},
+    }))  # fmt: skip
+    data = json.loads(gpucheck("fit", str(tmp_path), "--infer", "--seq", "8", "--gpu-memory",
+                               "8GiB", "--json").stdout)  # fmt: skip
+    assert data["model"]["params"] == 3_795_200
+    weights = next(p for p in data["per_gpu"]["parts"] if p["name"] == "weights")
+    assert weights["bytes"] == 7_000_000

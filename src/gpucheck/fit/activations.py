@@ -51,7 +51,9 @@ def _korthikanti_layer(shape: ModelShape, setup: Setup, seq: int, moe: bool) -> 
     inter, copies = mlp_width(shape, moe)
     scale = activation_bytes(setup.dtype) / 2  # the paper's figures are for 2-byte values
     mask = 1 if shape.dropout else 0
-    attention = (2 + 4 + 2 + 2) * seq * h * scale + mask * seq * h
+    # Q and the output-projection input are h wide; K and V kv_heads x head_dim (MQA/GQA).
+    kv = (shape.kv_heads or a) * (shape.head_dim or h // a) / h
+    attention = (2 + 2 + 2 * kv + 2 * kv + 2) * seq * h * scale + mask * seq * h
     if setup.flash_attention:
         attention += a * seq * 4  # fp32 log-sum-exp per row; no s x s matrix is kept
     else:

@@ -12,7 +12,7 @@ from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES, gib, human_count
 from gpucheck.version import __version__
 
-FIT_SCHEMA_VERSION = "1.0"
+FIT_SCHEMA_VERSION = "1.1"  # 1.1: active params, lower_bound, "may fit", serving split
 
 
 @dataclass
