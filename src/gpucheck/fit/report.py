@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from gpucheck.exit_status import ExitStatus
-from gpucheck.fit.estimate import Estimate, Setup, largest_batch, verdict
+from gpucheck.fit.estimate import Estimate, Setup, compute_dtype, largest_batch, verdict
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES, gib, human_count
 from gpucheck.version import __version__
@@ -138,7 +138,7 @@ def render_text(report: FitReport, stream: IO[str]) -> None:
                 "MQA" if shape.kv_heads == 1 else "GQA" if shape.kv_heads != shape.heads else "MHA"
             )
         )
-        b = DTYPE_BYTES[setup.kv_dtype or "bf16"]
+        b = DTYPE_BYTES[setup.kv_dtype or compute_dtype(setup.dtype)]
         w(f"  {shape.family or 'transformer'}, {shape.layers} layers, {kind} "
           f"({shape.kv_heads} KV of {shape.heads} heads): KV cache "
           f"{shape.kv_bytes_per_token_element * b:,.0f} B a token at {b:g} B\n")  # fmt: skip
