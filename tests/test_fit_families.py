@@ -170,3 +170,24 @@ def test_an_index_without_its_shards_serves_at_its_total_size_with_the_configs_c
     assert data["model"]["params"] == 3_795_200
     weights = next(p for p in data["per_gpu"]["parts"] if p["name"] == "weights")
     assert weights["bytes"] == 7_000_000
+
+
+@pytest.mark.parametrize(
+    ("args", "per_param", "said"),
+    [
+        ((), 16, "layout: ZeRO/Megatron mixed precision"),
+        (("--layout", "trainer"), 18, "layout: Hugging Face Trainer mixed precision"),
+        (("--optimizer", "8bit"), 10, "layout: ZeRO/Megatron"),
+        (("--optimizer-states", "bf16"), 12, "layout: ZeRO/Megatron"),
+    ],
+)
+def test_training_layout_and_optimizer_are_said_and_counted(  # type: ignore[no-untyped-def]
+    gpucheck, args: tuple[str, ...], per_param: int, said: str
+) -> None:
+    # Bytes of model states per parameter: ZeRO 2 + 2 + 4 + 8; HF Trainer 6 + 4 + 8; 8-bit
+    # AdamW 2 + 2 + 4 + 2; bf16 Adam moments 2 + 2 + 4 + 4.
+    result = gpucheck("fit", "--params", "1B", *args, "--gpu-memory", "80GiB", "--json")
+    data = json.loads(result.stdout)
+    parts = {p["name"]: p["bytes"] for p in data["per_gpu"]["parts"]}
+    assert parts["weights"] + parts["gradients"] + parts["optimizer"] == per_param * 10**9
+    assert any(a.startswith(said) for a in data["assumptions"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "adafactor", "8bit")
@@ -76,12 +77,11 @@ def activation_bytes(dtype: str) -> float:
     return DTYPE_BYTES[compute_dtype(dtype)]
 
 
-def estimate(shape: object, setup: Setup) -> Estimate:
+def estimate(shape: ModelShape, setup: Setup) -> Estimate:
+    # Imported here: both build on this module's Setup, Part and finish.
     from gpucheck.fit.serving import infer
-    from gpucheck.fit.shape import ModelShape
     from gpucheck.fit.training import train
 
-    assert isinstance(shape, ModelShape)
     return train(shape, setup) if setup.mode == "train" else infer(shape, setup)
 
 
