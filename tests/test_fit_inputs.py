@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from gpucheck.fit.config import from_config
+from gpucheck.fit.estimate import Setup, estimate
+from gpucheck.fit.shape import ModelError
 from gpucheck.fit.units import UnitError, parse_count, parse_size
 
 FIT = REPO / "tests" / "fixtures" / "fit"
@@ -120,3 +125,38 @@ def test_an_unknown_model_type_is_estimated_with_its_assumption_said(  # type: i
     said = " ".join(data["assumptions"])
     assert "model_type 'newarch' is not one fit knows" in said
     assert "gated MLP" in said and "tie_word_embeddings not given" in said
+
+
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=True),
+    st.text(max_size=5), st.lists(st.one_of(st.integers(), st.lists(st.integers())), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)  # fmt: skip
+_FIELDS = (
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "head_dim", "intermediate_size", "vocab_size", "num_experts", "num_experts_per_tok",
+    "moe_intermediate_size", "n_shared_experts", "first_k_dense_replace", "mlp_only_layers",
+    "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "sliding_window", "layer_types",
+    "multi_query", "tie_word_embeddings", "quantization_config", "model_type", "text_config",
+    "decoder_sparse_step", "max_position_embeddings", "use_sliding_window",
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@example({"mlp_only_layers": [[1]]}, "qwen2_moe")  # was a TypeError (unhashable list)
+@example({"sliding_window": False}, "llama")
+@given(st.dictionaries(st.sampled_from(_FIELDS), _VALUES, max_size=2),
+       st.sampled_from(("llama", "qwen2_moe", "deepseek_v3", "gemma2", "falcon", "t5", "x")))  # fmt: skip
+def test_hostile_config_values_are_a_model_error_or_an_estimate(
+    tmp_path_factory: pytest.TempPathFactory, fields: dict[str, object], model_type: str
+) -> None:
+    config = tmp_path_factory.mktemp("cfg") / "config.json"
+    moe = {"num_experts": 4, "n_routed_experts": 4} if model_type != "llama" else {}
+    config.write_text(json.dumps({**LLAMA, "model_type": model_type, **moe, **fields}))
+    try:
+        shape = from_config(config)
+    except ModelError:
+        return
+    for mode in ("train", "infer"):
+        est = estimate(shape, Setup(mode=mode, dtype="bf16", seq=64))
+        assert est.total > 0

@@ -263,7 +263,10 @@ def _moe(r: _Reader, arch: Arch) -> Arch:
     first_dense = r.number(("first_k_dense_replace",), minimum=0, limit="layers") or 0
     step = r.number(("decoder_sparse_step", "moe_layer_freq"), limit="layers") or 1
     only_dense = r.cfg.get("mlp_only_layers")
-    dense_set = set(only_dense) if isinstance(only_dense, list) else set()
+    dense_set = {
+        i for i in (only_dense if isinstance(only_dense, list) else [])
+        if isinstance(i, int) and not isinstance(i, bool)
+    }  # fmt: skip
     moe_layers = sum(
         1 for i in range(arch.layers)
         if i >= first_dense and i not in dense_set and (i + 1 - first_dense) % step == 0
@@ -300,6 +303,8 @@ def _encoder_decoder(r: _Reader, model_type: str, arch: Arch, intermediate: int)
 
 def _window(r: _Reader, model_type: str, layers: int) -> tuple[int | None, int]:
     """(window, layers using it): KV of those layers is capped at the window."""
+    if r.cfg.get("sliding_window") is False:  # some configs switch it off this way
+        return None, 0
     window = r.number(("sliding_window",), limit=None)
     if window is None or r.flag("use_sliding_window") is False:
         return None, 0
