@@ -101,12 +101,18 @@ SIZE_UNITS = {
 SIZE_HELP = "80G and 80GiB are binary (as nvidia-smi counts), 80GB decimal (as datasheets do)"
 
 
-def parse_size(text: str, option: str = "--min-memory") -> int:
-    """A size in bytes (see SIZE_UNITS); a bad one is a UserError naming the option."""
+def parse_size(text: str, option: str = "--min-memory", require_unit: bool = False) -> int:
+    """A size in bytes (see SIZE_UNITS); a bad one is a UserError naming the option. With
+    require_unit, a bare number ('80': GiB? GB? bytes?) is refused."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     unit = match.group(2).lower() if match else None
     if not match or unit not in SIZE_UNITS:
         raise UserError(f"{option}: {text!r} is not a size (examples: 80GiB, 24G, 80GB, 16384MiB)")
+    if require_unit and not unit:
+        raise UserError(
+            f"{option}: {text!r} has no unit: write {text.strip()}GiB (as nvidia-smi's MiB) "
+            f"or {text.strip()}GB"
+        )
     value = int(float(match.group(1)) * SIZE_UNITS[unit])
     if value <= 0:
         raise UserError(f"{option}: {text!r} must be above zero")

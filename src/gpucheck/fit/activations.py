@@ -19,7 +19,7 @@ layer rebuilt at a time.
 
 from __future__ import annotations
 
-from gpucheck.fit.estimate import Setup, activation_bytes
+from gpucheck.fit.parts import Setup, activation_bytes
 from gpucheck.fit.shape import ModelShape
 
 

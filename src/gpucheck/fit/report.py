@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from gpucheck.exit_status import ExitStatus
-from gpucheck.fit.estimate import Estimate, Setup, compute_dtype, largest_batch, verdict
+from gpucheck.fit.parts import Estimate, Setup, compute_dtype, largest_batch, verdict
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES, gib, human_count
 from gpucheck.version import __version__

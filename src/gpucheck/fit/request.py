@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpucheck.fit.estimate import LAYOUTS, OPTIMIZERS, Setup
+from gpucheck.fit.parts import LAYOUTS, OPTIMIZERS, Setup
 from gpucheck.fit.quant import QUANTISED
 from gpucheck.fit.shape import ModelError, ModelShape
 from gpucheck.fit.units import DTYPE_BYTES, UnitError, parse_dtype

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from gpucheck.fit.estimate import Estimate, Part, Setup, activation_bytes, compute_dtype, finish
+from gpucheck.fit.parts import Estimate, Part, Setup, activation_bytes, compute_dtype, finish
 from gpucheck.fit.quant import weight_bytes
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES

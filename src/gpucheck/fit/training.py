@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from gpucheck.fit.activations import train_activations
-from gpucheck.fit.estimate import Estimate, Part, Setup, finish
+from gpucheck.fit.parts import Estimate, Part, Setup, finish
 from gpucheck.fit.quant import weight_bytes
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES

@@ -42,25 +42,6 @@ SAFETENSORS_BYTES: dict[str, float] = {
 
 _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
-# Binary units for bare letters (80G = 80 GiB, as nvidia-smi shows memory); decimal for the SI
-# forms, as `doctor --min-memory` reads them.
-SIZE_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1024,
-    "kib": 1024,
-    "kb": 1000,
-    "m": 1024**2,
-    "mib": 1024**2,
-    "mb": 1000**2,
-    "g": 1024**3,
-    "gib": 1024**3,
-    "gb": 1000**3,
-    "t": 1024**4,
-    "tib": 1024**4,
-    "tb": 1000**4,
-}
-
 
 class UnitError(ValueError):
     """A value the user wrote that is not a count, size or dtype: a one-line message."""
@@ -90,20 +71,14 @@ def parse_count(text: str, option: str = "--params") -> int:
 
 
 def parse_size(text: str, option: str, require_unit: bool = False) -> int:
-    """'80GiB' -> bytes. With require_unit, a bare number ('80': GiB? GB? bytes?) is refused."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in SIZE_UNITS:
-        raise UnitError(f"{option}: {text!r} is not a size (examples: 80GiB, 24G, 80GB, 16384MiB)")
-    if require_unit and not unit:
-        raise UnitError(
-            f"{option}: {text!r} has no unit: write {text.strip()}GiB (as nvidia-smi's MiB) "
-            f"or {text.strip()}GB"
-        )
-    value = int(float(match.group(1)) * SIZE_UNITS[unit])
-    if value <= 0:
-        raise UnitError(f"{option}: {text!r} must be above zero")
-    return value
+    """'80GiB' -> bytes, by the one reading every size option has (inputs.parse_size)."""
+    from gpucheck.inputs import UserError
+    from gpucheck.inputs import parse_size as size
+
+    try:
+        return size(text, option, require_unit)
+    except UserError as exc:
+        raise UnitError(str(exc)) from None
 
 
 def parse_dtype(text: str, option: str = "--dtype") -> str:
