@@ -408,3 +408,20 @@ def test_a_redacted_snapshot_names_no_process_owner(simulate: Simulate) -> None:
     found = {p["pid"]: p for p in json.loads(result.stdout)["processes"]["processes"]}
     assert found[1300]["user"] == "<redacted>" and found[1300]["uid"] == 0  # root, everywhere
     assert found[4242]["devices"] == ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"]
+
+
+@pytest.mark.parametrize("option", ["--grace", "--timeout"])
+@pytest.mark.parametrize("value", ["nan", "NaN", "-nan"])
+def test_not_a_number_of_seconds_is_a_usage_error(
+    simulate: Simulate, option: str, value: str
+) -> None:
+    """click's range check lets NaN through (#21 item 8): `--grace nan` ended with SIGKILL at
+    once, `--timeout nan` was an internal error. Nothing is listed or ended."""
+    machine = simulate(busy_node())
+    result = procs(machine, option, value, "--kill", "4242", "--yes")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"gpucheck: Invalid value for '{option}': nan is not a number of seconds "
+        "(see: gpucheck procs --help)\n"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +13,14 @@ from gpucheck.cli.common import UserError, write_output
 if TYPE_CHECKING:
     from gpucheck.procs.ending import Decision
     from gpucheck.procs.render import ProcsDocument
+
+
+def _finite(value: float) -> float:
+    """click's FloatRange lets NaN through (every comparison with it is false)."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a number of seconds")
+    return value
+
 
 GpuOpt = Annotated[
     str | None,
@@ -41,12 +50,20 @@ def procs(
             metavar="SECONDS",
             min=0,
             max=600,
+            callback=_finite,
             help="Seconds between SIGTERM and SIGKILL.",
         ),
     ] = 10.0,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", metavar="SECONDS", min=0.5, max=600, help="NVML time bound."),
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=0.5,
+            max=600,
+            callback=_finite,
+            help="NVML time bound.",
+        ),
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
