@@ -7,14 +7,27 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Simulate, run_gpucheck
-from sim.scenario import GIB, MIB, HostProcess, Machine, Process, Scenario, h100, replace
+from sim.scenario import (
+    GIB,
+    MIB,
+    HostProcess,
+    Libraries,
+    Machine,
+    Process,
+    Scenario,
+    h100,
+    replace,
+)
 from terminal import on_a_terminal
 
 
@@ -120,6 +133,7 @@ def test_kill_escalates_to_sigkill_after_the_grace_period(
             "reason": doc["actions"][0]["reason"],
             "outcome": "killed",
             "detail": "still alive 0.5 s after SIGTERM: ended with SIGKILL",
+            "guard": "pidfd",
         }
     ]
     assert {"gpu": 0, "before": 479 * MIB + 30 * GIB, "after": 479 * MIB + 10 * GIB} in doc[
@@ -224,3 +238,76 @@ def test_on_a_terminal_it_asks_first_and_no_means_nothing_ends(
     assert f"PID {target}: terminated: ended on SIGTERM" in out
     procs_[0].wait(timeout=5)
     assert all(running(p) for p in procs_[1:])
+
+
+# --- a recycled PID never receives a signal ---------------------------------------------------
+
+NAMESPACE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]
+
+
+def reuse_pid(mode: str, sim_libs: Libraries, folder: Path) -> dict[str, Any]:
+    """tests/pid_reuse.py in a new PID namespace: the confirmed process exits during --grace
+    and a newcomer is started under its very PID (a real reuse, forced through ns_last_pid)."""
+    if shutil.which("unshare") is None:
+        pytest.fail("needs unshare(1): apt-get install util-linux", pytrace=False)
+    libs = {
+        "build": str(sim_libs.build_dir),
+        "compiler": sim_libs.compiler,
+        "object": str(sim_libs.nvml_object),
+        "nvml": str(sim_libs.nvml),
+        "cuda": str(sim_libs.cuda),
+    }
+    script = Path(__file__).parent / "pid_reuse.py"
+    result = subprocess.run(
+        [*NAMESPACE, sys.executable, str(script), mode, json.dumps(libs), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if "unshare failed" in result.stderr or "unshare:" in result.stderr:
+        pytest.fail(
+            "needs unprivileged user and PID namespaces (unshare --user --pid): "
+            f"{result.stderr.strip()} (sysctl kernel.unprivileged_userns_clone=1, or on "
+            "Ubuntu 24.04 kernel.apparmor_restrict_unprivileged_userns=0)",
+            pytrace=False,
+        )
+    assert result.returncode == 0, result.stderr
+    found: dict[str, Any] = json.loads(result.stdout)
+    assert found["b_pid"] == found["a_pid"], found  # the PID really was reused
+    return found
+
+
+def test_a_pid_reused_during_grace_gets_no_sigkill(sim_libs: Libraries, tmp_path: Path) -> None:
+    """`gpucheck procs --kill A --grace 4`: A has SIGTERM, exits, and B is started as A's PID
+    before the grace period ends. Signals go through the pidfd taken when A was confirmed, so
+    the pidfd sees A's exit and B gets nothing (with kill(PID), B got the SIGKILL)."""
+    found = reuse_pid("cli", sim_libs, tmp_path)
+    assert found["b_alive"] is True and found["b_said"] is None, found
+    assert found["rc"] == 0, found
+    (action,) = found["actions"]
+    assert (action["outcome"], action["detail"], action["guard"]) == (
+        "terminated",
+        "ended on SIGTERM",
+        "pidfd",
+    )
+
+
+def test_without_pidfd_the_start_time_check_spares_the_new_owner(
+    sim_libs: Libraries, tmp_path: Path
+) -> None:
+    """The fallback where pidfd is missing: the start time is read again before SIGKILL, and a
+    PID whose start time changed is another process's: its original has exited."""
+    found = reuse_pid("start-time", sim_libs, tmp_path)
+    assert found["b_alive"] is True and found["b_said"] is None, found
+    assert found["actions"] == [
+        {"outcome": "terminated", "detail": "ended on SIGTERM", "guard": "start time"}
+    ]
+
+
+def test_the_ender_with_a_pidfd_spares_the_new_owner(sim_libs: Libraries, tmp_path: Path) -> None:
+    found = reuse_pid("pidfd", sim_libs, tmp_path)
+    assert found["b_alive"] is True and found["b_said"] is None, found
+    assert found["actions"] == [
+        {"outcome": "terminated", "detail": "ended on SIGTERM", "guard": "pidfd"}
+    ]

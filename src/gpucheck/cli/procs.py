@@ -15,6 +15,13 @@ if TYPE_CHECKING:
     from gpucheck.procs.render import ProcsDocument
 
 
+# How each signal was kept to the process confirmed (procs/signals.py).
+GUARD_WORDS = {
+    "pidfd": "through a pidfd held since it was confirmed",
+    "start time": "after its start time was checked again (no pidfd here)",
+}
+
+
 def _finite(value: float) -> float:
     """click's FloatRange lets NaN through (every comparison with it is false)."""
     if not math.isfinite(value):
@@ -154,7 +161,8 @@ def _report(doc: ProcsDocument) -> None:
 
     for a in doc.actions or []:
         if a.outcome is not None:
-            sys.stdout.write(f"PID {a.pid}: {a.outcome}: {a.detail}\n")
+            guard = f" (signals sent {GUARD_WORDS[a.guard]})" if a.guard in GUARD_WORDS else ""
+            sys.stdout.write(f"PID {a.pid}: {a.outcome}: {a.detail}{guard}\n")
     for m in doc.memory or []:
         if m.before is not None and m.after is not None:
             freed = m.before - m.after

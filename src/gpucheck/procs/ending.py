@@ -1,5 +1,6 @@
 """Ending GPU holders safely: which of the asked-for processes may be ended (a pure plan),
-and ending exactly those (SIGTERM, a grace period, SIGKILL only if still alive).
+and ending exactly those (SIGTERM, a grace period, SIGKILL only if still alive), each signal
+to the process confirmed or to none (signals.py).
 
 The plan never widens what was asked: only the PIDs named, or with --kill-mine only the
 caller's own processes with a compute context on a GPU (of --gpu, if given). It refuses
@@ -14,13 +15,15 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpucheck.model.holders import Holder, Holders
 from gpucheck.probes.processes import read_process
+from gpucheck.procs.signals import Target, open_target
 from gpucheck.report.text import printable
+
+KILL_WAIT = 2.0  # seconds to wait for the exit after SIGKILL
 
 
 @dataclass(frozen=True)
@@ -141,78 +144,76 @@ class Ended:
     outcome: str  # terminated | killed | gone | survived | changed | denied
     detail: str = ""
     seconds: float = 0.0
-
-
-def alive(pid: int) -> bool:
-    """Whether the real process still runs. Signals reach real processes, so this reads the
-    real /proc, not GPUCHECK_ROOT's: a zombie has ended (its memory is the driver's to free)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return True
-    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
+    guard: str | None = None  # how signals were kept to this process: pidfd | start time
 
 
 @dataclass
 class Ender:
-    """Sends the signals; `root` is the /proc the plan was read from (PID-reuse guard)."""
+    """Sends the signals; `root` is the /proc the plan was read from (its identity check).
+    Every signal goes to the process confirmed or to none (signals.py): through a pidfd taken
+    at confirmation, or, where there is none, after its start time is read again."""
 
     root: Path
     grace: float
-    poll: float = 0.05
-    clock: Callable[[], float] = time.monotonic
-    log: list[str] = field(default_factory=list)
+    use_pidfd: bool = True
 
     def end(self, decision: Decision) -> Ended:
         pid = decision.pid
         holder = decision.holder
         if not decision.end or holder is None:
             return Ended(pid, "denied", decision.reason)
-        start = self.clock()
-        # The PID may have been reused since it was read: end only the same process.
-        now = read_process(self.root / "proc", pid)
+        start = time.monotonic()
         then = holder.process
-        if now is None or not alive(pid):
-            return Ended(pid, "gone", "it had already exited")
-        if then is None or (now.start_time, now.uid) != (then.start_time, then.uid):
-            return Ended(pid, "changed", "the PID now belongs to another process: not ended")
+
+        def same() -> bool:
+            # The PID may have been reused since the plan read it: the same process only.
+            now = read_process(self.root / "proc", pid)
+            return (
+                then is not None
+                and now is not None
+                and (now.start_time, now.uid) == (then.start_time, then.uid)
+            )
+
+        target, why = open_target(pid, same, self.use_pidfd)
+        if target is None:
+            outcome = "gone" if why == "it had already exited" else "changed"
+            return Ended(pid, outcome, why)
         try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return Ended(pid, "gone", "it had already exited")
-        except PermissionError as exc:
-            return Ended(pid, "denied", f"SIGTERM refused: {exc.strerror}")
-        deadline = start + self.grace
-        while self.clock() < deadline:
-            if not alive(pid):
-                return Ended(pid, "terminated", "ended on SIGTERM", self.clock() - start)
-            time.sleep(self.poll)
-        if not alive(pid):
-            return Ended(pid, "terminated", "ended on SIGTERM", self.clock() - start)
+            return self._end(pid, target, start)
+        finally:
+            target.close()
+
+    def _end(self, pid: int, target: Target, start: float) -> Ended:
+        guard = target.guard
+
+        def took() -> float:
+            return time.monotonic() - start
+
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return Ended(pid, "terminated", "ended on SIGTERM", self.clock() - start)
+            if not target.send(signal.SIGTERM):
+                return Ended(pid, "gone", "it had already exited", took(), guard)
         except PermissionError as exc:
-            return Ended(pid, "survived", f"SIGKILL refused: {exc.strerror}")
-        for _ in range(40):  # SIGKILL is not deferred, but the exit may take a moment
-            if not alive(pid):
-                return Ended(
-                    pid,
-                    "killed",
-                    f"still alive {self.grace:g} s after SIGTERM: ended with SIGKILL",
-                    self.clock() - start,
-                )
-            time.sleep(self.poll)
+            return Ended(pid, "denied", f"SIGTERM refused: {exc.strerror}", guard=guard)
+        if target.wait(self.grace):
+            return Ended(pid, "terminated", "ended on SIGTERM", took(), guard)
+        try:
+            if not target.send(signal.SIGKILL):
+                return Ended(pid, "terminated", "ended on SIGTERM", took(), guard)
+        except PermissionError as exc:
+            return Ended(pid, "survived", f"SIGKILL refused: {exc.strerror}", guard=guard)
+        # SIGKILL is not deferred, but the exit may take a moment.
+        if target.wait(KILL_WAIT):
+            return Ended(
+                pid,
+                "killed",
+                f"still alive {self.grace:g} s after SIGTERM: ended with SIGKILL",
+                took(),
+                guard,
+            )
         return Ended(
             pid,
             "survived",
             "still alive after SIGKILL: it is stuck in the kernel or driver (state D); "
             "only a driver reload or a reboot will free it",
+            guard=guard,
         )

@@ -65,6 +65,9 @@ class Action:
     reason: str
     outcome: str | None = None  # terminated | killed | gone | survived | changed | denied
     detail: str | None = None
+    # How its signals were kept to this one process: "pidfd" (one held since it was
+    # confirmed), "start time" (read again before each signal, where pidfd is missing)
+    guard: str | None = None
 
 
 @dataclass
@@ -158,6 +161,7 @@ def actions(decisions: list[Decision], ended: dict[int, Ended]) -> list[Action]:
                 d.reason,
                 e.outcome if e else None,
                 e.detail if e else None,
+                e.guard if e else None,
             )
         )
     return out
