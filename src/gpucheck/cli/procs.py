@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpucheck.cli.common import UserError, write_output
+from gpucheck.exit_status import ExitStatus
 
 if TYPE_CHECKING:
+    from gpucheck.model.holders import Holders
     from gpucheck.procs.ending import Decision
     from gpucheck.procs.render import ProcsDocument
 
@@ -97,12 +99,16 @@ def procs(
     if not acting:
         doc = out.document(holders, snap.created_at, in_container)
         _write(doc, json_out)
+        if not holders.complete:
+            raise typer.Exit(ExitStatus.UNKNOWN)  # "no process holds it" could not be said
         return
     from gpucheck.procs.ending import Caller, Ender, Request, plan
 
     decisions = plan(holders, Request(tuple(kill or ()), kill_mine, force, index), Caller.this())
     to_end = [d for d in decisions if d.end]
-    _tell(decisions, json_out)
+    # --kill-mine finds compute contexts through NVML: where it could not ask, some may be missed.
+    unasked = _unasked(holders) if kill_mine else []
+    _tell(decisions, json_out, unasked)
     if to_end and not yes:
         if not sys.stdin.isatty():
             raise UserError(
@@ -111,7 +117,7 @@ def procs(
             )
         if not typer.confirm(f"End {len(to_end)} process(es)?", default=False, err=True):
             sys.stderr.write("gpucheck: nothing was ended\n")
-            raise typer.Exit(1)
+            raise typer.Exit(ExitStatus.FAILED)
     ender = Ender(options.root, grace)
     ended = {d.pid: ender.end(d) for d in to_end}
     after = merge(collect_holders(options)) if to_end else holders
@@ -130,7 +136,16 @@ def procs(
         _report(doc)
     done = all(e.outcome in ("terminated", "killed", "gone") for e in ended.values())
     if not done or len(to_end) < len(decisions):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.FAILED)
+    if unasked:
+        raise typer.Exit(ExitStatus.UNKNOWN)
+
+
+def _unasked(holders: Holders) -> list[str]:
+    """Why some GPUs' compute contexts are unknown, one line each."""
+    return holders.unknown + [
+        f"GPU {a.index}: {a.processes_error}" for a in holders.gpus if not a.processes_known
+    ]
 
 
 def _write(doc: ProcsDocument, json_out: bool) -> None:
@@ -143,10 +158,15 @@ def _write(doc: ProcsDocument, json_out: bool) -> None:
         write_output(None, lambda stream: out.render(doc, stream))
 
 
-def _tell(decisions: list[Decision], json_out: bool) -> None:
+def _tell(decisions: list[Decision], json_out: bool, unasked: list[str]) -> None:
     """What will be ended and what not, before anything is: on stderr when stdout is JSON."""
     stream = sys.stderr if json_out else sys.stdout
-    if not decisions:
+    for why in unasked:
+        stream.write(
+            f"could not tell which of your processes have a compute context: {why}; "
+            "name them with --kill PID (`gpucheck procs` lists the device files' holders)\n"
+        )
+    if not decisions and not unasked:
         stream.write("Nothing to end: none of your processes has a compute context on a GPU.\n")
     for d in decisions:
         if d.end:

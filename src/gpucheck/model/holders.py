@@ -79,6 +79,7 @@ class GpuAccount(Struct):
     outside_pids: list[int] = field(default_factory=list)
     zombie_pids: list[int] = field(default_factory=list)  # contexts of dead processes
     processes_known: bool = True  # False: NVML could not list its processes
+    processes_error: str | None = None  # why not, in words
 
     @property
     def unaccounted(self) -> int | None:
@@ -97,6 +98,21 @@ class Holders(Struct):
     holders: list[Holder] = field(default_factory=list)
     gpus: list[GpuAccount] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what limits this view, in words
+    # Why GPUs' holders could not be asked at all (NVML timed out, crashed, failed to start);
+    # per-GPU failures are in each GpuAccount. Empty: every GPU was asked and answered.
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether "no process holds it" can be said: every GPU's processes were listed."""
+        return not self.unknown and all(a.processes_known for a in self.gpus)
+
+
+# The /dev/nvidia* scan, named where NVML could not answer: it shows holders NVML cannot.
+DEVICE_SCAN = (
+    "Shown: only the /dev/nvidia* scan's processes with a GPU device file open (as root it "
+    "sees every user's: `sudo gpucheck procs`, or `sudo fuser -v /dev/nvidia*`)"
+)
 
 
 def device_gpu(path: str, gpus: list[GpuFacts]) -> int | None:
@@ -137,6 +153,8 @@ def merge(snapshot: Snapshot) -> Holders:
     for g in gpus:
         account = GpuAccount(g.index, g.uuid, g.name, g.memory_total, g.memory_used)
         account.processes_known = g.processes is not None
+        if g.processes is None:
+            account.processes_error = _process_query_error(g.field_errors.get("processes"))
         for p in g.processes or []:
             h = holder(p.pid)
             h.name = h.name or p.name
@@ -172,7 +190,55 @@ def merge(snapshot: Snapshot) -> Holders:
         _match_across_namespaces(out.gpus, by_pid)
     out.holders = sorted(by_pid.values(), key=lambda h: (-h.memory, h.pid))
     out.notes = _notes(snapshot, out)
+    out.unknown = _unasked(snapshot)
     return out
+
+
+def _process_query_error(name: str | None) -> str:
+    """Why NVML gave no process list for a GPU, from the field error the child recorded."""
+    if name == "Crashed":
+        return "NVML's process query crashed its caller (the other facts were read without it)"
+    if name is None:
+        return "NVML did not say why it listed no processes"
+    code = NVML_ERROR_CODES.get(name)
+    return f"NVML's process query failed ({name}" + (f", error {code})" if code else ")")
+
+
+# nvmlReturn_t values (nvml.h) of the failures a process query is known to give.
+NVML_ERROR_CODES = {
+    "NotSupported": 3,
+    "NoPermission": 4,
+    "InsufficientSize": 7,
+    "GpuIsLost": 15,
+    "Unknown": 999,
+}
+
+
+def _unasked(snapshot: Snapshot) -> list[str]:
+    """Why some GPUs' holders were never asked: NVML failed before it listed every GPU."""
+    nvml = snapshot.nvml
+    run = next((p for p in snapshot.probes if p.name == "nvml"), None)
+    if nvml.init_skipped_reason:
+        return []  # no driver module: no process can hold a GPU context
+    if nvml.init_error is not None:
+        err = nvml.init_error
+        return [
+            f"NVML could not start ({err.name}, error {err.code}): no GPU's processes were listed"
+        ]
+    if run is None or run.status in ("ok", "skipped"):
+        return []
+    if nvml.device_count is not None and len(nvml.gpus) >= nvml.device_count:
+        return []  # every GPU reported (a GPU's own failure is in its account)
+    how = {
+        "timeout": "NVML did not answer in time",
+        "crashed": "NVML crashed",
+    }.get(run.status, "NVML failed")
+    missing = (
+        f"{nvml.device_count - len(nvml.gpus)} of {nvml.device_count} GPUs"
+        if nvml.device_count is not None
+        else "the GPUs"
+    )
+    return [f"{how} ({run.error or run.status}): {missing} and their processes were not listed"]
 
 
 def _match_across_namespaces(accounts: list[GpuAccount], by_pid: dict[int, Holder]) -> None:

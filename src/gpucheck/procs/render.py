@@ -3,7 +3,7 @@ schema) and the table for a person, grouped by GPU and sorted by memory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 import msgspec
@@ -12,13 +12,21 @@ from rich.table import Table
 from rich.text import Text
 
 from gpucheck.model.decoding import to_dict
-from gpucheck.model.holders import GpuAccount, GpuUse, Holder, Holders, leak_causes
+from gpucheck.model.holders import (
+    DEVICE_SCAN,
+    GpuAccount,
+    GpuUse,
+    Holder,
+    Holders,
+    leak_causes,
+)
 from gpucheck.procs.ending import Decision, Ended, shorten
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
-PROCS_SCHEMA_VERSION = "1.0"
+PROCS_SCHEMA_VERSION = "1.1"
 PIPE_WIDTH = 160
+ROOT_SEES = "as root it sees every user's"
 
 
 @dataclass
@@ -56,6 +64,10 @@ class GpuRow:
     unaccounted: int | None  # used with no process (the driver's reservation included)
     leaked: bool  # unaccounted beyond the driver's reservation
     leak_causes: str | None
+    # False: NVML could not list its processes (why: processes_error), so the processes
+    # listed for it are only those with its device file open, and "none" means unknown.
+    processes_known: bool = True
+    processes_error: str | None = None
 
 
 @dataclass
@@ -86,6 +98,10 @@ class ProcsDocument:
     processes: list[ProcessRow]
     notes: list[str]
     in_container: bool  # gpucheck runs in a container: NVML's PIDs not here are host PIDs
+    # False: some GPU's holders could not be asked (why: `unknown`, gpus[].processes_error);
+    # the command then exits 5, "could not tell".
+    complete: bool = True
+    unknown: list[str] = field(default_factory=list)
     actions: list[Action] | None = None  # with --kill / --kill-mine
     memory: list[MemoryChange] | None = None  # used memory before and after ending
 
@@ -105,6 +121,8 @@ def document(
         [_process_row(h) for h in holders.holders],
         holders.notes,
         in_container,
+        holders.complete,
+        holders.unknown,
         actions,
         memory,
     )
@@ -124,6 +142,8 @@ def _gpu_row(a: GpuAccount, in_container: bool) -> GpuRow:
         a.unaccounted,
         a.leaked,
         leak_causes(a, in_container) if a.leaked else None,
+        a.processes_known,
+        a.processes_error,
     )
 
 
@@ -198,6 +218,8 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
     console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
     if not console.is_terminal:
         console.width = PIPE_WIDTH  # a file or a pipe gets whole lines, not a squeezed table
+    for why in doc.unknown:  # first: what follows is only part of the answer
+        console.print(f"? GPU holders unknown: {why}. {DEVICE_SCAN}", style="yellow")
     for g in doc.gpus:
         head = Text(f"GPU {g.index}", style="bold")
         head.append(f"  {printable(g.name or '?')}")
@@ -207,9 +229,18 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
             (r for r in doc.processes if any(u.gpu == g.index for u in r.gpus)),
             key=lambda r: -sum(u.used_memory or 0 for u in r.gpus if u.gpu == g.index),
         )
+        if not g.processes_known:
+            said = (
+                f"its GPU contexts are unknown: {g.processes_error}; below: the processes "
+                "with its device file open (the /dev/nvidia* scan)"
+                if rows
+                else f"who holds it is unknown: {g.processes_error}; no process has its "
+                f"device file open (the /dev/nvidia* scan; {ROOT_SEES})"
+            )
+            console.print(f"  ? {said}", style="yellow")
         if rows:
             console.print(_table(rows, g.index, doc.in_container))
-        else:
+        elif g.processes_known:
             console.print("  no process holds it", style="dim")
         if g.held_outside:
             pids = ", ".join(map(str, g.outside_pids))
@@ -233,9 +264,14 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
             )
     driver_only = [r for r in doc.processes if not r.gpus and r.devices]
     if driver_only:
-        console.print(Text("Driver only (device files open, no GPU context)", style="bold"))
+        title = (
+            "Driver only (device files open, no GPU context)"
+            if doc.complete
+            else "Device files open (which GPU, and with what context, is unknown)"
+        )
+        console.print(Text(title, style="bold"))
         console.print(_table(driver_only, None, doc.in_container))
-    if not doc.gpus and not doc.processes:
+    if not doc.gpus and not doc.processes and doc.complete:
         console.print("No GPU and no process holding /dev/nvidia*.")
     if any(r.mine for r in doc.processes):
         console.print(
