@@ -292,46 +292,84 @@ def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Sim
     )
 
 
-def test_in_a_container_the_one_unattributed_holder_is_matched_to_the_host_pid(
+def test_in_a_container_host_pids_are_shown_as_such_never_matched_by_guess(
     simulate: Simulate,
 ) -> None:
-    """Inside a container NVML reports host PIDs. GPU 0's job is PID 31 here and 812345 on the
-    host; GPU 1's two host PIDs cannot be told apart from its two local holders: left alone."""
+    """Inside a container with its own /proc NVML reports host PIDs. GPU 0's host PID 812345
+    and PID 31 here (GPU 0's device open, no context NVML names) were merged as one process
+    by guess, and --kill-mine then ended PID 31 (#21 item 6). NVML's 40, which is also a PID
+    here, is a coincidence: a container's /proc does not speak the host's PIDs."""
     g0, g1 = h100(0), h100(1)
     g0 = replace(
         g0, memory_used=g0.memory_used + 12 * GIB, processes=[Process(812345, "python", 12 * GIB)]
     )
     g1 = replace(
-        g1,
-        memory_used=g1.memory_used + 6 * GIB,
-        processes=[Process(812400, "python", 3 * GIB), Process(812401, "python", 3 * GIB)],
+        g1, memory_used=g1.memory_used + 3 * GIB, processes=[Process(40, "python", 3 * GIB)]
     )
     scenario = Scenario(
         gpus=[g0, g1],
+        kernel_threads=False,  # the container's own /proc
+        own_cgroup=f"0::/system.slice/docker-{DOCKER_ID}.scope",
         host_processes=[
-            HostProcess(31, ["/dev/nvidia0", "/dev/nvidiactl"], cmdline=["python", "train.py"]),
+            HostProcess(31, ["/dev/nvidia0", "/dev/nvidiactl"], cmdline=["sleep", "600"]),
             HostProcess(40, ["/dev/nvidia1"], cmdline=["python", "a.py"]),
-            HostProcess(41, ["/dev/nvidia1"], cmdline=["python", "b.py"]),
         ],
     )
     machine = simulate(scenario)
     (machine.root / ".dockerenv").write_text("")
     doc = procs_json(machine)
-    rows = {p["pid"]: p for p in doc["processes"]}
-    assert sorted(rows) == [31, 40, 41, 812400, 812401]
-    assert rows[31]["nvml_pid"] == 812345 and rows[31]["memory"] == 12 * GIB
-    assert rows[31]["visible"] is True
-    gpus = {g["index"]: g for g in doc["gpus"]}
-    assert (gpus[0]["held_visible"], gpus[0]["held_outside"]) == (12 * GIB, 0)
-    assert (gpus[1]["held_outside"], gpus[1]["outside_pids"]) == (6 * GIB, [812400, 812401])
+    rows = {(p["pid"], p["visible"]): p for p in doc["processes"]}
+    assert sorted(rows) == [(31, True), (40, False), (40, True), (812345, False)]
     assert (
-        "PID 31 here is NVML's PID 812345 (a host PID): the only process with GPU 0 open that "
-        "NVML does not name, and the only PID NVML names that is not here"
+        rows[(812345, False)]["local_pid"] is None and rows[(812345, False)]["memory"] == 12 * GIB
+    )
+    assert rows[(40, False)]["local_pid"] is None and rows[(40, False)]["memory"] == 3 * GIB
+    assert rows[(31, True)]["memory"] == 0 and rows[(31, True)]["local_pid"] == 31
+    assert rows[(40, True)]["memory"] == 0 and rows[(40, True)]["command"] == ["python", "a.py"]
+    gpus = {g["index"]: g for g in doc["gpus"]}
+    assert (gpus[0]["held_visible"], gpus[0]["held_outside"]) == (0, 12 * GIB)
+    assert (gpus[1]["held_outside"], gpus[1]["outside_pids"]) == (3 * GIB, [40])
+    assert (
+        "NVML lists PIDs that are not in this container: the driver reports host PIDs (it does "
+        "not know PID namespaces); their memory is shown as held outside, and they cannot be "
+        "acted on from here"
     ) in doc["notes"]
-    assert any(n.startswith("NVML lists PIDs that are not in this container") for n in doc["notes"])
     text = procs(machine).stdout
-    assert "31 (host 812345)" in text
-    assert "6.0 GiB held by processes outside this container (host PIDs 812400, 812401)" in text
+    assert "812345 (host)" in text
+    assert "12.0 GiB held by processes outside this container (host PIDs 812345)" in text
+    result = procs(machine, "--kill", "812345", "--yes")
+    assert result.returncode == 1
+    assert (
+        "not ending PID 812345: NVML lists it, but it is not in this PID namespace (a host PID): "
+        "end it where it runs"
+    ) in result.stdout
+
+
+def test_a_host_proc_seen_from_a_container_maps_host_pids_through_nspid(
+    simulate: Simulate,
+) -> None:
+    """The host's /proc mounted in a container (nvidia-docker#1483): its PIDs are NVML's, and
+    NSpid gives each the PID it has here, where it shares gpucheck's PID namespace."""
+    here, there = "pid:[4026532201]", "pid:[4026532777]"
+    gpu = replace(
+        h100(0),
+        memory_used=h100(0).memory_used + 9 * GIB,
+        processes=[Process(812345, "python", 5 * GIB), Process(812346, "python", 4 * GIB)],
+    )
+    scenario = Scenario(
+        gpus=[gpu],
+        own_nspid=[812300, 12],
+        own_pid_ns=here,
+        host_processes=[
+            HostProcess(812345, ["/dev/nvidia0"], nspid=[812345, 31], pid_ns=here),
+            HostProcess(812346, ["/dev/nvidia0"], nspid=[812346, 31], pid_ns=there),
+        ],
+    )
+    doc = procs_json(simulate(scenario))
+    rows = {p["pid"]: p for p in doc["processes"]}
+    assert (rows[812345]["local_pid"], rows[812345]["elsewhere"]) == (31, False)
+    assert (rows[812346]["local_pid"], rows[812346]["elsewhere"]) == (None, True)
+    assert doc["gpus"][0]["held_visible"] == 9 * GIB
 
 
 def test_mig_instances_show_per_process(simulate: Simulate) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -85,9 +86,14 @@ def procs(
         for name, given in (("--force", force), ("--yes", yes)):
             if given:
                 raise UserError(f"{name} goes with --kill or --kill-mine")
+    from gpucheck.procs.view import read_view
+
     options = ProbeOptions(timeout=timeout)
     snap = collect_holders(options)
-    holders = merge(snap)
+    in_container = snap.system.container is not None
+    pids = [p.pid for p in snap.processes.processes]
+    view = read_view(options.root, os.environ, in_container, pids)
+    holders = merge(snap, view)
     index = None
     if gpu is not None:
         index = select_gpu(gpu, snap.nvml.gpus)
@@ -95,7 +101,6 @@ def procs(
             known = ", ".join(f"{g.index} ({g.uuid})" for g in snap.nvml.gpus) or "none answer"
             raise UserError(f"--gpu {gpu}: no such GPU (GPUs: {known})")
         holders = only_gpu(holders, index)
-    in_container = snap.system.container is not None
     if not acting:
         doc = out.document(holders, snap.created_at, in_container)
         _write(doc, json_out)
@@ -120,7 +125,7 @@ def procs(
             raise typer.Exit(ExitStatus.FAILED)
     ender = Ender(options.root, grace)
     ended = {d.pid: ender.end(d) for d in to_end}
-    after = merge(collect_holders(options)) if to_end else holders
+    after = merge(collect_holders(options), view) if to_end else holders
     if index is not None:
         after = only_gpu(after, index)
     memory = [

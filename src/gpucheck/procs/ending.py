@@ -3,11 +3,12 @@ and ending exactly those (SIGTERM, a grace period, SIGKILL only if still alive),
 to the process confirmed or to none (signals.py).
 
 The plan never widens what was asked: only the PIDs named, or with --kill-mine only the
-caller's own processes with a compute context on a GPU (of --gpu, if given). It refuses
-PID 1, gpucheck itself and its parent shell, processes this /proc does not show (NVML's host
-PIDs: end them where they run), zombies (already dead: their parent must reap them),
-non-holders, and another user's
-process unless the caller is root and said --force.
+invoking user's own processes (SUDO_UID's under sudo) in gpucheck's own container with a
+compute context on a GPU (of --gpu, if given). PIDs are as signals from here reach them
+(Holder.local_pid). It refuses PID 1, gpucheck itself and its parent shell, processes that
+cannot be acted on from here (NVML's host PIDs in a container: end them where they run),
+zombies (already dead: their parent must reap them), non-holders, and another user's process
+unless the caller is root and said --force.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from gpucheck.model.holders import Holder, Holders
 from gpucheck.probes.processes import read_process
 from gpucheck.procs.signals import Target, open_target
+from gpucheck.procs.view import invoking_uid
 from gpucheck.report.text import printable
 
 KILL_WAIT = 2.0  # seconds to wait for the exit after SIGKILL
@@ -28,17 +30,19 @@ KILL_WAIT = 2.0  # seconds to wait for the exit after SIGKILL
 
 @dataclass(frozen=True)
 class Caller:
-    uid: int
+    uid: int  # whose processes are "mine": the invoking user's (SUDO_UID under sudo)
     pid: int  # gpucheck itself
     ppid: int  # the shell (or script) that started it
+    privileged: bool = False  # running as root: may end another user's, with --force
 
     @property
     def is_root(self) -> bool:
-        return self.uid == 0
+        return self.privileged
 
     @classmethod
     def this(cls) -> Caller:
-        return cls(os.getuid(), os.getpid(), os.getppid())
+        real = os.getuid()
+        return cls(invoking_uid(real, os.environ), os.getpid(), os.getppid(), real == 0)
 
 
 @dataclass(frozen=True)
@@ -59,22 +63,23 @@ class Decision:
 
 def plan(holders: Holders, request: Request, caller: Caller) -> list[Decision]:
     """One decision per asked-for PID, in the order asked; --kill-mine's after."""
-    by_pid = {h.pid: h for h in holders.holders if h.visible}
+    by_pid = {h.local_pid: h for h in holders.holders if h.local_pid is not None}
     asked = list(dict.fromkeys(request.pids))
     if request.mine:
         # Compute contexts only: a desktop's graphics context or a daemon that merely has the
         # device open (Xorg, nvidia-persistenced, a monitoring agent) ends only when named.
+        # Another container's are listed (refused): they end only when named.
         asked += [
-            h.pid
+            h.local_pid
             for h in holders.holders
-            if h.visible
+            if h.local_pid is not None
             and h.mine
-            and h.pid not in asked
+            and h.local_pid not in asked
             and any(
                 u.kind == "compute" and (request.gpu is None or u.gpu == request.gpu)
                 for u in h.uses
             )
-            and h.pid not in (caller.pid, caller.ppid)
+            and h.local_pid not in (caller.pid, caller.ppid)
         ]
     return [_decide(pid, by_pid.get(pid), holders, request, caller) for pid in asked]
 
@@ -89,6 +94,18 @@ def _decide(
     if pid == caller.ppid:
         return Decision(pid, False, "that is the shell or script that started gpucheck")
     if holder is None:
+        there = next((h for h in holders.holders if h.pid == pid and h.visible), None)
+        if there is not None and there.local_pid is not None:
+            return Decision(
+                pid, False, f"that is its PID outside; here it is PID {there.local_pid}: name that"
+            )
+        if there is not None:
+            return Decision(
+                pid,
+                False,
+                "it is in another PID namespace than gpucheck's: it cannot be acted on from "
+                "here; end it where it runs",
+            )
         outside = any(pid in a.outside_pids for a in holders.gpus)
         if outside:
             return Decision(
@@ -100,6 +117,15 @@ def _decide(
         return Decision(pid, False, "it holds no GPU here (see `gpucheck procs`)")
     if request.gpu is not None and request.gpu not in holder.gpus:
         return Decision(pid, False, f"it does not hold GPU {request.gpu}", holder)
+    if holder.elsewhere and pid not in request.pids:
+        where = holder.process.container_id if holder.process else None
+        return Decision(
+            pid,
+            False,
+            f"it is in another container ({(where or '?')[:12]}) than gpucheck: "
+            "--kill-mine ends only this container's; name it with --kill to end it",
+            holder,
+        )
     proc = holder.process
     if holder.state == "zombie":
         parent = f" {proc.ppid}" if proc and proc.ppid else ""
@@ -164,17 +190,18 @@ class Ender:
             return Ended(pid, "denied", decision.reason)
         start = time.monotonic()
         then = holder.process
+        proc = self.root / "proc"
 
         def same() -> bool:
             # The PID may have been reused since the plan read it: the same process only.
-            now = read_process(self.root / "proc", pid)
+            now = read_process(proc, holder.pid)
             return (
                 then is not None
                 and now is not None
                 and (now.start_time, now.uid) == (then.start_time, then.uid)
             )
 
-        target, why = open_target(pid, same, self.use_pidfd)
+        target, why = open_target(pid, same, self.use_pidfd, proc, holder.pid)
         if target is None:
             outcome = "gone" if why == "it had already exited" else "changed"
             return Ended(pid, outcome, why)

@@ -44,7 +44,11 @@ class ProcessRow:
     pod_uid: str | None
     cgroup: str | None
     nspid: list[int]  # its PID in each nested namespace, outermost first
-    nvml_pid: int | None  # NVML's (host) PID for it where that differs; see notes
+    nvml_pid: int | None  # always null since 1.1: a host PID is never matched by guess
+    # The PID `--kill` takes for it: signals from here reach it under this PID (NSpid, where
+    # this /proc is the host's seen from a container). null: it cannot be acted on from here.
+    local_pid: int | None
+    elsewhere: bool  # in another container than gpucheck's: never ended by --kill-mine
     devices: list[str]  # /dev/nvidia* files it has open
     memory: int  # bytes, over all GPUs
     gpus: list[GpuUse]
@@ -163,7 +167,9 @@ def _process_row(h: Holder) -> ProcessRow:
         pod_uid=p.pod_uid if p else None,
         cgroup=p.cgroup if p else None,
         nspid=list(p.nspid) if p else [],
-        nvml_pid=h.nvml_pid,
+        nvml_pid=None,
+        local_pid=h.local_pid,
+        elsewhere=h.elsewhere,
         devices=h.devices,
         memory=h.memory,
         gpus=h.uses,
@@ -304,10 +310,10 @@ def _table(rows: list[ProcessRow], gpu: int | None, in_container: bool) -> Table
         mig = [u.gpu_instance_id for u in uses if u.gpu_instance_id is not None]
         kind = "/".join(kinds) + (f" GI {mig[0]}" if mig else "")
         pid = str(r.pid) + ("" if r.visible else " (host)" if in_container else " (gone?)")
-        if len(r.nspid) > 1:
+        if r.local_pid is not None and r.local_pid != r.pid:
+            pid += f" (here {r.local_pid})"  # what --kill takes, and ps shows here
+        elif len(r.nspid) > 1:
             pid += f" ({r.nspid[-1]} inside)"  # as the container's own tools show it
-        elif r.nvml_pid is not None:
-            pid += f" (host {r.nvml_pid})"
         mine = " *" if r.mine else ""
         started = (r.start_time or "")[11:16] or "?"
         container = (r.container_id or "")[:12] or ("pod " + r.pod_uid[:8] if r.pod_uid else "")

@@ -84,18 +84,20 @@ class PidfdTarget(Target):
 
 class StartTimeTarget(Target):
     """The fallback: the PID still belongs to the process confirmed while its start tick is
-    the one read at confirmation, in the real /proc (where signals go)."""
+    the one read at confirmation. `proc_pid` is its PID in `proc` (`pid`, unless that /proc
+    is an outer PID namespace's)."""
 
     guard = START_TIME
 
-    def __init__(self, pid: int, ticks: int, proc: Path = Path("/proc"), poll: float = 0.05):
+    def __init__(self, pid: int, ticks: int, proc: Path, proc_pid: int, poll: float = 0.05):
         self.pid = pid
         self.ticks = ticks
         self.proc = proc
+        self.proc_pid = proc_pid
         self.poll = poll
 
     def _exited(self) -> bool:
-        now = start_ticks(self.proc, self.pid)
+        now = start_ticks(self.proc, self.proc_pid)
         return now is None or now[0] != self.ticks or now[1] in ("Z", "X")
 
     def send(self, sig: int) -> bool:
@@ -121,6 +123,7 @@ def open_target(
     identity: Callable[[], bool],
     use_pidfd: bool = True,
     proc: Path = Path("/proc"),
+    proc_pid: int | None = None,
 ) -> tuple[Target | None, str]:
     """A Target for `pid` if it is still the process confirmed (`identity()` true), else
     (None, why). With a pidfd, `identity` is checked after it is opened: the pidfd names
@@ -144,11 +147,12 @@ def open_target(
                 target.close()
                 return None, "the PID now belongs to another process: not ended"
             return target, ""
-    ticks = start_ticks(proc, pid)
+    proc_pid = pid if proc_pid is None else proc_pid
+    ticks = start_ticks(proc, proc_pid)
     if ticks is None or ticks[1] in ("Z", "X"):
         return None, "it had already exited"
     if not identity():
         return None, "the PID now belongs to another process: not ended"
-    fallback = StartTimeTarget(pid, ticks[0], proc)
+    fallback = StartTimeTarget(pid, ticks[0], proc, proc_pid)
     fallback.why = reason
     return fallback, ""
