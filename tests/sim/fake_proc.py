@@ -36,6 +36,7 @@ class HostProcess:
     # (a host /proc seen from a container; `nspid` then says both). Default: `pid`.
     mirror_pid: int | None = None
     pid_ns: str | None = None  # its ns/pid link, "pid:[4026532201]"; None: none
+    mirror_cgroup: str | None = None  # with mirror: say it is in this cgroup instead
 
 
 def write_process(folder: Path, proc: HostProcess) -> None:
@@ -52,6 +53,8 @@ def write_process(folder: Path, proc: HostProcess) -> None:
             nspid = "\t".join(map(str, proc.nspid))
             status = re.sub(r"(?m)^NSpid:.*$", f"NSpid:\t{nspid}", status)
         (folder / "status").write_text(status)
+        if proc.mirror_cgroup is not None:
+            _write(folder / "cgroup", proc.mirror_cgroup + "\n")
     else:
         nspid = " ".join(map(str, proc.nspid or [proc.pid]))
         _write(
