@@ -13,16 +13,8 @@ from gpucheck.cli.common import UserError, write_output
 from gpucheck.exit_status import ExitStatus
 
 if TYPE_CHECKING:
-    from gpucheck.model.holders import Holders
     from gpucheck.procs.ending import Decision
     from gpucheck.procs.render import ProcsDocument
-
-
-# How each signal was kept to the process confirmed (procs/signals.py).
-GUARD_WORDS = {
-    "pidfd": "through a pidfd held since it was confirmed",
-    "start time": "after its start time was checked again (no pidfd here)",
-}
 
 
 def _finite(value: float) -> float:
@@ -112,7 +104,7 @@ def procs(
     decisions = plan(holders, Request(tuple(kill or ()), kill_mine, force, index), Caller.this())
     to_end = [d for d in decisions if d.end]
     # --kill-mine finds compute contexts through NVML: where it could not ask, some may be missed.
-    unasked = _unasked(holders) if kill_mine else []
+    unasked = holders.unasked() if kill_mine else []
     _tell(decisions, json_out, unasked)
     if to_end and not yes:
         if not sys.stdin.isatty():
@@ -144,13 +136,6 @@ def procs(
         raise typer.Exit(ExitStatus.FAILED)
     if unasked:
         raise typer.Exit(ExitStatus.UNKNOWN)
-
-
-def _unasked(holders: Holders) -> list[str]:
-    """Why some GPUs' compute contexts are unknown, one line each."""
-    return holders.unknown + [
-        f"GPU {a.index}: {a.processes_error}" for a in holders.gpus if not a.processes_known
-    ]
 
 
 def _write(doc: ProcsDocument, json_out: bool) -> None:
@@ -186,7 +171,8 @@ def _report(doc: ProcsDocument) -> None:
 
     for a in doc.actions or []:
         if a.outcome is not None:
-            guard = f" (signals sent {GUARD_WORDS[a.guard]})" if a.guard in GUARD_WORDS else ""
+            words = out.GUARD_WORDS.get(a.guard or "")
+            guard = f" (signals sent {words})" if words else ""
             sys.stdout.write(f"PID {a.pid}: {a.outcome}: {a.detail}{guard}\n")
     for m in doc.memory or []:
         if m.before is not None and m.after is not None:

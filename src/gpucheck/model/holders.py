@@ -111,6 +111,12 @@ class Holders(Struct):
         """Whether "no process holds it" can be said: every GPU's processes were listed."""
         return not self.unknown and all(a.processes_known for a in self.gpus)
 
+    def unasked(self) -> list[str]:
+        """Why some GPUs' processes are unknown, one line each."""
+        return self.unknown + [
+            f"GPU {a.index}: {a.processes_error}" for a in self.gpus if not a.processes_known
+        ]
+
 
 # The /dev/nvidia* scan, named where NVML could not answer: it shows holders NVML cannot.
 DEVICE_SCAN = (

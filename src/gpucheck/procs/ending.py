@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gpucheck.model.holders import Holder, Holders
 from gpucheck.probes.processes import read_process
-from gpucheck.procs.signals import Target, open_target
+from gpucheck.procs.signals import GONE, Target, open_target
 from gpucheck.procs.view import invoking_uid
 from gpucheck.report.text import printable
 
@@ -203,8 +203,7 @@ class Ender:
 
         target, why = open_target(pid, same, self.use_pidfd, proc, holder.pid)
         if target is None:
-            outcome = "gone" if why == "it had already exited" else "changed"
-            return Ended(pid, outcome, why)
+            return Ended(pid, "gone" if why == GONE else "changed", why)
         try:
             return self._end(pid, target, start)
         finally:
@@ -218,7 +217,7 @@ class Ender:
 
         try:
             if not target.send(signal.SIGTERM):
-                return Ended(pid, "gone", "it had already exited", took(), guard)
+                return Ended(pid, "gone", GONE, took(), guard)
         except PermissionError as exc:
             return Ended(pid, "denied", f"SIGTERM refused: {exc.strerror}", guard=guard)
         if target.wait(self.grace):

@@ -26,6 +26,11 @@ from gpucheck.version import __version__
 
 PROCS_SCHEMA_VERSION = "1.1"
 PIPE_WIDTH = 160
+# How each signal was kept to the process confirmed (signals.py), for a person.
+GUARD_WORDS = {
+    "pidfd": "through a pidfd held since it was confirmed",
+    "start time": "after its start time was checked again (no pidfd here)",
+}
 ROOT_SEES = "as root it sees every user's"
 
 

@@ -13,7 +13,6 @@ the signal; the pidfd leaves none.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import select
 import signal
@@ -118,6 +117,10 @@ class StartTimeTarget(Target):
         return True
 
 
+GONE = "it had already exited"
+CHANGED = "the PID now belongs to another process: not ended"
+
+
 def open_target(
     pid: int,
     identity: Callable[[], bool],
@@ -126,33 +129,33 @@ def open_target(
     proc_pid: int | None = None,
 ) -> tuple[Target | None, str]:
     """A Target for `pid` if it is still the process confirmed (`identity()` true), else
-    (None, why). With a pidfd, `identity` is checked after it is opened: the pidfd names
-    whichever process held the PID then, and a match proves it is the confirmed one."""
+    (None, GONE or CHANGED). With a pidfd, `identity` is checked after it is opened: the pidfd
+    names whichever process held the PID then, and a match proves it is the confirmed one.
+    `proc_pid` is its PID in `proc`, for the fallback (`pid` unless `proc` is an outer
+    namespace's)."""
     reason = NO_PIDFD
     if use_pidfd and hasattr(os, "pidfd_open"):
         try:
             fd = os.pidfd_open(pid)
         except ProcessLookupError:
-            return None, "it had already exited"
-        except OSError as exc:
-            if exc.errno not in (errno.ENOSYS, errno.EPERM, errno.EINVAL):
-                raise
-            reason = f"pidfd_open failed ({os.strerror(exc.errno)})"
+            return None, GONE
+        except OSError as exc:  # ENOSYS (a kernel before 5.3), EMFILE, a seccomp filter
+            reason = f"pidfd_open failed ({exc.strerror})"
         else:
             target = PidfdTarget(fd)
             if target.wait(0):
                 target.close()
-                return None, "it had already exited"
+                return None, GONE
             if not identity():
                 target.close()
-                return None, "the PID now belongs to another process: not ended"
+                return None, CHANGED
             return target, ""
     proc_pid = pid if proc_pid is None else proc_pid
     ticks = start_ticks(proc, proc_pid)
     if ticks is None or ticks[1] in ("Z", "X"):
-        return None, "it had already exited"
+        return None, GONE
     if not identity():
-        return None, "the PID now belongs to another process: not ended"
+        return None, CHANGED
     fallback = StartTimeTarget(pid, ticks[0], proc, proc_pid)
     fallback.why = reason
     return fallback, ""
