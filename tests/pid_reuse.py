@@ -8,7 +8,9 @@ started under its very PID: the newcomer must receive no signal.
 MODE: `cli` runs `gpucheck procs --kill A --grace 4` on a simulated machine listing A as a GPU
 holder; `pidfd` and `start-time` drive the Ender itself with that guard. In each, A ignores
 SIGTERM, the script kills and reaps A once A has received SIGTERM (an exit during --grace),
-and B takes A's PID. Prints one JSON object: what happened to B, and what the ender said.
+and B takes A's PID. `send-pidfd` and `send-start-time` confirm A, then A exits and B takes
+its PID before the first signal. Prints one JSON object: what happened to B, and what the
+ender said.
 """
 
 from __future__ import annotations
@@ -122,11 +124,31 @@ def run_ender(a: subprocess.Popen[str], use_pidfd: bool) -> dict[str, object]:
     return {"b": b, "actions": [{"outcome": e.outcome, "detail": e.detail, "guard": e.guard}]}
 
 
+def run_send(a: subprocess.Popen[str], use_pidfd: bool) -> dict[str, object]:
+    """Confirmed, then A exits and B takes its PID before the first signal is sent."""
+    from gpucheck.procs.signals import open_target
+
+    target, why = open_target(a.pid, lambda: True, use_pidfd)
+    assert target is not None, why
+    a.kill()
+    a.wait()
+    b = sleeper_at(a.pid)
+    sent = target.send(signal.SIGTERM)
+    exited = target.wait(0)
+    target.close()
+    return {"b": b, "actions": [{"sent": sent, "exited": exited, "guard": target.guard}]}
+
+
 def main() -> None:
     mode, libs, folder = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
     assert os.getpid() == 1, "run me as PID 1 of a new PID namespace"
     a = sleeper()
-    found = run_cli(a, libs, folder) if mode == "cli" else run_ender(a, mode == "pidfd")
+    if mode == "cli":
+        found = run_cli(a, libs, folder)
+    elif mode.startswith("send-"):
+        found = run_send(a, mode == "send-pidfd")
+    else:
+        found = run_ender(a, mode == "pidfd")
     b = found.pop("b")
     assert isinstance(b, subprocess.Popen) and b.stdout is not None
     time.sleep(0.3)

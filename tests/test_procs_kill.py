@@ -466,3 +466,16 @@ def test_sudo_kill_mine_ends_only_the_invoking_users_jobs_in_this_container(
     assert result.returncode == 0, result.stdout + result.stderr
     theirs.wait(timeout=5)
     assert running(roots)
+
+
+@pytest.mark.parametrize(
+    ("mode", "guard"), [("send-pidfd", "pidfd"), ("send-start-time", "start time")]
+)
+def test_a_signal_to_a_confirmed_process_that_exited_reaches_no_one(
+    sim_libs: Libraries, tmp_path: Path, mode: str, guard: str
+) -> None:
+    """The confirmed process exits and its PID goes to a newcomer before SIGTERM is sent: the
+    pidfd refuses (the process it names is gone), and so does the start-time check."""
+    found = reuse_pid(mode, sim_libs, tmp_path)
+    assert found["b_alive"] is True and found["b_said"] is None, found
+    assert found["actions"] == [{"sent": False, "exited": True, "guard": guard}]
