@@ -39,7 +39,11 @@ def procs(
     ] = None,
     kill_mine: Annotated[
         bool,
-        typer.Option("--kill-mine", help="End your own processes with a compute context on a GPU."),
+        typer.Option(
+            "--kill-mine",
+            help="End your processes (SUDO_UID's under sudo) in this container that have a "
+            "compute context on a GPU.",
+        ),
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="As root: also end another user's processes named.")

@@ -287,7 +287,8 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
     if any(r.mine for r in doc.processes):
         console.print(
             Text(
-                "* yours (gpucheck procs --kill-mine ends those with a compute context)",
+                "* yours (gpucheck procs --kill-mine ends those with a compute context, in this "
+                "container)",
                 style="dim",
             )
         )
