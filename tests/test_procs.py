@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -472,3 +473,26 @@ def test_not_a_number_of_seconds_is_a_usage_error(
         f"gpucheck: Invalid value for '{option}': nan is not a number of seconds "
         "(see: gpucheck procs --help)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("pid2", "expected"),
+    [
+        # kthreadd, as a host's /proc/2/stat reads (flags 0x208040: PF_KTHREAD set).
+        ("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 9 0\n", True),
+        # A container's PID 2: a shell started by `docker exec` (flags 0x400100).
+        ("2 (bash) S 0 2 2 34816 2 4194560 0 0 0 0 0 0 0 0 20 0 1 0 4242 0\n", False),
+        (None, False),  # a container with no PID 2
+    ],
+)
+def test_this_proc_is_the_hosts_where_kernel_threads_show(
+    tmp_path: Path, pid2: str | None, expected: bool
+) -> None:
+    from gpucheck.procs.view import kernel_threads_visible
+
+    (tmp_path / "1").mkdir()
+    if pid2 is not None:
+        (tmp_path / "2").mkdir()
+        (tmp_path / "2" / "stat").write_text(pid2)
+    assert kernel_threads_visible(tmp_path) is expected
+    assert kernel_threads_visible(tmp_path / "missing") is None

@@ -54,10 +54,11 @@ def _nspid(status: str | None) -> list[int]:
 
 
 def kernel_threads_visible(proc: Path) -> bool | None:
-    """Whether this /proc is the initial PID namespace's (None: PID 2 cannot be read)."""
+    """Whether this /proc is the initial PID namespace's (None: this /proc cannot be read).
+    There, PID 2 is always kthreadd; a namespace without a PID 2 is another one."""
     stat = _read(proc / "2" / "stat")
     if stat is None:
-        return None
+        return False if (proc / "1").is_dir() else None
     fields = stat[stat.rfind(")") + 2 :].split()
     if len(fields) < 7 or not fields[6].isdigit():
         return None
