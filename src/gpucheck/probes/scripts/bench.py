@@ -35,6 +35,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+if not __package__:  # run as a script: its folder as a package, for the relative imports
+    __package__ = "_gpucheck_probe_scripts"
+    sys.modules[__package__] = type(sys)(__package__)  # a module (importing types costs time)
+    sys.modules[__package__].__path__ = [os.path.dirname(os.path.realpath(__file__))]
+
+from . import child_protocol as protocol
+
 CHECK = 16  # rows and columns of C checked against the CPU
 TOLERANCE = {"fp32": 1e-4, "tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2, "fp8": 2e-2}
 MIB = 1024 * 1024
@@ -70,20 +77,9 @@ class Plan:
         self.host_bytes = (64 if quick else 256) * MIB
 
 
-def emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
-def step(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.write(2, f"@ {name}\n".encode())
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return (f"{type(exc).__name__}: {first}" if first else type(exc).__name__)[:500]
+emit = protocol.emit
+step = protocol.step
+one_line = protocol.one_line
 
 
 def measure(

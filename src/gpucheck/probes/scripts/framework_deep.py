@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -30,14 +29,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
+if not __package__:  # run as a script: its folder as a package, for the relative imports
+    __package__ = "_gpucheck_probe_scripts"
+    sys.modules[__package__] = type(sys)(__package__)  # a module (importing types costs time)
+    sys.modules[__package__].__path__ = [os.path.dirname(os.path.realpath(__file__))]
 
-_HERE = os.path.dirname(os.path.realpath(__file__))
-# The capture helpers, loaded by path under a name no framework can shadow.
-_spec = importlib.util.spec_from_file_location("_gpucheck_deep_capture", f"{_HERE}/deep_capture.py")
-assert _spec is not None and _spec.loader is not None
-cap: Any = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cap)
+from . import child_protocol as protocol
+from . import deep_capture as cap
 
 SIZE = 64  # the smoke test multiplies SIZE x SIZE float32 matrices
 RTOL = ATOL = 1e-2  # TF32 (the default for float32 matmuls on Ampere+ in TF and JAX) is ~1e-3
@@ -77,7 +75,7 @@ class Probe:
         if self.gated or not fd:
             return True
         self.gated = True
-        cap.step("wait for gpucheck's word")
+        protocol.step("wait for gpucheck's word")
         try:
             word = os.read(int(fd), 4096).decode("utf-8", "replace").strip()
         except (OSError, ValueError):
@@ -93,7 +91,7 @@ class Probe:
         facts["loaded_libraries"] = cap.mapped_libraries()
         warnings = cap.select_warnings(self.capture.text())
         # Errors of later stages (the first one is `error`), within the same bound.
-        extra = [cap.trim(e) for e in self.stage_errors[1 : cap.MAX_WARNINGS // 2 + 1]]
+        extra = [protocol.trim(e) for e in self.stage_errors[1 : cap.MAX_WARNINGS // 2 + 1]]
         facts["warnings"] = warnings[: cap.MAX_WARNINGS - len(extra)] + extra
         with contextlib.suppress(Exception):
             sys.stdout.flush()  # a library's half-written line goes out first ...
@@ -103,7 +101,7 @@ class Probe:
 
     def stage(self, name: str, action: Callable[[], None]) -> bool:
         """Run one stage under its step name; an exception marks the record as an error."""
-        cap.step(name)
+        protocol.step(name)
         try:
             action()
             return True
@@ -112,24 +110,24 @@ class Probe:
             return False
 
     def fail(self, name: str, exc: BaseException) -> None:
-        text = f"{name}: {cap.one_line(exc)}"
+        text = f"{name}: {protocol.one_line(exc)}"
         self.stage_errors.append(text)
         if self.facts["status"] == "ok":
             self.facts["status"] = "error"
-            self.facts["error"] = cap.trim(text)
+            self.facts["error"] = protocol.trim(text)
 
     def do_import(self, module: str) -> Any:
-        cap.step(f"import {module}")
+        protocol.step(f"import {module}")
         start = time.perf_counter()
         try:
             value = importlib.import_module(module)
         except (ImportError, OSError) as exc:
             self.facts["status"] = "import_error"
-            self.facts["error"] = cap.one_line(exc)
+            self.facts["error"] = protocol.one_line(exc)
             value = None
         except (Exception, SystemExit) as exc:
             self.facts["status"] = "error"
-            self.facts["error"] = f"import {module}: {cap.one_line(exc)}"
+            self.facts["error"] = f"import {module}: {protocol.one_line(exc)}"
             value = None
         self.facts["import_seconds"] = round(time.perf_counter() - start, 6)
         if value is not None:
@@ -141,12 +139,12 @@ class Probe:
 
     def smoke(self, device: str, run: Callable[[], str | None]) -> None:
         """One device's smoke test: run() returns None when the result is right, else why."""
-        cap.step(f"smoke {device}")
+        protocol.step(f"smoke {device}")
         start = time.perf_counter()
         try:
             problem = run()
         except Exception as exc:
-            problem = cap.one_line(exc)
+            problem = protocol.one_line(exc)
         seconds = round(time.perf_counter() - start, 6)
         test = {"device": device, "ok": problem is None, "error": problem, "seconds": seconds}
         self.facts["smoke_tests"].append(test)
@@ -417,7 +415,7 @@ def main(argv: list[str]) -> int:
     probe = Probe(framework, capture)
     if framework not in PROBES:
         probe.facts["status"] = "error"
-        known = ", ".join(FRAMEWORKS)
+        known = ", ".join(PROBES)
         probe.facts["error"] = f"unknown framework {framework!r}: expected one of {known}"
         probe.emit()
         return 2

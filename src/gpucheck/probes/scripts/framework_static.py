@@ -20,19 +20,21 @@ from __future__ import annotations
 import os
 import sys
 
-# Run as a script, Python puts this folder first on sys.path: drop it before importing
-# anything else, so that no file beside this one can shadow a module of the target interpreter,
-# and so that the folder is not reported as part of the environment.
-_HERE = os.path.dirname(os.path.realpath(__file__))
-if sys.path and os.path.realpath(sys.path[0] or os.curdir) == _HERE:
-    del sys.path[0]
+if not __package__:  # run as a script: its folder as a package, for the relative imports
+    __package__ = "_gpucheck_probe_scripts"
+    sys.modules[__package__] = type(sys)(__package__)  # a module (importing types costs time)
+    sys.modules[__package__].__path__ = [os.path.dirname(os.path.realpath(__file__))]
 
 # _ast, not ast: the C module alone; `ast` costs 5 ms to import, a sixth of this child.
-import _ast  # noqa: E402
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-import site  # noqa: E402
+import _ast
+import contextlib
+import json
+import re
+import site
+
+from . import child_protocol as protocol
+from . import dist_info as DISTS  # the installed distributions, from their metadata
+from . import torch_static as TORCH  # torch and the extensions built against it
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
 if TYPE_CHECKING:
@@ -40,20 +42,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def load_sibling(name: str) -> Any:
-    """A helper script beside this one, loaded by path (this folder is kept off sys.path)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"_gpucheck_{name}", f"{_HERE}/{name}.py")
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{name}.py not found beside {__file__}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-TORCH = load_sibling("torch_static")  # torch and the extensions built against it
-DISTS = load_sibling("dist_info")  # the installed distributions, from their metadata
 # Distributions that matter to a GPU diagnosis, by normalised name (PEP 503).
 NAMES = TORCH.NAMES | frozenset(
     [
@@ -89,14 +77,8 @@ MAX_SOURCE_BYTES = 1 << 20  # version.py and build_info.py are a few hundred byt
 NOT_LITERAL = object()
 
 
-def step(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.write(2, f"@ {name}\n".encode())
-
-
-def describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+step = protocol.step
+describe = protocol.describe
 
 
 def normalise(name: str) -> str:

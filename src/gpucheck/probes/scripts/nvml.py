@@ -15,9 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 import sys
+
+if not __package__:  # run as a script: its folder as a package, for the relative imports
+    __package__ = "_gpucheck_probe_scripts"
+    sys.modules[__package__] = type(sys)(__package__)  # a module (importing types costs time)
+    sys.modules[__package__].__path__ = [os.path.dirname(os.path.realpath(__file__))]
+
+from . import child_protocol as protocol
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
 if TYPE_CHECKING:
@@ -70,7 +76,7 @@ if TYPE_CHECKING:
         compute_instance_id: int | None
 
 
-OPTIONS: Options = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+OPTIONS: Options = protocol.arguments(sys.argv, {})
 SKIP = set(OPTIONS.get("skip", []))
 INIT = OPTIONS.get("init", True)
 NO_INIT_REASON = (
@@ -123,15 +129,8 @@ CLOCK_EVENT_BITS = {
 }
 
 
-def emit(record: Header | GpuRecord) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
-def step(name: str, gpu: int | None = None) -> None:
-    # Written unbuffered before each call: the last one names the call that hung or crashed.
-    where = "" if gpu is None else f" gpu={gpu:d}"
-    os.write(2, f"@ {name}{where}\n".encode())
+emit = protocol.emit
+step = protocol.step  # before each call: the last one names the call that hung or crashed
 
 
 def text(value: object) -> str:
@@ -154,8 +153,7 @@ LIBRARY_NOT_FOUND: ErrorRecord = {
 
 
 def error_record(exc: BaseException) -> ErrorRecord:
-    name = type(exc).__name__
-    name = name[len("NVMLError_") :] if name.startswith("NVMLError_") else name
+    name = protocol.nvml_error_name(exc)
     return {"code": int(getattr(exc, "value", -1) or -1), "name": name, "message": text(exc)}
 
 
@@ -405,13 +403,8 @@ def binding_version() -> str | None:
     """nvidia-ml-py's installed version, as importlib.metadata.version("nvidia-ml-py") says
     it (the first on sys.path), read with dist_info.py's header reader: importing
     importlib.metadata costs 30 ms, half of this child's run."""
-    import importlib.util
+    from . import dist_info
 
-    here = os.path.dirname(os.path.realpath(__file__))
-    spec = importlib.util.spec_from_file_location("_gpucheck_dist_info", f"{here}/dist_info.py")
-    assert spec is not None and spec.loader is not None
-    dist_info: Any = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dist_info)
     for entry in sys.path:
         try:
             names = sorted(os.listdir(entry or os.curdir))
