@@ -10,6 +10,7 @@ from pathlib import Path
 
 from conftest import require_python38
 
+from gpucheck.model.frameworks import static_probe_options
 from gpucheck.probes import nvml
 from gpucheck.probes.child import run_script
 
@@ -237,7 +238,8 @@ def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
             "init_error": {"name": "BindingMissing", "message": "No module named 'pynvml'"},
         }
     ]
-    static = run_script(HERE / "scripts/framework_static.py", [], 30, python=python)
+    table = json.dumps(static_probe_options())
+    static = run_script(HERE / "scripts/framework_static.py", [table], 30, python=python)
     assert static.ok and static.last_step == "extensions", static.message
     facts = static.records[0]["facts"]
     assert isinstance(facts, dict) and facts["version"].startswith("3.8.")

@@ -12,6 +12,8 @@ from types import ModuleType
 
 import pytest
 
+from gpucheck.model.frameworks import static_probe_options
+
 SCRIPTS = Path(__file__).resolve().parents[1] / "src" / "gpucheck" / "probes" / "scripts"
 
 
@@ -98,6 +100,7 @@ def test_the_probe_script_finds_this_interpreters_own_distributions() -> None:
     """The real site folder of the interpreter running the tests, against importlib.metadata:
     every distribution the probe keeps is there with the same version."""
     static = load("framework_static")
+    static.TABLE = static.Table(static_probe_options())  # as gpucheck passes it
     errors: list[str] = []
     found = DIST_INFO.distributions(static, errors)
     assert errors == []
