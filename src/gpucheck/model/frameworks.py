@@ -67,7 +67,8 @@ class Extension(Struct, frozen=True):
     module: str | None  # what the deep pass imports to load its compiled part; None: not imported
     build_facts: bool = True  # the default pass reads the torch and CUDA its build names
     requires: bool = True  # its Requires-Dist (the torch it pins) is kept
-    paired: bool = False  # compat holds its pairing table with torch (torchvision, triton)
+    paired: bool = False  # released in step with torch: compat's pairing table says which
+    pinned_by_torch: bool = False  # torch's Requires-Dist names its version (triton)
     from_source: bool = False  # usually built here, against the torch installed
 
 
@@ -157,8 +158,8 @@ TORCH_EXTENSIONS = (
     Extension("apex", "apex", requires=False, from_source=True),
     Extension("deepspeed", "deepspeed"),
     # torch pins its triton (`triton==3.1.0` in torch's Requires-Dist): no build facts of its own.
-    Extension("triton", None, build_facts=False, requires=False, paired=True),
-    Extension("pytorch-triton", None, build_facts=False, requires=False, paired=True),
+    Extension("triton", None, build_facts=False, requires=False, pinned_by_torch=True),
+    Extension("pytorch-triton", None, build_facts=False, requires=False, pinned_by_torch=True),
     Extension("vllm", "vllm._C"),
     Extension("sglang", "sglang"),
     Extension("torch-tensorrt", "torch_tensorrt"),
