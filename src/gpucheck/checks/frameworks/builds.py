@@ -16,7 +16,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.answers import Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag
 from gpucheck.model.environments import Distribution, PythonEnvironment
-from gpucheck.model.frameworks import TENSORFLOW, TORCH
+from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 
 # --- the build a fix installs --------------------------------------------------------------------
 
@@ -216,7 +216,7 @@ class JaxFacts(Struct, frozen=True):
 
 
 def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
-    jax, jaxlib = env.dist("jax"), env.dist("jaxlib")
+    jax, jaxlib = (env.dist(name) for name in JAX.dists)
     plugins = tuple(d for d in env.distributions if _JAX_PLUGIN.match(d.name))
     if jax is None and jaxlib is None and not plugins:
         return None

@@ -130,7 +130,7 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
             )
     else:
         items.append((None, Outcome.skip(f"{name}: not in the compat data (older than 8.2)")))
-    imported = next((i for i in env.extension_imports if i.name == "tensorrt"), None)
+    imported = next((i for i in env.extension_imports if i.name == TENSORRT.module), None)
     if imported is not None:
         items.append((None, _engine(ctx, env, trt, row, imported)))
     tf = tf_facts(env)
