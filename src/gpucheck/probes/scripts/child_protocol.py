@@ -7,11 +7,15 @@ script in this folder:
 - argv[1]: the parent's options as one JSON value, where a script takes any.
 
 Standard library only; no gpucheck imports; Python 3.8+ (the scripts run under the user's
-interpreter, with -S). A script imports it relatively (`from . import child_protocol`), after
-making its own folder a package when it runs as a script (see `package_of_folder`'s two
-lines at the top of each script): the folder never goes on sys.path, where a file beside the
-scripts could shadow a module of the target interpreter, and no name it imports can collide
-with one of the target's.
+interpreter, with -S). A script imports it relatively (`from . import child_protocol`); run as
+a script, it first makes itself the package those imports come from, in two lines:
+
+    if not __package__:  # run as a script: it is the package its relative imports come from
+        __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+
+so the modules of this folder load as `__main__.child_protocol` ...: never through sys.path
+(where a file beside the scripts could shadow a module of the target interpreter, and which
+PYTHONSAFEPATH leaves without this folder), and under names no module of the target uses.
 """
 
 from __future__ import annotations

@@ -22,10 +22,8 @@ from __future__ import annotations
 import os
 import sys
 
-if not __package__:  # run as a script: its folder as a package, for the relative imports
-    __package__ = "_gpucheck_probe_scripts"
-    sys.modules[__package__] = type(sys)(__package__)  # a module (importing types costs time)
-    sys.modules[__package__].__path__ = [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
 
 # _ast, not ast: the C module alone; `ast` costs 5 ms to import, a sixth of this child.
 import _ast
