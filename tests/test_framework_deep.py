@@ -275,7 +275,8 @@ def test_wrong_result_is_a_failed_smoke_test(tmp_path: Path) -> None:
         class _Diff:
             def abs(self): return self
             def max(self): return self
-            def item(self): return 37.5
+            def __float__(self): return 37.5
+        def abs(t): return t.abs()  # torch.abs
         Tensor.__sub__ = lambda self, other: _Diff()
         """
     )

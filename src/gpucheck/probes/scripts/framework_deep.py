@@ -149,6 +149,21 @@ class Probe:
         self.emit()
 
 
+def host_operands() -> tuple[Any, Any, Any]:
+    """numpy, the smoke test's SIZE x SIZE float32 input A, and A @ A.T computed on the CPU."""
+    numpy = importlib.import_module("numpy")
+    a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
+    a_host /= SIZE * SIZE
+    return numpy, a_host, a_host @ a_host.T
+
+
+def verdict(lib: Any, got: Any, expected: Any) -> str | None:
+    """None where `got` is the CPU's result (compared by `lib`: numpy, or torch), else why not."""
+    if lib.allclose(got, expected, rtol=RTOL, atol=ATOL):
+        return None
+    return differs(lib.abs(got - expected).max())
+
+
 def differs(max_diff: Any) -> str:
     try:
         return f"the result differs from the CPU's (largest difference {float(max_diff):.6g})"
@@ -196,11 +211,7 @@ def names(values: Any) -> list[str]:
 # --- frameworks -------------------------------------------------------------------------------
 
 
-def probe_torch(p: Probe) -> None:
-    torch = p.do_import("torch")
-    p.emit()
-    if torch is None:
-        return
+def probe_torch(p: Probe, torch: Any) -> None:
     facts = p.facts
 
     def build() -> None:
@@ -250,18 +261,12 @@ def probe_torch(p: Probe) -> None:
             expected = a.matmul(b)
             device = torch.device(f"cuda:{index}")
             got = a.to(device).matmul(b.to(device)).cpu()
-            if torch.allclose(got, expected, rtol=RTOL, atol=ATOL):
-                return None
-            return differs((got - expected).abs().max().item())
+            return verdict(torch, got, expected)
 
         p.smoke(f"cuda:{index}", run)
 
 
-def probe_tensorflow(p: Probe) -> None:
-    tf = p.do_import("tensorflow")
-    p.emit()
-    if tf is None:
-        return
+def probe_tensorflow(p: Probe, tf: Any) -> None:
     facts = p.facts
 
     def build() -> None:
@@ -291,10 +296,7 @@ def probe_tensorflow(p: Probe) -> None:
     for index in range(len(gpus)):
 
         def run(index: int = index) -> str | None:
-            numpy = importlib.import_module("numpy")
-            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
-            a_host /= SIZE * SIZE
-            expected = a_host @ a_host.T
+            numpy, a_host, expected = host_operands()
             name = f"/GPU:{index}"
             with tf.device(name):
                 a = tf.constant(a_host)
@@ -303,18 +305,12 @@ def probe_tensorflow(p: Probe) -> None:
             if where and f"GPU:{index}" not in where:
                 return f"the matmul ran on {where}, not {name}"
             got = c.numpy()
-            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
-                return None
-            return differs(numpy.abs(got - expected).max())
+            return verdict(numpy, got, expected)
 
         p.smoke(f"/GPU:{index}", run)
 
 
-def probe_jax(p: Probe) -> None:
-    jax = p.do_import("jax")
-    p.emit()
-    if jax is None:
-        return
+def probe_jax(p: Probe, jax: Any) -> None:
     facts = p.facts
     devs: list[Any] = []
 
@@ -336,24 +332,15 @@ def probe_jax(p: Probe) -> None:
 
         def run(device: Any = device) -> str | None:
             jnp = importlib.import_module("jax.numpy")
-            numpy = importlib.import_module("numpy")
-            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
-            a_host /= SIZE * SIZE
-            expected = a_host @ a_host.T
+            numpy, a_host, expected = host_operands()
             a = jax.device_put(a_host, device)
             got = numpy.asarray(jnp.matmul(a, a.T, precision="highest"))
-            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
-                return None
-            return differs(numpy.abs(got - expected).max())
+            return verdict(numpy, got, expected)
 
         p.smoke(str(device), run)
 
 
-def probe_cupy(p: Probe) -> None:
-    cupy = p.do_import("cupy")
-    p.emit()
-    if cupy is None:
-        return
+def probe_cupy(p: Probe, cupy: Any) -> None:
     facts = p.facts
     runtime: Any = getattr(getattr(cupy, "cuda", None), "runtime", None)
 
@@ -385,21 +372,17 @@ def probe_cupy(p: Probe) -> None:
     for index in range(facts["device_count"] or 0):
 
         def run(index: int = index) -> str | None:
-            numpy = importlib.import_module("numpy")
-            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
-            a_host /= SIZE * SIZE
-            expected = a_host @ a_host.T
+            numpy, a_host, expected = host_operands()
             with cupy.cuda.Device(index):
                 a = cupy.asarray(a_host)
                 got = cupy.asnumpy(a @ a.T)
-            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
-                return None
-            return differs(numpy.abs(got - expected).max())
+            return verdict(numpy, got, expected)
 
         p.smoke(f"cuda:{index}", run)
 
 
-PROBES: dict[str, Callable[[Probe], None]] = {
+# Each probe gets the framework's module, imported (and past the gate) already.
+PROBES: dict[str, Callable[[Probe, Any], None]] = {
     "torch": probe_torch,
     "tensorflow": probe_tensorflow,
     "jax": probe_jax,
@@ -419,7 +402,10 @@ def main(argv: list[str]) -> int:
         return 2
     capture.start()
     try:
-        PROBES[framework](probe)
+        module = probe.do_import(framework)  # each framework's module is named as it is
+        probe.emit()
+        if module is not None:
+            PROBES[framework](probe, module)
     except Exception as exc:  # a bug here, or a framework odder than expected
         probe.fail("probe", exc)
         probe.emit()
