@@ -32,7 +32,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 if not __package__:  # run as a script: it is the package its relative imports come from
@@ -332,6 +332,15 @@ def cpu_numpy(plan: Plan) -> dict[str, Any]:
     }
 
 
+def emit_each(what: str, records: Callable[[], Iterable[dict[str, Any]]]) -> None:
+    """Each record a measurement yields, as it comes; what it raises as an error record."""
+    try:
+        for record in records():
+            emit(record)
+    except Exception as exc:
+        emit({"kind": "error", "what": what, "message": one_line(exc)})
+
+
 def main(argv: list[str]) -> int:
     try:
         args = json.loads(argv[1])
@@ -371,11 +380,7 @@ def main(argv: list[str]) -> int:
         return 1
     emit(info)
     if device == "peers":
-        try:
-            for record in fw.peers(plan):
-                emit(record)
-        except Exception as exc:
-            emit({"kind": "error", "what": "peer", "message": one_line(exc)})
+        emit_each("peer", lambda: fw.peers(plan))
         return 0
     for dtype, why in fw.dtypes(device):
         if why is not None:
@@ -391,11 +396,7 @@ def main(argv: list[str]) -> int:
                 fw.torch.cuda.empty_cache()
     if device != "cpu":
         step("copies")
-        try:
-            for record in fw.copies(plan):
-                emit(record)
-        except Exception as exc:
-            emit({"kind": "error", "what": "copies", "message": one_line(exc)})
+        emit_each("copies", lambda: fw.copies(plan))
     return 0
 
 
