@@ -11,6 +11,7 @@ import builders
 import more_builders as mb
 from builders import library
 from more_builders import finding, run_checks, the
+from packaging.version import Version
 
 from gpucheck import compat
 from gpucheck.model.finding import Status
@@ -19,7 +20,7 @@ from gpucheck.model.snapshot import CudaDriverFacts, NvccFacts, Snapshot
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 COMPAT = compat.load()
 
@@ -201,6 +202,7 @@ def test_nvcc_newer_major_fails() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA_ERROR_INSUFFICIENT_DRIVER" in f.evidence[0]
+    assert f.fix is not None
     assert upgrade_target(f.fix.text) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
 
 
@@ -214,11 +216,12 @@ def test_driver_versions_in_toolkit_findings_are_printed_as_nvidia_prints_them()
 def test_nvcc_newer_minor_below_the_minor_compat_floor_fails() -> None:
     """CUDA 11.0 GA's driver predates 11.x minor version compatibility's minimum."""
     snap = builders.node([mb.t4(0)], driver=toml_min_driver("11.0.1"), cuda=11000)
-    floor = COMPAT.minor_compat_floor(11)
-    assert floor is not None and compat.parse_version(toml_min_driver("11.0.1")) < floor
+    # cuda.toml, [[minor_compat]] cuda_major = 11: min_driver_linux = "450.80.02"
+    assert Version(toml_min_driver("11.0.1")) < Version("450.80.02")
     f = the(with_nvcc(snap, "11.4.152"), "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA 11.4 is newer than the driver's CUDA 11.0" in f.evidence[0]
+    assert f.fix is not None
     assert upgrade_target(f.fix.text) == compat.parse_version("470.42.01")  # cuda.toml, 11.4.0
 
 
@@ -229,6 +232,7 @@ def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.FAIL  # PTX JIT; the runtime itself starts:
     assert "runs through minor version compatibility (driver 537.13 >= " in f.evidence[0]
+    assert f.fix is not None
     assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4", "windows")
     assert f.fix and "on Windows" in f.fix.text
 
@@ -387,6 +391,7 @@ def test_runtime_13_on_a_12_driver_fails() -> None:
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.FAIL
     assert "13.0.96" in f.title
+    assert f.fix is not None
     assert upgrade_target(f.fix.text) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
     assert f.fix and "no newer than CUDA 12.2" in f.fix.text
 
@@ -396,6 +401,7 @@ def test_runtime_newer_minor_warns() -> None:
     snap.cuda.runtimes = [library("cudart", CUDART_124, "12.4.127")]
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.WARN
+    assert f.fix is not None
     assert upgrade_target(f.fix.text) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
 
 
@@ -424,6 +430,7 @@ def test_cudnn_that_cannot_load_warns_with_pip_force_reinstall() -> None:
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
     assert "cannot be loaded" in f.title
+    assert f.fix is not None
     assert f.fix.text == "Reinstall it: pip install --force-reinstall nvidia-cudnn-cu12==9.1.0.70"
     assert any("libcudnn_graph.so.9" in e for e in f.evidence)
 
@@ -533,6 +540,7 @@ def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
     ]
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
+    assert f.fix is not None
     assert f.fix.text == (
         "Reinstall it: /home/me/venvs/train/bin/python -m pip install --force-reinstall "
         "nvidia-cudnn-cu12==9.1.0.70"

@@ -9,7 +9,7 @@ import pytest
 from more_builders import finding, run_checks, text, the
 
 from gpucheck.model.finding import Status
-from gpucheck.model.snapshot import DeviceNode, NvmlError, PciDevice
+from gpucheck.model.snapshot import DeviceNode, NvmlError, PciDevice, Snapshot
 
 # --- driver.kernel-module ----------------------------------------------------------------------
 
@@ -269,6 +269,7 @@ def test_nvml_binding_missing_says_pip_install() -> None:
     )
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
+    assert f.fix is not None
     assert f.fix.text == "pip install nvidia-ml-py (in the environment gpucheck runs from)"
 
 
@@ -384,7 +385,7 @@ def test_uvm_present_passes() -> None:
     assert the(builders.h100_node(1), "driver.uvm").status is Status.PASS
 
 
-def _without_uvm(snap):  # type: ignore[no-untyped-def]
+def _without_uvm(snap: Snapshot) -> Snapshot:
     for node in snap.system.device_nodes:
         if node.path.startswith("/dev/nvidia-uvm"):
             node.exists = node.readable = node.writable = False

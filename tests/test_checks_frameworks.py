@@ -147,7 +147,7 @@ def test_odd_facts_never_break_a_check() -> None:
     fb.add(env, "cupy-cuda12x", "13.3.0")
     fb.add(env, "nvidia-cudnn-cu12", "nine")
     fb.imported(env, "torch", 1, status="crashed", error="crashed with SIGSEGV")
-    fb.imported(env, "tensorflow", 0, status="weird")
+    fb.imported(env, "tensorflow", 0, status="weird")  # type: ignore[arg-type]  # a newer probe's
     snap = fb.on(builders.h100_node(1), env, deep=True)
     snap.nvml.gpus[0].compute_capability = "x.y"
     findings = run_checks(snap)
@@ -546,6 +546,7 @@ def test_tensorflow_2_15_without_nvidia_cudnn_fails_with_the_and_cuda_install() 
     assert f.status is Status.FAIL
     assert "(nvidia-cudnn-cu12)" in f.title
     assert f"missing: {pin}" in f.evidence
+    assert f.fix is not None
     assert f.fix.text == "pip install 'tensorflow[and-cuda]==2.15.0'"
 
 
@@ -647,6 +648,7 @@ def test_keras_2_with_tensorflow_2_16_warns_with_both_ways_out() -> None:
 def test_keras_3_with_tensorflow_2_15_and_a_mismatched_tf_keras_warn() -> None:
     env = fb.add(fb.with_tensorflow(fb.environment()), "keras", "3.3.3")
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
+    assert f.fix is not None
     assert f.status is Status.WARN and f.fix.text == "pip install 'keras~=2.15.0'"
     env = fb.add(
         fb.add(fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3"), "keras", "3.3.3"),
@@ -654,6 +656,7 @@ def test_keras_3_with_tensorflow_2_15_and_a_mismatched_tf_keras_warn() -> None:
         "2.15.1",
     )
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
+    assert f.fix is not None
     assert f.status is Status.WARN and f.fix.text == "pip install 'tf-keras~=2.16.0'"
 
 
@@ -901,6 +904,7 @@ def test_a_missing_library_at_import_is_installed_at_the_framework_s_own_pin() -
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert f.title == "import torch fails: libcudnn.so.9 is missing"
+    assert f.fix is not None
     assert (
         f.fix.text == "pip install 'nvidia-cudnn-cu12==9.1.0.70' (what torch 2.5.1+cu124 requires)"
     )
@@ -1039,6 +1043,7 @@ def test_an_import_error_without_a_missing_library_reinstalls_from_the_right_ind
     f = the(snap, "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert any("LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64" in e for e in f.evidence)
+    assert f.fix is not None
     assert f.fix.text == (
         "Reinstall it: pip install --force-reinstall 'torch==2.5.1' "
         "--index-url https://download.pytorch.org/whl/cu124"

@@ -411,6 +411,7 @@ def test_prohibited_fails_with_the_command_for_those_gpus() -> None:
     f = the(snap, "gpu.compute-mode")
     assert f.status is Status.FAIL
     assert "prohibited on 2 GPU(s)" in f.title
+    assert f.fix is not None
     assert f.fix.commands == ["sudo nvidia-smi -i 1,6 -c DEFAULT"]
     assert [g.uuid for g in f.subjects.gpus] == [
         "GPU-00000001-0000-0000-0000-000000000000",

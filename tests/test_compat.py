@@ -16,7 +16,7 @@ from gpucheck.compat import Compat, CompatError, data_dir, load
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 DATA = data_dir() / "cuda.toml"
 RAW = tomllib.loads(DATA.read_text(encoding="utf-8"))

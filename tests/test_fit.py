@@ -108,7 +108,7 @@ def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) ->
     header = {
         name: {"dtype": d, "shape": s, "data_offsets": [0, 0]} for name, (d, s) in tensors.items()
     }
-    header["__metadata__"] = {"format": "pt"}  # type: ignore[assignment]
+    header["__metadata__"] = {"format": "pt"}
     raw = json.dumps(header).encode()
     path.write_bytes(struct.pack("<Q", len(raw)) + raw)  # no data: only the header is read
 

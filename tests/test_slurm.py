@@ -148,7 +148,7 @@ PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         def node_up() -> bool:
             for daemon in daemons:
                 if daemon.poll() is not None:
-                    pytest.fail(f"{daemon.args[0]} exited: {_logs(root)}")
+                    pytest.fail(f"{daemon.args!r} exited: {_logs(root)}")
             try:
                 state, _ = cluster.node()
             except AssertionError:

@@ -21,11 +21,13 @@ import subprocess
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pynvml as nv
 import reallibs
 
-from sim.fake_proc import HostProcess, write_process
+from sim.fake_proc import HostProcess as HostProcess
+from sim.fake_proc import write_process
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
@@ -481,12 +483,12 @@ def gt_1030() -> Gpu:
     )
 
 
-def h100_node(count: int = 8, **changes: object) -> Scenario:
+def h100_node(count: int = 8, **changes: Any) -> Scenario:
     """A healthy HGX H100 node on driver 590.48.01 (CUDA 13.1), open kernel module."""
     return Scenario(gpus=[h100(i) for i in range(count)], **changes)
 
 
-def replace(gpu: Gpu, **changes: object) -> Gpu:
+def replace(gpu: Gpu, **changes: Any) -> Gpu:
     return dataclasses.replace(gpu, **changes)
 
 

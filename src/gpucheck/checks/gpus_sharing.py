@@ -6,8 +6,8 @@ from __future__ import annotations
 from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices, sentence
 from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
-from gpucheck.gpu_holders import GpuAccount, Holder, merge
 from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.holders import GpuAccount, Holder, merge
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 GIB = 1024**3

@@ -49,10 +49,10 @@ def bench(
     a run that did not finish, or no GPU to measure (the CPU figure is still shown), 2 usage
     error.
     """
+    from gpucheck.bench.probe import measure_cpu, measure_gpus
     from gpucheck.bench.report import BenchReport, render_text
     from gpucheck.bench.verdicts import findings
     from gpucheck.checks.context import Context
-    from gpucheck.probes.bench import measure_cpu, measure_gpus
     from gpucheck.probes.framework_python import find
     from gpucheck.probes.frameworks import PythonNotFound
     from gpucheck.probes.run import collect, driver_init_allowed

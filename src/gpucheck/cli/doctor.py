@@ -58,7 +58,8 @@ def doctor(
         typer.Option(
             "--min-memory",
             metavar="SIZE",
-            help="Require this much memory on every GPU (40GiB, 80GB).",
+            help="Require this much memory on every GPU: 40G and 40GiB are binary (as nvidia-smi "
+            "counts), 80GB decimal (as datasheets count).",
         ),
     ] = None,
     min_cc: Annotated[

@@ -10,8 +10,8 @@ import typer
 from gpucheck.cli.common import UserError, write_output
 
 if TYPE_CHECKING:
-    from gpucheck.process_ending import Decision
-    from gpucheck.report.procs import ProcsDocument
+    from gpucheck.procs.ending import Decision
+    from gpucheck.procs.render import ProcsDocument
 
 GpuOpt = Annotated[
     str | None,
@@ -50,9 +50,9 @@ def procs(
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
-    from gpucheck.gpu_holders import merge, only_gpu, select_gpu
+    from gpucheck.model.holders import merge, only_gpu, select_gpu
     from gpucheck.probes.run import ProbeOptions, collect_holders
-    from gpucheck.report import procs as out
+    from gpucheck.procs import render as out
 
     acting = bool(kill) or kill_mine
     if not acting:
@@ -74,7 +74,7 @@ def procs(
         doc = out.document(holders, snap.created_at, in_container)
         _write(doc, json_out)
         return
-    from gpucheck.process_ending import Caller, Ender, Request, plan
+    from gpucheck.procs.ending import Caller, Ender, Request, plan
 
     decisions = plan(holders, Request(tuple(kill or ()), kill_mine, force, index), Caller.this())
     to_end = [d for d in decisions if d.end]
@@ -110,7 +110,7 @@ def procs(
 
 
 def _write(doc: ProcsDocument, json_out: bool) -> None:
-    from gpucheck.report import procs as out
+    from gpucheck.procs import render as out
 
     if json_out:
         text = out.to_json(doc)
@@ -133,7 +133,7 @@ def _tell(decisions: list[Decision], json_out: bool) -> None:
 
 
 def _report(doc: ProcsDocument) -> None:
-    from gpucheck.report import procs as out
+    from gpucheck.procs import render as out
 
     for a in doc.actions or []:
         if a.outcome is not None:

@@ -17,7 +17,7 @@ def schema(
 ) -> None:
     """Print the JSON Schema of `doctor --json` reports (or, with --procs, of `procs --json`)."""
     if procs:
-        from gpucheck.report.procs import schema as procs_schema
+        from gpucheck.procs.render import schema as procs_schema
 
         text = json.dumps(procs_schema(), indent=2) + "\n"
     else:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 from packaging.version import Version
 
+from gpucheck.compat.location import data_dir as data_dir
 from gpucheck.compat.rows import CompatError, Rows, parse_version
 
 if TYPE_CHECKING:
@@ -61,15 +62,6 @@ class Architecture(Struct, frozen=True):
     name: str
     compute_capabilities: tuple[str, ...]
     source: str
-
-
-def data_dir() -> Path:
-    """compat/ as shipped in the wheel, or at the top of a source checkout (editable installs)."""
-    package = Path(__file__).resolve().parents[1]
-    packaged = package / "compat_data"
-    if packaged.is_dir():
-        return packaged
-    return package.parents[1] / "compat"
 
 
 # How rows of a user's compat folder replace shipped ones: same key, same row.

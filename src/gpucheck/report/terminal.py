@@ -4,13 +4,15 @@ hanging indent. Colour follows rich (NO_COLOR and FORCE_COLOR honoured)."""
 from __future__ import annotations
 
 import io
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
-from gpucheck.report.core import Report
 from gpucheck.report.text import layout
+
+if TYPE_CHECKING:  # core renders through this module (notebooks): no import back
+    from gpucheck.report.core import Report
 
 
 class _Console(Console):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpucheck.gpu_holders import Holder, Holders
+from gpucheck.model.holders import Holder, Holders
 from gpucheck.probes.processes import read_process
 from gpucheck.report.text import printable
 

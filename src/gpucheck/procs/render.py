@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpucheck.gpu_holders import GpuAccount, GpuUse, Holder, Holders, leak_causes
 from gpucheck.model.decoding import to_dict
-from gpucheck.process_ending import Decision, Ended, shorten
+from gpucheck.model.holders import GpuAccount, GpuUse, Holder, Holders, leak_causes
+from gpucheck.procs.ending import Decision, Ended, shorten
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
