@@ -210,6 +210,24 @@ def test_child_scripts_share_one_protocol_module() -> None:
     assert not {n.name for n in helpers if isinstance(n, ast.FunctionDef)} & {"step", "trim"}
 
 
+def test_a_script_finds_its_protocol_module_without_sys_path(tmp_path: Path) -> None:
+    """Run as a script, each finds child_protocol.py beside it by its own path: not through
+    sys.path, which PYTHONSAFEPATH (3.11+) leaves without the script's folder, and where a
+    module of the same name in the working folder must not win."""
+    import json
+    import os
+
+    from gpucheck.probes.child import HERE
+
+    (tmp_path / "child_protocol.py").write_text("raise SystemExit('the wrong module')\n")
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(tmp_path)}
+    task = [{"id": "y", "kind": "cudart", "path": str(tmp_path / "libcudart.so.12")}]
+    native = run_script(HERE / "scripts/native.py", [json.dumps(task)], 30, env=env)
+    assert native.ok, native.message
+    assert native.last_step == "task y"
+    assert native.records[0]["id"] == "y"
+
+
 def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
     """The probe scripts must run under the user's interpreter, however old (3.8+), as
     gpucheck runs them (-S where it does), each with its own folder's protocol module."""
