@@ -41,20 +41,8 @@ class CudnnData:
                 isinstance(m, int) and not isinstance(m, bool) for m in majors
             ):
                 raise CompatError(f"{r.where}: cuda_majors must be a list of integers")
-            releases.append(
-                CudnnRelease(
-                    version=r.version("version"),
-                    covers=tuple(r.text_list("covers", required=False)),
-                    cuda=tuple(r.text_list("cuda", required=False)),
-                    cuda_majors=tuple(majors),
-                    min_driver_linux=r.text_map("min_driver_linux"),
-                    min_driver_windows=r.text_map("min_driver_windows"),
-                    compute_capabilities=tuple(r.text_list("compute_capabilities", required=False)),
-                    min_cc=r.opt_version("min_cc"),
-                    max_cc=r.opt_version("max_cc"),
-                    source=r.text("source"),
-                )
-            )
+            lists = ("covers", "cuda", "compute_capabilities")
+            releases.append(r.struct(CudnnRelease, lists, cuda_majors=tuple(majors)))
         return cls(releases)
 
     def release(self, version: str) -> CudnnRelease | None:
