@@ -54,11 +54,8 @@ class ExtensionData:
         rows = Rows(path, data)
         pairings = []
         for r in rows.table("pairing"):
-            and_later = r.data.get("and_later", False)
-            if not isinstance(and_later, bool):
-                raise CompatError(f"{r.where}: and_later must be true or false")
             r.version("torch")  # validates it
-            pairings.append(r.struct(Pairing, and_later=and_later))
+            pairings.append(r.struct(Pairing))
         numpy = [r.struct(NumpyAbi, optional=("numpy1_builds",)) for r in rows.table("numpy_abi")]
         return cls(pairings, numpy)
 

@@ -94,6 +94,22 @@ class Row:
         table = f"{self.where.split(': ', 1)[1]}.{key}"
         return [Row(self.path, table, i, r) for i, r in enumerate(value)]
 
+    def flag(self, key: str) -> bool:
+        """true or false; absent: false."""
+        value = self.data.get(key, False)
+        if not isinstance(value, bool):
+            raise self._bad(key, "true or false")
+        return value
+
+    def integer_list(self, key: str) -> list[int]:
+        """A list of integers; absent: empty."""
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self._bad(key, "a list of integers")
+        return value
+
     def integer(self, key: str) -> int:
         value = self.data.get(key)
         if not isinstance(value, int) or isinstance(value, bool):
@@ -149,6 +165,8 @@ _READERS: dict[str, Callable[[Row, str, bool], Any]] = {
     "str": lambda r, k, _: r.text(k),
     "str | None": lambda r, k, _: r.opt_text(k),
     "int": lambda r, k, _: r.integer(k),
+    "bool": lambda r, k, _: r.flag(k),
+    "tuple[int, ...]": lambda r, k, _: tuple(r.integer_list(k)),
     "Version": lambda r, k, _: r.version(k),
     "Version | None": lambda r, k, _: r.opt_version(k),
     "tuple[str, ...]": lambda r, k, required: tuple(r.text_list(k, required)),
