@@ -172,10 +172,6 @@ COMPANION_REQUIRES = ("pynvml",)  # pynvml 11.5+ is a shim that requires nvidia-
 NVIDIA_WHEELS = r"nvidia-.+"  # the CUDA libraries as pip wheels (nvidia-cudnn-cu12, ...)
 
 
-def extension_named(dist: str) -> Extension | None:
-    return next((e for e in TORCH_EXTENSIONS if e.dist == dist), None)
-
-
 def installed_frameworks(env: PythonEnvironment) -> list[str]:
     """The keys of the frameworks the deep pass probes (deep="probe") that are installed here."""
     names = [d.name for d in env.distributions]
