@@ -122,6 +122,7 @@ CHILD_LOGIC = r"""
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("bench_child", sys.argv[1])
 child = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = child  # the package of its relative imports (child_protocol)
 spec.loader.exec_module(child)
 fw = child.Torch()
 plan = child.Plan(True, "cpu")

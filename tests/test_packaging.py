@@ -24,6 +24,7 @@ def test_wheel_ships_compat_data_and_schema(tmp_path: Path) -> None:
         assert f"gpucheck/compat_data/{data.name}" in names
     assert "gpucheck/report/report.schema.json" in names
     assert "gpucheck/probes/scripts/nvml.py" in names
+    assert "gpucheck/probes/scripts/child_protocol.py" in names  # the scripts import it
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(meta).decode()
     requires = [

@@ -19,6 +19,7 @@ from gpucheck.cli.common import (
     probe_options,
     write_output,
 )
+from gpucheck.model.frameworks import CUPY, TORCH
 
 
 def bench(
@@ -70,7 +71,7 @@ def bench(
             raise UserError(f"--gpu {missing[0]}: no such usable GPU (usable: {have})")
         usable = [g for g in usable if g.index in gpu]
     try:
-        found = find(options.env, python, ("torch", "cupy"), 15.0)
+        found = find(options.env, python, (TORCH.key, CUPY.key), 15.0)
     except PythonNotFound as exc:
         raise UserError(str(exc)) from None
     progress = _progress()

@@ -12,6 +12,7 @@ import typer
 
 from gpucheck.cli.common import JsonOpt, OutputOpt, PythonOpt, TimeoutOpt, UserError, write_output
 from gpucheck.exit_status import ExitStatus
+from gpucheck.model.frameworks import TORCH
 
 if TYPE_CHECKING:
     from gpucheck.fit.shape import ModelShape
@@ -265,7 +266,7 @@ def _python_with_torch(python: str | None, timeout: float) -> str:
     from gpucheck.probes.frameworks import PythonNotFound
 
     try:
-        found = find(os.environ, python, ("torch",), min(timeout, 30))
+        found = find(os.environ, python, (TORCH.key,), min(timeout, 30))
     except PythonNotFound as exc:
         raise UserError(str(exc)) from None
     if found.python is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO
 
-from gpucheck.model.distributions import FRAMEWORK_DISTS
+from gpucheck.model.frameworks import PROBED
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import Report
 from gpucheck.version import __version__
@@ -174,10 +174,9 @@ class PrometheusFormat:
             PREFIX + "framework_info",
             "Each deep-learning framework distribution installed in a probed Python environment.",
         )
-        names = {n for dists in FRAMEWORK_DISTS.values() for n in dists}
         for env in snap.environments:
             for dist in env.distributions:
-                if dist.name in names or dist.name.startswith("cupy-"):
+                if any(fw.owns(dist.name) for fw in PROBED):
                     family.add(1, python=env.python, package=dist.name, version=dist.version)
         return family
 

@@ -38,24 +38,18 @@ from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
-from gpucheck.model.distributions import TF_DISTS, installed_frameworks
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
+from gpucheck.model.frameworks import BY_KEY, CUPY, JAX, TENSORFLOW, TORCH, installed_frameworks
 
-BY_HAND = {
-    "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
-    "tensorflow": "python -c 'import tensorflow as tf; "
-    'print(tf.config.list_physical_devices("GPU"))\'',
-    "jax": "python -c 'import jax; print(jax.devices())'",
-    "cupy": "python -c 'import cupy; print(cupy.arange(3) * 2)'",
-}
 _MISSING_LIB = re.compile(
     r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
 )
 
 
 def _by_hand(framework: str) -> str:
-    return BY_HAND.get(framework, f"python -c 'import {framework}'")
+    known = BY_KEY.get(framework)
+    return known.smoke if known and known.smoke else f"python -c 'import {framework}'"
 
 
 def _label(rt: FrameworkRuntime) -> str:
@@ -64,15 +58,8 @@ def _label(rt: FrameworkRuntime) -> str:
 
 def _dists(env: PythonEnvironment, framework: str) -> list[Distribution]:
     """A framework's distributions here, the one that carries it first."""
-    if framework == "torch":
-        names: tuple[str, ...] = ("torch",)
-    elif framework == "tensorflow":
-        names = TF_DISTS
-    elif framework == "jax":
-        names = ("jax", "jaxlib", *(d.name for d in env.distributions if d.name.startswith("jax-")))
-    else:
-        names = tuple(d.name for d in env.distributions if d.name.startswith("cupy"))
-    return [d for n in names if (d := env.dist(n)) is not None]
+    known = BY_KEY.get(framework)
+    return known.installed(env) if known else []
 
 
 def _installed(env: PythonEnvironment) -> list[str]:
@@ -104,7 +91,7 @@ def _reinstall(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> st
 
 def _gpu_devices(rt: FrameworkRuntime) -> int | None:
     """GPU devices the framework sees (JAX on its CPU backend sees none)."""
-    if rt.framework == "jax" and rt.backend is not None and rt.backend not in ("gpu", "cuda"):
+    if rt.framework == JAX.key and rt.backend is not None and rt.backend not in ("gpu", "cuda"):
         return 0
     return rt.device_count
 
@@ -163,7 +150,7 @@ def _count_causes(
         causes.append(f"GPU {ids}: compute mode prohibited")
         fixes.append(f"sudo nvidia-smi -i {ids} -c DEFAULT")
     t = tf_facts(env)
-    if t is not None and any(rt.framework == "tensorflow" for rt, _ in short):
+    if t is not None and any(rt.framework == TENSORFLOW.key for rt, _ in short):
         compiled = parse_arch_list(t.archs, "build_info")
         skipped = [g for g in targets(ctx) if compiled and compiled.covers(g.cc) is None]
         if skipped:
@@ -332,7 +319,7 @@ def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, son
             if is_package_for(canonical(req.name), key):
                 command = pip(ctx, env, f"pip install '{req.name}{req.specifier}'")
                 return f"{command} (what {dist.name} {dist.version} requires)"
-    t = tf_facts(env) if rt.framework == "tensorflow" else None
+    t = tf_facts(env) if rt.framework == TENSORFLOW.key else None
     pins = ctx.compat.tensorflow.and_cuda_for(t.version) if t and t.version else None
     for line in pins.requires if pins and t else ():
         pin = parse_requirement(line)
@@ -342,9 +329,9 @@ def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, son
             command = pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
             return f"{command} (it brings {pin})"
     major = parse_version(built_cuda(env, rt) or "")
-    if rt.framework == "jax" and (j := jax_facts(env)) is not None and j.majors:
+    if rt.framework == JAX.key and (j := jax_facts(env)) is not None and j.majors:
         major = parse_version(str(j.majors[-1]))
-    if rt.framework == "cupy":
+    if rt.framework == CUPY.key:
         found = [c for d in env.distributions if (c := cupy_cuda(d.name))]
         major = parse_version(found[0][0]) if found else major
     if major is None:
@@ -359,13 +346,13 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
     reports is pointed to; else what the error and the framework's warnings say."""
     name = _label(rt)
     t, tf, j = torch_facts(env), tf_facts(env), jax_facts(env)
-    if rt.framework == "torch" and t is not None and t.kind not in ("cuda", None):
+    if rt.framework == TORCH.key and t is not None and t.kind not in ("cuda", None):
         return Outcome.skip(f"{name} sees no GPU: it is not a CUDA build (see torch.cpu-build)")
-    if rt.framework == "tensorflow" and tf is not None and tf.kind not in ("cuda", None):
+    if rt.framework == TENSORFLOW.key and tf is not None and tf.kind not in ("cuda", None):
         return Outcome.skip(
             f"{name} sees no GPU: it is not a CUDA build (see tensorflow.cpu-build)"
         )
-    if rt.framework == "jax" and j is not None and not j.majors:
+    if rt.framework == JAX.key and j is not None and not j.majors:
         return Outcome.skip(f"{name} sees no GPU: no CUDA plugin is installed (see jax.cpu-build)")
     vis = ctx.visibility
     if vis.value is not None and not vis.visible:
@@ -387,7 +374,9 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         )
     keys = ("cuda", "gpu", "driver", "backend", "dlopen", "dynamic library")
     hints = [w for w in rt.warnings if any(k in w.lower() for k in keys)]
-    if rt.framework == "tensorflow" and any("dlopen" in w or "dynamic library" in w for w in hints):
+    if rt.framework == TENSORFLOW.key and any(
+        "dlopen" in w or "dynamic library" in w for w in hints
+    ):
         return Outcome.skip(
             f"{name} sees no GPU: it could not load its CUDA libraries "
             "(see tensorflow.cuda-libraries)"
