@@ -27,7 +27,7 @@ from gpucheck.cli.common import (
     same_file,
     write_output,
 )
-from gpucheck.inputs import parse_compute_capability, parse_size
+from gpucheck.inputs import parse_compute_capability, parse_job_pids, parse_size
 
 
 def doctor(
@@ -79,6 +79,16 @@ def doctor(
         list[str] | None,
         typer.Option("--skip", metavar="ID", help="Skip these checks (id or prefix, repeatable)."),
     ] = None,
+    job_pids: Annotated[
+        str | None,
+        typer.Option(
+            "--job-pids",
+            metavar="PIDS",
+            help="Scheduler health profile: the PIDs of running jobs (e.g. from `scontrol "
+            'listpids`; "" for none). GPU memory and exclusive-process GPUs they hold are '
+            "normal; any other process holding GPU memory is leaked.",
+        ),
+    ] = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
     deep: DeepOpt = False,
@@ -120,6 +130,7 @@ def doctor(
             min_compute_capability=(
                 parse_compute_capability(min_cc) if min_cc is not None else None
             ),
+            job_pids=parse_job_pids(job_pids) if job_pids is not None else None,
         )
         import gpucheck.checks  # noqa: F401  (registers every check)
 
