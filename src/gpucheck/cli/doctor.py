@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from gpucheck.model.snapshot import Snapshot
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import (
     CompatDirOpt,
     DeepOpt,
@@ -34,7 +35,13 @@ def doctor(
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     fmt: Annotated[
         str,
-        typer.Option("--format", "-f", help="text, json, junit or prometheus.", metavar="FORMAT"),
+        typer.Option(
+            "--format",
+            "-f",
+            help="text, json, junit or prometheus.",
+            metavar="FORMAT",
+            autocompletion=completion.doctor_formats,
+        ),
     ] = "text",
     output: OutputOpt = None,
     verbose: Annotated[
@@ -72,12 +79,20 @@ def doctor(
     only: Annotated[
         list[str] | None,
         typer.Option(
-            "--only", metavar="ID", help="Run only these checks (id or prefix, repeatable)."
+            "--only",
+            metavar="ID",
+            help="Run only these checks (id or prefix, repeatable).",
+            autocompletion=completion.check_selectors,
         ),
     ] = None,
     skip: Annotated[
         list[str] | None,
-        typer.Option("--skip", metavar="ID", help="Skip these checks (id or prefix, repeatable)."),
+        typer.Option(
+            "--skip",
+            metavar="ID",
+            help="Skip these checks (id or prefix, repeatable).",
+            autocompletion=completion.check_selectors,
+        ),
     ] = None,
     job_pids: Annotated[
         str | None,

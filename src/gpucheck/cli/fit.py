@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import JsonOpt, OutputOpt, PythonOpt, TimeoutOpt, UserError, write_output
 
 if TYPE_CHECKING:
@@ -39,13 +40,23 @@ def fit(
         typer.Option("--input", metavar="SHAPE", help="Input of --torch-module without batch."),
     ] = None,
     dtype: Annotated[
-        str, typer.Option("--dtype", help="fp32, fp16, bf16, fp8, int8 or int4.")
+        str,
+        typer.Option(
+            "--dtype",
+            help="fp32, fp16, bf16, fp8, int8 or int4.",
+            autocompletion=completion.fit_dtypes,
+        ),
     ] = "bf16",
     train: Annotated[
         bool, typer.Option("--train/--infer", help="A training step (default) or serving.")
     ] = True,
     optimizer: Annotated[
-        str, typer.Option("--optimizer", help="adam, adamw, sgd, adafactor or 8bit.")
+        str,
+        typer.Option(
+            "--optimizer",
+            help="adam, adamw, sgd, adafactor or 8bit.",
+            autocompletion=completion.fit_optimizers,
+        ),
     ] = "adamw",
     master_weights: Annotated[
         bool,
@@ -68,10 +79,20 @@ def fit(
         typer.Option("--zero", min=0, max=3, help="ZeRO stage over --gpus (FSDP FULL_SHARD = 3)."),
     ] = 0,
     attention: Annotated[
-        str, typer.Option("--attention", help="flash (fused, the default) or eager.")
+        str,
+        typer.Option(
+            "--attention",
+            help="flash (fused, the default) or eager.",
+            autocompletion=completion.fit_attention,
+        ),
     ] = "flash",
     kv_dtype: Annotated[
-        str | None, typer.Option("--kv-dtype", help="KV cache dtype (default: compute dtype).")
+        str | None,
+        typer.Option(
+            "--kv-dtype",
+            help="KV cache dtype (default: compute dtype).",
+            autocompletion=completion.fit_dtypes,
+        ),
     ] = None,
     gpu_memory: Annotated[
         str | None,

@@ -19,6 +19,7 @@ from typing import IO, Annotated, NoReturn
 
 import typer
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import OutputError, UserError, quiet_stdout, read_input
 from gpucheck.watch_log import LogError, Sample, csv_rows, header, jsonl_rows, parse_fields
 
@@ -50,7 +51,10 @@ def watch(
     fields: Annotated[
         str | None,
         typer.Option(
-            "--fields", metavar="LIST", help="nvidia-smi --query-gpu names, comma-separated."
+            "--fields",
+            metavar="LIST",
+            help="nvidia-smi --query-gpu names, comma-separated.",
+            autocompletion=completion.watch_fields,
         ),
     ] = None,
     fmt: Annotated[
@@ -60,6 +64,7 @@ def watch(
             "-f",
             metavar="csv|jsonl",
             help="Log format (default: csv; from -o FILE's extension).",
+            autocompletion=completion.watch_formats,
         ),
     ] = None,
     output: Annotated[
