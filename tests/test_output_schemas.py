@@ -148,3 +148,33 @@ def test_a_version_of_another_major_does_not_validate(name: str, field: str, sav
     for other in (f"{major + 1}.0", f"{major - 1}.9", f"{major}", f"{major}.x"):
         with pytest.raises(jsonschema.ValidationError):
             validate(name, {**data, field: other})
+
+
+def test_a_bench_report_with_measured_gpus_validates() -> None:
+    from gpucheck.bench.measurements import BenchRun, Copy, CpuRun, GpuRun, Matmul, Peer
+    from gpucheck.bench.report import BenchReport
+
+    snap = builders.h100_node(2)
+    runs = [
+        GpuRun(
+            facts=gpu,
+            framework="torch",
+            framework_version="2.13.0",
+            matmuls=[Matmul("bf16", "cuda", 8192, 1.6, 690.0, True, 1e-2, 3e-3)],
+            copies=[Copy("d2d", 2 * 1024**3, 0.8, 2700.0)],
+            skipped={"fp8": "torch has no fp8 matmul here"},
+        )
+        for gpu in snap.nvml.gpus
+    ]
+    run = BenchRun(
+        False,
+        "/env/bin/python",
+        "torch",
+        "2.13.0",
+        CpuRun("torch", Matmul("fp32", "cpu", 4096, 200.0, 0.5, True, 1e-4)),
+        runs,
+        [Peer(0, 1, True, 1024**3, 3.0, 350.0)],
+    )
+    data = json.loads(json.dumps(BenchReport(snap, [], run=run).to_dict()))
+    assert [g["index"] for g in data["bench"]["gpus"]] == [0, 1]
+    validate("bench", data)
