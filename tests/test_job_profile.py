@@ -90,3 +90,13 @@ def test_bad_job_pids_are_a_usage_error(bad: str) -> None:
     assert (
         result.stderr.startswith("gpucheck: --job-pids: ") and len(result.stderr.splitlines()) == 1
     )
+
+
+def test_the_python_api_takes_the_profile_too() -> None:
+    import gpucheck
+
+    report = gpucheck.doctor(snapshot=busy_node(), job_pids=[4242, 4243], strict=True)
+    status = {f.id: f.status for f in report.findings}
+    assert status["gpu.memory-in-use"] is Status.PASS and status["gpu.compute-mode"] is Status.PASS
+    report = gpucheck.doctor(snapshot=busy_node(), strict=True)
+    assert report.exit_code == 1
