@@ -60,6 +60,12 @@ def test_a_process_of_no_running_job_is_leaked_and_named_with_its_gpu() -> None:
     assert "PID 999 leftover (0.5 GiB)" in f.evidence[0] and "4243" not in f.evidence[0]
     # The fix names the leaked process, never the job's.
     assert f.fix is not None and "999" in f.fix.text and "4243" not in f.fix.text
+    # A display server's graphics context is no job's, and no leak either.
+    snap = busy_node()
+    builders.with_process(snap.nvml.gpus[0], 1500, "Xorg", 20)
+    assert snap.nvml.gpus[0].processes is not None
+    snap.nvml.gpus[0].processes[-1].kind = "graphics"
+    assert the(snap, "gpu.memory-in-use", JOB).status is Status.PASS
     # In exclusive-process mode a process of no job holding the GPU fails compute-mode too.
     snap = builders.h100_node(1)
     snap.nvml.gpus[0].compute_mode = "exclusive_process"

@@ -193,7 +193,8 @@ def memory_in_use(ctx: Context) -> Outcome | None:
                 g.memory_total and g.memory_used and 2 * g.memory_used > g.memory_total
             )
         else:  # the scheduler's profile: a running job's memory is normal, any other leaked
-            procs = [p for p in procs if p.pid not in jobs]
+            # (a display server's graphics context is no job's and no leak either)
+            procs = [p for p in procs if p.pid not in jobs and p.kind != "graphics"]
             over_half = bool(procs)
         if not (over_half or account.leaked or account.zombie_pids):
             continue
