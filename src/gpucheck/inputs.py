@@ -119,6 +119,16 @@ def parse_size(text: str, option: str = "--min-memory", require_unit: bool = Fal
     return value
 
 
+def parse_job_pids(text: str) -> frozenset[int]:
+    """--job-pids: PIDs separated by commas, spaces or newlines (`scontrol listpids`'s PID
+    column fits); empty means no job runs."""
+    words = [w for w in re.split(r"[\s,]+", text.strip()) if w]
+    if not all(re.fullmatch(r"[0-9]{1,10}", w) and int(w) > 0 for w in words):
+        bad = next(w for w in words if not (re.fullmatch(r"[0-9]{1,10}", w) and int(w) > 0))
+        raise UserError(f"--job-pids: {bad!r} is not a process id")
+    return frozenset(int(w) for w in words)
+
+
 def parse_compute_capability(text: str) -> str:
     if not re.fullmatch(r"\d{1,2}(\.\d{1,2})?", text.strip()):
         raise UserError(

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from gpucheck.cli import completion
 from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
 from gpucheck.inputs import probe_options as probe_options
@@ -43,6 +44,7 @@ PythonOpt = Annotated[
         metavar="PATH",
         help="Probe the frameworks of this interpreter (default: gpucheck's own and the active "
         "virtualenv/conda env).",
+        autocompletion=completion.python_paths,
     ),
 ]
 OutputOpt = Annotated[

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import JsonOpt, OutputOpt, PythonOpt, TimeoutOpt, UserError, write_output
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.frameworks import TORCH
@@ -49,6 +50,7 @@ def fit(
             "--dtype",
             help="fp32, fp16, bf16, fp8, int8, int4 or nf4 (default: the checkpoint's "
             "quantisation, else bf16).",
+            autocompletion=completion.fit_dtypes,
         ),
     ] = None,
     train: Annotated[
@@ -56,7 +58,11 @@ def fit(
     ] = True,
     optimizer: Annotated[
         str | None,
-        typer.Option("--optimizer", help="adamw (default), adam, sgd, adafactor or 8bit."),
+        typer.Option(
+            "--optimizer",
+            help="adamw (default), adam, sgd, adafactor or 8bit.",
+            autocompletion=completion.fit_optimizers,
+        ),
     ] = None,
     optimizer_states: Annotated[
         str | None,
@@ -114,7 +120,12 @@ def fit(
         ),
     ] = None,
     attention: Annotated[
-        str, typer.Option("--attention", help="flash/sdpa (fused, the default) or eager.")
+        str,
+        typer.Option(
+            "--attention",
+            help="flash/sdpa (fused, the default) or eager.",
+            autocompletion=completion.fit_attention,
+        ),
     ] = "flash",
     kv_dtype: Annotated[
         str | None,

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import UserError, read_input
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size
@@ -43,7 +44,10 @@ def watch(
     fields: Annotated[
         str | None,
         typer.Option(
-            "--fields", metavar="LIST", help="nvidia-smi --query-gpu names, comma-separated."
+            "--fields",
+            metavar="LIST",
+            help="nvidia-smi --query-gpu names, comma-separated.",
+            autocompletion=completion.watch_fields,
         ),
     ] = None,
     fmt: Annotated[
@@ -53,6 +57,7 @@ def watch(
             "-f",
             metavar="csv|jsonl",
             help="Log format (default: csv; from -o FILE's extension).",
+            autocompletion=completion.watch_formats,
         ),
     ] = None,
     output: Annotated[

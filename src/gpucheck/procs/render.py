@@ -203,7 +203,24 @@ def to_json(doc: ProcsDocument) -> str:
 
 
 def schema() -> dict[str, Any]:
-    return msgspec.json.schema(ProcsDocument)
+    from gpucheck.model.json_schema import components, document, version_property
+
+    (ref,), defs = components([ProcsDocument])
+    defs["ProcsDocument"]["properties"]["schema_version"] = version_property(
+        PROCS_SCHEMA_VERSION, "procs schema"
+    )
+    # actions and memory appear with --kill / --kill-mine only.
+    defs["ProcsDocument"]["required"] = [
+        k for k in defs["ProcsDocument"]["required"] if k not in ("actions", "memory")
+    ]
+    return document(
+        "procs",
+        PROCS_SCHEMA_VERSION,
+        "gpucheck procs",
+        f"Output of `gpucheck procs --json`, procs schema {PROCS_SCHEMA_VERSION}: who holds GPU "
+        "memory and GPU device files, per GPU and per process.",
+        {**ref, "$defs": defs},
+    )
 
 
 # --- for a person -------------------------------------------------------------------------
