@@ -10,6 +10,7 @@ import builders
 import more_builders as mb
 from builders import library
 from more_builders import finding, run_checks, the
+from packaging.version import Version
 
 from gpucheck import compat
 from gpucheck.model.finding import Fix, Status
@@ -18,7 +19,7 @@ from gpucheck.model.snapshot import CudaDriverFacts, NvccFacts, Snapshot
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 COMPAT = compat.load()
 
@@ -217,8 +218,8 @@ def test_driver_versions_in_toolkit_findings_are_printed_as_nvidia_prints_them()
 def test_nvcc_newer_minor_below_the_minor_compat_floor_fails() -> None:
     """CUDA 11.0 GA's driver predates 11.x minor version compatibility's minimum."""
     snap = builders.node([mb.t4(0)], driver=toml_min_driver("11.0.1"), cuda=11000)
-    floor = COMPAT.minor_compat_floor(11)
-    assert floor is not None and compat.parse_version(toml_min_driver("11.0.1")) < floor
+    # cuda.toml, [[minor_compat]] cuda_major = 11: min_driver_linux = "450.80.02"
+    assert Version(toml_min_driver("11.0.1")) < Version("450.80.02")
     f = the(with_nvcc(snap, "11.4.152"), "cuda.toolkit")
     assert f.status is Status.FAIL
     assert "CUDA 11.4 is newer than the driver's CUDA 11.0" in f.evidence[0]

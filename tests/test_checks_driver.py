@@ -10,7 +10,7 @@ from more_builders import finding, run_checks, text, the
 
 from gpucheck.model.finding import Status
 from gpucheck.model.fix import Tool
-from gpucheck.model.snapshot import DeviceNode, NvmlError, PciDevice
+from gpucheck.model.snapshot import DeviceNode, NvmlError, PciDevice, Snapshot
 
 # --- driver.kernel-module ----------------------------------------------------------------------
 
@@ -389,7 +389,7 @@ def test_uvm_present_passes() -> None:
     assert the(builders.h100_node(1), "driver.uvm").status is Status.PASS
 
 
-def _without_uvm(snap):  # type: ignore[no-untyped-def]
+def _without_uvm(snap: Snapshot) -> Snapshot:
     for node in snap.system.device_nodes:
         if node.path.startswith("/dev/nvidia-uvm"):
             node.exists = node.readable = node.writable = False

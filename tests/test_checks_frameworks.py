@@ -149,7 +149,7 @@ def test_odd_facts_never_break_a_check() -> None:
     fb.add(env, "cupy-cuda12x", "13.3.0")
     fb.add(env, "nvidia-cudnn-cu12", "nine")
     fb.imported(env, "torch", 1, status="crashed", error="crashed with SIGSEGV")
-    fb.imported(env, "tensorflow", 0, status="weird")
+    fb.imported(env, "tensorflow", 0, status="weird")  # type: ignore[arg-type]  # a newer probe's
     snap = fb.on(builders.h100_node(1), env, deep=True)
     snap.nvml.gpus[0].compute_capability = "x.y"
     findings = run_checks(snap)

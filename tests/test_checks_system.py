@@ -4,6 +4,8 @@ about; more_builders.run_checks holds every warn/fail of every fixture to having
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import builders
 import more_builders as mb
 import pytest
@@ -401,7 +403,7 @@ def test_nvml_probe_failures_are_left_to_driver_nvml() -> None:
 # --- fixes for every problem -------------------------------------------------------------------
 
 
-SCENARIOS = {
+SCENARIOS: dict[str, Callable[[], Snapshot]] = {
     "no_gpu": builders.no_gpu_machine,
     "docker_without_gpu": lambda: mb.container_without_gpu("docker"),
     "k8s_without_gpu": lambda: mb.container_without_gpu("kubernetes", "kubepods"),

@@ -18,6 +18,10 @@ class Requirements(Struct):
     min_memory_bytes: int | None = None
     min_memory_text: str | None = None  # as the user wrote it, for the report
     min_compute_capability: str | None = None
+    # The scheduler's health profile (--job-pids): the PIDs of running jobs. GPU memory and
+    # exclusive-process GPUs they hold are their jobs', not a problem; a process of no job
+    # holding a GPU is leaked. None: no profile (any holder counts).
+    job_pids: frozenset[int] | None = None
 
 
 class Visibility(Struct):

@@ -9,9 +9,9 @@ from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, gpu_subje
 from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import reset_gpus, share_gpus
-from gpucheck.gpu_holders import GpuAccount, Holder, merge
 from gpucheck.model.finding import GpuRef, Outcome, Section
 from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.holders import GpuAccount, Holder, merge
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 GIB = 1024**3
@@ -21,12 +21,14 @@ HELD_MEMORY = 1 * GIB
 BUSY_MESSAGE = "'all CUDA-capable devices are busy or unavailable'"
 
 
-def _holder(g: GpuFacts) -> str | None:
-    """Who holds an exclusive-process GPU, if anyone visibly does."""
+def _holder(g: GpuFacts, jobs: frozenset[int] | None = None) -> str | None:
+    """Who holds an exclusive-process GPU, if anyone visibly does (a running job's process,
+    under the scheduler's profile, is the GPU's rightful holder: not reported)."""
     if g.processes:
-        return ", ".join(
-            f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in g.processes[:3]
-        )
+        others = [p for p in g.processes if jobs is None or p.pid not in jobs]
+        if not others:
+            return None
+        return ", ".join(f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in others[:3])
     if g.processes is not None and (
         (g.memory_used or 0) >= HELD_MEMORY or (g.utilization_gpu or 0) >= BUSY_UTILIZATION
     ):
@@ -55,7 +57,8 @@ def compute_mode(ctx: Context) -> Outcome | None:
             fix=Fix.of(share_gpus(prohibited, "let CUDA use them")),
             subjects=gpu_subjects(prohibited),
         )
-    held = [(g, who) for g in exclusive if (who := _holder(g))]
+    jobs = ctx.requirements.job_pids
+    held = [(g, who) for g in exclusive if (who := _holder(g, jobs))]
     if held:
         taken = [g for g, _ in held]
         free = [g for g in gpus if g not in taken and g.compute_mode != "prohibited"]
@@ -87,6 +90,12 @@ def compute_mode(ctx: Context) -> Outcome | None:
             *[f"{gpu_label(g)}: {g.compute_mode}, held by {who}" for g, who in held],
             fix=Fix.of(*steps),
             subjects=gpu_subjects(taken),
+        )
+    if exclusive and jobs is not None:
+        # The scheduler's profile: exclusive-process mode is how it gives a job its GPUs.
+        return Outcome.passed(
+            f"{len(exclusive)} GPU(s) in exclusive-process mode, held by running jobs or free",
+            *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
         )
     if exclusive:
         return Outcome.warn(
@@ -211,15 +220,23 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     holders = merge(ctx.snapshot)
     by_pid = {h.pid: h for h in holders.holders}
     accounts = {a.index: a for a in holders.gpus}
+    jobs = ctx.requirements.job_pids
     busy: list[tuple[GpuFacts, str]] = []
     for g in gpus:
         account = accounts.get(g.index)
         if account is None:
             continue
-        over_half = bool(g.memory_total and g.memory_used and 2 * g.memory_used > g.memory_total)
+        procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
+        if jobs is None:
+            over_half = bool(
+                g.memory_total and g.memory_used and 2 * g.memory_used > g.memory_total
+            )
+        else:  # the scheduler's profile: a running job's memory is normal, any other leaked
+            # (a display server's graphics context is no job's and no leak either)
+            procs = [p for p in procs if p.pid not in jobs and p.kind != "graphics"]
+            over_half = bool(procs)
         if not (over_half or account.leaked or account.zombie_pids):
             continue
-        procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
         in_container = ctx.snapshot.system.container is not None
         who = ", ".join(_holder_text(p, by_pid.get(p.pid), in_container) for p in procs[:3])
         line = f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used"
@@ -231,15 +248,24 @@ def memory_in_use(ctx: Context) -> Outcome | None:
             )
         busy.append((g, line))
     if busy:
+        if jobs is not None:
+            title = (
+                f"{len(busy)} GPU(s) have memory held by no running job: processes of no job, "
+                "or no live process (leaked)"
+            )
+        elif any(accounts[g.index].leaked or accounts[g.index].zombie_pids for g, _ in busy):
+            title = (
+                f"{len(busy)} GPU(s) already have most of their memory in use, or memory held "
+                "by no live process"
+            )
+        else:
+            title = f"{len(busy)} GPU(s) already have most of their memory in use"
         return Outcome.warn(
-            f"{len(busy)} GPU(s) already have most of their memory in use, or memory held by "
-            "no live process"
-            if any(accounts[g.index].leaked or accounts[g.index].zombie_pids for g, _ in busy)
-            else f"{len(busy)} GPU(s) already have most of their memory in use",
+            title,
             *[line for _, line in busy],
             fix=_memory_fix(
                 [accounts[g.index] for g, _ in busy],
-                by_pid,
+                {pid: h for pid, h in by_pid.items() if jobs is None or pid not in jobs},
                 [g for g in gpus if g not in [t for t, _ in busy]],
             ),
             subjects=gpu_subjects([g for g, _ in busy]),
@@ -250,6 +276,10 @@ def memory_in_use(ctx: Context) -> Outcome | None:
         for g in used
     ]
     known, blind = known_count(gpus, "memory_used")
+    if jobs is not None and used:
+        return Outcome.passed(
+            f"GPU memory on {known} GPU(s) free or held by running jobs", *note, *blind
+        )
     return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from gpucheck.model.finding import PROBLEM, Section, Status
-from gpucheck.report.core import Report
 from gpucheck.version import __version__
+
+if TYPE_CHECKING:  # core renders through this module (notebooks): no import back
+    from gpucheck.report.core import Report
 
 MARKS = {
     Status.PASS: ("✓", "+", "green"),

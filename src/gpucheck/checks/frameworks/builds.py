@@ -21,9 +21,9 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag
-from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.fix import Change, Fix, Step
+from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 
 # --- the build a fix installs --------------------------------------------------------------------
 
@@ -50,7 +50,7 @@ class TorchFacts(Struct, frozen=True):
 
 
 def torch_facts(env: PythonEnvironment) -> TorchFacts | None:
-    dist, build, deep = env.dist("torch"), env.torch, runtime(env, "torch")
+    dist, build, deep = env.dist(TORCH.dist), env.torch, runtime(env, TORCH.key)
     if dist is None and build is None:
         return None
     version = (build.version if build else None) or (dist.version if dist else None)
@@ -152,14 +152,6 @@ def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Fix:
 
 # --- TensorFlow ---------------------------------------------------------------------------------
 
-TF_CPU_DISTS = (
-    "tensorflow-cpu",
-    "tensorflow-intel",
-    "tensorflow-macos",
-    "tensorflow-cpu-aws",
-    "tf-nightly-cpu",
-)
-
 
 def tf_cuda_text(text: str | None) -> str | None:
     """TensorFlow's CUDA version, where it is one (the probes write Windows builds' DLL
@@ -179,13 +171,13 @@ class TfFacts(Struct, frozen=True):
 
     @property
     def name(self) -> str:
-        dist = next((d.name for d in self.dists), "tensorflow")
+        dist = next((d.name for d in self.dists), TENSORFLOW.module)
         return f"{dist} {self.version or '(version unknown)'}"
 
 
 def tf_facts(env: PythonEnvironment) -> TfFacts | None:
-    dists = tuple(d for name in TF_DISTS if (d := env.dist(name)) is not None)
-    build, deep = env.tensorflow, runtime(env, "tensorflow")
+    dists = tuple(d for name in TENSORFLOW.dists if (d := env.dist(name)) is not None)
+    build, deep = env.tensorflow, runtime(env, TENSORFLOW.key)
     if not dists and build is None:
         return None
     version = dists[0].version if dists else (deep.version if deep else None)
@@ -198,9 +190,9 @@ def tf_facts(env: PythonEnvironment) -> TfFacts | None:
             f"cuda_version={build.cuda_version!r}, cudnn_version={build.cudnn_version!r}"
         )
         kind = "rocm" if build.is_rocm_build else ("cuda" if build.is_cuda_build else "cpu")
-    elif "tensorflow-rocm" in names:
+    elif names & set(TENSORFLOW.rocm_dists):
         kind = "rocm"
-    elif names & set(TF_CPU_DISTS) and not names & {"tensorflow", "tensorflow-gpu"}:
+    elif names & set(TENSORFLOW.cpu_dists) and not names - set(TENSORFLOW.cpu_dists):
         kind = "cpu"
     elif deep is not None and deep.cuda_version:
         kind = "cuda"
@@ -252,7 +244,7 @@ class JaxFacts(Struct, frozen=True):
 
 
 def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
-    jax, jaxlib = env.dist("jax"), env.dist("jaxlib")
+    jax, jaxlib = (env.dist(name) for name in JAX.dists)
     plugins = tuple(d for d in env.distributions if _JAX_PLUGIN.match(d.name))
     if jax is None and jaxlib is None and not plugins:
         return None

@@ -23,10 +23,10 @@ from gpucheck.checks.frameworks.packages import (
     soname_major,
 )
 from gpucheck.compat import parse_version
-from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.frameworks import TENSORFLOW
 from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
 
 if TYPE_CHECKING:
@@ -305,7 +305,7 @@ def conflicts(ctx: Context, env: PythonEnvironment) -> Outcome | None:
 
 def _conflicts_fix(ctx: Context, env: PythonEnvironment, shared: Needs) -> Fix:
     frameworks = {d.name: d for users in shared.values() for d, _ in users}
-    tf = next((frameworks[n] for n in TF_DISTS if n in frameworks), None)
+    tf = next((frameworks[n] for n in TENSORFLOW.dists if n in frameworks), None)
     move = tf or sorted(frameworks.values(), key=lambda d: d.name)[-1]
     extra = "[and-cuda]" if "and-cuda" in GPU_EXTRAS.get(move.name, ()) else ""
     spec = f"{move.name}{extra}=={move.version}"
@@ -349,7 +349,7 @@ def _agreeing_tensorflow(ctx: Context, shared: Needs) -> tuple[str, str] | None:
     for name, users in shared.items():
         for dist, req in users:
             specs = list(req.specifier)
-            if dist.name not in TF_DISTS and len(specs) == 1 and specs[0].operator == "==":
+            if dist.name not in TENSORFLOW.dists and len(specs) == 1 and specs[0].operator == "==":
                 pins[name] = specs[0].version
     if len(pins) < len(shared):
         return None

@@ -1,6 +1,6 @@
-"""Extensions built against torch (torchvision, torchaudio, xformers, flash-attn, bitsandbytes,
-apex, deepspeed, triton, vllm, sglang, torch-tensorrt), per Python environment: is each built for
-the torch installed beside it? A compiled extension is linked against one torch release (and
+"""Extensions built against torch (model/frameworks.py's TORCH_EXTENSIONS: torchvision,
+xformers, flash-attn, vllm, ...), per Python environment: is each built for the torch installed
+beside it? A compiled extension is linked against one torch release (and
 C++ ABI) and one CUDA; paired with another it fails at import ("undefined symbol") or at its
 first CUDA op.
 
@@ -31,26 +31,12 @@ from gpucheck.model.environments import (
 )
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step
+from gpucheck.model.frameworks import TENSORRT, TORCH, TORCH_EXTENSIONS
 
-# Distributions built against torch, in the order findings name them.
-EXTENSIONS = (
-    "torchvision",
-    "torchaudio",
-    "xformers",
-    "flash-attn",
-    "flash-attn-3",
-    "bitsandbytes",
-    "apex",
-    "deepspeed",
-    "triton",
-    "pytorch-triton",
-    "vllm",
-    "sglang",
-    "torch-tensorrt",
-)
-PAIRED = ("torchvision", "torchaudio")
-TRITONS = ("triton", "pytorch-triton")  # the compat data has their pairing tables
-BUILT_FROM_SOURCE = ("flash-attn", "flash-attn-3", "apex")  # rebuilt against the torch here
+EXTENSIONS = tuple(e.dist for e in TORCH_EXTENSIONS)  # in the order findings name them
+PAIRED = tuple(e.dist for e in TORCH_EXTENSIONS if e.paired)
+TRITONS = tuple(e.dist for e in TORCH_EXTENSIONS if e.pinned_by_torch)  # compat pairs them too
+BUILT_FROM_SOURCE = tuple(e.dist for e in TORCH_EXTENSIONS if e.from_source)
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -63,7 +49,7 @@ class Installed(Struct):
 
 
 def installed(env: PythonEnvironment) -> Installed | None:
-    t, dist = torch_facts(env), env.dist("torch")
+    t, dist = torch_facts(env), env.dist(TORCH.dist)
     found = [d for name in EXTENSIONS if (d := env.dist(name)) is not None]
     if t is None or dist is None or not found:
         return None
@@ -83,7 +69,7 @@ def torch_pin(ctx: Context, env: PythonEnvironment, dist: Distribution) -> Requi
         (
             r
             for r in requirements_of(ctx, env, dist)
-            if r.name.lower() == "torch" and str(r.specifier)
+            if r.name.lower() == TORCH.dist and str(r.specifier)
         ),
         None,
     )
@@ -243,7 +229,7 @@ def tensorrt_pin_broken(ctx: Context, env: PythonEnvironment, dist: Distribution
     """torch-tensorrt is built against one TensorRT too: its pin on the tensorrt wheels."""
     for req in requirements_of(ctx, env, dist):
         have = env.dist(req.name.lower())
-        if not req.name.lower().startswith("tensorrt") or have is None or not str(req.specifier):
+        if not TENSORRT.related(req.name.lower()) or have is None or not str(req.specifier):
             continue
         if satisfies(req, have.version) is False:
             return Outcome.fail(

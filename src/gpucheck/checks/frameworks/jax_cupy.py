@@ -27,6 +27,7 @@ from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.frameworks import CUPY
 
 # --- JAX ------------------------------------------------------------------------------------------
 
@@ -212,7 +213,7 @@ def cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     wheels = [(d, found) for d in env.distributions if (found := cupy_cuda(d.name)) is not None]
     if not wheels or ctx.has_gpu is False:
         return None
-    deep = runtime(env, "cupy")
+    deep = runtime(env, CUPY.key)
     items: list[tuple[str | None, Outcome | None]] = []
     for dist, (cuda, any_minor) in wheels:
         evidence = []

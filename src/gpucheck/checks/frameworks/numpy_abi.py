@@ -18,6 +18,7 @@ from gpucheck.compat import parse_version
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.frameworks import FRAMEWORKS
 
 # What an extension built against NumPy 1 prints when NumPy 2 is installed.
 NUMPY1_ERRORS = (
@@ -26,8 +27,9 @@ NUMPY1_ERRORS = (
     "numpy.core.multiarray failed to import",
     "numpy.dtype size changed, may indicate binary incompatibility",
 )
-# Distributions whose wheels link against NumPy's C API (the [[numpy_abi]] rows name them).
-ABI_DISTS = {"torch": "torch", "tensorflow": "tensorflow", "tensorflow-cpu": "tensorflow"}
+# Distributions whose wheels link against NumPy's C API -> the package the [[numpy_abi]] rows
+# name (the framework's key).
+ABI_DISTS = {d: fw.key for fw in FRAMEWORKS for d in fw.numpy_abi_dists}
 
 
 def _numpy1(ctx: Context, env: PythonEnvironment) -> Step:

@@ -35,6 +35,7 @@ from gpucheck.checks.remedies import share_gpus
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
 from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 
 _MISSING_LIB = re.compile(
     r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
@@ -50,7 +51,7 @@ def _label(rt: FrameworkRuntime) -> str:
 
 def _gpu_devices(rt: FrameworkRuntime) -> int | None:
     """GPU devices the framework sees (JAX on its CPU backend sees none)."""
-    if rt.framework == "jax" and rt.backend is not None and rt.backend not in ("gpu", "cuda"):
+    if rt.framework == JAX.key and rt.backend is not None and rt.backend not in ("gpu", "cuda"):
         return 0
     return rt.device_count
 
@@ -113,7 +114,7 @@ def _count_causes(
         causes.append(f"GPU {ids}: compute mode prohibited")
         fixes.append(share_gpus(prohibited, "let CUDA use them"))
     t = tf_facts(env)
-    if t is not None and any(rt.framework == "tensorflow" for rt, _ in short):
+    if t is not None and any(rt.framework == TENSORFLOW.key for rt, _ in short):
         compiled = parse_arch_list(t.archs, "build_info")
         skipped = [g for g in targets(ctx) if compiled and compiled.covers(g.cc) is None]
         if skipped:
@@ -289,13 +290,13 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
     reports is pointed to; else what the error and the framework's warnings say."""
     name = _label(rt)
     t, tf, j = torch_facts(env), tf_facts(env), jax_facts(env)
-    if rt.framework == "torch" and t is not None and t.kind not in ("cuda", None):
+    if rt.framework == TORCH.key and t is not None and t.kind not in ("cuda", None):
         return Outcome.skip(f"{name} sees no GPU: it is not a CUDA build (see torch.cpu-build)")
-    if rt.framework == "tensorflow" and tf is not None and tf.kind not in ("cuda", None):
+    if rt.framework == TENSORFLOW.key and tf is not None and tf.kind not in ("cuda", None):
         return Outcome.skip(
             f"{name} sees no GPU: it is not a CUDA build (see tensorflow.cpu-build)"
         )
-    if rt.framework == "jax" and j is not None and not j.majors:
+    if rt.framework == JAX.key and j is not None and not j.majors:
         return Outcome.skip(f"{name} sees no GPU: no CUDA plugin is installed (see jax.cpu-build)")
     vis = ctx.visibility
     if vis.value is not None and not vis.visible:
@@ -317,7 +318,9 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         )
     keys = ("cuda", "gpu", "driver", "backend", "dlopen", "dynamic library")
     hints = [w for w in rt.warnings if any(k in w.lower() for k in keys)]
-    if rt.framework == "tensorflow" and any("dlopen" in w or "dynamic library" in w for w in hints):
+    if rt.framework == TENSORFLOW.key and any(
+        "dlopen" in w or "dynamic library" in w for w in hints
+    ):
         return Outcome.skip(
             f"{name} sees no GPU: it could not load its CUDA libraries "
             "(see tensorflow.cuda-libraries)"

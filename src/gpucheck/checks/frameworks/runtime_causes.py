@@ -20,14 +20,15 @@ from gpucheck.checks.remedies import share_gpus
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.frameworks import TENSORFLOW, TORCH
 
 XID = Step.run("look for Xid errors", "sudo dmesg | grep -i xid", layer=Layer.GPUS)
 
 
 def built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:
-    if rt.framework == "torch" and (t := torch_facts(env)) is not None:
+    if rt.framework == TORCH.key and (t := torch_facts(env)) is not None:
         return t.cuda
-    if rt.framework == "tensorflow" and (tf := tf_facts(env)) is not None:
+    if rt.framework == TENSORFLOW.key and (tf := tf_facts(env)) is not None:
         return tf.cuda
     return rt.cuda_version
 

@@ -18,21 +18,14 @@ from gpucheck.checks.frameworks.runtime_causes import built_cuda
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
-from gpucheck.model.distributions import TF_DISTS, installed_frameworks
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.fix import Fix, Layer, Step
-
-BY_HAND = {
-    "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
-    "tensorflow": "python -c 'import tensorflow as tf; "
-    'print(tf.config.list_physical_devices("GPU"))\'',
-    "jax": "python -c 'import jax; print(jax.devices())'",
-    "cupy": "python -c 'import cupy; print(cupy.arange(3) * 2)'",
-}
+from gpucheck.model.frameworks import BY_KEY, CUPY, JAX, TENSORFLOW, TORCH, installed_frameworks
 
 
 def by_hand(framework: str) -> str:
-    return BY_HAND.get(framework, f"python -c 'import {framework}'")
+    known = BY_KEY.get(framework)
+    return known.smoke if known and known.smoke else f"python -c 'import {framework}'"
 
 
 def by_hand_step(env: PythonEnvironment, framework: str, why: str = "see the whole error") -> Step:
@@ -42,15 +35,8 @@ def by_hand_step(env: PythonEnvironment, framework: str, why: str = "see the who
 
 def framework_dists(env: PythonEnvironment, framework: str) -> list[Distribution]:
     """A framework's distributions here, the one that carries it first."""
-    if framework == "torch":
-        names: tuple[str, ...] = ("torch",)
-    elif framework == "tensorflow":
-        names = TF_DISTS
-    elif framework == "jax":
-        names = ("jax", "jaxlib", *(d.name for d in env.distributions if d.name.startswith("jax-")))
-    else:
-        names = tuple(d.name for d in env.distributions if d.name.startswith("cupy"))
-    return [d for n in names if (d := env.dist(n)) is not None]
+    known = BY_KEY.get(framework)
+    return known.installed(env) if known else []
 
 
 def installed_names(env: PythonEnvironment) -> list[str]:
@@ -70,13 +56,14 @@ def reinstall_step(
         return pip_step(ctx, env, why, f"pip install --force-reinstall {name}", [change(env, name)])
     same = [change(env, name, version)]
     tag = cuda_of_local_tag(version)
-    if rt.framework == "torch" and tag:
+    if rt.framework == TORCH.key and tag:
         index = TORCH_INDEX.format(tag=tag.replace(".", ""))
         base = version.split("+", 1)[0]
         command = f"pip install --force-reinstall 'torch=={base}' --index-url {index}"
         return pip_step(ctx, env, why, command, same)
     line = major_minor(version)
-    if name == "tensorflow" and line and line >= TF_AND_CUDA_FIRST and env_os(ctx, env) == "linux":
+    pip_era = line is not None and line >= TF_AND_CUDA_FIRST
+    if name == TENSORFLOW.key and pip_era and env_os(ctx, env) == "linux":
         command = f"pip install --force-reinstall 'tensorflow[and-cuda]=={version}'"
         return pip_step(ctx, env, why, command, same)
     return pip_step(ctx, env, why, f"pip install --force-reinstall '{name}=={version}'", same)
@@ -113,7 +100,7 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
                         [change(env, req.name, requirement=str(req.specifier) or None)],
                     )
                 )
-    t = tf_facts(env) if rt.framework == "tensorflow" else None
+    t = tf_facts(env) if rt.framework == TENSORFLOW.key else None
     pins = ctx.compat.tensorflow.and_cuda_for(t.version) if t and t.version else None
     for line in pins.requires if pins and t else ():
         pin = parse_requirement(line)
@@ -130,9 +117,9 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
                 )
             )
     major = parse_version(built_cuda(env, rt) or "")
-    if rt.framework == "jax" and (j := jax_facts(env)) is not None and j.majors:
+    if rt.framework == JAX.key and (j := jax_facts(env)) is not None and j.majors:
         major = parse_version(str(j.majors[-1]))
-    if rt.framework == "cupy":
+    if rt.framework == CUPY.key:
         found = [c for d in env.distributions if (c := cupy_cuda(d.name))]
         major = parse_version(found[0][0]) if found else major
     if major is None:

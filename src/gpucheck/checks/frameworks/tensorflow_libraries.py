@@ -29,6 +29,7 @@ from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.frameworks import TENSORFLOW
 from gpucheck.model.snapshot import LibraryCopy
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
@@ -67,7 +68,7 @@ def _loader_copies(copies: list[LibraryCopy], major: str) -> list[LibraryCopy]:
 
 
 def _loader_warnings(env: PythonEnvironment) -> list[str]:
-    deep = runtime(env, "tensorflow")
+    deep = runtime(env, TENSORFLOW.key)
     if deep is None:
         return []
     return [w for w in deep.warnings if any(k in w for k in LOADER_WARNINGS)]

@@ -19,6 +19,7 @@ from gpucheck.compat.extensions import TensorrtRelease
 from gpucheck.model.environments import Distribution, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.frameworks import TENSORRT
 
 _CU = re.compile(r"^tensorrt-cu(\d+)(?:-|$)")
 _REQ_CU = re.compile(r"-cu(\d+)\b")
@@ -32,7 +33,7 @@ class Trt(Struct):
 
 
 def trt_facts(env: PythonEnvironment) -> Trt | None:
-    dists = [d for d in env.distributions if d.name.startswith("tensorrt")]
+    dists = [d for d in env.distributions if TENSORRT.related(d.name)]
     main = next((d for n in MAIN_DISTS for d in dists if d.name == n), None)
     if main is None:
         return None
@@ -172,7 +173,7 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
             )
     else:
         items.append((None, Outcome.skip(f"{name}: not in the compat data (older than 8.2)")))
-    imported = next((i for i in env.extension_imports if i.name == "tensorrt"), None)
+    imported = next((i for i in env.extension_imports if i.name == TENSORRT.module), None)
     if imported is not None:
         items.append((None, _engine(ctx, env, trt, row, imported)))
     tf = tf_facts(env)

@@ -33,6 +33,7 @@ from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.frameworks import TORCH
 
 
 @framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)
@@ -79,7 +80,7 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome 
 def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compiled | None:
     """What torch was compiled for: its own arch flags (deep pass), else the compat data for
     this release and CUDA variant (Linux x86_64 wheels only)."""
-    deep = runtime(env, "torch")
+    deep = runtime(env, TORCH.key)
     if deep is not None and deep.arch_list:
         return parse_arch_list(deep.arch_list, "torch's own arch flags (doctor --deep)")
     if t.version is None or t.cuda is None or not linux_x86_64(ctx, env):

@@ -16,8 +16,8 @@ from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.frameworks import FRAMEWORKS
 
-XLA_USERS = ("jax", "jaxlib", "tensorflow", "tensorflow-cpu", "tf-nightly")
 # What the flags people set most do; a flag not listed is shown as set, without comment.
 FLAGS = {
     "--xla_gpu_cuda_data_dir": "where XLA looks for ptxas, nvlink and libdevice (a CUDA home)",
@@ -35,7 +35,7 @@ FLAGS = {
 
 
 def _uses_xla(env: PythonEnvironment) -> bool:
-    return any(env.dist(name) for name in XLA_USERS)
+    return any(fw.xla and fw.installed(env) for fw in FRAMEWORKS)
 
 
 def _flags(ctx: Context) -> list[str]:
