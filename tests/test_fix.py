@@ -176,3 +176,41 @@ def test_findings_keep_fix_steps_in_their_json() -> None:
     assert [s["kind"] for s in data["fix"]["steps"]] == ["manual", "command", "command", "hardware"]
     assert data["fix"]["steps"][1]["gpus"][0]["index"] == 1
     assert from_dict(Finding, data).status is Status.FAIL
+
+
+def test_a_driver_is_installed_with_the_machines_own_package_manager() -> None:
+    from packaging.version import Version
+
+    from gpucheck.checks.remedies import install_driver
+
+    want = Version("580.65.06")
+    expected = {
+        "Ubuntu 22.04.5 LTS": ("sudo apt install nvidia-driver-580", Tool.APT),
+        "Debian GNU/Linux 12 (bookworm)": ("sudo apt install nvidia-driver", Tool.APT),
+        "Rocky Linux 9.4 (Blue Onyx)": ("sudo dnf module install nvidia-driver:580-dkms", Tool.DNF),
+        "Arch Linux": (
+            "curl -fLO https://download.nvidia.com/XFree86/Linux-x86_64/580.65.06/"
+            "NVIDIA-Linux-x86_64-580.65.06.run && sudo sh NVIDIA-Linux-x86_64-580.65.06.run",
+            Tool.SHELL,
+        ),
+    }
+    for release, (command, tool) in expected.items():
+        snap = builders.h100_node(1)
+        snap.system.os_release = release
+        step = install_driver(checks.Context(snap), "upgrade the driver", want)
+        assert (step.command, step.tool, step.layer) == (command, tool, Layer.DRIVER), release
+        [change] = step.changes
+        exact = tool is Tool.SHELL  # the runfile installs exactly that version
+        assert (change.from_version, change.to_version, change.requirement) == (
+            "590.48.01",
+            "580.65.06" if exact else None,
+            None if exact else ">=580.65.06",
+        )
+    snap = builders.h100_node(1)
+    snap.system.wsl = True
+    step = install_driver(checks.Context(snap), "upgrade the driver", want)
+    assert (step.kind, step.command) == (StepKind.MANUAL, None)
+    assert (
+        step.text
+        == "on Windows (WSL2 uses the Windows driver), upgrade the driver, from nvidia.com/drivers"
+    )

@@ -62,6 +62,8 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
             layer=Layer.DRIVER,
         )
     if kind == "rpm":
+        # NVIDIA's repository offers one module stream per branch ("550-dkms") and latest-dkms
+        # (github.com/NVIDIA/yum-packaging-nvidia-driver, docs/guide-rhel8.md).
         stream = f"{branch}-dkms" if branch else "latest-dkms"
         return Step.run(
             f"{text} (NVIDIA's CUDA repository)",
@@ -72,12 +74,13 @@ def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
         )
     if version is None:
         return Step.manual(f"{text} (the distribution's nvidia-driver package)", Layer.DRIVER)
+    # The runfile's home on NVIDIA's download server (the same guide: "UDA location").
     arch = "aarch64" if ctx.snapshot.system.arch.lower() in ("aarch64", "arm64") else "x86_64"
     v = driver_text(version)
     runfile = f"NVIDIA-Linux-{arch}-{v}.run"
     return Step.run(
         f"{text} (NVIDIA's installer; a distribution package is better where there is one)",
-        f"curl -fLO https://us.download.nvidia.com/XFree86/Linux-{arch}/{v}/{runfile} "
+        f"curl -fLO https://download.nvidia.com/XFree86/Linux-{arch}/{v}/{runfile} "
         f"&& sudo sh {runfile}",
         changes=[Change("nvidia-driver", current, v)],
         layer=Layer.DRIVER,

@@ -56,7 +56,7 @@ class Layer(str, enum.Enum):
     JOB = "job"  # the workload itself: its batch size, its GPU count, where it runs
 
 
-LAYER_ORDER: tuple[Layer, ...] = tuple(Layer)
+LAYER_ORDER: tuple[Layer, ...] = tuple(Layer)  # the order a plan runs steps in, lowest first
 
 
 class Change(Struct, frozen=True):
@@ -74,6 +74,8 @@ OR: Literal["or"] = "or"  # in Fix.of(...): the steps after it are another way t
 
 
 class Step(Struct):
+    """One thing to do: a command to run, or what a person must do where no command does it."""
+
     kind: StepKind
     text: str  # the step, for a person; a command is not repeated in it
     command: str | None = None  # exactly what to run (kind "command")
@@ -158,11 +160,6 @@ class Fix(Struct):
     def commands(self) -> list[str]:
         """Every step's command, in order (of every option: a plan takes option 0's steps)."""
         return [s.command for s in self.steps if s.command is not None]
-
-    @property
-    def runnable(self) -> bool:
-        """Whether any step is a command a script can run."""
-        return any(s.command is not None for s in self.steps)
 
     @classmethod
     def joined(cls, fixes: Iterable[Fix]) -> Fix | None:
