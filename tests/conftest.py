@@ -70,7 +70,7 @@ def run_gpucheck(
 
 
 @pytest.fixture
-def gpucheck():  # type: ignore[no-untyped-def]
+def gpucheck() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_gpucheck
 
 

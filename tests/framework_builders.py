@@ -24,6 +24,7 @@ from gpucheck.model.environments import (
     TorchBuild,
 )
 from gpucheck.model.snapshot import GpuFacts, LibraryCopy, Snapshot
+from gpucheck.model.types import ImportStatus
 
 COMPAT = compat.load()
 VENV = "/home/user/.venv"
@@ -309,7 +310,7 @@ def imported(
     *,
     version: str | None = None,
     cuda: str | None = None,
-    status: str = "ok",
+    status: ImportStatus = "ok",
     error: str | None = None,
     available: bool | None = None,
     failures: dict[int, str] | None = None,

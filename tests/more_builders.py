@@ -23,6 +23,7 @@ from gpucheck.model.snapshot import (
     ProbeRun,
     Snapshot,
 )
+from gpucheck.model.types import RunStatus
 
 # pynvml's error codes and messages (NVML_ERROR_* and nvmlErrorString), by the name the NVML
 # probe records (the exception class name without its NVMLError_ prefix).
@@ -208,7 +209,7 @@ def wsl_machine() -> Snapshot:
     return snap
 
 
-def probe(snap: Snapshot, name: str, status: str, error: str | None = None) -> Snapshot:
+def probe(snap: Snapshot, name: str, status: RunStatus, error: str | None = None) -> Snapshot:
     """Replace one probe's run record."""
     snap.probes = [p for p in snap.probes if p.name != name]
     snap.probes.append(ProbeRun(name, status, 1000.0, error))

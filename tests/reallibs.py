@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -337,11 +337,11 @@ def _extract(wheel: Path, dist: str, members: tuple[str, ...], dest: Path) -> st
             os.chmod(target, mode or 0o644)
         metadata = next(n for n in dist_info if n.endswith(".dist-info/METADATA"))
         text = zf.read(metadata).decode("utf-8", "replace")
-    name = re.search(r"^Name:\s*(\S+)", text, re.M)
-    version = re.search(r"^Version:\s*(\S+)", text, re.M)
-    if not (name and version) or name.group(1).lower().replace("_", "-") != dist:
+    named = re.search(r"^Name:\s*(\S+)", text, re.M)
+    found = re.search(r"^Version:\s*(\S+)", text, re.M)
+    if not (named and found) or named.group(1).lower().replace("_", "-") != dist:
         raise FetchError(f"{wheel.name}: METADATA does not name {dist}")
-    return version.group(1)
+    return found.group(1)
 
 
 def _pip_from_marker(base: Path) -> PipSite | None:
@@ -409,7 +409,7 @@ def _wipe(base: Path, keep: set[str]) -> None:
             entry.unlink()
 
 
-def _write_marker(base: Path, data: dict[str, object]) -> None:
+def _write_marker(base: Path, data: Mapping[str, object]) -> None:
     tmp = base / (MARKER + ".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
     os.replace(tmp, base / MARKER)

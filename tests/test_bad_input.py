@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucheck.compat import Compat, CompatError, data_dir, driver_text, parse_version
-from gpucheck.probes.native import parse_nvcc_version
+from gpucheck.probes.cuda_tools import parse_nvcc_version
 from gpucheck.probes.system import parse_module_version
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 REAL = tomllib.loads((data_dir() / "cuda.toml").read_text(encoding="utf-8"))
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
@@ -56,8 +56,8 @@ def test_arbitrary_top_level_structure(data: dict[str, object]) -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 40000), st.integers(0, 40))
 def test_truncated_or_garbled_compat_file_is_a_clear_error(
-    tmp_path_factory, cut: int, noise: int
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path_factory: pytest.TempPathFactory, cut: int, noise: int
+) -> None:
     text = (data_dir() / "cuda.toml").read_text(encoding="utf-8")
     folder = tmp_path_factory.mktemp("compat")
     (folder / "cuda.toml").write_text(text[:cut] + "\x00[[" * (noise % 3) + "=" * (noise % 2))

@@ -18,12 +18,12 @@ from gpucheck.bench.measurements import (
     Peer,
     absorb,
 )
+from gpucheck.bench.probe import child_env, merge_sample
 from gpucheck.bench.spec import pcie_gbs
 from gpucheck.bench.verdicts import findings
 from gpucheck.compat import load
 from gpucheck.model.finding import Finding, Status
 from gpucheck.model.snapshot import GpuProcess
-from gpucheck.probes.bench import child_env, merge_sample
 from gpucheck.report.core import exit_code
 
 INDEX = load().gpus

@@ -16,11 +16,11 @@ from builders import h100
 from conftest import REPO, run_gpucheck
 
 from gpucheck.bench.measurements import BenchRun, CpuRun
+from gpucheck.bench.probe import measure_gpus
 from gpucheck.bench.verdicts import findings
 from gpucheck.compat import load
 from gpucheck.fit.trace import trace
 from gpucheck.model.finding import Status
-from gpucheck.probes.bench import measure_gpus
 from gpucheck.report.schema import report_schema
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.slow]
@@ -122,6 +122,7 @@ CHILD_LOGIC = r"""
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("bench_child", sys.argv[1])
 child = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = child  # the package of its relative imports (child_protocol)
 spec.loader.exec_module(child)
 fw = child.Torch()
 plan = child.Plan(True, "cpu")

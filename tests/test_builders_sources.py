@@ -25,6 +25,7 @@ def test_h100_builder_matches_the_h100_capture() -> None:
     gpu = builders.h100(0)
     assert _q_field(text, "Product Name") == gpu.name
     assert _q_field(text, "Product Architecture") == gpu.architecture
+    assert gpu.memory_total is not None
     assert f"Total                                          : {gpu.memory_total // MIB} MiB" in text
     assert _q_field(text, "Current Power Limit") == f"{gpu.power_limit_w:.2f} W"
     assert _q_field(text, "GPU Current Temp") == f"{gpu.temperature_c} C"

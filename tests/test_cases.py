@@ -253,8 +253,9 @@ def judge(case: dict[str, Any], report: dict[str, Any]) -> tuple[bool, bool, str
     )
     verdict = found["status"] == want["status"] and found["section"] == want["layer"]
     fix = found.get("fix") or ""
-    if isinstance(fix, dict):  # {"text": ..., "commands": [...]}
-        fix = " ".join([str(fix.get("text") or ""), *map(str, fix.get("commands") or [])])
+    if isinstance(fix, dict):  # {"text": ..., "steps": [{"command": ...}, ...]}
+        commands = [str(s.get("command")) for s in fix.get("steps") or [] if s.get("command")]
+        fix = " ".join([str(fix.get("text") or ""), *commands])
     right_fix = verdict and all(s in fix for s in want.get("fix_contains", []))
     return verdict, right_fix, said
 

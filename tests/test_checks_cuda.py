@@ -4,22 +4,22 @@ read from the compat data (gpucheck.compat / compat/cuda.toml), never copied fro
 
 from __future__ import annotations
 
-import re
 import sys
 
 import builders
 import more_builders as mb
 from builders import library
 from more_builders import finding, run_checks, the
+from packaging.version import Version
 
 from gpucheck import compat
-from gpucheck.model.finding import Status
+from gpucheck.model.finding import Fix, Status
 from gpucheck.model.snapshot import CudaDriverFacts, NvccFacts, Snapshot
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 COMPAT = compat.load()
 
@@ -31,11 +31,15 @@ def toml_min_driver(version: str) -> str:
     return str(row["min_driver_linux"])
 
 
-def upgrade_target(fix: str | None) -> object:
-    """The driver version a fix says to upgrade to, parsed (so that 580.65.06 == 580.65.6)."""
-    match = re.search(r"upgrade the NVIDIA driver to (\S+) or newer", fix or "")
-    assert match, fix
-    return compat.parse_version(match.group(1))
+def upgrade_target(fix: Fix | None) -> object:
+    """The driver version a fix's driver step asks for, parsed (so that 580.65.06 ==
+    580.65.6)."""
+    assert fix is not None
+    wanted = [
+        c.requirement for s in fix.steps for c in s.changes if c.name.startswith("nvidia-driver")
+    ]
+    assert wanted and wanted[0] and wanted[0].startswith(">="), fix
+    return compat.parse_version(wanted[0][2:])
 
 
 def with_nvcc(snap: Snapshot, version: str | None, path: str = "/usr/local/cuda/bin/nvcc"):  # type: ignore[no-untyped-def]
@@ -111,7 +115,7 @@ def test_libcuda_missing_in_a_container_says_compute_capability() -> None:
     f = the(snap, "cuda.driver-api")
     assert f.status is Status.FAIL
     assert f.fix and "docker run --gpus all" in f.fix.text
-    assert "NVIDIA_DRIVER_CAPABILITIES must include compute" in f.fix.text
+    assert "export NVIDIA_DRIVER_CAPABILITIES=compute,utility" in f.fix.commands
 
 
 def test_libcuda_missing_without_a_working_driver_skips_or_is_silent() -> None:
@@ -186,13 +190,13 @@ def test_nvcc_newer_minor_warns_its_ptx_cannot_load_even_with_minor_version_comp
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.WARN
     assert "cudaErrorUnsupportedPtxVersion" in f.evidence[1]
-    assert f.fix and "nvcc -gencode arch=compute_90,code=sm_90 ..." in f.fix.commands
+    assert f.fix and "nvcc -gencode arch=compute_90,code=sm_90 ..." in f.fix.text
     assert "12.4.131 is newer than the driver supports" in f.title
     why = f.evidence[0]
     assert "minor version compatibility" in why
     assert "(driver 535.104.05 >= 525)" in why  # cuda.toml minor_compat: CUDA 12 ">= 525"
     assert "PTX JIT" in why
-    assert upgrade_target(f.fix.text) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
+    assert upgrade_target(f.fix) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
     assert f.fix and "/usr/local/cuda-12.2" in f.fix.text
 
 
@@ -201,7 +205,7 @@ def test_nvcc_newer_major_warns_that_code_built_with_it_does_not_run() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.WARN
     assert "CUDA_ERROR_INSUFFICIENT_DRIVER" in f.evidence[0]
-    assert upgrade_target(f.fix.text) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
+    assert upgrade_target(f.fix) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
 
 
 def test_driver_versions_in_toolkit_findings_are_printed_as_nvidia_prints_them() -> None:
@@ -214,12 +218,12 @@ def test_driver_versions_in_toolkit_findings_are_printed_as_nvidia_prints_them()
 def test_nvcc_newer_minor_below_the_minor_compat_floor_warns() -> None:
     """CUDA 11.0 GA's driver predates 11.x minor version compatibility's minimum."""
     snap = builders.node([mb.t4(0)], driver=toml_min_driver("11.0.1"), cuda=11000)
-    floor = COMPAT.minor_compat_floor(11)
-    assert floor is not None and compat.parse_version(toml_min_driver("11.0.1")) < floor
+    # cuda.toml, [[minor_compat]] cuda_major = 11: min_driver_linux = "450.80.02"
+    assert Version(toml_min_driver("11.0.1")) < Version("450.80.02")
     f = the(with_nvcc(snap, "11.4.152"), "cuda.toolkit")
     assert f.status is Status.WARN
     assert "CUDA 11.4 is newer than the driver's CUDA 11.0" in f.evidence[0]
-    assert upgrade_target(f.fix.text) == compat.parse_version("470.42.01")  # cuda.toml, 11.4.0
+    assert upgrade_target(f.fix) == compat.parse_version("470.42.01")  # cuda.toml, 11.4.0
 
 
 def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
@@ -229,7 +233,7 @@ def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.WARN  # PTX JIT; the runtime itself starts:
     assert "runs through minor version compatibility (driver 537.13 >= " in f.evidence[0]
-    assert upgrade_target(f.fix.text) == COMPAT.min_driver("12.4", "windows")
+    assert upgrade_target(f.fix) == COMPAT.min_driver("12.4", "windows")
     assert f.fix and "on Windows" in f.fix.text
 
 
@@ -387,7 +391,7 @@ def test_runtime_13_on_a_12_driver_fails() -> None:
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.FAIL
     assert "13.0.96" in f.title
-    assert upgrade_target(f.fix.text) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
+    assert upgrade_target(f.fix) == compat.parse_version("580.65.06")  # cuda.toml, 13.0.0
     assert f.fix and "no newer than CUDA 12.2" in f.fix.text
 
 
@@ -396,7 +400,7 @@ def test_runtime_newer_minor_warns() -> None:
     snap.cuda.runtimes = [library("cudart", CUDART_124, "12.4.127")]
     f = the(snap, "cuda.runtime-libraries")
     assert f.status is Status.WARN
-    assert upgrade_target(f.fix.text) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
+    assert upgrade_target(f.fix) == compat.parse_version("550.54.14")  # cuda.toml, 12.4.0
 
 
 # --- cudnn.libraries ---------------------------------------------------------------------------
@@ -424,7 +428,7 @@ def test_cudnn_that_cannot_load_warns_with_pip_force_reinstall() -> None:
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
     assert "cannot be loaded" in f.title
-    assert f.fix.text == "Reinstall it: pip install --force-reinstall nvidia-cudnn-cu12==9.1.0.70"
+    assert f.fix and f.fix.commands == ["pip install --force-reinstall nvidia-cudnn-cu12==9.1.0.70"]
     assert any("libcudnn_graph.so.9" in e for e in f.evidence)
 
 
@@ -533,10 +537,11 @@ def test_broken_pip_cudnn_is_reinstalled_into_its_own_environment() -> None:
     ]
     f = the(snap, "cudnn.libraries")
     assert f.status is Status.WARN
-    assert f.fix.text == (
-        "Reinstall it: /home/me/venvs/train/bin/python -m pip install --force-reinstall "
+    assert f.fix and f.fix.commands == [
+        "/home/me/venvs/train/bin/python -m pip install --force-reinstall "
         "nvidia-cudnn-cu12==9.1.0.70"
-    )
+    ]
+    assert f.fix.steps[0].environment == "/home/me/venvs/train/bin/python"
 
 
 # --- cuda.driver-api on WSL2: which libcuda the loader finds ------------------------------------

@@ -9,7 +9,8 @@ import pytest
 from more_builders import finding, run_checks, text, the
 
 from gpucheck.model.finding import Status
-from gpucheck.model.snapshot import DeviceNode, NvmlError, PciDevice
+from gpucheck.model.fix import Tool
+from gpucheck.model.snapshot import DeviceNode, NvmlError, PciDevice, Snapshot
 
 # --- driver.kernel-module ----------------------------------------------------------------------
 
@@ -79,7 +80,8 @@ def test_kernel_module_not_loaded_in_a_container_points_at_the_host() -> None:
     f = the(snap, "driver.kernel-module")
     assert f.status is Status.FAIL
     assert "docker container's host" in f.title
-    assert f.fix and "on the host" in f.fix.text and "cannot load kernel modules" in f.fix.text
+    assert f.fix and "On the host" in f.fix.text and "cannot load kernel modules" in f.fix.text
+    assert f.fix.commands == ["sudo modprobe nvidia"]
 
 
 def test_kernel_module_unknown_when_proc_modules_unreadable() -> None:
@@ -206,7 +208,7 @@ def test_a_mismatch_with_the_module_on_disk_unknown_says_both() -> None:
         library_path="/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14",
     )
     f = the(snap, "driver.nvml")
-    assert f.fix and "If the mismatch survives a reboot" in f.fix.text
+    assert f.fix and "if the mismatch survives a reboot" in f.fix.text
     assert "sudo apt install --reinstall nvidia-driver-550" in f.fix.commands
 
 
@@ -269,7 +271,10 @@ def test_nvml_binding_missing_says_pip_install() -> None:
     )
     f = the(snap, "driver.nvml")
     assert f.status is Status.FAIL
-    assert f.fix.text == "pip install nvidia-ml-py (in the environment gpucheck runs from)"
+    assert f.fix and [(s.command, s.tool) for s in f.fix.steps] == [
+        ("pip install nvidia-ml-py", Tool.PIP)
+    ]
+    assert "in the environment gpucheck runs from" in f.fix.text
 
 
 def test_nvml_unknown_init_error_fails_with_its_name() -> None:
@@ -369,7 +374,7 @@ def test_device_nodes_without_permission_name_their_group() -> None:
     f = the(snap, "driver.device-nodes")
     assert f.status is Status.FAIL
     assert "/dev/nvidia0 crw-rw---- group gpu" in f.evidence
-    assert f.fix and f.fix.text.startswith("sudo usermod -aG gpu $USER")
+    assert f.fix and f.fix.commands[0] == "sudo usermod -aG gpu $USER"
 
 
 def test_device_nodes_not_judged_without_the_module() -> None:
@@ -384,7 +389,7 @@ def test_uvm_present_passes() -> None:
     assert the(builders.h100_node(1), "driver.uvm").status is Status.PASS
 
 
-def _without_uvm(snap):  # type: ignore[no-untyped-def]
+def _without_uvm(snap: Snapshot) -> Snapshot:
     for node in snap.system.device_nodes:
         if node.path.startswith("/dev/nvidia-uvm"):
             node.exists = node.readable = node.writable = False
@@ -454,7 +459,7 @@ def test_persistence_mode_off_on_a_data_centre_gpu_warns_naming_it() -> None:
     assert f.status is Status.WARN
     assert "off on 1 data-centre GPU(s)" in f.title
     assert f.evidence == ["GPU 2 (NVIDIA H100 80GB HBM3, 00000000:38:00.0)"]
-    assert f.fix and "nvidia-persistenced" in f.fix.text and "nvidia-smi -pm 1" in f.fix.text
+    assert f.fix and "nvidia-persistenced" in f.fix.text and "nvidia-smi -i 2 -pm 1" in f.fix.text
 
 
 def test_persistence_mode_off_on_a_tesla_t4_warns() -> None:
@@ -528,9 +533,9 @@ def test_pci_device_bound_to_nouveau_and_module_unloaded_is_fully_explained() ->
 def test_reload_command_unloads_only_what_is_loaded(
     modules: list[str], unload: str, load: str
 ) -> None:
-    from gpucheck.checks.driver import reload_fix
+    from gpucheck.checks.driver_fixes import reload_fix
 
-    assert f"sudo rmmod {unload} && sudo modprobe -a {load}" in reload_fix(modules)
+    assert f"sudo rmmod {unload} && sudo modprobe -a {load}" in reload_fix(modules).commands
 
 
 def test_nvml_unknown_error_in_a_container_says_recreate_it_and_the_dev_char_fix() -> None:

@@ -154,7 +154,7 @@ def test_torch_tensorrt_pinned_to_another_tensorrt_fails() -> None:
     f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
     assert f.status is Status.FAIL
     assert "built against another TensorRT" in f.title
-    assert f.fix is not None and f.fix.text == "pip install 'tensorrt-cu12<10.4.0,>=10.3.0'"
+    assert f.fix is not None and f.fix.commands == ["pip install 'tensorrt-cu12<10.4.0,>=10.3.0'"]
 
 
 def test_no_extension_no_finding() -> None:
@@ -206,7 +206,9 @@ def test_pynvml_copy_beside_nvidia_ml_py_warns() -> None:
     f = the(fb.on(builders.h100_node(1), env), "frameworks.nvml-bindings")
     assert f.status is Status.WARN
     assert f.fix is not None
-    assert f.fix.text == "pip uninstall -y pynvml && pip install --force-reinstall nvidia-ml-py"
+    assert f.fix.commands == [
+        "pip uninstall -y pynvml && pip install --force-reinstall nvidia-ml-py"
+    ]
 
 
 def test_pynvml_as_a_wrapper_of_nvidia_ml_py_and_a_current_binding_pass() -> None:
@@ -223,7 +225,7 @@ def test_a_binding_of_an_older_cuda_major_than_the_driver_warns() -> None:
     f = the(fb.on(builders.h100_node(1), env), "frameworks.nvml-bindings")
     assert f.status is Status.WARN
     assert "made for driver branch R450; the driver is 590.48.01" in f.title
-    assert f.fix is not None and f.fix.text == "pip install -U nvidia-ml-py"
+    assert f.fix is not None and f.fix.commands == ["pip install -U nvidia-ml-py"]
 
 
 def test_a_binding_of_an_older_branch_of_the_same_major_is_info() -> None:

@@ -124,16 +124,16 @@ def test_several_environments_are_named_and_fixed_with_their_own_pip() -> None:
         e.startswith("/opt/gpucheck/bin/python: torch 2.5.1+cu124 is a CUDA 12.4 build")
         for e in f.evidence
     )
-    assert f.fix and f.fix.text.startswith(
+    assert f.fix and f.fix.commands[0] == (
         "/home/user/proj/.venv/bin/python -m pip install 'torch==2.9.1+cu130' --index-url "
-        "https://download.pytorch.org/whl/cu130 "
+        "https://download.pytorch.org/whl/cu130"
     )
 
 
 def test_an_interpreter_given_with_python_is_fixed_with_its_own_pip() -> None:
     env = fb.torch_cpu(fb.environment(prefix="/srv/job/env", origin="--python"))
     f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
-    assert f.fix and f.fix.text.startswith("/srv/job/env/bin/python -m pip install 'torch==")
+    assert f.fix and f.fix.commands[0].startswith("/srv/job/env/bin/python -m pip install 'torch==")
 
 
 def test_odd_facts_never_break_a_check() -> None:
@@ -148,7 +148,7 @@ def test_odd_facts_never_break_a_check() -> None:
     fb.add(env, "cupy-cuda12x", "13.3.0")
     fb.add(env, "nvidia-cudnn-cu12", "nine")
     fb.imported(env, "torch", 1, status="crashed", error="crashed with SIGSEGV")
-    fb.imported(env, "tensorflow", 0, status="weird")
+    fb.imported(env, "tensorflow", 0, status="weird")  # type: ignore[arg-type]  # a newer probe's
     snap = fb.on(builders.h100_node(1), env, deep=True)
     snap.nvml.gpus[0].compute_capability = "x.y"
     findings = run_checks(snap)
@@ -169,10 +169,10 @@ def test_torch_cpu_build_on_an_h100_fails_with_the_same_version_built_for_cuda()
     # here (torch.toml, release 2.9: cuda_variants 12.6, 12.8, 13.0; driver 590 runs 13.0),
     # not the newest torch.
     assert f.fix is not None
-    assert f.fix.text.startswith(
-        "pip install 'torch==2.9.1+cu130' --index-url https://download.pytorch.org/whl/cu130 "
-        "(the same PyTorch 2.9.1, built with CUDA 13.0: "
+    assert f.fix.commands[0] == (
+        "pip install 'torch==2.9.1+cu130' --index-url https://download.pytorch.org/whl/cu130"
     )
+    assert "the same PyTorch 2.9.1, built with CUDA 13.0" in f.fix.text
 
 
 def test_torch_cuda_build_passes() -> None:
@@ -219,15 +219,14 @@ def test_torch_cu130_on_driver_535_fails_with_the_driver_and_a_build_for_it() ->
     f = the(fb.on(mb.driver_535_node(), env), "torch.cuda-driver")
     assert f.status is Status.FAIL
     assert f.title == "torch 2.9.1+cu130 (CUDA 13.0) needs a newer NVIDIA driver than 535.104.05"
-    assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
+    assert f"Upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
         f.fix.text if f.fix else ""
     )
     # torch.toml, release 2.9: cuda_variants 12.6, 12.8, 13.0; driver 535 runs 12.8 through
     # minor version compatibility (cuda.toml [[minor_compat]] 12: >= 525)
-    assert (
-        "or keep this driver and install a PyTorch built for it: pip install "
-        "'torch==2.9.1+cu128' --index-url https://download.pytorch.org/whl/cu128 (the same "
-        "PyTorch 2.9.1" in (f.fix.text if f.fix else "")
+    assert f.fix and f.fix.steps[-1].option == 1
+    assert f.fix.commands[-1] == (
+        "pip install 'torch==2.9.1+cu128' --index-url https://download.pytorch.org/whl/cu128"
     )
 
 
@@ -263,9 +262,8 @@ def test_pascal_gtx_1080_with_torch_cu128_fails_naming_a_build_that_still_has_6_
     assert "compute capability 6.1" in f.title
     assert any("6.1 (Pascal), older than this build supports (dropped)" in e for e in f.evidence)
     # torch.toml, release 2.7: cuda_variants 11.8, 12.6, 12.8; the 12.6 build still has sm_61
-    assert f.fix is not None and f.fix.text.startswith(
-        "pip install 'torch==2.7.1+cu126' --index-url https://download.pytorch.org/whl/cu126 "
-        "(the same PyTorch 2.7.1"
+    assert f.fix is not None and f.fix.commands[0] == (
+        "pip install 'torch==2.7.1+cu126' --index-url https://download.pytorch.org/whl/cu126"
     )
 
 
@@ -381,7 +379,7 @@ def test_tensorflow_cpu_on_an_h100_fails_with_the_and_cuda_install() -> None:
     assert f.title.startswith("tensorflow-cpu 2.15.0 is a CPU-only build")
     rel = COMPAT.tensorflow.release("2.15")
     assert rel is not None and COMPAT.cuda_runs_on_driver(rel.cuda or "", H100_DRIVER)
-    assert f.fix and f.fix.text.startswith(
+    assert f.fix and f.fix.commands[0].startswith(
         f"pip uninstall -y tensorflow-cpu && {tf_install(rel.version)}"
     )
     assert "'tensorflow[and-cuda]==2.15.*'" in f.fix.text
@@ -414,7 +412,9 @@ def test_tensorflow_gpu_alone_warns_with_the_compat_note_and_the_replacement() -
     assert any(e.startswith("compat data: " + note[:40]) for e in f.evidence)
     pick = {"version": "2.21", "install": TF_221}
     assert pick is not None
-    assert f.fix and f.fix.text.startswith(f"pip uninstall -y tensorflow-gpu && {pick['install']}")
+    assert f.fix and f.fix.commands[0].startswith(
+        f"pip uninstall -y tensorflow-gpu && {pick['install']}"
+    )
 
 
 def test_tensorflow_gpu_beside_tensorflow_fails() -> None:
@@ -425,7 +425,7 @@ def test_tensorflow_gpu_beside_tensorflow_fails() -> None:
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.legacy-gpu-package")
     assert f.status is Status.FAIL
     assert "tensorflow-gpu 2.10.0 and tensorflow 2.15.0 are both installed" in f.title
-    assert f.fix and f.fix.text.startswith(
+    assert f.fix and f.fix.commands[0].startswith(
         "pip uninstall -y tensorflow tensorflow-gpu && pip install 'tensorflow[and-cuda]==2.15.*'"
     )
 
@@ -454,9 +454,9 @@ def test_native_windows_tensorflow_2_15_fails_with_wsl2_or_the_last_windows_gpu_
         == f"tensorflow 2.15.0 cannot use the GPU on native Windows: GPU support there ended with {last}"
     )
     assert f.fix and "Use WSL2" in f.fix.text
+    assert f"pip install 'tensorflow=={last}.*'" in f.fix.commands
     assert (
-        f"pip install 'tensorflow=={last}.*' with CUDA {row.cuda} and cuDNN {row.cudnn}"
-        in f.fix.text
+        f"conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn}" in f.fix.commands
     )
     # The CPU-only build there is the same root cause, reported once.
     assert the(snap, "tensorflow.cpu-build").status is Status.SKIP
@@ -484,14 +484,13 @@ def test_native_windows_tensorflow_2_10_passes_and_linux_says_nothing() -> None:
 def test_tensorflow_2_15_on_driver_515_fails_with_the_driver_or_a_release_for_it() -> None:
     f = the(fb.on(mb.t4_vm(), fb.with_tensorflow(fb.environment())), "tensorflow.cuda-driver")
     assert f.status is Status.FAIL
-    assert f"upgrade the NVIDIA driver to {min_driver('12.2')} or newer" in (
+    assert f"Upgrade the NVIDIA driver to {min_driver('12.2')} or newer" in (
         f.fix.text if f.fix else ""
     )
     pick = {"version": "2.14", "install": TF_214}
     assert pick is not None
-    assert f"or keep this driver: pip uninstall -y tensorflow && {pick['install']}" in (
-        f.fix.text if f.fix else ""
-    )
+    assert f.fix and f.fix.steps[-1].option == 1
+    assert f.fix.commands[-1] == f"pip uninstall -y tensorflow && {pick['install']}"
 
 
 def test_tensorflow_cuda_from_the_compat_data_when_build_info_is_unread() -> None:
@@ -556,7 +555,7 @@ def test_tensorflow_2_15_without_nvidia_cudnn_fails_with_the_and_cuda_install() 
     assert f.status is Status.FAIL
     assert "(nvidia-cudnn-cu12)" in f.title
     assert f"missing: {pin}" in f.evidence
-    assert f.fix.text == "pip install 'tensorflow[and-cuda]==2.15.0'"
+    assert f.fix and f.fix.commands == ["pip install 'tensorflow[and-cuda]==2.15.0'"]
 
 
 def test_tensorflow_with_its_wheels_passes_and_a_system_cudnn_of_its_major_stands_in() -> None:
@@ -679,14 +678,16 @@ def test_keras_2_with_tensorflow_2_16_warns_with_both_ways_out() -> None:
 def test_keras_3_with_tensorflow_2_15_and_a_mismatched_tf_keras_warn() -> None:
     env = fb.add(fb.with_tensorflow(fb.environment()), "keras", "3.3.3")
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
-    assert f.status is Status.WARN and f.fix.text == "pip install 'keras~=2.15.0'"
+    assert f.status is Status.WARN and f.fix and f.fix.commands == ["pip install 'keras~=2.15.0'"]
     env = fb.add(
         fb.add(fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3"), "keras", "3.3.3"),
         "tf-keras",
         "2.15.1",
     )
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.keras")
-    assert f.status is Status.WARN and f.fix.text == "pip install 'tf-keras~=2.16.0'"
+    assert (
+        f.status is Status.WARN and f.fix and f.fix.commands == ["pip install 'tf-keras~=2.16.0'"]
+    )
 
 
 def test_matching_keras_passes() -> None:
@@ -701,12 +702,14 @@ def test_jax_without_its_cuda_plugin_fails_choosing_the_cuda_major_for_the_drive
     env = fb.with_jax(fb.environment(), plugin=None)
     f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
     assert f.status is Status.FAIL
-    assert f.fix and f.fix.text.startswith('pip install -U "jax[cuda13]"')  # driver 590: CUDA 13.1
+    assert f.fix and f.fix.commands[0].startswith(
+        'pip install -U "jax[cuda13]"'
+    )  # driver 590: CUDA 13.1
     f = the(
         fb.on(mb.driver_535_node(1), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
     )
     assert not COMPAT.cuda_runs_on_driver("13.0", "535.104.05")
-    assert f.fix and f.fix.text.startswith('pip install -U "jax[cuda12]"')
+    assert f.fix and f.fix.commands[0].startswith('pip install -U "jax[cuda12]"')
 
 
 def test_jax_cuda13_is_not_offered_to_a_gpu_older_than_cuda_13_supports() -> None:
@@ -737,7 +740,7 @@ def test_jax_cuda13_plugin_on_driver_535_fails_with_the_cuda12_plugin_as_way_out
     env = fb.with_jax(fb.environment(), "0.8.0", plugin=13)
     f = the(fb.on(mb.driver_535_node(1), env), "jax.cuda-driver")
     assert f.status is Status.FAIL
-    assert f"upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
+    assert f"Upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
         f.fix.text if f.fix else ""
     )
     assert 'pip uninstall -y jax-cuda13-plugin jax-cuda13-pjrt && pip install -U "jax[cuda12]"' in (
@@ -757,9 +760,8 @@ def test_cupy_for_cuda_13_on_driver_535_fails_with_the_cuda_12_wheel() -> None:
     env = fb.add(fb.environment(), "cupy-cuda13x", "13.6.0")
     f = the(fb.on(mb.driver_535_node(1), env), "cupy.cuda-driver")
     assert f.status is Status.FAIL
-    assert f.fix and f.fix.text.endswith(
-        "or keep this driver: pip uninstall -y cupy-cuda13x && pip install cupy-cuda12x"
-    )
+    assert f.fix and f.fix.steps[-1].option == 1
+    assert f.fix.commands[-1] == "pip uninstall -y cupy-cuda13x && pip install cupy-cuda12x"
 
 
 def test_cupy_wheels_that_fit_the_driver_pass() -> None:
@@ -866,7 +868,7 @@ def test_conflicts_fix_names_a_tensorflow_whose_pins_accept_torch_s() -> None:
     assert f.status is Status.WARN
     assert (
         f.fix
-        and "or a TensorFlow whose pins agree: pip install 'tensorflow[and-cuda]==2.20.0'"
+        and "or install a TensorFlow whose pins agree: `pip install 'tensorflow[and-cuda]==2.20.0'`"
         in f.fix.text
     )
     # ... and with that TensorFlow, they agree.
@@ -940,9 +942,8 @@ def test_a_missing_library_at_import_is_installed_at_the_framework_s_own_pin() -
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert f.title == "import torch fails: libcudnn.so.9 is missing"
-    assert (
-        f.fix.text == "pip install 'nvidia-cudnn-cu12==9.1.0.70' (what torch 2.5.1+cu124 requires)"
-    )
+    assert f.fix and f.fix.commands == ["pip install 'nvidia-cudnn-cu12==9.1.0.70'"]
+    assert "what torch 2.5.1+cu124 requires" in f.fix.text
 
 
 def test_out_of_memory_names_the_processes_holding_the_gpu() -> None:
@@ -1080,9 +1081,9 @@ def test_an_import_error_without_a_missing_library_reinstalls_from_the_right_ind
     f = the(snap, "frameworks.smoke-test")
     assert f.status is Status.FAIL
     assert any("LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64" in e for e in f.evidence)
-    assert f.fix.text == (
-        "Reinstall it: pip install --force-reinstall 'torch==2.5.1' "
-        "--index-url https://download.pytorch.org/whl/cu124"
+    assert f.fix and f.fix.text == (
+        "Reinstall it: `pip install --force-reinstall 'torch==2.5.1' "
+        "--index-url https://download.pytorch.org/whl/cu124`"
     )
 
 
@@ -1118,7 +1119,7 @@ def test_cupy_runtime_too_new_for_the_driver_is_reported_once_by_cupy_cuda_drive
     snap = fb.on(mb.t4_vm(), env, deep=True)
     f = the(snap, "cupy.cuda-driver")
     assert f.status is Status.FAIL and "cupy-cuda12x 13.6.0 (CUDA 12.8)" in f.title
-    assert f"upgrade the NVIDIA driver to {min_driver('12.8')} or newer" in (
+    assert f"Upgrade the NVIDIA driver to {min_driver('12.8')} or newer" in (
         f.fix.text if f.fix else ""
     )
     smoke = the(snap, "frameworks.smoke-test")

@@ -371,7 +371,6 @@ def test_gen1_of_5_with_the_load_unknown_warns_how_to_recheck_under_load() -> No
     ]
     assert f.fix and "under load" in f.fix.text
     assert f.fix.commands == [
-        "gpucheck doctor",
         "nvidia-smi -i 0 --query-gpu=pcie.link.gen.current,pcie.link.gen.max,utilization.gpu "
         "--format=csv",
         "gpucheck bench --quick",
@@ -411,7 +410,7 @@ def test_prohibited_fails_with_the_command_for_those_gpus() -> None:
     f = the(snap, "gpu.compute-mode")
     assert f.status is Status.FAIL
     assert "prohibited on 2 GPU(s)" in f.title
-    assert f.fix.commands == ["sudo nvidia-smi -i 1,6 -c DEFAULT"]
+    assert f.fix and f.fix.commands == ["sudo nvidia-smi -i 1,6 -c DEFAULT"]
     assert [g.uuid for g in f.subjects.gpus] == [
         "GPU-00000001-0000-0000-0000-000000000000",
         "GPU-00000006-0000-0000-0000-000000000000",

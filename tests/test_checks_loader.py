@@ -207,4 +207,4 @@ def test_tensorflow_with_an_older_nvidia_cudnn_wheel_than_its_pin_fails() -> Non
     assert any(
         "(8.6.0.163 installed: older than the 8.9.4.25 it was built with)" in e for e in f.evidence
     )
-    assert f.fix and f.fix.text == "pip install 'tensorflow[and-cuda]==2.15.0'"
+    assert f.fix and f.fix.commands == ["pip install 'tensorflow[and-cuda]==2.15.0'"]

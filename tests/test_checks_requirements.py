@@ -3,6 +3,8 @@ the runner treats a check that breaks."""
 
 from __future__ import annotations
 
+import io
+
 import builders
 import more_builders as mb
 import pytest
@@ -13,9 +15,11 @@ from gpucheck import checks
 from gpucheck.checks import Requirements
 from gpucheck.checks.registry import Check
 from gpucheck.exit_status import ExitStatus
+from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.snapshot import NvmlError
-from gpucheck.report.core import exit_code
+from gpucheck.report.core import Report, exit_code
+from gpucheck.report.text import render_plain
 
 MIB = 1024**2
 GIB = 1024**3
@@ -180,9 +184,28 @@ def test_a_check_that_raises_becomes_an_error_and_exit_code_3() -> None:
     assert f.status is Status.ERROR
     assert "KeyError" in f.title and "gpu.ecc-errors" in f.title
     assert f.fix and "gpucheck bug" in f.fix.text
+    assert "gpucheck doctor --json --only gpu.ecc-errors -o gpucheck-report.json" in f.fix.commands
+    # The traceback stays with the finding (the JSON report), innermost frame last.
+    assert f.error is not None and (f.error.type, f.error.message) == (
+        "KeyError",
+        "'ecc_uncorrected_volatile'",
+    )
+    assert f.error.frames[0].file == "gpucheck/checks/registry.py"
+    assert (f.error.frames[-1].function, f.error.frames[-1].code) == (
+        "broken",
+        'raise KeyError("ecc_uncorrected_volatile")',
+    )
+    as_json = to_dict(f)["error"]
+    assert as_json["frames"][-1]["file"] == "test_checks_requirements.py"
+    # The text report names the check and how to report it, not the traceback.
+    text = io.StringIO()
+    render_plain(Report(snap, findings), text, False)
+    assert "gpucheck's check gpu.ecc-errors failed: KeyError" in text.getvalue()
+    assert "gpucheck doctor --json --only gpu.ecc-errors" in text.getvalue()
+    assert "Traceback" not in text.getvalue() and "raise KeyError" not in text.getvalue()
     # the other checks still ran
     assert {x.id for x in findings} >= {"gpu.lost", "gpu.throttling", "cuda.driver-api"}
-    assert exit_code(findings) == ExitStatus.INTERNAL == 3
+    assert exit_code(findings) == 3  # the README's documented code for a broken check
     # the registry itself is untouched
     assert next(c for c in checks.all_checks() if c.id == "gpu.ecc-errors").func is target.func
     assert exit_code(checks.run(checks.Context(snap))) == ExitStatus.OK

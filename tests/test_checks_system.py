@@ -4,6 +4,8 @@ about; more_builders.run_checks holds every warn/fail of every fixture to having
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import builders
 import more_builders as mb
 import pytest
@@ -277,7 +279,7 @@ def test_cuda_visible_devices_hiding_every_gpu_says_so(value: str) -> None:
     f = _visible(value)
     assert f is not None
     assert f.title == "CUDA_VISIBLE_DEVICES hides all 8 GPUs"
-    assert f.fix and f.fix.text.startswith("unset CUDA_VISIBLE_DEVICES")
+    assert f.fix and f.fix.commands[0] == "unset CUDA_VISIBLE_DEVICES"
 
 
 def test_cuda_visible_devices_showing_some_is_info_naming_the_hidden() -> None:
@@ -401,7 +403,7 @@ def test_nvml_probe_failures_are_left_to_driver_nvml() -> None:
 # --- fixes for every problem -------------------------------------------------------------------
 
 
-SCENARIOS = {
+SCENARIOS: dict[str, Callable[[], Snapshot]] = {
     "no_gpu": builders.no_gpu_machine,
     "docker_without_gpu": lambda: mb.container_without_gpu("docker"),
     "k8s_without_gpu": lambda: mb.container_without_gpu("kubernetes", "kubepods"),

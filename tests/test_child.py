@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import sys
 import textwrap
 import time
 from pathlib import Path
 
 from conftest import require_python38
 
+from gpucheck.model.frameworks import static_probe_options
 from gpucheck.probes import nvml
 from gpucheck.probes.child import run_script
 
@@ -149,37 +152,128 @@ def test_nvml_probe_retries_without_a_crashing_call(tmp_path: Path, monkeypatch)
     assert run.error is not None and "SIGSEGV" in run.error and "nvmlDeviceGetEccMode" in run.error
 
 
-def test_child_scripts_use_only_the_standard_library() -> None:
-    """The probe scripts run under other interpreters (no gpucheck there)."""
-    import gpucheck.probes.child as child_mod
+SCRIPTS = Path(__file__).resolve().parents[1] / "src/gpucheck/probes/scripts"
+# The scripts run as children; the others are modules they import.
+RUN_AS_CHILDREN = (
+    "bench.py",
+    "extension_deep.py",
+    "fit_trace.py",
+    "framework_deep.py",
+    "framework_static.py",
+    "native.py",
+    "nvml.py",
+    "watch.py",
+)
 
-    for name in (
-        "scripts/nvml.py",
-        "scripts/native.py",
-        "scripts/framework_static.py",
-        "scripts/framework_deep.py",
-    ):
-        text = (child_mod.HERE / name).read_text()
-        assert "gpucheck" not in "".join(
-            line for line in text.splitlines() if line.startswith(("import", "from"))
-        )
+
+def _imports(path: Path) -> list[ast.ImportFrom | ast.Import]:
+    return [
+        n
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Import | ast.ImportFrom)
+    ]
+
+
+def test_child_scripts_use_only_the_standard_library() -> None:
+    """The probe scripts run under other interpreters (no gpucheck there): they import the
+    standard library, each other (relatively), the NVML binding (nvml.py, watch.py), and the
+    frameworks they probe by name only (importlib.import_module)."""
+    scripts = sorted(p.name for p in SCRIPTS.glob("*.py") if p.name != "__init__.py")
+    assert set(RUN_AS_CHILDREN) <= set(scripts)
+    stdlib = sys.stdlib_module_names
+    for name in scripts:
+        for node in _imports(SCRIPTS / name):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                continue  # a module of this folder
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            modules += [] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            for module in modules:
+                top = module.split(".")[0]
+                assert top in stdlib or top in ("__future__", "pynvml"), (name, module)
+
+
+def test_child_scripts_share_one_protocol_module() -> None:
+    """Each script speaks the protocol through child_protocol.py: none defines its own step,
+    emit or exception-line helpers (they were copied into six scripts once)."""
+    for name in RUN_AS_CHILDREN:
+        tree = ast.parse((SCRIPTS / name).read_text())
+        relative = {
+            a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.level == 1
+            for a in n.names
+        }
+        assert "child_protocol" in relative, name
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert not defined & {"step", "emit", "one_line", "describe", "error_name"}, name
+    helpers = ast.parse((SCRIPTS / "deep_capture.py").read_text()).body
+    assert not {n.name for n in helpers if isinstance(n, ast.FunctionDef)} & {"step", "trim"}
+
+
+def test_a_script_finds_its_protocol_module_without_sys_path(tmp_path: Path) -> None:
+    """Run as a script, each finds child_protocol.py beside it by its own path: not through
+    sys.path, which PYTHONSAFEPATH (3.11+) leaves without the script's folder, and where a
+    module of the same name in the working folder must not win."""
+    import json
+    import os
+
+    from gpucheck.probes.child import HERE
+
+    (tmp_path / "child_protocol.py").write_text("raise SystemExit('the wrong module')\n")
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(tmp_path)}
+    task = [{"id": "y", "kind": "cudart", "path": str(tmp_path / "libcudart.so.12")}]
+    native = run_script(HERE / "scripts/native.py", [json.dumps(task)], 30, env=env)
+    assert native.ok, native.message
+    assert native.last_step == "task y"
+    assert native.records[0]["id"] == "y"
 
 
 def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
-    """The probe scripts must run under the user's interpreter, however old (3.8+)."""
+    """The probe scripts must run under the user's interpreter, however old (3.8+), as
+    gpucheck runs them (-S where it does), each with its own folder's protocol module."""
     import json
 
     from gpucheck.probes.child import HERE
 
     python = require_python38()
     task = [{"id": "x", "kind": "cudart", "path": str(tmp_path / "libcudart.so.12")}]
-    native = run_script(HERE / "scripts/native.py", [json.dumps(task)], 30, python=python)
+    native = run_script(
+        HERE / "scripts/native.py", [json.dumps(task)], 30, python=python, stdlib_only=True
+    )
     assert native.ok, native.message
+    assert native.last_step == "task x"
     assert native.records[0]["id"] == "x"
     assert "OSError" in str(native.records[0]["result"])
     nvml_child = run_script(HERE / "scripts/nvml.py", ['{"init": false}'], 30, python=python)
     assert nvml_child.ok, nvml_child.message
     assert nvml_child.records[0]["kind"] == "header"
+    # This 3.8 has no pynvml: the watch child says so in its header.
+    watch = run_script(HERE / "scripts/watch.py", ['{"interval": 1}'], 30, python=python)
+    assert watch.ok, watch.message
+    assert watch.records == [
+        {
+            "kind": "header",
+            "init_error": {"name": "BindingMissing", "message": "No module named 'pynvml'"},
+        }
+    ]
+    table = json.dumps(static_probe_options())
+    static = run_script(HERE / "scripts/framework_static.py", [table], 30, python=python)
+    assert static.ok and static.last_step == "extensions", static.message
+    facts = static.records[0]["facts"]
+    assert isinstance(facts, dict) and facts["version"].startswith("3.8.")
+    assert facts["errors"] == []
+    # Asked for what they cannot do, the others answer in the protocol and exit 2.
+    for name, args, record in (
+        ("bench.py", [], {"kind": "error", "what": "arguments"}),
+        ("fit_trace.py", [], {"kind": "error", "stage": "arguments"}),
+        ("extension_deep.py", [], {"kind": "extension"}),
+        ("framework_deep.py", ["paddle"], {"kind": "runtime"}),
+    ):
+        result = run_script(HERE / "scripts" / name, args, 30, python=python)
+        assert result.returncode == 2, (name, result.message)
+        assert result.message == "", name  # no traceback
+        assert len(result.records) == 1, name
+        assert record.items() <= result.records[0].items(), (name, result.records)
 
 
 def test_a_grandchild_that_left_the_group_does_not_stretch_the_bound(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from gpucheck.compat import Compat, CompatError, data_dir, load
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 DATA = data_dir() / "cuda.toml"
 RAW = tomllib.loads(DATA.read_text(encoding="utf-8"))
@@ -120,3 +120,29 @@ def test_malformed_data_is_a_clear_error(tmp_path: Path) -> None:
         Compat.from_dir(tmp_path)
     with pytest.raises(CompatError, match="cannot be read"):
         Compat.from_dir(tmp_path / "nowhere")
+
+
+def test_a_row_becomes_its_struct_field_by_field() -> None:
+    """Row.struct reads each field by its type, and a bad value names file, table, row, key."""
+    from gpucheck.compat.cudnn import CudnnRelease
+    from gpucheck.compat.extensions import Pairing
+    from gpucheck.compat.rows import Row
+
+    row = {"package": "torchvision", "torch": "2.5", "versions": ["0.20"], "source": "s"}
+    pairing = Row(Path("extensions.toml"), "pairing", 3, row).struct(Pairing)
+    assert pairing == Pairing("torchvision", "2.5", ("0.20",), False, "s")  # and_later absent
+    with pytest.raises(
+        CompatError, match=r"^extensions.toml: pairing\[3\]: and_later must be true"
+    ):
+        Row(Path("extensions.toml"), "pairing", 3, {**row, "and_later": "yes"}).struct(Pairing)
+    with pytest.raises(
+        CompatError, match=r"^extensions.toml: pairing\[3\]: versions must be a list"
+    ):
+        Row(Path("extensions.toml"), "pairing", 3, {**row, "versions": None}).struct(Pairing)
+    cudnn = {"version": "9.1.0", "cuda_majors": [11, 12], "source": "s"}
+    lists = ("covers", "cuda", "compute_capabilities")
+    release = Row(Path("cudnn.toml"), "release", 0, cudnn).struct(CudnnRelease, lists)
+    assert (release.cuda_majors, release.covers, release.min_driver_linux) == ((11, 12), (), {})
+    with pytest.raises(CompatError, match=r"cuda_majors must be a list of integers"):
+        bad = {**cudnn, "cuda_majors": [12, "13"]}
+        Row(Path("cudnn.toml"), "release", 0, bad).struct(CudnnRelease, lists)

@@ -22,7 +22,7 @@ from gpucheck.compat.frameworks import cuda_of_local_tag
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 RAW = {name: tomllib.loads((data_dir() / name).read_text(encoding="utf-8")) for name in TOPICS}
 COMPAT = load()

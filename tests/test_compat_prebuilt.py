@@ -11,7 +11,7 @@ from pathlib import Path
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 from gpucheck.compat import Compat, data_dir
 from gpucheck.compat.prebuilt import HASH_KEY, digest, parsed

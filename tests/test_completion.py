@@ -4,6 +4,8 @@ _TYPER_COMPLETE_ARGS)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import run_gpucheck
 
 
@@ -18,3 +20,113 @@ def test_zsh_completes_with_the_help_line() -> None:
     env = {"_GPUCHECK_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "gpucheck sna"}
     out = run_gpucheck(env=env).stdout
     assert '"snapshot":"Write the facts alone' in out
+
+
+# --- values --------------------------------------------------------------------------------
+
+
+def bash_values(line: str) -> list[str]:
+    """What the completion script of `gpucheck --show-completion bash`, sourced in a real bash,
+    puts in COMPREPLY for the last word of `line` (empty when the line ends in a space)."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from conftest import REPO
+
+    script = run_gpucheck("--show-completion", "bash").stdout
+    assert "complete -o default -F _gpucheck_completion gpucheck" in script
+    words = line.split(" ")
+    # The script runs `env ... gpucheck`: a program on PATH, as an installed gpucheck is.
+    bin_dir = Path(tempfile.mkdtemp(prefix="gpucheck-completion-"))
+    shim = bin_dir / "gpucheck"
+    shim.write_text(
+        f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(REPO / 'src'))} "
+        f'exec {shlex.quote(sys.executable)} -m gpucheck "$@"\n'
+    )
+    shim.chmod(0o755)
+    program = (
+        script
+        + f"\nCOMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
+        + f"COMP_CWORD={len(words) - 1}\n"
+        + "_gpucheck_completion gpucheck\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("_GPUCHECK")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", program],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    shutil.rmtree(bin_dir)
+    assert done.returncode == 0, done.stderr
+    return [w for w in done.stdout.splitlines() if w]
+
+
+def test_bash_completes_closed_choices() -> None:
+    assert bash_values("gpucheck doctor --format ") == ["text", "json", "junit", "prometheus"]
+    assert bash_values("gpucheck doctor -f j") == ["json", "junit"]
+    assert bash_values("gpucheck fleet --format ") == ["table", "json", "csv"]
+    assert bash_values("gpucheck watch --format ") == ["csv", "jsonl"]
+    assert bash_values("gpucheck fit m --optimizer ada") == ["adam", "adamw", "adafactor"]
+    assert bash_values("gpucheck fit m --dtype int") == ["int8", "int4"]
+    assert bash_values("gpucheck schema f") == ["fit", "fleet"]
+
+
+def test_bash_completes_check_ids_sections_and_prefixes() -> None:
+    assert bash_values("gpucheck doctor --only gpu.ecc") == ["gpu.ecc-errors"]
+    skip = bash_values("gpucheck doctor --skip gpu")
+    assert skip[:2] == ["gpus", "gpu."] and "gpu.memory-in-use" in skip and "gpu.lost" in skip
+    assert "requirements" in bash_values("gpucheck doctor --only req")
+
+
+def test_bash_completes_watch_fields_one_list_entry_at_a_time() -> None:
+    assert bash_values("gpucheck watch --fields index,power.d") == ["index,power.draw"]
+    assert "uuid,uuid" not in bash_values("gpucheck watch --fields uuid,")  # already there
+    assert "uuid,name" in bash_values("gpucheck watch --fields uuid,")
+
+
+def test_python_paths_complete_folders_and_interpreters(tmp_path: Path) -> None:
+    env_bin = tmp_path / "venv" / "bin"
+    env_bin.mkdir(parents=True)
+    for name, mode in (
+        ("python3", 0o755),
+        ("python3.12", 0o755),
+        ("pip", 0o755),
+        ("pythonrc", 0o644),
+    ):
+        (env_bin / name).write_text("#!/bin/sh\n")
+        (env_bin / name).chmod(mode)
+    assert bash_values(f"gpucheck doctor --python {tmp_path}/ve") == [f"{tmp_path}/venv/"]
+    assert bash_values(f"gpucheck bench --python {env_bin}/py") == [
+        f"{env_bin}/python3",
+        f"{env_bin}/python3.12",
+    ]
+    # A bare name: interpreters on PATH (the tests' own python among them).
+    assert any(w.startswith("python3") for w in bash_values("gpucheck snapshot --python python3"))
+
+
+def test_zsh_and_fish_complete_values_with_their_help() -> None:
+    env = {"_GPUCHECK_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "gpucheck doctor -f p"}
+    out = run_gpucheck(env=env).stdout
+    assert '"prometheus":"metrics for node_exporter' in out and '"json"' not in out
+    env = {
+        "_GPUCHECK_COMPLETE": "complete_fish",
+        "_TYPER_COMPLETE_ARGS": "gpucheck doctor --only gpu.ecc",
+        "_TYPER_COMPLETE_FISH_ACTION": "get-args",
+    }
+    assert run_gpucheck(env=env).stdout.splitlines() == [
+        "gpu.ecc-errors\tno uncorrectable ECC memory errors"
+    ]
+    env["_TYPER_COMPLETE_ARGS"] = "gpucheck fleet --format "
+    assert [line.split("\t")[0] for line in run_gpucheck(env=env).stdout.splitlines()] == [
+        "table",
+        "json",
+        "csv",
+    ]

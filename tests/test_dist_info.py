@@ -4,7 +4,7 @@ distribution, version and requirements."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -12,15 +12,11 @@ from types import ModuleType
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "src" / "gpucheck" / "probes" / "scripts"
+from gpucheck.model.frameworks import static_probe_options
 
 
 def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_test_{name}", SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"gpucheck.probes.scripts.{name}")
 
 
 DIST_INFO = load("dist_info")
@@ -94,10 +90,13 @@ def test_not_utf8_is_an_error_the_probe_reports(tmp_path: Path) -> None:
         DIST_INFO.read_headers(str(folder))
 
 
-def test_the_probe_script_finds_this_interpreters_own_distributions() -> None:
+def test_the_probe_script_finds_this_interpreters_own_distributions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The real site folder of the interpreter running the tests, against importlib.metadata:
     every distribution the probe keeps is there with the same version."""
     static = load("framework_static")
+    monkeypatch.setattr(static, "TABLE", static.Table(static_probe_options()))  # as gpucheck
     errors: list[str] = []
     found = DIST_INFO.distributions(static, errors)
     assert errors == []

@@ -17,6 +17,7 @@ from test_checks_framework_layers import tensorrt
 
 from gpucheck.model.environments import FrameworkRuntime
 from gpucheck.model.finding import Status
+from gpucheck.model.fix import Tool
 from gpucheck.probes.frameworks import probe_extension, xla_devices
 
 # The shape of what a flash-attn wheel built for another torch prints at import.
@@ -81,7 +82,14 @@ def test_tensorrt_failing_to_build_keeps_its_loggers_words_and_is_mapped(tmp_pat
     )
     assert f.fix is not None
     assert f.fix.text == (
-        "upgrade the NVIDIA driver to 525.60.13 or newer (CUDA 12.0's minimum on Linux)"
+        "Upgrade the NVIDIA driver to 525.60.13 or newer (CUDA 12.0's minimum on Linux): "
+        "`sudo apt install nvidia-driver-525`"
+    )
+    [step] = f.fix.steps
+    assert (step.tool, step.changes[0].name, step.changes[0].requirement) == (
+        Tool.APT,
+        "nvidia-driver-525",
+        ">=525.60.13",
     )
 
 

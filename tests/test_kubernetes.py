@@ -218,3 +218,80 @@ def test_dockerfile_installs_gpucheck_beside_npd() -> None:
     assert "COPY --from=npd /node-problem-detector /node-problem-detector" in text
     assert re.search(r"pip install .*/src", text)
     assert Path(REPO / "pyproject.toml").exists() and (REPO / "compat").is_dir()
+
+
+def npd_condition(plugin_exit: int, config: dict[str, Any]) -> tuple[str, str, str]:
+    """(status, reason, message) of the condition after one plugin run from the default state,
+    as NPD's custom plugin monitor sets it (pkg/custompluginmonitor/custom_plugin_monitor.go,
+    generateStatus: a status other than True takes the default condition's reason; False its
+    message, Unknown the plugin's output)."""
+    (default,) = config["conditions"]
+    (rule,) = config["rules"]
+    output = plugin_output[plugin_exit]
+    if plugin_exit == 1:
+        return "True", rule["reason"], output
+    if plugin_exit == 0:
+        return "False", default["reason"], default["message"]
+    return "Unknown", default["reason"], output
+
+
+plugin_output = {
+    0: "gpucheck: ready",
+    1: "gpu.ecc-errors: Uncorrectable ECC errors",
+    2: "gpucheck could not judge this node: gpucheck: --min-gpus: not a number",
+}
+HEALTHY_WORDS = re.compile(r"pass|ready|healthy|\bok\b|good", re.IGNORECASE)
+
+
+def test_an_unknown_condition_never_carries_a_healthy_sounding_reason() -> None:
+    config = json.loads((HERE / "gpucheck-monitor.json").read_text())
+    status, reason, message = npd_condition(2, config)
+    assert status == "Unknown" and message.startswith("gpucheck could not judge")
+    assert not HEALTHY_WORDS.search(reason), reason
+    # The default is what NPD shows before the first run, too: neutral, not "ready".
+    (default,) = config["conditions"]
+    assert (default["reason"], default["message"]) == (
+        "NoGpucheckFailure",
+        "gpucheck has reported no failure",
+    )
+    assert not HEALTHY_WORDS.search(default["message"])
+    assert npd_condition(1, config)[:2] == ("True", "GpucheckFailed")
+
+
+@pytest.mark.slow
+def test_a_lost_gpu_fails_from_inside_the_pod(sim_libs: Any, tmp_path: Path) -> None:
+    """The DaemonSet's pod: KUBERNETES_SERVICE_HOST set (the pod's environment), the host's
+    root at GPUCHECK_ROOT. The host's facts are judged as a host's: a GPU on the PCI bus that the
+    driver lost fails gpu.lost, which a container could not judge."""
+    from conftest import run_gpucheck
+    from sim import scenario as sim
+
+    gpus = [sim.h100(i) for i in range(4)]
+    gpus[2].cuda_hidden = True
+    machine = sim.Machine.create(
+        sim.Scenario(
+            gpus=gpus,
+            faults=[sim.error("nvmlDeviceGetHandleByIndex", 15, 2)],  # NVML_ERROR_GPU_IS_LOST
+        ),
+        sim_libs,
+        tmp_path / "node",
+    )
+    (machine.root / "etc/hostname").write_text("gpu-node-17\n")
+    pod = {**machine.env, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "container": "oci"}
+    env = {
+        e["name"]: e.get("value")
+        for e in kind("DaemonSet")["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["GPUCHECK_ROOT"] == "/host"  # the manifest's; here the simulated host's root
+    result = run_gpucheck("doctor", "--json", "--only", "gpu.lost", env=pod)
+    report = json.loads(result.stdout)
+    assert report["snapshot"]["system"]["container"] is None, report["snapshot"]["system"]
+    assert report["host"]["hostname"] == "gpu-node-17"  # the node's, not the pod's
+    (lost,) = [f for f in report["findings"] if f["id"] == "gpu.lost"]
+    assert lost["status"] == "fail" and lost["evidence"][0] == "GPU 2: GpuIsLost", lost
+    assert result.returncode == 1
+    # Without GPUCHECK_ROOT the same variables do mean a container.
+    from gpucheck.probes.system import detect_container, probe_system
+
+    assert detect_container(Path("/"), pod) == ("kubernetes", "KUBERNETES_SERVICE_HOST is set")
+    assert probe_system(machine.root, pod).container is None

@@ -448,7 +448,9 @@ FAIL_LINE = re.compile(r"^  (✗|x) (.*)$")
 
 
 def test_doctor_json_with_debian_driver_libraries(
-    debian: reallibs.DebianDriver, no_nvidia_here: None, gpucheck
+    debian: reallibs.DebianDriver,
+    no_nvidia_here: None,
+    gpucheck: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
     proc = gpucheck("doctor", "--json", env={"LD_LIBRARY_PATH": str(debian.lib_dir)})
     assert proc.returncode == 1, proc.stderr
@@ -464,7 +466,9 @@ def test_doctor_json_with_debian_driver_libraries(
 
 
 def test_doctor_text_with_debian_driver_libraries(
-    debian: reallibs.DebianDriver, no_nvidia_here: None, gpucheck
+    debian: reallibs.DebianDriver,
+    no_nvidia_here: None,
+    gpucheck: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
     proc = gpucheck("doctor", env={"LD_LIBRARY_PATH": str(debian.lib_dir), "COLUMNS": "200"})
     assert proc.returncode == 1, proc.stderr
@@ -476,7 +480,9 @@ def test_doctor_text_with_debian_driver_libraries(
 
 
 def test_snapshot_with_debian_driver_libraries(
-    debian: reallibs.DebianDriver, no_nvidia_here: None, gpucheck
+    debian: reallibs.DebianDriver,
+    no_nvidia_here: None,
+    gpucheck: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
     proc = gpucheck("snapshot", env={"LD_LIBRARY_PATH": str(debian.lib_dir)})
     assert proc.returncode == 0, proc.stderr

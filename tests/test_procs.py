@@ -8,11 +8,21 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Simulate, run_gpucheck
-from sim.scenario import GIB, MIB, HostProcess, Machine, Process, Scenario, h100, replace
+from sim.scenario import (
+    GIB,
+    MIB,
+    HostProcess,
+    Machine,
+    Process,
+    Scenario,
+    h100,
+    replace,
+)
 
 from gpucheck.probes.processes import parse_cgroup
 
@@ -120,7 +130,7 @@ def busy_node() -> Scenario:
 
 def test_procs_merges_nvml_and_proc_per_pid(simulate: Simulate) -> None:
     doc = procs_json(simulate(busy_node()))
-    assert doc["schema_version"] == "1.0"
+    assert doc["schema_version"] == "1.1"
     rows = {p["pid"]: p for p in doc["processes"]}
     assert sorted(rows) == [1300, 4242, 5555, 7777, 91234]
     job = rows[4242]
@@ -254,9 +264,10 @@ def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
     assert (
         "PID(s) 5555 exited but were not reaped: end or restart their parent (4000)" in fix["text"]
     )
-    assert "gpucheck procs --kill 4242" in fix["commands"]
-    assert "gpucheck procs" in fix["commands"]
-    assert "sudo nvidia-smi --gpu-reset -i 2" in fix["commands"]
+    commands = [step["command"] for step in fix["steps"] if step["command"]]
+    assert "gpucheck procs --kill 4242" in commands
+    assert "gpucheck procs" in commands
+    assert "sudo nvidia-smi --gpu-reset -i 2" in commands
 
 
 def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Simulate) -> None:
@@ -274,51 +285,93 @@ def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Sim
         "python (60.0 GiB) [not in /proc here: exited since, or in another PID namespace]"
     ]
     assert found["fix"]["text"].startswith("Memory held by no process here: see every holder")
-    assert found["fix"]["text"].endswith(
-        "; or use the other GPUs (`export CUDA_VISIBLE_DEVICES=1`)"
+    assert found["fix"]["text"].endswith("; or use the other GPUs: `export CUDA_VISIBLE_DEVICES=1`")
+    last = found["fix"]["steps"][-1]
+    assert (last["command"], last["tool"], last["option"]) == (
+        "export CUDA_VISIBLE_DEVICES=1",
+        "env",
+        1,
     )
 
 
-def test_in_a_container_the_one_unattributed_holder_is_matched_to_the_host_pid(
+def test_in_a_container_host_pids_are_shown_as_such_never_matched_by_guess(
     simulate: Simulate,
 ) -> None:
-    """Inside a container NVML reports host PIDs. GPU 0's job is PID 31 here and 812345 on the
-    host; GPU 1's two host PIDs cannot be told apart from its two local holders: left alone."""
+    """Inside a container with its own /proc NVML reports host PIDs. GPU 0's host PID 812345
+    and PID 31 here (GPU 0's device open, no context NVML names) were merged as one process
+    by guess, and --kill-mine then ended PID 31 (#21 item 6). NVML's 40, which is also a PID
+    here, is a coincidence: a container's /proc does not speak the host's PIDs."""
     g0, g1 = h100(0), h100(1)
     g0 = replace(
         g0, memory_used=g0.memory_used + 12 * GIB, processes=[Process(812345, "python", 12 * GIB)]
     )
     g1 = replace(
-        g1,
-        memory_used=g1.memory_used + 6 * GIB,
-        processes=[Process(812400, "python", 3 * GIB), Process(812401, "python", 3 * GIB)],
+        g1, memory_used=g1.memory_used + 3 * GIB, processes=[Process(40, "python", 3 * GIB)]
     )
     scenario = Scenario(
         gpus=[g0, g1],
+        kernel_threads=False,  # the container's own /proc
+        own_cgroup=f"0::/system.slice/docker-{DOCKER_ID}.scope",
         host_processes=[
-            HostProcess(31, ["/dev/nvidia0", "/dev/nvidiactl"], cmdline=["python", "train.py"]),
+            HostProcess(31, ["/dev/nvidia0", "/dev/nvidiactl"], cmdline=["sleep", "600"]),
             HostProcess(40, ["/dev/nvidia1"], cmdline=["python", "a.py"]),
-            HostProcess(41, ["/dev/nvidia1"], cmdline=["python", "b.py"]),
         ],
     )
     machine = simulate(scenario)
     (machine.root / ".dockerenv").write_text("")
     doc = procs_json(machine)
-    rows = {p["pid"]: p for p in doc["processes"]}
-    assert sorted(rows) == [31, 40, 41, 812400, 812401]
-    assert rows[31]["nvml_pid"] == 812345 and rows[31]["memory"] == 12 * GIB
-    assert rows[31]["visible"] is True
-    gpus = {g["index"]: g for g in doc["gpus"]}
-    assert (gpus[0]["held_visible"], gpus[0]["held_outside"]) == (12 * GIB, 0)
-    assert (gpus[1]["held_outside"], gpus[1]["outside_pids"]) == (6 * GIB, [812400, 812401])
+    rows = {(p["pid"], p["visible"]): p for p in doc["processes"]}
+    assert sorted(rows) == [(31, True), (40, False), (40, True), (812345, False)]
     assert (
-        "PID 31 here is NVML's PID 812345 (a host PID): the only process with GPU 0 open that "
-        "NVML does not name, and the only PID NVML names that is not here"
+        rows[(812345, False)]["local_pid"] is None and rows[(812345, False)]["memory"] == 12 * GIB
+    )
+    assert rows[(40, False)]["local_pid"] is None and rows[(40, False)]["memory"] == 3 * GIB
+    assert rows[(31, True)]["memory"] == 0 and rows[(31, True)]["local_pid"] == 31
+    assert rows[(40, True)]["memory"] == 0 and rows[(40, True)]["command"] == ["python", "a.py"]
+    gpus = {g["index"]: g for g in doc["gpus"]}
+    assert (gpus[0]["held_visible"], gpus[0]["held_outside"]) == (0, 12 * GIB)
+    assert (gpus[1]["held_outside"], gpus[1]["outside_pids"]) == (3 * GIB, [40])
+    assert (
+        "NVML lists PIDs that are not in this container: the driver reports host PIDs (it does "
+        "not know PID namespaces); their memory is shown as held outside, and they cannot be "
+        "acted on from here"
     ) in doc["notes"]
-    assert any(n.startswith("NVML lists PIDs that are not in this container") for n in doc["notes"])
     text = procs(machine).stdout
-    assert "31 (host 812345)" in text
-    assert "6.0 GiB held by processes outside this container (host PIDs 812400, 812401)" in text
+    assert "812345 (host)" in text
+    assert "12.0 GiB held by processes outside this container (host PIDs 812345)" in text
+    result = procs(machine, "--kill", "812345", "--yes")
+    assert result.returncode == 1
+    assert (
+        "not ending PID 812345: NVML lists it, but it is not in this PID namespace (a host PID): "
+        "end it where it runs"
+    ) in result.stdout
+
+
+def test_a_host_proc_seen_from_a_container_maps_host_pids_through_nspid(
+    simulate: Simulate,
+) -> None:
+    """The host's /proc mounted in a container (nvidia-docker#1483): its PIDs are NVML's, and
+    NSpid gives each the PID it has here, where it shares gpucheck's PID namespace."""
+    here, there = "pid:[4026532201]", "pid:[4026532777]"
+    gpu = replace(
+        h100(0),
+        memory_used=h100(0).memory_used + 9 * GIB,
+        processes=[Process(812345, "python", 5 * GIB), Process(812346, "python", 4 * GIB)],
+    )
+    scenario = Scenario(
+        gpus=[gpu],
+        own_nspid=[812300, 12],
+        own_pid_ns=here,
+        host_processes=[
+            HostProcess(812345, ["/dev/nvidia0"], nspid=[812345, 31], pid_ns=here),
+            HostProcess(812346, ["/dev/nvidia0"], nspid=[812346, 31], pid_ns=there),
+        ],
+    )
+    doc = procs_json(simulate(scenario))
+    rows = {p["pid"]: p for p in doc["processes"]}
+    assert (rows[812345]["local_pid"], rows[812345]["elsewhere"]) == (31, False)
+    assert (rows[812346]["local_pid"], rows[812346]["elsewhere"]) == (None, True)
+    assert doc["gpus"][0]["held_visible"] == 9 * GIB
 
 
 def test_mig_instances_show_per_process(simulate: Simulate) -> None:
@@ -408,3 +461,43 @@ def test_a_redacted_snapshot_names_no_process_owner(simulate: Simulate) -> None:
     found = {p["pid"]: p for p in json.loads(result.stdout)["processes"]["processes"]}
     assert found[1300]["user"] == "<redacted>" and found[1300]["uid"] == 0  # root, everywhere
     assert found[4242]["devices"] == ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"]
+
+
+@pytest.mark.parametrize("option", ["--grace", "--timeout"])
+@pytest.mark.parametrize("value", ["nan", "NaN", "-nan"])
+def test_not_a_number_of_seconds_is_a_usage_error(
+    simulate: Simulate, option: str, value: str
+) -> None:
+    """click's range check lets NaN through (#21 item 8): `--grace nan` ended with SIGKILL at
+    once, `--timeout nan` was an internal error. Nothing is listed or ended."""
+    machine = simulate(busy_node())
+    result = procs(machine, option, value, "--kill", "4242", "--yes")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"gpucheck: Invalid value for '{option}': nan is not a number of seconds "
+        "(see: gpucheck procs --help)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("pid2", "expected"),
+    [
+        # kthreadd, as a host's /proc/2/stat reads (flags 0x208040: PF_KTHREAD set).
+        ("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 9 0\n", True),
+        # A container's PID 2: a shell started by `docker exec` (flags 0x400100).
+        ("2 (bash) S 0 2 2 34816 2 4194560 0 0 0 0 0 0 0 0 20 0 1 0 4242 0\n", False),
+        (None, False),  # a container with no PID 2
+    ],
+)
+def test_this_proc_is_the_hosts_where_kernel_threads_show(
+    tmp_path: Path, pid2: str | None, expected: bool
+) -> None:
+    from gpucheck.procs.view import kernel_threads_visible
+
+    (tmp_path / "1").mkdir()
+    if pid2 is not None:
+        (tmp_path / "2").mkdir()
+        (tmp_path / "2" / "stat").write_text(pid2)
+    assert kernel_threads_visible(tmp_path) is expected
+    assert kernel_threads_visible(tmp_path / "missing") is None

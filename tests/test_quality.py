@@ -16,12 +16,14 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_lint() -> None:
-    result = run("ruff", "check", "src", "tests", "benchmarks")
+    result = run("ruff", "check", "src", "tests", "benchmarks", "scripts", "integrations")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format() -> None:
-    result = run("ruff", "format", "--check", "src", "tests", "benchmarks")
+    result = run(
+        "ruff", "format", "--check", "src", "tests", "benchmarks", "scripts", "integrations"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -609,7 +609,7 @@ def test_exclusive_process_compute_mode(simulate: Simulate) -> None:
     assert mode["status"] == "warn"
     assert mode["title"].startswith("2 GPU(s) in exclusive-process mode")
     assert mode["evidence"][0].endswith("00000000:18:00.0): exclusive_process")
-    assert mode["fix"]["commands"] == ["sudo nvidia-smi -i 0,1 -c DEFAULT"]
+    assert [s["command"] for s in mode["fix"]["steps"]] == ["sudo nvidia-smi -i 0,1 -c DEFAULT"]
     assert [g["index"] for g in mode["subjects"]["gpus"]] == [0, 1]
     assert doctor(machine, "--strict").returncode == 1
     out = doctor_text(machine)

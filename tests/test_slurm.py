@@ -148,7 +148,7 @@ PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         def node_up() -> bool:
             for daemon in daemons:
                 if daemon.poll() is not None:
-                    pytest.fail(f"{daemon.args[0]} exited: {_logs(root)}")
+                    pytest.fail(f"{daemon.args!r} exited: {_logs(root)}")
             try:
                 state, _ = cluster.node()
             except AssertionError:
@@ -240,6 +240,8 @@ def test_prolog_drains_a_failing_node_and_the_job_waits(slurm: Slurm) -> None:
     shown = slurm.scontrol("show", "job", job)
     ran = out.exists() and "ran" in out.read_text()
     assert "JobState=PENDING" in shown and not ran, shown  # requeued, not run on this node
+    # ...and held: Slurm's answer to a failed prolog, without nohold_on_prolog_fail.
+    assert "Reason=launch_failed_requeued_held" in shown and "Priority=0 " in shown, shown
 
     # Healthy again: with the node resumed, a job runs. (A new one: Slurm holds a requeued job
     # back for a while before it may start again.)
@@ -256,8 +258,123 @@ def test_prolog_drains_a_failing_node_and_the_job_waits(slurm: Slurm) -> None:
     slurm.configure("prolog")
 
 
+@pytest.mark.slow
+def test_with_nohold_on_prolog_fail_the_requeued_job_is_not_held(slurm: Slurm) -> None:
+    conf = slurm.root / "slurm.conf"
+    original = conf.read_text()
+    conf.write_text(original + "SchedulerParameters=nohold_on_prolog_fail\n")
+    slurm.scontrol("reconfigure")
+    job = ""
+    try:
+        slurm.configure("prolog", GPUCHECK=GPUCHECK, GPUCHECK_FROM=str(FAILING))
+        out = slurm.root / "nohold.out"
+        result = run(program("sbatch"), "--output", str(out), "--wrap", "echo ran", env=slurm.env)
+        assert result.returncode == 0, result.stderr
+        job = result.stdout.split()[-1]
+        wait_for("the prolog to drain the node", lambda: "DRAIN" in slurm.node()[0], 60)
+        wait_for(
+            "the job to be requeued",
+            lambda: "JobState=PENDING" in slurm.scontrol("show", "job", job),
+            30,
+        )
+        shown = slurm.scontrol("show", "job", job)
+        assert "requeued_held" not in shown and "Priority=0 " not in shown, shown
+    finally:
+        if job:
+            run(program("scancel"), job, env=slurm.env)
+        slurm.configure("prolog")
+        conf.write_text(original)
+        slurm.scontrol("reconfigure")
+        slurm.scontrol("update", f"nodename={NODE}", "state=resume")
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def _running_job(slurm: Slurm, name: str) -> tuple[str, list[int]]:
+    """A real job holding the node (sleep), and its PIDs as `scontrol listpids` gives them."""
+    result = run(
+        program("sbatch"),
+        "--output",
+        str(slurm.root / f"{name}.out"),
+        "--wrap",
+        "sleep 300",
+        env=slurm.env,
+    )
+    assert result.returncode == 0, result.stderr
+    job = result.stdout.split()[-1]
+    wait_for(
+        "the job to run",
+        lambda: "JobState=RUNNING" in slurm.scontrol("show", "job", job),
+        30,
+        _logs(slurm.root),
+    )
+
+    def pids() -> list[int]:
+        listed = run(program("scontrol"), "listpids", job, env=slurm.env)
+        return [int(r.split()[0]) for r in listed.stdout.splitlines()[1:] if r.strip()]
+
+    wait_for("the job's processes", lambda: bool(pids()), 30)
+    return job, pids()
+
+
+@pytest.mark.slow
+def test_a_node_busy_with_its_job_is_not_drained_but_a_leaked_process_is(
+    slurm: Slurm, tmp_path: Path
+) -> None:
+    import builders
+
+    from gpucheck.model.snapshot import dumps
+
+    job, pids = _running_job(slurm, "busy")
+    # The job's process holds 70 GiB of GPU 0 in exclusive-process mode (as the scheduler set
+    # it): with --strict, gpucheck alone would fail gpu.compute-mode and warn memory-in-use.
+    snap = builders.h100_node(2)
+    for gpu in snap.nvml.gpus:
+        gpu.compute_mode = "exclusive_process"
+    builders.with_process(snap.nvml.gpus[0], pids[0], "python", 70 * 1024)
+    busy = tmp_path / "busy.json"
+    busy.write_text(dumps(snap))
+    slurm.configure("health", GPUCHECK=GPUCHECK, GPUCHECK_FROM=str(busy), GPUCHECK_ARGS="--strict")
+    slurm.wait_health_runs(3)
+    state, reason = slurm.node()
+    assert "DRAIN" not in state and state.startswith(("ALLOCATED", "MIXED")), (
+        state,
+        reason,
+        _logs(slurm.root),
+    )
+
+    # Without the job-aware profile the same busy node is drained for running its job.
+    slurm.configure(
+        "health",
+        GPUCHECK=GPUCHECK,
+        GPUCHECK_FROM=str(busy),
+        GPUCHECK_ARGS="--strict",
+        JOB_AWARE="no",
+    )
+    wait_for("the busy node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
+    assert slurm.node()[1].startswith("gpucheck: gpu.compute-mode, gpu.memory-in-use: GPU 0 (")
+    slurm.configure("health")  # off while the node is resumed, so no run drains it again
+    slurm.scontrol("update", f"nodename={NODE}", "state=resume")
+    assert "DRAIN" not in slurm.node()[0]
+
+    # A process of no running job holding memory on GPU 1: leaked, and the reason names GPU 1.
+    builders.with_process(snap.nvml.gpus[1], 999_999, "leftover", 512)
+    leaked = tmp_path / "leaked.json"
+    leaked.write_text(dumps(snap))
+    slurm.configure(
+        "health", GPUCHECK=GPUCHECK, GPUCHECK_FROM=str(leaked), GPUCHECK_ARGS="--strict"
+    )
+    wait_for("the node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
+    reason = slurm.node()[1]
+    head = "gpucheck: gpu.compute-mode, gpu.memory-in-use: GPU 1 (GPU-00000001-0000-0000-0000-000000000000): "
+    assert reason.startswith(head), reason
+    assert len(reason) <= 160 and reason.endswith("..."), reason  # the title is cut, not the GPU
+    slurm.configure("health")
+    assert run(program("scancel"), job, env=slurm.env).returncode == 0
+    wait_for("the job to end", lambda: not slurm.node()[0].startswith(("ALLOCATED", "MIXED")), 30)
+    slurm.scontrol("update", f"nodename={NODE}", "state=resume")

@@ -21,6 +21,8 @@ ENVIRONMENTS: dict[str, tuple[str, ...]] = {
     "torch-2.13.0": ("torch==2.13.0",),
     "tensorflow-cpu-2.21.0": ("tensorflow-cpu==2.21.0",),
     "torch-and-tensorflow": ("torch==2.13.0", "tensorflow-cpu==2.21.0"),
+    # fit's activation measurement: Hugging Face's own Llama modelling code, random weights.
+    "torch-transformers": ("torch==2.13.0", "transformers==5.23.0"),
 }
 INSTALL_TIMEOUT = 1800  # seconds: the wheels are hundreds of MB
 
@@ -29,7 +31,10 @@ def venv_python(name: str) -> Path:
     """The interpreter of the named environment, building it if needed (FetchError on failure)."""
     requirements = ENVIRONMENTS[name]
     base = cache_root() / "venvs" / name
-    wanted = {"requirements": list(requirements), "python": sys.version.split()[0]}
+    wanted: dict[str, object] = {
+        "requirements": list(requirements),
+        "python": sys.version.split()[0],
+    }
     with _locked(base):
         python = base / "env" / "bin" / "python"
         if _read_marker(base) == wanted and python.exists():

@@ -7,7 +7,7 @@ Bad arguments raise ValueError with the message the command line would print.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING
 
@@ -58,11 +58,13 @@ def doctor(
     skip: Sequence[str] = (),
     compat_dirs: Sequence[str] = (),
     redact: bool = False,
+    job_pids: Iterable[int] | None = None,
 ) -> Report:
     """Run every check on this machine (or on `snapshot`, or a saved one `from_file`) and return
     the report: `.findings`, `.problems`, `.ready`, `.exit_code`, `.snapshot`, `.to_dict()`.
 
     `min_memory` is bytes, or a size as the command line takes it ("40GiB", "80GB").
+    `job_pids`: the scheduler's health profile (`--job-pids`): processes of running jobs.
     """
     import gpucheck.checks  # noqa: F401  (registers every check)
     from gpucheck.checks.context import Requirements
@@ -89,6 +91,7 @@ def doctor(
             min_compute_capability=None
             if min_compute_capability is None
             else parse_compute_capability(min_compute_capability),
+            job_pids=None if job_pids is None else frozenset(int(pid) for pid in job_pids),
         )
         selected = select(list(only), list(skip))
         compat = load_compat(list(compat_dirs))

@@ -78,15 +78,55 @@ def probe_options(
     return options
 
 
-def parse_size(text: str) -> int:
-    """--min-memory: 40G and 40GiB are binary, 40GB decimal (fit's --gpu-memory reads alike)."""
-    from gpucheck.fit.units import UnitError
-    from gpucheck.fit.units import parse_size as size
+# The one reading of a size, for every option that takes one (--min-memory, fit's --gpu-memory,
+# watch's --rotate): a bare letter and the IEC forms are binary, as nvidia-smi, Slurm and docker
+# count (80G = 80 GiB); the SI forms are decimal, as datasheets count (an "80GB" H100 has
+# 85.5e9 bytes, so --min-memory 80GB holds on it while 80G does not).
+SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kib": 1024,
+    "kb": 1000,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "mb": 1000**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+    "gb": 1000**3,
+    "t": 1024**4,
+    "tib": 1024**4,
+    "tb": 1000**4,
+}
+SIZE_HELP = "80G and 80GiB are binary (as nvidia-smi counts), 80GB decimal (as datasheets do)"
 
-    try:
-        return size(text, "--min-memory")
-    except UnitError as exc:
-        raise UserError(str(exc)) from None
+
+def parse_size(text: str, option: str = "--min-memory", require_unit: bool = False) -> int:
+    """A size in bytes (see SIZE_UNITS); a bad one is a UserError naming the option. With
+    require_unit, a bare number ('80': GiB? GB? bytes?) is refused."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in SIZE_UNITS:
+        raise UserError(f"{option}: {text!r} is not a size (examples: 80GiB, 24G, 80GB, 16384MiB)")
+    if require_unit and not unit:
+        raise UserError(
+            f"{option}: {text!r} has no unit: write {text.strip()}GiB (as nvidia-smi's MiB) "
+            f"or {text.strip()}GB"
+        )
+    value = int(float(match.group(1)) * SIZE_UNITS[unit])
+    if value <= 0:
+        raise UserError(f"{option}: {text!r} must be above zero")
+    return value
+
+
+def parse_job_pids(text: str) -> frozenset[int]:
+    """--job-pids: PIDs separated by commas, spaces or newlines (`scontrol listpids`'s PID
+    column fits); empty means no job runs."""
+    words = [w for w in re.split(r"[\s,]+", text.strip()) if w]
+    if not all(re.fullmatch(r"[0-9]{1,10}", w) and int(w) > 0 for w in words):
+        bad = next(w for w in words if not (re.fullmatch(r"[0-9]{1,10}", w) and int(w) > 0))
+        raise UserError(f"--job-pids: {bad!r} is not a process id")
+    return frozenset(int(w) for w in words)
 
 
 def parse_compute_capability(text: str) -> str:

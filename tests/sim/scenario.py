@@ -21,11 +21,13 @@ import subprocess
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pynvml as nv
 import reallibs
 
-from sim.fake_proc import HostProcess, write_process
+from sim.fake_proc import HostProcess as HostProcess
+from sim.fake_proc import write_process, write_self
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
@@ -214,6 +216,13 @@ class Scenario:
     timeline: list[Step] = field(default_factory=list)
     live_processes: bool = False  # a listed process that no longer runs frees its memory
     host_processes: list[HostProcess] = field(default_factory=list)  # the fake /proc's
+    # gpucheck's own view: this /proc is the host's (kernel threads show), gpucheck's NSpid
+    # in it (two entries: the host's /proc seen from a container), its cgroup (None: the test
+    # runner's, which its children share) and PID namespace link.
+    kernel_threads: bool = True
+    own_nspid: list[int] = field(default_factory=lambda: [4_000_000])
+    own_cgroup: str | None = None
+    own_pid_ns: str | None = None
 
     @property
     def lib_version(self) -> str:
@@ -481,12 +490,12 @@ def gt_1030() -> Gpu:
     )
 
 
-def h100_node(count: int = 8, **changes: object) -> Scenario:
+def h100_node(count: int = 8, **changes: Any) -> Scenario:
     """A healthy HGX H100 node on driver 590.48.01 (CUDA 13.1), open kernel module."""
     return Scenario(gpus=[h100(i) for i in range(count)], **changes)
 
 
-def replace(gpu: Gpu, **changes: object) -> Gpu:
+def replace(gpu: Gpu, **changes: Any) -> Gpu:
     return dataclasses.replace(gpu, **changes)
 
 
@@ -684,6 +693,13 @@ def write_root(scenario: Scenario, root: Path) -> None:
     _write(root / "proc/stat", "cpu  1 2 3 4\nbtime 1763880000\n")
     for proc in scenario.host_processes:
         write_process(root / "proc" / str(proc.pid), proc)
+    write_self(
+        root / "proc",
+        scenario.own_nspid,
+        scenario.own_cgroup,
+        scenario.own_pid_ns,
+        scenario.kernel_threads,
+    )
     modules = ["ext4 1097728 1 - Live 0x0000000000000000", "mlx5_core 2097152 0 - Live 0x0"]
     if scenario.module_loaded:
         if scenario.uvm_loaded:

@@ -14,7 +14,8 @@ from gpucheck.bench.spec import (
     best_link,
 )
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
-from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects, as_fix
+from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
+from gpucheck.model.fix import Fix, Layer, Step
 
 SLOWDOWNS = {
     "sw_power_cap": "the power cap held the clocks down (sw_power_cap)",
@@ -41,7 +42,7 @@ def finding(
     status: Status,
     title: str,
     evidence: list[str],
-    fix: str | None = None,
+    fix: Fix | None = None,
     run: GpuRun | None = None,
 ) -> Finding:
     return Finding(
@@ -50,21 +51,27 @@ def finding(
         status,
         title,
         evidence,
-        as_fix(fix) if fix else None,
+        fix,
         subjects(run) if run is not None else Subjects(),
     )
 
 
-def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, str]]:
-    """(cause, fix) pairs the facts support, most decisive first."""
+def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, list[Step]]]:
+    """(cause, fix steps) pairs the facts support, most decisive first."""
     g, during = run.facts, run.during
-    causes: list[tuple[str, str]] = []
+    gpu = subjects(run).gpus
+    causes: list[tuple[str, list[Step]]] = []
     if g.mig_enabled:
         causes.append(
             (
                 "MIG mode is on: a MIG slice has only part of the GPU's SMs and bandwidth",
-                f"measure the whole GPU with MIG off: `sudo nvidia-smi -i {g.index} -mig 0` "
-                "(no process may use it)",
+                [
+                    Step.run(
+                        "measure the whole GPU with MIG off (no process may use it)",
+                        f"sudo nvidia-smi -i {g.index} -mig 0",
+                        gpus=gpu,
+                    )
+                ],
             )
         )
     others = [p for p in (g.processes or [])]
@@ -73,7 +80,10 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, str]]
         causes.append(
             (
                 f"{len(others)} other process(es) were on the GPU when the run started ({pids})",
-                f"run bench on an idle GPU; `nvidia-smi -i {g.index}` shows who uses it",
+                [
+                    Step.run("see who uses it", f"nvidia-smi -i {g.index}", gpus=gpu),
+                    Step.manual("run bench on an idle GPU", Layer.JOB),
+                ],
             )
         )
     for reason, text in SLOWDOWNS.items():
@@ -86,8 +96,13 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, str]]
             causes.append(
                 (
                     f"{text}{limit} during the run",
-                    "check cooling and power: "
-                    f"`nvidia-smi -q -i {g.index} -d PERFORMANCE,POWER,TEMPERATURE`",
+                    [
+                        Step.run(
+                            "check cooling and power",
+                            f"nvidia-smi -q -i {g.index} -d PERFORMANCE,POWER,TEMPERATURE",
+                            gpus=gpu,
+                        )
+                    ],
                 )
             )
     if transfers and g.pcie_gen_max and g.pcie_width_max:
@@ -99,19 +114,31 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, str]]
                 (
                     f"the PCIe link ran at gen {gen} x{width} under load, below its maximum "
                     f"gen {g.pcie_gen_max} x{g.pcie_width_max} (see the doctor's gpu.pcie-link)",
-                    "reseat the card, use a x16 slot wired to the CPU, check the BIOS PCIe "
-                    f"generation setting; `nvidia-smi -q -i {g.index} -d PCI` shows the link",
+                    [
+                        Step.run("see the link", f"nvidia-smi -q -i {g.index} -d PCI", gpus=gpu),
+                        Step.hardware(
+                            "reseat the card, use a x16 slot wired to the CPU, check the BIOS "
+                            "PCIe generation setting",
+                            gpu,
+                        ),
+                    ],
                 )
             )
     return causes
 
 
-def _no_cause(run: GpuRun) -> tuple[str, str]:
+def _no_cause(run: GpuRun) -> tuple[str, list[Step]]:
     return (
         "nothing in the facts at hand explains it (no slowdown reason, other process, MIG or "
         "link downgrade seen during the run)",
-        "rule out the method: run `python benchmarks/bench_vs_reference.py` on this GPU, and "
-        "compare with another GPU of the same model",
+        [
+            Step.run(
+                "rule out the method on this GPU",
+                "python benchmarks/bench_vs_reference.py",
+                gpus=subjects(run).gpus,
+            ),
+            Step.manual("compare with another GPU of the same model"),
+        ],
     )
 
 
@@ -123,7 +150,8 @@ def _warn_or_pass(
     causes = likely_causes(run, transfers) or [_no_cause(run)]
     title = f"{label(run)}: {', '.join(low)} below the expected share of spec"
     lines = [*evidence, *(f"likely cause: {c}" for c, _ in causes)]
-    return finding(id_, Status.WARN, title, lines, "; ".join(f for _, f in causes), run)
+    steps = [step for _, fix in causes for step in fix]
+    return finding(id_, Status.WARN, title, lines, Fix.of(*steps), run)
 
 
 def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None) -> list[Finding]:
@@ -142,8 +170,17 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
                 Status.FAIL,
                 f"{label(run)} computed a wrong matmul result: its answers cannot be trusted",
                 lines,
-                "run `gpucheck doctor --deep` and check `nvidia-smi -q -d ECC,PAGE_RETIREMENT`; "
-                "a GPU that computes wrong results needs service, whatever its speed",
+                Fix.of(
+                    Step.run("check the whole stack", "gpucheck doctor --deep"),
+                    Step.run(
+                        "check its memory",
+                        f"nvidia-smi -q -i {run.facts.index} -d ECC,PAGE_RETIREMENT",
+                    ),
+                    Step.hardware(
+                        "a GPU that computes wrong results needs service, whatever its speed",
+                        subjects(run).gpus,
+                    ),
+                ),
                 run,
             )
         )
@@ -246,7 +283,7 @@ def run_findings(run: GpuRun) -> list[Finding]:
                 Status.FAIL,
                 f"{label(run)}: the measurement did not finish: {run.problem}",
                 run.errors,
-                "run `gpucheck doctor --deep` to see whether this GPU works at all",
+                Fix.of(Step.run("see whether this GPU works at all", "gpucheck doctor --deep")),
                 run,
             )
         ]
@@ -257,8 +294,14 @@ def run_findings(run: GpuRun) -> list[Finding]:
                 Status.WARN,
                 f"{label(run)}: {len(run.errors)} measurement(s) failed",
                 run.errors,
-                "see the errors; out of memory means another process holds the GPU's memory "
-                f"(`nvidia-smi -i {run.facts.index}`)",
+                Fix.of(
+                    Step.info("see the errors"),
+                    Step.run(
+                        "out of memory means another process holds the GPU's memory",
+                        f"nvidia-smi -i {run.facts.index}",
+                        gpus=subjects(run).gpus,
+                    ),
+                ),
                 run,
             )
         ]
@@ -288,7 +331,10 @@ def peer_findings(bench: BenchRun, gpus: dict[int, GpuRun], index: GpuIndex) -> 
                 Status.WARN,
                 f"GPU-to-GPU copies not measured: {bench.peer_problem}",
                 [],
-                "run `gpucheck doctor --deep`; `nvidia-smi topo -m` shows how the GPUs connect",
+                Fix.of(
+                    Step.run("check the whole stack", "gpucheck doctor --deep"),
+                    Step.run("see how the GPUs connect", "nvidia-smi topo -m"),
+                ),
             )
         ]
     if not bench.peers:
@@ -323,7 +369,7 @@ def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
                 Status.FAIL,
                 f"No GPU to measure: {reason}",
                 [],
-                "run `gpucheck doctor` to see which layer hides the GPU",
+                Fix.of(Step.run("see which layer hides the GPU", "gpucheck doctor")),
             )
         )
         return out

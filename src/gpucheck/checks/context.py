@@ -18,6 +18,10 @@ class Requirements(Struct):
     min_memory_bytes: int | None = None
     min_memory_text: str | None = None  # as the user wrote it, for the report
     min_compute_capability: str | None = None
+    # The scheduler's health profile (--job-pids): the PIDs of running jobs. GPU memory and
+    # exclusive-process GPUs they hold are their jobs', not a problem; a process of no job
+    # holding a GPU is leaked. None: no profile (any holder counts).
+    job_pids: frozenset[int] | None = None
 
 
 class Visibility(Struct):
@@ -148,9 +152,17 @@ def gpu_label(gpu: GpuFacts) -> str:
     return f"GPU {gpu.index} ({name}{bus})"
 
 
+def gpu_ref(gpu: GpuFacts) -> GpuRef:
+    return GpuRef(gpu.index, gpu.uuid, gpu.pci_bus_id)
+
+
+def gpu_refs(gpus: list[GpuFacts]) -> list[GpuRef]:
+    return [gpu_ref(g) for g in gpus]
+
+
 def gpu_subjects(gpus: list[GpuFacts]) -> Subjects:
     """The GPUs a finding concerns, by index, UUID and bus id (what a fleet joins on)."""
-    return Subjects(gpus=[GpuRef(g.index, g.uuid, g.pci_bus_id) for g in gpus])
+    return Subjects(gpus=gpu_refs(gpus))
 
 
 def indices(gpus: list[GpuFacts]) -> str:

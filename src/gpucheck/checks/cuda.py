@@ -4,72 +4,37 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from typing import Literal
 
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
+from gpucheck.checks.cuda_causes import CUINIT_CAUSES
 from gpucheck.checks.registry import check
-from gpucheck.checks.system import container_fix
+from gpucheck.checks.remedies import upgrade_driver
+from gpucheck.checks.system import container_steps
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.finding import Outcome, Section, Subjects
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.snapshot import LibraryCopy
-
-# Why cuInit fails, by CUresult name, when NVML (the same driver) works.
-CUINIT_CAUSES = {
-    "CUDA_ERROR_NO_DEVICE": (
-        "CUDA sees no device",
-        "Check CUDA_VISIBLE_DEVICES (system.cuda-visible-devices), MIG devices (gpu.mig) and "
-        "/dev/nvidia-uvm (driver.uvm).",
-    ),
-    "CUDA_ERROR_UNKNOWN": (
-        "cuInit failed with an unknown error, most often a missing nvidia-uvm",
-        "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0; if it persists, look at "
-        "sudo dmesg | grep -i -E 'nvrm|xid'.",
-    ),
-    "CUDA_ERROR_SYSTEM_NOT_READY": (
-        "The system is not ready for CUDA: on NVSwitch systems (HGX/DGX) the fabric manager "
-        "is not running",
-        "sudo systemctl enable --now nvidia-fabricmanager (its version must equal the "
-        "driver's), then check: nvidia-smi -q | grep -A2 -i fabric",
-    ),
-    "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": (
-        "The libcuda in use (a CUDA forward-compatibility package?) does not match the kernel "
-        "driver",
-        "Remove the cuda-compat libraries from LD_LIBRARY_PATH / ldconfig, or install the "
-        "compat package matching this driver branch.",
-    ),
-    "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": (
-        "A CUDA forward-compatibility libcuda is in use, and this GPU does not support it "
-        "(forward compatibility is for data-centre GPUs only)",
-        "Remove the cuda-compat package's libcuda from the loader path (LD_LIBRARY_PATH, "
-        "/etc/ld.so.conf.d) and upgrade the driver instead.",
-    ),
-    "CUDA_ERROR_INSUFFICIENT_DRIVER": (
-        "The loaded libcuda is older than the kernel driver requires",
-        "Reinstall the driver so that libcuda and the kernel module come from the same release.",
-    ),
-    "CUDA_ERROR_OPERATING_SYSTEM": (
-        "The OS refused a CUDA driver request (permissions, cgroups, or a container's device "
-        "rules)",
-        "Check /dev/nvidia* permissions (driver.device-nodes) and the container's device access.",
-    ),
-    "CUDA_ERROR_NOT_PERMITTED": (
-        "CUDA is not permitted on this device",
-        "Check the GPU's compute mode (gpu.compute-mode) and the container's device access.",
-    ),
-}
 
 
 @check("cuda.driver-api", Section.CUDA, "libcuda loads and cuInit succeeds")
 def driver_api(ctx: Context) -> Outcome | None:
     drv = ctx.snapshot.cuda.driver
-    run = ctx.snapshot.probe("cuda_driver")
-    if run is not None and run.status in ("timeout", "crashed"):
+    probe = ctx.snapshot.probe("cuda_driver")
+    if probe is not None and probe.status in ("timeout", "crashed"):
         return Outcome.fail(
-            f"The CUDA driver API {run.error}",
-            fix="The driver is hung or crashing: look for Xid errors (sudo dmesg | grep -i xid) "
-            "and reboot if it persists.",
+            f"The CUDA driver API {probe.error}",
+            fix=Fix.of(
+                Step.run(
+                    "the driver is hung or crashing: look for Xid errors",
+                    "sudo dmesg | grep -i xid",
+                    layer=Layer.DRIVER,
+                ),
+                Step.reboot("reboot if it persists"),
+            ),
         )
     nvml_error = ctx.snapshot.nvml.init_error
     if (
@@ -96,12 +61,27 @@ def driver_api(ctx: Context) -> Outcome | None:
                 )
             )
         sysf = ctx.snapshot.system
+        branch = (ctx.driver_version or "XXX").split(".")[0]
         fix = (
-            container_fix(sysf.container)
-            + " With the GPU passed in, NVIDIA_DRIVER_CAPABILITIES must include compute."
+            Fix.of(
+                *container_steps(sysf.container),
+                Step.set_env(
+                    "NVIDIA_DRIVER_CAPABILITIES",
+                    "compute,utility",
+                    "with the GPU passed in, the capabilities must include compute",
+                ),
+            )
             if sysf.container
-            else "Install the driver's CUDA library (Ubuntu/Debian: libnvidia-compute-"
-            f"{(ctx.driver_version or 'XXX').split('.')[0]}), from the same driver release."
+            else Fix.of(
+                Step.run(
+                    "install the driver's CUDA library, from the same driver release "
+                    "(Ubuntu/Debian)",
+                    f"sudo apt install libnvidia-compute-{branch}",
+                    Tool.APT,
+                    changes=[Change(f"libnvidia-compute-{branch}", None, ctx.driver_version)],
+                    layer=Layer.DRIVER,
+                )
+            )
         )
         return Outcome.fail(
             "NVML works but libcuda.so.1 (the CUDA driver library) is missing",
@@ -118,7 +98,7 @@ def driver_api(ctx: Context) -> Outcome | None:
         )
     if drv.init_result is None:
         return Outcome.skip(
-            "The CUDA driver API could not be probed", str(run.error if run else "")
+            "The CUDA driver API could not be probed", str(probe.error if probe else "")
         )
     version = ctx.driver_cuda or "unknown"
     if drv.init_result != 0:
@@ -127,7 +107,15 @@ def driver_api(ctx: Context) -> Outcome | None:
             return None
         title, fix = CUINIT_CAUSES.get(
             name,
-            (f"cuInit failed: {name}", "Reinstall the driver; check sudo dmesg for NVRM errors."),
+            (
+                f"cuInit failed: {name}",
+                Fix.of(
+                    Step.run(
+                        "look for driver errors", "sudo dmesg | grep -i nvrm", layer=Layer.DRIVER
+                    ),
+                    Step.manual("reinstall the driver", Layer.DRIVER),
+                ),
+            ),
         )
         evidence = [f"cuInit(0) = {drv.init_result} ({name})"]
         if ctx.nvml_ok:
@@ -157,8 +145,10 @@ def driver_api(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"CUDA sees {count} device(s), but the driver has {len(answering)} usable GPU(s)",
             *evidence,
-            fix="Look at the GPU checks above (lost GPUs, MIG, compute mode) and at "
-            "CUDA_VISIBLE_DEVICES.",
+            fix=Fix.of(
+                Step.info("look at the GPU checks above (lost GPUs, MIG, compute mode)"),
+                Step.run("see CUDA_VISIBLE_DEVICES", "echo $CUDA_VISIBLE_DEVICES"),
+            ),
         )
     return Outcome.passed(f"CUDA driver API {version}: {count} device(s)", *evidence)
 
@@ -173,7 +163,11 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
     by that name: Triton ('libcuda.so cannot found'), torch.compile, some JAX builds."""
     drv, cache = ctx.snapshot.cuda.driver, ctx.snapshot.cuda.libcuda_cache
     ld = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")
-    export = f"`export LD_LIBRARY_PATH={WSL_LIB}:$LD_LIBRARY_PATH` (in ~/.bashrc to keep it)"
+    export = Step.set_env(
+        "LD_LIBRARY_PATH",
+        f"{WSL_LIB}:$LD_LIBRARY_PATH",
+        f"put {WSL_LIB} first on the loader path (in ~/.bashrc to keep it)",
+    )
     linux = [
         p
         for p in [drv.library_path or "", *((cache or {}).get("libcuda.so.1", []))]
@@ -183,9 +177,21 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             "libcuda resolves to a Linux driver's copy inside WSL2, not the Windows driver's",
             *[f"libcuda: {p}" for p in linux],
-            fix="Remove the Linux NVIDIA driver from WSL (WSL uses the Windows driver): "
-            "`sudo apt-get remove --purge 'libnvidia-compute-*' 'nvidia-driver-*'` then "
-            f"`sudo ldconfig`; meanwhile {export}",
+            fix=Fix.of(
+                Step.run(
+                    "remove the Linux NVIDIA driver from WSL (WSL uses the Windows driver)",
+                    "sudo apt-get remove --purge 'libnvidia-compute-*' 'nvidia-driver-*'",
+                    Tool.APT,
+                    changes=[
+                        Change("libnvidia-compute-*", remove=True),
+                        Change("nvidia-driver-*", remove=True),
+                    ],
+                    layer=Layer.DRIVER,
+                ),
+                Step.run("refresh the loader cache", "sudo ldconfig", layer=Layer.DRIVER),
+                OR,
+                export,
+            ),
             subjects=Subjects(paths=linux),
         )
     if cache is None or cache.get("libcuda.so") or WSL_LIB in ld:
@@ -195,7 +201,7 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
         "by that name (Triton, torch.compile) fail with 'libcuda.so cannot found'",
         "ldconfig cache: libcuda.so.1 => " + (", ".join(cache.get("libcuda.so.1", [])) or "none"),
         "ldconfig cache: no libcuda.so",
-        fix=f"Put {WSL_LIB} on the loader path: {export}",
+        fix=Fix.of(export),
         subjects=Subjects(paths=[WSL_LIB]),
     )
 
@@ -222,17 +228,6 @@ def needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
     return "fail", f"CUDA {want} is newer than the driver's CUDA {have}"
 
 
-def _driver_upgrade(ctx: Context, cuda: str) -> str:
-    need = ctx.compat.min_driver(cuda, ctx.os)
-    mm = major_minor(cuda)
-    if need is None:
-        return f"upgrade the NVIDIA driver to one that supports CUDA {mm}"
-    return (
-        f"upgrade the NVIDIA driver to {driver_text(need)} or newer "
-        f"(CUDA {mm}'s minimum on {ctx.os.title()})"
-    )
-
-
 @check("cuda.toolkit", Section.CUDA, "the CUDA toolkit (nvcc) fits the driver and the GPUs")
 def toolkit(ctx: Context) -> Outcome | None:
     cuda = ctx.snapshot.cuda
@@ -246,11 +241,14 @@ def toolkit(ctx: Context) -> Outcome | None:
         # from the nvcc on PATH: a wrong home breaks them even where nvcc runs.
         on_path = f"nvcc on PATH is {nvcc.path}" if nvcc else "no nvcc on PATH either"
         root = (nvcc.toolkit if nvcc else None) or "/usr/local/cuda-X.Y"
-        target = f"`export {home_var}={root}`"
         return Outcome.warn(
             f"{home_var} points to a folder without a CUDA toolkit",
             f"{home_var}={env[home_var]} has no bin/nvcc; {on_path}",
-            fix=f"{target} (the toolkit's folder), or `unset {home_var}`",
+            fix=Fix.of(
+                Step.set_env(home_var, root, "point it at the toolkit's folder"),
+                OR,
+                Step.unset_env(home_var),
+            ),
             subjects=Subjects(paths=[env[home_var]]),
         )
     if nvcc is None:
@@ -262,7 +260,10 @@ def toolkit(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"nvcc at {nvcc.path} does not say its version",
             str(nvcc.error),
-            fix=f"Run {nvcc.path} --version to see why; reinstall the toolkit if it is broken.",
+            fix=Fix.of(
+                Step.run("see why", f"{nvcc.path} --version"),
+                Step.manual("reinstall the toolkit if it is broken"),
+            ),
         )
     evidence = [f"nvcc {nvcc.version} at {nvcc.path}"]
     if cuda.cuda_home:
@@ -274,10 +275,15 @@ def toolkit(ctx: Context) -> Outcome | None:
     newer = needs_newer_driver(ctx, nvcc.version)
     if newer:
         severity, why = newer
-        fix = (
-            f"{_driver_upgrade(ctx, nvcc.version)}, or use a toolkit no newer than CUDA "
-            f"{ctx.driver_cuda} (e.g. /usr/local/cuda-{ctx.driver_cuda} on PATH)"
-        )
+        steps: list[Step | Literal["or"]] = [
+            upgrade_driver(ctx, nvcc.version),
+            OR,
+            Step.set_env(
+                "PATH",
+                f"/usr/local/cuda-{ctx.driver_cuda}/bin:$PATH",
+                f"use a toolkit no newer than CUDA {ctx.driver_cuda} (where one is installed)",
+            ),
+        ]
         jit = []
         if severity == "warn":
             # Minor-version compatibility runs SASS only: nvcc's default build (no -arch for
@@ -297,7 +303,10 @@ def toolkit(ctx: Context) -> Outcome | None:
             )
             if sms:
                 flags = " ".join(f"-gencode arch=compute_{s[3:]},code={s}" for s in sms)
-                fix += f"; or build SASS for these GPUs only: `nvcc {flags} ...`"
+                steps += [
+                    OR,
+                    Step.manual(f"build SASS for these GPUs only: nvcc {flags} ...", Layer.JOB),
+                ]
         # Only what this nvcc builds is at stake: pip and conda frameworks bring their own
         # CUDA and ignore the toolkit on PATH. A warning that names it, never a failure of
         # the machine (issue 23: a CI gate must not block a healthy node for its nvcc).
@@ -313,7 +322,7 @@ def toolkit(ctx: Context) -> Outcome | None:
             "frameworks from pip or conda bring their own CUDA libraries and do not use this "
             "toolkit",
             *evidence,
-            fix=fix,
+            fix=Fix.of(*steps),
         )
     arch = ctx.compat.cc_range(nvcc.version)
     if arch is not None:
@@ -332,12 +341,21 @@ def toolkit(ctx: Context) -> Outcome | None:
                     for g in outside
                 ],
                 *evidence,
-                fix="Use a CUDA toolkit whose architecture range includes these GPUs "
-                "(see gpucheck's compat data, compat/cuda.toml).",
+                fix=Fix.of(
+                    Step.manual(
+                        "use a CUDA toolkit whose architecture range includes these GPUs "
+                        "(see gpucheck's compat data, compat/cuda.toml)"
+                    )
+                ),
             )
     return Outcome.passed(
         f"CUDA toolkit {nvcc.version} runs on this driver (CUDA {ctx.driver_cuda})", *evidence
     )
+
+
+def _without(path: list[str], dirs: set[str]) -> list[str]:
+    """LD_LIBRARY_PATH's folders without these (and without empty entries)."""
+    return [d for d in path if d and d.rstrip("/") not in dirs]
 
 
 def copies_line(c: LibraryCopy) -> str:
@@ -385,13 +403,23 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
     if conflicts:
         first = conflicts[0]
         keep = max(first, key=lambda c: parse_version(c.version or "0") or Version("0"))
+        other_dirs = {os.path.dirname(c.path) for c in first if c is not keep}
+        ld_path = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")
         return Outcome.warn(
             "Several CUDA runtime versions compete on the loader path: which one a program "
             "gets depends on LD_LIBRARY_PATH order",
             *evidence,
-            fix="Keep one: remove the other folders from LD_LIBRARY_PATH (keep "
-            f"{os.path.dirname(keep.path)}), or remove stale /etc/ld.so.conf.d entries and run "
-            "sudo ldconfig.",
+            fix=Fix.of(
+                Step.set_env(
+                    "LD_LIBRARY_PATH",
+                    ":".join(_without(ld_path, other_dirs)) or os.path.dirname(keep.path),
+                    f"keep one: take the other folders off LD_LIBRARY_PATH (keep "
+                    f"{os.path.dirname(keep.path)})",
+                ),
+                OR,
+                Step.manual("remove stale /etc/ld.so.conf.d entries"),
+                Step.run("refresh the loader cache", "sudo ldconfig"),
+            ),
         )
     on_path = [c for c in copies if c.on_loader_path and c.version]
     problems = [
@@ -404,8 +432,13 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
             f"CUDA runtime {c.version} on the loader path is newer than the driver supports",
             why,
             *evidence,
-            fix=f"{_driver_upgrade(ctx, c.version or '')}, or put a runtime no newer than "
-            f"CUDA {ctx.driver_cuda} first on the loader path",
+            fix=Fix.of(
+                upgrade_driver(ctx, c.version or ""),
+                OR,
+                Step.manual(
+                    f"put a runtime no newer than CUDA {ctx.driver_cuda} first on the loader path"
+                ),
+            ),
         )
     versions = ", ".join(sorted({c.version or "?" for c in copies}))
     if ctx.driver_cuda is None:

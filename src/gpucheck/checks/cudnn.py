@@ -5,14 +5,16 @@ from __future__ import annotations
 from gpucheck.checks.context import Context
 from gpucheck.checks.cuda import copies_line, loader_conflicts, needs_newer_driver
 from gpucheck.checks.registry import check
+from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section, Subjects
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
 
-def _pip_for(ctx: Context, path: str, command: str) -> str:
+def _pip_for(ctx: Context, path: str, why: str, command: str, changes: list[Change]) -> Step:
     """`command` aimed at the environment whose site folder holds `path` (plain pip when
     gpucheck cannot tell, or when that environment is the only one)."""
-    from gpucheck.checks.frameworks.environments import pip
+    from gpucheck.checks.frameworks.environments import pip_step
 
     env = next(
         (
@@ -22,7 +24,9 @@ def _pip_for(ctx: Context, path: str, command: str) -> str:
         ),
         None,
     )
-    return pip(ctx, env, command) if env is not None else command
+    if env is not None:
+        return pip_step(ctx, env, why, command, changes, Layer.CUDNN)
+    return Step.run(why, command, Tool.PIP, changes=changes, layer=Layer.CUDNN)
 
 
 def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
@@ -30,7 +34,7 @@ def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
     one older than its tag ('Loaded runtime CuDNN library: 8.5.0 but source was compiled
     with: 8.6.0', jax#16901): DNN library initialization fails."""
     from gpucheck.checks.frameworks.builds import jaxlib_cudnn
-    from gpucheck.checks.frameworks.environments import pip
+    from gpucheck.checks.frameworks.environments import change, pip_step
 
     for env in ctx.snapshot.environments:
         jaxlib = env.dist("jaxlib")
@@ -47,20 +51,29 @@ def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
         _, newest = max(loaded, key=lambda item: item[0])
         want = f"{need.major}.{need.minor}"
         cuda = jaxlib.version.split("+cuda", 1)[1].split(".")[0]
-        command = pip(
+        release = jaxlib.version.split("+")[0]
+        wheels = pip_step(
             ctx,
             env,
-            f'pip install --upgrade "jax[cuda{cuda}_pip]=={jaxlib.version.split("+")[0]}" '
+            f"give it cuDNN {want} or newer: the pip cuDNN wheels (a fresh environment is "
+            "cleanest)",
+            f'pip install --upgrade "jax[cuda{cuda}_pip]=={release}" '
             "-f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
+            [change(env, "jax", release), change(env, "jaxlib", requirement=f"=={release}")],
         )
         return Outcome.fail(
             f"jaxlib {jaxlib.version} is built for cuDNN {want}, but the cuDNN on the loader "
             f"path is {newest.version}: JAX fails with 'DNN library initialization failed'",
             *evidence,
-            fix=f"Give it cuDNN {want} or newer: the pip cuDNN wheels (a fresh environment "
-            "is cleanest): "
-            f"`{command}`; or install cuDNN {want}+ for CUDA {cuda} where the loader finds it "
-            f"in place of {newest.path}",
+            fix=Fix.of(
+                wheels,
+                OR,
+                Step.manual(
+                    f"install cuDNN {want}+ for CUDA {cuda} where the loader finds it in place "
+                    f"of {newest.path}",
+                    Layer.CUDNN,
+                ),
+            ),
             subjects=Subjects(environments=[env.python], paths=[newest.path]),
         )
     return None
@@ -83,13 +96,21 @@ def libraries(ctx: Context) -> Outcome:
         c = broken[0]
         if c.package and " " in c.package:
             name, version = c.package.split(" ", 1)
-            fix = "Reinstall it: " + _pip_for(
-                ctx, c.path, f"pip install --force-reinstall {name}=={version}"
+            fix = Fix.of(
+                _pip_for(
+                    ctx,
+                    c.path,
+                    "reinstall it",
+                    f"pip install --force-reinstall {name}=={version}",
+                    [Change(name, version, version)],
+                )
             )
         else:
-            fix = (
-                "Reinstall cuDNN so that all its sub-libraries (libcudnn_*.so) sit beside "
-                f"{c.path}, or remove the broken copy"
+            fix = Fix.of(
+                Step.manual(
+                    "reinstall cuDNN so that all its sub-libraries (libcudnn_*.so) sit beside "
+                    f"{c.path}, or remove the broken copy"
+                )
             )
         return Outcome.warn(
             f"cuDNN at {c.path} cannot be loaded (its version call failed)",
@@ -102,8 +123,13 @@ def libraries(ctx: Context) -> Outcome:
             "Several cuDNN versions compete on the loader path: which one a program gets "
             "depends on LD_LIBRARY_PATH order",
             *evidence,
-            fix="Keep one cuDNN on LD_LIBRARY_PATH / in ldconfig (sudo ldconfig after removing "
-            "stale /etc/ld.so.conf.d entries); frameworks from pip use their own.",
+            fix=Fix.of(
+                Step.manual(
+                    "keep one cuDNN on LD_LIBRARY_PATH / in ldconfig: remove the stale "
+                    "/etc/ld.so.conf.d entries (frameworks from pip use their own)"
+                ),
+                Step.run("refresh the loader cache", "sudo ldconfig"),
+            ),
         )
     too_old = _older_than_jaxlib(ctx, evidence)
     if too_old is not None:
@@ -117,7 +143,11 @@ def libraries(ctx: Context) -> Outcome:
                 f"CUDA {ctx.driver_cuda}",
                 newer[1],
                 *evidence,
-                fix=f"Use a cuDNN built for CUDA {driver_major}.x, or upgrade the driver",
+                fix=Fix.of(
+                    Step.manual(f"use a cuDNN built for CUDA {driver_major}.x"),
+                    OR,
+                    upgrade_driver(ctx, c.cuda_version or ""),
+                ),
             )
     versions = ", ".join(sorted({c.version or "?" for c in copies}))
     if ctx.driver_cuda is None:

@@ -3,47 +3,24 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
-from gpucheck.checks.context import Context, gpu_label, sentence
+from gpucheck.checks.context import Context, gpu_label, gpu_refs, indices
+from gpucheck.checks.driver_fixes import (
+    CGROUP_FIX,
+    HUNG,
+    UVM_FIX,
+    binding_fix,
+    package_steps,
+    reload_fix,
+    reload_steps,
+)
 from gpucheck.checks.registry import check
-from gpucheck.checks.system import container_fix
+from gpucheck.checks.system import container_fix, container_steps
 from gpucheck.model.finding import Outcome, Section, Subjects
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 
 NO_GPU = "No NVIDIA GPU, so no driver is needed"
-# Unload order: each module before the ones it depends on.
-UNLOAD_ORDER = ("nvidia_peermem", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia")
-
-
-def reload_fix(modules: list[str]) -> str:
-    """Reboot, or unload exactly the nvidia modules that are loaded and load them again
-    (rmmod of a module that is not loaded fails and would stop the chain)."""
-    loaded = [m for m in UNLOAD_ORDER if m in modules] or ["nvidia"]
-    load = [m for m in reversed(loaded) if m != "nvidia_peermem"]
-    return (
-        "Reboot; or, with no process using the GPU (`sudo lsof /dev/nvidia*`), reload the "
-        f"driver: `sudo rmmod {' '.join(loaded)} && sudo modprobe -a {' '.join(load)}`"
-    )
-
-
-HUNG = (
-    "The driver is not answering: look for Xid errors (sudo dmesg | grep -i -E 'xid|nvrm'), "
-    "stop what is using the GPU, enable persistence mode (sudo nvidia-smi -pm 1), and reboot "
-    "if it persists."
-)
-
-
-# NVIDIA's container toolkit troubleshooting: with the systemd cgroup driver, a
-# `systemctl daemon-reload` (or any unit change) on the host rewrites the container's device
-# cgroup without the GPU nodes the runtime added; NVML then fails with "Unknown Error".
-CGROUP_FIX = (
-    "Recreate the container (`docker rm -f NAME`, then the same `docker run --gpus ...`; a "
-    "Kubernetes pod: delete it). To stop it recurring after the host's next "
-    "`systemctl daemon-reload`, on the host: `sudo nvidia-ctk system create-dev-char-symlinks "
-    "--create-all` (and the udev rule that re-runs it, from NVIDIA's container toolkit "
-    "troubleshooting), or pass the GPUs through CDI (`sudo nvidia-ctk cdi generate "
-    "--output=/etc/cdi/nvidia.yaml`), or run Docker with the cgroupfs driver "
-    '(`"exec-opts": ["native.cgroupdriver=cgroupfs"]` in /etc/docker/daemon.json).'
-)
 
 
 def _no_gpu(ctx: Context) -> bool:
@@ -87,8 +64,13 @@ def kernel_module(ctx: Context) -> Outcome:
     if sysf.container:
         return Outcome.fail(
             f"The nvidia kernel module is not loaded on this {sysf.container} container's host",
-            fix="Install or load the NVIDIA driver on the host (sudo modprobe nvidia there); a "
-            "container cannot load kernel modules.",
+            fix=Fix.of(
+                Step.run(
+                    "on the host, load the NVIDIA driver (install it there first if it is "
+                    "missing; a container cannot load kernel modules)",
+                    "sudo modprobe nvidia",
+                )
+            ),
         )
     evidence = []
     for dev in sysf.pci_gpus:
@@ -97,32 +79,47 @@ def kernel_module(ctx: Context) -> Outcome:
     lib_version = library_version(ctx.snapshot.nvml.library_path)
     if lib_version:
         evidence.append(f"the user-space driver {lib_version} is installed (libnvidia-ml)")
-    causes = [
-        "Load it: sudo modprobe nvidia. If that fails, the usual causes are:",
-        "  - the kernel was updated and the module not rebuilt for it: dkms status; then "
-        "sudo dkms autoinstall, or reinstall the driver package for kernel $(uname -r)",
+    steps: list[Step | Literal["or"]] = [
+        Step.run("load it", "sudo modprobe nvidia"),
+        Step.run(
+            "if that fails because the kernel was updated and the module not rebuilt for it, "
+            "rebuild it (or reinstall the driver package for kernel $(uname -r))",
+            "dkms status && sudo dkms autoinstall",
+        ),
     ]
     if sysf.secure_boot:
         evidence.append("Secure Boot is on")
-        causes.append(
-            "  - Secure Boot is on and refuses the unsigned module: enroll the module's key "
-            "(sudo mokutil --import /var/lib/dkms/mok.pub, then reboot) or disable Secure Boot"
-        )
+        steps += [
+            Step.run(
+                "Secure Boot is on and refuses the unsigned module: enroll the module's key "
+                "(or disable Secure Boot)",
+                "sudo mokutil --import /var/lib/dkms/mok.pub",
+            ),
+            Step.reboot(),
+        ]
     else:
-        causes.append("  - Secure Boot refuses an unsigned module: mokutil --sb-state")
-    if sysf.nouveau_loaded:
-        causes.append("  - nouveau holds the GPU: see system.nouveau")
-    if any(d.driver == "vfio-pci" for d in sysf.pci_gpus):
-        causes.append("  - the GPU is bound to vfio-pci (reserved for a VM): unbind it first")
-    if not lib_version:
-        causes.append(
-            "  - no driver is installed: install NVIDIA's driver (Ubuntu: sudo ubuntu-drivers "
-            "install; others: the distribution's nvidia-driver package) and reboot"
+        steps.append(
+            Step.run("see whether Secure Boot refuses an unsigned module", "mokutil --sb-state")
         )
+    if sysf.nouveau_loaded:
+        steps.append(Step.info("nouveau holds the GPU: see system.nouveau"))
+    if any(d.driver == "vfio-pci" for d in sysf.pci_gpus):
+        steps.append(
+            Step.manual("the GPU is bound to vfio-pci (reserved for a VM): unbind it first")
+        )
+    if not lib_version:
+        steps += [
+            Step.run(
+                "no driver is installed: install NVIDIA's driver (others than Ubuntu: the "
+                "distribution's nvidia-driver package)",
+                "sudo ubuntu-drivers install",
+            ),
+            Step.reboot(),
+        ]
     return Outcome.fail(
         "The nvidia kernel module is not loaded: the GPU has no driver",
         *evidence,
-        fix="\n".join(causes),
+        fix=Fix.of(*steps),
     )
 
 
@@ -130,23 +127,27 @@ def kernel_module(ctx: Context) -> Outcome:
 def nvml(ctx: Context) -> Outcome:
     facts = ctx.snapshot.nvml
     sysf = ctx.snapshot.system
-    run = ctx.snapshot.probe("nvml")
-    if run is not None and run.status == "timeout":
-        return Outcome.fail(f"NVML {run.error}", fix=HUNG)
-    if run is not None and run.status in ("crashed", "error") and not ctx.nvml_ok:
-        return Outcome.fail(f"NVML probe {run.error}", fix=HUNG)
+    probe = ctx.snapshot.probe("nvml")
+    if probe is not None and probe.status == "timeout":
+        return Outcome.fail(f"NVML {probe.error}", fix=HUNG)
+    if probe is not None and probe.status in ("crashed", "error") and not ctx.nvml_ok:
+        return Outcome.fail(f"NVML probe {probe.error}", fix=HUNG)
     if ctx.nvml_ok:
         out = Outcome.passed(
             f"Driver {facts.driver_version}, supports CUDA {ctx.driver_cuda or 'unknown'}, "
             f"{facts.device_count if facts.device_count is not None else '?'} GPU(s)",
             f"NVML {facts.nvml_version or '?'} from {facts.library_path or 'libnvidia-ml.so.1'}",
         )
-        if run is not None and run.status == "crashed":
+        if probe is not None and probe.status == "crashed":
             return Outcome.warn(
                 "NVML answers, but one of its calls crashed the probe",
                 *out.evidence,
-                str(run.error),
-                fix="Update the NVIDIA driver (a driver bug); the affected facts are unknown.",
+                str(probe.error),
+                fix=Fix.of(
+                    Step.manual(
+                        "update the NVIDIA driver (a driver bug); the affected facts are unknown"
+                    )
+                ),
             )
         module = sysf.nvidia_module_version
         if module and facts.driver_version and module != facts.driver_version:
@@ -172,7 +173,7 @@ def nvml(ctx: Context) -> Outcome:
         return Outcome.fail(
             "gpucheck's own environment lacks the NVML binding",
             *evidence,
-            fix="pip install nvidia-ml-py (in the environment gpucheck runs from)",
+            fix=binding_fix(ctx),
         )
     if name == "LibraryNotFound":
         if _no_gpu(ctx):
@@ -181,19 +182,36 @@ def nvml(ctx: Context) -> Outcome:
             return Outcome.skip("No NVIDIA driver library inside this container", *evidence)
         branch = (sysf.nvidia_module_version or "").split(".")[0]
         if sysf.container:
-            fix = container_fix(sysf.container) + (
-                " If the GPU is passed in already, set NVIDIA_DRIVER_CAPABILITIES=compute,utility "
-                "so that the driver's libraries are mounted."
+            fix = Fix.of(
+                *container_steps(sysf.container),
+                OR,
+                Step.set_env(
+                    "NVIDIA_DRIVER_CAPABILITIES",
+                    "compute,utility",
+                    "if the GPU is passed in already, have the driver's libraries mounted "
+                    "(in the container's environment)",
+                ),
             )
         elif branch:
-            fix = (
-                f"Install the user-space driver matching kernel module {sysf.nvidia_module_version}"
-                " (Ubuntu/Debian: sudo apt install "
-                f"libnvidia-compute-{branch} nvidia-utils-{branch};"
-                " or reinstall the same driver version with NVIDIA's installer)."
+            fix = Fix.of(
+                Step.run(
+                    "install the user-space driver matching kernel module "
+                    f"{sysf.nvidia_module_version} (Ubuntu/Debian)",
+                    f"sudo apt install libnvidia-compute-{branch} nvidia-utils-{branch}",
+                    Tool.APT,
+                    changes=[
+                        Change(f"libnvidia-compute-{branch}"),
+                        Change(f"nvidia-utils-{branch}"),
+                    ],
+                ),
+                OR,
+                Step.manual("reinstall the same driver version with NVIDIA's installer"),
             )
         else:
-            fix = "Install the NVIDIA driver (Ubuntu: sudo ubuntu-drivers install) and reboot."
+            fix = Fix.of(
+                Step.run("install the NVIDIA driver (Ubuntu)", "sudo ubuntu-drivers install"),
+                Step.reboot(),
+            )
         return Outcome.fail(
             "The NVIDIA user-space driver (libnvidia-ml.so.1) is not installed",
             *evidence,
@@ -205,7 +223,12 @@ def nvml(ctx: Context) -> Outcome:
         return Outcome.fail(
             "The NVIDIA driver is installed but not running",
             *evidence,
-            fix="See driver.kernel-module: sudo modprobe nvidia, and look at dkms status.",
+            fix=Fix.of(
+                Step.run("load it (see driver.kernel-module)", "sudo modprobe nvidia"),
+                Step.run(
+                    "if that fails, look at whether DKMS built it for this kernel", "dkms status"
+                ),
+            ),
         )
     if name == "LibRmVersionMismatch":
         return _mismatch(ctx, evidence)
@@ -213,15 +236,24 @@ def nvml(ctx: Context) -> Outcome:
         return Outcome.fail(
             "No permission to use the GPU",
             *evidence,
-            fix="See driver.device-nodes: the /dev/nvidia* nodes must be readable and writable "
-            "by this user (ls -l /dev/nvidia*; add the user to their group).",
+            fix=Fix.of(
+                Step.run(
+                    "see driver.device-nodes: the /dev/nvidia* nodes must be readable and "
+                    "writable by this user",
+                    "ls -l /dev/nvidia*",
+                ),
+                Step.manual("add the user to their group"),
+            ),
         )
     if name in ("GpuIsLost", "ResetRequired"):
         return Outcome.fail(
             "A GPU has fallen off the bus or needs a reset",
             *evidence,
-            fix="sudo nvidia-smi -r (GPU reset) or reboot; sudo dmesg | grep -i xid says why. "
-            "If it repeats, the GPU or its slot/power is failing.",
+            fix=Fix.of(
+                Step.run("see why", "sudo dmesg | grep -i xid"),
+                Step.run("reset the GPU (or reboot)", "sudo nvidia-smi -r"),
+                Step.hardware("if it repeats, the GPU or its slot/power is failing: service it"),
+            ),
         )
     if name == "Unknown" and sysf.container:
         return Outcome.fail(
@@ -232,36 +264,6 @@ def nvml(ctx: Context) -> Outcome:
             fix=CGROUP_FIX,
         )
     return Outcome.fail(f"NVML failed to initialise: {name}", *evidence, fix=HUNG)
-
-
-def package_fix(os_release: str | None, version: str | None) -> str:
-    """Make the kernel module and the user-space driver one version again, by the package
-    manager that installed them (a half-finished upgrade leaves them apart)."""
-    branch = (version or "").split(".")[0] or "<branch>"
-    distro = (os_release or "").lower()
-    if "ubuntu" in distro:
-        return (
-            "`sudo apt install --fix-broken`, then reinstall one driver for both: "
-            f"`sudo apt install --reinstall nvidia-driver-{branch}` (its DKMS package rebuilds "
-            "the module), and reboot"
-        )
-    if "debian" in distro:
-        return (
-            "`sudo apt install --fix-broken` (with the repositories that hold the driver "
-            "enabled), then `sudo apt install --reinstall nvidia-driver nvidia-kernel-dkms`, "
-            "and reboot"
-        )
-    if any(d in distro for d in ("red hat", "rhel", "rocky", "alma", "fedora", "centos")):
-        return (
-            "`sudo dnf distro-sync 'nvidia-*' 'kmod-nvidia*'` so that the module and the "
-            "libraries are one version, then `sudo dkms autoinstall` if DKMS builds it, "
-            "and reboot"
-        )
-    return (
-        "reinstall one driver version for both, with the package manager or installer that "
-        f"put them there (NVIDIA's installer: `sudo sh NVIDIA-Linux-x86_64-{version or '<version>'}"
-        ".run`), and reboot"
-    )
 
 
 def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
@@ -276,14 +278,14 @@ def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
         evidence.append(f"the module the next boot loads: {on_disk} ({sysf.nvidia_module_file})")
     if sysf.dkms_nvidia_versions:
         evidence.append("DKMS holds nvidia " + ", ".join(sysf.dkms_nvidia_versions))
-    packages = package_fix(sysf.os_release, lib)
+    packages = package_steps(sysf.os_release, lib)
     if on_disk and lib and on_disk != lib:
         return Outcome.fail(
             "Driver/library version mismatch that a reboot will not fix: the kernel module on "
             "disk and the user-space driver are different versions (a half-finished driver "
             "upgrade)",
             *evidence,
-            fix=sentence(packages) + ".",
+            fix=Fix.of(*packages),
             subjects=Subjects(paths=[p for p in (sysf.nvidia_module_file,) if p]),
         )
     if on_disk and on_disk == lib:
@@ -297,9 +299,12 @@ def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
         "Driver/library version mismatch: the running kernel module and the installed "
         "user-space driver differ (typically a driver update without a reboot)",
         *evidence,
-        fix=reload_fix(sysf.nvidia_modules)
-        + ". If the mismatch survives a reboot, the packages are half-upgraded: "
-        + packages,
+        fix=Fix.of(
+            *reload_steps(sysf.nvidia_modules),
+            OR,
+            Step.info("if the mismatch survives a reboot, the packages are half-upgraded"),
+            *packages,
+        ),
     )
 
 
@@ -320,7 +325,14 @@ def device_nodes(ctx: Context) -> Outcome | None:
         fix = (
             container_fix(sysf.container)
             if sysf.container
-            else "sudo nvidia-modprobe -c 0 -u (or start nvidia-persistenced), which creates them"
+            else Fix.of(
+                Step.run("create them", "sudo nvidia-modprobe -c 0 -u"),
+                OR,
+                Step.run(
+                    "start nvidia-persistenced, which creates them",
+                    "sudo systemctl start nvidia-persistenced",
+                ),
+            )
         )
         return Outcome.fail(
             "GPU device nodes are missing", *[f"{m} missing" for m in missing], fix=fix
@@ -332,8 +344,12 @@ def device_nodes(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             "No permission on GPU device nodes for this user",
             *[f"{n.path} {n.mode} group {n.owner_group}" for n in denied],
-            fix=f"sudo usermod -aG {group} $USER, then log in again "
-            "(or fix the udev rule / NVreg_DeviceFileMode that sets these permissions)",
+            fix=Fix.of(
+                Step.run("add this user to their group", f"sudo usermod -aG {group} $USER"),
+                Step.manual("log in again"),
+                OR,
+                Step.manual("fix the udev rule / NVreg_DeviceFileMode that sets these permissions"),
+            ),
         )
     return Outcome.passed(f"{len(gpu_nodes)} GPU device node(s) and /dev/nvidiactl are usable")
 
@@ -356,10 +372,7 @@ def uvm(ctx: Context) -> Outcome | None:
     ]
     if driver.init_error_name:
         evidence.append(f"cuInit: {driver.init_error_name}")
-    fix = (
-        "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0 (and load it at boot: "
-        "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf)"
-    )
+    fix = UVM_FIX
     if driver.init_result not in (None, 0) and not sysf.container:
         return Outcome.fail("nvidia-uvm is missing: CUDA cannot start", *evidence, fix=fix)
     if sysf.container:
@@ -400,5 +413,13 @@ def persistence_mode(ctx: Context) -> Outcome | None:
         f"Persistence mode is off on {len(off)} data-centre GPU(s): every CUDA start pays the "
         "driver's initialisation, and GPU state resets between jobs",
         *[gpu_label(g) for g in off],
-        fix="sudo systemctl enable --now nvidia-persistenced (or: sudo nvidia-smi -pm 1)",
+        fix=Fix.of(
+            Step.run(
+                "enable the persistence daemon",
+                "sudo systemctl enable --now nvidia-persistenced",
+                gpus=gpu_refs(off),
+            ),
+            OR,
+            Step.run("turn it on", f"sudo nvidia-smi -i {indices(off)} -pm 1", gpus=gpu_refs(off)),
+        ),
     )

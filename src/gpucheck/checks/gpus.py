@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpucheck.checks.context import Context, gpu_label, gpu_subjects, indices
+from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, indices
 from gpucheck.checks.registry import check
+from gpucheck.checks.remedies import install_driver, reset_gpus
 from gpucheck.model.finding import Outcome, Section, Subjects
+from gpucheck.model.fix import OR, Fix, Layer, Step
 from gpucheck.model.snapshot import GpuFacts
 
 NO_GPUS = "No GPU facts from the driver (see driver.nvml)"
@@ -77,13 +79,16 @@ def lost(ctx: Context) -> Outcome | None:
     evidence += _nvrm_lines(ctx, [g.pci_bus_id or "" for g in lost])
     pci = len(ctx.snapshot.system.pci_gpus)
     reset = "sudo nvidia-smi -r" + (f" -i {indices(lost)}" if lost else "")
+    refs = gpu_refs(lost)
     return Outcome.fail(
         f"{len(lost) + unread} GPU(s) do not answer: fallen off the bus or needing a reset",
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
-        fix=f"`{reset}` (reset the GPU, with nothing running on it) or reboot; "
-        "`sudo dmesg | grep -i xid` tells why (Xid 79: fallen off the bus). If it repeats, the "
-        "GPU, its slot or its power is failing.",
+        fix=Fix.of(
+            Step.run("reset the GPU, with nothing running on it (or reboot)", reset, gpus=refs),
+            Step.run("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
+            Step.hardware("if it repeats, the GPU, its slot or its power is failing", refs),
+        ),
         subjects=gpu_subjects(lost),
     )
 
@@ -139,13 +144,31 @@ def _pci_not_in_nvml(ctx: Context) -> Outcome | None:
         f"{len(pci) - seen} GPU(s) on the PCI bus are not seen by the driver: no CUDA program "
         "can use them",
         *evidence,
-        fix="Likely causes, in order: (1) the driver failed to initialise the GPU: the kernel "
-        "log says why (`sudo dmesg | grep -E 'NVRM|RmInitAdapter|Xid'`; 'RmInitAdapter failed' "
-        "with a GSP firmware error: try the other kernel module flavour, open or proprietary, "
-        "of the same driver); (2) a large-BAR GPU needs Above 4G Decoding and Resizable BAR "
-        "enabled in the BIOS (CSM off); (3) insufficient power: every PCIe power connector "
-        "plugged, the PSU sized for the GPU; (4) a GPU newer than the driver "
-        f"{driver} knows: install a newer driver branch.",
+        fix=Fix.of(
+            Step.run(
+                "likely causes, in order: (1) the driver failed to initialise the GPU: the "
+                "kernel log says why",
+                "sudo dmesg | grep -E 'NVRM|RmInitAdapter|Xid'",
+            ),
+            Step.manual(
+                "'RmInitAdapter failed' with a GSP firmware error: try the other kernel module "
+                "flavour, open or proprietary, of the same driver",
+                Layer.DRIVER,
+            ),
+            Step.hardware(
+                "(2) a large-BAR GPU needs Above 4G Decoding and Resizable BAR enabled in the "
+                "BIOS (CSM off)"
+            ),
+            Step.hardware(
+                "(3) insufficient power: every PCIe power connector plugged, the PSU sized for "
+                "the GPU"
+            ),
+            install_driver(
+                ctx,
+                f"(4) a GPU newer than the driver {driver} knows: install a newer driver branch",
+                None,
+            ),
+        ),
         subjects=Subjects(paths=[f"/sys/bus/pci/devices/{d.address}" for d in missing]),
     )
 
@@ -178,9 +201,15 @@ def ecc(ctx: Context) -> Outcome | None:
             f"Uncorrectable ECC memory errors on {len(bad)} GPU(s): results and jobs on them "
             "are not to be trusted",
             *evidence,
-            fix=f"Drain the node; reset the GPU (`sudo nvidia-smi -r -i {indices(bad)}`) or "
-            "reboot, then re-check. Errors that return after a reset mean the GPU needs "
-            "replacing (RMA).",
+            fix=Fix.of(
+                Step.manual("drain the node", Layer.JOB),
+                reset_gpus(bad, "reset the GPU (or reboot)"),
+                Step.run("then re-check", "gpucheck doctor --only gpu.ecc-errors"),
+                Step.hardware(
+                    "errors that return after a reset mean the GPU needs replacing (RMA)",
+                    gpu_refs(bad),
+                ),
+            ),
             subjects=gpu_subjects(bad),
         )
     history = [g for g in with_ecc if g.ecc_uncorrected_aggregate]
@@ -204,8 +233,10 @@ def remapping(ctx: Context) -> Outcome | None:
             f"Row remapping failed on {len(failed)} GPU(s): the memory has errors it can no "
             "longer repair",
             *ev_failed,
-            fix="Take the GPU out of service and replace it (RMA); run NVIDIA's field "
-            "diagnostics (`dcgmi diag -r 3`) to confirm.",
+            fix=Fix.of(
+                Step.run("confirm with NVIDIA's field diagnostics", "dcgmi diag -r 3"),
+                Step.hardware("take the GPU out of service and replace it (RMA)", gpu_refs(failed)),
+            ),
             subjects=gpu_subjects(failed),
         )
     pending, ev_pending = _per_gpu(
@@ -220,8 +251,11 @@ def remapping(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"Memory repairs pending on {len(pending)} GPU(s) until they are reset",
             *ev_pending,
-            fix=f"Reset the GPU when idle (`sudo nvidia-smi -r -i {indices(pending)}`) or reboot "
-            "the node.",
+            fix=Fix.of(
+                reset_gpus(pending, "reset the GPU when idle"),
+                OR,
+                Step.reboot("reboot the node"),
+            ),
             subjects=gpu_subjects(pending),
         )
     dbe = [g for g in gpus if (g.retired_pages_dbe or 0) > 0]
@@ -259,10 +293,18 @@ def throttling(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"{len(bad)} GPU(s) are slowed down by hardware protection",
             *evidence,
-            fix="Check cooling (fans, airflow, inlet temperature) and power delivery (PSU "
-            "cables, power-brake signal); "
-            f"`nvidia-smi -i {indices(bad)} -q -d PERFORMANCE,TEMPERATURE,POWER` "
-            "shows the detail.",
+            fix=Fix.of(
+                Step.run(
+                    "see the detail",
+                    f"nvidia-smi -i {indices(bad)} -q -d PERFORMANCE,TEMPERATURE,POWER",
+                    gpus=gpu_refs(bad),
+                ),
+                Step.hardware(
+                    "check cooling (fans, airflow, inlet temperature) and power delivery (PSU "
+                    "cables, power-brake signal)",
+                    gpu_refs(bad),
+                ),
+            ),
             subjects=gpu_subjects(bad),
         )
 
@@ -282,8 +324,16 @@ def throttling(ctx: Context) -> Outcome | None:
         return Outcome.warn(
             f"{len(warm)} GPU(s) run hot enough to lower their clocks",
             *evidence,
-            fix="Improve cooling (airflow, fan curve, inlet temperature); check with "
-            f"`nvidia-smi -i {indices(warm)} -q -d TEMPERATURE,PERFORMANCE` under load.",
+            fix=Fix.of(
+                Step.hardware(
+                    "improve cooling (airflow, fan curve, inlet temperature)", gpu_refs(warm)
+                ),
+                Step.run(
+                    "check under load",
+                    f"nvidia-smi -i {indices(warm)} -q -d TEMPERATURE,PERFORMANCE",
+                    gpus=gpu_refs(warm),
+                ),
+            ),
             subjects=gpu_subjects(warm),
         )
     known, blind = known_count(gpus, "clock_event_reasons")
@@ -328,13 +378,20 @@ def pcie_link(ctx: Context) -> Outcome | None:
                 lines.setdefault(g.index, []).append(line + " (under load)")
             else:
                 idle_note.append(line + " (idle: normal power saving)")
-    fix = (
-        "Reseat the GPU or its riser in a full-width slot, check the slot's lane sharing in the "
-        "board manual (M.2 and second x16 slots often split lanes) and BIOS PCIe settings; "
-        "in a VM, the hypervisor's passthrough sets the width. `gpucheck bench --quick` "
-        "measures the host<->GPU transfers the link allows under load."
-    )
     bad = narrow_bad + narrow_warn + slow + unsure
+    reseat = [
+        Step.hardware(
+            "reseat the GPU or its riser in a full-width slot, check the slot's lane sharing in "
+            "the board manual (M.2 and second x16 slots often split lanes) and BIOS PCIe "
+            "settings; in a VM, the hypervisor's passthrough sets the width",
+            gpu_refs(bad),
+        ),
+        Step.run(
+            "measure the host<->GPU transfers the link allows under load",
+            "gpucheck bench --quick",
+        ),
+    ]
+    fix = Fix.of(*reseat)
     evidence = [line for g in gpus for line in lines.get(g.index, [])]
     if narrow_bad:
         return Outcome.fail(
@@ -358,12 +415,18 @@ def pcie_link(ctx: Context) -> Outcome | None:
             "PCIe link generation below its maximum, with the load unknown",
             *evidence,
             *idle_note,
-            fix="Re-check while the GPU is under load (a training job, or `gpucheck doctor` "
-            "during one): `nvidia-smi -i "
-            + indices(unsure)
-            + " --query-gpu=pcie.link.gen.current,pcie.link.gen.max,utilization.gpu "
-            "--format=csv`. A link that idles low retrains to its maximum under load; one "
-            "that stays low is the slot, riser or BIOS PCIe setting: " + fix[0].lower() + fix[1:],
+            fix=Fix.of(
+                Step.run(
+                    "re-check while the GPU is under load (a training job, or gpucheck doctor "
+                    "during one); a link that idles low retrains to its maximum under load",
+                    f"nvidia-smi -i {indices(unsure)} "
+                    "--query-gpu=pcie.link.gen.current,pcie.link.gen.max,utilization.gpu "
+                    "--format=csv",
+                    gpus=gpu_refs(unsure),
+                ),
+                Step.info("one that stays low is the slot, riser or BIOS PCIe setting"),
+                *reseat,
+            ),
             subjects=gpu_subjects(unsure),
         )
     known, blind = known_count(gpus, "pcie_width_current")

@@ -3,12 +3,15 @@ processes hold. Each says which GPUs, and which process or slice, the job should
 
 from __future__ import annotations
 
-from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices, sentence
+from typing import Literal
+
+from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, gpu_subjects, indices
 from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
 from gpucheck.checks.registry import check
-from gpucheck.gpu_holders import GpuAccount, Holder, merge
-from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, make_fix, run, set_env
+from gpucheck.checks.remedies import reset_gpus, share_gpus
+from gpucheck.model.finding import GpuRef, Outcome, Section
+from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.holders import GpuAccount, Holder, merge
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 GIB = 1024**3
@@ -18,12 +21,14 @@ HELD_MEMORY = 1 * GIB
 BUSY_MESSAGE = "'all CUDA-capable devices are busy or unavailable'"
 
 
-def _holder(g: GpuFacts) -> str | None:
-    """Who holds an exclusive-process GPU, if anyone visibly does."""
+def _holder(g: GpuFacts, jobs: frozenset[int] | None = None) -> str | None:
+    """Who holds an exclusive-process GPU, if anyone visibly does (a running job's process,
+    under the scheduler's profile, is the GPU's rightful holder: not reported)."""
     if g.processes:
-        return ", ".join(
-            f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in g.processes[:3]
-        )
+        others = [p for p in g.processes if jobs is None or p.pid not in jobs]
+        if not others:
+            return None
+        return ", ".join(f"PID {p.pid} {p.name or '?'} ({gib(p.used_memory)})" for p in others[:3])
     if g.processes is not None and (
         (g.memory_used or 0) >= HELD_MEMORY or (g.utilization_gpu or 0) >= BUSY_UTILIZATION
     ):
@@ -49,32 +54,48 @@ def compute_mode(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"Compute is prohibited on {len(prohibited)} GPU(s): no CUDA program can use them",
             *[gpu_label(g) for g in prohibited],
-            fix=f"`sudo nvidia-smi -i {indices(prohibited)} -c DEFAULT`",
+            fix=Fix.of(share_gpus(prohibited, "let CUDA use them")),
             subjects=gpu_subjects(prohibited),
         )
-    held = [(g, who) for g in exclusive if (who := _holder(g))]
+    jobs = ctx.requirements.job_pids
+    held = [(g, who) for g in exclusive if (who := _holder(g, jobs))]
     if held:
         taken = [g for g, _ in held]
         free = [g for g in gpus if g not in taken and g.compute_mode != "prohibited"]
         pids = sorted({p.pid for g in taken for p in (g.processes or [])})
-        steps = []
+        steps: list[Step] = []
         if free:
-            steps.append(f"use a free GPU (`export CUDA_VISIBLE_DEVICES={indices(free)}`)")
+            steps.append(
+                Step.set_env("CUDA_VISIBLE_DEVICES", indices(free), "use a free GPU", Layer.JOB)
+            )
         if pids:
             pid_list = ",".join(map(str, pids))
-            steps.append(f"wait for the holder or stop it (`ps -o pid,user,cmd -p {pid_list}`)")
+            steps.append(
+                Step.run("wait for the holder or stop it", f"ps -o pid,user,cmd -p {pid_list}")
+            )
         else:
-            steps.append("wait for the job holding it, or find it where it runs (the host)")
+            steps.append(
+                Step.manual("wait for the job holding it, or find it where it runs (the host)")
+            )
         steps.append(
-            "if exclusive-process mode was not set on purpose by the scheduler, return it to "
-            f"the default: `sudo nvidia-smi -i {indices(taken)} -c DEFAULT`"
+            share_gpus(
+                taken,
+                "if exclusive-process mode was not set on purpose by the scheduler, return it to "
+                "the default",
+            )
         )
         return Outcome.fail(
             f"{len(taken)} GPU(s) in exclusive-process mode are already held by another "
             f"process: a new CUDA program there fails with {BUSY_MESSAGE}",
             *[f"{gpu_label(g)}: {g.compute_mode}, held by {who}" for g, who in held],
-            fix=sentence("; ".join(steps)) + ".",
+            fix=Fix.of(*steps),
             subjects=gpu_subjects(taken),
+        )
+    if exclusive and jobs is not None:
+        # The scheduler's profile: exclusive-process mode is how it gives a job its GPUs.
+        return Outcome.passed(
+            f"{len(exclusive)} GPU(s) in exclusive-process mode, held by running jobs or free",
+            *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
         )
     if exclusive:
         return Outcome.warn(
@@ -82,8 +103,9 @@ def compute_mode(ctx: Context) -> Outcome | None:
             f"(a second one, e.g. a data-loader worker or an evaluation job, fails with "
             f"{BUSY_MESSAGE})",
             *[f"{gpu_label(g)}: {g.compute_mode}" for g in exclusive],
-            fix="If not set on purpose by the scheduler: "
-            f"`sudo nvidia-smi -i {indices(exclusive)} -c DEFAULT`",
+            fix=Fix.of(
+                share_gpus(exclusive, "if not set on purpose by the scheduler, share the GPU again")
+            ),
             subjects=gpu_subjects(exclusive),
         )
     known, blind = known_count(gpus, "compute_mode")
@@ -115,8 +137,11 @@ def mig(ctx: Context) -> Outcome | None:
                 f"{'on' if g.mig_enabled_pending else 'off'} after reset"
                 for g in pending
             ],
-            fix=f"Reset the GPU (`sudo nvidia-smi -r -i {indices(pending)}`) or reboot to "
-            "apply it.",
+            fix=Fix.of(
+                reset_gpus(pending, "reset the GPU to apply it"),
+                OR,
+                Step.reboot(),
+            ),
             subjects=gpu_subjects(pending),
         )
     if not on:
@@ -126,10 +151,20 @@ def mig(ctx: Context) -> Outcome | None:
         return Outcome.fail(
             f"MIG is on but no MIG devices exist on {len(empty)} GPU(s): CUDA sees nothing there",
             *[gpu_label(g) for g in empty],
-            fix="Create GPU and compute instances, e.g. "
-            f"`sudo nvidia-smi mig -i {indices(empty)} -cgi <profile> -C` (list profiles: "
-            f"`nvidia-smi mig -lgip`); or turn MIG off: `sudo nvidia-smi -i {indices(empty)} "
-            "-mig 0`",
+            fix=Fix.of(
+                Step.run("list the GPU instance profiles", "nvidia-smi mig -lgip"),
+                Step.manual(
+                    "create GPU and compute instances of one, e.g. "
+                    f"sudo nvidia-smi mig -i {indices(empty)} -cgi <profile> -C",
+                    gpus=gpu_refs(empty),
+                ),
+                OR,
+                Step.run(
+                    "turn MIG off",
+                    f"sudo nvidia-smi -i {indices(empty)} -mig 0",
+                    gpus=gpu_refs(empty),
+                ),
+            ),
             subjects=gpu_subjects(empty),
         )
     evidence = [_slices(g) for g in on]
@@ -144,19 +179,21 @@ def mig(ctx: Context) -> Outcome | None:
         first = uuids[0] if uuids else "MIG-<uuid>"
         picked = slices[0]
         others = f" (the others: {', '.join(uuids[1:])})" if len(uuids) > 1 else ""
-        listing = "" if uuids else " (`nvidia-smi -L` lists the UUIDs)"
-        choose = make_fix(
-            set_env(
+        listing = None if uuids else Step.run("list the MIG UUIDs", "nvidia-smi -L")
+        choose = Fix.of(
+            listing,
+            Step.set_env(
                 "CUDA_VISIBLE_DEVICES",
                 first,
-                f"A CUDA process uses one MIG slice, chosen by its UUID: run one process per "
-                f"slice, each with its own{others}{listing}",
+                "a CUDA process uses one MIG slice, chosen by its UUID: run one process per "
+                f"slice, each with its own{others}",
+                Layer.JOB,
             ),
             OR,
-            run(
+            Step.run(
                 "to use the whole GPU in one process, turn MIG off (then reset the GPU)",
                 f"sudo nvidia-smi -i {indices(visible_on)} -mig 0",
-                gpus=gpu_subjects(visible_on).gpus,
+                gpus=gpu_refs(visible_on),
             ),
         )
         which = f"{picked.name or 'MIG device'} {picked.uuid or ''}".strip()
@@ -198,15 +235,23 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     holders = merge(ctx.snapshot)
     by_pid = {h.pid: h for h in holders.holders}
     accounts = {a.index: a for a in holders.gpus}
+    jobs = ctx.requirements.job_pids
     busy: list[tuple[GpuFacts, str]] = []
     for g in gpus:
         account = accounts.get(g.index)
         if account is None:
             continue
-        over_half = bool(g.memory_total and g.memory_used and 2 * g.memory_used > g.memory_total)
+        procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
+        if jobs is None:
+            over_half = bool(
+                g.memory_total and g.memory_used and 2 * g.memory_used > g.memory_total
+            )
+        else:  # the scheduler's profile: a running job's memory is normal, any other leaked
+            # (a display server's graphics context is no job's and no leak either)
+            procs = [p for p in procs if p.pid not in jobs and p.kind != "graphics"]
+            over_half = bool(procs)
         if not (over_half or account.leaked or account.zombie_pids):
             continue
-        procs = sorted(g.processes or [], key=lambda p: -(p.used_memory or 0))
         in_container = ctx.snapshot.system.container is not None
         who = ", ".join(_holder_text(p, by_pid.get(p.pid), in_container) for p in procs[:3])
         line = f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used"
@@ -218,15 +263,24 @@ def memory_in_use(ctx: Context) -> Outcome | None:
             )
         busy.append((g, line))
     if busy:
+        if jobs is not None:
+            title = (
+                f"{len(busy)} GPU(s) have memory held by no running job: processes of no job, "
+                "or no live process (leaked)"
+            )
+        elif any(accounts[g.index].leaked or accounts[g.index].zombie_pids for g, _ in busy):
+            title = (
+                f"{len(busy)} GPU(s) already have most of their memory in use, or memory held "
+                "by no live process"
+            )
+        else:
+            title = f"{len(busy)} GPU(s) already have most of their memory in use"
         return Outcome.warn(
-            f"{len(busy)} GPU(s) already have most of their memory in use, or memory held by "
-            "no live process"
-            if any(accounts[g.index].leaked or accounts[g.index].zombie_pids for g, _ in busy)
-            else f"{len(busy)} GPU(s) already have most of their memory in use",
+            title,
             *[line for _, line in busy],
             fix=_memory_fix(
                 [accounts[g.index] for g, _ in busy],
-                by_pid,
+                {pid: h for pid, h in by_pid.items() if jobs is None or pid not in jobs},
                 [g for g in gpus if g not in [t for t, _ in busy]],
             ),
             subjects=gpu_subjects([g for g, _ in busy]),
@@ -237,6 +291,10 @@ def memory_in_use(ctx: Context) -> Outcome | None:
         for g in used
     ]
     known, blind = known_count(gpus, "memory_used")
+    if jobs is not None and used:
+        return Outcome.passed(
+            f"GPU memory on {known} GPU(s) free or held by running jobs", *note, *blind
+        )
     return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
 
 
@@ -254,7 +312,7 @@ def _holder_text(p: GpuProcess, holder: Holder | None, in_container: bool) -> st
     return text
 
 
-def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: list[GpuFacts]) -> str:
+def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: list[GpuFacts]) -> Fix:
     wanted = {a.index for a in accounts}
     visible = sorted(
         h.pid
@@ -269,28 +327,43 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
             if (h := by_pid.get(pid)) is not None and h.process is not None and h.process.ppid
         }
     )
-    parts = []
+    parts: list[Step | Literal["or"]] = []
     if visible:
         pids = ",".join(map(str, visible))
         kills = " ".join(f"--kill {pid}" for pid in visible)
-        parts.append(
-            f"Wait for these jobs or stop them: see what they are with `gpucheck procs` (or "
-            f"`ps -o pid,user,cmd -p {pids}`), then end them: `gpucheck procs {kills}`"
-        )
+        parts += [
+            Step.run(
+                "wait for these jobs or stop them: see what they are (or with "
+                f"ps -o pid,user,cmd -p {pids})",
+                "gpucheck procs",
+            ),
+            Step.run("then end them", f"gpucheck procs {kills}"),
+        ]
     if zombies:
         parts.append(
-            f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or restart "
-            f"their parent ({', '.join(parents) or 'see `gpucheck procs`'})"
+            Step.manual(
+                f"PID(s) {', '.join(map(str, zombies))} exited but were not reaped: end or "
+                f"restart their parent ({', '.join(parents) or 'see gpucheck procs'})"
+            )
         )
     if any(a.outside_pids or a.leaked for a in accounts):
-        leaked = ",".join(str(a.index) for a in accounts if a.leaked) or str(accounts[0].index)
-        parts.append(
-            "Memory held by no process here: see every holder with `gpucheck procs` (in a "
-            "container, processes of others show only as host PIDs: look with nvidia-smi on the "
-            f"host); with nothing left holding it, reset the GPU (`sudo nvidia-smi --gpu-reset "
-            f"-i {leaked}`)"
-        )
-    fix = "; ".join(parts)
+        leaked = [a for a in accounts if a.leaked] or accounts[:1]
+        ids = ",".join(str(a.index) for a in leaked)
+        parts += [
+            Step.run(
+                "memory held by no process here: see every holder (in a container, processes "
+                "of others show only as host PIDs: look with nvidia-smi on the host)",
+                "gpucheck procs",
+            ),
+            Step.run(
+                "with nothing left holding it, reset the GPU",
+                f"sudo nvidia-smi --gpu-reset -i {ids}",
+                gpus=[GpuRef(a.index) for a in leaked],
+            ),
+        ]
     if free:
-        fix += f"; or use the other GPUs (`export CUDA_VISIBLE_DEVICES={indices(free)}`)"
-    return fix
+        parts += [
+            OR,
+            Step.set_env("CUDA_VISIBLE_DEVICES", indices(free), "use the other GPUs", Layer.JOB),
+        ]
+    return Fix.of(*parts)

@@ -4,16 +4,21 @@
 from __future__ import annotations
 
 import difflib
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from msgspec import Struct
+from msgspec.structs import replace
 
-from gpucheck.model.finding import Finding, Outcome, Section, Status, as_fix
-from gpucheck.model.fix import Layer
+from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Section, Status
+from gpucheck.model.fix import Fix, Layer, Step
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
+
+_PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding gpucheck/
 
 CheckFunc = Callable[["Context"], "Outcome | None"]
 
@@ -65,17 +70,75 @@ class Check(Struct, frozen=True):
 
 
 REGISTRY: list[Check] = []
-SECTION_ORDER = list(Section)
+# Every check, in report order (sections in Section's order, then within each the order a
+# reader follows: root causes first). This list, not the order modules are imported in,
+# decides the order; a check missing from it cannot register.
+ORDER: tuple[str, ...] = (
+    "system.gpu-present",
+    "system.container-gpu-access",
+    "system.nouveau",
+    "system.cuda-visible-devices",
+    "system.cuda-launch-blocking",
+    "system.probes",
+    "driver.kernel-module",
+    "driver.nvml",
+    "driver.device-nodes",
+    "driver.uvm",
+    "driver.persistence-mode",
+    "gpu.lost",
+    "gpu.ecc-errors",
+    "gpu.memory-remapping",
+    "gpu.throttling",
+    "gpu.pcie-link",
+    "gpu.compute-mode",
+    "gpu.mig",
+    "gpu.memory-in-use",
+    "cuda.driver-api",
+    "cuda.toolkit",
+    "cuda.runtime-libraries",
+    "cudnn.libraries",
+    "torch.cpu-build",
+    "torch.cuda-driver",
+    "torch.arch-support",
+    "torch.python",
+    "torch.extension-toolkit",
+    "torch.extensions",
+    "tensorflow.cpu-build",
+    "tensorflow.legacy-gpu-package",
+    "tensorflow.windows-native",
+    "tensorflow.cuda-driver",
+    "tensorflow.arch-support",
+    "tensorflow.python",
+    "tensorflow.keras",
+    "tensorflow.cuda-libraries",
+    "jax.cpu-build",
+    "jax.cuda-driver",
+    "cupy.cuda-driver",
+    "frameworks.library-shadowing",
+    "frameworks.nvidia-conflicts",
+    "tensorrt.support",
+    "tensorrt.libraries",
+    "xla.compiler",
+    "frameworks.numpy-abi",
+    "frameworks.nvml-bindings",
+    "frameworks.device-count",
+    "frameworks.smoke-test",
+    "require.min-gpus",
+    "require.min-memory",
+    "require.min-compute-capability",
+)
 
 
 def check(
     id: str, section: Section, summary: str, reads: tuple[str, ...] | None = None
 ) -> Callable[[CheckFunc], CheckFunc]:
-    """Register a check. Order of registration is the order of the report within a section."""
+    """Register a check (its place in the report is its place in ORDER)."""
 
     def register(func: CheckFunc) -> CheckFunc:
         if any(c.id == id for c in REGISTRY):
             raise ValueError(f"duplicate check id {id}")
+        if id not in ORDER:
+            raise ValueError(f"check {id} is not in registry.ORDER (the report order)")
         REGISTRY.append(Check(id, section, summary, func, reads or READS[section]))
         return func
 
@@ -83,7 +146,7 @@ def check(
 
 
 def all_checks() -> list[Check]:
-    return sorted(REGISTRY, key=lambda c: SECTION_ORDER.index(c.section))
+    return sorted(REGISTRY, key=lambda c: ORDER.index(c.id))
 
 
 class SelectionError(ValueError):
@@ -115,6 +178,7 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
     from gpucheck.compat import CompatError
 
     missing = [group for group in chk.reads if group in ctx.snapshot.absent_sections]
+    crash = None
     try:
         if missing:
             outcome: Outcome | None = Outcome.skip(
@@ -126,26 +190,50 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
     except CompatError:
         raise  # bad compat data (a user's --compat-dir, say) is bad input: exit 2
     except Exception as exc:
-        outcome = Outcome(
-            Status.ERROR,
-            f"gpucheck's check {chk.id} failed: {type(exc).__name__}: {exc}",
-            fix=as_fix(
-                "This is a gpucheck bug: please report it with `gpucheck snapshot` attached."
-            ),
-        )
+        crash = crash_of(exc)
+        outcome = Outcome(Status.ERROR, f"gpucheck's check {chk.id} failed: {crash.type}: {exc}")
+        outcome.fix = bug_report_fix(chk.id)
     if outcome is None:
         return None
-    if outcome.fix is not None:
-        for step in outcome.fix.steps:  # a step's layer, where the check left it: the check's
-            step.layer = step.layer or LAYER_OF[chk.section]
+    fix = outcome.fix
+    if fix is not None:  # a step's layer, where the check left it: the check's own
+        layer = LAYER_OF[chk.section]
+        fix = Fix(fix.text, [s if s.layer else replace(s, layer=layer) for s in fix.steps])
     return Finding(
         chk.id,
         chk.section,
         outcome.status,
         outcome.title,
         outcome.evidence,
-        outcome.fix,
+        fix,
         outcome.subjects,
+        crash,
+    )
+
+
+def crash_of(exc: BaseException) -> CheckCrash:
+    """The exception and its frames, gpucheck's own files named from the package root (not
+    from where it is installed, which may name the user)."""
+    frames = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = Path(frame.filename)
+        try:
+            shown = str(path.resolve().relative_to(_PACKAGE_PARENT))
+        except ValueError:
+            shown = path.name
+        frames.append(Frame(shown, frame.lineno or 0, frame.name, frame.line or None))
+    return CheckCrash(type(exc).__name__, str(exc), frames)
+
+
+def bug_report_fix(check_id: str) -> Fix:
+    """How to report a check that crashed: the JSON report keeps its traceback."""
+    return Fix.of(
+        Step.run(
+            "this is a gpucheck bug: report it with the JSON report (it holds the traceback, "
+            "under the finding's error)",
+            f"gpucheck doctor --json --only {check_id} -o gpucheck-report.json",
+        ),
+        Step.run("and a snapshot", "gpucheck snapshot --redact -o gpucheck-snapshot.json"),
     )
 
 

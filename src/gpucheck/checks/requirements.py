@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from gpucheck.checks.context import Context, gib, gpu_label, gpu_subjects, indices
+from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, indices
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, Layer, make_fix, manual, run, set_env
+from gpucheck.model.fix import OR, Fix, Layer, Step
 from gpucheck.model.snapshot import GpuFacts
+
+SEE_ABOVE = Fix.of(Step.info("see the problems above"))
 
 
 def _usable(ctx: Context) -> list[GpuFacts]:
@@ -47,27 +49,26 @@ def min_gpus(ctx: Context) -> Outcome | None:
         count = sum(len(g.mig_devices) for g in sliced)
         evidence.append(f"MIG is on: {count} MIG slice(s), of which one CUDA process sees one")
         first = next((m.uuid for g in sliced for m in g.mig_devices if m.uuid), "MIG-<uuid>")
-        fix = make_fix(
-            set_env(
+        fix = Fix.of(
+            Step.set_env(
                 "CUDA_VISIBLE_DEVICES",
                 first,
-                "A CUDA process uses one MIG slice: run one process per slice, each with "
-                "CUDA_VISIBLE_DEVICES=MIG-<uuid> of its own (`nvidia-smi -L` lists them)",
+                "a CUDA process uses one MIG slice: run one process per slice, each with "
+                "CUDA_VISIBLE_DEVICES=MIG-<uuid> of its own (nvidia-smi -L lists them)",
+                Layer.JOB,
             ),
             OR,
-            run(
+            Step.run(
                 f"for {want} GPUs in one process, turn MIG off (then reset the GPUs)",
                 f"sudo nvidia-smi -i {indices(sliced)} -mig 0",
-                gpus=gpu_subjects(sliced).gpus,
+                gpus=gpu_refs(sliced),
             ),
         )
     else:
-        fix = make_fix(
-            manual(
-                f"run the job on a node with {want} or more GPUs, or fix the problems above "
-                "that hide GPUs",
-                layer=Layer.JOB,
-            )
+        fix = Fix.of(
+            Step.manual(f"run the job on a node with {want} or more GPUs", Layer.JOB),
+            OR,
+            Step.info("fix the problems above that hide GPUs"),
         )
     return Outcome.fail(
         f"Needs {want} GPU(s), has {have}",
@@ -90,7 +91,8 @@ def min_memory(ctx: Context) -> Outcome | None:
     gpus = _usable(ctx)
     if not gpus:
         return Outcome.fail(
-            f"Needs GPUs with {text} each; no usable GPU", fix="See the problems above."
+            f"Needs GPUs with {text} each; no usable GPU",
+            fix=SEE_ABOVE,
         )
     small = [g for g in gpus if (usable_memory(g) or 0) < want]
     if not small:
@@ -102,8 +104,11 @@ def min_memory(ctx: Context) -> Outcome | None:
             + (" in its largest MIG device" if g.mig_enabled else "")
             for g in small
         ],
-        fix=f"Run on GPUs with at least {text} each, or reduce the job's memory (batch size, "
-        "precision, sharding).",
+        fix=Fix.of(
+            Step.manual(f"run on GPUs with at least {text} each"),
+            OR,
+            Step.manual("reduce the job's memory (batch size, precision, sharding)"),
+        ),
     )
 
 
@@ -120,7 +125,8 @@ def min_cc(ctx: Context) -> Outcome | None:
     gpus = _usable(ctx)
     if not gpus:
         return Outcome.fail(
-            f"Needs compute capability {want_text}; no usable GPU", fix="See the problems above."
+            f"Needs compute capability {want_text}; no usable GPU",
+            fix=SEE_ABOVE,
         )
     low = [g for g in gpus if (parse_version(g.compute_capability or "") or Version("0")) < want]
     if not low:
@@ -130,6 +136,10 @@ def min_cc(ctx: Context) -> Outcome | None:
     return Outcome.fail(
         f"{len(low)} GPU(s) are below compute capability {want_text}",
         *[f"{gpu_label(g)}: {g.compute_capability or 'unknown'}" for g in low],
-        fix=f"Run on GPUs of compute capability {want_text} or newer "
-        "(gpucheck's compat data lists which GPUs those are).",
+        fix=Fix.of(
+            Step.manual(
+                f"run on GPUs of compute capability {want_text} or newer (gpucheck's compat "
+                "data lists which GPUs those are)"
+            )
+        ),
     )

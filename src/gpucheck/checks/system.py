@@ -2,30 +2,49 @@
 
 from __future__ import annotations
 
-from gpucheck.checks.context import Context, gpu_label, sentence
+from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import Layer, make_fix, reboot, run
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
-CONTAINER_FIXES = {
-    "kubernetes": (
-        "Request the GPU in the pod spec (resources: limits: nvidia.com/gpu: 1) on a node "
-        "running the NVIDIA device plugin (or GPU Operator)."
-    ),
-    "podman": (
-        "Start the container with the GPU passed in: podman run --device nvidia.com/gpu=all ... "
-        "(CDI spec from: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)."
-    ),
-}
-DEFAULT_CONTAINER_FIX = (
-    "Start the container with the GPU passed in: docker run --gpus all ... "
-    "(the host needs the NVIDIA Container Toolkit: sudo nvidia-ctk runtime configure "
-    "--runtime=docker && sudo systemctl restart docker)."
-)
+_RPM_FAMILY = ("rhel", "red hat", "fedora", "rocky", "alma", "centos", "amazon")
 
 
-def container_fix(kind: str | None) -> str:
-    return CONTAINER_FIXES.get(kind or "", DEFAULT_CONTAINER_FIX)
+def _rpm(os_release: str | None) -> bool:
+    """Whether this Linux installs with dnf (RHEL and its family), not apt."""
+    return any(name in (os_release or "").lower() for name in _RPM_FAMILY)
+
+
+def container_steps(kind: str | None) -> list[Step]:
+    """How a container is given the host's GPUs, by container engine."""
+    if kind == "kubernetes":
+        return [
+            Step.manual(
+                "request the GPU in the pod spec (resources: limits: nvidia.com/gpu: 1) on a "
+                "node running the NVIDIA device plugin (or GPU Operator)"
+            )
+        ]
+    if kind == "podman":
+        return [
+            Step.run(
+                "on the host, write the CDI spec of its GPUs",
+                "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+            ),
+            Step.manual(
+                "start the container with the GPU passed in: "
+                "podman run --device nvidia.com/gpu=all ..."
+            ),
+        ]
+    return [
+        *_docker_runtime(
+            "on the host (with the NVIDIA Container Toolkit), register its runtime with Docker"
+        ),
+        Step.manual("start the container with the GPU passed in: docker run --gpus all ..."),
+    ]
+
+
+def container_fix(kind: str | None) -> Fix:
+    return Fix.of(*container_steps(kind))
 
 
 @check("system.gpu-present", Section.SYSTEM, "an NVIDIA GPU is on this machine (PCI bus, NVML)")
@@ -54,9 +73,13 @@ def gpu_present(ctx: Context) -> Outcome:
             "This machine has no NVIDIA GPU",
             f"no NVIDIA (vendor 0x10de) display or 3D controller among the "
             f"{sysf.pci_device_count} PCI devices{where}",
-            fix=(
-                "Run on a machine with an NVIDIA GPU (a GPU cloud instance or node). In a virtual "
-                "machine, attach the GPU to it first (PCI passthrough or a vGPU profile)."
+            fix=Fix.of(
+                Step.manual(
+                    "run on a machine with an NVIDIA GPU (a GPU cloud instance or node); in a "
+                    "virtual machine, attach the GPU to it first (PCI passthrough or a vGPU "
+                    "profile)",
+                    Layer.JOB,
+                )
             ),
         )
     if sysf.container:
@@ -64,8 +87,13 @@ def gpu_present(ctx: Context) -> Outcome:
             f"No NVIDIA GPU visible in this {sysf.container} container",
             f"the PCI bus is hidden here ({sysf.container_evidence}) and the driver sees no GPU",
             "no /dev/nvidia* device nodes" if not _any_node(ctx) else "device nodes exist",
-            fix=container_fix(sysf.container)
-            + " If the host itself has no NVIDIA GPU, run the job on a GPU node.",
+            fix=Fix.of(
+                *container_steps(sysf.container),
+                OR,
+                Step.manual(
+                    "if the host itself has no NVIDIA GPU, run the job on a GPU node", Layer.JOB
+                ),
+            ),
         )
     return Outcome.skip(
         "Could not look for GPUs: /sys/bus/pci is not readable",
@@ -94,12 +122,29 @@ def container_access(ctx: Context) -> Outcome | None:
     )
 
 
-TOOLKIT_INSTALL = (
-    "install the NVIDIA Container Toolkit (NVIDIA's apt/dnf repository): "
-    "`sudo apt-get install -y nvidia-container-toolkit` (or `sudo dnf install -y "
-    "nvidia-container-toolkit`), then `sudo nvidia-ctk runtime configure --runtime=docker` and "
-    "`sudo systemctl restart docker`"
-)
+def toolkit_install(os_release: str | None, why: str) -> Fix:
+    """Install the NVIDIA Container Toolkit (from NVIDIA's apt/dnf repository) with this
+    distribution's installer, then register it with Docker."""
+    rpm = _rpm(os_release)
+    change = [Change("nvidia-container-toolkit")]
+    install = (
+        Step.run(why, "sudo dnf install -y nvidia-container-toolkit", Tool.DNF, changes=change)
+        if rpm
+        else Step.run(
+            why, "sudo apt-get install -y nvidia-container-toolkit", Tool.APT, changes=change
+        )
+    )
+    return Fix.of(
+        install,
+        *_docker_runtime("register its runtime with Docker"),
+    )
+
+
+def _docker_runtime(why: str) -> list[Step]:
+    return [
+        Step.run(why, "sudo nvidia-ctk runtime configure --runtime=docker"),
+        Step.run("restart Docker", "sudo systemctl restart docker"),
+    ]
 
 
 def _container_host(ctx: Context) -> Outcome | None:
@@ -144,7 +189,11 @@ def _container_host(ctx: Context) -> Outcome | None:
             "the GPU ('could not select device driver \"\" with capabilities: [[gpu]]')",
             *evidence,
             *[f"missing: {m}" for m in missing],
-            fix=sentence(TOOLKIT_INSTALL) + " (it brings libnvidia-container-tools).",
+            fix=toolkit_install(
+                ctx.snapshot.system.os_release,
+                "reinstall the NVIDIA Container Toolkit (it brings libnvidia-container-tools; "
+                "NVIDIA's apt/dnf repository)",
+            ),
         )
     if not host.toolkit:
         # Docker beside NVIDIA GPUs with no toolkit, no nvidia runtime and no CDI spec: `docker
@@ -156,7 +205,11 @@ def _container_host(ctx: Context) -> Outcome | None:
             f"{engines} without the NVIDIA Container Toolkit: containers here cannot be given "
             "the GPU",
             *evidence,
-            fix="For GPU containers, " + TOOLKIT_INSTALL + ".",
+            fix=toolkit_install(
+                ctx.snapshot.system.os_release,
+                "for GPU containers, install the NVIDIA Container Toolkit (NVIDIA's apt/dnf "
+                "repository)",
+            ),
         )
     return Outcome.passed(f"{engines} with the NVIDIA Container Toolkit", *evidence)
 
@@ -205,18 +258,18 @@ def nouveau(ctx: Context) -> Outcome | None:
     return Outcome.fail(
         f"{' and '.join(culprits)}, not NVIDIA's driver, holds the GPU (CUDA cannot run on it)",
         *evidence,
-        fix=make_fix(
-            run(
-                f"blacklist {', '.join(modules)}",
+        fix=Fix.of(
+            Step.run(
+                f"keep {' and '.join(culprits)} from loading",
                 f'printf "{lines}\\n" | sudo tee {conf}',
                 layer=Layer.DRIVER,
             ),
-            run(
-                "rebuild the initramfs (on RHEL/Fedora: `sudo dracut --force`)",
-                "sudo update-initramfs -u",
+            Step.run(
+                "rebuild the initramfs (on RHEL/Fedora: sudo dracut --force)",
+                "sudo dracut --force" if _rpm(sysf.os_release) else "sudo update-initramfs -u",
                 layer=Layer.DRIVER,
             ),
-            reboot(),
+            Step.reboot(),
         ),
     )
 
@@ -247,14 +300,21 @@ def cuda_visible_devices(ctx: Context) -> Outcome | None:
             f"CUDA_VISIBLE_DEVICES names a GPU that does not exist: CUDA sees "
             f"{len(vis.visible)} of {total}",
             *evidence,
-            fix=f"export CUDA_VISIBLE_DEVICES={indices} (or unset CUDA_VISIBLE_DEVICES)",
+            fix=Fix.of(
+                Step.set_env("CUDA_VISIBLE_DEVICES", indices),
+                OR,
+                Step.unset_env("CUDA_VISIBLE_DEVICES"),
+            ),
         )
     if not vis.visible:
         return Outcome.fail(
             f"CUDA_VISIBLE_DEVICES hides all {total} GPU{'s' if total > 1 else ''}",
             shown,
-            fix="unset CUDA_VISIBLE_DEVICES (or list the GPUs to use: "
-            f"export CUDA_VISIBLE_DEVICES={indices})",
+            fix=Fix.of(
+                Step.unset_env("CUDA_VISIBLE_DEVICES"),
+                OR,
+                Step.set_env("CUDA_VISIBLE_DEVICES", indices, "list the GPUs to use"),
+            ),
         )
     if len(vis.visible) < total:
         hidden = [g for g in ctx.gpus if g not in vis.visible]
@@ -274,7 +334,11 @@ def cuda_launch_blocking(ctx: Context) -> Outcome | None:
     return Outcome.warn(
         "CUDA_LAUNCH_BLOCKING is on: every kernel launch waits for the GPU (a silent slowdown)",
         f"CUDA_LAUNCH_BLOCKING={value!r}",
-        fix="unset CUDA_LAUNCH_BLOCKING (set it only while debugging a CUDA error)",
+        fix=Fix.of(
+            Step.unset_env(
+                "CUDA_LAUNCH_BLOCKING", "unset it (set it only while debugging a CUDA error)"
+            )
+        ),
     )
 
 
@@ -293,6 +357,11 @@ def probes(ctx: Context) -> Outcome | None:
     return Outcome.warn(
         "Some facts could not be gathered",
         *[f"{p.name} probe: {p.status}: {p.error}" for p in bad],
-        fix="The findings that depend on these facts are marked skipped or unknown; "
-        "if this repeats, run gpucheck snapshot and report it with the snapshot attached.",
+        fix=Fix.of(
+            Step.info("the findings that depend on these facts are marked skipped or unknown"),
+            Step.run(
+                "if this repeats, report it with a snapshot attached",
+                "gpucheck snapshot --redact -o gpucheck-snapshot.json",
+            ),
+        ),
     )

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check GPUs, driver, CUDA, cuDNN, frameworks; say what to fix.",
     ),
     "snapshot": ("gpucheck.cli.snapshot", "snapshot", "Write the facts alone, as JSON."),
-    "schema": ("gpucheck.cli.schema", "schema", "Print the JSON Schema of a report."),
+    "schema": ("gpucheck.cli.schema", "schema", "Print the JSON Schema of a JSON output."),
     "checks": ("gpucheck.cli.checks", "list_checks", "List every check the doctor runs."),
     "bench": (
         "gpucheck.cli.bench",

@@ -19,6 +19,7 @@ from gpucheck.cli.common import (
     probe_options,
     write_output,
 )
+from gpucheck.model.frameworks import CUPY, TORCH
 
 
 def bench(
@@ -48,10 +49,10 @@ def bench(
     a run that did not finish, or no GPU to measure (the CPU figure is still shown), 2 usage
     error.
     """
+    from gpucheck.bench.probe import measure_cpu, measure_gpus
     from gpucheck.bench.report import BenchReport, render_text
     from gpucheck.bench.verdicts import findings
     from gpucheck.checks.context import Context
-    from gpucheck.probes.bench import measure_cpu, measure_gpus
     from gpucheck.probes.framework_python import find
     from gpucheck.probes.frameworks import PythonNotFound
     from gpucheck.probes.run import collect, driver_init_allowed
@@ -70,7 +71,7 @@ def bench(
             raise UserError(f"--gpu {missing[0]}: no such usable GPU (usable: {have})")
         usable = [g for g in usable if g.index in gpu]
     try:
-        found = find(options.env, python, ("torch", "cupy"), 15.0)
+        found = find(options.env, python, (TORCH.key, CUPY.key), 15.0)
     except PythonNotFound as exc:
         raise UserError(str(exc)) from None
     progress = _progress()

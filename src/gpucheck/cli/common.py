@@ -1,120 +1,23 @@
-"""What the commands share: option types, and writing output.
-
-Output goes to stdout, or to a file that is replaced only by a complete one.
-"""
+"""What the commands' parsers share: option types, and the input and output helpers they name
+(inputs.py, outputs.py), re-exported for the command modules."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
-import sys
-from collections.abc import Callable
-from typing import IO, Annotated
+from typing import Annotated
 
 import typer
 
+from gpucheck.cli import completion
 from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
 from gpucheck.inputs import probe_options as probe_options
 from gpucheck.inputs import read_input as read_input
 from gpucheck.inputs import read_snapshot as read_snapshot
-
-
-class OutputError(Exception):
-    """The report could not be written (a full disk, a closed device): one line, exit 4."""
-
-
-def output_target(path: str) -> tuple[str, bool]:
-    """Where `-o PATH` writes, and whether by replacing a regular file.
-
-    A regular file (or a link to one, followed) is replaced atomically by a complete one,
-    keeping its owner and mode. Anything else that exists and is not a folder (a character
-    device such as /dev/null, a fifo, /dev/stdout, a shell's /dev/fd/N) is written in place:
-    replacing it would destroy it or leave its reader waiting.
-    """
-    try:
-        st = os.stat(path)  # follows links
-    except FileNotFoundError:
-        real = os.path.realpath(path)  # a dangling link: create its target
-        if not os.path.isdir(os.path.dirname(real) or "."):
-            raise UserError(f"--output: folder {os.path.dirname(real)} does not exist") from None
-        return real, True
-    except OSError as exc:
-        raise UserError(f"--output: {path}: {exc.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise UserError(f"--output: {path} is a folder")
-    # /dev/stdout, /dev/fd/N and /proc/self/fd/N name an open descriptor, whatever it is.
-    special = os.path.abspath(path).startswith(("/dev/", "/proc/"))
-    if stat.S_ISREG(st.st_mode) and not special:
-        return os.path.realpath(path), True
-    return path, False
-
-
-def _replace_atomically(target: str, write: Callable[[IO[str]], object]) -> None:
-    import tempfile  # only -o FILE pays for it
-
-    folder = os.path.dirname(target) or "."
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", dir=folder)
-    except OSError as exc:
-        raise UserError(f"--output: cannot write in {folder}: {exc.strerror}") from None
-    try:
-        try:
-            old = os.stat(target)
-        except FileNotFoundError:
-            # mkstemp makes 0600; a new report is read by collectors running as other users.
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        else:
-            os.chmod(tmp, stat.S_IMODE(old.st_mode))
-            if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-                with contextlib.suppress(PermissionError):
-                    os.chown(tmp, old.st_uid, old.st_gid)
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            write(stream)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def write_output(path: str | None, write: Callable[[IO[str]], object]) -> None:
-    """Write to stdout, or to `path` (see output_target). A reader that goes away early
-    (`gpucheck doctor | head`) is not an error: the exit code still tells the result."""
-    try:
-        if path is None or path == "-":
-            write(sys.stdout)
-            sys.stdout.flush()
-        else:
-            target, replace = output_target(path)
-            if replace:
-                _replace_atomically(target, write)
-            else:
-                with open(target, "w", encoding="utf-8") as stream:
-                    write(stream)
-    except BrokenPipeError:
-        quiet_stdout()
-    except OSError as exc:
-        where = "standard output" if path in (None, "-") else path
-        raise OutputError(f"cannot write the report to {where}: {exc.strerror or exc}") from None
-
-
-def quiet_stdout() -> None:
-    """Point stdout at /dev/null, so that nothing more (nor the interpreter's final flush)
-    fails on a pipe whose reader has gone."""
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
+from gpucheck.outputs import OutputError as OutputError
+from gpucheck.outputs import output_target as output_target
+from gpucheck.outputs import quiet_stdout as quiet_stdout
+from gpucheck.outputs import same_file as same_file
+from gpucheck.outputs import write_output as write_output
 
 TimeoutOpt = Annotated[
     float,
@@ -141,6 +44,7 @@ PythonOpt = Annotated[
         metavar="PATH",
         help="Probe the frameworks of this interpreter (default: gpucheck's own and the active "
         "virtualenv/conda env).",
+        autocompletion=completion.python_paths,
     ),
 ]
 OutputOpt = Annotated[

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
 from gpucheck.cli.common import CompatDirOpt, JsonOpt, UserError, load_compat, write_output
 from gpucheck.exit_status import ExitStatus
+from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 
 compat_app = typer.Typer(
     help="Ask the compatibility data: which versions fit which driver, CUDA and GPU.",
@@ -95,36 +97,28 @@ def compat(
     _print("".join(line + "\n" for line in lines))
 
 
-@compat_app.command("tensorflow")
-def compat_tensorflow(
-    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
-) -> None:
-    """A TensorFlow release: its tested CUDA, cuDNN and Python range."""
-    _answer(ctx, "tensorflow", version, as_json, compat_dir)
+def _release_command(kind: str) -> Callable[..., None]:
+    """`compat KIND VERSION`: one release of a framework or library, as compat.answers tells."""
+
+    def command(
+        ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+    ) -> None:
+        _answer(ctx, kind, version, as_json, compat_dir)
+
+    return command
 
 
-@compat_app.command("torch")
-def compat_torch(
-    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
-) -> None:
-    """A PyTorch release (2.5.1, or 2.5.1+cu124): CUDA variants, Python range, architectures."""
-    _answer(ctx, "torch", version, as_json, compat_dir)
-
-
-@compat_app.command("jax")
-def compat_jax(
-    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
-) -> None:
-    """A jaxlib release: the CUDA and cuDNN it needs."""
-    _answer(ctx, "jax", version, as_json, compat_dir)
-
-
-@compat_app.command("cudnn")
-def compat_cudnn(
-    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
-) -> None:
-    """A cuDNN release: supported CUDA versions, drivers and GPUs."""
-    _answer(ctx, "cudnn", version, as_json, compat_dir)
+# The subjects asked about by release, with their help; `driver` takes an option of its own.
+for _kind, _help in (
+    (TENSORFLOW.key, "A TensorFlow release: its tested CUDA, cuDNN and Python range."),
+    (
+        TORCH.key,
+        "A PyTorch release (2.5.1, or 2.5.1+cu124): CUDA variants, Python range, architectures.",
+    ),
+    (JAX.key, "A jaxlib release: the CUDA and cuDNN it needs."),
+    ("cudnn", "A cuDNN release: supported CUDA versions, drivers and GPUs."),
+):
+    compat_app.command(_kind, help=_help)(_release_command(_kind))
 
 
 @compat_app.command("driver")

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from gpucheck.model.snapshot import Snapshot
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import (
     CompatDirOpt,
     DeepOpt,
@@ -27,14 +28,20 @@ from gpucheck.cli.common import (
     same_file,
     write_output,
 )
-from gpucheck.inputs import parse_compute_capability, parse_size
+from gpucheck.inputs import parse_compute_capability, parse_job_pids, parse_size
 
 
 def doctor(
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     fmt: Annotated[
         str,
-        typer.Option("--format", "-f", help="text, json, junit or prometheus.", metavar="FORMAT"),
+        typer.Option(
+            "--format",
+            "-f",
+            help="text, json, junit or prometheus.",
+            metavar="FORMAT",
+            autocompletion=completion.doctor_formats,
+        ),
     ] = "text",
     output: OutputOpt = None,
     verbose: Annotated[
@@ -58,7 +65,8 @@ def doctor(
         typer.Option(
             "--min-memory",
             metavar="SIZE",
-            help="Require this much memory on every GPU (40GiB, 80GB).",
+            help="Require this much memory on every GPU: 40G and 40GiB are binary (as nvidia-smi "
+            "counts), 80GB decimal (as datasheets count).",
         ),
     ] = None,
     min_cc: Annotated[
@@ -72,12 +80,30 @@ def doctor(
     only: Annotated[
         list[str] | None,
         typer.Option(
-            "--only", metavar="ID", help="Run only these checks (id or prefix, repeatable)."
+            "--only",
+            metavar="ID",
+            help="Run only these checks (id or prefix, repeatable).",
+            autocompletion=completion.check_selectors,
         ),
     ] = None,
     skip: Annotated[
         list[str] | None,
-        typer.Option("--skip", metavar="ID", help="Skip these checks (id or prefix, repeatable)."),
+        typer.Option(
+            "--skip",
+            metavar="ID",
+            help="Skip these checks (id or prefix, repeatable).",
+            autocompletion=completion.check_selectors,
+        ),
+    ] = None,
+    job_pids: Annotated[
+        str | None,
+        typer.Option(
+            "--job-pids",
+            metavar="PIDS",
+            help="Scheduler health profile: the PIDs of running jobs (e.g. from `scontrol "
+            'listpids`; "" for none). GPU memory and exclusive-process GPUs they hold are '
+            "normal; any other process holding GPU memory is leaked.",
+        ),
     ] = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
@@ -120,6 +146,7 @@ def doctor(
             min_compute_capability=(
                 parse_compute_capability(min_cc) if min_cc is not None else None
             ),
+            job_pids=parse_job_pids(job_pids) if job_pids is not None else None,
         )
         import gpucheck.checks  # noqa: F401  (registers every check)
 

@@ -3,12 +3,17 @@ it fits this machine's GPUs (or a given size, or every GPU in the compat data)."
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import JsonOpt, OutputOpt, PythonOpt, TimeoutOpt, UserError, write_output
+from gpucheck.exit_status import ExitStatus
+from gpucheck.model.frameworks import TORCH
 
 if TYPE_CHECKING:
     from gpucheck.fit.shape import ModelShape
@@ -24,7 +29,8 @@ def fit(
         ),
     ] = None,
     params: Annotated[
-        str | None, typer.Option("--params", metavar="N", help="Parameter count: 7B, 125M.")
+        str | None,
+        typer.Option("--params", metavar="N", help="Parameter count with a suffix: 7B, 125M."),
     ] = None,
     torch_module: Annotated[
         str | None,
@@ -39,39 +45,91 @@ def fit(
         typer.Option("--input", metavar="SHAPE", help="Input of --torch-module without batch."),
     ] = None,
     dtype: Annotated[
-        str, typer.Option("--dtype", help="fp32, fp16, bf16, fp8, int8 or int4.")
-    ] = "bf16",
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="fp32, fp16, bf16, fp8, int8, int4 or nf4 (default: the checkpoint's "
+            "quantisation, else bf16).",
+            autocompletion=completion.fit_dtypes,
+        ),
+    ] = None,
     train: Annotated[
         bool, typer.Option("--train/--infer", help="A training step (default) or serving.")
     ] = True,
     optimizer: Annotated[
-        str, typer.Option("--optimizer", help="adam, adamw, sgd, adafactor or 8bit.")
-    ] = "adamw",
+        str | None,
+        typer.Option(
+            "--optimizer",
+            help="adamw (default), adam, sgd, adafactor or 8bit.",
+            autocompletion=completion.fit_optimizers,
+        ),
+    ] = None,
+    optimizer_states: Annotated[
+        str | None,
+        typer.Option("--optimizer-states", help="fp32 (default) or bf16 optimizer states."),
+    ] = None,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout", help="zero (16 B/param, default) or trainer (HF Trainer's 18 B/param)."
+        ),
+    ] = None,
     master_weights: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--master-weights/--no-master-weights",
-            help="Keep an fp32 copy of 16-bit weights (mixed precision).",
+            help="Keep an fp32 copy of 16-bit weights (mixed precision; default).",
         ),
-    ] = True,
-    checkpointing: Annotated[
-        bool,
-        typer.Option("--checkpointing/--no-checkpointing", help="Full activation checkpointing."),
-    ] = False,
-    batch: Annotated[int, typer.Option("--batch", min=1, help="Batch per GPU.")] = 1,
-    seq: Annotated[
-        int | None, typer.Option("--seq", min=1, help="Sequence length (tokens).")
     ] = None,
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="Data-parallel GPUs.")] = 1,
-    zero: Annotated[
+    checkpointing: Annotated[
+        bool | None,
+        typer.Option("--checkpointing/--no-checkpointing", help="Full activation checkpointing."),
+    ] = None,
+    lora: Annotated[
+        int | None,
+        typer.Option("--lora", metavar="RANK", help="LoRA (QLoRA with --dtype nf4) of rank R."),
+    ] = None,
+    lora_targets: Annotated[
+        str | None,
+        typer.Option(
+            "--lora-targets",
+            metavar="LIST",
+            help="Adapted layers: q,k,v,o,gate,up,down or all-linear (default q,v).",
+        ),
+    ] = None,
+    loss: Annotated[
+        str | None,
+        typer.Option("--loss", help="unfused (default: fp32 logits kept) or fused."),
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", help="Batch per GPU.")] = 1,
+    seq: Annotated[int | None, typer.Option("--seq", help="Sequence length (tokens).")] = None,
+    gpus: Annotated[
         int,
-        typer.Option("--zero", min=0, max=3, help="ZeRO stage over --gpus (FSDP FULL_SHARD = 3)."),
-    ] = 0,
+        typer.Option(
+            "--gpus", help="GPUs: data parallel for --train, --parallel split for --infer."
+        ),
+    ] = 1,
+    zero: Annotated[
+        int | None,
+        typer.Option("--zero", help="ZeRO stage over --gpus (FSDP FULL_SHARD = 3)."),
+    ] = None,
+    parallel: Annotated[
+        str | None,
+        typer.Option(
+            "--parallel", help="Serving over --gpus: tensor (default) or pipeline parallel."
+        ),
+    ] = None,
     attention: Annotated[
-        str, typer.Option("--attention", help="flash (fused, the default) or eager.")
+        str,
+        typer.Option(
+            "--attention",
+            help="flash/sdpa (fused, the default) or eager.",
+            autocompletion=completion.fit_attention,
+        ),
     ] = "flash",
     kv_dtype: Annotated[
-        str | None, typer.Option("--kv-dtype", help="KV cache dtype (default: compute dtype).")
+        str | None,
+        typer.Option("--kv-dtype", help="KV cache dtype: fp16, bf16, fp8, int8 (--infer)."),
     ] = None,
     gpu_memory: Annotated[
         str | None,
@@ -91,34 +149,43 @@ def fit(
 ) -> None:
     """Will this model train (or serve) on these GPUs at this batch size?
 
-    Exit codes: 0 it fits every GPU judged (or none was judged, or --all-gpus), 1 it does not
-    fit one, 2 usage error or an unreadable model file.
+    Exit codes: 0 it fits every GPU judged (or --all-gpus, a survey); 1 it does not fit one,
+    only a lower bound could be counted ("may fit"), or no GPU was judged (the estimate is still
+    printed); 2 usage error or an unreadable model file.
     """
-    from gpucheck.fit.estimate import OPTIMIZERS, Setup, estimate
-    from gpucheck.fit.report import FitReport, render_text
+    from gpucheck.fit.report import FitReport, Target, render_text
+    from gpucheck.fit.request import Request, setup_from
     from gpucheck.fit.shape import ModelError
-    from gpucheck.fit.units import UnitError, parse_dtype, parse_size
+    from gpucheck.fit.units import DTYPE_BYTES, UnitError, parse_dtype, parse_size
 
+    request = Request(
+        train=train, dtype=dtype, batch=batch, seq=seq, gpus=gpus, zero=zero, parallel=parallel,
+        optimizer=optimizer, optimizer_states=optimizer_states, layout=layout,
+        master_weights=master_weights, checkpointing=checkpointing, attention=attention,
+        kv_dtype=kv_dtype, lora=lora, lora_targets=lora_targets, loss=loss, timeout=timeout,
+    )  # fmt: skip
     try:
-        dtype = parse_dtype(dtype)
-        kv = parse_dtype(kv_dtype, "--kv-dtype") if kv_dtype else None
-        if optimizer.lower() not in OPTIMIZERS:
-            raise UserError(f"--optimizer: {optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
-        if attention not in ("flash", "eager"):
-            raise UserError(f"--attention: {attention!r} is not flash or eager")
-        if train and dtype in ("int8", "int4"):
-            raise UserError(
-                f"--train with --dtype {dtype}: quantised weights are not trained directly "
-                "(QLoRA trains adapters); estimate --infer, or train in bf16"
-            )
-        if zero and gpus == 1:
-            raise UserError("--zero shards over several GPUs: pass --gpus N as well")
+        if dtype is not None:
+            parse_dtype(dtype)
         if measure and torch_module is None:
             raise UserError("--measure runs a --torch-module model; pass one")
-        memory = parse_size(gpu_memory, "--gpu-memory") if gpu_memory else None
+        memory = parse_size(gpu_memory, "--gpu-memory", require_unit=True) if gpu_memory else None
+        if memory is not None and memory > 1 << 50:
+            raise UserError(f"--gpu-memory: {gpu_memory!r} is more than any GPU has")
         if memory is not None and all_gpus:
             raise UserError("--gpu-memory and --all-gpus: choose one")
         shape = _shape(model, params, torch_module, input_shape)
+        notes: list[str] = []
+        if shape.params == 0 and shape.param_bytes:
+            # An index without its shards and no config: a count from the bytes and a dtype.
+            per = DTYPE_BYTES[parse_dtype(dtype) if dtype else "bf16"]
+            shape = shape.with_params(int(shape.param_bytes / per), shape.source)
+            notes.append(f"parameters: metadata.total_size / {per:g} B (no config.json beside)")
+        default_seq = None
+        if seq is None and shape.is_transformer:
+            default_seq = min(shape.max_positions or 2048, 2048)
+            notes.append(f"--seq not given: {default_seq} tokens assumed (pass --seq to change)")
+        setup = setup_from(request, shape, default_seq)
         measured = None
         if torch_module is not None:
             from gpucheck.fit.trace import parse_input, trace
@@ -133,36 +200,17 @@ def fit(
                 "cuda" if measure else None,
                 batch,
             )
-        if shape.params == 0 and shape.param_bytes:
-            # An index without its shards: bytes, and a count from the dtype given.
-            from gpucheck.fit.units import DTYPE_BYTES
-
-            shape = shape.with_params(int(shape.param_bytes / DTYPE_BYTES[dtype]), shape.source)
     except (UnitError, ModelError) as exc:
         raise UserError(str(exc)) from None
-    notes: list[str] = []
+    from gpucheck.fit.estimate import estimate
+
     if shape.param_dtypes and shape.param_bytes:
         stored = ", ".join(f"{n:,} {d}" for d, n in shape.param_dtypes.items())
+        counted = "as stored" if setup.stored_bytes else f"in --dtype {setup.dtype}"
         notes.append(
-            f"the file stores {shape.param_bytes / 1024**3:.2f} GiB ({stored}); weights are "
-            f"counted in --dtype {dtype}"
+            f"the files store {shape.param_bytes / 1024**3:.2f} GiB ({stored}); weights are "
+            f"counted {counted}"
         )
-    if seq is None and shape.is_transformer:
-        seq = min(shape.max_positions or 2048, 2048)
-        notes.append(f"--seq not given: {seq} tokens assumed (pass --seq to change)")
-    setup = Setup(
-        mode="train" if train else "infer",
-        dtype=dtype,
-        batch=batch,
-        seq=seq,
-        optimizer=optimizer.lower(),
-        master_weights=master_weights,
-        checkpointing=checkpointing,
-        gpus=gpus,
-        zero=zero,
-        flash_attention=attention == "flash",
-        kv_dtype=kv,
-    )
     est = estimate(shape, setup)
     if measured is not None and measured.peak_allocated is not None:
         notes.append(
@@ -171,9 +219,8 @@ def fit(
             f"{(measured.peak_reserved or 0) / 1024**3:.2f} GiB (estimate of the tensors: "
             f"{est.tensors / 1024**3:.2f} GiB; the CUDA context is outside the allocator)"
         )
+    why = None
     if memory is not None:
-        from gpucheck.fit.report import Target
-
         targets = [Target(f"--gpu-memory {gpu_memory}", memory)]
     elif all_gpus:
         from gpucheck.cli.common import load_compat
@@ -193,6 +240,12 @@ def fit(
         write_output(output, lambda s: s.write(to_json(report.to_dict()).decode() + "\n"))
     else:
         write_output(output, lambda s: render_text(report, s))
+    if why:
+        # Nothing was judged: a script must not read this as "fits" (as the doctor's 1).
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.write(f"gpucheck: no GPU judged: {why}\n")
+            sys.stderr.flush()
+        raise typer.Exit(ExitStatus.FAILED)
     raise typer.Exit(report.exit_code)
 
 
@@ -224,7 +277,7 @@ def _python_with_torch(python: str | None, timeout: float) -> str:
     from gpucheck.probes.frameworks import PythonNotFound
 
     try:
-        found = find(os.environ, python, ("torch",), min(timeout, 30))
+        found = find(os.environ, python, (TORCH.key,), min(timeout, 30))
     except PythonNotFound as exc:
         raise UserError(str(exc)) from None
     if found.python is None:

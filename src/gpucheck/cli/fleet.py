@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import CompatDirOpt, OutputOpt, UserError, load_compat, write_output
 
 PROGRESS_EVERY = 500  # reports between progress updates on a terminal
@@ -23,7 +24,14 @@ def fleet(
         ),
     ],
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table, json or csv.", metavar="FORMAT")
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table, json or csv.",
+            metavar="FORMAT",
+            autocompletion=completion.fleet_formats,
+        ),
     ] = "table",
     output: OutputOpt = None,
     recheck: Annotated[

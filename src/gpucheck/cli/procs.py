@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpucheck.cli.common import UserError, write_output
+from gpucheck.exit_status import ExitStatus
 
 if TYPE_CHECKING:
-    from gpucheck.process_ending import Decision
-    from gpucheck.report.procs import ProcsDocument
+    from gpucheck.procs.ending import Decision
+    from gpucheck.procs.render import ProcsDocument
+
+
+def _finite(value: float) -> float:
+    """click's FloatRange lets NaN through (every comparison with it is false)."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a number of seconds")
+    return value
+
 
 GpuOpt = Annotated[
     str | None,
@@ -28,7 +39,11 @@ def procs(
     ] = None,
     kill_mine: Annotated[
         bool,
-        typer.Option("--kill-mine", help="End your own processes with a compute context on a GPU."),
+        typer.Option(
+            "--kill-mine",
+            help="End your processes (SUDO_UID's under sudo) in this container that have a "
+            "compute context on a GPU.",
+        ),
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="As root: also end another user's processes named.")
@@ -41,27 +56,40 @@ def procs(
             metavar="SECONDS",
             min=0,
             max=600,
+            callback=_finite,
             help="Seconds between SIGTERM and SIGKILL.",
         ),
     ] = 10.0,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", metavar="SECONDS", min=0.5, max=600, help="NVML time bound."),
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=0.5,
+            max=600,
+            callback=_finite,
+            help="NVML time bound.",
+        ),
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
-    from gpucheck.gpu_holders import merge, only_gpu, select_gpu
+    from gpucheck.model.holders import merge, only_gpu, select_gpu
     from gpucheck.probes.run import ProbeOptions, collect_holders
-    from gpucheck.report import procs as out
+    from gpucheck.procs import render as out
 
     acting = bool(kill) or kill_mine
     if not acting:
         for name, given in (("--force", force), ("--yes", yes)):
             if given:
                 raise UserError(f"{name} goes with --kill or --kill-mine")
+    from gpucheck.procs.view import read_view
+
     options = ProbeOptions(timeout=timeout)
     snap = collect_holders(options)
-    holders = merge(snap)
+    in_container = snap.system.container is not None
+    pids = [p.pid for p in snap.processes.processes]
+    view = read_view(options.root, os.environ, in_container, pids)
+    holders = merge(snap, view)
     index = None
     if gpu is not None:
         index = select_gpu(gpu, snap.nvml.gpus)
@@ -69,16 +97,19 @@ def procs(
             known = ", ".join(f"{g.index} ({g.uuid})" for g in snap.nvml.gpus) or "none answer"
             raise UserError(f"--gpu {gpu}: no such GPU (GPUs: {known})")
         holders = only_gpu(holders, index)
-    in_container = snap.system.container is not None
     if not acting:
         doc = out.document(holders, snap.created_at, in_container)
         _write(doc, json_out)
+        if not holders.complete:
+            raise typer.Exit(ExitStatus.UNKNOWN)  # "no process holds it" could not be said
         return
-    from gpucheck.process_ending import Caller, Ender, Request, plan
+    from gpucheck.procs.ending import Caller, Ender, Request, plan
 
     decisions = plan(holders, Request(tuple(kill or ()), kill_mine, force, index), Caller.this())
     to_end = [d for d in decisions if d.end]
-    _tell(decisions, json_out)
+    # --kill-mine finds compute contexts through NVML: where it could not ask, some may be missed.
+    unasked = holders.unasked() if kill_mine else []
+    _tell(decisions, json_out, unasked)
     if to_end and not yes:
         if not sys.stdin.isatty():
             raise UserError(
@@ -87,10 +118,10 @@ def procs(
             )
         if not typer.confirm(f"End {len(to_end)} process(es)?", default=False, err=True):
             sys.stderr.write("gpucheck: nothing was ended\n")
-            raise typer.Exit(1)
+            raise typer.Exit(ExitStatus.FAILED)
     ender = Ender(options.root, grace)
     ended = {d.pid: ender.end(d) for d in to_end}
-    after = merge(collect_holders(options)) if to_end else holders
+    after = merge(collect_holders(options), view) if to_end else holders
     if index is not None:
         after = only_gpu(after, index)
     memory = [
@@ -106,11 +137,13 @@ def procs(
         _report(doc)
     done = all(e.outcome in ("terminated", "killed", "gone") for e in ended.values())
     if not done or len(to_end) < len(decisions):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.FAILED)
+    if unasked:
+        raise typer.Exit(ExitStatus.UNKNOWN)
 
 
 def _write(doc: ProcsDocument, json_out: bool) -> None:
-    from gpucheck.report import procs as out
+    from gpucheck.procs import render as out
 
     if json_out:
         text = out.to_json(doc)
@@ -119,10 +152,15 @@ def _write(doc: ProcsDocument, json_out: bool) -> None:
         write_output(None, lambda stream: out.render(doc, stream))
 
 
-def _tell(decisions: list[Decision], json_out: bool) -> None:
+def _tell(decisions: list[Decision], json_out: bool, unasked: list[str]) -> None:
     """What will be ended and what not, before anything is: on stderr when stdout is JSON."""
     stream = sys.stderr if json_out else sys.stdout
-    if not decisions:
+    for why in unasked:
+        stream.write(
+            f"could not tell which of your processes have a compute context: {why}; "
+            "name them with --kill PID (`gpucheck procs` lists the device files' holders)\n"
+        )
+    if not decisions and not unasked:
         stream.write("Nothing to end: none of your processes has a compute context on a GPU.\n")
     for d in decisions:
         if d.end:
@@ -133,11 +171,13 @@ def _tell(decisions: list[Decision], json_out: bool) -> None:
 
 
 def _report(doc: ProcsDocument) -> None:
-    from gpucheck.report import procs as out
+    from gpucheck.procs import render as out
 
     for a in doc.actions or []:
         if a.outcome is not None:
-            sys.stdout.write(f"PID {a.pid}: {a.outcome}: {a.detail}\n")
+            words = out.GUARD_WORDS.get(a.guard or "")
+            guard = f" (signals sent {words})" if words else ""
+            sys.stdout.write(f"PID {a.pid}: {a.outcome}: {a.detail}{guard}\n")
     for m in doc.memory or []:
         if m.before is not None and m.after is not None:
             freed = m.before - m.after

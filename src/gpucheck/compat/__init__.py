@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 from packaging.version import Version
 
+from gpucheck.compat.location import data_dir as data_dir
 from gpucheck.compat.rows import CompatError, Rows, parse_version
 
 if TYPE_CHECKING:
@@ -61,15 +62,6 @@ class Architecture(Struct, frozen=True):
     name: str
     compute_capabilities: tuple[str, ...]
     source: str
-
-
-def data_dir() -> Path:
-    """compat/ as shipped in the wheel, or at the top of a source checkout (editable installs)."""
-    package = Path(__file__).resolve().parents[1]
-    packaged = package / "compat_data"
-    if packaged.is_dir():
-        return packaged
-    return package.parents[1] / "compat"
 
 
 # How rows of a user's compat folder replace shipped ones: same key, same row.
@@ -235,43 +227,17 @@ class Compat:
         rows = Rows(path, data)
         return cls(
             toolkits=[
-                ToolkitRelease(
-                    version=r.version("version"),
-                    label=r.text("label"),
-                    # Where the notes print only a branch (R610), any driver of it qualifies.
+                # Where the notes print only a branch (R610), any driver of it qualifies.
+                r.struct(
+                    ToolkitRelease,
                     min_driver_linux=r.opt_version("min_driver_linux")
                     or r.opt_version("driver_branch"),
-                    min_driver_windows=r.opt_version("min_driver_windows"),
-                    source=r.text("source"),
                 )
                 for r in rows.table("toolkit")
             ],
-            minor=[
-                MinorCompat(
-                    cuda_major=r.integer("cuda_major"),
-                    min_driver_linux=r.opt_version("min_driver_linux"),
-                    min_driver_windows=r.opt_version("min_driver_windows"),
-                    source=r.text("source"),
-                )
-                for r in rows.table("minor_compat")
-            ],
-            arch_ranges=[
-                ToolkitArch(
-                    cuda=r.version("cuda"),
-                    min_cc=r.version("min_cc"),
-                    max_cc=r.version("max_cc"),
-                    source=r.text("source"),
-                )
-                for r in rows.table("toolkit_arch")
-            ],
-            architectures=[
-                Architecture(
-                    name=r.text("name"),
-                    compute_capabilities=tuple(r.text_list("compute_capabilities")),
-                    source=r.text("source"),
-                )
-                for r in rows.table("architecture")
-            ],
+            minor=[r.struct(MinorCompat) for r in rows.table("minor_compat")],
+            arch_ranges=[r.struct(ToolkitArch) for r in rows.table("toolkit_arch")],
+            architectures=[r.struct(Architecture) for r in rows.table("architecture")],
             data_as_of=str(data.get("data_as_of", "")),
             dirs=dirs,
         )

@@ -12,7 +12,7 @@ from typing import Any
 from msgspec import Struct
 from packaging.version import Version
 
-from gpucheck.compat.rows import CompatError, Rows, parse_version
+from gpucheck.compat.rows import Rows, parse_version
 
 
 class CudnnRelease(Struct, frozen=True):
@@ -34,28 +34,8 @@ class CudnnData:
 
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any]) -> CudnnData:
-        releases = []
-        for r in Rows(path, data).table("release"):
-            majors = r.data.get("cuda_majors", [])
-            if not isinstance(majors, list) or not all(
-                isinstance(m, int) and not isinstance(m, bool) for m in majors
-            ):
-                raise CompatError(f"{r.where}: cuda_majors must be a list of integers")
-            releases.append(
-                CudnnRelease(
-                    version=r.version("version"),
-                    covers=tuple(r.text_list("covers", required=False)),
-                    cuda=tuple(r.text_list("cuda", required=False)),
-                    cuda_majors=tuple(majors),
-                    min_driver_linux=r.text_map("min_driver_linux"),
-                    min_driver_windows=r.text_map("min_driver_windows"),
-                    compute_capabilities=tuple(r.text_list("compute_capabilities", required=False)),
-                    min_cc=r.opt_version("min_cc"),
-                    max_cc=r.opt_version("max_cc"),
-                    source=r.text("source"),
-                )
-            )
-        return cls(releases)
+        lists = ("covers", "cuda", "compute_capabilities")  # may be absent
+        return cls([r.struct(CudnnRelease, lists) for r in Rows(path, data).table("release")])
 
     def release(self, version: str) -> CudnnRelease | None:
         """The row whose matrix names this release (9.1.0, or 9.1.0.70 as pip prints it)."""

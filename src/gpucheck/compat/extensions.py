@@ -54,29 +54,9 @@ class ExtensionData:
         rows = Rows(path, data)
         pairings = []
         for r in rows.table("pairing"):
-            and_later = r.data.get("and_later", False)
-            if not isinstance(and_later, bool):
-                raise CompatError(f"{r.where}: and_later must be true or false")
             r.version("torch")  # validates it
-            pairings.append(
-                Pairing(
-                    package=r.text("package"),
-                    torch=r.text("torch"),
-                    versions=tuple(r.text_list("versions")),
-                    and_later=and_later,
-                    source=r.text("source"),
-                )
-            )
-        numpy = [
-            NumpyAbi(
-                package=r.text("package"),
-                numpy2_from=r.version("numpy2_from"),
-                platform=r.opt_text("platform"),
-                numpy1_builds=tuple(r.text_list("numpy1_builds", required=False)),
-                source=r.text("source"),
-            )
-            for r in rows.table("numpy_abi")
-        ]
+            pairings.append(r.struct(Pairing))
+        numpy = [r.struct(NumpyAbi, optional=("numpy1_builds",)) for r in rows.table("numpy_abi")]
         return cls(pairings, numpy)
 
     def pairing(self, package: str, torch: str) -> Pairing | None:
@@ -128,17 +108,8 @@ class TensorrtData:
             majors = r.text_list("cuda_majors")
             if not all(m.isascii() and m.isdigit() for m in majors):
                 raise CompatError(f"{r.where}: cuda_majors must be CUDA majors as text")
-            releases.append(
-                TensorrtRelease(
-                    version=r.version("version"),
-                    cuda_majors=tuple(int(m) for m in majors),
-                    cuda=tuple(r.text_list("cuda", required=False)),
-                    cudnn=r.opt_text("cudnn"),
-                    min_cc=r.opt_version("min_cc"),
-                    max_cc=r.opt_version("max_cc"),
-                    source=r.text("source"),
-                )
-            )
+            cuda_majors = tuple(int(m) for m in majors)
+            releases.append(r.struct(TensorrtRelease, ("cuda",), cuda_majors=cuda_majors))
         tf = rows.table("tf_trt")
         until = tf[0].version("tensorflow_without") if tf else None
         return cls(releases, until, tf[0].text("source") if tf else "")

@@ -88,28 +88,10 @@ class TorchData:
     def from_data(cls, path: Path, data: dict[str, Any]) -> TorchData:
         rows = Rows(path, data)
         releases = [
-            TorchRelease(
-                version=r.version("version"),
-                python_min=r.opt_version("python_min"),
-                python_max=r.opt_version("python_max"),
-                cuda_variants=tuple(r.text_list("cuda_variants", required=False)),
-                default_pypi_cuda=r.opt_text("default_pypi_cuda"),
-                rocm_variants=tuple(r.text_list("rocm_variants", required=False)),
-                source=r.text("source"),
-            )
+            r.struct(TorchRelease, optional=("cuda_variants", "rocm_variants"))
             for r in rows.table("release")
         ]
-        archs = [
-            TorchArch(
-                torch_min=r.version("torch_min"),
-                torch_max=r.opt_version("torch_max"),
-                cuda=r.text("cuda"),
-                sm=tuple(r.text_list("sm")),
-                ptx=tuple(r.text_list("ptx", required=False)),
-                source=r.text("source"),
-            )
-            for r in rows.table("arch")
-        ]
+        archs = [r.struct(TorchArch, optional=("ptx",)) for r in rows.table("arch")]
         return cls(releases, archs)
 
     def release(self, version: str) -> TorchRelease | None:
@@ -185,43 +167,16 @@ class TensorflowData:
     def from_data(cls, path: Path, data: dict[str, Any]) -> TensorflowData:
         rows = Rows(path, data)
 
-        def release(r: Any) -> TfRelease:
-            return TfRelease(
-                version=r.version("version"),
-                python_min=r.opt_version("python_min"),
-                python_max=r.opt_version("python_max"),
-                cuda=r.opt_text("cuda"),
-                cudnn=r.opt_text("cudnn"),
-                source=r.text("source"),
-                package=r.opt_text("package"),
-            )
-
         last = rows.text("windows_native_gpu_last")
         last_version = parse_version(last) if last else None
         if last and last_version is None:
             raise CompatError(f"{path.name}: windows_native_gpu_last = {last!r} is not a version")
         return cls(
-            releases=[release(r) for r in rows.table("release")],
-            windows_gpu=[release(r) for r in rows.table("windows_gpu")],
-            and_cuda=[
-                TfAndCuda(
-                    r.version("version"),
-                    tuple(r.text_list("requires")),
-                    r.text("source"),
-                    r.opt_text("loader_gap"),
-                    r.opt_text("loader_gap_source"),
-                )
-                for r in rows.table("and_cuda")
-            ],
+            releases=[r.struct(TfRelease) for r in rows.table("release")],
+            windows_gpu=[r.struct(TfRelease) for r in rows.table("windows_gpu")],
+            and_cuda=[r.struct(TfAndCuda) for r in rows.table("and_cuda")],
             packages=[
-                TfPackage(
-                    r.text("name"),
-                    r.opt_text("note") or "",
-                    r.opt_text("last_version"),
-                    r.text("source"),
-                    r.opt_version("keras3_default_from"),
-                )
-                for r in rows.table("package")
+                r.struct(TfPackage, note=r.opt_text("note") or "") for r in rows.table("package")
             ],
             windows_native_gpu_last=last_version,
             windows_native_gpu_source=rows.text("windows_native_gpu_source"),
@@ -264,15 +219,7 @@ class JaxData:
     def from_data(cls, path: Path, data: dict[str, Any]) -> JaxData:
         return cls(
             [
-                JaxRelease(
-                    version=r.version("version"),
-                    cuda_min=r.opt_text("cuda_min"),
-                    cudnn_min=r.opt_text("cudnn_min"),
-                    python_min=r.opt_version("python_min"),
-                    cuda_majors=tuple(r.text_list("cuda_majors", required=False)),
-                    packages=tuple(r.text_list("packages", required=False)),
-                    source=r.text("source"),
-                )
+                r.struct(JaxRelease, optional=("cuda_majors", "packages"))
                 for r in Rows(path, data).table("release")
             ]
         )

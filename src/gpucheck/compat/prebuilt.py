@@ -58,7 +58,7 @@ def build(folder: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    from gpucheck.compat import data_dir
+    from gpucheck.compat.location import data_dir
 
     for path in build(data_dir()):
         print(f"wrote {path}")

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 from packaging.version import InvalidVersion, Version
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 
 class CompatError(ValueError):
@@ -89,6 +94,22 @@ class Row:
         table = f"{self.where.split(': ', 1)[1]}.{key}"
         return [Row(self.path, table, i, r) for i, r in enumerate(value)]
 
+    def flag(self, key: str) -> bool:
+        """true or false; absent: false."""
+        value = self.data.get(key, False)
+        if not isinstance(value, bool):
+            raise self._bad(key, "true or false")
+        return value
+
+    def integer_list(self, key: str) -> list[int]:
+        """A list of integers; absent: empty."""
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self._bad(key, "a list of integers")
+        return value
+
     def integer(self, key: str) -> int:
         value = self.data.get(key)
         if not isinstance(value, int) or isinstance(value, bool):
@@ -126,3 +147,48 @@ class Row:
                 raise CompatError(f"{self.where}: {key} has {item!r}, which is not a version")
             out.append(parsed)
         return out
+
+    def struct(self, kind: type[S], optional: Collection[str] = (), **given: Any) -> S:
+        """This row as `kind`: every field not `given` is read by its type, under its own name
+        (a list named in `optional` may be absent, and is then empty)."""
+        values = dict(given)
+        for name, read in _readers(kind):
+            if name not in values:
+                values[name] = read(self, name, name not in optional)
+        return kind(**values)
+
+
+# How a field of each type is read: (row, key, required) -> value. Keyed by the annotation as
+# written (the compat modules' annotations are never evaluated, and evaluating them to types
+# would cost more than reading every row).
+_READERS: dict[str, Callable[[Row, str, bool], Any]] = {
+    "str": lambda r, k, _: r.text(k),
+    "str | None": lambda r, k, _: r.opt_text(k),
+    "int": lambda r, k, _: r.integer(k),
+    "bool": lambda r, k, _: r.flag(k),
+    "tuple[int, ...]": lambda r, k, _: tuple(r.integer_list(k)),
+    "Version": lambda r, k, _: r.version(k),
+    "Version | None": lambda r, k, _: r.opt_version(k),
+    "tuple[str, ...]": lambda r, k, required: tuple(r.text_list(k, required)),
+    "dict[str, str]": lambda r, k, _: r.text_map(k),
+}
+
+
+@functools.cache
+def _readers(kind: type[msgspec.Struct]) -> list[tuple[str, Callable[[Row, str, bool], Any]]]:
+    """(field, its reader) for each field of `kind`, worked out once per kind."""
+    written: dict[str, object] = {}
+    for cls in reversed(kind.__mro__):
+        written.update(getattr(cls, "__annotations__", {}))
+    found = []
+    for name in kind.__struct_fields__:
+        read = _READERS.get(str(written.get(name)))
+        found.append((name, read or _no_reader(f"{kind.__name__}.{name}: no reader")))
+    return found
+
+
+def _no_reader(problem: str) -> Callable[[Row, str, bool], Any]:
+    def read(row: Row, key: str, required: bool) -> Any:
+        raise TypeError(problem)  # a field the caller must give
+
+    return read

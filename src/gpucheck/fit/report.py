@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from gpucheck.fit.estimate import Estimate, Setup, largest_batch, verdict
+from gpucheck.exit_status import ExitStatus
+from gpucheck.fit.parts import Estimate, Setup, compute_dtype, largest_batch, verdict
 from gpucheck.fit.shape import ModelShape
-from gpucheck.fit.units import gib, human_count
+from gpucheck.fit.units import DTYPE_BYTES, gib, human_count
 from gpucheck.version import __version__
 
-FIT_SCHEMA_VERSION = "1.0"
+FIT_SCHEMA_VERSION = "1.1"  # 1.1: active params, lower_bound, "may fit", serving split
 
 
 @dataclass
@@ -39,7 +40,7 @@ class FitReport:
                 "gpu": t.label,
                 "index": t.index,
                 "memory_bytes": t.memory,
-                "verdict": verdict(total, t.memory),
+                "verdict": verdict(total, t.memory, self.estimate.lower_bound),
                 "share": round(total / t.memory, 3),
                 "largest_batch": largest_batch(self.estimate, t.memory),
             }
@@ -47,12 +48,18 @@ class FitReport:
         ]
 
     @property
-    def exit_code(self) -> int:
-        """0 when every GPU judged fits (tight included), 1 when one does not; 0 with none, and
-        for a survey of every GPU (--all-gpus)."""
+    def exit_code(self) -> ExitStatus:
+        """OK when every GPU judged fits (tight included); FAILED when one does not, or only a
+        lower bound was counted ("may fit"); OK for a survey of every GPU (--all-gpus). With no
+        GPU judged the command exits USAGE (cli/fit.py)."""
         if not self.gate:
-            return 0
-        return 1 if any(v["verdict"] == "does not fit" for v in self.verdicts()) else 0
+            return ExitStatus.OK
+        bad = ("does not fit", "may fit")
+        return (
+            ExitStatus.FAILED
+            if any(v["verdict"] in bad for v in self.verdicts())
+            else (ExitStatus.OK)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         s, e = self.setup, self.estimate
@@ -62,6 +69,14 @@ class FitReport:
             "model": {
                 "source": self.shape.source,
                 "params": self.shape.params,
+                "active_params": self.shape.active,
+                "family": self.shape.family,
+                "experts": self.shape.experts,
+                "experts_per_token": self.shape.experts_per_token,
+                "kv_elements_per_token": self.shape.kv_bytes_per_token_element,
+                "mla": self.shape.mla,
+                "sliding_window": self.shape.sliding_window,
+                "encoder_layers": self.shape.encoder_layers,
                 "param_bytes": self.shape.param_bytes,
                 "param_dtypes": self.shape.param_dtypes,
                 "architecture": self.shape.architecture,
@@ -85,10 +100,18 @@ class FitReport:
                 "gpus": s.gpus,
                 "zero": s.zero,
                 "flash_attention": s.flash_attention,
+                "parallel": s.parallel if s.gpus > 1 else None,
+                "kv_dtype": s.kv_dtype,
+                "layout": s.layout if s.mode == "train" else None,
+                "optimizer_states": s.optimizer_states if s.mode == "train" else None,
+                "lora_rank": s.lora_rank,
+                "lora_targets": list(s.lora_targets) if s.lora_rank else None,
+                "fused_loss": s.fused_loss if s.mode == "train" else None,
             },
             "per_gpu": {
                 "parts": [{"name": p.name, "bytes": int(p.bytes), "how": p.how} for p in e.parts],
                 "total_bytes": int(e.total),
+                "lower_bound": e.lower_bound,
                 "per_sample_bytes": int(e.per_sample) if e.per_sample is not None else None,
             },
             "verdicts": self.verdicts(),
@@ -102,15 +125,34 @@ def render_text(report: FitReport, stream: IO[str]) -> None:
     shape, setup, est = report.shape, report.setup, report.estimate
     w = stream.write
     mode = "training" if setup.mode == "train" else "inference"
-    w(f"gpucheck {__version__} fit: {human_count(shape.params)} parameters ({shape.source})\n")
+    count = f"{human_count(shape.params)} parameters"
+    if shape.active_params is not None:
+        count += f" ({human_count(shape.active_params)} active: {shape.experts_per_token} of "
+        count += f"{shape.experts} experts)"
+    w(f"gpucheck {__version__} fit: {count} ({shape.source})\n")
+    if shape.kv_bytes_per_token_element and shape.decoder:
+        kind = (
+            "MLA latent"
+            if shape.mla
+            else (
+                "MQA" if shape.kv_heads == 1 else "GQA" if shape.kv_heads != shape.heads else "MHA"
+            )
+        )
+        b = DTYPE_BYTES[setup.kv_dtype or compute_dtype(setup.dtype)]
+        w(f"  {shape.family or 'transformer'}, {shape.layers} layers, {kind} "
+          f"({shape.kv_heads} KV of {shape.heads} heads): KV cache "
+          f"{shape.kv_bytes_per_token_element * b:,.0f} B a token at {b:g} B\n")  # fmt: skip
     what = f"{mode}, {setup.dtype}, batch {setup.batch} per GPU"
     if setup.seq:
         what += f", sequence {setup.seq}"
     if setup.mode == "train":
         what += f", {setup.optimizer}"
         what += ", activation checkpointing" if setup.checkpointing else ""
-    if setup.gpus > 1:
+        what += f", LoRA rank {setup.lora_rank}" if setup.lora_rank else ""
+    if setup.gpus > 1 and setup.mode == "train":
         what += f", {setup.gpus} GPUs" + (f" ZeRO stage {setup.zero}" if setup.zero else " DDP")
+    elif setup.gpus > 1:
+        what += f", {setup.gpus} GPUs {setup.parallel} parallel"
     w(f"  {what}\n\nPer GPU\n")
     for part in est.parts:
         w(f"  {part.name:<14}{gib(part.bytes):>12}   {part.how}\n")

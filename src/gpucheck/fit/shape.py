@@ -1,9 +1,9 @@
 """What `fit` knows about a model: its parameter count (and dtypes where a file says them) and,
 when a config gives them, the architecture fields the activation and KV-cache formulas need.
 
-Three local sources, no network: `--params 7B`, a Hugging Face `config.json` (parameters
-derived from its fields), and a PyTorch module traced on the meta device (trace.py). The
-safetensors header reader is in safetensors.py.
+Three local sources, no network: `--params 7B`, a Hugging Face `config.json` (config.py derives
+the architecture, params.py counts it), and a PyTorch module traced on the meta device
+(trace.py). The safetensors header reader is in safetensors.py.
 """
 
 from __future__ import annotations
@@ -21,24 +21,58 @@ class ModelError(ValueError):
 
 
 @dataclass(frozen=True)
+class Linear:
+    """Linear layers of one kind over the whole model (LoRA adapts them): `count` matrices of
+    `inputs` x `outputs`."""
+
+    name: str  # q, k, v, o, gate, up, down (and MLA's q_a, q_b, kv_a, kv_b)
+    inputs: int
+    outputs: int
+    count: int
+
+
+@dataclass(frozen=True)
 class ModelShape:
     source: str  # where the facts came from, for the report
-    params: int
+    params: int  # total: every weight held in memory (all experts of a MoE)
     param_bytes: int | None = None  # exact bytes where a file says them (safetensors)
     param_dtypes: dict[str, int] = field(default_factory=dict)  # dtype -> count (safetensors)
     architecture: str | None = None
-    layers: int | None = None
+    family: str | None = None  # the model_type the counting rules followed
+    layers: int | None = None  # decoder layers (an encoder-only model's layers)
     hidden: int | None = None
     heads: int | None = None
     kv_heads: int | None = None
-    head_dim: int | None = None
-    intermediate: int | None = None
+    head_dim: int | None = None  # of the queries and keys (MLA: nope + rope)
+    value_dim: int | None = None  # MLA's v_head_dim; None: head_dim
+    intermediate: int | None = None  # dense MLP width
     vocab: int | None = None
     gated_mlp: bool = False  # SwiGLU/GeGLU: three MLP matrices, not two
-    experts: int = 1  # mixture-of-experts: MLP copies per layer (all resident in memory)
+    rms_norm: bool = False  # RMSNorm in fp32 (Llama-style): activations per Hugging Face's code
+    qk_norm: bool = False  # RMSNorm over each head's Q and K (Qwen3, Gemma 3)
     dropout: bool = False  # dropout masks are saved for backward
     max_positions: int | None = None
     decoder: bool = True  # False: an encoder (BERT): no KV cache, no generation
+    # Mixture of experts: routed experts per MoE layer, how many a token uses, their width.
+    experts: int = 1
+    experts_per_token: int = 1
+    moe_layers: int = 0
+    moe_intermediate: int | None = None
+    shared_intermediate: int = 0  # always-on shared experts' total width
+    active_params: int | None = None  # what one token touches (MoE); None: = params
+    embedding_params: int = 0  # input embeddings (token and learned positions)
+    head_params: int = 0  # an untied output head
+    # KV cache: elements per token per layer (2 x kv_heads x head_dim; MLA's one latent)
+    kv_per_layer: int | None = None
+    mla: bool = False
+    sliding_window: int | None = None
+    windowed_layers: int = 0  # layers whose KV is capped at the window
+    # Encoder-decoder: cross-attention K and V per encoder token over the decoder's layers.
+    encoder_layers: int | None = None
+    cross_kv_per_token: int | None = None
+    encoder_positions: int | None = None  # a fixed encoder length (Whisper's 1500 frames)
+    linears: tuple[Linear, ...] = ()
+    quantization: str | None = None  # the config's quantization_config, as a --dtype
     # From a traced module (trace.py): bytes autograd saves per sample, and the input shape.
     traced_activation_bytes: int | None = None
     traced_input: str | None = None
@@ -49,48 +83,35 @@ class ModelShape:
         return None not in (self.layers, self.hidden, self.heads)
 
     @property
+    def heads_or_one(self) -> int:
+        return self.heads or 1
+
+    @property
+    def active(self) -> int:
+        return self.active_params if self.active_params is not None else self.params
+
+    @property
     def kv_bytes_per_token_element(self) -> int | None:
-        """Elements of K and V per token over all layers: 2 * layers * kv_heads * head_dim."""
-        if self.layers is None or self.kv_heads is None or self.head_dim is None:
+        """Elements of the KV cache per token over all layers, with no window."""
+        if self.layers is None or self.kv_per_layer is None:
             return None
-        return 2 * self.layers * self.kv_heads * self.head_dim
+        return self.layers * self.kv_per_layer
+
+    def kv_elements(self, tokens: int, kv_heads_divisor: int = 1) -> float:
+        """Elements of the self-attention KV cache for one sequence of `tokens`, windowed layers
+        capped at the window; `kv_heads_divisor` splits heads over tensor-parallel GPUs."""
+        if self.layers is None or self.kv_per_layer is None:
+            return 0.0
+        per_layer = float(self.kv_per_layer)
+        if not self.mla and kv_heads_divisor > 1 and self.kv_heads:
+            # Heads split over GPUs; fewer KV heads than GPUs are replicated (one per GPU).
+            per_layer = per_layer / self.kv_heads * max(1, -(-self.kv_heads // kv_heads_divisor))
+        full = self.layers - self.windowed_layers
+        capped = min(tokens, self.sliding_window or tokens)
+        return per_layer * (full * tokens + self.windowed_layers * capped)
 
     def with_params(self, params: int, source: str) -> ModelShape:
         return replace(self, params=params, source=source)
-
-
-# Field names across Hugging Face model families, first match wins.
-_HIDDEN = ("hidden_size", "n_embd", "d_model", "dim")
-_LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
-_KV_HEADS = ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num")
-_INTERMEDIATE = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "d_ff")
-_POSITIONS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
-_EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts")
-_DROPOUT = (
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "resid_pdrop",
-    "attn_pdrop",
-    "embd_pdrop",
-    "dropout",
-    "attention_dropout",
-    "hidden_dropout",
-)
-# Families with learned absolute position embeddings, biases in every linear layer and
-# LayerNorm with a bias (BERT, GPT-2, OPT): counted as their modelling code builds them.
-_BIASED = ("bert", "roberta", "gpt2", "opt", "gpt_neox", "gptj", "bloom", "falcon", "phi")
-_LEARNED_POSITIONS = ("bert", "roberta", "gpt2", "opt")
-_GATED_ACT = ("silu", "swiglu", "geglu", "gelu_pytorch_tanh")
-_ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra", "deberta")
-
-
-def _first(cfg: dict[str, Any], names: tuple[str, ...]) -> int | None:
-    for name in names:
-        value = cfg.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
@@ -112,114 +133,3 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ModelError(f"{path} is not a {what} (expected a JSON object)")
     return data
-
-
-def from_config(path: Path) -> ModelShape:
-    """A Hugging Face config.json -> the architecture and a parameter count derived from it."""
-    cfg = read_json(path, "model config")
-    # Multimodal and some wrapper configs keep the language model's fields in a sub-config.
-    if _first(cfg, _HIDDEN) is None and isinstance(cfg.get("text_config"), dict):
-        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", "")}
-    hidden, layers, heads = _first(cfg, _HIDDEN), _first(cfg, _LAYERS), _first(cfg, _HEADS)
-    missing = [
-        n for n, v in (("hidden_size", hidden), ("num_hidden_layers", layers),
-                       ("num_attention_heads", heads)) if v is None
-    ]  # fmt: skip
-    vocab = _first(cfg, ("vocab_size", "padded_vocab_size"))
-    if missing or vocab is None or hidden is None or layers is None or heads is None:
-        fields = ", ".join([*missing, *([] if vocab else ["vocab_size"])])
-        raise ModelError(
-            f"{path}: not a transformer config fit can read (missing {fields}); "
-            "pass --params instead"
-        )
-    model_type = str(cfg.get("model_type") or "").lower()
-    archs = cfg.get("architectures")
-    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
-    kv_heads = _first(cfg, _KV_HEADS) or heads
-    head_dim = _first(cfg, ("head_dim", "kv_channels")) or hidden // heads
-    intermediate = _first(cfg, _INTERMEDIATE) or 4 * hidden
-    act = str(cfg.get("hidden_act") or cfg.get("activation_function") or "").lower()
-    gated = model_type not in _BIASED and act in _GATED_ACT
-    experts = _first(cfg, _EXPERTS) or 1
-    dropout = any(
-        isinstance(cfg.get(n), (int, float)) and not isinstance(cfg.get(n), bool) and cfg[n] > 0
-        for n in _DROPOUT
-    )
-    positions = _first(cfg, _POSITIONS)
-    tied = cfg.get("tie_word_embeddings")
-    if not isinstance(tied, bool):
-        tied = model_type in _BIASED  # transformers' default for those families
-    biased = model_type in _BIASED
-    params = transformer_params(
-        hidden=hidden,
-        layers=layers,
-        heads=heads,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate=intermediate,
-        vocab=vocab,
-        gated=gated,
-        experts=experts,
-        biased=biased,
-        tied=tied,
-        positions=positions if model_type in _LEARNED_POSITIONS else None,
-        type_vocab=_first(cfg, ("type_vocab_size",)) if model_type in ("bert", "roberta") else None,
-        pooler=model_type in ("bert", "roberta"),
-    )
-    notes = [] if model_type else ["no model_type: counted as a decoder without biases"]
-    return ModelShape(
-        source=str(path),
-        params=params,
-        architecture=arch or model_type or None,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate=intermediate,
-        vocab=vocab,
-        gated_mlp=gated,
-        experts=experts,
-        dropout=dropout,
-        max_positions=positions,
-        decoder=model_type not in _ENCODERS,
-        notes=tuple(notes),
-    )
-
-
-def transformer_params(
-    *,
-    hidden: int,
-    layers: int,
-    heads: int,
-    kv_heads: int,
-    head_dim: int,
-    intermediate: int,
-    vocab: int,
-    gated: bool,
-    experts: int = 1,
-    biased: bool = False,
-    tied: bool = False,
-    positions: int | None = None,
-    type_vocab: int | None = None,
-    pooler: bool = False,
-) -> int:
-    """Parameters of a standard decoder/encoder stack, counted matrix by matrix."""
-    q = heads * head_dim
-    kv = kv_heads * head_dim
-    attention = hidden * q + 2 * hidden * kv + q * hidden
-    mlp = (3 if gated else 2) * hidden * intermediate
-    norms = 2 * hidden
-    if biased:
-        attention += q + 2 * kv + hidden
-        mlp += intermediate + hidden
-        norms *= 2  # LayerNorm: weight and bias
-    router = hidden * experts if experts > 1 else 0
-    per_layer = attention + experts * mlp + norms + router
-    embeddings = vocab * hidden + (positions or 0) * hidden + (type_vocab or 0) * hidden
-    final_norm = (2 if biased else 1) * hidden
-    if type_vocab:  # BERT: the embeddings' own LayerNorm, and no final norm after the stack
-        final_norm = 2 * hidden
-    head = 0 if tied else vocab * hidden
-    extra = hidden * hidden + hidden if pooler else 0
-    return embeddings + layers * per_layer + final_norm + head + extra

@@ -7,8 +7,9 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from gpucheck.fit.config import from_config
 from gpucheck.fit.safetensors import from_safetensors
-from gpucheck.fit.shape import ModelError, ModelShape, from_config
+from gpucheck.fit.shape import ModelError, ModelShape
 
 # A Hub id: "org/name" or "name" that is not a file here. Nothing is downloaded.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -52,7 +53,9 @@ def with_config(counted: ModelShape, folder: Path) -> ModelShape:
     return replace(
         arch,
         source=counted.source,
-        params=counted.params or arch.params,
+        # A quantised checkpoint packs several weights in one stored element (GPTQ's I32
+        # qweight): its count is the config's, its bytes the files'.
+        params=arch.params if arch.quantization or not counted.params else counted.params,
         param_bytes=counted.param_bytes,
         param_dtypes=counted.param_dtypes,
         notes=counted.notes,

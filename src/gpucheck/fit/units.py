@@ -12,7 +12,10 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1,
     "int8": 1,
     "int4": 0.5,
+    "nf4": 0.5,
 }
+MAX_PARAMS = 10**14  # 100 trillion: above any model built
+MIN_BARE_COUNT = 10**6  # a count without a suffix below this is a forgotten suffix (7 -> 7B?)
 
 # safetensors' dtype names (the header's "dtype") -> bytes per element.
 SAFETENSORS_BYTES: dict[str, float] = {
@@ -39,57 +42,49 @@ SAFETENSORS_BYTES: dict[str, float] = {
 
 _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
-# Binary units for bare letters (80G = 80 GiB, as nvidia-smi shows memory); decimal for the SI
-# forms, as `doctor --min-memory` reads them.
-SIZE_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1024,
-    "kib": 1024,
-    "kb": 1000,
-    "m": 1024**2,
-    "mib": 1024**2,
-    "mb": 1000**2,
-    "g": 1024**3,
-    "gib": 1024**3,
-    "gb": 1000**3,
-    "t": 1024**4,
-    "tib": 1024**4,
-    "tb": 1000**4,
-}
-
 
 class UnitError(ValueError):
     """A value the user wrote that is not a count, size or dtype: a one-line message."""
 
 
 def parse_count(text: str, option: str = "--params") -> int:
-    """'7B' -> 7_000_000_000 (decimal, as model sizes are named); '125M', '1.3e9', '6738415616'."""
+    """'7B' -> 7_000_000_000 (decimal, as model sizes are named); '125M', '1.3e9', '6738415616'.
+
+    A bare number is an exact count only from a million up: '7' is a forgotten suffix, not a
+    model of seven parameters, and is refused."""
     raw = text.strip().replace("_", "").replace(",", "")
-    match = re.fullmatch(r"(\d+(?:\.\d+)?(?:e\d+)?)\s*([a-zA-Z]?)", raw)
+    match = re.fullmatch(r"(\d+(?:\.\d+)?(?:[eE]\d+)?)\s*([a-zA-Z]?)", raw)
     suffix = match.group(2).lower() if match else None
     if not match or suffix not in _COUNT_SUFFIX:
         raise UnitError(f"{option}: {text!r} is not a parameter count (examples: 7B, 125M, 1.3e9)")
     value = round(float(match.group(1)) * _COUNT_SUFFIX[suffix])
     if value <= 0:
         raise UnitError(f"{option}: {text!r} must be above zero")
+    if not suffix and "e" not in raw.lower() and value < MIN_BARE_COUNT:
+        raise UnitError(
+            f"{option}: {text!r} has no suffix: write {raw}B or {raw}M (a bare number is an "
+            "exact count, from 1000000 up)"
+        )
+    if value > MAX_PARAMS:
+        raise UnitError(f"{option}: {text!r} is more than any model has (100T at most)")
     return value
 
 
-def parse_size(text: str, option: str) -> int:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in SIZE_UNITS:
-        raise UnitError(f"{option}: {text!r} is not a size (examples: 80GiB, 24G, 80GB, 16384MiB)")
-    value = int(float(match.group(1)) * SIZE_UNITS[unit])
-    if value <= 0:
-        raise UnitError(f"{option}: {text!r} must be above zero")
-    return value
+def parse_size(text: str, option: str, require_unit: bool = False) -> int:
+    """'80GiB' -> bytes, by the one reading every size option has (inputs.parse_size)."""
+    from gpucheck.inputs import UserError
+    from gpucheck.inputs import parse_size as size
+
+    try:
+        return size(text, option, require_unit)
+    except UserError as exc:
+        raise UnitError(str(exc)) from None
 
 
 def parse_dtype(text: str, option: str = "--dtype") -> str:
     key = text.strip().lower()
     key = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}.get(key, key)
+    key = {"q4": "int4", "4bit": "int4", "8bit": "int8"}.get(key, key)
     if key not in DTYPE_BYTES:
         raise UnitError(f"{option}: {text!r} is not one of {', '.join(DTYPE_BYTES)}")
     return key

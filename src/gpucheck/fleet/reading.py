@@ -23,7 +23,7 @@ import msgspec
 
 from gpucheck.fleet.records import BadReport, HostRecord, record
 from gpucheck.model.decoding import DecodeError, from_json
-from gpucheck.model.finding import Finding
+from gpucheck.model.finding import Finding, FindingV2
 from gpucheck.model.snapshot import SNAPSHOT_LIMIT, Snapshot, SnapshotError, check_version, loads
 from gpucheck.report.core import REPORT_SCHEMA_VERSION, exit_code
 
@@ -65,6 +65,21 @@ class _Report:
     summary: _Summary
     findings: list[Finding]
     snapshot: Snapshot
+
+
+@dataclass
+class _ReportV2:
+    """A report of schema 2.x: its fixes are {text, commands}, read and upgraded to 3.0's."""
+
+    schema_version: str
+    created_at: str
+    summary: _Summary
+    findings: list[FindingV2]
+    snapshot: Snapshot
+
+
+# The report majors whose findings are used as they are (each decoded by its own shape).
+READABLE: dict[str, type[_Report] | type[_ReportV2]] = {str(REPORT_MAJOR): _Report, "2": _ReportV2}
 
 
 @dataclass
@@ -123,18 +138,19 @@ def parse(source: str, data: bytes) -> Result:
     except ValueError as exc:
         return BadReport(source, _json_error(str(exc)))
     version = head.schema_version or ""
-    current = version.split(".")[0] == str(REPORT_MAJOR)
-    if head.findings and current and not _settings.recheck:
+    shape = READABLE.get(version.split(".")[0])
+    if head.findings and shape is not None and not _settings.recheck:
         try:
-            report = from_json(_Report, data)
+            report = from_json(shape, data)
             check_version(report.snapshot.schema_version)
         except (DecodeError, SnapshotError) as exc:
             return BadReport(source, f"invalid report: {exc}")
         except ValueError as exc:  # not JSON after all: from_json's message is one line
             return BadReport(source, _json_error(str(exc)))
         code = report.summary.exit_code
-        return record(source, report.snapshot, report.findings, code, report.created_at, False)
-    # A snapshot, a report of another major (its findings' shape differs), or --recheck: the
+        findings = [f.upgraded() if isinstance(f, FindingV2) else f for f in report.findings]
+        return record(source, report.snapshot, findings, code, report.created_at, False)
+    # A snapshot, a report of an older major (1.x: its findings' shape differs), or --recheck: the
     # snapshot inside is what today's checks judge.
     try:
         snapshot = loads(data)

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpucheck.compat import cuda_from_int
-from gpucheck.model.distributions import FRAMEWORK_DISTS
-from gpucheck.model.finding import Finding
+from gpucheck.model.finding import PROBLEM, Finding
+from gpucheck.model.frameworks import PROBED, TORCH
 from gpucheck.model.snapshot import HostIdentity, Snapshot
-from gpucheck.report.core import PROBLEM
 
 # Findings whose GPUs need a person with hands or an RMA, not a software change: the GPUs a
 # fleet operator drains and replaces.
@@ -66,12 +65,13 @@ class BadReport:
 def frameworks(snapshot: Snapshot) -> list[str]:
     found: list[str] = []
     for env in snapshot.environments:
-        for framework, dists in FRAMEWORK_DISTS.items():
-            version = env.torch.version if framework == "torch" and env.torch else None
-            dist = next((env.dist(d) for d in dists if env.dist(d)), None)
+        for framework in PROBED:
+            is_torch = framework is TORCH
+            version = env.torch.version if is_torch and env.torch else None
+            dist = next((env.dist(d) for d in framework.dists if env.dist(d)), None)
             if dist is None and version is None:
                 continue
-            name = dist.name if dist and framework != "torch" else framework
+            name = dist.name if dist and not is_torch else framework.key
             item = f"{name} {version or (dist.version if dist else '?')}"
             if item not in found:
                 found.append(item)

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 
 from gpucheck.exit_status import ExitStatus
 from gpucheck.fleet.records import BadReport, GpuToActOn, HostRecord
-
-SEVERITY = {"error": 0, "fail": 1, "warn": 2}
+from gpucheck.model.finding import Status, severity
 
 
 @dataclass
@@ -108,7 +107,7 @@ def _problems(hosts: list[HostRecord]) -> list[ProblemGroup]:
     for key, group in groups.items():
         group.title = titles[key].most_common(1)[0][0]
     return sorted(
-        groups.values(), key=lambda g: (SEVERITY.get(g.status, 3), -len(g.hosts), g.check)
+        groups.values(), key=lambda g: (-severity(Status(g.status)), -len(g.hosts), g.check)
     )
 
 

@@ -9,7 +9,6 @@ step's command, the tool it is for, and the packages and GPUs it changes.
 from __future__ import annotations
 
 import enum
-import re
 from typing import TypeVar
 
 from msgspec import Struct, field
@@ -19,7 +18,20 @@ from gpucheck.model.types import GpuRef
 
 T = TypeVar("T")
 
-__all__ = ["Finding", "Fix", "GpuRef", "Outcome", "Section", "Status", "Subjects"]
+__all__ = [
+    "PROBLEM",
+    "SEVERITY",
+    "CheckCrash",
+    "Finding",
+    "FindingV2",
+    "Fix",
+    "GpuRef",
+    "Outcome",
+    "Section",
+    "Status",
+    "Subjects",
+    "severity",
+]
 
 
 class Status(str, enum.Enum):
@@ -29,6 +41,25 @@ class Status(str, enum.Enum):
     SKIP = "skip"  # could not be judged: a prerequisite is missing or a fact is unknown
     INFO = "info"  # worth knowing, not a problem
     ERROR = "error"  # the check itself broke: a gpucheck bug
+
+
+# The one order of statuses, best first: every ranking of findings (one verdict out of many
+# environments, the fleet's problem list, the exit status) reads it from here.
+SEVERITY: tuple[Status, ...] = (
+    Status.PASS,
+    Status.INFO,
+    Status.SKIP,
+    Status.WARN,
+    Status.FAIL,
+    Status.ERROR,
+)
+# The statuses a report counts as problems (each carries a fix).
+PROBLEM: tuple[Status, ...] = SEVERITY[SEVERITY.index(Status.WARN) :]
+
+
+def severity(status: Status) -> int:
+    """The status's rank in SEVERITY: higher is worse."""
+    return SEVERITY.index(status)
 
 
 class Section(str, enum.Enum):
@@ -75,19 +106,6 @@ def _union(a: list[T], b: list[T]) -> list[T]:
     return out
 
 
-# TRANSITIONAL (goes once every check builds its Fix with model/fix.py's constructors): a
-# bare sentence is still taken, its backticked commands as shell steps, as 2.x read them.
-FixLike = Fix | str | None
-_BACKTICKED = re.compile(r"`([^`]+)`")
-
-
-def as_fix(fix: FixLike) -> Fix | None:
-    if not isinstance(fix, str):
-        return fix
-    commands = [c.strip() for c in _BACKTICKED.findall(fix)]
-    return FixV2(fix, commands).upgraded()
-
-
 class Outcome(Struct):
     """What a check function returns; the runner adds the check's id and section."""
 
@@ -103,10 +121,10 @@ class Outcome(Struct):
         status: Status,
         title: str,
         evidence: tuple[str, ...],
-        fix: FixLike = None,
+        fix: Fix | None = None,
         subjects: Subjects | None = None,
     ) -> Outcome:
-        return cls(status, title, list(evidence), as_fix(fix), subjects or Subjects())
+        return cls(status, title, list(evidence), fix, subjects or Subjects())
 
     @classmethod
     def passed(cls, title: str, *evidence: str, subjects: Subjects | None = None) -> Outcome:
@@ -114,7 +132,7 @@ class Outcome(Struct):
 
     @classmethod
     def info(
-        cls, title: str, *evidence: str, fix: FixLike = None, subjects: Subjects | None = None
+        cls, title: str, *evidence: str, fix: Fix | None = None, subjects: Subjects | None = None
     ) -> Outcome:
         return cls.make(Status.INFO, title, evidence, fix, subjects)
 
@@ -124,15 +142,33 @@ class Outcome(Struct):
 
     @classmethod
     def warn(
-        cls, title: str, *evidence: str, fix: FixLike, subjects: Subjects | None = None
+        cls, title: str, *evidence: str, fix: Fix | None, subjects: Subjects | None = None
     ) -> Outcome:
         return cls.make(Status.WARN, title, evidence, fix, subjects)
 
     @classmethod
     def fail(
-        cls, title: str, *evidence: str, fix: FixLike, subjects: Subjects | None = None
+        cls, title: str, *evidence: str, fix: Fix | None, subjects: Subjects | None = None
     ) -> Outcome:
         return cls.make(Status.FAIL, title, evidence, fix, subjects)
+
+
+class Frame(Struct):
+    """One frame of a crashed check's traceback, innermost last."""
+
+    file: str  # gpucheck's own files relative to the package ("gpucheck/checks/gpus.py")
+    line: int
+    function: str
+    code: str | None = None  # the source line, where Python had it
+
+
+class CheckCrash(Struct):
+    """What a check that raised raised (an `error` finding): the report keeps it for the bug
+    report, the text output names the check and how to report it."""
+
+    type: str  # "ZeroDivisionError"
+    message: str
+    frames: list[Frame] = field(default_factory=list)
 
 
 class Finding(Struct):
@@ -143,3 +179,23 @@ class Finding(Struct):
     evidence: list[str] = field(default_factory=list)
     fix: Fix | None = None
     subjects: Subjects = field(default_factory=Subjects)
+    error: CheckCrash | None = None  # status "error" only: the check's own exception
+
+
+class FindingV2(Struct):
+    """A finding as report schema 2.x wrote it (its fix a sentence and the commands in it), read
+    so that older reports keep their findings (`fleet`)."""
+
+    id: str
+    section: Section
+    status: Status
+    title: str
+    evidence: list[str] = field(default_factory=list)
+    fix: FixV2 | None = None
+    subjects: Subjects = field(default_factory=Subjects)
+
+    def upgraded(self) -> Finding:
+        fix = self.fix.upgraded() if self.fix is not None else None
+        return Finding(
+            self.id, self.section, self.status, self.title, self.evidence, fix, self.subjects
+        )

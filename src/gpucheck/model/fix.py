@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from gpucheck.model.types import GpuRef
 
@@ -55,7 +56,7 @@ class Layer(str, enum.Enum):
     JOB = "job"  # the workload itself: its batch size, its GPU count, where it runs
 
 
-LAYER_ORDER: tuple[Layer, ...] = tuple(Layer)
+LAYER_ORDER: tuple[Layer, ...] = tuple(Layer)  # the order a plan runs steps in, lowest first
 
 
 class Change(Struct, frozen=True):
@@ -69,7 +70,12 @@ class Change(Struct, frozen=True):
     remove: bool = False
 
 
+OR: Literal["or"] = "or"  # in Fix.of(...): the steps after it are another way to the same end
+
+
 class Step(Struct):
+    """One thing to do: a command to run, or what a person must do where no command does it."""
+
     kind: StepKind
     text: str  # the step, for a person; a command is not repeated in it
     command: str | None = None  # exactly what to run (kind "command")
@@ -85,6 +91,49 @@ class Step(Struct):
             return self.text
         return f"{self.text}: `{self.command}`" if self.text else f"`{self.command}`"
 
+    # --- the constructors checks use ------------------------------------------------------
+
+    @classmethod
+    def run(
+        cls,
+        text: str,
+        command: str,
+        tool: Tool = Tool.SHELL,
+        *,
+        changes: Iterable[Change] = (),
+        gpus: Iterable[GpuRef] = (),
+        environment: str | None = None,
+        layer: Layer | None = None,
+    ) -> Step:
+        """A step that is a command: `text` says why, `command` is exactly what to run."""
+        return cls(
+            StepKind.COMMAND, text, command, tool, list(changes), list(gpus), environment, layer
+        )
+
+    @classmethod
+    def set_env(cls, name: str, value: str, text: str = "", layer: Layer | None = None) -> Step:
+        return cls.run(text, f"export {name}={value}", Tool.ENV, layer=layer)
+
+    @classmethod
+    def unset_env(cls, name: str, text: str = "", layer: Layer | None = None) -> Step:
+        return cls.run(text, f"unset {name}", Tool.ENV, layer=layer)
+
+    @classmethod
+    def manual(cls, text: str, layer: Layer | None = None, gpus: Iterable[GpuRef] = ()) -> Step:
+        return cls(StepKind.MANUAL, text, gpus=list(gpus), layer=layer)
+
+    @classmethod
+    def reboot(cls, text: str = "reboot") -> Step:
+        return cls(StepKind.REBOOT, text, layer=Layer.SYSTEM)
+
+    @classmethod
+    def hardware(cls, text: str, gpus: Iterable[GpuRef] = ()) -> Step:
+        return cls(StepKind.HARDWARE, text, gpus=list(gpus), layer=Layer.GPUS)
+
+    @classmethod
+    def info(cls, text: str, layer: Layer | None = None) -> Step:
+        return cls(StepKind.INFO, text, layer=layer)
+
 
 class Fix(Struct):
     """How to repair what a finding found."""
@@ -92,48 +141,48 @@ class Fix(Struct):
     text: str  # the whole remedy, for a person: the steps' sentences, in order
     steps: list[Step] = field(default_factory=list)
 
-    @property
-    def commands(self) -> list[str]:
-        """The recommended way's commands, in order."""
-        return [s.command for s in self.steps if s.command is not None and s.option == 0]
+    @classmethod
+    def of(cls, *parts: Step | Literal["or"] | None) -> Fix:
+        """A fix of these steps, in order; OR starts another way (None parts are left out)."""
+        steps: list[Step] = []
+        option = 0
+        for part in parts:
+            if part is None:
+                continue
+            if part == OR:
+                option += 1 if steps else 0
+                continue
+            assert isinstance(part, Step)
+            steps.append(replace(part, option=option))  # a copy: steps are shared between fixes
+        return cls(render(steps), steps)
 
     @property
-    def runnable(self) -> bool:
-        """Whether any step is a command a script can run."""
-        return any(s.command is not None for s in self.steps)
+    def commands(self) -> list[str]:
+        """Every step's command, in order (of every option: a plan takes option 0's steps)."""
+        return [s.command for s in self.steps if s.command is not None]
 
     @classmethod
     def joined(cls, fixes: Iterable[Fix]) -> Fix | None:
         """Several findings' fixes as one (e.g. one per environment): their steps in order, each
         once."""
-        texts: list[str] = []
+        texts: list[str] = []  # each after the first starts lower case: one sentence
         steps: list[Step] = []
         for fix in fixes:
-            if fix.text not in texts:
-                texts.append(fix.text)
+            text = _lower_first(fix.text)
+            if text not in texts:
+                texts.append(text)
             steps += [s for s in fix.steps if s not in steps]
-        return cls("; ".join(texts), steps) if texts else None
+        joined = "; ".join(texts)
+        return cls(joined[:1].upper() + joined[1:], steps) if texts else None
 
 
-# --- constructors the checks use -------------------------------------------------------------
-
-OR: Literal["or"] = "or"  # in make_fix(...): the steps after it are another way to the same end
-
-
-def make_fix(*parts: Step | Literal["or"] | None) -> Fix:
-    """A fix of these steps, in order; `OR` starts another way (None parts are left out)."""
-    steps: list[Step] = []
-    option = 0
-    for part in parts:
-        if part is None:
-            continue
-        if part == OR:
-            option += 1 if steps else 0
-            continue
-        assert isinstance(part, Step)
-        part.option = option
-        steps.append(part)
-    return Fix(render(steps), steps)
+def _lower_first(text: str) -> str:
+    """A sentence's first word in lower case, to go on after '; ' (but not a name: "PID",
+    "NVIDIA", "TensorFlow" keep theirs)."""
+    first = text.split(" ", 1)[0]
+    if first[:1].isupper() and first[1:] == first[1:].lower():
+        return text[:1].lower() + text[1:]
+    return text
 
 
 def render(steps: list[Step]) -> str:
@@ -144,57 +193,10 @@ def render(steps: list[Step]) -> str:
         if i == 0:
             out = said[:1].upper() + said[1:]
         elif step.option != steps[i - 1].option:
-            out += "; or " + said[:1].lower() + said[1:]
+            out += "; or " + _lower_first(said)
         else:
             out += "; " + said
     return out
-
-
-def run(
-    text: str,
-    command: str,
-    tool: Tool = Tool.SHELL,
-    *,
-    changes: Iterable[Change] = (),
-    gpus: Iterable[GpuRef] = (),
-    environment: str | None = None,
-    layer: Layer | None = None,
-) -> Step:
-    """A step that is a command."""
-    return Step(
-        StepKind.COMMAND,
-        text,
-        command,
-        tool,
-        list(changes),
-        list(gpus),
-        environment,
-        layer,
-    )
-
-
-def set_env(name: str, value: str, text: str = "", layer: Layer | None = None) -> Step:
-    return run(text, f"export {name}={value}", Tool.ENV, layer=layer)
-
-
-def unset_env(name: str, text: str = "", layer: Layer | None = None) -> Step:
-    return run(text, f"unset {name}", Tool.ENV, layer=layer)
-
-
-def manual(text: str, layer: Layer | None = None, gpus: Iterable[GpuRef] = ()) -> Step:
-    return Step(StepKind.MANUAL, text, gpus=list(gpus), layer=layer)
-
-
-def reboot(text: str = "reboot") -> Step:
-    return Step(StepKind.REBOOT, text, layer=Layer.SYSTEM)
-
-
-def hardware(text: str, gpus: Iterable[GpuRef] = ()) -> Step:
-    return Step(StepKind.HARDWARE, text, gpus=list(gpus), layer=Layer.GPUS)
-
-
-def info(text: str, layer: Layer | None = None) -> Step:
-    return Step(StepKind.INFO, text, layer=layer)
 
 
 # --- reading older reports -------------------------------------------------------------------
@@ -210,5 +212,5 @@ class FixV2(Struct):
         """The same fix as a 3.0 record: its commands as shell steps, or, with none, the
         sentence as one manual step (2.x did not say which tool a command was for)."""
         if not self.commands:
-            return Fix(self.text, [manual(self.text)])
-        return Fix(self.text, [run("", c) for c in self.commands])
+            return Fix(self.text, [Step.manual(self.text)])
+        return Fix(self.text, [Step.run("", c) for c in self.commands])

@@ -9,13 +9,14 @@ compiled with an unsupported toolchain"). Each tool's `--version` is run with a 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from gpucheck.model.snapshot import LibraryCopy, ToolVersion
 from gpucheck.probes.libraries import SearchScope, find_copies
-from gpucheck.probes.native import tool_version_of
 
 TOOLS = ("ptxas", "nvlink")
 
@@ -68,3 +69,27 @@ def probe_tensorrt_libraries(scope: SearchScope) -> list[LibraryCopy]:
     comes from the file name (libnvinfer.so.10.3.0)."""
     copies = find_copies("nvinfer", scope)
     return [c for c in copies if c.origin != "pip" and "tensorrt_libs" not in Path(c.path).parts]
+
+
+def tool_version_of(path: str, timeout: float) -> tuple[str | None, str | None]:
+    """(version, why not) of a CUDA tool that answers `--version` as nvcc does (nvcc, ptxas,
+    nvlink), bounded in time."""
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    version = parse_nvcc_version(out.stdout)
+    if version is None:
+        return None, f"unrecognised output: {(out.stdout or out.stderr).strip()[:200]!r}"
+    return version, None
+
+
+def parse_nvcc_version(text: str) -> str | None:
+    """'Cuda compilation tools, release 12.4, V12.4.131' -> '12.4.131'."""
+    match = re.search(r"release ([0-9]+\.[0-9]+), V([0-9]+\.[0-9]+(?:\.[0-9]+)*)", text)
+    if match:
+        return match.group(2)
+    match = re.search(r"release ([0-9]+\.[0-9]+)", text)
+    return match.group(1) if match else None

@@ -7,13 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpucheck.model.frameworks import BY_KEY
 from gpucheck.probes.frameworks import interpreters, probe_environment
-
-# Distribution names per framework (CuPy ships per CUDA major).
-DISTRIBUTIONS = {
-    "torch": ("torch",),
-    "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
-}
 
 
 @dataclass
@@ -36,8 +31,8 @@ def find(
         facts = probe_environment(path, origin, timeout, env)
         looked.append(path)
         for framework in frameworks:
-            for name in DISTRIBUTIONS[framework]:
-                dist = facts.dist(name)
-                if dist is not None:
-                    return Found(path, framework, dist.version, looked)
+            # CuPy ships per CUDA major (cupy-cuda12x): any of its wheels.
+            dist = next(iter(BY_KEY[framework].installed(facts)), None)
+            if dist is not None:
+                return Found(path, framework, dist.version, looked)
     return Found(None, None, None, looked)

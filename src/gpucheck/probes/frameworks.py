@@ -10,6 +10,7 @@ probe scripts run inside the target interpreter and use its standard library onl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -19,8 +20,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpucheck.model.decoding import DecodeError, from_dict
-from gpucheck.model.distributions import installed_extensions, installed_frameworks
 from gpucheck.model.environments import ExtensionImport, FrameworkRuntime, PythonEnvironment
+from gpucheck.model.frameworks import (
+    BY_KEY,
+    JAX,
+    TENSORFLOW,
+    installed_extensions,
+    installed_frameworks,
+    static_probe_options,
+)
 from gpucheck.model.snapshot import ProbeRun
 from gpucheck.model.types import ImportStatus, RunStatus
 from gpucheck.probes.child import HERE, ChildResult, Gate, run_script
@@ -83,7 +91,8 @@ def probe_environment(
     python: str, origin: str, timeout: float, env: Mapping[str, str]
 ) -> PythonEnvironment:
     """The default pass in one interpreter: distributions and build facts read from disk."""
-    result = run_script(STATIC_SCRIPT, [], timeout, python=python, env=dict(env))
+    options = json.dumps(static_probe_options())
+    result = run_script(STATIC_SCRIPT, [options], timeout, python=python, env=dict(env))
     facts = _last_record(result, "environment")
     problem = result.describe(timeout)
     if facts is None:
@@ -129,7 +138,7 @@ def probe_runtime(
         runtime.status = _ended(result)
         runtime.error = problem if not runtime.error else f"{runtime.error}; {problem}"
         runtime.failure = result.failure
-    if runtime.framework == "tensorflow":
+    if runtime.framework == TENSORFLOW.key:
         # Windows builds report DLL suffixes ("64_112"): versions as the static pass writes
         # them, by the same function, so that no check has to know the difference.
         from gpucheck.probes.scripts.framework_static import (
@@ -146,9 +155,10 @@ def probe_runtime(
 def xla_devices(rt: FrameworkRuntime) -> list[str] | None:
     """The GPUs XLA compiles for: JAX's devices are XLA's own; TensorFlow's XLA (jit_compile)
     targets the GPUs TensorFlow lists. None where the devices were never listed."""
-    if rt.framework not in ("jax", "tensorflow") or rt.device_count is None:
+    framework = BY_KEY.get(rt.framework)
+    if framework is None or not framework.xla or rt.device_count is None:
         return None
-    if rt.framework == "jax" and rt.backend not in ("gpu", "cuda"):
+    if rt.framework == JAX.key and rt.backend not in ("gpu", "cuda"):
         return []
     cpu = ("cpu", "tfrt_cpu", "/physical_device:cpu")
     return [d for d in rt.devices if not d.lower().startswith(cpu)]

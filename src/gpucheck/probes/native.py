@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +24,7 @@ from gpucheck.model.snapshot import (
 )
 from gpucheck.model.types import RunStatus
 from gpucheck.probes.child import HERE, ChildResult, run_script
+from gpucheck.probes.cuda_tools import probe_cuda_tools, probe_tensorrt_libraries, tool_version_of
 from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies, ldconfig_cache
 
 SCRIPT = HERE / "scripts/native.py"
@@ -141,30 +140,6 @@ def probe_nvcc(env: Mapping[str, str], homes: list[Path], timeout: float = 10) -
     return NvccFacts(path=path, version=version, toolkit=root if is_toolkit else None, error=error)
 
 
-def tool_version_of(path: str, timeout: float) -> tuple[str | None, str | None]:
-    """(version, why not) of a CUDA tool that answers `--version` as nvcc does (nvcc, ptxas,
-    nvlink), bounded in time."""
-    try:
-        out = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    version = parse_nvcc_version(out.stdout)
-    if version is None:
-        return None, f"unrecognised output: {(out.stdout or out.stderr).strip()[:200]!r}"
-    return version, None
-
-
-def parse_nvcc_version(text: str) -> str | None:
-    """'Cuda compilation tools, release 12.4, V12.4.131' -> '12.4.131'."""
-    match = re.search(r"release ([0-9]+\.[0-9]+), V([0-9]+\.[0-9]+(?:\.[0-9]+)*)", text)
-    if match:
-        return match.group(2)
-    match = re.search(r"release ([0-9]+\.[0-9]+)", text)
-    return match.group(1) if match else None
-
-
 def probe_cuda_and_cudnn(
     scope: SearchScope,
     timeout: float,
@@ -175,8 +150,6 @@ def probe_cuda_and_cudnn(
     driver API is probed separately, in parallel). `site_dirs`, where given, says the site
     folders once they are known (--python's come from the frameworks probe): nvcc and the
     loader cache do not wait for them."""
-    from gpucheck.probes.cuda_tools import probe_cuda_tools, probe_tensorrt_libraries
-
     start = time.monotonic()
     homes, home, source = cuda_homes(scope.env)
     if not scope.cuda_homes:

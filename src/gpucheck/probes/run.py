@@ -17,8 +17,8 @@ from typing import TypeVar
 
 from msgspec import Struct, field
 
-from gpucheck.model.distributions import installed_frameworks
 from gpucheck.model.environments import PythonEnvironment
+from gpucheck.model.frameworks import BY_KEY, installed_frameworks
 from gpucheck.model.snapshot import (
     CudaDriverFacts,
     CudaFacts,
@@ -127,7 +127,7 @@ def _has_xla(frameworks: Future[tuple[list[PythonEnvironment], ProbeRun]]) -> bo
         environments, _ = frameworks.result()
     except Exception:
         return True
-    return any(set(installed_frameworks(env)) & {"tensorflow", "jax"} for env in environments)
+    return any(BY_KEY[key].xla for env in environments for key in installed_frameworks(env))
 
 
 def cuda_init_allowed(system: SystemFacts) -> str | None:

@@ -98,7 +98,13 @@ def probe_system(
         python_executable=sys.executable,
     )
     facts.os_release = _os_release(root)
-    facts.container, facts.container_evidence = detect_container(root, env)
+    own_root = root == Path("/")
+    if not own_root:  # a pod's own hostname is the pod's; the host's is in its /etc
+        facts.hostname = (_read(root / "etc/hostname") or "").strip() or facts.hostname
+    # Under GPUCHECK_ROOT (a DaemonSet mounting the host at /host) the facts are the root's:
+    # its files say whether it is a container, not this process's environment, which is the
+    # pod's (KUBERNETES_SERVICE_HOST) while the facts judged are the host's.
+    facts.container, facts.container_evidence = detect_container(root, env if own_root else {})
     proc_version = _read(root / "proc/version") or ""
     facts.wsl = "microsoft" in proc_version.lower() or (root / "dev/dxg").exists()
     facts.pci_scanned, facts.pci_device_count, facts.pci_gpus = scan_pci(root)
@@ -160,6 +166,8 @@ def _os_release(root: Path) -> str | None:
 
 
 def detect_container(root: Path, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The container gpucheck's facts come from, from the root's files and `env` (which
+    probe_system passes only when the root is this process's own /)."""
     if env.get("KUBERNETES_SERVICE_HOST"):
         return "kubernetes", "KUBERNETES_SERVICE_HOST is set"
     if (root / "run/.containerenv").exists():

@@ -14,23 +14,23 @@ from msgspec import Struct, field
 
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.decoding import to_dict
-from gpucheck.model.finding import Finding, Status
+from gpucheck.model.finding import PROBLEM, Finding, Status, severity
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.version import __version__
 
 # The report's own format version (the snapshot inside it carries its own): 2.0 made `fix` a
-# record (text and commands) and added `subjects` to findings.
-REPORT_SCHEMA_VERSION = "2.0"
-
-
-PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
+# record (text and commands) and added `subjects` to findings; 3.0 made the fix ordered steps
+# (model/fix.py), each with its command, tool, package changes, GPUs and layer.
+REPORT_SCHEMA_VERSION = "3.0"
 
 
 def exit_code(findings: list[Finding], strict: bool = False) -> int:
-    statuses = {f.status for f in findings}
-    if Status.ERROR in statuses:
+    """By the worst finding (model.finding.SEVERITY): error 3, fail 1 (warn too with
+    --strict), else 0; and 1 for a report that judged nothing."""
+    worst = max((severity(f.status) for f in findings), default=-1)
+    if worst >= severity(Status.ERROR):
         return ExitStatus.INTERNAL
-    if Status.FAIL in statuses or (strict and Status.WARN in statuses):
+    if worst >= severity(Status.WARN if strict else Status.FAIL):
         return ExitStatus.FAILED
     if not_judged(findings):
         return ExitStatus.FAILED  # a gate that judged nothing must not say ready

@@ -42,6 +42,12 @@ def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None
         case = ET.SubElement(suite, "testcase", classname=f"gpucheck.{f.section.value}", name=f.id)
         props = ET.SubElement(case, "properties")
         ET.SubElement(props, "property", name="status", value=f.status.value)
+        # The fix's steps as data, in order: fix.N.KIND = the command (or, for a step no
+        # command does, its sentence); the text below says the same for a person.
+        for i, step in enumerate(f.fix.steps if f.fix else [], 1):
+            value = step.command if step.command is not None else step.text
+            name = f"fix.{i}.{step.kind.value}" + (f".{step.tool.value}" if step.tool else "")
+            ET.SubElement(props, "property", name=name, value=printable(value))
         title = printable(f.title)
         lines = [title, *map(printable, f.evidence)]
         body = "\n".join(lines + ([f"fix: {printable(f.fix.text)}"] if f.fix else []))

@@ -8,16 +8,21 @@ this one report found. A check's status is a label on a series of value 1, one s
 check (per GPU where the finding names GPUs): a fleet of thousands of nodes keeps one series a
 check rather than one per possible status, and a status change replaces the series when the
 textfile is rewritten.
+
+Per-GPU series also carry NVIDIA dcgm-exporter's labels (`gpu` index, `UUID`, `modelName`,
+`Hostname`, as its metrics name them), so that a query joins a verdict to DCGM's telemetry with
+`on(Hostname, UUID)` (the two exporters' `instance` labels differ: different ports).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO
 
-from gpucheck.model.distributions import FRAMEWORK_DISTS
+from gpucheck.model.frameworks import PROBED
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import Report
 from gpucheck.version import __version__
@@ -86,10 +91,12 @@ class PrometheusFormat:
                 self.report.exit_code,
             ),
             self._counts(),
+            self._fix_steps(),
             self._scalar(
                 "report_timestamp_seconds",
-                "When the report was made (Unix time): alert when it stops moving.",
-                _timestamp(self.report.created_at),
+                "When the facts of this report were gathered (Unix time; for --from, when the "
+                "snapshot was taken, not when it was read): alert when it stops moving.",
+                _timestamp(self.report.snapshot.created_at),
             ),
             *self._probes(),
             self._build_info(),
@@ -110,12 +117,30 @@ class PrometheusFormat:
             "One series per check (and per GPU it names), value 1; its status is the status "
             "label: pass, warn, fail, skip (not judged), info, error (a gpucheck bug).",
         )
+        names = {g.uuid: g.name for g in self.report.snapshot.nvml.gpus if g.uuid}
+        hostname = self.report.snapshot.system.hostname
         for f in self.report.findings:
             base = {"check": f.id, "section": f.section.value, "status": f.status.value}
             if not f.subjects.gpus:
                 family.add(1, **base)
             for gpu in f.subjects.gpus:
-                family.add(1, **base, gpu=str(gpu.index), gpu_uuid=gpu.uuid)
+                family.add(
+                    1,
+                    **base,
+                    **_dcgm_labels(str(gpu.index), gpu.uuid, names.get(gpu.uuid or ""), hostname),
+                )
+        return family
+
+    def _fix_steps(self) -> Family:
+        family = Family(
+            PREFIX + "fix_steps",
+            "Steps of each problem's recommended fix, by kind: command (a script can run it); "
+            "manual, reboot, hardware (a person must act); info.",
+        )
+        for f in self.report.problems:
+            kinds = Counter(s.kind.value for s in (f.fix.steps if f.fix else []) if s.option == 0)
+            for kind, count in sorted(kinds.items()):
+                family.add(count, check=f.id, kind=kind)
         return family
 
     def _counts(self) -> Family:
@@ -161,8 +186,7 @@ class PrometheusFormat:
         for gpu in snap.nvml.gpus:
             family.add(
                 1,
-                gpu=str(gpu.index),
-                gpu_uuid=gpu.uuid,
+                **_dcgm_labels(str(gpu.index), gpu.uuid, gpu.name, snap.system.hostname),
                 name=gpu.name,
                 pci_bus_id=gpu.pci_bus_id,
                 compute_capability=gpu.compute_capability,
@@ -174,12 +198,24 @@ class PrometheusFormat:
             PREFIX + "framework_info",
             "Each deep-learning framework distribution installed in a probed Python environment.",
         )
-        names = {n for dists in FRAMEWORK_DISTS.values() for n in dists}
         for env in snap.environments:
             for dist in env.distributions:
-                if dist.name in names or dist.name.startswith("cupy-"):
+                if any(fw.owns(dist.name) for fw in PROBED):
                     family.add(1, python=env.python, package=dist.name, version=dist.version)
         return family
+
+
+def _dcgm_labels(
+    index: str, uuid: str | None, model: str | None, hostname: str | None
+) -> dict[str, str | None]:
+    """A GPU's labels: ours (gpu, gpu_uuid) and dcgm-exporter's names for the same facts."""
+    return {
+        "gpu": index,
+        "gpu_uuid": uuid,
+        "UUID": uuid,
+        "modelName": model,
+        "Hostname": hostname,
+    }
 
 
 def _timestamp(iso: str) -> float | None:

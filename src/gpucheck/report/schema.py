@@ -12,40 +12,30 @@ import json
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from gpucheck.model.finding import Finding, Status
+from gpucheck.model.json_schema import components, document, version_property
+from gpucheck.model.snapshot import SCHEMA_VERSION as SNAPSHOT_SCHEMA_VERSION
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import REPORT_SCHEMA_VERSION
 
 SCHEMA_FILE = Path(__file__).resolve().parent / "report.schema.json"
-SCHEMA_ID = f"https://gpucheck.invalid/schema/report-{REPORT_SCHEMA_VERSION}.json"
 
 
-def _all_required(defs: dict[str, Any]) -> None:
-    # Output always carries every field (null when unknown): say so, so that a consumer's
-    # validator catches a report that lost one.
-    for schema in defs.values():
-        if "properties" in schema:
-            schema["required"] = list(schema["properties"])
-
-
-def report_schema() -> dict[str, Any]:
-    (finding_ref, snapshot_ref), components = msgspec.json.schema_components(
-        [Finding, Snapshot], ref_template="#/$defs/{name}"
+def _definitions() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(finding ref, snapshot ref, $defs) with the ids and the snapshot's major pinned."""
+    (finding_ref, snapshot_ref), defs = components([Finding, Snapshot])
+    defs["Finding"]["properties"]["id"]["pattern"] = r"^[a-z]+(\.[a-z0-9-]+)+$"
+    defs["Snapshot"]["properties"]["schema_version"] = version_property(
+        SNAPSHOT_SCHEMA_VERSION, "snapshot schema"
     )
-    _all_required(components)
-    components["Finding"]["properties"]["id"]["pattern"] = r"^[a-z]+(\.[a-z0-9-]+)+$"
+    return finding_ref, snapshot_ref, defs
+
+
+def report_body(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report's object (for `doctor --json`; `bench --json` adds its own properties)."""
+    finding_ref, snapshot_ref, defs = _definitions()
     counts = {s.value: {"type": "integer", "minimum": 0} for s in Status}
     return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": "gpucheck doctor report",
-        "description": (
-            f"Output of `gpucheck doctor --json`, report schema {REPORT_SCHEMA_VERSION}. A minor "
-            "version adds optional fields only; readers must ignore fields they do not know. "
-            "The snapshot inside carries its own schema_version."
-        ),
         "type": "object",
         "required": [
             "schema_version",
@@ -55,9 +45,10 @@ def report_schema() -> dict[str, Any]:
             "summary",
             "findings",
             "snapshot",
+            *(extra or {}),
         ],
         "properties": {
-            "schema_version": {"type": "string", "pattern": r"^\d+\.\d+$"},
+            "schema_version": version_property(REPORT_SCHEMA_VERSION, "report schema"),
             "tool": {
                 "type": "object",
                 "required": ["name", "version"],
@@ -98,9 +89,35 @@ def report_schema() -> dict[str, Any]:
             },
             "findings": {"type": "array", "items": finding_ref},
             "snapshot": snapshot_ref,
+            **(extra or {}),
         },
-        "$defs": components,
+        "$defs": defs,
     }
+
+
+def report_schema() -> dict[str, Any]:
+    return document(
+        "report",
+        REPORT_SCHEMA_VERSION,
+        "gpucheck doctor report",
+        f"Output of `gpucheck doctor --json`, report schema {REPORT_SCHEMA_VERSION}. A minor "
+        "version adds optional fields only; readers must ignore fields they do not know. "
+        "The snapshot inside carries its own schema_version.",
+        report_body(),
+    )
+
+
+def snapshot_schema() -> dict[str, Any]:
+    _, snapshot_ref, defs = _definitions()
+    del defs["Finding"]
+    return document(
+        "snapshot",
+        SNAPSHOT_SCHEMA_VERSION,
+        "gpucheck snapshot",
+        f"Output of `gpucheck snapshot` (and the `snapshot` of a report), snapshot schema "
+        f"{SNAPSHOT_SCHEMA_VERSION}: the facts alone. null means unknown.",
+        {**snapshot_ref, "$defs": defs},
+    )
 
 
 def schema_text() -> str:

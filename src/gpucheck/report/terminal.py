@@ -4,16 +4,23 @@ hanging indent. Colour follows rich (NO_COLOR and FORCE_COLOR honoured)."""
 from __future__ import annotations
 
 import io
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
 
-from gpucheck.report.core import Report
 from gpucheck.report.text import layout
+
+if TYPE_CHECKING:  # core renders through this module (notebooks): no import back
+    from gpucheck.report.core import Report
 
 
 class _Console(Console):
+    def __init__(self, **options: Any) -> None:
+        # In a Jupyter kernel rich would send every line to the notebook as its own display
+        # output, ignoring `file`; the report's one notebook output is Report's mimebundle.
+        super().__init__(force_jupyter=False, **options)
+
     def on_broken_pipe(self) -> None:
         # rich's own handling exits 1; the CLI keeps the report's exit code instead.
         raise BrokenPipeError

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from gpucheck.model.finding import Section, Status
-from gpucheck.report.core import Report
+from gpucheck.model.finding import PROBLEM, Section, Status
 from gpucheck.version import __version__
+
+if TYPE_CHECKING:  # core renders through this module (notebooks): no import back
+    from gpucheck.report.core import Report
 
 MARKS = {
     Status.PASS: ("✓", "+", "green"),
@@ -25,7 +27,6 @@ MARKS = {
     Status.INFO: ("i", "i", "cyan"),
     Status.ERROR: ("✗", "x", "bold magenta"),
 }
-PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
 
 # C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what is shown.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -20,7 +20,7 @@ Shared helpers: environments.py (per-environment verdicts), builds.py (each fram
 build as facts, and the build a fix installs), driver.py (the GPUs a build must run on, its
 CUDA against the driver), arch.py (compiled architectures), packages.py (pip metadata).
 
-Importing this package registers them all, and the report lists them in this order.
+Importing this package registers them all; registry.ORDER sets their order in the report.
 """
 
 from __future__ import annotations

@@ -11,12 +11,19 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver import upgrade_driver
-from gpucheck.checks.frameworks.environments import compat_os, pip, python_mm, runtime
+from gpucheck.checks.frameworks.environments import (
+    change,
+    compat_os,
+    pip_step,
+    python_mm,
+    runtime,
+)
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
-from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
+from gpucheck.model.fix import Change, Fix, Step
+from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 
 # --- the build a fix installs --------------------------------------------------------------------
 
@@ -43,7 +50,7 @@ class TorchFacts(Struct, frozen=True):
 
 
 def torch_facts(env: PythonEnvironment) -> TorchFacts | None:
-    dist, build, deep = env.dist("torch"), env.torch, runtime(env, "torch")
+    dist, build, deep = env.dist(TORCH.dist), env.torch, runtime(env, TORCH.key)
     if dist is None and build is None:
         return None
     version = (build.version if build else None) or (dist.version if dist else None)
@@ -89,12 +96,17 @@ def _fits(ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | No
     return " and ".join(parts)
 
 
+def pick_change(env: PythonEnvironment, name: str, pick: Pick) -> Change:
+    """The distribution a pick's install moves, from what is installed here to its line."""
+    return change(env, name, requirement=f"=={pick.version}.*")
+
+
 # Installed packages built for one torch, which must move with it (their wheels pin torch).
 TORCH_COMPANIONS = ("torchvision", "torchaudio")
 
 
-def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str | None:
-    """The command that replaces this environment's torch by a CUDA build that runs on this
+def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step | None:
+    """The step that replaces this environment's torch by a CUDA build that runs on this
     driver with these GPUs: the same torch version where the compat data has a CUDA build of
     its line that fits (the smallest change: torchvision and torchaudio keep their versions,
     from the same index), else the newest that fits, with the companions it pairs with. None
@@ -113,80 +125,95 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str | 
         digits = same.cuda.replace(".", "")
         tag = f"cu{digits}"
         wanted = [f"'torch=={public}+{tag}'"]
+        changes = [change(env, "torch", f"{public}+{tag}")]
         kept = []
         for name in TORCH_COMPANIONS:
             dist = env.dist(name)
             if dist is not None:
                 version = dist.version.split("+", 1)[0]
                 wanted.append(f"'{name}=={version}+{tag}'")
+                changes.append(change(env, name, f"{version}+{tag}"))
                 kept.append(f"{name} {version}")
         index = TORCH_INDEX.format(tag=digits)
-        command = f"pip install {' '.join(wanted)} --index-url {index}"
-        return pip(ctx, env, command) + (
-            f" (the same PyTorch {public}, built with CUDA {same.cuda}: it "
+        return pip_step(
+            ctx,
+            env,
+            f"install the same PyTorch {public}, built with CUDA {same.cuda}: it "
             f"{_fits(ctx, env, ccs, driver)}"
-            + (f"; {', '.join(kept)} keep their versions" if kept else "")
-            + ")"
+            + (f"; {', '.join(kept)} keep their versions" if kept else ""),
+            f"pip install {' '.join(wanted)} --index-url {index}",
+            changes,
         )
     pick = pick_torch(ctx, env, ccs, driver)
     if pick is None:
         return None
     companions = []
+    changes = [pick_change(env, "torch", pick)]
     for name in TORCH_COMPANIONS:
         if env.dist(name) is None:
             continue
         row = ctx.compat.extensions.pairing(name, pick.version)
         if row and row.versions:
             v = row.versions[0]  # a prefix: "0.20" is any 0.20.x
-            companions.append(f"'{name}=={v}.*'" if v.count(".") < 2 else f"'{name}=={v}'")
+            spec = f"=={v}.*" if v.count(".") < 2 else f"=={v}"
+            companions.append(f"'{name}{spec}'")
+            changes.append(change(env, name, requirement=spec))
         else:
             companions.append(name)
+            changes.append(change(env, name))
     install = pick.install
     if companions:
         # Same command, same index: pip resolves torch and what pins it together.
         head, sep, tail = install.partition(" --index-url ")
         install = f"{head} {' '.join(companions)}{sep}{tail}"
     named = ", ".join(c.strip("'") for c in companions)
-    moved = f"; {named} move with it" if companions else ""
-    return (
-        pip(ctx, env, f"pip uninstall -y torch && {install}")
-        + f" (PyTorch {pick.version} built with CUDA {pick.cuda}: the newest that "
-        f"{_fits(ctx, env, ccs, driver)}{moved})"
+    return pip_step(
+        ctx,
+        env,
+        f"install PyTorch {pick.version} built with CUDA {pick.cuda}: the newest that "
+        f"{_fits(ctx, env, ccs, driver)}" + (f"; {named} move with it" if companions else ""),
+        f"pip uninstall -y torch && {install}",
+        changes,
     )
 
 
-def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> str:
+def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Fix:
     """torch_switch, else what it takes: a newer driver, or a build from source."""
     switch = torch_switch(ctx, env, ccs)
     if switch is not None:
-        return switch
+        return Fix.of(switch)
     driver = ctx.driver_version
     other = pick_torch(ctx, env, ccs, None) if driver else None
     if other is not None:
-        return (
-            f"No PyTorch build in gpucheck's compat data runs on driver {driver} with these "
-            f"GPUs: {upgrade_driver(ctx, other.cuda)}, then "
-            + pip(ctx, env, f"pip uninstall -y torch && {other.install}")
-            + f" (PyTorch {other.version}, CUDA {other.cuda})"
+        upgrade = upgrade_driver(ctx, other.cuda)
+        upgrade.text = (
+            f"no PyTorch build in gpucheck's compat data runs on driver {driver} with these "
+            f"GPUs: {upgrade.text}"
+        )
+        return Fix.of(
+            upgrade,
+            pip_step(
+                ctx,
+                env,
+                f"then install PyTorch {other.version} (CUDA {other.cuda})",
+                f"pip uninstall -y torch && {other.install}",
+                [pick_change(env, "torch", other)],
+            ),
         )
     if ccs:
-        return (
-            "No PyTorch release in gpucheck's compat data has code for compute capability "
-            f"{', '.join(ccs)}: build PyTorch from source with "
-            f'TORCH_CUDA_ARCH_LIST="{";".join(ccs)}"'
+        return Fix.of(
+            Step.manual(
+                "no PyTorch release in gpucheck's compat data has code for compute capability "
+                f"{', '.join(ccs)}: build PyTorch from source with "
+                f'TORCH_CUDA_ARCH_LIST="{";".join(ccs)}"'
+            )
         )
-    return "Install a CUDA build of PyTorch (https://pytorch.org/get-started/locally/)"
+    return Fix.of(
+        Step.manual("install a CUDA build of PyTorch (https://pytorch.org/get-started/locally/)")
+    )
 
 
 # --- TensorFlow ---------------------------------------------------------------------------------
-
-TF_CPU_DISTS = (
-    "tensorflow-cpu",
-    "tensorflow-intel",
-    "tensorflow-macos",
-    "tensorflow-cpu-aws",
-    "tf-nightly-cpu",
-)
 
 
 def tf_cuda_text(text: str | None) -> str | None:
@@ -207,13 +234,13 @@ class TfFacts(Struct, frozen=True):
 
     @property
     def name(self) -> str:
-        dist = next((d.name for d in self.dists), "tensorflow")
+        dist = next((d.name for d in self.dists), TENSORFLOW.module)
         return f"{dist} {self.version or '(version unknown)'}"
 
 
 def tf_facts(env: PythonEnvironment) -> TfFacts | None:
-    dists = tuple(d for name in TF_DISTS if (d := env.dist(name)) is not None)
-    build, deep = env.tensorflow, runtime(env, "tensorflow")
+    dists = tuple(d for name in TENSORFLOW.dists if (d := env.dist(name)) is not None)
+    build, deep = env.tensorflow, runtime(env, TENSORFLOW.key)
     if not dists and build is None:
         return None
     version = dists[0].version if dists else (deep.version if deep else None)
@@ -226,9 +253,9 @@ def tf_facts(env: PythonEnvironment) -> TfFacts | None:
             f"cuda_version={build.cuda_version!r}, cudnn_version={build.cudnn_version!r}"
         )
         kind = "rocm" if build.is_rocm_build else ("cuda" if build.is_cuda_build else "cpu")
-    elif "tensorflow-rocm" in names:
+    elif names & set(TENSORFLOW.rocm_dists):
         kind = "rocm"
-    elif names & set(TF_CPU_DISTS) and not names & {"tensorflow", "tensorflow-gpu"}:
+    elif names & set(TENSORFLOW.cpu_dists) and not names - set(TENSORFLOW.cpu_dists):
         kind = "cpu"
     elif deep is not None and deep.cuda_version:
         kind = "cuda"
@@ -281,7 +308,7 @@ class JaxFacts(Struct, frozen=True):
 
 
 def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
-    jax, jaxlib = env.dist("jax"), env.dist("jaxlib")
+    jax, jaxlib = (env.dist(name) for name in JAX.dists)
     plugins = tuple(d for d in env.distributions if _JAX_PLUGIN.match(d.name))
     if jax is None and jaxlib is None and not plugins:
         return None

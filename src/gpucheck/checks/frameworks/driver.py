@@ -9,9 +9,11 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.frameworks.environments import version_key
+from gpucheck.checks.remedies import upgrade_driver as upgrade_driver  # the frameworks' step
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.fix import Fix
 
 # --- the GPUs a build must run on ----------------------------------------------------------------
 
@@ -59,20 +61,6 @@ def gpus_line(ctx: Context) -> str:
 
 
 # --- the driver ---------------------------------------------------------------------------------
-
-
-def upgrade_driver(ctx: Context, cuda: str) -> str:
-    mm = major_minor(cuda)
-    need = ctx.compat.min_driver(cuda, ctx.os)
-    if need is not None:
-        return (
-            f"upgrade the NVIDIA driver to {driver_text(need)} or newer "
-            f"(CUDA {mm}'s minimum on {ctx.os.title()})"
-        )
-    floor = ctx.compat.minor_compat_floor(mm.major, ctx.os) if mm else None
-    if floor is not None and mm is not None:
-        return f"upgrade the NVIDIA driver to {driver_text(floor)} or newer (CUDA {mm.major}.x)"
-    return f"upgrade the NVIDIA driver to one that supports CUDA {mm or cuda}"
 
 
 def forward_cuda(ctx: Context) -> Version | None:
@@ -127,7 +115,7 @@ def judge_driver(ctx: Context, cuda: str) -> tuple[Status, str] | None:
 
 
 def driver_outcome(
-    ctx: Context, name: str, cuda: str, fix: Callable[[], str], *evidence: str
+    ctx: Context, name: str, cuda: str, fix: Callable[[], Fix], *evidence: str
 ) -> Outcome:
     """The verdict of a `*.cuda-driver` check on one build of `name` bringing CUDA `cuda`;
     `fix` is asked only when the driver is too old."""

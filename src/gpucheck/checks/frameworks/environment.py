@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from msgspec import Struct
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environments import env_os, environment_check, pip
+from gpucheck.checks.frameworks.environments import change, env_os, environment_check, pip_step
 from gpucheck.checks.frameworks.packages import (
     GPU_EXTRAS,
     canonical,
@@ -23,9 +23,10 @@ from gpucheck.checks.frameworks.packages import (
     soname_major,
 )
 from gpucheck.compat import parse_version
-from gpucheck.model.distributions import TF_DISTS
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.frameworks import TENSORFLOW
 from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
 
 if TYPE_CHECKING:
@@ -227,26 +228,35 @@ def shadowing(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     )
 
 
-def _ld_fix(ctx: Context, races: list[Race]) -> str:
+def _ld_fix(ctx: Context, races: list[Race]) -> Fix:
     folders = sorted({posixpath.dirname(r.winner.path) for r in races})
     value = ctx.snapshot.system.env.get("LD_LIBRARY_PATH")
     where = " (and where it is set: ~/.bashrc, a module file, the job script or image)"
     if value is None:
-        return f"Remove {', '.join(folders)} from LD_LIBRARY_PATH for this environment{where}"
+        return Fix.of(
+            Step.manual(
+                f"remove {', '.join(folders)} from LD_LIBRARY_PATH for this environment{where}"
+            )
+        )
     drop = {posixpath.normpath(f) for f in folders}
     keep = [p for p in value.split(":") if p and posixpath.normpath(p) not in drop]
-    command = (
-        f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}" if keep else "unset LD_LIBRARY_PATH"
-    )
-    fix = f"Remove {', '.join(folders)} from LD_LIBRARY_PATH: `{command}`{where}"
+    why = f"remove {', '.join(folders)} from LD_LIBRARY_PATH{where}"
+    steps: list[Step | Literal["or"]] = [
+        Step.set_env("LD_LIBRARY_PATH", shlex.quote(":".join(keep)), why)
+        if keep
+        else Step.unset_env("LD_LIBRARY_PATH", why)
+    ]
     own = sorted({r.need.own_dir for r in races if r.need.own_dir})
     if own:
-        first = ":".join(own)
-        fix += (
-            "; or, where that folder is needed for something else, put the wheels' folders "
-            f"first: `export LD_LIBRARY_PATH={first}:$LD_LIBRARY_PATH`"
-        )
-    return fix
+        steps += [
+            OR,
+            Step.set_env(
+                "LD_LIBRARY_PATH",
+                f"{':'.join(own)}:$LD_LIBRARY_PATH",
+                "where that folder is needed for something else, put the wheels' folders first",
+            ),
+        ]
+    return Fix.of(*steps)
 
 
 # --- NVIDIA pip packages two frameworks want in different versions --------------------------------
@@ -293,33 +303,53 @@ def conflicts(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     )
 
 
-def _conflicts_fix(ctx: Context, env: PythonEnvironment, shared: Needs) -> str:
+def _conflicts_fix(ctx: Context, env: PythonEnvironment, shared: Needs) -> Fix:
     frameworks = {d.name: d for users in shared.values() for d, _ in users}
-    tf = next((frameworks[n] for n in TF_DISTS if n in frameworks), None)
+    tf = next((frameworks[n] for n in TENSORFLOW.dists if n in frameworks), None)
     move = tf or sorted(frameworks.values(), key=lambda d: d.name)[-1]
     extra = "[and-cuda]" if "and-cuda" in GPU_EXTRAS.get(move.name, ()) else ""
     spec = f"{move.name}{extra}=={move.version}"
     folder = f"~/venvs/{move.name}"
-    fix = (
-        f"Give each framework its own environment, e.g. python3 -m venv {folder} && "
-        f"{folder}/bin/pip install '{spec}', then "
-        + pip(ctx, env, f"pip uninstall -y {move.name}")
-        + " here"
-    )
+    steps: list[Step | Literal["or"]] = [
+        Step.run(
+            "give each framework its own environment",
+            f"python3 -m venv {folder} && {folder}/bin/pip install '{spec}'",
+            Tool.PIP,
+            changes=[Change(move.name, None, move.version)],
+            environment=f"{folder}/bin/python",
+        ),
+        pip_step(
+            ctx,
+            env,
+            "then remove it here",
+            f"pip uninstall -y {move.name}",
+            [change(env, move.name, remove=True)],
+        ),
+    ]
     agree = _agreeing_tensorflow(ctx, shared) if tf is not None else None
     if agree is not None:
-        fix += f"; or a TensorFlow whose pins agree: {pip(ctx, env, agree)}"
-    return fix
+        version, command = agree
+        steps += [
+            OR,
+            pip_step(
+                ctx,
+                env,
+                "install a TensorFlow whose pins agree",
+                command,
+                [change(env, "tensorflow", version)],
+            ),
+        ]
+    return Fix.of(*steps)
 
 
-def _agreeing_tensorflow(ctx: Context, shared: Needs) -> str | None:
-    """The newest tensorflow[and-cuda] whose pins accept the exact versions the other
-    framework pins for every shared package (None when there is no such row)."""
+def _agreeing_tensorflow(ctx: Context, shared: Needs) -> tuple[str, str] | None:
+    """(version, install command) of the newest tensorflow[and-cuda] whose pins accept the
+    exact versions the other framework pins for every shared package (None: no such row)."""
     pins: dict[str, str] = {}
     for name, users in shared.items():
         for dist, req in users:
             specs = list(req.specifier)
-            if dist.name not in TF_DISTS and len(specs) == 1 and specs[0].operator == "==":
+            if dist.name not in TENSORFLOW.dists and len(specs) == 1 and specs[0].operator == "==":
                 pins[name] = specs[0].version
     if len(pins) < len(shared):
         return None
@@ -329,5 +359,5 @@ def _agreeing_tensorflow(ctx: Context, shared: Needs) -> str | None:
             continue
         reqs = {canonical(r.name): r for r in parsed if r is not None}
         if all(n in reqs and satisfies(reqs[n], v) for n, v in pins.items()):
-            return f"pip install 'tensorflow[and-cuda]=={row.version}'"
+            return str(row.version), f"pip install 'tensorflow[and-cuda]=={row.version}'"
     return None

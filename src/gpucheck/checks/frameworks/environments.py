@@ -19,8 +19,8 @@ from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.finding import Fix, Outcome, Section, Status, Subjects
-from gpucheck.model.fix import Change, Layer, Step, Tool, run
+from gpucheck.model.finding import Outcome, Section, Subjects, severity
+from gpucheck.model.fix import Change, Fix, Layer, Step, Tool
 
 # --- environments ------------------------------------------------------------------------------
 
@@ -82,7 +82,7 @@ def pip_step(
 ) -> Step:
     """A pip command for this environment (see pip) as a fix step, naming the interpreter it
     is for and the distributions it changes."""
-    return run(
+    return Step.run(
         text, pip(ctx, env, command), Tool.PIP, changes=changes, environment=env.python, layer=layer
     )
 
@@ -112,8 +112,6 @@ def version_key(text: str | None) -> Version:
 
 # --- one verdict per environment, one finding per check -------------------------------------------
 
-RANK = {Status.ERROR: -1, Status.FAIL: 0, Status.WARN: 1, Status.INFO: 2, Status.PASS: 3}
-
 
 def merge(items: Iterable[tuple[str | None, Outcome | None]]) -> Outcome | None:
     """The worst outcome decides status, title, fix and subjects; the others' titles and
@@ -125,7 +123,7 @@ def merge(items: Iterable[tuple[str | None, Outcome | None]]) -> Outcome | None:
     def tag(label: str | None, line: str) -> str:
         return f"{label}: {line}" if label else line
 
-    found.sort(key=lambda item: RANK.get(item[1].status, 4))
+    found.sort(key=lambda item: -severity(item[1].status))
     worst = found[0][1].status
     top = [v for _, v in found if v.status is worst]
     title = top[0].title + (f" (and {len(top) - 1} more)" if len(top) > 1 else "")

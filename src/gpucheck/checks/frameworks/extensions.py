@@ -1,6 +1,6 @@
-"""Extensions built against torch (torchvision, torchaudio, xformers, flash-attn, bitsandbytes,
-apex, deepspeed, triton, vllm, sglang, torch-tensorrt), per Python environment: is each built for
-the torch installed beside it? A compiled extension is linked against one torch release (and
+"""Extensions built against torch (model/frameworks.py's TORCH_EXTENSIONS: torchvision,
+xformers, flash-attn, vllm, ...), per Python environment: is each built for the torch installed
+beside it? A compiled extension is linked against one torch release (and
 C++ ABI) and one CUDA; paired with another it fails at import ("undefined symbol") or at its
 first CUDA op.
 
@@ -18,7 +18,7 @@ from msgspec import Struct
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
 from gpucheck.checks.frameworks.driver import cc_list, targets
-from gpucheck.checks.frameworks.environments import framework_check, merge, pip
+from gpucheck.checks.frameworks.environments import change, framework_check, merge, pip_step
 from gpucheck.checks.frameworks.packages import requirements_of, satisfies
 from gpucheck.compat.answers import TORCH_INDEX
 from gpucheck.compat.extensions import matches
@@ -30,26 +30,13 @@ from gpucheck.model.environments import (
     PythonEnvironment,
 )
 from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step
+from gpucheck.model.frameworks import TENSORRT, TORCH, TORCH_EXTENSIONS
 
-# Distributions built against torch, in the order findings name them.
-EXTENSIONS = (
-    "torchvision",
-    "torchaudio",
-    "xformers",
-    "flash-attn",
-    "flash-attn-3",
-    "bitsandbytes",
-    "apex",
-    "deepspeed",
-    "triton",
-    "pytorch-triton",
-    "vllm",
-    "sglang",
-    "torch-tensorrt",
-)
-PAIRED = ("torchvision", "torchaudio")
-TRITONS = ("triton", "pytorch-triton")  # the compat data has their pairing tables
-BUILT_FROM_SOURCE = ("flash-attn", "flash-attn-3", "apex")  # rebuilt against the torch here
+EXTENSIONS = tuple(e.dist for e in TORCH_EXTENSIONS)  # in the order findings name them
+PAIRED = tuple(e.dist for e in TORCH_EXTENSIONS if e.paired)
+TRITONS = tuple(e.dist for e in TORCH_EXTENSIONS if e.pinned_by_torch)  # compat pairs them too
+BUILT_FROM_SOURCE = tuple(e.dist for e in TORCH_EXTENSIONS if e.from_source)
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -62,7 +49,7 @@ class Installed(Struct):
 
 
 def installed(env: PythonEnvironment) -> Installed | None:
-    t, dist = torch_facts(env), env.dist("torch")
+    t, dist = torch_facts(env), env.dist(TORCH.dist)
     found = [d for name in EXTENSIONS if (d := env.dist(name)) is not None]
     if t is None or dist is None or not found:
         return None
@@ -82,7 +69,7 @@ def torch_pin(ctx: Context, env: PythonEnvironment, dist: Distribution) -> Requi
         (
             r
             for r in requirements_of(ctx, env, dist)
-            if r.name.lower() == "torch" and str(r.specifier)
+            if r.name.lower() == TORCH.dist and str(r.specifier)
         ),
         None,
     )
@@ -98,28 +85,41 @@ def index_flag(torch: TorchFacts) -> str:
     return ""
 
 
-def keep_torch_fix(ctx: Context, env: PythonEnvironment, inst: Installed, name: str) -> str:
+def keep_torch_step(ctx: Context, env: PythonEnvironment, inst: Installed, name: str) -> Step:
     """Reinstall `name` for the torch installed here (torch stays as it is)."""
     torch = base(inst.torch_dist.version)
     if name in BUILT_FROM_SOURCE:
-        return (
-            pip(
-                ctx,
-                env,
-                f"pip uninstall -y {name} && pip install --no-build-isolation {name}",
-            )
-            + f" (builds it against the torch {torch} installed here; needs nvcc)"
+        return pip_step(
+            ctx,
+            env,
+            f"build it against the torch {torch} installed here (needs nvcc)",
+            f"pip uninstall -y {name} && pip install --no-build-isolation {name}",
+            [change(env, name)],
+            Layer.EXTENSIONS,
         )
-    want = f"'{name}'"
+    want, requirement = f"'{name}'", None
     row = ctx.compat.extensions.pairing(name, inst.torch_dist.version) if name in PAIRED else None
     if row is not None:
-        want = (
-            f"'{name}=={row.versions[-1]}.*'"
+        requirement = (
+            f"=={row.versions[-1]}.*"
             if row.versions[-1].count(".") < 2
-            else (f"'{name}=={row.versions[-1]}'")
+            else f"=={row.versions[-1]}"
         )
+        want = f"'{name}{requirement}'"
     command = f"pip install 'torch=={torch}' {want}{index_flag(inst.torch)}"
-    return pip(ctx, env, command) + f" (keeps torch {torch}; pip picks the {name} built for it)"
+    kept = inst.torch_dist.version
+    return pip_step(
+        ctx,
+        env,
+        f"reinstall it for torch {torch}, which stays (pip picks the {name} built for it)",
+        command,
+        [Change("torch", kept, kept), change(env, name, requirement=requirement)],
+        Layer.EXTENSIONS,
+    )
+
+
+def keep_torch_fix(ctx: Context, env: PythonEnvironment, inst: Installed, name: str) -> Fix:
+    return Fix.of(keep_torch_step(ctx, env, inst, name))
 
 
 def import_outcome(
@@ -145,14 +145,19 @@ def import_outcome(
         )
     if "no kernel image" in low:
         ccs = ", ".join(cc_list(targets(ctx))) or "this GPU"
-        fix = keep_torch_fix(ctx, env, inst, dist.name)
+        build = pip_step(
+            ctx,
+            env,
+            "build it for this GPU",
+            f"pip install --no-build-isolation --no-binary {dist.name} {dist.name}",
+            [change(env, dist.name)],
+            Layer.EXTENSIONS,
+        )
+        build.command = f"TORCH_CUDA_ARCH_LIST='{ccs}' {build.command}"
         return Outcome.fail(
             f"{name} has no code for compute capability {ccs} (no kernel image)",
             error,
-            fix=f"{fix}; or build it for this GPU: TORCH_CUDA_ARCH_LIST='{ccs}' "
-            + pip(
-                ctx, env, f"pip install --no-build-isolation --no-binary {dist.name} {dist.name}"
-            ),
+            fix=Fix.of(keep_torch_step(ctx, env, inst, dist.name), OR, build),
         )
     from gpucheck.checks.frameworks.numpy_abi import numpy_cause  # registers after this module
 
@@ -163,8 +168,15 @@ def import_outcome(
     return Outcome.fail(
         f"import {imp.module} {status}",
         error,
-        fix=f"Run it by hand to see the whole error: python -c 'import {imp.module}'; then "
-        + keep_torch_fix(ctx, env, inst, dist.name),
+        fix=Fix.of(
+            Step.run(
+                "run it by hand to see the whole error",
+                f"python -c 'import {imp.module}'",
+                environment=env.python,
+                layer=Layer.EXTENSIONS,
+            ),
+            keep_torch_step(ctx, env, inst, dist.name),
+        ),
     )
 
 
@@ -217,14 +229,23 @@ def tensorrt_pin_broken(ctx: Context, env: PythonEnvironment, dist: Distribution
     """torch-tensorrt is built against one TensorRT too: its pin on the tensorrt wheels."""
     for req in requirements_of(ctx, env, dist):
         have = env.dist(req.name.lower())
-        if not req.name.lower().startswith("tensorrt") or have is None or not str(req.specifier):
+        if not TENSORRT.related(req.name.lower()) or have is None or not str(req.specifier):
             continue
         if satisfies(req, have.version) is False:
             return Outcome.fail(
                 f"{dist.name} {dist.version} is built against another TensorRT: it requires "
                 f"{req}, {have.name} {have.version} is installed",
                 f"{dist.name} {dist.version}: Requires-Dist: {req}",
-                fix=pip(ctx, env, f"pip install '{req.name}{req.specifier}'"),
+                fix=Fix.of(
+                    pip_step(
+                        ctx,
+                        env,
+                        f"install the TensorRT {dist.name} is built against",
+                        f"pip install '{req.name}{req.specifier}'",
+                        [change(env, req.name.lower(), requirement=str(req.specifier))],
+                        Layer.EXTENSIONS,
+                    )
+                ),
             )
     return None
 
@@ -245,7 +266,16 @@ def triton_outcome(
             f"{name} is not the Triton torch {inst.torch_dist.version} needs ({want}): "
             "torch.compile fails",
             f"torch {inst.torch_dist.version}: Requires-Dist: {want}",
-            fix=pip(ctx, env, f"pip install '{want.name}{want.specifier}'"),
+            fix=Fix.of(
+                pip_step(
+                    ctx,
+                    env,
+                    f"install the Triton torch {inst.torch_dist.version} pins",
+                    f"pip install '{want.name}{want.specifier}'",
+                    [change(env, dist.name, requirement=str(want.specifier))],
+                    Layer.EXTENSIONS,
+                )
+            ),
         )
     return Outcome.passed(f"{name} is the Triton torch {inst.torch_dist.version} pins", str(want))
 

@@ -23,7 +23,6 @@ from gpucheck.checks.frameworks.environments import (
     environment_check,
     framework_check,
     merge,
-    pip,
     pip_step,
     runtime,
 )
@@ -32,7 +31,8 @@ from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import make_fix
+from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.frameworks import CUPY
 
 # --- JAX ------------------------------------------------------------------------------------------
 
@@ -68,20 +68,36 @@ def jax_major(ctx: Context) -> int | None:
     return None
 
 
-def jax_fix(ctx: Context, env: PythonEnvironment, remove: list[str] | None = None) -> str:
+def jax_step(ctx: Context, env: PythonEnvironment, remove: list[str] | None = None) -> Step:
     if env_os(ctx, env) != "linux":
-        return (
+        return Step.manual(
             "JAX's CUDA wheels are for Linux only: use WSL2 (Ubuntu) and, there, "
             'pip install -U "jax[cuda12]"'
         )
     major = jax_major(ctx)
     if major is None:
         majors = _jax_majors(ctx)
-        upgrade = upgrade_driver(ctx, f"{majors[-1]}.0") if majors else "upgrade the driver"
-        return f"No JAX CUDA wheels in gpucheck's compat data run here: {upgrade}"
+        if not majors:
+            return Step.manual(
+                "no JAX CUDA wheels in gpucheck's compat data run here: upgrade the driver",
+                Layer.DRIVER,
+            )
+        upgrade = upgrade_driver(ctx, f"{majors[-1]}.0")
+        upgrade.text = f"no JAX CUDA wheels in gpucheck's compat data run here: {upgrade.text}"
+        return upgrade
     uninstall = f"pip uninstall -y {' '.join(remove)} && " if remove else ""
-    command = pip(ctx, env, f'{uninstall}pip install -U "jax[cuda{major}]"')
-    return f"{command} (CUDA {major}: the newest JAX CUDA major this driver and these GPUs run)"
+    changes = [change(env, name, remove=True) for name in remove or []]
+    return pip_step(
+        ctx,
+        env,
+        f"install JAX for CUDA {major}: the newest JAX CUDA major this driver and these GPUs run",
+        f'{uninstall}pip install -U "jax[cuda{major}]"',
+        [*changes, change(env, "jax"), change(env, f"jax-cuda{major}-plugin")],
+    )
+
+
+def jax_fix(ctx: Context, env: PythonEnvironment, remove: list[str] | None = None) -> Fix:
+    return Fix.of(jax_step(ctx, env, remove))
 
 
 @framework_check("jax.cpu-build", "JAX has its CUDA plugin where NVIDIA GPUs are", jax_facts)
@@ -117,7 +133,7 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
                 f"{stale[0].name} {stale[0].version} does not match {j.name}: JAX does not "
                 "load a CUDA plugin built for another jaxlib, and runs on the CPU",
                 *plugins,
-                fix=make_fix(
+                fix=Fix.of(
                     pip_step(
                         ctx,
                         env,
@@ -179,14 +195,13 @@ def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcom
         source = f"its CUDA runtime: {dist.name} {dist.version}" if dist else None
         plugins = [p.name for p in j.plugins if p.name.startswith(f"jax-cuda{major}-")]
 
-        def fix(major: int = major, cuda: str = cuda, plugins: list[str] = plugins) -> str:
+        def fix(major: int = major, cuda: str = cuda, plugins: list[str] = plugins) -> Fix:
             other = jax_major(ctx)
-            keep = (
-                f"; or keep this driver: {jax_fix(ctx, env, plugins)}"
-                if other is not None and other != major
-                else ""
-            )
-            return upgrade_driver(ctx, cuda) + keep
+            keep = None
+            if other is not None and other != major:
+                keep = jax_step(ctx, env, plugins)
+                keep.text = "keep this driver and " + keep.text
+            return Fix.of(upgrade_driver(ctx, cuda), OR, keep)
 
         name = f"JAX's CUDA {major} " + ("plugin" if plugins else "jaxlib")
         items.append((None, driver_outcome(ctx, name, cuda, fix, *([source] if source else []))))
@@ -216,9 +231,14 @@ def _ptxas(ctx: Context, env: PythonEnvironment, major: int) -> Outcome | None:
         f"XLA's PTX compiler ({dist.name} {dist.version}) is newer than the driver's CUDA "
         f"{have}: XLA disables parallel compilation, so every compile is slower",
         "the driver cannot link PTX from a newer toolchain (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)",
-        fix=upgrade[0].upper()
-        + upgrade[1:]
-        + " (or NVIDIA's CUDA forward compatibility package on data-centre GPUs)",
+        fix=Fix.of(
+            upgrade,
+            OR,
+            Step.manual(
+                "install NVIDIA's CUDA forward compatibility package (data-centre GPUs only)",
+                Layer.DRIVER,
+            ),
+        ),
     )
 
 
@@ -230,7 +250,7 @@ def cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     wheels = [(d, found) for d in env.distributions if (found := cupy_cuda(d.name)) is not None]
     if not wheels or ctx.has_gpu is False:
         return None
-    deep = runtime(env, "cupy")
+    deep = runtime(env, CUPY.key)
     items: list[tuple[str | None, Outcome | None]] = []
     for dist, (cuda, any_minor) in wheels:
         evidence = []
@@ -238,25 +258,30 @@ def cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
             cuda = deep.cuda_version  # the CUDA runtime cupy-cudaNNx really loaded
             evidence.append(f"cupy.cuda.runtime.runtimeGetVersion(): {cuda} (doctor --deep)")
 
-        def fix(dist: Distribution = dist, cuda: str = cuda) -> str:
-            return upgrade_driver(ctx, cuda) + _cupy_switch(ctx, env, dist)
+        def fix(dist: Distribution = dist, cuda: str = cuda) -> Fix:
+            return Fix.of(upgrade_driver(ctx, cuda), OR, _cupy_switch(ctx, env, dist))
 
         name = f"{dist.name} {dist.version}"
         items.append((None, driver_outcome(ctx, name, cuda, fix, *evidence)))
     return merge(items)
 
 
-def _cupy_switch(ctx: Context, env: PythonEnvironment, dist: Distribution) -> str:
-    """'; or keep this driver: <the CuPy wheel for the newest CUDA major it runs>'."""
+def _cupy_switch(ctx: Context, env: PythonEnvironment, dist: Distribution) -> Step | None:
+    """Keep this driver: the CuPy wheel for the newest CUDA major it runs."""
     driver = ctx.driver_version
     if driver is None:
-        return ""
+        return None
     majors = sorted({t.version.major for t in ctx.compat.toolkits if t.version.major >= 11})
     for major in reversed(majors):
         if ctx.compat.cuda_runs_on_driver(f"{major}.0", driver, ctx.os):
             package = f"cupy-cuda{major}x"
             if package == dist.name:
-                return ""
-            command = pip(ctx, env, f"pip uninstall -y {dist.name} && pip install {package}")
-            return f"; or keep this driver: {command}"
-    return ""
+                return None
+            return pip_step(
+                ctx,
+                env,
+                "keep this driver and install the CuPy for it",
+                f"pip uninstall -y {dist.name} && pip install {package}",
+                [change(env, dist.name, remove=True), change(env, package)],
+            )
+    return None

@@ -7,10 +7,18 @@ here too (`numpy_cause`)."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environments import env_os, environment_check, merge, pip
+from gpucheck.checks.frameworks.environments import (
+    change,
+    env_os,
+    environment_check,
+    merge,
+    pip_step,
+)
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.frameworks import FRAMEWORKS
 
 # What an extension built against NumPy 1 prints when NumPy 2 is installed.
 NUMPY1_ERRORS = (
@@ -19,11 +27,33 @@ NUMPY1_ERRORS = (
     "numpy.core.multiarray failed to import",
     "numpy.dtype size changed, may indicate binary incompatibility",
 )
-# Distributions whose wheels link against NumPy's C API (the [[numpy_abi]] rows name them).
-ABI_DISTS = {"torch": "torch", "tensorflow": "tensorflow", "tensorflow-cpu": "tensorflow"}
+# Distributions whose wheels link against NumPy's C API -> the package the [[numpy_abi]] rows
+# name (the framework's key).
+ABI_DISTS = {d: fw.key for fw in FRAMEWORKS for d in fw.numpy_abi_dists}
 
 
-def numpy_cause(ctx: Context, env: PythonEnvironment, error: str) -> tuple[str, str] | None:
+def _numpy1(ctx: Context, env: PythonEnvironment) -> Step:
+    return pip_step(
+        ctx,
+        env,
+        "go back to NumPy 1",
+        "pip install 'numpy<2'",
+        [change(env, "numpy", requirement="<2")],
+    )
+
+
+def _keep_numpy2(ctx: Context, env: PythonEnvironment, upgrades: list[tuple[str, str]]) -> Step:
+    """One pip command for every distribution that needs a build made for NumPy 2."""
+    return pip_step(
+        ctx,
+        env,
+        "keep NumPy 2 and install builds made for it",
+        "pip install " + " ".join(f"'{name}{spec}'" for name, spec in upgrades),
+        [change(env, name, requirement=spec) for name, spec in upgrades],
+    )
+
+
+def numpy_cause(ctx: Context, env: PythonEnvironment, error: str) -> tuple[str, Fix] | None:
     """(what happened, the fix) for an import error that is NumPy's ABI; None otherwise."""
     low = error.lower()
     if not any(marker in low for marker in NUMPY1_ERRORS):
@@ -31,11 +61,7 @@ def numpy_cause(ctx: Context, env: PythonEnvironment, error: str) -> tuple[str, 
     numpy = env.dist("numpy")
     have = f"NumPy {numpy.version}" if numpy else "NumPy 2"
     upgrades = [u for d in env.distributions if (u := _upgrade(ctx, env, d)) is not None]
-    fix = pip(ctx, env, "pip install 'numpy<2'")
-    if upgrades:
-        fix += "; or keep NumPy 2 and install builds made for it: " + pip(
-            ctx, env, "pip install " + " ".join(f"'{u}'" for u in upgrades)
-        )
+    fix = Fix.of(_numpy1(ctx, env), OR, _keep_numpy2(ctx, env, upgrades) if upgrades else None)
     return f"a module built against NumPy 1 cannot run under {have}", fix
 
 
@@ -59,7 +85,8 @@ def _row_says_numpy1(ctx: Context, env: PythonEnvironment, dist: Distribution) -
     return None
 
 
-def _upgrade(ctx: Context, env: PythonEnvironment, dist: Distribution) -> str | None:
+def _upgrade(ctx: Context, env: PythonEnvironment, dist: Distribution) -> tuple[str, str] | None:
+    """(distribution, requirement) of the first build of it made for NumPy 2."""
     if _row_says_numpy1(ctx, env, dist) is None:
         return None
     package = ABI_DISTS[dist.name]
@@ -70,7 +97,7 @@ def _upgrade(ctx: Context, env: PythonEnvironment, dist: Distribution) -> str | 
     current = parse_version(dist.version.split("+", 1)[0])
     if current is not None and current >= floor:  # a NumPy-1 build of a later release
         floor = parse_version(f"{current.major}.{current.minor}.{current.micro + 1}") or floor
-    return f"{dist.name}>={floor}"
+    return dist.name, f">={floor}"
 
 
 @environment_check("frameworks.numpy-abi", "frameworks are built for the installed NumPy's C ABI")
@@ -92,9 +119,7 @@ def numpy_abi(ctx: Context, env: PythonEnvironment) -> Outcome | None:
             items.append((None, Outcome.passed(f"{dist.name} {dist.version} runs on NumPy 2")))
             continue
         upgrade = _upgrade(ctx, env, dist)
-        fix = pip(ctx, env, "pip install 'numpy<2'")
-        if upgrade:
-            fix += "; or keep NumPy 2: " + pip(ctx, env, f"pip install '{upgrade}'")
+        fix = Fix.of(_numpy1(ctx, env), OR, _keep_numpy2(ctx, env, [upgrade]) if upgrade else None)
         items.append(
             (
                 None,

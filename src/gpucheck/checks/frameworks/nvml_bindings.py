@@ -8,10 +8,11 @@ one older than the driver lacks the newer functions."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environments import environment_check, merge, pip
+from gpucheck.checks.frameworks.environments import change, environment_check, merge, pip_step
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import Change, Fix
 
 OFFICIAL = "nvidia-ml-py"
 # Distributions that ship their own `pynvml` module (pynvml only until it became a wrapper).
@@ -50,10 +51,15 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
                     f"{len(copies) + (1 if official else 0)} NVML bindings install the same "
                     "`pynvml` module: the last installed wins, and removing one breaks the others",
                     *listed,
-                    fix=pip(
-                        ctx,
-                        env,
-                        f"pip uninstall -y {names} && pip install --force-reinstall nvidia-ml-py",
+                    fix=Fix.of(
+                        pip_step(
+                            ctx,
+                            env,
+                            "keep the official binding only",
+                            f"pip uninstall -y {names} && pip install --force-reinstall "
+                            "nvidia-ml-py",
+                            _replaced(env, [*copies, *others]),
+                        )
                     ),
                 ),
             )
@@ -66,7 +72,15 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
                 Outcome.warn(
                     f"{names}: an old copy of NVML's binding, no longer updated",
                     *listed,
-                    fix=pip(ctx, env, f"pip uninstall -y {names} && pip install nvidia-ml-py"),
+                    fix=Fix.of(
+                        pip_step(
+                            ctx,
+                            env,
+                            "install the official binding instead",
+                            f"pip uninstall -y {names} && pip install nvidia-ml-py",
+                            _replaced(env, [*copies, *others]),
+                        )
+                    ),
                 ),
             )
         )
@@ -77,6 +91,11 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     if not items:
         items.append((None, Outcome.passed(f"{listed[0]}: the only NVML binding", *listed)))
     return merge(items)
+
+
+def _replaced(env: PythonEnvironment, removed: list[Distribution]) -> list[Change]:
+    """The copies removed, and the official binding (re)installed."""
+    return [*(change(env, d.name, remove=True) for d in removed), change(env, OFFICIAL)]
 
 
 def _age(
@@ -103,6 +122,14 @@ def _age(
         return Outcome.warn(
             f"{said} (tools show N/A or fail)",
             *listed,
-            fix=pip(ctx, env, "pip install -U nvidia-ml-py"),
+            fix=Fix.of(
+                pip_step(
+                    ctx,
+                    env,
+                    "upgrade it",
+                    "pip install -U nvidia-ml-py",
+                    [change(env, OFFICIAL)],
+                )
+            ),
         )
     return Outcome.info(said, *listed)

@@ -14,17 +14,12 @@ from gpucheck.checks.frameworks.environments import env_os
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
+from gpucheck.model.frameworks import FRAMEWORKS
 
 # --- pip requirements ----------------------------------------------------------------------------
 
 # Extras whose NVIDIA libraries a framework's GPU install brings (the rest are ignored).
-GPU_EXTRAS = {
-    "tensorflow": ("and-cuda",),
-    "tensorflow-cpu": ("and-cuda",),
-    "tf-nightly": ("and-cuda",),
-    "jax-cuda12-plugin": ("with-cuda",),
-    "jax-cuda13-plugin": ("with-cuda",),
-}
+GPU_EXTRAS = {dist: (extra,) for fw in FRAMEWORKS for dist, extra in fw.gpu_extras}
 
 
 def parse_requirement(line: str) -> Requirement | None:

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import re
 
-from gpucheck.checks.context import Context, sentence
+from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import parse_arch_list
 from gpucheck.checks.frameworks.builds import (
-    cupy_cuda,
     jax_facts,
     tf_facts,
     torch_facts,
@@ -18,86 +17,34 @@ from gpucheck.checks.frameworks.builds import (
 from gpucheck.checks.frameworks.driver import judge_driver, targets
 from gpucheck.checks.frameworks.environments import (
     env_label,
-    env_os,
     environment_check,
     merge,
-    pip,
     runtime,
 )
 from gpucheck.checks.frameworks.numpy_abi import numpy_cause
-from gpucheck.checks.frameworks.packages import (
-    canonical,
-    is_package_for,
-    package_key,
-    parse_requirement,
-    requirements_of,
-    soname_major,
-)
 from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
+from gpucheck.checks.frameworks.runtime_fixes import (
+    by_hand,
+    by_hand_step,
+    installed_names,
+    library_fix,
+    reinstall_step,
+)
 from gpucheck.checks.frameworks.tensorflow_libraries import essential_loader_warning
 from gpucheck.checks.registry import check
-from gpucheck.compat import parse_version
-from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
-from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
-from gpucheck.model.distributions import TF_DISTS, installed_frameworks
-from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
+from gpucheck.checks.remedies import share_gpus
+from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
+from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 
-BY_HAND = {
-    "torch": "python -c 'import torch; print(torch.ones(2, device=\"cuda\") * 2)'",
-    "tensorflow": "python -c 'import tensorflow as tf; "
-    'print(tf.config.list_physical_devices("GPU"))\'',
-    "jax": "python -c 'import jax; print(jax.devices())'",
-    "cupy": "python -c 'import cupy; print(cupy.arange(3) * 2)'",
-}
 _MISSING_LIB = re.compile(
     r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
 )
 
 
-def _by_hand(framework: str) -> str:
-    return BY_HAND.get(framework, f"python -c 'import {framework}'")
-
-
 def _label(rt: FrameworkRuntime) -> str:
     return f"{rt.framework} {rt.version}" if rt.version else rt.framework
-
-
-def _dists(env: PythonEnvironment, framework: str) -> list[Distribution]:
-    """A framework's distributions here, the one that carries it first."""
-    if framework == "torch":
-        names: tuple[str, ...] = ("torch",)
-    elif framework == "tensorflow":
-        names = TF_DISTS
-    elif framework == "jax":
-        names = ("jax", "jaxlib", *(d.name for d in env.distributions if d.name.startswith("jax-")))
-    else:
-        names = tuple(d.name for d in env.distributions if d.name.startswith("cupy"))
-    return [d for n in names if (d := env.dist(n)) is not None]
-
-
-def _installed(env: PythonEnvironment) -> list[str]:
-    """The frameworks installed here, as the deep pass chose which to import."""
-    return installed_frameworks(env)
-
-
-def _reinstall(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> str:
-    """The command that reinstalls the framework as it is, from where it came."""
-    dists = _dists(env, rt.framework)
-    main = dists[0] if dists else None
-    name = main.name if main else rt.framework
-    version = (main.version if main else None) or rt.version
-    if version is None:
-        return pip(ctx, env, f"pip install --force-reinstall {name}")
-    tag = cuda_of_local_tag(version)
-    if rt.framework == "torch" and tag:
-        index = TORCH_INDEX.format(tag=tag.replace(".", ""))
-        base = version.split("+", 1)[0]
-        return pip(ctx, env, f"pip install --force-reinstall 'torch=={base}' --index-url {index}")
-    line = major_minor(version)
-    if name == "tensorflow" and line and line >= TF_AND_CUDA_FIRST and env_os(ctx, env) == "linux":
-        return pip(ctx, env, f"pip install --force-reinstall 'tensorflow[and-cuda]=={version}'")
-    return pip(ctx, env, f"pip install --force-reinstall '{name}=={version}'")
 
 
 # --- frameworks.device-count ---------------------------------------------------------------------
@@ -105,7 +52,7 @@ def _reinstall(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> st
 
 def _gpu_devices(rt: FrameworkRuntime) -> int | None:
     """GPU devices the framework sees (JAX on its CPU backend sees none)."""
-    if rt.framework == "jax" and rt.backend is not None and rt.backend not in ("gpu", "cuda"):
+    if rt.framework == JAX.key and rt.backend is not None and rt.backend not in ("gpu", "cuda"):
         return 0
     return rt.device_count
 
@@ -136,25 +83,29 @@ def device_count(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         who = ", ".join(_label(rt) for rt, _ in seen)
         return Outcome.passed(f"{who} see(s) all {expected} GPU(s)", *lines)
     causes, fixes = _count_causes(ctx, env, short, expected)
-    fixes.append(
-        "find which GPU is missing: compare nvidia-smi -L with the framework's own list "
-        f"(e.g. {_by_hand(short[0][0].framework)})"
-    )
+    fixes += [
+        Step.run("find which GPU is missing: compare the driver's list", "nvidia-smi -L"),
+        Step.run(
+            "with the framework's own list",
+            by_hand(short[0][0].framework),
+            environment=env.python,
+        ),
+    ]
     return Outcome.warn(
         f"{', '.join(_label(rt) for rt, _ in short)} see(s) fewer GPUs than the {expected} "
         "the driver shows (CUDA_VISIBLE_DEVICES honoured)",
         *lines,
         *causes,
-        fix=sentence("; ".join(fixes)),
+        fix=Fix.of(*fixes),
     )
 
 
 def _count_causes(
     ctx: Context, env: PythonEnvironment, short: list[tuple[FrameworkRuntime, int]], expected: int
-) -> tuple[list[str], list[str]]:
-    """(evidence, fixes) for the causes the other facts show."""
+) -> tuple[list[str], list[Step]]:
+    """(evidence, fix steps) for the causes the other facts show."""
     causes: list[str] = []
-    fixes: list[str] = []
+    fixes: list[Step] = []
     drv = ctx.snapshot.cuda.driver
     if drv.device_count is not None and drv.device_count < expected:
         causes.append(f"libcuda itself enumerates {drv.device_count} (see cuda.driver-api)")
@@ -162,9 +113,9 @@ def _count_causes(
     if prohibited:
         ids = ",".join(str(g.index) for g in prohibited)
         causes.append(f"GPU {ids}: compute mode prohibited")
-        fixes.append(f"sudo nvidia-smi -i {ids} -c DEFAULT")
+        fixes.append(share_gpus(prohibited, "let CUDA use them"))
     t = tf_facts(env)
-    if t is not None and any(rt.framework == "tensorflow" for rt, _ in short):
+    if t is not None and any(rt.framework == TENSORFLOW.key for rt, _ in short):
         compiled = parse_arch_list(t.archs, "build_info")
         skipped = [g for g in targets(ctx) if compiled and compiled.covers(g.cc) is None]
         if skipped:
@@ -172,7 +123,9 @@ def _count_causes(
                 "TensorFlow ignores GPUs it has no code for: "
                 + "; ".join(f"{g.label}, compute {g.cc}" for g in skipped)
             )
-            fixes.append("see tensorflow.arch-support for a TensorFlow with code for them")
+            fixes.append(
+                Step.info("see tensorflow.arch-support for a TensorFlow with code for them")
+            )
     if ctx.snapshot.system.container:
         env_vars = ctx.snapshot.system.env
         given = env_vars.get("NVIDIA_VISIBLE_DEVICES")
@@ -180,7 +133,12 @@ def _count_causes(
             f"in a {ctx.snapshot.system.container} container"
             + (f" given NVIDIA_VISIBLE_DEVICES={given!r}" if given else "")
         )
-        fixes.append("give the container every GPU (docker run --gpus all, or the pod's limits)")
+        fixes.append(
+            Step.manual(
+                "give the container every GPU (docker run --gpus all, or the pod's limits)",
+                Layer.SYSTEM,
+            )
+        )
     return causes, fixes
 
 
@@ -193,7 +151,7 @@ def _count_causes(
     "each framework imports, sees the GPUs and multiplies matrices on each (doctor --deep)",
 )
 def smoke_test(ctx: Context) -> Outcome | None:
-    installed = [(env, fws) for env in ctx.snapshot.environments if (fws := _installed(env))]
+    installed = [(env, fws) for env in ctx.snapshot.environments if (fws := installed_names(env))]
     if not installed:
         return None
     if not ctx.snapshot.deep:
@@ -221,7 +179,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
     if rt.status not in ("ok", "error"):
         return Outcome.fail(
             f"importing {rt.framework} failed: {rt.error or rt.status}",
-            fix=f"Run it by hand to see why: {_by_hand(rt.framework)}",
+            fix=Fix.of(by_hand_step(env, rt.framework, "see why")),
         )
     if rt.cuda_available is False or _gpu_devices(rt) == 0:
         if not (ctx.has_gpu and (targets(ctx) or ctx.pci_gpu_count)):
@@ -236,7 +194,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
                 f"{name} failed while looking at the GPUs",
                 rt.error or "",
                 *rt.warnings[-5:],
-                fix=f"Run it by hand to see the whole error: {_by_hand(rt.framework)}; {XID}",
+                fix=Fix.of(by_hand_step(env, rt.framework), XID),
             )
         return Outcome.skip(f"{name}: no smoke test ran")
     failed = [s for s in rt.smoke_tests if not s.ok]
@@ -255,7 +213,7 @@ def _smoke(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcom
             outcome = Outcome.fail(
                 f"{name}: the smoke test failed on {test.device}",
                 error,
-                fix=f"Run it by hand to see the whole error: {_by_hand(rt.framework)}; {XID}",
+                fix=Fix.of(by_hand_step(env, rt.framework), XID),
             )
         items.append((None, outcome))
     return merge(items) or Outcome.skip(f"{name}: no smoke test result")
@@ -271,13 +229,23 @@ def _died(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome
             f"{_label(rt)} {how} in {step}: {cause[0]}", rt.error or "", fix=cause[1]
         )
     if how == "timed out":
-        fix = (
-            "A framework hanging in CUDA's start-up is usually waiting on the driver: check that "
-            "nvidia-smi answers quickly, turn persistence mode on (sudo nvidia-smi -pm 1), and on "
-            f"NVSwitch systems that nvidia-fabricmanager runs; then {_by_hand(rt.framework)}"
+        fix = Fix.of(
+            Step.run(
+                "a framework hanging in CUDA's start-up is usually waiting on the driver: check "
+                "that it answers quickly",
+                "nvidia-smi",
+                layer=Layer.DRIVER,
+            ),
+            Step.run("turn persistence mode on", "sudo nvidia-smi -pm 1", layer=Layer.DRIVER),
+            Step.run(
+                "on NVSwitch systems, see that the fabric manager runs",
+                "systemctl status nvidia-fabricmanager",
+                layer=Layer.DRIVER,
+            ),
+            by_hand_step(env, rt.framework, "try again"),
         )
     else:
-        fix = f"Run it by hand to see the message: {_by_hand(rt.framework)}; {XID}"
+        fix = Fix.of(by_hand_step(env, rt.framework, "see the message"), XID)
     return Outcome.fail(f"{_label(rt)} {how} in {step}", rt.error or "", *rt.warnings[-5:], fix=fix)
 
 
@@ -298,7 +266,7 @@ def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) ->
         return Outcome.fail(
             f"import {rt.framework} fails: {soname} is missing",
             error,
-            fix=_library_fix(ctx, env, rt, soname),
+            fix=library_fix(ctx, env, rt, soname),
         )
     numpy = numpy_cause(ctx, env, error)
     if numpy is not None:
@@ -314,45 +282,8 @@ def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) ->
         f"import {rt.framework} fails",
         error,
         *extra,
-        fix=f"Reinstall it: {_reinstall(ctx, env, rt)}",
+        fix=Fix.of(reinstall_step(ctx, env, rt)),
     )
-
-
-def _library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, soname: str) -> str:
-    """Install the missing library at the version the framework requires."""
-    if soname.startswith("libcuda.so"):
-        return (
-            "libcuda.so.1 is the NVIDIA driver's own CUDA library, not a pip package: see "
-            "cuda.driver-api (in a container, NVIDIA_DRIVER_CAPABILITIES must include compute)"
-        )
-    key = package_key(soname)
-    if key is None:
-        return f"Reinstall {rt.framework}: {_reinstall(ctx, env, rt)}"
-    for dist in _dists(env, rt.framework):
-        for req in requirements_of(ctx, env, dist) if dist.requires else []:
-            if is_package_for(canonical(req.name), key):
-                command = pip(ctx, env, f"pip install '{req.name}{req.specifier}'")
-                return f"{command} (what {dist.name} {dist.version} requires)"
-    t = tf_facts(env) if rt.framework == "tensorflow" else None
-    pins = ctx.compat.tensorflow.and_cuda_for(t.version) if t and t.version else None
-    for line in pins.requires if pins and t else ():
-        pin = parse_requirement(line)
-        if pin is None:
-            continue
-        if t and is_package_for(canonical(pin.name), key):
-            command = pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
-            return f"{command} (it brings {pin})"
-    major = parse_version(built_cuda(env, rt) or "")
-    if rt.framework == "jax" and (j := jax_facts(env)) is not None and j.majors:
-        major = parse_version(str(j.majors[-1]))
-    if rt.framework == "cupy":
-        found = [c for d in env.distributions if (c := cupy_cuda(d.name))]
-        major = parse_version(found[0][0]) if found else major
-    if major is None:
-        return f"Reinstall {rt.framework} with its CUDA libraries: {_reinstall(ctx, env, rt)}"
-    lib_major = soname_major(soname)
-    spec = f">={lib_major},<{int(lib_major) + 1}" if key == "cudnn" and lib_major else ""
-    return pip(ctx, env, f"pip install 'nvidia-{key}-cu{major.major}{spec}'")
 
 
 def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome:
@@ -360,13 +291,13 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
     reports is pointed to; else what the error and the framework's warnings say."""
     name = _label(rt)
     t, tf, j = torch_facts(env), tf_facts(env), jax_facts(env)
-    if rt.framework == "torch" and t is not None and t.kind not in ("cuda", None):
+    if rt.framework == TORCH.key and t is not None and t.kind not in ("cuda", None):
         return Outcome.skip(f"{name} sees no GPU: it is not a CUDA build (see torch.cpu-build)")
-    if rt.framework == "tensorflow" and tf is not None and tf.kind not in ("cuda", None):
+    if rt.framework == TENSORFLOW.key and tf is not None and tf.kind not in ("cuda", None):
         return Outcome.skip(
             f"{name} sees no GPU: it is not a CUDA build (see tensorflow.cpu-build)"
         )
-    if rt.framework == "jax" and j is not None and not j.majors:
+    if rt.framework == JAX.key and j is not None and not j.majors:
         return Outcome.skip(f"{name} sees no GPU: no CUDA plugin is installed (see jax.cpu-build)")
     vis = ctx.visibility
     if vis.value is not None and not vis.visible:
@@ -388,7 +319,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         )
     keys = ("cuda", "gpu", "driver", "backend", "dlopen", "dynamic library")
     hints = [w for w in rt.warnings if any(k in w.lower() for k in keys)]
-    if rt.framework == "tensorflow" and any(essential_loader_warning(w) for w in hints):
+    if rt.framework == TENSORFLOW.key and any(essential_loader_warning(w) for w in hints):
         return Outcome.skip(
             f"{name} sees no GPU: it could not load its CUDA libraries "
             "(see tensorflow.cuda-libraries)"
@@ -401,7 +332,7 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
         f"{name} sees no GPU, although the driver shows {shown}",
         *([rt.error] if rt.error else []),
         *hints[-5:],
-        fix=f"Run it by hand to see CUDA's own error: {_by_hand(rt.framework)}",
+        fix=Fix.of(by_hand_step(env, rt.framework, "see CUDA's own error")),
     )
 
 

@@ -5,28 +5,30 @@ from __future__ import annotations
 
 import re
 
-from gpucheck.checks.context import Context, sentence
-from gpucheck.checks.cuda import CUINIT_CAUSES
+from gpucheck.checks.context import Context
+from gpucheck.checks.cuda_causes import CUINIT_CAUSES
 from gpucheck.checks.frameworks.builds import (
+    pick_change,
     pick_tensorflow,
     tf_facts,
     torch_facts,
     torch_fix,
 )
 from gpucheck.checks.frameworks.driver import Target, cc_list, targets, upgrade_driver
-from gpucheck.checks.frameworks.environments import (
-    pip,
-)
+from gpucheck.checks.frameworks.environments import pip_step
+from gpucheck.checks.remedies import share_gpus
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
+from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.frameworks import TENSORFLOW, TORCH
 
-XID = "look for Xid errors: sudo dmesg | grep -i xid"
+XID = Step.run("look for Xid errors", "sudo dmesg | grep -i xid", layer=Layer.GPUS)
 
 
 def built_cuda(env: PythonEnvironment, rt: FrameworkRuntime) -> str | None:
-    if rt.framework == "torch" and (t := torch_facts(env)) is not None:
+    if rt.framework == TORCH.key and (t := torch_facts(env)) is not None:
         return t.cuda
-    if rt.framework == "tensorflow" and (tf := tf_facts(env)) is not None:
+    if rt.framework == TENSORFLOW.key and (tf := tf_facts(env)) is not None:
         return tf.cuda
     return rt.cuda_version
 
@@ -45,7 +47,7 @@ def _device_gpu(ctx: Context, device: str | None) -> Target | None:
 
 def cause_of(
     ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, error: str, device: str | None
-) -> tuple[str, str] | None:
+) -> tuple[str, Fix] | None:
     """(what happened, the fix) for the CUDA errors whose cause the other facts name."""
     low = error.lower()
     gpu = _device_gpu(ctx, device)
@@ -65,31 +67,41 @@ def cause_of(
         return (
             f"PTX built with CUDA {major_minor(cuda)} cannot be JIT-compiled by driver "
             f"{ctx.driver_version}",
-            sentence(upgrade_driver(ctx, cuda)),
+            Fix.of(upgrade_driver(ctx, cuda)),
         )
     if cuda and (
         "driver version is insufficient" in low or "driver on your system is too old" in low
     ):
-        return f"the driver is too old for CUDA {major_minor(cuda)}", sentence(
+        return f"the driver is too old for CUDA {major_minor(cuda)}", Fix.of(
             upgrade_driver(ctx, cuda)
         )
     if "differs from the cpu" in low:
         return (
             f"{where} computes wrong results",
-            "Drain the node and run NVIDIA's diagnostics (dcgmi diag -r 3); see the ECC and Xid "
-            f"checks above; {XID}",
+            Fix.of(
+                Step.manual("drain the node", Layer.JOB),
+                Step.run("run NVIDIA's diagnostics", "dcgmi diag -r 3", layer=Layer.GPUS),
+                Step.info("see the ECC and Xid checks above"),
+                XID,
+            ),
         )
     return None
 
 
-def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, str]:
+def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, Fix]:
     gpus = [g for g in ctx.gpus if gpu is None or g.index == gpu.index]
     procs = [(g, p) for g in gpus for p in (g.processes or [])]
     if not procs:
         return (
             f"{where} ran out of memory, and no other process is listed on it (another "
             "container or VM?)",
-            "Find what holds the memory (nvidia-smi on the host), or use another GPU",
+            Fix.of(
+                Step.run(
+                    "find what holds the memory (on the host)", "nvidia-smi", layer=Layer.GPUS
+                ),
+                OR,
+                Step.manual("use another GPU", Layer.JOB),
+            ),
         )
     pids = sorted({p.pid for _, p in procs})
     holders = ", ".join(
@@ -99,32 +111,43 @@ def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, s
     )
     return (
         f"{where} ran out of memory: other processes hold it ({holders})",
-        f"Check what they are (ps -o pid,user,cmd -p {','.join(map(str, pids))}), then stop "
-        f"them (kill {' '.join(map(str, pids))}) or wait; or use a free GPU "
-        "(CUDA_VISIBLE_DEVICES)",
+        Fix.of(
+            Step.run("check what they are", f"ps -o pid,user,cmd -p {','.join(map(str, pids))}"),
+            Step.run("then stop them (or wait)", f"kill {' '.join(map(str, pids))}"),
+            OR,
+            Step.manual("use a free GPU (CUDA_VISIBLE_DEVICES)", Layer.JOB),
+        ),
     )
 
 
-def _busy(ctx: Context) -> tuple[str, str]:
+def _busy(ctx: Context) -> tuple[str, Fix]:
     modes = ("exclusive_process", "exclusive_thread", "prohibited")
     gpus = [g for g in ctx.gpus if g.compute_mode in modes]
     if not gpus:
         return (
             "the GPU is busy or unavailable",
-            "Check its compute mode and the processes on it: nvidia-smi -q -d COMPUTE,PIDS",
+            Fix.of(
+                Step.run(
+                    "check its compute mode and the processes on it",
+                    "nvidia-smi -q -d COMPUTE,PIDS",
+                    layer=Layer.GPUS,
+                )
+            ),
         )
-    ids = ",".join(str(g.index) for g in gpus)
     said = ", ".join(f"GPU {g.index} is in {g.compute_mode} compute mode" for g in gpus)
     return (
         f"the GPU is busy or unavailable: {said}",
-        f"If not set on purpose by the scheduler: sudo nvidia-smi -i {ids} -c DEFAULT; else "
-        "wait for the process that holds it (nvidia-smi)",
+        Fix.of(
+            share_gpus(gpus, "if not set on purpose by the scheduler, share the GPU again"),
+            OR,
+            Step.run("wait for the process that holds it", "nvidia-smi", layer=Layer.GPUS),
+        ),
     )
 
 
 def _no_kernel_image(
     ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, gpu: Target | None
-) -> tuple[str, str]:
+) -> tuple[str, Fix]:
     ccs = [gpu.cc] if gpu else cc_list(targets(ctx))
     what = f"compute capability {', '.join(ccs)}" if ccs else "this GPU"
     title = f"no kernel image for {what}: the build has no code for this GPU"
@@ -133,5 +156,15 @@ def _no_kernel_image(
     if rt.framework == "tensorflow":
         pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
         if pick is not None:
-            return title, pip(ctx, env, pick.install) + f" (TensorFlow {pick.version})"
-    return title, f"Install a {rt.framework} build with code for {what} (see {rt.framework}.*)"
+            return title, Fix.of(
+                pip_step(
+                    ctx,
+                    env,
+                    f"install TensorFlow {pick.version}",
+                    pick.install,
+                    [pick_change(env, "tensorflow", pick)],
+                )
+            )
+    return title, Fix.of(
+        Step.manual(f"install a {rt.framework} build with code for {what} (see {rt.framework}.*)")
+    )

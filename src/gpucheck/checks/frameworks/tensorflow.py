@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Literal
 
 from packaging.version import Version
 
@@ -25,96 +26,27 @@ from gpucheck.checks.frameworks.driver import (
     upgrade_driver,
 )
 from gpucheck.checks.frameworks.environments import (
-    env_os,
+    change,
     framework_check,
     in_range,
-    pip,
+    pip_step,
     python_mm,
 )
+from gpucheck.checks.frameworks.tensorflow_fixes import (
+    past_windows_gpu,
+    tf_gpu_fix,
+    tf_line,
+    tf_release,
+    tf_step,
+    tf_switch,
+    windows_fix,
+    windows_native,
+)
 from gpucheck.compat import Compat, parse_version
-from gpucheck.compat.answers import TF_AND_CUDA_FIRST
-from gpucheck.compat.frameworks import TfRelease, major_minor
+from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-
-
-def _tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:
-    return ctx.compat.tensorflow.release(t.version) if t.version else None
-
-
-def _line(t: TfFacts) -> Version | None:
-    return major_minor(t.version) if t.version else None
-
-
-def _windows_native(ctx: Context, env: PythonEnvironment) -> bool:
-    return env_os(ctx, env) == "windows"
-
-
-def _past_windows_gpu(ctx: Context, t: TfFacts) -> bool:
-    last, line = ctx.compat.tensorflow.windows_native_gpu_last, _line(t)
-    return last is not None and line is not None and line > last
-
-
-def _uninstall(t: TfFacts, also: tuple[str, ...] = ()) -> str:
-    names = list(dict.fromkeys([*(d.name for d in t.dists), *also]))
-    return f"pip uninstall -y {' '.join(names)} && " if names else ""
-
-
-def tf_switch(
-    ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()
-) -> str | None:
-    """The command that replaces this environment's TensorFlow by a GPU build that runs on
-    this driver with these GPUs (Linux): the same line where it has tensorflow[and-cuda] and
-    fits, else the newest that does; None when the compat data has none."""
-    ccs, driver, line = cc_list(targets(ctx)), ctx.driver_version, _line(t)
-    same = pick_tensorflow(ctx, env, ccs, driver, line=line) if line else None
-    pick = same if same and Version(same.version) >= TF_AND_CUDA_FIRST else None
-    pick = pick or pick_tensorflow(ctx, env, ccs, driver)
-    if pick is None:
-        return None
-    why = f"CUDA {pick.cuda}" + (f", runs on driver {driver}" if driver else "")
-    return (
-        pip(ctx, env, _uninstall(t, also) + pick.install) + f" (TensorFlow {pick.version}: {why})"
-    )
-
-
-def tf_gpu_fix(ctx: Context, env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()) -> str:
-    """tf_switch, else a newer driver and then the newest GPU build."""
-    switch = tf_switch(ctx, env, t, also)
-    if switch is not None:
-        return switch
-    other = pick_tensorflow(ctx, env, cc_list(targets(ctx)), None)
-    if other is not None:
-        command = pip(ctx, env, _uninstall(t, also) + other.install)
-        return f"{upgrade_driver(ctx, other.cuda)}, then {command}"
-    return "Install TensorFlow's Linux GPU build: " + pip(
-        ctx, env, _uninstall(t, also) + "pip install 'tensorflow[and-cuda]'"
-    )
-
-
-def windows_fix(ctx: Context, env: PythonEnvironment) -> str:
-    """WSL2, or the last native-Windows GPU release with the CUDA/cuDNN it was tested with."""
-    data = ctx.compat.tensorflow
-    last = data.windows_native_gpu_last
-    linux = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version, os="windows")
-    install = linux.install if linux else "pip install 'tensorflow[and-cuda]'"
-    wsl = (
-        f"Use WSL2: in an Ubuntu WSL2 shell, {install} (the Windows NVIDIA driver serves WSL2; "
-        "install no Linux driver inside it)"
-    )
-    row = next((r for r in data.windows_gpu if r.version == last), None)
-    if last is None or row is None:
-        return wsl
-    py, where = python_mm(env), ""
-    if py is not None and not in_range(py, row.python_min, row.python_max):
-        where = f" in a Python {row.python_min} to {row.python_max} environment"
-    native = pip(ctx, env, f"pip install 'tensorflow=={last}.*'")
-    return (
-        f"{wsl}; or stay native with TensorFlow {last}, the last release with GPU support on "
-        f"native Windows{where}: {native} with CUDA {row.cuda} and cuDNN {row.cudnn} "
-        f"(conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn})"
-    )
-
+from gpucheck.model.fix import OR, Fix, Step
 
 # --- the build ----------------------------------------------------------------------------------
 
@@ -138,12 +70,12 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         return Outcome.skip(
             f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
         )
-    if _windows_native(ctx, env) and _past_windows_gpu(ctx, t):
+    if windows_native(ctx, env) and past_windows_gpu(ctx, t):
         return Outcome.skip(
             f"{t.name} is {what}: on native Windows that is all it can be (see "
             "tensorflow.windows-native)"
         )
-    fix = windows_fix(ctx, env) if _windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
+    fix = windows_fix(ctx, env) if windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
     beside = gpu_frameworks_beside(env, "tensorflow")
     verdict = Outcome.warn if beside else Outcome.fail
     return verdict(
@@ -180,11 +112,22 @@ def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     if note:
         evidence.append(f"compat data: {note}")
     other = [d for d in t.dists if d.name != "tensorflow-gpu" and d.name.startswith("tensorflow")]
-    if _windows_native(ctx, env):
+    if windows_native(ctx, env):
         last = ctx.compat.tensorflow.windows_native_gpu_last
-        fix = pip(
-            ctx, env, f"pip uninstall -y tensorflow-gpu && pip install 'tensorflow=={last}.*'"
-        ) + (f" (tensorflow {last} is the same GPU build on native Windows)" if last else "")
+        fix = Fix.of(
+            pip_step(
+                ctx,
+                env,
+                f"install tensorflow {last}, the same GPU build on native Windows"
+                if last
+                else "install tensorflow",
+                f"pip uninstall -y tensorflow-gpu && pip install 'tensorflow=={last}.*'",
+                [
+                    change(env, "tensorflow-gpu", remove=True),
+                    change(env, "tensorflow", requirement=f"=={last}.*"),
+                ],
+            )
+        )
     else:
         fix = tf_gpu_fix(ctx, env, t, also=("tensorflow-gpu",))
     if other:
@@ -208,10 +151,10 @@ def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     tf_facts,
 )
 def windows(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
-    if not _windows_native(ctx, env):
+    if not windows_native(ctx, env):
         return None
     last = ctx.compat.tensorflow.windows_native_gpu_last
-    line = _line(t)
+    line = tf_line(t)
     if last is None or line is None:
         return Outcome.skip(f"{t.name} on native Windows: its version is not known")
     source = ctx.compat.tensorflow.windows_native_gpu_source.split(" ")[0]
@@ -239,7 +182,7 @@ def _tf_cuda(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     """(CUDA version, where it comes from)."""
     if t.cuda:
         return t.cuda, "its build_info"
-    rel = _tf_release(ctx, t)
+    rel = tf_release(ctx, t)
     if rel is not None and rel.cuda and parse_version(rel.cuda):
         return rel.cuda, "the tested configuration in the compat data"
     return None
@@ -254,11 +197,16 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | N
         return Outcome.skip(f"{t.name}: the CUDA it was built with is not known")
     cuda, source = found
 
-    def fix() -> str:
-        if _windows_native(ctx, env):
-            return f"{upgrade_driver(ctx, cuda)}; or: {windows_fix(ctx, env)}"
+    def fix() -> Fix:
+        if windows_native(ctx, env):
+            other = windows_fix(ctx, env)
+            for step in other.steps:
+                step.option += 1
+            return Fix.of(upgrade_driver(ctx, cuda), OR, *other.steps)
         switch = tf_switch(ctx, env, t)
-        return upgrade_driver(ctx, cuda) + (f"; or keep this driver: {switch}" if switch else "")
+        if switch is not None:
+            switch.text = "keep this driver and " + switch.text
+        return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
 
     return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
 
@@ -285,17 +233,32 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
         ccs = cover.missing_ccs
         newer = any(compiled.where(cc).startswith("newer") for cc in ccs)
         pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
-        line = _line(t)
+        line = tf_line(t)
         if newer and pick and line and Version(pick.version) > line:
-            fix = pip(ctx, env, _uninstall(t) + pick.install) + (
-                f" (TensorFlow {pick.version}, CUDA {pick.cuda}, whose CUDA can target compute "
-                f"capability {', '.join(ccs)}; confirm with gpucheck doctor --deep)"
+            fix = Fix.of(
+                tf_step(
+                    ctx,
+                    env,
+                    t,
+                    f"install TensorFlow {pick.version}, CUDA {pick.cuda}, whose CUDA can target "
+                    f"compute capability {', '.join(ccs)}",
+                    pick.install,
+                    version=pick.version,
+                ),
+                Step.run("confirm", "gpucheck doctor --deep", environment=env.python),
             )
         else:
-            fix = (
-                f"Use a TensorFlow whose build_info lists an sm_ or compute_ entry for compute "
-                f"capability {', '.join(ccs)} (the release notes say when one was dropped), or "
-                f"build TensorFlow from source with TF_CUDA_COMPUTE_CAPABILITIES={','.join(ccs)}"
+            fix = Fix.of(
+                Step.manual(
+                    f"use a TensorFlow whose build_info lists an sm_ or compute_ entry for "
+                    f"compute capability {', '.join(ccs)} (the release notes say when one was "
+                    "dropped)"
+                ),
+                OR,
+                Step.manual(
+                    "build TensorFlow from source with "
+                    f"TF_CUDA_COMPUTE_CAPABILITIES={','.join(ccs)}"
+                ),
             )
         return Outcome.fail(
             f"{t.name} has no usable code for {len(missing)} of the GPUs (compute capability "
@@ -310,7 +273,11 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
             "compiles every kernel, which can take many minutes",
             *jit,
             *evidence,
-            fix="Keep the compiled kernels between runs: export CUDA_CACHE_MAXSIZE=4294967296",
+            fix=Fix.of(
+                Step.set_env(
+                    "CUDA_CACHE_MAXSIZE", "4294967296", "keep the compiled kernels between runs"
+                )
+            ),
         )
     return Outcome.passed(
         f"{t.name} has code for every GPU (compute capability {', '.join(cc_list(found))})",
@@ -328,7 +295,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     py = python_mm(env)
     if py is None or t.version is None:
         return Outcome.skip(f"{t.name}: the environment's Python version is not known")
-    rel = _tf_release(ctx, t)
+    rel = tf_release(ctx, t)
     if rel is None or (rel.python_min is None and rel.python_max is None):
         return Outcome.skip(f"{t.name}: its supported Pythons are not in the compat data")
     low, high = rel.python_min or "?", rel.python_max or "?"
@@ -337,16 +304,39 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         return Outcome.passed(f"{t.name} supports Python {py}", span)
     pick = pick_tensorflow(ctx, env, [], None)
     other = (
-        f"; or install a TensorFlow that supports Python {py}: "
-        + pip(ctx, env, _uninstall(t) + pick.install)
+        tf_step(
+            ctx,
+            env,
+            t,
+            f"install a TensorFlow that supports Python {py}",
+            pick.install,
+            version=pick.version,
+        )
         if pick
-        else ""
+        else None
     )
     return Outcome.fail(
         f"{t.name} does not support this environment's Python {py}",
         f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=f"Create the environment with a Python {low} to {high} "
-        f"(e.g. python{high} -m venv .venv) and reinstall TensorFlow there{other}",
+        fix=Fix.of(
+            Step.run(
+                f"create the environment with a Python {low} to {high}, then reinstall "
+                "TensorFlow there",
+                f"python{high} -m venv .venv",
+            ),
+            OR,
+            other,
+        ),
+    )
+
+
+def _tf_keras(ctx: Context, env: PythonEnvironment, line: Version, why: str) -> Step:
+    return pip_step(
+        ctx,
+        env,
+        why,
+        f"pip install 'tf-keras~={line}.0'",
+        [change(env, "tf-keras", requirement=f"~={line}.0")],
     )
 
 
@@ -359,39 +349,55 @@ def _keras3_from(compat: Compat) -> Version | None:
 
 @framework_check("tensorflow.keras", "Keras and tf-keras match the TensorFlow release", tf_facts)
 def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
-    line = _line(t)
+    line = tf_line(t)
     k, tfk = env.dist("keras"), env.dist("tf-keras")
     if k is None and tfk is None:
         return None
     keras3 = _keras3_from(ctx.compat)
     if line is None or keras3 is None:
         return Outcome.skip(f"{t.name}: which Keras it needs is not known")
-    problems, fixes = [], []
+    problems: list[str] = []
+    fixes: list[Step | Literal["or"]] = []
     k_version = parse_version(k.version) if k else None
     if k is not None and k_version is not None and line >= keras3 and k_version.major < 3:
         problems.append(
             f"keras {k.version} is Keras 2, but TensorFlow {line} uses Keras 3 (the default "
             f"Keras from TensorFlow {keras3})"
         )
-        legacy = pip(ctx, env, f"pip install 'tf-keras~={line}.0'")
-        fixes.append(
-            pip(ctx, env, "pip install -U 'keras>=3'")
-            + f"; or, to keep Keras 2: {legacy} and export TF_USE_LEGACY_KERAS=1"
-        )
+        fixes += [
+            pip_step(
+                ctx,
+                env,
+                "install Keras 3",
+                "pip install -U 'keras>=3'",
+                [change(env, "keras", requirement=">=3")],
+            ),
+            OR,
+            _tf_keras(ctx, env, line, "to keep Keras 2, install tf-keras"),
+            Step.set_env("TF_USE_LEGACY_KERAS", "1"),
+        ]
     elif k is not None and k_version is not None and line < keras3 and k_version.major >= 3:
         problems.append(
             f"keras {k.version} is Keras 3, but TensorFlow {line}'s tf.keras is Keras 2 "
             f"(keras {line}): importing tf.keras fails"
         )
-        fixes.append(pip(ctx, env, f"pip install 'keras~={line}.0'"))
+        fixes.append(
+            pip_step(
+                ctx,
+                env,
+                f"install keras {line}",
+                f"pip install 'keras~={line}.0'",
+                [change(env, "keras", requirement=f"~={line}.0")],
+            )
+        )
     tfk_version = parse_version(tfk.version) if tfk else None
     if tfk is not None and tfk_version is not None and major_minor(tfk_version) != line:
         problems.append(
             f"tf-keras {tfk.version} does not match TensorFlow {line} (tf-keras versions follow "
             "TensorFlow's)"
         )
-        tf_keras = pip(ctx, env, f"pip install 'tf-keras~={line}.0'")
-        if not any(tf_keras in fix for fix in fixes):
+        tf_keras = _tf_keras(ctx, env, line, f"install tf-keras {line}")
+        if not any(isinstance(f, Step) and f.command == tf_keras.command for f in fixes):
             fixes.append(tf_keras)
     installed = ", ".join(f"{d.name} {d.version}" for d in (k, tfk) if d is not None)
     if not problems:
@@ -401,5 +407,5 @@ def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
         f"{t.name} and the installed Keras do not match",
         *problems,
         *([f"compat data: {cite}"] if cite else []),
-        fix="; ".join(fixes),
+        fix=Fix.of(*fixes),
     )

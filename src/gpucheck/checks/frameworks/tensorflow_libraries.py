@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from packaging.version import Version
 
@@ -15,18 +15,21 @@ from gpucheck.checks.frameworks.driver import (
     targets,
 )
 from gpucheck.checks.frameworks.environments import (
+    change,
     env_os,
     framework_check,
-    pip,
+    pip_step,
     runtime,
 )
 from gpucheck.checks.frameworks.packages import parse_requirement, same_version
-from gpucheck.checks.frameworks.tensorflow import _line, _tf_release, _uninstall
+from gpucheck.checks.frameworks.tensorflow_fixes import tf_line, tf_release, tf_uninstall
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.frameworks import TENSORFLOW
 from gpucheck.model.snapshot import LibraryCopy
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
@@ -75,7 +78,7 @@ def _loader_copies(copies: list[LibraryCopy], major: str) -> list[LibraryCopy]:
 
 
 def _loader_warnings(env: PythonEnvironment) -> list[str]:
-    deep = runtime(env, "tensorflow")
+    deep = runtime(env, TENSORFLOW.key)
     if deep is None:
         return []
     return [w for w in deep.warnings if essential_loader_warning(w)]
@@ -90,7 +93,7 @@ def cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome 
     if t.kind != "cuda" or ctx.has_gpu is not True or env_os(ctx, env) != "linux":
         return None
     warnings = _loader_warnings(env)
-    line = _line(t)
+    line = tf_line(t)
     if line is None or t.version is None:
         return Outcome.skip(f"{t.name}: its version is not known", *warnings)
     pip_era = line >= TF_AND_CUDA_FIRST
@@ -108,8 +111,16 @@ def cuda_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome 
     return verdict
 
 
-def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
-    return pip(ctx, env, f"pip install 'tensorflow[and-cuda]=={t.version}'")
+def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
+    return Fix.of(
+        pip_step(
+            ctx,
+            env,
+            "install TensorFlow's CUDA wheels",
+            f"pip install 'tensorflow[and-cuda]=={t.version}'",
+            [change(env, "tensorflow", t.version)],
+        )
+    )
 
 
 def _pip_libraries(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
@@ -207,9 +218,14 @@ def _loader_gap(
         f"{t.name} will not find its tensorflow[and-cuda] libraries: {pins.loader_gap}",
         "LD_LIBRARY_PATH " + ("is unset" if path == [""] else "lacks " + ", ".join(absent[:3])),
         f"source: {pins.loader_gap_source or pins.source}",
-        fix="Name the wheels' library folders on the loader path (in the environment's "
-        "activation script to keep it): "
-        f"`export LD_LIBRARY_PATH={':'.join(dirs)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}`",
+        fix=Fix.of(
+            Step.set_env(
+                "LD_LIBRARY_PATH",
+                f"{':'.join(dirs)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+                "name the wheels' library folders on the loader path (in the environment's "
+                "activation script to keep it)",
+            )
+        ),
     )
 
 
@@ -227,7 +243,7 @@ def _system_cover(ctx: Context, name: str, major: str | None) -> str | None:
 
 def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     """(CUDA, cuDNN) a TensorFlow before 2.14 loads: its build_info, else the compat data."""
-    rel = _tf_release(ctx, t)
+    rel = tf_release(ctx, t)
     cuda = t.cuda or (rel.cuda if rel else None)
     cudnn = t.cudnn or (rel.cudnn if rel else None)
     if rel and rel.cudnn and cudnn and "." not in cudnn and rel.cudnn.split(".")[0] == cudnn:
@@ -237,19 +253,40 @@ def _expected(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     return cuda, cudnn
 
 
-def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> str:
+def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
     expected = _expected(ctx, t)
-    cuda, cudnn = expected if expected else ("<its CUDA>", "<its cuDNN>")
-    fix = (
-        f"Install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
-        f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn} && "
-        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"
-    )
+    steps: list[Step | Literal["or"]] = []
+    if expected:
+        cuda, cudnn = expected
+        steps += [
+            Step.run(
+                f"install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
+                "with conda",
+                f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn}",
+                Tool.CONDA,
+                changes=[Change("cudatoolkit", None, cuda), Change("cudnn", None, cudnn)],
+                environment=env.python,
+                layer=Layer.CUDA,
+            ),
+            Step.set_env("LD_LIBRARY_PATH", "$CONDA_PREFIX/lib:$LD_LIBRARY_PATH", layer=Layer.CUDA),
+        ]
+    else:
+        steps.append(
+            Step.manual("install its CUDA and cuDNN where the loader finds them", Layer.CUDA)
+        )
     pick = pick_tensorflow(ctx, env, cc_list(targets(ctx)), ctx.driver_version)
     if pick and Version(pick.version) >= TF_AND_CUDA_FIRST:
-        command = pip(ctx, env, _uninstall(t) + pick.install)
-        fix += f"; or move to TensorFlow {pick.version}, which brings its own: {command}"
-    return fix
+        steps += [
+            OR,
+            pip_step(
+                ctx,
+                env,
+                f"move to TensorFlow {pick.version}, which brings its own",
+                tf_uninstall(t) + pick.install,
+                [change(env, "tensorflow", requirement=f"=={pick.version}.*")],
+            ),
+        ]
+    return Fix.of(*steps)
 
 
 def _older_minor(version: str | None, want: Version) -> bool:

@@ -5,19 +5,21 @@ supports (compat/tensorrt.toml); TF-TRT where TensorFlow no longer has it."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from typing import Literal
 
 from msgspec import Struct
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import tf_facts
 from gpucheck.checks.frameworks.driver import Target, driver_outcome, targets, upgrade_driver
-from gpucheck.checks.frameworks.environments import framework_check, merge, pip
+from gpucheck.checks.frameworks.environments import change, framework_check, merge, pip_step
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import TensorrtRelease
 from gpucheck.model.environments import Distribution, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.frameworks import TENSORRT
 
 _CU = re.compile(r"^tensorrt-cu(\d+)(?:-|$)")
 _REQ_CU = re.compile(r"-cu(\d+)\b")
@@ -31,7 +33,7 @@ class Trt(Struct):
 
 
 def trt_facts(env: PythonEnvironment) -> Trt | None:
-    dists = [d for d in env.distributions if d.name.startswith("tensorrt")]
+    dists = [d for d in env.distributions if TENSORRT.related(d.name)]
     main = next((d for n in MAIN_DISTS for d in dists if d.name == n), None)
     if main is None:
         return None
@@ -46,36 +48,78 @@ def trt_facts(env: PythonEnvironment) -> Trt | None:
     return Trt(main, majors, f"{names} (CUDA major from {how})")
 
 
+# (why, the pip command, the distribution it moves): a TensorRT release for these GPUs.
+Install = tuple[str, str, Change]
+
+
 def _gpu_support(
-    ctx: Context, name: str, row: TensorrtRelease, fix_spec: str
-) -> tuple[list[Target], list[Target], str]:
-    """(GPUs below the release's range, GPUs above it, the fix)."""
+    ctx: Context, row: TensorrtRelease, fix_spec: str, installed: str | None
+) -> tuple[list[Target], list[Target], list[Install]]:
+    """(GPUs below the release's range, GPUs above it, the installs that fit them)."""
     low = [t for t in targets(ctx) if row.min_cc and (v := parse_version(t.cc)) and v < row.min_cc]
     high = [t for t in targets(ctx) if row.max_cc and (v := parse_version(t.cc)) and v > row.max_cc]
-    fixes = []
+    fixes: list[Install] = []
     for t in low[:1]:
         dropped, _ = ctx.compat.tensorrt.newest_for_cc(t.cc)
         if dropped is not None:
-            fixes.append(f"pip install '{fix_spec}<{dropped}' (the last releases for {t.cc})")
+            fixes.append(
+                (
+                    f"install the last releases for {t.cc}",
+                    f"pip install '{fix_spec}<{dropped}'",
+                    Change(fix_spec, installed, None, f"<{dropped}"),
+                )
+            )
     for t in high[:1]:
         _, added = ctx.compat.tensorrt.newest_for_cc(t.cc)
         if added is not None:
-            fixes.append(f"pip install -U '{fix_spec}>={added}' (the first with {t.cc})")
-    return low, high, "; or ".join(fixes) or f"Install a {name} release that supports these GPUs"
+            fixes.append(
+                (
+                    f"install the first release with {t.cc} or newer",
+                    f"pip install -U '{fix_spec}>={added}'",
+                    Change(fix_spec, installed, None, f">={added}"),
+                )
+            )
+    return low, high, fixes
 
 
 def _gpu_outcome(
-    ctx: Context, name: str, row: TensorrtRelease, spec: str, wrap: Callable[[str], str]
+    ctx: Context,
+    name: str,
+    row: TensorrtRelease,
+    spec: str,
+    env: PythonEnvironment | None,
 ) -> Outcome | None:
-    low, high, fix = _gpu_support(ctx, name, row, spec)
+    """`env`: the environment whose wheels to change; None for a system TensorRT."""
+    dist = env.dist(spec) if env else None
+    installed = dist.version if dist else None
+    low, high, installs = _gpu_support(ctx, row, spec, installed)
     if not (low or high):
         return None
+    steps: list[Step | Literal["or"]] = []
+    if env is None:
+        steps += [
+            Step.manual(
+                "install a TensorRT release that supports these GPUs from NVIDIA's TensorRT "
+                "downloads"
+            ),
+            OR,
+        ]
+    for i, (why, command, moved) in enumerate(installs):
+        if i:
+            steps.append(OR)
+        if env is not None:
+            steps.append(pip_step(ctx, env, why, command, [moved]))
+        else:
+            steps.append(Step.run(f"use the pip wheels: {why}", command, Tool.PIP, changes=[moved]))
+    if not installs:
+        steps.append(Step.manual(f"install a {name} release that supports these GPUs"))
+    fix = Fix.of(*steps)
     bad = "; ".join(f"{t.label}, compute {t.cc}" for t in [*low, *high])
     span = f"{row.min_cc or '?'} to {row.max_cc or '?'}"
     return Outcome.fail(
         f"{name} does not support {bad}: it supports compute capability {span}",
         f"compat data: TensorRT {row.version}+ rows: {row.source}",
-        fix=wrap(fix),
+        fix=fix,
     )
 
 
@@ -89,8 +133,8 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
     if ctx.has_gpu is not False:
         for major in trt.majors:
 
-            def fix(major: int = major) -> str:
-                return upgrade_driver(ctx, f"{major}.0")
+            def fix(major: int = major) -> Fix:
+                return Fix.of(upgrade_driver(ctx, f"{major}.0"))
 
             items.append(
                 (
@@ -106,7 +150,7 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
             )
     if row is not None:
         spec = next((d.name for d in env.distributions if _CU.match(d.name)), "tensorrt")
-        gpus = _gpu_outcome(ctx, name, row, spec, lambda fix: pip(ctx, env, fix))
+        gpus = _gpu_outcome(ctx, name, row, spec, env)
         if gpus is None and targets(ctx):
             span = f"{row.min_cc or '?'} to {row.max_cc or '?'}"
             gpus = Outcome.passed(
@@ -129,7 +173,7 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
             )
     else:
         items.append((None, Outcome.skip(f"{name}: not in the compat data (older than 8.2)")))
-    imported = next((i for i in env.extension_imports if i.name == "tensorrt"), None)
+    imported = next((i for i in env.extension_imports if i.name == TENSORRT.module), None)
     if imported is not None:
         items.append((None, _engine(ctx, env, trt, row, imported)))
     tf = tf_facts(env)
@@ -164,28 +208,45 @@ def _engine(
         return Outcome.passed(f"{name} {imported.detail or 'imports'} (doctor --deep)")
     error = imported.error or imported.status
     low = error.lower()
-    reinstall = pip(
-        ctx, env, f"pip install --force-reinstall '{trt.dist.name}=={trt.dist.version}'"
+    reinstall = pip_step(
+        ctx,
+        env,
+        "reinstall it",
+        f"pip install --force-reinstall '{trt.dist.name}=={trt.dist.version}'",
+        [change(env, trt.dist.name, trt.dist.version)],
     )
     if "cannot open shared object file" in low:
-        return Outcome.fail("import tensorrt fails: a library is missing", error, fix=reinstall)
+        return Outcome.fail(
+            "import tensorrt fails: a library is missing", error, fix=Fix.of(reinstall)
+        )
     if "error: 35" in low or "insufficient" in low or "too old" in low:
         major = trt.majors[-1] if trt.majors else None
-        fix = upgrade_driver(ctx, f"{major}.0") if major else "upgrade the NVIDIA driver"
+        fix = Fix.of(
+            upgrade_driver(ctx, f"{major}.0")
+            if major
+            else Step.manual("upgrade the NVIDIA driver", Layer.DRIVER)
+        )
         return Outcome.fail(
             f"{name} cannot start CUDA: the driver is too old for its CUDA build",
             error,
             fix=fix,  # as the driver verdict words it, so that the two fixes merge into one
         )
     if row is not None and ("sm" in low or "kernel image" in low or "compute capab" in low):
-        gpus = _gpu_outcome(ctx, name, row, trt.dist.name, lambda fix: pip(ctx, env, fix))
+        gpus = _gpu_outcome(ctx, name, row, trt.dist.name, env)
         if gpus is not None:
             gpus.evidence.insert(0, error)
             return gpus
     return Outcome.fail(
         f"{name} could not build a one-layer engine (doctor --deep)",
         error,
-        fix=f"Run it by hand to see TensorRT's log: python -c 'import tensorrt'; then {reinstall}",
+        fix=Fix.of(
+            Step.run(
+                "run it by hand to see TensorRT's log",
+                "python -c 'import tensorrt'",
+                environment=env.python,
+            ),
+            reinstall,
+        ),
     )
 
 
@@ -208,16 +269,7 @@ def tensorrt_libraries(ctx: Context) -> Outcome | None:
             )
             continue
         name = f"TensorRT {copy.version} ({copy.path})"
-        gpus = _gpu_outcome(
-            ctx,
-            name,
-            row,
-            "tensorrt",
-            lambda fix: (
-                "Install a TensorRT release that supports these GPUs from NVIDIA's "
-                f"TensorRT downloads, or use the pip wheels: {fix}"
-            ),
-        )
+        gpus = _gpu_outcome(ctx, name, row, "tensorrt", None)
         if gpus is not None:
             gpus.evidence.insert(0, where)
         items.append((None, gpus or Outcome.passed(f"{name} supports the GPUs here", where)))

@@ -9,6 +9,7 @@ from gpucheck.checks.frameworks.builds import (
     KIND_TEXT,
     TorchFacts,
     gpu_frameworks_beside,
+    pick_change,
     pick_torch,
     torch_facts,
     torch_fix,
@@ -25,13 +26,15 @@ from gpucheck.checks.frameworks.environments import (
     framework_check,
     in_range,
     linux_x86_64,
-    pip,
+    pip_step,
     python_mm,
     runtime,
 )
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.frameworks import TORCH
 
 
 @framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)
@@ -69,10 +72,11 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome 
     if cuda is None:
         return Outcome.skip(f"{t.name}: the CUDA it was built with is not known", t.evidence)
 
-    def fix() -> str:
+    def fix() -> Fix:
         switch = torch_switch(ctx, env, cc_list(targets(ctx)))
-        keep = f"; or keep this driver and install a PyTorch built for it: {switch}"
-        return upgrade_driver(ctx, cuda) + (keep if switch else "")
+        if switch is not None:
+            switch.text = "keep this driver and " + switch.text
+        return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
 
     return driver_outcome(ctx, t.name, cuda, fix)
 
@@ -80,7 +84,7 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome 
 def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compiled | None:
     """What torch was compiled for: its own arch flags (deep pass), else the compat data for
     this release and CUDA variant (Linux x86_64 wheels only)."""
-    deep = runtime(env, "torch")
+    deep = runtime(env, TORCH.key)
     if deep is not None and deep.arch_list:
         return parse_arch_list(deep.arch_list, "torch's own arch flags (doctor --deep)")
     if t.version is None or t.cuda is None or not linux_x86_64(ctx, env):
@@ -155,17 +159,26 @@ def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | Non
     pick = pick_torch(
         ctx, env, cc_list(targets(ctx)) if cuda else [], ctx.driver_version if cuda else None
     )
-    other = ""
+    other = None
     if pick is not None:
-        command = pip(ctx, env, f"pip uninstall -y torch && {pick.install}")
-        other = (
-            f"; or install a PyTorch that supports Python {py}: {command} (PyTorch {pick.version})"
+        other = pip_step(
+            ctx,
+            env,
+            f"install a PyTorch that supports Python {py} (PyTorch {pick.version})",
+            f"pip uninstall -y torch && {pick.install}",
+            [pick_change(env, "torch", pick)],
         )
     return Outcome.fail(
         f"{t.name} does not support this environment's Python {py}",
         f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=f"Create the environment with a Python {low} to {high} "
-        f"(e.g. python{high} -m venv .venv) and reinstall torch there{other}",
+        fix=Fix.of(
+            Step.run(
+                f"create the environment with a Python {low} to {high}, then reinstall torch there",
+                f"python{high} -m venv .venv",
+            ),
+            OR,
+            other,
+        ),
     )
 
 
@@ -199,7 +212,14 @@ def extension_toolkit(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Ou
         f"{t.name} was built with CUDA {want}, the local toolkit is CUDA {have}: building CUDA "
         f"extensions (torch.utils.cpp_extension, pip installs that compile) {effect}",
         *evidence,
-        fix=f"To build extensions for this torch, use a CUDA {want} toolkit "
-        f"(https://developer.nvidia.com/cuda-{want.major}-{want.minor}-0-download-archive) and "
-        f"export CUDA_HOME=/usr/local/cuda-{want} before building",
+        fix=Fix.of(
+            Step.manual(
+                f"to build extensions for this torch, install a CUDA {want} toolkit "
+                f"(https://developer.nvidia.com/cuda-{want.major}-{want.minor}-0-download-archive)",
+                Layer.CUDA,
+            ),
+            Step.set_env(
+                "CUDA_HOME", f"/usr/local/cuda-{want}", "point builds at it", Layer.EXTENSIONS
+            ),
+        ),
     )

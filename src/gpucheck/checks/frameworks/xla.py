@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import shlex
 
-from gpucheck.checks.context import Context, sentence
+from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver import judge_driver, upgrade_driver
-from gpucheck.checks.frameworks.environments import environment_check, merge, pip
+from gpucheck.checks.frameworks.environments import change, environment_check, merge, pip_step
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.frameworks import FRAMEWORKS
 
-XLA_USERS = ("jax", "jaxlib", "tensorflow", "tensorflow-cpu", "tf-nightly")
 # What the flags people set most do; a flag not listed is shown as set, without comment.
 FLAGS = {
     "--xla_gpu_cuda_data_dir": "where XLA looks for ptxas, nvlink and libdevice (a CUDA home)",
@@ -34,7 +35,7 @@ FLAGS = {
 
 
 def _uses_xla(env: PythonEnvironment) -> bool:
-    return any(env.dist(name) for name in XLA_USERS)
+    return any(fw.xla and fw.installed(env) for fw in FRAMEWORKS)
 
 
 def _flags(ctx: Context) -> list[str]:
@@ -88,19 +89,26 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
         return Outcome.passed(f"XLA's {name} {mm} suits driver {ctx.driver_version}", how)
     if status not in (Status.INFO, Status.FAIL):
         return None
-    fix = upgrade_driver(ctx, version)
     wheel = next((d for d in env.distributions if d.name.startswith("nvidia-cuda-nvcc")), None)
+    keep = None
     if wheel is not None and have is not None and name == "ptxas":
-        fix += "; or keep this driver: " + pip(
-            ctx, env, f"pip install '{wheel.name}<{have.major}.{have.minor + 1}'"
+        below = f"<{have.major}.{have.minor + 1}"
+        keep = pip_step(
+            ctx,
+            env,
+            "keep this driver and install a ptxas no newer than it",
+            f"pip install '{wheel.name}{below}'",
+            [change(env, wheel.name, requirement=below)],
+            Layer.CUDA,
         )
+    fix = Fix.of(upgrade_driver(ctx, version), OR, keep)
     return Outcome.fail(
         f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: the code it "
         "compiles does not load ('the provided PTX was compiled with an unsupported "
         "toolchain'), or XLA falls back to slower, serial compilation",
         how,
         why,
-        fix=sentence(fix),
+        fix=fix,
     )
 
 
@@ -123,9 +131,17 @@ def _devices(ctx: Context, env: PythonEnvironment) -> list[tuple[str | None, Out
                     f"{label}: XLA sees {seen} GPU(s) while CUDA shows {shown}",
                     *(rt.xla_devices or ["no XLA GPU device"]),
                     *([rt.xla_error] if rt.xla_error else []),
-                    fix="Check XLA_FLAGS/TF_XLA_FLAGS and the framework's CUDA plugin (see "
-                    "jax.cpu-build, tensorflow.cuda-libraries); run "
-                    "python -c 'import jax; print(jax.devices())'",
+                    fix=Fix.of(
+                        Step.info(
+                            "check XLA_FLAGS/TF_XLA_FLAGS and the framework's CUDA plugin (see "
+                            "jax.cpu-build, tensorflow.cuda-libraries)"
+                        ),
+                        Step.run(
+                            "see what XLA lists",
+                            "python -c 'import jax; print(jax.devices())'",
+                            environment=env.python,
+                        ),
+                    ),
                 ),
             )
         )

@@ -32,8 +32,13 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+
+from . import child_protocol as protocol
 
 CHECK = 16  # rows and columns of C checked against the CPU
 TOLERANCE = {"fp32": 1e-4, "tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2, "fp8": 2e-2}
@@ -70,20 +75,9 @@ class Plan:
         self.host_bytes = (64 if quick else 256) * MIB
 
 
-def emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
-def step(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.write(2, f"@ {name}\n".encode())
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return (f"{type(exc).__name__}: {first}" if first else type(exc).__name__)[:500]
+emit = protocol.emit
+step = protocol.step
+one_line = protocol.one_line
 
 
 def measure(
@@ -338,6 +332,15 @@ def cpu_numpy(plan: Plan) -> dict[str, Any]:
     }
 
 
+def emit_each(what: str, records: Callable[[], Iterable[dict[str, Any]]]) -> None:
+    """Each record a measurement yields, as it comes; what it raises as an error record."""
+    try:
+        for record in records():
+            emit(record)
+    except Exception as exc:
+        emit({"kind": "error", "what": what, "message": one_line(exc)})
+
+
 def main(argv: list[str]) -> int:
     try:
         args = json.loads(argv[1])
@@ -377,11 +380,7 @@ def main(argv: list[str]) -> int:
         return 1
     emit(info)
     if device == "peers":
-        try:
-            for record in fw.peers(plan):
-                emit(record)
-        except Exception as exc:
-            emit({"kind": "error", "what": "peer", "message": one_line(exc)})
+        emit_each("peer", lambda: fw.peers(plan))
         return 0
     for dtype, why in fw.dtypes(device):
         if why is not None:
@@ -397,11 +396,7 @@ def main(argv: list[str]) -> int:
                 fw.torch.cuda.empty_cache()
     if device != "cpu":
         step("copies")
-        try:
-            for record in fw.copies(plan):
-                emit(record)
-        except Exception as exc:
-            emit({"kind": "error", "what": "copies", "message": one_line(exc)})
+        emit_each("copies", lambda: fw.copies(plan))
     return 0
 
 

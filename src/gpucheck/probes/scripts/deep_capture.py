@@ -1,6 +1,6 @@
 """Deep probe helpers: the stderr capture (a relay process that passes fd 2 on to the parent
-and keeps a copy), the "@ step" lines, and the libraries a process has mapped. Loaded by path
-by framework_deep.py (standard library only; Python 3.8+)."""
+and keeps a copy; the "@ step" lines go to the parent's own pipe meanwhile), and the libraries
+a process has mapped. Imported by framework_deep.py (standard library only; Python 3.8+)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import os
 import sys
 import tempfile
 import time
+
+from . import child_protocol as protocol
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
 if TYPE_CHECKING:
@@ -28,7 +30,6 @@ LIBRARY_PREFIXES = (
 )
 
 MAX_WARNINGS = 50
-MAX_LINE = 500
 MAX_CAPTURE = 4 * 1024 * 1024  # bytes of stderr kept for `warnings`
 
 # Lines that mention one of these are kept whatever else is dropped.
@@ -42,24 +43,7 @@ NOISE = (
 )
 SYNC = b"\x00gpucheck-sync "
 
-STEP_FD = 2  # the parent's stderr, even while fd 2 is captured
-OUT_FD = 1
-
-
-def step(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.write(STEP_FD, f"@ {name}\n".encode("utf-8", "replace"))
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0].strip() if text else ""
-    name = type(exc).__name__
-    return trim(f"{name}: {first}" if first else name)
-
-
-def trim(text: str) -> str:
-    return text if len(text) <= MAX_LINE else text[: MAX_LINE - 3] + "..."
+OUT_FD = protocol.OUT_FD
 
 
 # --- stderr capture ---------------------------------------------------------------------------
@@ -77,7 +61,6 @@ class Capture:
         self.syncs = 0
 
     def start(self) -> None:
-        global STEP_FD
         if not (hasattr(os, "fork") and hasattr(os, "pread")):
             return  # not POSIX: no capture, the framework writes to the parent directly
         try:
@@ -107,7 +90,7 @@ class Capture:
         os.close(write_fd)
         os.dup2(write_end, 2)
         os.close(write_end)
-        STEP_FD = self.saved_fd
+        protocol.STEP_FD = self.saved_fd
         self.active = True
 
     def text(self) -> str:
@@ -137,14 +120,13 @@ class Capture:
         return b"\n".join(lines).decode("utf-8", "replace")
 
     def stop(self) -> None:
-        global STEP_FD
         if not self.active:
             return
         self.active = False
         with contextlib.suppress(Exception):
             sys.stderr.flush()
         os.dup2(self.saved_fd, 2)  # closes our end of the pipe: the relay sees its end
-        STEP_FD = 2
+        protocol.STEP_FD = 2
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
             try:
@@ -213,7 +195,7 @@ def select_warnings(text: str) -> list[str]:
         relevant = any(k in line.lower() for k in KEYWORDS)
         if not relevant and any(n in line for n in NOISE):
             continue
-        lines.append((trim(line), relevant))
+        lines.append((protocol.trim(line), relevant))
     if len(lines) <= MAX_WARNINGS:
         return [line for line, _ in lines]
     relevant_idx = [i for i, (_, r) in enumerate(lines) if r]

@@ -14,37 +14,28 @@ from __future__ import annotations
 import os
 import sys
 
-_HERE = os.path.dirname(os.path.realpath(__file__))
-if sys.path and os.path.realpath(sys.path[0] or os.curdir) == _HERE:
-    del sys.path[0]  # nothing beside this file may shadow the target's modules
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
 
-import contextlib  # noqa: E402
-import importlib  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
+import importlib
+import time
+
+from . import child_protocol as protocol
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 MAX_ERROR = 2000
+step = protocol.step
 
 
-def step(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.write(2, f"@ {name}\n".encode())
+def error_text(exc: BaseException) -> str:
+    return protocol.one_line(exc, MAX_ERROR, whole=True)
 
 
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return text[:MAX_ERROR]
-
-
-def emit(facts: dict[str, Any]) -> None:
-    with contextlib.suppress(Exception):
-        sys.stdout.write(json.dumps({"kind": "extension", "facts": facts}, default=str) + "\n")
-        sys.stdout.flush()
+def emit_facts(facts: dict[str, Any]) -> None:
+    protocol.emit({"kind": "extension", "facts": facts})
 
 
 def tensorrt_engine(trt: Any, messages: list[str]) -> str:
@@ -86,7 +77,7 @@ def tensorrt_engine(trt: Any, messages: list[str]) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
-        emit({"name": "", "module": "", "status": "error", "error": "usage: DIST MODULE"})
+        emit_facts({"name": "", "module": "", "status": "error", "error": "usage: DIST MODULE"})
         return 2
     name, module = argv[1], argv[2]
     facts: dict[str, Any] = {"name": name, "module": module, "status": "ok", "error": None}
@@ -97,20 +88,24 @@ def main(argv: list[str]) -> int:
     try:
         value = importlib.import_module(module)
     except (ImportError, OSError) as exc:
-        facts["status"], facts["error"], value = "import_error", one_line(exc), None
+        facts["status"], facts["error"], value = "import_error", error_text(exc), None
     except (Exception, SystemExit) as exc:
-        facts["status"], facts["error"], value = "error", f"import {module}: {one_line(exc)}", None
+        facts["status"], facts["error"], value = (
+            "error",
+            f"import {module}: {error_text(exc)}",
+            None,
+        )
     facts["seconds"] = round(time.perf_counter() - start, 6)
-    emit(facts)
+    emit_facts(facts)
     if value is not None and module == "tensorrt":
         messages: list[str] = []
         try:
             facts["detail"] = tensorrt_engine(value, messages)
         except Exception as exc:
             said = "; ".join(m for m in messages if m not in str(exc))
-            error = f"engine: {one_line(exc)}" + (f" (TensorRT: {said})" if said else "")
+            error = f"engine: {error_text(exc)}" + (f" (TensorRT: {said})" if said else "")
             facts["status"], facts["error"] = "error", error[:MAX_ERROR]
-        emit(facts)
+        emit_facts(facts)
     return 0
 
 

@@ -17,7 +17,6 @@ Standard library only, apart from torch; runs on Python 3.8+.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
@@ -25,25 +24,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+
+from . import child_protocol as protocol
+
 # Annotations are never evaluated (the __future__ import), so list[int] and X | None are safe on
 # Python 3.8; runtime code stays 3.8-compatible. torch is imported by name so that type checkers
 # of gpucheck's own environment need not have it.
 
 
-def emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
-def step(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.write(2, f"@ {name}\n".encode())
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return (f"{type(exc).__name__}: {first}" if first else type(exc).__name__)[:500]
+emit = protocol.emit
+step = protocol.step
+one_line = protocol.one_line
 
 
 def load_builder(spec: str) -> Callable[[], Any]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -30,14 +29,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
 
-_HERE = os.path.dirname(os.path.realpath(__file__))
-# The capture helpers, loaded by path under a name no framework can shadow.
-_spec = importlib.util.spec_from_file_location("_gpucheck_deep_capture", f"{_HERE}/deep_capture.py")
-assert _spec is not None and _spec.loader is not None
-cap: Any = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cap)
+from . import child_protocol as protocol
+from . import deep_capture as cap
 
 SIZE = 64  # the smoke test multiplies SIZE x SIZE float32 matrices
 RTOL = ATOL = 1e-2  # TF32 (the default for float32 matmuls on Ampere+ in TF and JAX) is ~1e-3
@@ -77,7 +73,7 @@ class Probe:
         if self.gated or not fd:
             return True
         self.gated = True
-        cap.step("wait for gpucheck's word")
+        protocol.step("wait for gpucheck's word")
         try:
             word = os.read(int(fd), 4096).decode("utf-8", "replace").strip()
         except (OSError, ValueError):
@@ -93,7 +89,7 @@ class Probe:
         facts["loaded_libraries"] = cap.mapped_libraries()
         warnings = cap.select_warnings(self.capture.text())
         # Errors of later stages (the first one is `error`), within the same bound.
-        extra = [cap.trim(e) for e in self.stage_errors[1 : cap.MAX_WARNINGS // 2 + 1]]
+        extra = [protocol.trim(e) for e in self.stage_errors[1 : cap.MAX_WARNINGS // 2 + 1]]
         facts["warnings"] = warnings[: cap.MAX_WARNINGS - len(extra)] + extra
         with contextlib.suppress(Exception):
             sys.stdout.flush()  # a library's half-written line goes out first ...
@@ -103,7 +99,7 @@ class Probe:
 
     def stage(self, name: str, action: Callable[[], None]) -> bool:
         """Run one stage under its step name; an exception marks the record as an error."""
-        cap.step(name)
+        protocol.step(name)
         try:
             action()
             return True
@@ -112,24 +108,24 @@ class Probe:
             return False
 
     def fail(self, name: str, exc: BaseException) -> None:
-        text = f"{name}: {cap.one_line(exc)}"
+        text = f"{name}: {protocol.one_line(exc)}"
         self.stage_errors.append(text)
         if self.facts["status"] == "ok":
             self.facts["status"] = "error"
-            self.facts["error"] = cap.trim(text)
+            self.facts["error"] = protocol.trim(text)
 
     def do_import(self, module: str) -> Any:
-        cap.step(f"import {module}")
+        protocol.step(f"import {module}")
         start = time.perf_counter()
         try:
             value = importlib.import_module(module)
         except (ImportError, OSError) as exc:
             self.facts["status"] = "import_error"
-            self.facts["error"] = cap.one_line(exc)
+            self.facts["error"] = protocol.one_line(exc)
             value = None
         except (Exception, SystemExit) as exc:
             self.facts["status"] = "error"
-            self.facts["error"] = f"import {module}: {cap.one_line(exc)}"
+            self.facts["error"] = f"import {module}: {protocol.one_line(exc)}"
             value = None
         self.facts["import_seconds"] = round(time.perf_counter() - start, 6)
         if value is not None:
@@ -141,16 +137,31 @@ class Probe:
 
     def smoke(self, device: str, run: Callable[[], str | None]) -> None:
         """One device's smoke test: run() returns None when the result is right, else why."""
-        cap.step(f"smoke {device}")
+        protocol.step(f"smoke {device}")
         start = time.perf_counter()
         try:
             problem = run()
         except Exception as exc:
-            problem = cap.one_line(exc)
+            problem = protocol.one_line(exc)
         seconds = round(time.perf_counter() - start, 6)
         test = {"device": device, "ok": problem is None, "error": problem, "seconds": seconds}
         self.facts["smoke_tests"].append(test)
         self.emit()
+
+
+def host_operands() -> tuple[Any, Any, Any]:
+    """numpy, the smoke test's SIZE x SIZE float32 input A, and A @ A.T computed on the CPU."""
+    numpy = importlib.import_module("numpy")
+    a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
+    a_host /= SIZE * SIZE
+    return numpy, a_host, a_host @ a_host.T
+
+
+def verdict(lib: Any, got: Any, expected: Any) -> str | None:
+    """None where `got` is the CPU's result (compared by `lib`: numpy, or torch), else why not."""
+    if lib.allclose(got, expected, rtol=RTOL, atol=ATOL):
+        return None
+    return differs(lib.abs(got - expected).max())
 
 
 def differs(max_diff: Any) -> str:
@@ -200,11 +211,7 @@ def names(values: Any) -> list[str]:
 # --- frameworks -------------------------------------------------------------------------------
 
 
-def probe_torch(p: Probe) -> None:
-    torch = p.do_import("torch")
-    p.emit()
-    if torch is None:
-        return
+def probe_torch(p: Probe, torch: Any) -> None:
     facts = p.facts
 
     def build() -> None:
@@ -254,18 +261,12 @@ def probe_torch(p: Probe) -> None:
             expected = a.matmul(b)
             device = torch.device(f"cuda:{index}")
             got = a.to(device).matmul(b.to(device)).cpu()
-            if torch.allclose(got, expected, rtol=RTOL, atol=ATOL):
-                return None
-            return differs((got - expected).abs().max().item())
+            return verdict(torch, got, expected)
 
         p.smoke(f"cuda:{index}", run)
 
 
-def probe_tensorflow(p: Probe) -> None:
-    tf = p.do_import("tensorflow")
-    p.emit()
-    if tf is None:
-        return
+def probe_tensorflow(p: Probe, tf: Any) -> None:
     facts = p.facts
 
     def build() -> None:
@@ -295,10 +296,7 @@ def probe_tensorflow(p: Probe) -> None:
     for index in range(len(gpus)):
 
         def run(index: int = index) -> str | None:
-            numpy = importlib.import_module("numpy")
-            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
-            a_host /= SIZE * SIZE
-            expected = a_host @ a_host.T
+            numpy, a_host, expected = host_operands()
             name = f"/GPU:{index}"
             with tf.device(name):
                 a = tf.constant(a_host)
@@ -307,18 +305,12 @@ def probe_tensorflow(p: Probe) -> None:
             if where and f"GPU:{index}" not in where:
                 return f"the matmul ran on {where}, not {name}"
             got = c.numpy()
-            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
-                return None
-            return differs(numpy.abs(got - expected).max())
+            return verdict(numpy, got, expected)
 
         p.smoke(f"/GPU:{index}", run)
 
 
-def probe_jax(p: Probe) -> None:
-    jax = p.do_import("jax")
-    p.emit()
-    if jax is None:
-        return
+def probe_jax(p: Probe, jax: Any) -> None:
     facts = p.facts
     devs: list[Any] = []
 
@@ -340,24 +332,15 @@ def probe_jax(p: Probe) -> None:
 
         def run(device: Any = device) -> str | None:
             jnp = importlib.import_module("jax.numpy")
-            numpy = importlib.import_module("numpy")
-            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
-            a_host /= SIZE * SIZE
-            expected = a_host @ a_host.T
+            numpy, a_host, expected = host_operands()
             a = jax.device_put(a_host, device)
             got = numpy.asarray(jnp.matmul(a, a.T, precision="highest"))
-            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
-                return None
-            return differs(numpy.abs(got - expected).max())
+            return verdict(numpy, got, expected)
 
         p.smoke(str(device), run)
 
 
-def probe_cupy(p: Probe) -> None:
-    cupy = p.do_import("cupy")
-    p.emit()
-    if cupy is None:
-        return
+def probe_cupy(p: Probe, cupy: Any) -> None:
     facts = p.facts
     runtime: Any = getattr(getattr(cupy, "cuda", None), "runtime", None)
 
@@ -389,21 +372,17 @@ def probe_cupy(p: Probe) -> None:
     for index in range(facts["device_count"] or 0):
 
         def run(index: int = index) -> str | None:
-            numpy = importlib.import_module("numpy")
-            a_host = numpy.arange(SIZE * SIZE, dtype=numpy.float32).reshape(SIZE, SIZE)
-            a_host /= SIZE * SIZE
-            expected = a_host @ a_host.T
+            numpy, a_host, expected = host_operands()
             with cupy.cuda.Device(index):
                 a = cupy.asarray(a_host)
                 got = cupy.asnumpy(a @ a.T)
-            if numpy.allclose(got, expected, rtol=RTOL, atol=ATOL):
-                return None
-            return differs(numpy.abs(got - expected).max())
+            return verdict(numpy, got, expected)
 
         p.smoke(f"cuda:{index}", run)
 
 
-PROBES: dict[str, Callable[[Probe], None]] = {
+# Each probe gets the framework's module, imported (and past the gate) already.
+PROBES: dict[str, Callable[[Probe, Any], None]] = {
     "torch": probe_torch,
     "tensorflow": probe_tensorflow,
     "jax": probe_jax,
@@ -417,13 +396,16 @@ def main(argv: list[str]) -> int:
     probe = Probe(framework, capture)
     if framework not in PROBES:
         probe.facts["status"] = "error"
-        known = ", ".join(FRAMEWORKS)
+        known = ", ".join(PROBES)
         probe.facts["error"] = f"unknown framework {framework!r}: expected one of {known}"
         probe.emit()
         return 2
     capture.start()
     try:
-        PROBES[framework](probe)
+        module = probe.do_import(framework)  # each framework's module is named as it is
+        probe.emit()
+        if module is not None:
+            PROBES[framework](probe, module)
     except Exception as exc:  # a bug here, or a framework odder than expected
         probe.fail("probe", exc)
         probe.emit()

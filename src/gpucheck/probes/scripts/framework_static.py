@@ -1,15 +1,17 @@
 """Static framework probe, run by the TARGET interpreter (see probes/child.py for the protocol).
 
 The default (fast) framework pass: it reads what is installed and imports no framework.
-Distribution metadata is read from the metadata folders (dist_info.py); torch/version.py and
-tensorflow/python/platform/build_info.py are read as text and parsed to a syntax tree, never
-executed.
+argv[1] is gpucheck's framework table as JSON (gpucheck.model.frameworks.static_probe_options:
+which distributions matter, whose Requires-Dist to keep); without it nothing is read, and
+"errors" says so. Distribution metadata is read from the metadata folders (dist_info.py);
+torch/version.py and tensorflow/python/platform/build_info.py are read as text and parsed to a
+syntax tree, never executed.
 
 stdout: exactly one JSON line, {"kind": "environment", "facts": {...}}, whose facts are the
 fields of gpucheck.model.environments.PythonEnvironment that the interpreter itself can tell
 (version, prefix, platform, site_packages, distributions, torch, tensorflow) plus "errors": one
-line for
-each thing that could not be read (that part is then null or missing). stderr: "@ <step>" lines.
+line for each thing that could not be read (that part is then null or missing).
+stderr: "@ <step>" lines.
 
 Standard library only; no gpucheck imports; runs on Python 3.8+ (annotations are never
 evaluated: `from __future__ import annotations`).
@@ -20,19 +22,19 @@ from __future__ import annotations
 import os
 import sys
 
-# Run as a script, Python puts this folder first on sys.path: drop it before importing
-# anything else, so that no file beside this one can shadow a module of the target interpreter,
-# and so that the folder is not reported as part of the environment.
-_HERE = os.path.dirname(os.path.realpath(__file__))
-if sys.path and os.path.realpath(sys.path[0] or os.curdir) == _HERE:
-    del sys.path[0]
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
 
 # _ast, not ast: the C module alone; `ast` costs 5 ms to import, a sixth of this child.
-import _ast  # noqa: E402
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-import site  # noqa: E402
+import _ast
+import contextlib
+import json
+import re
+import site
+
+from . import child_protocol as protocol
+from . import dist_info as DISTS  # the installed distributions, from their metadata
+from . import torch_static as TORCH  # torch and the extensions built against it
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
 if TYPE_CHECKING:
@@ -40,63 +42,29 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def load_sibling(name: str) -> Any:
-    """A helper script beside this one, loaded by path (this folder is kept off sys.path)."""
-    import importlib.util
+class Table:
+    """Which distributions matter, as gpucheck's framework table (model/frameworks.py) says in
+    this script's argument; this script keeps no names of its own."""
 
-    spec = importlib.util.spec_from_file_location(f"_gpucheck_{name}", f"{_HERE}/{name}.py")
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{name}.py not found beside {__file__}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.names = frozenset(options.get("names") or ())  # normalised (PEP 503)
+        self.pattern = re.compile(options.get("pattern") or "(?!)")  # (?!): matches nothing
+        self.requires = frozenset(options.get("requires") or ())  # whose Requires-Dist is kept
+        self.requires_pattern = re.compile(options.get("requires_pattern") or "(?!)")
+        self.tensorflow = frozenset(options.get("tensorflow") or ())  # own the tensorflow package
+        self.torch = frozenset(options.get("torch") or ())
+        self.extensions = frozenset(options.get("extensions") or ())  # build facts read
 
 
-TORCH = load_sibling("torch_static")  # torch and the extensions built against it
-DISTS = load_sibling("dist_info")  # the installed distributions, from their metadata
-# Distributions that matter to a GPU diagnosis, by normalised name (PEP 503).
-NAMES = TORCH.NAMES | frozenset(
-    [
-        "torch",
-        "tensorflow",
-        "tensorflow-cpu",
-        "tensorflow-gpu",
-        "tensorflow-intel",
-        "tensorflow-macos",
-        "tensorflow-cpu-aws",
-        "tensorflow-rocm",
-        "tf-nightly",
-        "tf-nightly-cpu",
-        "tf-keras",
-        "keras",
-        "jax",
-        "jaxlib",
-        "cupy",
-        "pytorch-triton",
-        "triton",
-    ]
-)
-NAME_PATTERN = re.compile(
-    r"(nvidia-.+|cupy-(cuda|rocm).*|jax-cuda\d+-(plugin|pjrt)|tensorrt(-.+)?)$"
-)
-# Distributions whose Requires-Dist lines are kept (what they pin: CUDA wheels, jaxlib, torch).
-REQUIRES_PREFIXES = ("tensorflow", "tf-nightly", "jax", "cupy", "tensorrt", "pynvml")
-# Distributions that install the `tensorflow` package folder.
-TENSORFLOW_PREFIXES = ("tensorflow", "tf-nightly")
+TABLE = Table({})  # main() sets it from the argument
 
 SITE_FOLDER_NAMES = ("site-packages", "dist-packages")
 MAX_SOURCE_BYTES = 1 << 20  # version.py and build_info.py are a few hundred bytes
 NOT_LITERAL = object()
 
 
-def step(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.write(2, f"@ {name}\n".encode())
-
-
-def describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+step = protocol.step
+describe = protocol.describe
 
 
 def normalise(name: str) -> str:
@@ -104,11 +72,11 @@ def normalise(name: str) -> str:
 
 
 def wanted(name: str) -> bool:
-    return name in NAMES or NAME_PATTERN.match(name) is not None
+    return name in TABLE.names or TABLE.pattern.fullmatch(name) is not None
 
 
 def keeps_requires(name: str) -> bool:
-    return name == "torch" or name in TORCH.REQUIRES or name.startswith(REQUIRES_PREFIXES)
+    return name in TABLE.requires or TABLE.requires_pattern.fullmatch(name) is not None
 
 
 def realpath(path: str) -> str:
@@ -290,7 +258,7 @@ def bool_or_none(value: Any) -> bool | None:
 
 def tensorflow_build(dists: list[dict[str, Any]], errors: list[str]) -> dict[str, Any] | None:
     def owns(name: str) -> bool:
-        return name.startswith(TENSORFLOW_PREFIXES)
+        return name in TABLE.tensorflow
 
     installed = any(owns(d["name"]) for d in dists)
     dirs = package_dirs("tensorflow", dists, owns)
@@ -400,6 +368,13 @@ def main() -> None:
         "extensions": [],
         "errors": errors,
     }
+    global TABLE
+    try:
+        TABLE = Table(protocol.arguments(sys.argv, {}))
+    except Exception as exc:
+        errors.append(f"arguments: {describe(exc)}")
+    if not TABLE.names:
+        errors.append("arguments: no distribution names to read (gpucheck passes its table)")
     try:
         collect(facts, errors)
     except Exception as exc:

@@ -10,9 +10,13 @@ Standard library only (ctypes); no gpucheck imports; runs on Python 3.8+.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
+
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+
+from . import child_protocol as protocol
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
 if TYPE_CHECKING:
@@ -57,10 +61,6 @@ if TYPE_CHECKING:
         cuda_version: str
 
     Result = CudaDriverResult | ErrorResult | VersionResult | CudnnResult
-
-
-def step(task_id: str) -> None:
-    os.write(2, (f"@ task {task_id}\n").encode())
 
 
 def mapped_path(fragment: str) -> str | None:
@@ -167,15 +167,14 @@ KINDS: dict[str, Callable[[Task], Result]] = {
 
 
 def main() -> None:
-    tasks: list[Task] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
+    tasks: list[Task] = protocol.arguments(sys.argv, [])
     for task in tasks:
-        step(task["id"])
+        protocol.step(f"task {task['id']}")
         try:
             result: Result = KINDS[task["kind"]](task)
         except Exception as exc:
-            result = {"error": f"{type(exc).__name__}: {exc}"}
-        sys.stdout.write(json.dumps({"id": task["id"], "result": result}) + "\n")
-        sys.stdout.flush()
+            result = {"error": protocol.describe(exc)}
+        protocol.emit({"id": task["id"], "result": result})
 
 
 if __name__ == "__main__":

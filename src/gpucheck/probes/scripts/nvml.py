@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 import sys
+
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+
+from . import child_protocol as protocol
+from .nvml_names import ARCHITECTURES, BRANDS, CLOCK_EVENT_BITS, COMPUTE_MODES
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
 if TYPE_CHECKING:
@@ -70,7 +75,7 @@ if TYPE_CHECKING:
         compute_instance_id: int | None
 
 
-OPTIONS: Options = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+OPTIONS: Options = protocol.arguments(sys.argv, {})
 SKIP = set(OPTIONS.get("skip", []))
 INIT = OPTIONS.get("init", True)
 NO_INIT_REASON = (
@@ -78,60 +83,9 @@ NO_INIT_REASON = (
     "create device nodes for it"
 )
 
-BRANDS = {
-    0: "Unknown",
-    1: "Quadro",
-    2: "Tesla",
-    3: "NVS",
-    4: "GRID",
-    5: "GeForce",
-    6: "Titan",
-    7: "NVIDIA Virtual Applications",
-    8: "NVIDIA Virtual PC",
-    9: "NVIDIA Virtual Compute Server",
-    10: "NVIDIA RTX Virtual Workstation",
-    11: "NVIDIA Cloud Gaming",
-    12: "Quadro RTX",
-    13: "NVIDIA RTX",
-    14: "NVIDIA",
-    15: "GeForce RTX",
-    16: "Titan RTX",
-}
-ARCHITECTURES = {
-    2: "Kepler",
-    3: "Maxwell",
-    4: "Pascal",
-    5: "Volta",
-    6: "Turing",
-    7: "Ampere",
-    8: "Ada Lovelace",
-    9: "Hopper",
-    10: "Blackwell",
-    13: "Rubin",
-}
-COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
-CLOCK_EVENT_BITS = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
 
-
-def emit(record: Header | GpuRecord) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
-def step(name: str, gpu: int | None = None) -> None:
-    # Written unbuffered before each call: the last one names the call that hung or crashed.
-    where = "" if gpu is None else f" gpu={gpu:d}"
-    os.write(2, f"@ {name}{where}\n".encode())
+emit = protocol.emit
+step = protocol.step  # before each call: the last one names the call that hung or crashed
 
 
 def text(value: object) -> str:
@@ -154,8 +108,7 @@ LIBRARY_NOT_FOUND: ErrorRecord = {
 
 
 def error_record(exc: BaseException) -> ErrorRecord:
-    name = type(exc).__name__
-    name = name[len("NVMLError_") :] if name.startswith("NVMLError_") else name
+    name = protocol.nvml_error_name(exc)
     return {"code": int(getattr(exc, "value", -1) or -1), "name": name, "message": text(exc)}
 
 
@@ -405,13 +358,8 @@ def binding_version() -> str | None:
     """nvidia-ml-py's installed version, as importlib.metadata.version("nvidia-ml-py") says
     it (the first on sys.path), read with dist_info.py's header reader: importing
     importlib.metadata costs 30 ms, half of this child's run."""
-    import importlib.util
+    from . import dist_info
 
-    here = os.path.dirname(os.path.realpath(__file__))
-    spec = importlib.util.spec_from_file_location("_gpucheck_dist_info", f"{here}/dist_info.py")
-    assert spec is not None and spec.loader is not None
-    dist_info: Any = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dist_info)
     for entry in sys.path:
         try:
             names = sorted(os.listdir(entry or os.curdir))

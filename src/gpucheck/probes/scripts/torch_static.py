@@ -27,8 +27,9 @@ def torch_build(
     static: ModuleType, dists: list[dict[str, Any]], errors: list[str]
 ) -> dict[str, Any] | None:
     """torch/version.py, parsed with `ast`, never executed."""
-    installed = any(d["name"] == "torch" for d in dists)
-    dirs = static.package_dirs("torch", dists, lambda name: name == "torch")
+    owners = static.TABLE.torch
+    installed = any(d["name"] in owners for d in dists)
+    dirs = static.package_dirs("torch", dists, lambda name: name in owners)
     path = static.find_file(dirs, "version.py")
     if path is None:
         if installed:
@@ -50,25 +51,6 @@ def torch_build(
 
 # Distribution -> the import package holding its build files.
 VERSION_FILES = {"torchvision": "torchvision", "torchaudio": "torchaudio"}
-EXTENSIONS = (
-    "torchvision",
-    "torchaudio",
-    "xformers",
-    "flash-attn",
-    "flash-attn-3",
-    "bitsandbytes",
-    "apex",
-    "deepspeed",
-    "vllm",
-    "sglang",
-    "torch-tensorrt",
-)
-# Read beside the frameworks (framework_static.py's NAMES): numpy for its ABI, the NVML
-# bindings that install a `pynvml` module (nvidia-ml-py matches its NAME_PATTERN).
-NAMES = frozenset([*EXTENSIONS, "numpy", "pynvml", "py3nvml"])
-# Whose Requires-Dist lines are kept: the torch (or CUDA wheels) each pins. (Triton's pin is
-# torch's own: `triton==3.1.0` in torch's Requires-Dist.)
-REQUIRES = frozenset(EXTENSIONS) - {"apex"}
 LOCAL_CUDA = re.compile(r"\+cu(\d{2,3})(?![\d])")
 WHEEL_TAG = re.compile(r"\+cu(\d{2,3})torch(\d+\.\d+)(?:cxx11abi(TRUE|FALSE))?", re.IGNORECASE)
 MAX_JSON_BYTES = 1 << 16
@@ -173,7 +155,7 @@ def collect(
 ) -> list[dict[str, Any]]:
     out = []
     for dist in dists:
-        if dist["name"] not in EXTENSIONS:
+        if dist["name"] not in static.TABLE.extensions:
             continue
         try:
             out.append(extension(static, dist, dists))

@@ -13,12 +13,16 @@ Standard library plus the nvidia-ml-py binding only; no gpucheck imports.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+if not __package__:  # run as a script: it is the package its relative imports come from
+    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+
+from . import child_protocol as protocol
 
 MIB = 1024 * 1024
 # Which NVML call answers each field: fields sharing a call share one call per sample.
@@ -48,24 +52,9 @@ IDENTITY_CALLS = ("uuid", "name")
 known: dict[int, dict[str, dict[str, Any]]] = {}
 
 
-def emit(record: dict[str, Any]) -> bool:
-    try:
-        sys.stdout.write(json.dumps(record) + "\n")
-        sys.stdout.flush()
-    except (BrokenPipeError, OSError):
-        return False  # the parent is gone
-    return True
-
-
-def step(name: str, gpu: int | None = None) -> None:
-    suffix = "" if gpu is None else f" gpu={gpu}"
-    with contextlib.suppress(OSError):
-        os.write(2, f"@ {name}{suffix}\n".encode())
-
-
-def error_name(exc: BaseException) -> str:
-    name = type(exc).__name__
-    return name[len("NVMLError_") :] if name.startswith("NVMLError_") else name
+emit = protocol.emit  # False once the parent is gone
+step = protocol.step
+error_name = protocol.nvml_error_name
 
 
 def readers(nv: Any) -> dict[str, tuple[str, Callable[[Any], dict[str, Any]]]]:
@@ -228,7 +217,7 @@ def select(
 
 
 def main() -> None:
-    options = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    options = protocol.arguments(sys.argv, {})
     interval = float(options.get("interval", 1.0))
     wanted = [f for f in options.get("fields", list(CALLS)) if f in CALLS]
     header: dict[str, Any] = {"kind": "header", "init_error": None}

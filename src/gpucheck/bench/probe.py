@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from gpucheck.bench.measurements import BenchRun, DuringRun, GpuRun, absorb, cpu_from, peers_from
+from gpucheck.model.frameworks import TORCH
 from gpucheck.model.snapshot import GpuFacts
 from gpucheck.probes.child import HERE, run_script
 from gpucheck.probes.nvml import probe_nvml
@@ -79,7 +80,7 @@ class Sampler:
 def measure_cpu(
     python: str | None, framework: str | None, quick: bool, timeout: float, env: Mapping[str, str]
 ) -> BenchRun:
-    args = {"device": "cpu", "quick": quick, "framework": framework or "torch"}
+    args = {"device": "cpu", "quick": quick, "framework": framework or TORCH.key}
     # The CPU figure needs no GPU: hide them, so that no CUDA context is made.
     result = run_script(
         SCRIPT,
@@ -118,10 +119,10 @@ def measure_gpus(
             run.problem = "no figure came back"
         bench.framework_version = bench.framework_version or run.framework_version
         bench.gpus.append(run)
-    if len(gpus) >= 2 and bench.framework == "torch":
+    if len(gpus) >= 2 and bench.framework == TORCH.key:
         for a, b in itertools.combinations(gpus, 2):
             progress(f"measuring GPU {a.index} <-> GPU {b.index}")
-            args = {"device": "peers", "quick": bench.quick, "framework": "torch"}
+            args = {"device": "peers", "quick": bench.quick, "framework": TORCH.key}
             result = run_script(
                 SCRIPT, [json.dumps(args)], timeout, python=bench.python, env=child_env(env, [a, b])
             )

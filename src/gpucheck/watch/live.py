@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from rich.table import Table
 from rich.text import Text
 
-from gpucheck.watch_log import Sample
-from gpucheck.watch_summary import THROTTLE_BITS
+from gpucheck.watch.log import Sample
+from gpucheck.watch.summary import THROTTLE_BITS
 
 BARS = "▁▂▃▄▅▆▇█"
 HISTORY = 40  # samples shown in a sparkline

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpucheck.watch_log import FIELDS, TEXT_FIELDS, Sample
+from gpucheck.watch.log import FIELDS, TEXT_FIELDS, Sample
 
 # Clock event bits that mean "slowed down", not "idle" or "by request" (nvml.h).
 THROTTLE_BITS = {

@@ -1,12 +1,14 @@
 """Ending GPU holders safely: which of the asked-for processes may be ended (a pure plan),
-and ending exactly those (SIGTERM, a grace period, SIGKILL only if still alive).
+and ending exactly those (SIGTERM, a grace period, SIGKILL only if still alive), each signal
+to the process confirmed or to none (signals.py).
 
 The plan never widens what was asked: only the PIDs named, or with --kill-mine only the
-caller's own processes with a compute context on a GPU (of --gpu, if given). It refuses
-PID 1, gpucheck itself and its parent shell, processes this /proc does not show (NVML's host
-PIDs: end them where they run), zombies (already dead: their parent must reap them),
-non-holders, and another user's
-process unless the caller is root and said --force.
+invoking user's own processes (SUDO_UID's under sudo) in gpucheck's own container with a
+compute context on a GPU (of --gpu, if given). PIDs are as signals from here reach them
+(Holder.local_pid). It refuses PID 1, gpucheck itself and its parent shell, processes that
+cannot be acted on from here (NVML's host PIDs in a container: end them where they run),
+zombies (already dead: their parent must reap them), non-holders, and another user's process
+unless the caller is root and said --force.
 """
 
 from __future__ import annotations
@@ -14,28 +16,33 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from gpucheck.gpu_holders import Holder, Holders
+from gpucheck.model.holders import Holder, Holders
 from gpucheck.probes.processes import read_process
+from gpucheck.procs.signals import GONE, Target, open_target
+from gpucheck.procs.view import invoking_uid
 from gpucheck.report.text import printable
+
+KILL_WAIT = 2.0  # seconds to wait for the exit after SIGKILL
 
 
 @dataclass(frozen=True)
 class Caller:
-    uid: int
+    uid: int  # whose processes are "mine": the invoking user's (SUDO_UID under sudo)
     pid: int  # gpucheck itself
     ppid: int  # the shell (or script) that started it
+    privileged: bool = False  # running as root: may end another user's, with --force
 
     @property
     def is_root(self) -> bool:
-        return self.uid == 0
+        return self.privileged
 
     @classmethod
     def this(cls) -> Caller:
-        return cls(os.getuid(), os.getpid(), os.getppid())
+        real = os.getuid()
+        return cls(invoking_uid(real, os.environ), os.getpid(), os.getppid(), real == 0)
 
 
 @dataclass(frozen=True)
@@ -56,22 +63,23 @@ class Decision:
 
 def plan(holders: Holders, request: Request, caller: Caller) -> list[Decision]:
     """One decision per asked-for PID, in the order asked; --kill-mine's after."""
-    by_pid = {h.pid: h for h in holders.holders if h.visible}
+    by_pid = {h.local_pid: h for h in holders.holders if h.local_pid is not None}
     asked = list(dict.fromkeys(request.pids))
     if request.mine:
         # Compute contexts only: a desktop's graphics context or a daemon that merely has the
         # device open (Xorg, nvidia-persistenced, a monitoring agent) ends only when named.
+        # Another container's are listed (refused): they end only when named.
         asked += [
-            h.pid
+            h.local_pid
             for h in holders.holders
-            if h.visible
+            if h.local_pid is not None
             and h.mine
-            and h.pid not in asked
+            and h.local_pid not in asked
             and any(
                 u.kind == "compute" and (request.gpu is None or u.gpu == request.gpu)
                 for u in h.uses
             )
-            and h.pid not in (caller.pid, caller.ppid)
+            and h.local_pid not in (caller.pid, caller.ppid)
         ]
     return [_decide(pid, by_pid.get(pid), holders, request, caller) for pid in asked]
 
@@ -86,6 +94,18 @@ def _decide(
     if pid == caller.ppid:
         return Decision(pid, False, "that is the shell or script that started gpucheck")
     if holder is None:
+        there = next((h for h in holders.holders if h.pid == pid and h.visible), None)
+        if there is not None and there.local_pid is not None:
+            return Decision(
+                pid, False, f"that is its PID outside; here it is PID {there.local_pid}: name that"
+            )
+        if there is not None:
+            return Decision(
+                pid,
+                False,
+                "it is in another PID namespace than gpucheck's: it cannot be acted on from "
+                "here; end it where it runs",
+            )
         outside = any(pid in a.outside_pids for a in holders.gpus)
         if outside:
             return Decision(
@@ -97,6 +117,15 @@ def _decide(
         return Decision(pid, False, "it holds no GPU here (see `gpucheck procs`)")
     if request.gpu is not None and request.gpu not in holder.gpus:
         return Decision(pid, False, f"it does not hold GPU {request.gpu}", holder)
+    if holder.elsewhere and pid not in request.pids:
+        where = holder.process.container_id if holder.process else None
+        return Decision(
+            pid,
+            False,
+            f"it is in another container ({(where or '?')[:12]}) than gpucheck: "
+            "--kill-mine ends only this container's; name it with --kill to end it",
+            holder,
+        )
     proc = holder.process
     if holder.state == "zombie":
         parent = f" {proc.ppid}" if proc and proc.ppid else ""
@@ -141,78 +170,76 @@ class Ended:
     outcome: str  # terminated | killed | gone | survived | changed | denied
     detail: str = ""
     seconds: float = 0.0
-
-
-def alive(pid: int) -> bool:
-    """Whether the real process still runs. Signals reach real processes, so this reads the
-    real /proc, not GPUCHECK_ROOT's: a zombie has ended (its memory is the driver's to free)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return True
-    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
+    guard: str | None = None  # how signals were kept to this process: pidfd | start time
 
 
 @dataclass
 class Ender:
-    """Sends the signals; `root` is the /proc the plan was read from (PID-reuse guard)."""
+    """Sends the signals; `root` is the /proc the plan was read from (its identity check).
+    Every signal goes to the process confirmed or to none (signals.py): through a pidfd taken
+    at confirmation, or, where there is none, after its start time is read again."""
 
     root: Path
     grace: float
-    poll: float = 0.05
-    clock: Callable[[], float] = time.monotonic
-    log: list[str] = field(default_factory=list)
+    use_pidfd: bool = True
 
     def end(self, decision: Decision) -> Ended:
         pid = decision.pid
         holder = decision.holder
         if not decision.end or holder is None:
             return Ended(pid, "denied", decision.reason)
-        start = self.clock()
-        # The PID may have been reused since it was read: end only the same process.
-        now = read_process(self.root / "proc", pid)
+        start = time.monotonic()
         then = holder.process
-        if now is None or not alive(pid):
-            return Ended(pid, "gone", "it had already exited")
-        if then is None or (now.start_time, now.uid) != (then.start_time, then.uid):
-            return Ended(pid, "changed", "the PID now belongs to another process: not ended")
+        proc = self.root / "proc"
+
+        def same() -> bool:
+            # The PID may have been reused since the plan read it: the same process only.
+            now = read_process(proc, holder.pid)
+            return (
+                then is not None
+                and now is not None
+                and (now.start_time, now.uid) == (then.start_time, then.uid)
+            )
+
+        target, why = open_target(pid, same, self.use_pidfd, proc, holder.pid)
+        if target is None:
+            return Ended(pid, "gone" if why == GONE else "changed", why)
         try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return Ended(pid, "gone", "it had already exited")
-        except PermissionError as exc:
-            return Ended(pid, "denied", f"SIGTERM refused: {exc.strerror}")
-        deadline = start + self.grace
-        while self.clock() < deadline:
-            if not alive(pid):
-                return Ended(pid, "terminated", "ended on SIGTERM", self.clock() - start)
-            time.sleep(self.poll)
-        if not alive(pid):
-            return Ended(pid, "terminated", "ended on SIGTERM", self.clock() - start)
+            return self._end(pid, target, start)
+        finally:
+            target.close()
+
+    def _end(self, pid: int, target: Target, start: float) -> Ended:
+        guard = target.guard
+
+        def took() -> float:
+            return time.monotonic() - start
+
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return Ended(pid, "terminated", "ended on SIGTERM", self.clock() - start)
+            if not target.send(signal.SIGTERM):
+                return Ended(pid, "gone", GONE, took(), guard)
         except PermissionError as exc:
-            return Ended(pid, "survived", f"SIGKILL refused: {exc.strerror}")
-        for _ in range(40):  # SIGKILL is not deferred, but the exit may take a moment
-            if not alive(pid):
-                return Ended(
-                    pid,
-                    "killed",
-                    f"still alive {self.grace:g} s after SIGTERM: ended with SIGKILL",
-                    self.clock() - start,
-                )
-            time.sleep(self.poll)
+            return Ended(pid, "denied", f"SIGTERM refused: {exc.strerror}", guard=guard)
+        if target.wait(self.grace):
+            return Ended(pid, "terminated", "ended on SIGTERM", took(), guard)
+        try:
+            if not target.send(signal.SIGKILL):
+                return Ended(pid, "terminated", "ended on SIGTERM", took(), guard)
+        except PermissionError as exc:
+            return Ended(pid, "survived", f"SIGKILL refused: {exc.strerror}", guard=guard)
+        # SIGKILL is not deferred, but the exit may take a moment.
+        if target.wait(KILL_WAIT):
+            return Ended(
+                pid,
+                "killed",
+                f"still alive {self.grace:g} s after SIGTERM: ended with SIGKILL",
+                took(),
+                guard,
+            )
         return Ended(
             pid,
             "survived",
             "still alive after SIGKILL: it is stuck in the kernel or driver (state D); "
             "only a driver reload or a reboot will free it",
+            guard=guard,
         )

@@ -3,7 +3,7 @@ schema) and the table for a person, grouped by GPU and sorted by memory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 import msgspec
@@ -11,14 +11,27 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpucheck.gpu_holders import GpuAccount, GpuUse, Holder, Holders, leak_causes
 from gpucheck.model.decoding import to_dict
-from gpucheck.process_ending import Decision, Ended, shorten
+from gpucheck.model.holders import (
+    DEVICE_SCAN,
+    GpuAccount,
+    GpuUse,
+    Holder,
+    Holders,
+    leak_causes,
+)
+from gpucheck.procs.ending import Decision, Ended, shorten
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
-PROCS_SCHEMA_VERSION = "1.0"
+PROCS_SCHEMA_VERSION = "1.1"
 PIPE_WIDTH = 160
+# How each signal was kept to the process confirmed (signals.py), for a person.
+GUARD_WORDS = {
+    "pidfd": "through a pidfd held since it was confirmed",
+    "start time": "after its start time was checked again (no pidfd here)",
+}
+ROOT_SEES = "as root it sees every user's"
 
 
 @dataclass
@@ -36,7 +49,11 @@ class ProcessRow:
     pod_uid: str | None
     cgroup: str | None
     nspid: list[int]  # its PID in each nested namespace, outermost first
-    nvml_pid: int | None  # NVML's (host) PID for it where that differs; see notes
+    nvml_pid: int | None  # always null since 1.1: a host PID is never matched by guess
+    # The PID `--kill` takes for it: signals from here reach it under this PID (NSpid, where
+    # this /proc is the host's seen from a container). null: it cannot be acted on from here.
+    local_pid: int | None
+    elsewhere: bool  # in another container than gpucheck's: never ended by --kill-mine
     devices: list[str]  # /dev/nvidia* files it has open
     memory: int  # bytes, over all GPUs
     gpus: list[GpuUse]
@@ -56,6 +73,10 @@ class GpuRow:
     unaccounted: int | None  # used with no process (the driver's reservation included)
     leaked: bool  # unaccounted beyond the driver's reservation
     leak_causes: str | None
+    # False: NVML could not list its processes (why: processes_error), so the processes
+    # listed for it are only those with its device file open, and "none" means unknown.
+    processes_known: bool = True
+    processes_error: str | None = None
 
 
 @dataclass
@@ -65,6 +86,9 @@ class Action:
     reason: str
     outcome: str | None = None  # terminated | killed | gone | survived | changed | denied
     detail: str | None = None
+    # How its signals were kept to this one process: "pidfd" (one held since it was
+    # confirmed), "start time" (read again before each signal, where pidfd is missing)
+    guard: str | None = None
 
 
 @dataclass
@@ -83,6 +107,10 @@ class ProcsDocument:
     processes: list[ProcessRow]
     notes: list[str]
     in_container: bool  # gpucheck runs in a container: NVML's PIDs not here are host PIDs
+    # False: some GPU's holders could not be asked (why: `unknown`, gpus[].processes_error);
+    # the command then exits 5, "could not tell".
+    complete: bool = True
+    unknown: list[str] = field(default_factory=list)
     actions: list[Action] | None = None  # with --kill / --kill-mine
     memory: list[MemoryChange] | None = None  # used memory before and after ending
 
@@ -102,6 +130,8 @@ def document(
         [_process_row(h) for h in holders.holders],
         holders.notes,
         in_container,
+        holders.complete,
+        holders.unknown,
         actions,
         memory,
     )
@@ -121,6 +151,8 @@ def _gpu_row(a: GpuAccount, in_container: bool) -> GpuRow:
         a.unaccounted,
         a.leaked,
         leak_causes(a, in_container) if a.leaked else None,
+        a.processes_known,
+        a.processes_error,
     )
 
 
@@ -140,7 +172,9 @@ def _process_row(h: Holder) -> ProcessRow:
         pod_uid=p.pod_uid if p else None,
         cgroup=p.cgroup if p else None,
         nspid=list(p.nspid) if p else [],
-        nvml_pid=h.nvml_pid,
+        nvml_pid=None,
+        local_pid=h.local_pid,
+        elsewhere=h.elsewhere,
         devices=h.devices,
         memory=h.memory,
         gpus=h.uses,
@@ -158,6 +192,7 @@ def actions(decisions: list[Decision], ended: dict[int, Ended]) -> list[Action]:
                 d.reason,
                 e.outcome if e else None,
                 e.detail if e else None,
+                e.guard if e else None,
             )
         )
     return out
@@ -168,7 +203,24 @@ def to_json(doc: ProcsDocument) -> str:
 
 
 def schema() -> dict[str, Any]:
-    return msgspec.json.schema(ProcsDocument)
+    from gpucheck.model.json_schema import components, document, version_property
+
+    (ref,), defs = components([ProcsDocument])
+    defs["ProcsDocument"]["properties"]["schema_version"] = version_property(
+        PROCS_SCHEMA_VERSION, "procs schema"
+    )
+    # actions and memory appear with --kill / --kill-mine only.
+    defs["ProcsDocument"]["required"] = [
+        k for k in defs["ProcsDocument"]["required"] if k not in ("actions", "memory")
+    ]
+    return document(
+        "procs",
+        PROCS_SCHEMA_VERSION,
+        "gpucheck procs",
+        f"Output of `gpucheck procs --json`, procs schema {PROCS_SCHEMA_VERSION}: who holds GPU "
+        "memory and GPU device files, per GPU and per process.",
+        {**ref, "$defs": defs},
+    )
 
 
 # --- for a person -------------------------------------------------------------------------
@@ -194,6 +246,8 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
     console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
     if not console.is_terminal:
         console.width = PIPE_WIDTH  # a file or a pipe gets whole lines, not a squeezed table
+    for why in doc.unknown:  # first: what follows is only part of the answer
+        console.print(f"? GPU holders unknown: {why}. {DEVICE_SCAN}", style="yellow")
     for g in doc.gpus:
         head = Text(f"GPU {g.index}", style="bold")
         head.append(f"  {printable(g.name or '?')}")
@@ -203,9 +257,18 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
             (r for r in doc.processes if any(u.gpu == g.index for u in r.gpus)),
             key=lambda r: -sum(u.used_memory or 0 for u in r.gpus if u.gpu == g.index),
         )
+        if not g.processes_known:
+            said = (
+                f"its GPU contexts are unknown: {g.processes_error}; below: the processes "
+                "with its device file open (the /dev/nvidia* scan)"
+                if rows
+                else f"who holds it is unknown: {g.processes_error}; no process has its "
+                f"device file open (the /dev/nvidia* scan; {ROOT_SEES})"
+            )
+            console.print(f"  ? {said}", style="yellow")
         if rows:
             console.print(_table(rows, g.index, doc.in_container))
-        else:
+        elif g.processes_known:
             console.print("  no process holds it", style="dim")
         if g.held_outside:
             pids = ", ".join(map(str, g.outside_pids))
@@ -229,14 +292,20 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
             )
     driver_only = [r for r in doc.processes if not r.gpus and r.devices]
     if driver_only:
-        console.print(Text("Driver only (device files open, no GPU context)", style="bold"))
+        title = (
+            "Driver only (device files open, no GPU context)"
+            if doc.complete
+            else "Device files open (which GPU, and with what context, is unknown)"
+        )
+        console.print(Text(title, style="bold"))
         console.print(_table(driver_only, None, doc.in_container))
-    if not doc.gpus and not doc.processes:
+    if not doc.gpus and not doc.processes and doc.complete:
         console.print("No GPU and no process holding /dev/nvidia*.")
     if any(r.mine for r in doc.processes):
         console.print(
             Text(
-                "* yours (gpucheck procs --kill-mine ends those with a compute context)",
+                "* yours (gpucheck procs --kill-mine ends those with a compute context, in this "
+                "container)",
                 style="dim",
             )
         )
@@ -264,10 +333,10 @@ def _table(rows: list[ProcessRow], gpu: int | None, in_container: bool) -> Table
         mig = [u.gpu_instance_id for u in uses if u.gpu_instance_id is not None]
         kind = "/".join(kinds) + (f" GI {mig[0]}" if mig else "")
         pid = str(r.pid) + ("" if r.visible else " (host)" if in_container else " (gone?)")
-        if len(r.nspid) > 1:
+        if r.local_pid is not None and r.local_pid != r.pid:
+            pid += f" (here {r.local_pid})"  # what --kill takes, and ps shows here
+        elif len(r.nspid) > 1:
             pid += f" ({r.nspid[-1]} inside)"  # as the container's own tools show it
-        elif r.nvml_pid is not None:
-            pid += f" (host {r.nvml_pid})"
         mine = " *" if r.mine else ""
         started = (r.start_time or "")[11:16] or "?"
         container = (r.container_id or "")[:12] or ("pod " + r.pod_uid[:8] if r.pod_uid else "")

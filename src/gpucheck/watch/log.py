@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 # name -> unit in the CSV header (nvidia-smi's "[MiB]" etc.); "" for none.
 FIELDS: dict[str, str] = {
@@ -148,6 +149,40 @@ def jsonl_rows(sample: Sample, fields: list[str]) -> str:
             row["errors"] = errors
         out.append(json.dumps(row) + "\n")
     return "".join(out)
+
+
+WATCH_RECORD_VERSION = "1.0"  # of one JSON-lines record; the records carry no version field
+
+
+def record_schema() -> dict[str, Any]:
+    """The JSON Schema of one `watch --format jsonl` line: nvidia-smi's field names, null
+    where the GPU did not say, `errors` naming NVML's reason per field."""
+    from gpucheck.model.json_schema import document
+
+    number = {"type": ["number", "null"]}
+    fields: dict[str, Any] = {
+        name: {"type": ["string", "null"]} if name in TEXT_FIELDS else number for name in FIELDS
+    }
+    fields["timestamp"] = {"type": "string", "format": "date-time"}
+    fields["index"] = {"type": "integer", "minimum": 0}
+    fields["errors"] = {
+        "type": "object",
+        "propertyNames": {"enum": list(FIELDS)},
+        "additionalProperties": {"type": "string"},
+    }
+    return document(
+        "watch",
+        WATCH_RECORD_VERSION,
+        "gpucheck watch record",
+        "One line of `gpucheck watch --format jsonl`: one GPU at one sample; the fields asked "
+        "for (--fields) by nvidia-smi's names, timestamp and index always.",
+        {
+            "type": "object",
+            "required": list(IDENTITY),
+            "properties": fields,
+            "additionalProperties": False,
+        },
+    )
 
 
 # --- reading a log back (ours, or nvidia-smi's) ----------------------------------------------

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from gpucheck.probes.child import HERE
-from gpucheck.watch_log import GpuSample, Sample
+from gpucheck.watch.log import GpuSample, Sample
 
 SCRIPT = HERE / "scripts/watch.py"
 START_BOUND = 15.0  # seconds for nvmlInit and the handles: as long as the doctor gives NVML

@@ -4,7 +4,9 @@ the doctor's gpu.memory-in-use and the tests agree on one reading.
 
 Two blind spots shape this. The driver knows nothing of PID namespaces: inside a container
 NVML lists host PIDs, which the container's /proc does not have (NVIDIA/nvidia-docker#179,
-#1483), so their memory is reported as held outside this namespace rather than dropped. And
+#1483), so their memory is reported as held outside this namespace rather than dropped, and
+such a PID is never matched to a local process by its number or by guess: only where this
+/proc is the host's, and through NSpid where that is an outer namespace's (View). And
 NVML lists only processes with a context: a process that merely has /dev/nvidia* open (a
 monitoring agent, a job between contexts) shows only in /proc, as `fuser` sees it.
 """
@@ -41,9 +43,11 @@ class Holder(Struct):
     uses: list[GpuUse] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)  # /dev/nvidia* files it has open
     mine: bool | None = None  # the caller's own (same real uid); None: unknown
-    # NVML's PID for it where that differs (a host PID, matched to this process because it
-    # was the only unattributed one on its GPU each side); None: the same, or not matched.
-    nvml_pid: int | None = None
+    # The PID a signal sent from here reaches: `pid`, or its NSpid entry in gpucheck's own
+    # namespace where this /proc is an outer one's. None: it cannot be acted on from here
+    # (a host PID in a container, never matched to a local process by guess).
+    local_pid: int | None = None
+    elsewhere: bool = False  # in another container than gpucheck's (from their cgroups)
 
     @property
     def memory(self) -> int:
@@ -79,6 +83,7 @@ class GpuAccount(Struct):
     outside_pids: list[int] = field(default_factory=list)
     zombie_pids: list[int] = field(default_factory=list)  # contexts of dead processes
     processes_known: bool = True  # False: NVML could not list its processes
+    processes_error: str | None = None  # why not, in words
 
     @property
     def unaccounted(self) -> int | None:
@@ -97,6 +102,27 @@ class Holders(Struct):
     holders: list[Holder] = field(default_factory=list)
     gpus: list[GpuAccount] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what limits this view, in words
+    # Why GPUs' holders could not be asked at all (NVML timed out, crashed, failed to start);
+    # per-GPU failures are in each GpuAccount. Empty: every GPU was asked and answered.
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether "no process holds it" can be said: every GPU's processes were listed."""
+        return not self.unknown and all(a.processes_known for a in self.gpus)
+
+    def unasked(self) -> list[str]:
+        """Why some GPUs' processes are unknown, one line each."""
+        return self.unknown + [
+            f"GPU {a.index}: {a.processes_error}" for a in self.gpus if not a.processes_known
+        ]
+
+
+# The /dev/nvidia* scan, named where NVML could not answer: it shows holders NVML cannot.
+DEVICE_SCAN = (
+    "Shown: only the /dev/nvidia* scan's processes with a GPU device file open (as root it "
+    "sees every user's: `sudo gpucheck procs`, or `sudo fuser -v /dev/nvidia*`)"
+)
 
 
 def device_gpu(path: str, gpus: list[GpuFacts]) -> int | None:
@@ -113,32 +139,55 @@ def device_gpu(path: str, gpus: list[GpuFacts]) -> int | None:
     return minor if any(g.index == minor for g in gpus) else None
 
 
-def merge(snapshot: Snapshot) -> Holders:
+class View(Struct):
+    """Where gpucheck stands (procs/view.py reads it), for telling which holders it may act
+    on. Without one (the doctor, a saved snapshot) this /proc is taken to be the host's."""
+
+    uid: int | None = None  # whose processes are "mine": the invoking user's (SUDO_UID)
+    container_id: str | None = None  # gpucheck's own container, from its cgroup
+    # This /proc's PIDs are the host's, the ones NVML reports (False: a container's own /proc,
+    # where an NVML PID that matches a local PID is a coincidence).
+    proc_is_host: bool = True
+    # PID namespaces between this /proc's and gpucheck's own (its NSpid, less one): 0, the
+    # same; more where the host's /proc is mounted in a container (nvidia-docker#1483).
+    depth: int = 0
+    # With depth > 0, the /proc PIDs known to be in gpucheck's own PID namespace.
+    same_namespace: list[int] = field(default_factory=list)
+
+
+def merge(snapshot: Snapshot, view: View | None = None) -> Holders:
     gpus = [g for g in snapshot.nvml.gpus if g.handle_error is None]
     facts = snapshot.processes
     seen = {p.pid: p for p in facts.processes}
     out = Holders()
-    by_pid: dict[int, Holder] = {}
+    # Keyed by (whether /proc shows it, PID): a host PID NVML names is never a local PID that
+    # happens to share its number.
+    by_pid: dict[tuple[bool, int], Holder] = {}
+    matched = view is None or view.proc_is_host
 
-    def holder(pid: int) -> Holder:
-        found = by_pid.get(pid)
+    def holder(pid: int, from_nvml: bool) -> Holder:
+        proc = seen.get(pid) if matched or not from_nvml else None
+        # Without a /proc scan (an older snapshot) nothing is known to be outside.
+        key = (proc is not None or (not facts.scanned and matched), pid)
+        found = by_pid.get(key)
         if found is None:
-            proc = seen.get(pid)
-            # Without a /proc scan (an older snapshot) nothing is known to be outside.
-            found = Holder(pid=pid, visible=proc is not None or not facts.scanned, process=proc)
+            found = Holder(pid=pid, visible=key[0], process=proc)
             if proc is not None:
                 found.name = proc.name
                 found.devices = list(proc.devices)
-                if proc.uid is not None and facts.caller_uid is not None:
-                    found.mine = proc.uid == facts.caller_uid
-            by_pid[pid] = found
+                _place(found, proc, view, facts.caller_uid)
+            elif found.visible:
+                found.local_pid = pid  # an older snapshot: no /proc to say otherwise
+            by_pid[key] = found
         return found
 
     for g in gpus:
         account = GpuAccount(g.index, g.uuid, g.name, g.memory_total, g.memory_used)
         account.processes_known = g.processes is not None
+        if g.processes is None:
+            account.processes_error = _process_query_error(g.field_errors.get("processes"))
         for p in g.processes or []:
-            h = holder(p.pid)
+            h = holder(p.pid, True)
             h.name = h.name or p.name
             h.uses.append(
                 GpuUse(
@@ -162,50 +211,78 @@ def merge(snapshot: Snapshot) -> Holders:
     for proc in facts.processes:
         if not proc.devices:
             continue
-        h = holder(proc.pid)
+        h = holder(proc.pid, False)
         for path in proc.devices:
             index = device_gpu(path, gpus)
             if index is not None and index not in h.gpus:
                 uuid = next((g.uuid for g in gpus if g.index == index), None)
                 h.uses.append(GpuUse(index, uuid))
-    if snapshot.system.container is not None:  # on a host, a missing PID has exited
-        _match_across_namespaces(out.gpus, by_pid)
     out.holders = sorted(by_pid.values(), key=lambda h: (-h.memory, h.pid))
     out.notes = _notes(snapshot, out)
+    out.unknown = _unasked(snapshot)
     return out
 
 
-def _match_across_namespaces(accounts: list[GpuAccount], by_pid: dict[int, Holder]) -> None:
-    """Inside a container NVML gives host PIDs, and NSpid cannot map them back from here.
-    Where a GPU has exactly one such PID and exactly one local process with its device file
-    open and no context NVML knows of, they are the same process: merge them, and say how."""
-    for account in accounts:
-        if len(account.outside_pids) != 1:
-            continue
-        local = [
-            h
-            for h in by_pid.values()
-            if h.visible
-            and h.nvml_pid is None
-            and any(u.gpu == account.index and u.kind is None for u in h.uses)
-            and not any(u.kind is not None for u in h.uses)
+def _process_query_error(name: str | None) -> str:
+    """Why NVML gave no process list for a GPU, from the field error the child recorded."""
+    if name == "Crashed":
+        return "NVML's process query crashed its caller (the other facts were read without it)"
+    if name is None:
+        return "NVML did not say why it listed no processes"
+    code = NVML_ERROR_CODES.get(name)
+    return f"NVML's process query failed ({name}" + (f", error {code})" if code else ")")
+
+
+# nvmlReturn_t values (nvml.h) of the failures a process query is known to give.
+NVML_ERROR_CODES = {
+    "NotSupported": 3,
+    "NoPermission": 4,
+    "InsufficientSize": 7,
+    "GpuIsLost": 15,
+    "Unknown": 999,
+}
+
+
+def _unasked(snapshot: Snapshot) -> list[str]:
+    """Why some GPUs' holders were never asked: NVML failed before it listed every GPU."""
+    nvml = snapshot.nvml
+    run = next((p for p in snapshot.probes if p.name == "nvml"), None)
+    if nvml.init_skipped_reason:
+        return []  # no driver module: no process can hold a GPU context
+    if nvml.init_error is not None:
+        err = nvml.init_error
+        return [
+            f"NVML could not start ({err.name}, error {err.code}): no GPU's processes were listed"
         ]
-        if len(local) != 1:
-            continue
-        host_pid = account.outside_pids[0]
-        outside = by_pid.pop(host_pid, None)
-        if outside is None:
-            continue
-        here = local[0]
-        here.nvml_pid = host_pid
-        here.uses = [u for u in here.uses if u.gpu != account.index] + [
-            u for u in outside.uses if u.gpu == account.index
-        ]
-        here.name = here.name or outside.name
-        moved = sum(u.used_memory or 0 for u in outside.uses if u.gpu == account.index)
-        account.held_outside -= moved
-        account.held_visible += moved
-        account.outside_pids = []
+    if run is None or run.status in ("ok", "skipped"):
+        return []
+    if nvml.device_count is not None and len(nvml.gpus) >= nvml.device_count:
+        return []  # every GPU reported (a GPU's own failure is in its account)
+    how = {
+        "timeout": "NVML did not answer in time",
+        "crashed": "NVML crashed",
+    }.get(run.status, "NVML failed")
+    missing = (
+        f"{nvml.device_count - len(nvml.gpus)} of {nvml.device_count} GPUs"
+        if nvml.device_count is not None
+        else "the GPUs"
+    )
+    return [f"{how} ({run.error or run.status}): {missing} and their processes were not listed"]
+
+
+def _place(found: Holder, proc: HostProcess, view: View | None, caller_uid: int | None) -> None:
+    """Whose it is, whether it is in gpucheck's container, and its PID as signals from here
+    reach it: the same PID, or through NSpid where this /proc is an outer namespace's."""
+    uid = caller_uid if view is None else view.uid
+    if proc.uid is not None and uid is not None:
+        found.mine = proc.uid == uid
+    if view is None or view.depth == 0:
+        found.local_pid = proc.pid
+        found.elsewhere = view is not None and proc.container_id != view.container_id
+        return
+    found.elsewhere = proc.pid not in view.same_namespace
+    if not found.elsewhere and len(proc.nspid) == view.depth + 1:
+        found.local_pid = proc.nspid[view.depth]
 
 
 def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
@@ -226,18 +303,12 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
             f"the open files of {facts.fds_unreadable} process(es) of other users are not "
             "readable without root: holders with no CUDA context among them are not listed"
         )
-    for h in holders.holders:
-        if h.nvml_pid is not None:
-            notes.append(
-                f"PID {h.pid} here is NVML's PID {h.nvml_pid} (a host PID): the only process "
-                f"with GPU {', '.join(map(str, h.gpus))} open that NVML does not name, and the "
-                "only PID NVML names that is not here"
-            )
     if any(a.outside_pids for a in holders.gpus):
         where = "this container" if snapshot.system.container else "this PID namespace"
         notes.append(
             f"NVML lists PIDs that are not in {where}: the driver reports host PIDs "
-            "(it does not know PID namespaces); their memory is shown as held outside"
+            "(it does not know PID namespaces); their memory is shown as held outside, and "
+            "they cannot be acted on from here"
         )
     return notes
 
