@@ -187,9 +187,9 @@ def test_torch_rocm_build_on_an_nvidia_machine_fails() -> None:
     assert f.status is Status.FAIL
     assert "a ROCm (AMD GPU) build" in f.title
     # torch.toml, release 2.5: cuda_variants 11.8, 12.1, 12.4
-    assert f.fix and f.fix.text.startswith(
-        "pip install 'torch==2.5.1+cu124' --index-url https://download.pytorch.org/whl/cu124 "
-    )
+    assert f.fix and f.fix.commands == [
+        "pip install 'torch==2.5.1+cu124' --index-url https://download.pytorch.org/whl/cu124"
+    ]
 
 
 def test_torch_cpu_build_without_a_gpu_is_info_and_the_doctor_stays_green() -> None:

@@ -477,9 +477,7 @@ def test_mig_on_with_a_slice_named_is_info_about_mig_uuids() -> None:
     assert any("CUDA_VISIBLE_DEVICES=MIG-<uuid>" in e for e in f.evidence)
 
 
-def test_mig_on_with_cuda_visible_devices_unset_is_information_naming_the_slice_cuda_picks() -> (
-    None
-):
+def test_mig_with_cuda_visible_devices_unset_is_information_naming_the_slice() -> None:
     # pytorch#102715 / #131650: four slices, CUDA_VISIBLE_DEVICES unset, device_count() == 1.
     # A single-slice job runs (on the first slice): information with the way to choose,
     # never a failure of a healthy MIG machine (issue 23).
@@ -493,7 +491,8 @@ def test_mig_on_with_cuda_visible_devices_unset_is_information_naming_the_slice_
     assert "CUDA_VISIBLE_DEVICES is unset" in f.evidence
     assert f.fix is not None
     assert f.fix.commands == [
-        "export CUDA_VISIBLE_DEVICES=MIG-00000000-1111-2222-3333-444444444444"
+        "export CUDA_VISIBLE_DEVICES=MIG-00000000-1111-2222-3333-444444444444",
+        "sudo nvidia-smi -i 0 -mig 0",
     ]
     assert "MIG-00000003-1111-2222-3333-444444444444" in f.fix.text
     other = [s.command for s in f.fix.steps if s.option == 1]

@@ -23,11 +23,12 @@ from gpucheck.model.environments import (
 from gpucheck.model.types import ChildFailure, Int, RunStatus
 from gpucheck.version import __version__
 
-SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep facts)
+SCHEMA_VERSION = "1.3"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
 # redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
+# 1.3: nova_core loaded; the nvidia runtime Docker's daemon.json registers and whether it exists
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
