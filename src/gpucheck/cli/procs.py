@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucheck.cli.common import UserError, write_output
+from gpucheck.cli.common import UserError, number_option, write_output
 
 if TYPE_CHECKING:
     from gpucheck.procs.ending import Decision
@@ -36,17 +36,17 @@ def procs(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     grace: Annotated[
         float,
-        typer.Option(
+        number_option(
             "--grace",
+            low=0,
+            high=600,
             metavar="SECONDS",
-            min=0,
-            max=600,
             help="Seconds between SIGTERM and SIGKILL.",
         ),
     ] = 10.0,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", metavar="SECONDS", min=0.5, max=600, help="NVML time bound."),
+        number_option("--timeout", low=0.5, high=600, metavar="SECONDS", help="NVML time bound."),
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from gpucheck.cli.common import UserError, read_input
+from gpucheck.cli.common import UserError, number_option, read_input
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size
 from gpucheck.watch.log import LogError, parse_fields
@@ -22,12 +22,12 @@ LOG_LIMIT = 1 << 30  # bytes of a log --from reads: far above a week of 1 s samp
 def watch(
     interval: Annotated[
         float,
-        typer.Option(
+        number_option(
             "--interval",
             "-i",
+            low=0.05,
+            high=86400,
             metavar="SECONDS",
-            min=0.05,
-            max=86400,
             help="Seconds between samples.",
         ),
     ] = 1.0,
@@ -93,11 +93,11 @@ def watch(
     ] = None,
     timeout: Annotated[
         float,
-        typer.Option(
+        number_option(
             "--timeout",
+            low=0.5,
+            high=600,
             metavar="SECONDS",
-            min=0.5,
-            max=600,
             help="Seconds one sample may take beyond the interval.",
         ),
     ] = 5.0,
