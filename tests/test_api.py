@@ -27,7 +27,7 @@ def test_import_gpucheck_loads_nothing_else() -> None:
         "('gpucheck', 'msgspec', 'rich', 'typer', 'pynvml', 'packaging')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['gpucheck', 'gpucheck.version']"
+    assert out.stdout.strip() == "['gpucheck']"
 
 
 def test_doctor_on_a_snapshot_returns_the_report_and_prints_nothing(

@@ -6,6 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import builders
@@ -79,3 +86,151 @@ def test_a_size_too_large_for_any_memory_is_a_usage_error(tmp_path: Path) -> Non
     snap.write_text(dumps(builders.h100_node(1)))
     code, _, err = in_process(["doctor", "--from", str(snap), "--min-memory", "9" * 400 + "G"])
     assert code == 2 and err.startswith("gpucheck: --min-memory: ") and "too large" in err, err
+
+
+# -- 9: closed and odd standard streams, Ctrl-C at start-up ----------------------------------------
+
+
+def closed(redirect: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run gpucheck ARGS with the shell's `redirect` (>&-, 2>&-, <&-): stderr when it is open."""
+    result = subprocess.run(
+        ["sh", "-c", f'"$0" -m gpucheck "$@" {redirect}', sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, result.stderr
+
+
+@pytest.fixture
+def snap_file(tmp_path: Path) -> str:
+    path = tmp_path / "snap.json"
+    path.write_text(dumps(builders.h100_node(2)))
+    return str(path)
+
+
+def test_a_closed_stdout_is_exit_4_with_one_line(snap_file: str) -> None:
+    """Before: a traceback (sys.stdout is None) and exit 1."""
+    for args in (["doctor", "--from", snap_file], ["checks"], ["schema"], ["--version"]):
+        code, err = closed(">&-", *args)
+        assert code == 4, (args, code, err)
+        assert err.startswith("gpucheck: cannot write") and "standard output" in err, err
+        assert len(err.splitlines()) == 1, err
+
+
+def test_a_closed_stdout_does_not_stop_a_report_written_with_o(
+    snap_file: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.json"
+    code, err = closed(">&-", "doctor", "--from", snap_file, "--json", "-o", str(out))
+    assert (code, err) == (0, "")
+    assert '"ready": true' in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [(["checks"], 0), (["--bogus"], 2), (["doctor", "--bogus"], 2), (["doctor", "--from"], 2)],
+)
+def test_a_closed_stderr_keeps_the_documented_exit_code(args: list[str], code: int) -> None:
+    """Before: exit 1 in every case (writing to a None stderr raised)."""
+    assert closed(">/dev/null 2>&-", *args)[0] == code
+
+
+def test_a_closed_stderr_with_a_report(snap_file: str) -> None:
+    assert closed(">/dev/null 2>&-", "doctor", "--from", snap_file)[0] == 0
+    assert closed(">/dev/null 2>&-", "doctor", "--from", snap_file, "--min-gpus", "8")[0] == 1
+
+
+def test_a_closed_stdin_is_an_empty_one() -> None:
+    code, err = closed("<&- >/dev/null", "doctor", "--from", "-")
+    assert code == 2 and err.startswith("gpucheck: --from: -: "), err
+
+
+def test_an_ascii_stdout_gets_ascii_marks_and_escapes(tmp_path: Path) -> None:
+    """Before: the header's '·' raised UnicodeEncodeError (exit 3)."""
+    snap = builders.h100_node(1)
+    snap.system.hostname = "nœud-1"  # a name ASCII cannot say
+    path = tmp_path / "snap.json"
+    path.write_text(dumps(snap))
+    for encoding in ("ascii", "latin-1"):
+        result = run_gpucheck("doctor", "--from", str(path), env={"PYTHONIOENCODING": encoding})
+        assert result.returncode == 0, result.stderr
+        header = result.stdout.splitlines()[0]
+        assert header.startswith("gpucheck ") and " - " in header, header
+        assert "n\\u0153ud-1" in header, header
+        assert result.stdout.splitlines()[-1].startswith("+ Ready: ")
+
+
+def test_ctrl_c_right_after_the_entry_point_is_imported_is_130_with_one_line() -> None:
+    """The console script compiles a regular expression between importing gpucheck.entry and
+    calling main(): a Ctrl-C there printed a traceback."""
+    code = (
+        "import os, signal, time, gpucheck.entry\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(5)\n"
+        "print('not interrupted')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (result.returncode, result.stderr, result.stdout) == (130, "gpucheck: interrupted\n", "")
+
+
+def test_a_ctrl_c_wrapped_by_library_code_is_still_an_interruption(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An import interrupted inside a class body raises RuntimeError from __set_name__ with
+    the KeyboardInterrupt as its cause: that is Ctrl-C, not an internal error."""
+
+    def interrupted_import() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__") from exc
+
+    monkeypatch.setattr("gpucheck.cli.checks.list_checks", interrupted_import)
+    with pytest.raises(KeyboardInterrupt):
+        in_process(["checks"])
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_any_moment_of_start_up_never_shows_gpucheck_in_a_traceback() -> None:
+    """A Ctrl-C at random moments of the first 70 ms: gpucheck says "interrupted" (130), or it
+    came before gpucheck's first line ran (the interpreter's own start: killed by the signal,
+    or Python's traceback through its start-up modules alone). Before: tracebacks through
+    gpucheck/__init__.py (its typing import) and entry.py's handler."""
+    script = Path(sys.executable).with_name("gpucheck")
+    assert script.exists(), f"{script} missing: pip install -e . in this environment"
+    ours = re.compile(r'File "[^"]*/gpucheck/[^"]*\.py"')
+    outcomes: dict[str, int] = {}
+    rng = random.Random(21)
+    for _ in range(60):
+        proc = subprocess.Popen(
+            [str(script), "doctor", "--from", "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        time.sleep(rng.uniform(0, 0.07))
+        proc.send_signal(signal.SIGINT)
+        _, raw = proc.communicate(timeout=60)
+        err = raw.decode(errors="replace")
+        assert not ours.search(err), err
+        if proc.returncode == 130:
+            assert err == "gpucheck: interrupted\n", err
+            kind = "gpucheck"
+        else:
+            assert proc.returncode in (-signal.SIGINT, 1), (proc.returncode, err)
+            kind = "before gpucheck"
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+    assert outcomes.get("gpucheck", 0) > 0, outcomes
+
+
+def test_the_early_interrupted_status_is_the_documented_one() -> None:
+    from gpucheck import entry
+    from gpucheck.exit_status import ExitStatus
+
+    assert entry._INTERRUPTED == ExitStatus.INTERRUPTED == 130

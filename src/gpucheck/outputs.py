@@ -4,6 +4,8 @@ command (the CLI, the API); OutputError is exit 4, UserError (inputs.py) exit 2.
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import stat
 import sys
@@ -15,6 +17,56 @@ from gpucheck.inputs import UserError
 
 class OutputError(Exception):
     """The report could not be written (a full disk, a closed device): one line, exit 4."""
+
+
+class StdoutClosed(OSError):
+    """Standard output was closed when gpucheck started (`gpucheck doctor >&-`): what would
+    be written to it cannot be (exit 4), as for a full disk."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.EBADF, "it was closed (>&-)")
+
+
+class _ClosedStdout(io.TextIOWrapper):
+    """sys.stdout when file descriptor 1 was closed: every write fails with StdoutClosed.
+    The descriptor itself holds /dev/null, so that no file opened later gets number 1."""
+
+    def write(self, text: str) -> int:
+        raise StdoutClosed
+
+    def writelines(self, lines: object) -> None:
+        raise StdoutClosed
+
+
+def usable_standard_streams() -> None:
+    """The program's standard streams made safe to use, whatever it was started with.
+
+    A stream closed by the shell (`<&-`, `>&-`, `2>&-`) is None in Python, and writing to it
+    raised AttributeError: its descriptor now holds /dev/null (stdin reads as empty, stderr's
+    messages go nowhere, as the user asked) and stdout fails every write with StdoutClosed.
+    A stream whose encoding cannot say every character (PYTHONIOENCODING=ascii, a Latin-1
+    locale) escapes what it cannot encode (`\u00b7`) rather than raising in the middle of
+    a report."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        stream = getattr(sys, name)
+        if stream is None:
+            with contextlib.suppress(OSError):
+                os.fstat(fd)
+                continue  # (open but unusable to Python: left as it is)
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            if fd == 1:
+                stream = _ClosedStdout(open(fd, "wb", closefd=False), encoding="utf-8")  # noqa: SIM115
+            else:
+                stream = open(fd, "w" if fd else "r", encoding="utf-8", closefd=False)  # noqa: SIM115
+            setattr(sys, name, stream)
+        elif fd and isinstance(stream, io.TextIOWrapper):
+            encoding = (stream.encoding or "").lower().replace("-", "").replace("_", "")
+            if encoding not in ("utf8", "utf8sig") and stream.errors == "strict":
+                with contextlib.suppress(ValueError, OSError):
+                    stream.reconfigure(errors="backslashreplace")
 
 
 def output_target(path: str) -> tuple[str, bool]:
@@ -89,6 +141,8 @@ def write_output(path: str | None, write: Callable[[IO[str]], object]) -> None:
                     write(stream)
     except BrokenPipeError:
         quiet_stdout()
+    except StdoutClosed as exc:
+        raise OutputError(f"cannot write the report to standard output: {exc.strerror}") from None
     except OSError as exc:
         where = "standard output" if path in (None, "-") else path
         raise OutputError(f"cannot write the report to {where}: {exc.strerror or exc}") from None

@@ -55,7 +55,7 @@ class Line:
 
 def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
     sysf = report.snapshot.system
-    where = " · ".join(
+    where = (" · " if unicode_ok else " - ").join(
         p
         for p in (
             sysf.hostname,
