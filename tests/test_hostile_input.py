@@ -234,3 +234,38 @@ def test_the_early_interrupted_status_is_the_documented_one() -> None:
     from gpucheck.exit_status import ExitStatus
 
     assert entry._INTERRUPTED == ExitStatus.INTERRUPTED == 130
+
+
+# -- 10: control characters from the machine, in Prometheus label values --------------------------
+
+HOSTILE_NAME = "H100\x1b[2J\x07\r\x7f\x9b31m\u202eevil"
+ESCAPED_NAME = "H100\\x1b[2J\\x07\\x0d\\x7f\\x9b31m\\u202eevil"
+
+
+def hostile_prometheus(tmp_path: Path) -> str:
+    snap = builders.h100_node(1)
+    snap.nvml.gpus[0].name = HOSTILE_NAME
+    snap.nvml.driver_version = "590.48.01\x1b]0;x\x07"
+    path = tmp_path / "snap.json"
+    path.write_text(dumps(snap))
+    result = run_gpucheck("doctor", "--from", str(path), "--format", "prometheus")
+    assert result.returncode in (0, 1), result.stderr
+    return result.stdout
+
+
+def test_control_characters_never_reach_prometheus_label_values(tmp_path: Path) -> None:
+    """Before: the GPU name went out raw (only backslash, quote and newline were escaped)."""
+    text = hostile_prometheus(tmp_path)
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+    line = next(x for x in text.splitlines() if x.startswith("gpucheck_gpu_info{"))
+    # printable's escapes, then the format's: each backslash doubled.
+    assert f'name="{ESCAPED_NAME.replace(chr(92), chr(92) * 2)}"' in line, line
+    assert 'driver_version="590.48.01\\\\x1b]0;x\\\\x07"' in text
+
+
+@pytest.mark.slow
+def test_promtool_accepts_the_escaped_labels(tmp_path: Path) -> None:
+    from components import program, run
+
+    result = run(program("promtool"), "check", "metrics", input=hostile_prometheus(tmp_path))
+    assert result.returncode == 0 and not result.stdout.strip(), (result.stdout, result.stderr)

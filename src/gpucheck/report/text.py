@@ -34,7 +34,11 @@ _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
-    """`text` with every control character shown as an escape (\\x1b), never executed."""
+    """`text` with every control character shown as an escape (\\x1b), never executed.
+
+    The one escaping of untrusted text (host names, GPU names, paths, command lines) for
+    every output a person or another program reads: the terminal and plain text, JUnit,
+    Prometheus label values, procs, and the watch and fleet files (CSV, summaries)."""
     return _UNSAFE.sub(
         lambda m: (
             f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
