@@ -233,7 +233,7 @@ def test_the_early_interrupted_status_is_the_documented_one() -> None:
     from gpucheck import entry
     from gpucheck.exit_status import ExitStatus
 
-    assert entry._INTERRUPTED == ExitStatus.INTERRUPTED == 130
+    assert entry._INTERRUPTED == int(ExitStatus.INTERRUPTED) == 130
 
 
 # -- 10: control characters from the machine, in Prometheus label values --------------------------
