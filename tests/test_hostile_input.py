@@ -9,9 +9,11 @@ import io
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -269,3 +271,62 @@ def test_promtool_accepts_the_escaped_labels(tmp_path: Path) -> None:
 
     result = run(program("promtool"), "check", "metrics", input=hostile_prometheus(tmp_path))
     assert result.returncode == 0 and not result.stdout.strip(), (result.stdout, result.stderr)
+
+
+# -- 11: -o onto a file this user may not write ----------------------------------------------------
+
+
+def as_another_user() -> list[str]:
+    """The command prefix that runs as a user who is not root (root may write any file)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "setpriv (util-linux) is needed to run as another user: apt install util-linux"
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.mark.parametrize("args", [["doctor", "--from", "{snap}"], ["snapshot"], ["checks"]])
+def test_o_onto_a_file_the_user_may_not_write_is_refused_and_the_file_kept(
+    args: list[str],
+) -> None:
+    """Before: the report was written beside it and renamed over it (the folder was
+    writable), so a read-only file, or root's, was replaced by the user's."""
+    with tempfile.TemporaryDirectory(prefix="gpucheck-test-") as shared:  # (pytest's is 0700)
+        folder = Path(shared)
+        folder.chmod(0o777)
+        refused_and_kept(folder, args)
+
+
+def refused_and_kept(folder: Path, args: list[str]) -> None:
+    snap = folder / "snap.json"
+    snap.write_text(dumps(builders.h100_node(1)))
+    snap.chmod(0o644)
+    target = folder / "report.txt"
+    target.write_text("kept\n")
+    target.chmod(0o444)
+    if args[0] == "checks":  # (checks has no -o: the doctor's own run, as a control)
+        args = ["doctor", "--from", "{snap}", "--json"]
+    argv = [a.replace("{snap}", str(snap)) for a in args]
+    result = subprocess.run(
+        [*as_another_user(), sys.executable, "-m", "gpucheck", *argv, "-o", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=folder,
+        check=False,
+    )
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert (
+        result.stderr == f"gpucheck: --output: {target}: Permission denied (it is not replaced)\n"
+    )
+    assert target.read_text() == "kept\n" and target.stat().st_mode & 0o777 == 0o444
+    assert sorted(p.name for p in folder.iterdir()) == ["report.txt", "snap.json"]
+
+
+def test_o_is_judged_before_any_work(tmp_path: Path) -> None:
+    """A folder that does not exist is refused at once, not after the probes ran."""
+    started = time.monotonic()
+    result = run_gpucheck("doctor", "-o", str(tmp_path / "missing" / "r.txt"))
+    assert result.returncode == 2 and "does not exist" in result.stderr, result.stderr
+    assert time.monotonic() - started < 10
+    assert result.stdout == ""

@@ -91,8 +91,18 @@ def output_target(path: str) -> tuple[str, bool]:
     # /dev/stdout, /dev/fd/N and /proc/self/fd/N name an open descriptor, whatever it is.
     special = os.path.abspath(path).startswith(("/dev/", "/proc/"))
     if stat.S_ISREG(st.st_mode) and not special:
+        # Renaming into place needs only the folder's permission: a file this user may not
+        # write (another user's, or read-only) is refused, as the shell's `>` refuses it.
+        if not _may_write(path):
+            raise UserError(f"--output: {path}: Permission denied (it is not replaced)")
         return os.path.realpath(path), True
     return path, False
+
+
+def _may_write(path: str) -> bool:
+    if os.access in os.supports_effective_ids:  # (as the kernel judges an open: effective ids)
+        return os.access(path, os.W_OK, effective_ids=True)
+    return os.access(path, os.W_OK)
 
 
 def _replace_atomically(target: str, write: Callable[[IO[str]], object]) -> None:

@@ -74,9 +74,23 @@ PythonOpt = Annotated[
         "virtualenv/conda env).",
     ),
 ]
+def _checked_output(value: str | None) -> str | None:
+    """-o FILE judged before any work (a folder, a missing folder, a file this user may not
+    write), as the shell judges `> FILE` before running the command; again when written."""
+    if value is not None and value != "-":
+        output_target(value)
+    return value
+
+
 OutputOpt = Annotated[
     str | None,
-    typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout."),
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write to FILE instead of stdout.",
+        callback=_checked_output,
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Answer as JSON (keys are stable).")]
 CompatDirOpt = Annotated[
