@@ -15,6 +15,11 @@ from typing import IO
 from gpucheck.inputs import UserError
 
 
+# What a file written with -o does with a character UTF-8 cannot hold (a lone surrogate: the
+# undecodable bytes of a path given on the command line): escaped, never an error mid-report.
+UNENCODABLE = "backslashreplace"
+
+
 class OutputError(Exception):
     """The report could not be written (a full disk, a closed device): one line, exit 4."""
 
@@ -126,7 +131,7 @@ def _replace_atomically(target: str, write: Callable[[IO[str]], object]) -> None
             if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
                 with contextlib.suppress(PermissionError):
                     os.chown(tmp, old.st_uid, old.st_gid)
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=UNENCODABLE) as stream:
             write(stream)
         os.replace(tmp, target)
     except BaseException:
@@ -147,7 +152,7 @@ def write_output(path: str | None, write: Callable[[IO[str]], object]) -> None:
             if replace:
                 _replace_atomically(target, write)
             else:
-                with open(target, "w", encoding="utf-8") as stream:
+                with open(target, "w", encoding="utf-8", errors=UNENCODABLE) as stream:
                     write(stream)
     except BrokenPipeError:
         quiet_stdout()

@@ -136,7 +136,11 @@ def _main(
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"gpucheck: {message}\n")
+    # A message may quote what the user typed (a file name with a newline or an escape
+    # sequence): shown escaped, so that it stays one line and the terminal executes nothing.
+    from gpucheck.report.text import printable
+
+    sys.stderr.write(f"gpucheck: {printable(message)}\n")
     return code
 
 

@@ -29,8 +29,9 @@ MARKS = {
 }
 PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
 
-# C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what is shown.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, the bidirectional overrides that can reorder what is shown, and
+# lone surrogates (a path's bytes that are not UTF-8, as Python decodes them from argv).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
