@@ -14,7 +14,6 @@ from typing import IO
 
 from gpucheck.inputs import UserError
 
-
 # What a file written with -o does with a character UTF-8 cannot hold (a lone surrogate: the
 # undecodable bytes of a path given on the command line): escaped, never an error mid-report.
 UNENCODABLE = "backslashreplace"

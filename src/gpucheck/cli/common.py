@@ -74,6 +74,8 @@ PythonOpt = Annotated[
         "virtualenv/conda env).",
     ),
 ]
+
+
 def _checked_output(value: str | None) -> str | None:
     """-o FILE judged before any work (a folder, a missing folder, a file this user may not
     write), as the shell judges `> FILE` before running the command; again when written."""
