@@ -224,9 +224,14 @@ def test_ctrl_c_at_any_moment_of_start_up_never_shows_gpucheck_in_a_traceback() 
         if proc.returncode == 130:
             assert err == "gpucheck: interrupted\n", err
             kind = "gpucheck"
+        elif "Traceback" in err:
+            # The interpreter's start-up took it: it printed its traceback and either stopped
+            # or, for some of its steps, went on to run gpucheck (which then read an empty
+            # stdin: exit 2).
+            kind = "the interpreter's start"
         else:
-            assert proc.returncode in (-signal.SIGINT, 1), (proc.returncode, err)
-            kind = "before gpucheck"
+            assert (proc.returncode, err) == (-signal.SIGINT, ""), (proc.returncode, err)
+            kind = "killed before Python handles signals"
         outcomes[kind] = outcomes.get(kind, 0) + 1
     assert outcomes.get("gpucheck", 0) > 0, outcomes
 
