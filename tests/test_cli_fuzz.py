@@ -267,15 +267,14 @@ def offline_command_lines(draw: st.DrawFn, paths: list[str]) -> list[str]:
     if kind == "compat":
         kind = f"compat {draw(st.sampled_from(['torch', 'cuda', 'driver', 'gpu', 'cudnn']))}"
     argv = hostile_line(draw, kind, paths)
-    if kind == "doctor":
-        argv += ["--from", paths[3]]  # (the last --from wins: never this machine)
-    elif kind == "watch":
-        argv += ["--from", paths[1]]  # a saved log: never a live watch
-    elif kind == "fit":
-        argv += ["--gpu-memory", "80GiB"]  # judged against a size: NVML is not asked
-    elif kind == "fleet":
-        argv.insert(1, draw(st.sampled_from(paths)))
-    return argv
+    # First, so that a drawn value of the same option wins and "--" cannot hide it.
+    first = {
+        "doctor": ["--from", paths[3]],  # a saved snapshot: never this machine
+        "watch": ["--from", paths[1]],  # a saved log: never a live watch
+        "fit": ["--gpu-memory", "80GiB"],  # judged against a size: NVML is not asked
+        "fleet": [draw(st.sampled_from(paths))],
+    }
+    return [argv[0], *first.get(kind, []), *argv[1:]]
 
 
 def assert_documented(argv: list[str], code: int, out: str, err: str) -> None:
@@ -311,13 +310,10 @@ def probing_command_lines(draw: st.DrawFn, paths: list[str]) -> list[str]:
     sample, bench the quick sizes, procs never ends anything (no --yes on a non-terminal)."""
     kind = draw(st.sampled_from(["snapshot", "procs", "watch", "bench", "fit"]))
     argv = hostile_line(draw, kind, paths, extra=6)
-    if kind == "watch":
-        argv += ["--count", "1"]
-    elif kind == "bench":
-        argv += ["--quick"]
-    elif kind == "fit" and not {"--params", *paths} & set(argv):
-        argv += ["--params", "7B"]
-    return argv
+    first = {"watch": ["--count", "1"], "bench": ["--quick"], "fit": ["--params", "7B"]}
+    if kind == "watch" and "--count" in argv:  # (a drawn count: one sample still)
+        argv = [a for a in argv if a not in ("--count", "-c")]
+    return [argv[0], *first.get(kind, []), *argv[1:]]
 
 
 @pytest.mark.slow

@@ -82,12 +82,25 @@ def test_doctor_timeout_nan_is_a_usage_error_not_a_hung_driver() -> None:
     assert result.stdout == ""
 
 
-def test_a_size_too_large_for_any_memory_is_a_usage_error(tmp_path: Path) -> None:
-    """400 digits read as a float are infinity: int() of it raised OverflowError (exit 3)."""
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["doctor", "--from", "{snap}", "--min-memory", "9" * 400 + "G"], "--min-memory"),
+        (["fit", "--params", "7B", "--gpu-memory", "9" * 400 + "G"], "--gpu-memory"),
+        (["fit", "--params", "9" * 400 + "B", "--gpu-memory", "80G"], "--params"),
+        (["fit", "--params", "1e999", "--gpu-memory", "80G"], "--params"),
+        (["fit", "--params", "7B", "--gpu-memory", "80G", "--gpus", "9" * 40], "--gpus"),
+    ],
+)
+def test_a_number_too_large_for_anything_is_a_usage_error(
+    tmp_path: Path, args: list[str], option: str
+) -> None:
+    """400 digits read as a float are infinity: int() of it raised OverflowError (exit 3);
+    --gpus 10^39 could not become a float in the estimate."""
     snap = tmp_path / "snap.json"
     snap.write_text(dumps(builders.h100_node(1)))
-    code, _, err = in_process(["doctor", "--from", str(snap), "--min-memory", "9" * 400 + "G"])
-    assert code == 2 and err.startswith("gpucheck: --min-memory: ") and "too large" in err, err
+    code, _, err = in_process([a.replace("{snap}", str(snap)) for a in args])
+    assert code == 2 and err.startswith("gpucheck: ") and option in err, err
 
 
 # -- 9: closed and odd standard streams, Ctrl-C at start-up ----------------------------------------

@@ -61,6 +61,8 @@ def load_compat(dirs: list[str] | None, every_topic: bool = False) -> Compat:
         return compat
     except CompatError as exc:
         raise UserError(f"compat data: {exc}") from None
+    except OSError as exc:  # a folder name the system refuses (too long), one not readable
+        raise UserError(f"compat data: {exc.filename}: {exc.strerror}") from None
 
 
 # Bounds of the numbers the command line and the API share, each (lowest, highest).

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucheck.cli.common import JsonOpt, OutputOpt, PythonOpt, TimeoutOpt, UserError, write_output
+from gpucheck.cli.common import (
+    JsonOpt,
+    OutputOpt,
+    PythonOpt,
+    TimeoutOpt,
+    UserError,
+    number_option,
+    write_output,
+)
 
 if TYPE_CHECKING:
     from gpucheck.fit.shape import ModelShape
@@ -58,11 +66,13 @@ def fit(
         bool,
         typer.Option("--checkpointing/--no-checkpointing", help="Full activation checkpointing."),
     ] = False,
-    batch: Annotated[int, typer.Option("--batch", min=1, help="Batch per GPU.")] = 1,
+    batch: Annotated[int, number_option("--batch", low=1, high=2**31, help="Batch per GPU.")] = 1,
     seq: Annotated[
-        int | None, typer.Option("--seq", min=1, help="Sequence length (tokens).")
+        int | None, number_option("--seq", low=1, high=2**31, help="Sequence length (tokens).")
     ] = None,
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="Data-parallel GPUs.")] = 1,
+    gpus: Annotated[
+        int, number_option("--gpus", low=1, high=2**20, help="Data-parallel GPUs.")
+    ] = 1,
     zero: Annotated[
         int,
         typer.Option("--zero", min=0, max=3, help="ZeRO stage over --gpus (FSDP FULL_SHARD = 3)."),
@@ -216,7 +226,10 @@ def _shape(
     if params is not None:
         return ModelShape(source=f"--params {params}", params=parse_count(params))
     assert model is not None
-    return local_model(model)
+    try:
+        return local_model(model)
+    except OSError as exc:  # a name the system refuses (too long), a file not readable
+        raise UserError(f"{model}: {exc.strerror}") from None
 
 
 def _python_with_torch(python: str | None, timeout: float) -> str:

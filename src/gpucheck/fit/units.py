@@ -70,7 +70,10 @@ def parse_count(text: str, option: str = "--params") -> int:
     suffix = match.group(2).lower() if match else None
     if not match or suffix not in _COUNT_SUFFIX:
         raise UnitError(f"{option}: {text!r} is not a parameter count (examples: 7B, 125M, 1.3e9)")
-    value = round(float(match.group(1)) * _COUNT_SUFFIX[suffix])
+    exact = float(match.group(1)) * _COUNT_SUFFIX[suffix]
+    if exact >= 2**63:  # (1e999 reads as infinity): no model has that many parameters
+        raise UnitError(f"{option}: {text!r} is too large")
+    value = round(exact)
     if value <= 0:
         raise UnitError(f"{option}: {text!r} must be above zero")
     return value
@@ -81,7 +84,10 @@ def parse_size(text: str, option: str) -> int:
     unit = match.group(2).lower() if match else None
     if not match or unit not in SIZE_UNITS:
         raise UnitError(f"{option}: {text!r} is not a size (examples: 80GiB, 24G, 80GB, 16384MiB)")
-    value = int(float(match.group(1)) * SIZE_UNITS[unit])
+    exact = float(match.group(1)) * SIZE_UNITS[unit]
+    if exact >= 2**63:  # (400 digits read as infinity): no GPU has that much memory
+        raise UnitError(f"{option}: {text!r} is too large")
+    value = int(exact)
     if value <= 0:
         raise UnitError(f"{option}: {text!r} must be above zero")
     return value
