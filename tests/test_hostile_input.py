@@ -90,6 +90,7 @@ def test_doctor_timeout_nan_is_a_usage_error_not_a_hung_driver() -> None:
         (["fit", "--params", "9" * 400 + "B", "--gpu-memory", "80G"], "--params"),
         (["fit", "--params", "1e999", "--gpu-memory", "80G"], "--params"),
         (["fit", "--params", "7B", "--gpu-memory", "80G", "--gpus", "9" * 40], "--gpus"),
+        (["watch", "--duration", "9" * 400 + "h", "--count", "1"], "--duration"),
     ],
 )
 def test_a_number_too_large_for_anything_is_a_usage_error(

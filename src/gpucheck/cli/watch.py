@@ -155,6 +155,8 @@ def parse_duration(text: str) -> float:
     if not match:
         raise UserError(f"--duration {text}: use seconds, or a number with s, m or h (5m)")
     value = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2) or "s"]
+    if value >= 2**53:  # (400 digits read as infinity): without --duration, it runs until stopped
+        raise UserError(f"--duration {text}: too long (leave it out to watch until stopped)")
     if value <= 0:
         raise UserError(f"--duration {text}: must be more than 0")
     return value
