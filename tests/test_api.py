@@ -159,7 +159,7 @@ def test_snapshot_of_this_machine_and_redacted() -> None:
 
 def test_unknown_attributes_are_attribute_errors() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        _ = gpucheck.nope  # type: ignore[attr-defined]
+        _ = gpucheck.nope
     assert {"doctor", "snapshot", "Report", "Snapshot"} <= set(dir(gpucheck))
 
 
