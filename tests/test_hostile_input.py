@@ -130,7 +130,7 @@ def snap_file(tmp_path: Path) -> str:
 
 def test_a_closed_stdout_is_exit_4_with_one_line(snap_file: str) -> None:
     """Before: a traceback (sys.stdout is None) and exit 1."""
-    for args in (["doctor", "--from", snap_file], ["checks"], ["schema"], ["--version"]):
+    for args in (["doctor", "--from", snap_file], ["checks"], ["schema"], ["--version"], []):
         code, err = closed(">&-", *args)
         assert code == 4, (args, code, err)
         assert err.startswith("gpucheck: cannot write") and "standard output" in err, err

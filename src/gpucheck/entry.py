@@ -80,6 +80,11 @@ def main() -> "NoReturn":
             _interrupted()
         if isinstance(exc, SystemExit) or os.environ.get("GPUCHECK_DEBUG"):
             raise
+        from gpucheck.outputs import StdoutClosed
+
+        if isinstance(exc, StdoutClosed):  # (the help of a bare `gpucheck >&-`, say)
+            sys.stderr.write(f"gpucheck: cannot write to standard output: {exc.strerror}\n")
+            os._exit(ExitStatus.OUTPUT)
         # (cli.run turns every error of a command into its line: this is start-up's own)
         sys.stderr.write(f"gpucheck: internal error: {type(exc).__name__}: {exc}\n")
         os._exit(ExitStatus.INTERNAL)
