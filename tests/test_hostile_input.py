@@ -137,6 +137,26 @@ def test_a_closed_stdout_is_exit_4_with_one_line(snap_file: str) -> None:
         assert len(err.splitlines()) == 1, err
 
 
+@pytest.mark.parametrize("redirect", [">/dev/full", "1</dev/null"])
+@pytest.mark.parametrize("args", [[], ["--version"], ["doctor", "--help"], ["checks"]])
+def test_a_full_or_read_only_stdout_is_exit_4_with_one_line(redirect: str, args: list[str]) -> None:
+    """Before: what typer writes itself (help, --version) failing on a full disk or a
+    descriptor opened for reading was an internal error (exit 3)."""
+    code, err = closed(redirect, *args)
+    assert code == 4, (code, err)
+    assert err.startswith("gpucheck: cannot write ") and "standard output: " in err, err
+    assert len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("redirect", ["2</dev/null", "2>/dev/full"])
+@pytest.mark.parametrize(("args", "code"), [(["--bogus"], 2), (["doctor", "--bogus"], 2)])
+def test_an_unwritable_stderr_keeps_the_documented_exit_code(
+    redirect: str, args: list[str], code: int
+) -> None:
+    """Before: exit 1 (the error line itself could not be written, and that raised)."""
+    assert closed(f">/dev/null {redirect}", *args)[0] == code
+
+
 def test_a_closed_stdout_does_not_stop_a_report_written_with_o(
     snap_file: str, tmp_path: Path
 ) -> None:
@@ -220,7 +240,9 @@ def test_ctrl_c_at_any_moment_of_start_up_never_shows_gpucheck_in_a_traceback() 
     gpucheck/__init__.py (its typing import) and entry.py's handler."""
     script = Path(sys.executable).with_name("gpucheck")
     assert script.exists(), f"{script} missing: pip install -e . in this environment"
-    ours = re.compile(r'File "[^"]*/gpucheck/[^"]*\.py"')
+    # (A frame of the package's __init__ at "line 0" was entered, not run: the interpreter
+    # checks for signals before a module's first line, gpucheck's too.)
+    ours = re.compile(r'File "[^"]*/gpucheck/[^"]*\.py", line (?!0,)')
     outcomes: dict[str, int] = {}
     rng = random.Random(21)
     for _ in range(60):
@@ -251,10 +273,31 @@ def test_ctrl_c_at_any_moment_of_start_up_never_shows_gpucheck_in_a_traceback() 
 
 
 def test_the_early_interrupted_status_is_the_documented_one() -> None:
-    from gpucheck import entry
-    from gpucheck.exit_status import ExitStatus
+    # (In a child: importing the entry point takes over Ctrl-C, not for this test process.)
+    code = (
+        "from gpucheck import entry\n"
+        "from gpucheck.exit_status import ExitStatus\n"
+        "assert entry._INTERRUPTED == int(ExitStatus.INTERRUPTED) == 130\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
-    assert entry._INTERRUPTED == int(ExitStatus.INTERRUPTED) == 130
+
+def test_a_program_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path: Path) -> None:
+    """`gpucheck doctor &` in a script (or under nohup) starts with SIGINT ignored: the
+    terminal's Ctrl-C is for the foreground job. Before: gpucheck took it anyway (exit 130)."""
+    snap = dumps(builders.h100_node(1)).encode()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "doctor", "--from", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    time.sleep(1.0)  # (well into the command: waiting on stdin)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(snap, timeout=60)
+    assert (proc.returncode, err) == (0, b""), err
+    assert b"Ready" in out
 
 
 # -- 10: control characters from the machine, in Prometheus label values --------------------------
@@ -349,3 +392,21 @@ def test_o_is_judged_before_any_work(tmp_path: Path) -> None:
     assert result.returncode == 2 and "does not exist" in result.stderr, result.stderr
     assert time.monotonic() - started < 10
     assert result.stdout == ""
+
+
+def test_a_ctrl_c_that_python_cannot_propagate_still_interrupts() -> None:
+    """A KeyboardInterrupt raised in a __del__ is printed as "Exception ignored" and lost;
+    the entry point's hook ends the program as interrupted instead."""
+    code = (
+        "import sys, gpucheck.entry as entry\n"
+        "sys.unraisablehook = entry._unraisable\n"
+        "class Finalised:\n"
+        "    def __del__(self):\n"
+        "        raise KeyboardInterrupt\n"
+        "Finalised()\n"
+        "print('went on')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (result.returncode, result.stderr, result.stdout) == (130, "gpucheck: interrupted\n", "")

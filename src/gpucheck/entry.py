@@ -17,6 +17,7 @@ import sys
 TYPE_CHECKING = False  # (typing's import is what a Ctrl-C at start-up used to land in)
 if TYPE_CHECKING:
     import signal as _signal  # (the same functions, typed)
+    from collections.abc import Callable
     from types import FrameType
     from typing import NoReturn
 else:
@@ -48,10 +49,20 @@ def _on_sigint_early(signum: int, frame: "FrameType | None") -> None:
     _interrupted()  # before main(): nothing started, nothing to clean up
 
 
-try:  # noqa: SIM105  (contextlib's import, 1.5 ms, would come before the handler)
-    _signal.signal(_signal.SIGINT, _on_sigint_early)
-except ValueError:  # not the main thread (embedded): keep the default
-    pass
+# Started with Ctrl-C ignored (`gpucheck doctor &` in a script, nohup): it is not for us, as
+# the interpreter itself judged (it installs its handler only where SIGINT was not ignored).
+_IGNORED = _signal.getsignal(_signal.SIGINT) != _signal.default_int_handler
+
+
+def _take_sigint(handler: "Callable[[int, FrameType | None], object]") -> None:
+    if not _IGNORED:
+        try:  # noqa: SIM105  (contextlib's import, 1.5 ms, would come before the handler)
+            _signal.signal(_signal.SIGINT, handler)
+        except ValueError:  # not the main thread (embedded): keep the default
+            pass
+
+
+_take_sigint(_on_sigint_early)
 
 from gpucheck.exit_status import ExitStatus  # noqa: E402  (after the handler: see above)
 
@@ -80,17 +91,33 @@ def main() -> "NoReturn":
             _interrupted()
         if isinstance(exc, SystemExit) or os.environ.get("GPUCHECK_DEBUG"):
             raise
-        from gpucheck.outputs import StdoutClosed
+        from gpucheck.outputs import StdoutError
 
-        if isinstance(exc, StdoutClosed):  # (the help of a bare `gpucheck >&-`, say)
-            sys.stderr.write(f"gpucheck: cannot write to standard output: {exc.strerror}\n")
+        if isinstance(exc, StdoutError):
+            _say(f"cannot write to standard output: {exc.strerror}")
             os._exit(ExitStatus.OUTPUT)
         # (cli.run turns every error of a command into its line: this is start-up's own)
-        sys.stderr.write(f"gpucheck: internal error: {type(exc).__name__}: {exc}\n")
+        _say(f"internal error: {type(exc).__name__}: {exc}")
         os._exit(ExitStatus.INTERNAL)
     if _SEEN:
         _interrupted()
     os._exit(code)
+
+
+def _say(message: str) -> None:
+    try:
+        sys.stderr.write(f"gpucheck: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # (stderr unusable: the exit code still says it)
+
+
+def _unraisable(info: "sys.UnraisableHookArgs") -> None:
+    # A Ctrl-C raised where Python cannot propagate it (a __del__, a weakref callback) would be
+    # printed as "Exception ignored" and lost: it is the interruption it is.
+    if isinstance(info.exc_value, KeyboardInterrupt):
+        _interrupted()
+    sys.__unraisablehook__(info)
 
 
 def _run() -> int:
@@ -101,24 +128,28 @@ def _run() -> int:
     # default thresholds collect over them dozens of times for nothing (~5 ms of a doctor
     # --from). Collections still run, rarer, so that a long watch or fleet stays bounded.
     gc.set_threshold(50_000, 20, 10)
-    with contextlib.suppress(ValueError):
-        _signal.signal(_signal.SIGINT, _on_sigint)
-    from gpucheck.outputs import usable_standard_streams
+    _take_sigint(_on_sigint)
+    sys.unraisablehook = _unraisable
+    from gpucheck.outputs import StdoutError, usable_standard_streams
 
     usable_standard_streams()
     try:
         from gpucheck.cli import run
 
         code = run(sys.argv[1:])
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except StdoutError as exc:  # what a command wrote straight to stdout (help, a table)
+            if code != ExitStatus.OUTPUT:  # (not said yet)
+                _say(f"cannot write to standard output: {exc.strerror}")
+                code = ExitStatus.OUTPUT
     except BrokenPipeError:
         code = ExitStatus.OK  # (the reader went away: the exit code still tells the result)
     with contextlib.suppress(OSError, ValueError):
         # Nothing more (nor a late flush) may fail on a pipe whose reader has gone.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     # The work is done: a late Ctrl-C still ends as "interrupted", not by the signal.
-    with contextlib.suppress(ValueError):
-        _signal.signal(_signal.SIGINT, lambda signum, frame: _interrupted())
+    _take_sigint(lambda signum, frame: _interrupted())
     # Nothing is left to clean up (output written and closed, children reaped), so main
     # skips the interpreter's teardown of every module and object: ~13 ms of a doctor --from.
     with contextlib.suppress(OSError, ValueError):

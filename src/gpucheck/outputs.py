@@ -23,37 +23,55 @@ class OutputError(Exception):
     """The report could not be written (a full disk, a closed device): one line, exit 4."""
 
 
-class StdoutClosed(OSError):
-    """Standard output was closed when gpucheck started (`gpucheck doctor >&-`): what would
-    be written to it cannot be (exit 4), as for a full disk."""
-
-    def __init__(self) -> None:
-        super().__init__(errno.EBADF, "it was closed (>&-)")
+class StdoutError(OSError):
+    """Standard output cannot be written: closed when gpucheck started (`>&-`), a full disk,
+    a descriptor opened for reading. What would go there cannot (exit 4), one line says why.
+    (A pipe whose reader left stays BrokenPipeError: not an error, the exit code stands.)"""
 
 
-class _ClosedStdout(io.TextIOWrapper):
-    """sys.stdout when file descriptor 1 was closed: every write fails with StdoutClosed.
-    The descriptor itself holds /dev/null, so that no file opened later gets number 1."""
+class _StandardStream(io.TextIOWrapper):
+    """sys.stdout or sys.stderr as the program uses them (usable_standard_streams)."""
+
+    refused: str | None = None  # stdout closed by the shell: every write fails, saying this
+    quiet = False  # stderr: a message that cannot be shown is dropped, never an error
 
     def write(self, text: str) -> int:
-        raise StdoutClosed
+        if self.refused is not None:
+            raise StdoutError(errno.EBADF, self.refused)
+        try:
+            return super().write(text)
+        except OSError as exc:
+            return self._failed(exc, len(text))
 
-    def writelines(self, lines: object) -> None:
-        raise StdoutClosed
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as exc:
+            self._failed(exc, 0)
+
+    def _failed(self, exc: OSError, written: int) -> int:
+        if self.quiet:
+            return written
+        if isinstance(exc, BrokenPipeError):
+            raise exc
+        raise StdoutError(exc.errno, exc.strerror) from None
 
 
 def usable_standard_streams() -> None:
     """The program's standard streams made safe to use, whatever it was started with.
 
     A stream closed by the shell (`<&-`, `>&-`, `2>&-`) is None in Python, and writing to it
-    raised AttributeError: its descriptor now holds /dev/null (stdin reads as empty, stderr's
-    messages go nowhere, as the user asked) and stdout fails every write with StdoutClosed.
-    A stream whose encoding cannot say every character (PYTHONIOENCODING=ascii, a Latin-1
-    locale) escapes what it cannot encode (`\u00b7`) rather than raising in the middle of
-    a report."""
+    raised AttributeError: its descriptor now holds /dev/null, so that no file opened later
+    takes its number (stdin reads as empty, stderr's messages go nowhere, as the user asked,
+    stdout refuses every write). Writing to stdout fails only as StdoutError (exit 4: a full
+    disk, a read-only descriptor, closed); to stderr never (the exit code is the answer). An
+    encoding that cannot say every character (PYTHONIOENCODING=ascii, a Latin-1 locale)
+    escapes what it cannot encode (`\\u00b7`) rather than raising in the middle of a report.
+    """
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         stream = getattr(sys, name)
-        if stream is None:
+        closed = stream is None
+        if closed:
             with contextlib.suppress(OSError):
                 os.fstat(fd)
                 continue  # (open but unusable to Python: left as it is)
@@ -61,16 +79,30 @@ def usable_standard_streams() -> None:
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
-            if fd == 1:
-                stream = _ClosedStdout(open(fd, "wb", closefd=False), encoding="utf-8")  # noqa: SIM115
-            else:
-                stream = open(fd, "w" if fd else "r", encoding="utf-8", closefd=False)  # noqa: SIM115
-            setattr(sys, name, stream)
-        elif fd and isinstance(stream, io.TextIOWrapper):
-            encoding = (stream.encoding or "").lower().replace("-", "").replace("_", "")
-            if encoding not in ("utf8", "utf8sig") and stream.errors == "strict":
-                with contextlib.suppress(ValueError, OSError):
-                    stream.reconfigure(errors="backslashreplace")
+        if fd == 0:
+            if closed:
+                sys.stdin = open(fd, encoding="utf-8", closefd=False)  # noqa: SIM115
+            continue
+        if not closed and not isinstance(stream, io.TextIOWrapper):
+            continue  # (replaced by an embedding program: its own)
+        encoding = "utf-8" if closed else stream.encoding
+        errors = "backslashreplace" if closed else stream.errors
+        if encoding.lower().replace("-", "").replace("_", "") not in ("utf8", "utf8sig"):
+            errors = "backslashreplace"
+        replacement = _StandardStream(
+            open(fd, "wb", closefd=False),  # noqa: SIM115  (the descriptor stays open)
+            encoding=encoding,
+            errors=errors,
+            line_buffering=fd == 2 or (not closed and stream.line_buffering),
+        )
+        if fd == 1 and closed:
+            replacement.refused = "it was closed (>&-)"
+        replacement.quiet = fd == 2
+        _REPLACED.append(stream)  # (the old one, collected, would close the descriptor)
+        setattr(sys, name, replacement)
+
+
+_REPLACED: list[object] = []
 
 
 def output_target(path: str) -> tuple[str, bool]:
@@ -155,7 +187,7 @@ def write_output(path: str | None, write: Callable[[IO[str]], object]) -> None:
                     write(stream)
     except BrokenPipeError:
         quiet_stdout()
-    except StdoutClosed as exc:
+    except StdoutError as exc:
         raise OutputError(f"cannot write the report to standard output: {exc.strerror}") from None
     except OSError as exc:
         where = "standard output" if path in (None, "-") else path

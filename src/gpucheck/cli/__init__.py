@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 from gpucheck.cli.common import OutputError, UserError
 from gpucheck.exit_status import ExitStatus
-from gpucheck.outputs import StdoutClosed
+from gpucheck.outputs import StdoutError
 from gpucheck.version import __version__
 
 # Every command, in --help order: name -> (module, function or typer app, one-line summary).
@@ -154,7 +154,7 @@ def run(argv: list[str]) -> int:
         return _fail(str(exc), ExitStatus.USAGE)
     except OutputError as exc:
         return _fail(str(exc), ExitStatus.OUTPUT)
-    except StdoutClosed as exc:  # (help, progress or a table written straight to stdout)
+    except StdoutError as exc:  # (help, progress or a table written straight to stdout)
         return _fail(f"cannot write to standard output: {exc.strerror}", ExitStatus.OUTPUT)
     except (typer.Exit, SystemExit) as exc:
         value = exc.exit_code if isinstance(exc, typer.Exit) else exc.code
