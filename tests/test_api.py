@@ -27,7 +27,7 @@ def test_import_gpucheck_loads_nothing_else() -> None:
         "('gpucheck', 'msgspec', 'rich', 'typer', 'pynvml', 'packaging')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['gpucheck', 'gpucheck.version']"
+    assert out.stdout.strip() == "['gpucheck']"
 
 
 def test_doctor_on_a_snapshot_returns_the_report_and_prints_nothing(
@@ -54,7 +54,7 @@ def test_doctor_from_a_file_with_requirements(tmp_path: Path) -> None:
     ("kwargs", "message"),
     [
         ({"only": ["gpu.nope"]}, "no check matches 'gpu.nope'"),
-        ({"min_memory": "lots"}, "--min-memory: 'lots' is not a size"),
+        ({"min_memory": "lots"}, "min_memory: 'lots' is not a size"),
         ({"min_compute_capability": "nine"}, "is not a compute capability"),
         ({"from_file": "/nonexistent/snap.json"}, "--from: /nonexistent/snap.json: no such file"),
     ],
@@ -63,6 +63,83 @@ def test_bad_arguments_raise_value_error(kwargs: dict[str, object], message: str
     with pytest.raises(ValueError) as info:
         gpucheck.doctor(snapshot=None if "from_file" in kwargs else ecc_node(), **kwargs)  # type: ignore[arg-type]
     assert message in str(info.value)
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        # What the command line refuses (--timeout's range, --min-gpus's, sizes above zero):
+        # before, timeout=0 diagnosed a hung driver and the rest were accepted.
+        ({"timeout": 0}, "timeout: 0 is out of range: give a number from 0.5 to 600"),
+        ({"timeout": -5}, "timeout: -5 is out of range: give a number from 0.5 to 600"),
+        ({"timeout": NAN}, "timeout: nan is not a number from 0.5 to 600"),
+        ({"timeout": float("inf")}, "timeout: inf is not a number from 0.5 to 600"),
+        ({"timeout": 601}, "timeout: 601 is out of range"),
+        ({"min_gpus": 0}, "min_gpus: 0 is out of range: give a number of at least 1"),
+        ({"min_gpus": -1}, "min_gpus: -1 is out of range: give a number of at least 1"),
+        ({"min_memory": -5}, "min_memory: -5 is out of range: give a number of at least 1"),
+        ({"min_memory": 0}, "min_memory: 0 is out of range"),
+        ({"min_memory": "0GiB"}, "min_memory: '0GiB' must be above zero"),
+    ],
+)
+def test_numbers_the_command_line_refuses_raise_value_error_naming_the_argument(
+    kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError) as info:
+        gpucheck.doctor(snapshot=ecc_node(), **kwargs)  # type: ignore[arg-type]
+    assert str(info.value) == message or str(info.value).startswith(message), info.value
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"min_gpus": "8"}, "min_gpus: expected an integer, not str '8'"),  # was exit 3
+        ({"min_gpus": True}, "min_gpus: expected an integer, not bool True"),
+        ({"min_gpus": 2.0}, "min_gpus: expected an integer, not float 2.0"),
+        ({"timeout": "15"}, "timeout: expected a number, not str '15'"),
+        ({"min_memory": 1.5}, "min_memory: expected an integer, not float 1.5"),
+        ({"min_compute_capability": 8.0}, "min_compute_capability: expected a string"),
+        ({"only": "gpus"}, "only: expected a list of strings"),
+        ({"skip": [1]}, "skip: expected a list of strings"),
+        ({"compat_dirs": "/etc"}, "compat_dirs: expected a list of strings"),
+        ({"snapshot": {}}, "snapshot: expected a gpucheck.Snapshot, not dict"),
+        ({"from_file": 3}, "from_file: expected a path, not int"),
+    ],
+)
+def test_arguments_of_the_wrong_type_raise_type_error_naming_the_argument(
+    kwargs: dict[str, object], message: str
+) -> None:
+    kwargs = {"snapshot": ecc_node(), **kwargs}
+    if "from_file" in kwargs:
+        del kwargs["snapshot"]
+    with pytest.raises(TypeError) as info:
+        gpucheck.doctor(**kwargs)  # type: ignore[arg-type]
+    assert str(info.value).startswith(message), info.value
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"timeout": 0}, ValueError),
+        ({"timeout": NAN}, ValueError),
+        ({"timeout": "5"}, TypeError),
+        ({"host_id": 7}, TypeError),
+    ],
+)
+def test_snapshot_arguments_are_judged_before_anything_is_probed(
+    kwargs: dict[str, object], error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=next(iter(kwargs))):
+        gpucheck.snapshot(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_api_and_the_command_line_accept_the_same_bounds() -> None:
+    """The lowest and highest timeout and the lowest GPU count work through both."""
+    for timeout in (0.5, 600):
+        assert gpucheck.doctor(snapshot=ecc_node(), timeout=timeout, min_gpus=1).exit_code == 1
 
 
 def test_the_report_renders_in_a_notebook() -> None:

@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -177,3 +178,178 @@ def test_the_fuzzer_reaches_every_documented_ending(files: dict[str, str]) -> No
     assert run(["doctor", "--from", files["snap"], "--min-gpus", "8"])[0] == 1
     assert run(["doctor", "--from", files["garbage"]])[0] == 2
     assert run(["compat", "torch", "nope"])[0] == 2
+
+
+# -- every command and option, with hostile values (issue 21) --------------------------------------
+
+# Values no option should choke on: numbers that are not (NaN, infinities, too many digits),
+# out of range, empty, control characters, a bidi override, very long, option-like, digits
+# from another script. Each ends in a documented code with one line, never a traceback.
+HOSTILE = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "1e999",
+    "-1",
+    "0",
+    "9" * 40,
+    "",
+    " ",
+    "\n",
+    "a\tb",
+    "\x1b[2J",
+    "\u202eevil",
+    "x" * 3000,
+    "--",
+    "-",
+    "\u0663",
+    "80GB",
+    "1,2",
+]
+# Options that run code or end processes: left to their own tests (test_procs_kill, fit's).
+NEVER = {
+    "--yes",
+    "-y",
+    "--force",
+    "--torch-module",
+    "--measure",
+    "--python",
+    "--help",
+    "--install-completion",
+    "--show-completion",
+}
+
+
+def options_of(command: str) -> list[str]:
+    """Every option name of `command` ("compat torch" for a subcommand), from the command."""
+    import typer
+
+    group = typer.main.get_command(cli.build_app())
+    found = group.commands[command.split()[0]]  # type: ignore[attr-defined]
+    for word in command.split()[1:]:
+        found = found.commands[word]
+    return [
+        name
+        for param in found.params
+        for name in (*param.opts, *param.secondary_opts)
+        if name.startswith("-") and name not in NEVER
+    ]
+
+
+@pytest.fixture(scope="module")
+def hostile_files(files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Paths as a user may give them: a snapshot behind a name that is not UTF-8 (Python
+    decodes those bytes to lone surrogates), a watch log, a folder of reports, a control
+    character in a name."""
+    root = tmp_path_factory.mktemp("hostile")
+    odd = os.fsdecode(os.path.join(os.fsencode(str(root)), b"snap-\xff.json"))
+    Path(odd).write_bytes(Path(files["snap"]).read_bytes())
+    log = root / "gpus.csv"
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "nvsmi-h100-query-gpu.csv", log)
+    escape = root / "a\x1b[2Jb.json"
+    escape.write_bytes(Path(files["snap"]).read_bytes())
+    return [odd, str(log), str(escape), files["snap"], files["garbage"], files["dir"]]
+
+
+def hostile_line(draw: st.DrawFn, command: str, paths: list[str], extra: int = 8) -> list[str]:
+    words = st.one_of(
+        st.sampled_from(options_of(command)), st.sampled_from(HOSTILE), st.sampled_from(paths)
+    )
+    return [*command.split(), *draw(st.lists(words, max_size=extra))]
+
+
+@st.composite
+def offline_command_lines(draw: st.DrawFn, paths: list[str]) -> list[str]:
+    """Commands that read only what they are given (a --from snapshot, a log, reports):
+    nothing here probes this machine."""
+    kind = draw(st.sampled_from(["doctor", "fleet", "watch", "fit", "compat", "schema"]))
+    if kind == "compat":
+        kind = f"compat {draw(st.sampled_from(['torch', 'cuda', 'driver', 'gpu', 'cudnn']))}"
+    argv = hostile_line(draw, kind, paths)
+    # First, so that a drawn value of the same option wins and "--" cannot hide it.
+    first = {
+        "doctor": ["--from", paths[3]],  # a saved snapshot: never this machine
+        "watch": ["--from", paths[1]],  # a saved log: never a live watch
+        "fit": ["--gpu-memory", "80GiB"],  # judged against a size: NVML is not asked
+        "fleet": [draw(st.sampled_from(paths))],
+    }
+    return [argv[0], *first.get(kind, []), *argv[1:]]
+
+
+def assert_documented(argv: list[str], code: int, out: str, err: str) -> None:
+    assert code in DOCUMENTED, (argv, code, err)
+    assert "Traceback" not in err + out, (argv, err)
+    lines = err.strip().splitlines()
+    if code in (2, 4) and lines:
+        assert lines[-1].startswith("gpucheck: "), (argv, err)
+    if argv[0] != "procs":  # (procs says what it will and will not end on stderr with --json)
+        assert len(lines) <= 1, (argv, err)
+        assert all(line.startswith("gpucheck") for line in lines), (argv, err)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_every_offline_command_and_option_with_hostile_values(
+    files: dict[str, str], hostile_files: list[str], data: st.DataObject
+) -> None:
+    argv = data.draw(offline_command_lines(hostile_files))
+    before = Path(files["snap"]).read_bytes()
+    code, out, err = run(argv, stdin=before, cwd=files["out_dir"])
+    assert_documented(argv, code, out, err)
+    assert Path(files["snap"]).read_bytes() == before, argv
+
+
+@st.composite
+def probing_command_lines(draw: st.DrawFn, paths: list[str]) -> list[str]:
+    """Commands that ask this machine (the probes, NVML), each bounded: watch takes one
+    sample, bench the quick sizes, procs never ends anything (no --yes on a non-terminal)."""
+    kind = draw(st.sampled_from(["snapshot", "procs", "watch", "bench", "fit"]))
+    argv = hostile_line(draw, kind, paths, extra=6)
+    first = {"watch": ["--count", "1"], "bench": ["--quick"], "fit": ["--params", "7B"]}
+    if kind == "watch" and "--count" in argv:  # (a drawn count: one sample still)
+        argv = [a for a in argv if a not in ("--count", "-c")]
+    return [argv[0], *first.get(kind, []), *argv[1:]]
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_every_probing_command_and_option_with_hostile_values(
+    files: dict[str, str], hostile_files: list[str], data: st.DataObject
+) -> None:
+    argv = data.draw(probing_command_lines(hostile_files))
+    code, out, err = run(argv, cwd=files["out_dir"])
+    assert_documented(argv, code, out, err)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["doctor", "--from", "{odd}"],
+        ["doctor", "--from", "{odd}", "-o", "report.txt"],
+        ["doctor", "--from", "{odd}", "--format", "junit", "-o", "report.xml"],
+        ["fleet", "{odd}", "-f", "csv", "-o", "fleet.csv"],
+    ],
+)
+def test_a_path_that_is_not_utf8_is_shown_escaped_and_written(
+    files: dict[str, str], hostile_files: list[str], argv: list[str]
+) -> None:
+    """Before: `doctor --from $'snap-\\xff.json' -o report.txt` was an internal error (exit 3):
+    the header quotes the path, and UTF-8 cannot hold its undecodable byte."""
+    argv = [a.replace("{odd}", hostile_files[0]) for a in argv]
+    code, out, err = run(argv, cwd=files["out_dir"])
+    assert code == 0, (code, err)
+    assert err == ""
+    written = Path(files["out_dir"], argv[-1]) if "-o" in argv else None
+    text = written.read_text(encoding="utf-8") if written else out
+    if argv[0] == "doctor" and "junit" not in argv:
+        assert "snap-\\udcff.json" in text, text[:300]

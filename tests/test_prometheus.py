@@ -78,7 +78,8 @@ def test_series_per_check_and_gpu_with_escaped_labels() -> None:
     assert "gpucheck_report_timestamp_seconds 1795251600" in lines
     assert 'gpucheck_probe_duration_seconds{probe="nvml"} 0.0815' in lines
     assert 'gpucheck_probe_success{probe="libraries",status="timeout"} 0' in lines
-    assert 'python="/home/a \\"quoted\\"\\\\dir\\nnewline/bin/python"' in text
+    # The newline, a control character, is shown escaped (\x0a), then backslashes doubled.
+    assert 'python="/home/a \\"quoted\\"\\\\dir\\\\x0anewline/bin/python"' in text
     assert 'package="cupy-cuda12x",version="13.3.0"' in text and "numpy" not in text
     assert re.search(r'gpucheck_driver_info\{kernel_module="590.48.01",.*cuda_version="13.1"', text)
     # Every family has HELP and TYPE before its samples, once.

@@ -7,28 +7,30 @@
 The API is loaded on first use (PEP 562), so `import gpucheck` costs next to nothing.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-from gpucheck.version import __version__
+# `import gpucheck` runs nothing but these lines (not even typing's import): the program's
+# start passes through here before it can take over Ctrl-C (entry.py).
+TYPE_CHECKING = False
 
 __all__ = ["Report", "Snapshot", "__version__", "doctor", "snapshot"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from gpucheck.api import doctor, snapshot
     from gpucheck.model.snapshot import Snapshot
     from gpucheck.report.core import Report
+    from gpucheck.version import __version__
 
 _LAZY = {
     "doctor": "gpucheck.api",
     "snapshot": "gpucheck.api",
     "Report": "gpucheck.report.core",
     "Snapshot": "gpucheck.model.snapshot",
+    "__version__": "gpucheck.version",
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name in _LAZY:
         import importlib
 

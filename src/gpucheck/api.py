@@ -2,7 +2,8 @@
 nothing, for scripts and notebooks (`gpucheck.doctor()` in a notebook's first cell shows the
 report: Report renders itself in Jupyter through rich).
 
-Bad arguments raise ValueError with the message the command line would print.
+Arguments are judged by the code the command line's options use (inputs.py): a bad value
+raises ValueError, a value of the wrong type TypeError, each naming the argument.
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ def snapshot(
     redact: bool = False,
 ) -> Snapshot:
     """Probe this machine: the facts alone, as `gpucheck snapshot` writes them."""
-    from gpucheck.inputs import UserError, probe_options
+    from gpucheck.inputs import PROBE_TIMEOUT, UserError, check_number, probe_options
     from gpucheck.probes.run import collect
 
+    timeout = check_number(timeout, "timeout", *PROBE_TIMEOUT)
+    _check_text(python, "python")
+    _check_text(host_id, "host_id")
     try:
         snap = collect(probe_options(timeout, python, deep, host_id))
     except UserError as exc:
@@ -71,7 +75,10 @@ def doctor(
     from gpucheck.checks.registry import SelectionError, select
     from gpucheck.compat import CompatError
     from gpucheck.inputs import (
+        MIN_GPUS,
+        PROBE_TIMEOUT,
         UserError,
+        check_number,
         load_compat,
         parse_compute_capability,
         parse_size,
@@ -81,17 +88,31 @@ def doctor(
 
     if snapshot is not None and from_file is not None:
         raise ValueError("give snapshot or from_file, not both")
+    if snapshot is not None and not isinstance(snapshot, Snapshot):
+        raise TypeError(f"snapshot: expected a gpucheck.Snapshot, not {type(snapshot).__name__}")
+    if from_file is not None and not isinstance(from_file, (str, PathLike)):
+        raise TypeError(f"from_file: expected a path, not {type(from_file).__name__}")
+    timeout = check_number(timeout, "timeout", *PROBE_TIMEOUT)
+    if min_gpus is not None:
+        min_gpus = int(check_number(min_gpus, "min_gpus", *MIN_GPUS, integer=True))
+    if min_memory is not None and not isinstance(min_memory, str):
+        min_memory = int(check_number(min_memory, "min_memory", 1, None, integer=True))
+    for name, text in (("min_compute_capability", min_compute_capability), ("python", python)):
+        _check_text(text, name)
+    for name, items in (("only", only), ("skip", skip), ("compat_dirs", compat_dirs)):
+        if isinstance(items, (str, bytes)) or not all(isinstance(i, str) for i in items):
+            raise TypeError(f"{name}: expected a list of strings, not {items!r}")
     try:
         requirements = Requirements(
             min_gpus=min_gpus,
             min_memory_bytes=min_memory
             if isinstance(min_memory, int) or min_memory is None
-            else parse_size(min_memory),
+            else parse_size(min_memory, "min_memory"),
             min_memory_text=None if min_memory is None else str(min_memory),
             min_compute_capability=None
             if min_compute_capability is None
-            else parse_compute_capability(min_compute_capability),
-            job_pids=None if job_pids is None else frozenset(int(pid) for pid in job_pids),
+            else parse_compute_capability(min_compute_capability, "min_compute_capability"),
+            job_pids=None if job_pids is None else _job_pids(job_pids),
         )
         selected = select(list(only), list(skip))
         compat = load_compat(list(compat_dirs))
@@ -118,6 +139,11 @@ def doctor(
         raise ValueError(f"compat data: {exc}") from None
 
 
+def _check_text(value: object, name: str) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, not {type(value).__name__} {value!r}")
+
+
 def diagnose(
     snapshot: Snapshot,
     requirements: Requirements,
@@ -141,3 +167,17 @@ def diagnose(
         snapshot = redact_here(snapshot)
     findings = run(Context(snapshot, requirements, compat), selected, only=only)
     return Report(snapshot, findings, strict=strict, from_file=from_file)
+
+
+def _job_pids(pids: object) -> frozenset[int]:
+    """job_pids as the CLI's --job-pids takes them: positive process ids."""
+    if isinstance(pids, (str, bytes)) or not hasattr(pids, "__iter__"):
+        raise TypeError(f"job_pids: expected a list of process ids, not {pids!r}")
+    found = set()
+    for pid in pids:
+        if isinstance(pid, bool) or not isinstance(pid, int):
+            raise TypeError(f"job_pids: expected process ids (int), not {pid!r}")
+        if pid <= 0:
+            raise ValueError(f"job_pids: {pid} is not a process id")
+        found.add(pid)
+    return frozenset(found)

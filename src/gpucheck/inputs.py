@@ -4,6 +4,7 @@ for the user (the command line exits 2 with it; the Python API raises ValueError
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from typing import TYPE_CHECKING
@@ -60,6 +61,33 @@ def load_compat(dirs: list[str] | None, every_topic: bool = False) -> Compat:
         return compat
     except CompatError as exc:
         raise UserError(f"compat data: {exc}") from None
+    except OSError as exc:  # a folder name the system refuses (too long), one not readable
+        raise UserError(f"compat data: {exc.filename}: {exc.strerror}") from None
+
+
+# Bounds of the numbers the command line and the API share, each (lowest, highest).
+PROBE_TIMEOUT = (0.5, 600.0)  # seconds each probe may take (doctor, snapshot, fit)
+MIN_GPUS = (1, None)  # --min-gpus / min_gpus
+
+
+def check_number(
+    value: object, name: str, low: float, high: float | None, *, integer: bool = False
+) -> float:
+    """`value`, if it is a number (an integer, with `integer`) from `low` to `high`: the one
+    judgement of a number option, for the command line (whose parser reads the text) and the
+    API. NaN, which every comparison lets through, and the infinities are refused. Raises
+    TypeError (not a number; bool is not one) or ValueError, each naming `name`."""
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        wanted = "an integer" if integer else "a number"
+        raise TypeError(f"{name}: expected {wanted}, not {type(value).__name__} {value!r}")
+    number: float = value if isinstance(value, (int, float)) else 0.0
+    span = f"from {low:g} to {high:g}" if high is not None else f"of at least {low:g}"
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ValueError(f"{name}: {value!r} is not a number {span}")
+    if number < low or (high is not None and number > high):
+        raise ValueError(f"{name}: {value!r} is out of range: give a number {span}")
+    return number
 
 
 def probe_options(
@@ -113,7 +141,10 @@ def parse_size(text: str, option: str = "--min-memory", require_unit: bool = Fal
             f"{option}: {text!r} has no unit: write {text.strip()}GiB (as nvidia-smi's MiB) "
             f"or {text.strip()}GB"
         )
-    value = int(float(match.group(1)) * SIZE_UNITS[unit])
+    exact = float(match.group(1)) * SIZE_UNITS[unit]
+    if exact >= 2**63:  # (400 digits read as infinity): no memory or file is that large
+        raise UserError(f"{option}: {text!r} is too large")
+    value = int(exact)
     if value <= 0:
         raise UserError(f"{option}: {text!r} must be above zero")
     return value
@@ -129,10 +160,8 @@ def parse_job_pids(text: str) -> frozenset[int]:
     return frozenset(int(w) for w in words)
 
 
-def parse_compute_capability(text: str) -> str:
+def parse_compute_capability(text: str, option: str = "--min-compute-capability") -> str:
     if not re.fullmatch(r"\d{1,2}(\.\d{1,2})?", text.strip()):
-        raise UserError(
-            f"--min-compute-capability: {text!r} is not a compute capability (like 8.0)"
-        )
+        raise UserError(f"{option}: {text!r} is not a compute capability (like 8.0)")
     major, _, minor = text.strip().partition(".")
     return f"{int(major)}.{int(minor or 0)}"

@@ -4,6 +4,8 @@ command (the CLI, the API); OutputError is exit 4, UserError (inputs.py) exit 2.
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import stat
 import sys
@@ -12,9 +14,95 @@ from typing import IO
 
 from gpucheck.inputs import UserError
 
+# What a file written with -o does with a character UTF-8 cannot hold (a lone surrogate: the
+# undecodable bytes of a path given on the command line): escaped, never an error mid-report.
+UNENCODABLE = "backslashreplace"
+
 
 class OutputError(Exception):
     """The report could not be written (a full disk, a closed device): one line, exit 4."""
+
+
+class StdoutError(OSError):
+    """Standard output cannot be written: closed when gpucheck started (`>&-`), a full disk,
+    a descriptor opened for reading. What would go there cannot (exit 4), one line says why.
+    (A pipe whose reader left stays BrokenPipeError: not an error, the exit code stands.)"""
+
+
+class _StandardStream(io.TextIOWrapper):
+    """sys.stdout or sys.stderr as the program uses them (usable_standard_streams)."""
+
+    refused: str | None = None  # stdout closed by the shell: every write fails, saying this
+    quiet = False  # stderr: a message that cannot be shown is dropped, never an error
+
+    def write(self, text: str) -> int:
+        if self.refused is not None:
+            raise StdoutError(errno.EBADF, self.refused)
+        try:
+            return super().write(text)
+        except OSError as exc:
+            return self._failed(exc, len(text))
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as exc:
+            self._failed(exc, 0)
+
+    def _failed(self, exc: OSError, written: int) -> int:
+        if self.quiet:
+            return written
+        if isinstance(exc, BrokenPipeError):
+            raise exc
+        raise StdoutError(exc.errno, exc.strerror) from None
+
+
+def usable_standard_streams() -> None:
+    """The program's standard streams made safe to use, whatever it was started with.
+
+    A stream closed by the shell (`<&-`, `>&-`, `2>&-`) is None in Python, and writing to it
+    raised AttributeError: its descriptor now holds /dev/null, so that no file opened later
+    takes its number (stdin reads as empty, stderr's messages go nowhere, as the user asked,
+    stdout refuses every write). Writing to stdout fails only as StdoutError (exit 4: a full
+    disk, a read-only descriptor, closed); to stderr never (the exit code is the answer). An
+    encoding that cannot say every character (PYTHONIOENCODING=ascii, a Latin-1 locale)
+    escapes what it cannot encode (`\\u00b7`) rather than raising in the middle of a report.
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        stream = getattr(sys, name)
+        closed = stream is None
+        if closed:
+            with contextlib.suppress(OSError):
+                os.fstat(fd)
+                continue  # (open but unusable to Python: left as it is)
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if fd == 0:
+            if closed:
+                sys.stdin = open(fd, encoding="utf-8", closefd=False)  # noqa: SIM115
+            continue
+        if not closed and not isinstance(stream, io.TextIOWrapper):
+            continue  # (replaced by an embedding program: its own)
+        encoding = "utf-8" if closed else stream.encoding
+        errors = "backslashreplace" if closed else stream.errors
+        if encoding.lower().replace("-", "").replace("_", "") not in ("utf8", "utf8sig"):
+            errors = "backslashreplace"
+        replacement = _StandardStream(
+            open(fd, "wb", closefd=False),  # noqa: SIM115  (the descriptor stays open)
+            encoding=encoding,
+            errors=errors,
+            line_buffering=fd == 2 or (not closed and stream.line_buffering),
+        )
+        if fd == 1 and closed:
+            replacement.refused = "it was closed (>&-)"
+        replacement.quiet = fd == 2
+        _REPLACED.append(stream)  # (the old one, collected, would close the descriptor)
+        setattr(sys, name, replacement)
+
+
+_REPLACED: list[object] = []
 
 
 def output_target(path: str) -> tuple[str, bool]:
@@ -39,8 +127,18 @@ def output_target(path: str) -> tuple[str, bool]:
     # /dev/stdout, /dev/fd/N and /proc/self/fd/N name an open descriptor, whatever it is.
     special = os.path.abspath(path).startswith(("/dev/", "/proc/"))
     if stat.S_ISREG(st.st_mode) and not special:
+        # Renaming into place needs only the folder's permission: a file this user may not
+        # write (another user's, or read-only) is refused, as the shell's `>` refuses it.
+        if not _may_write(path):
+            raise UserError(f"--output: {path}: Permission denied (it is not replaced)")
         return os.path.realpath(path), True
     return path, False
+
+
+def _may_write(path: str) -> bool:
+    if os.access in os.supports_effective_ids:  # (as the kernel judges an open: effective ids)
+        return os.access(path, os.W_OK, effective_ids=True)
+    return os.access(path, os.W_OK)
 
 
 def _replace_atomically(target: str, write: Callable[[IO[str]], object]) -> None:
@@ -64,7 +162,7 @@ def _replace_atomically(target: str, write: Callable[[IO[str]], object]) -> None
             if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
                 with contextlib.suppress(PermissionError):
                     os.chown(tmp, old.st_uid, old.st_gid)
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=UNENCODABLE) as stream:
             write(stream)
         os.replace(tmp, target)
     except BaseException:
@@ -85,10 +183,12 @@ def write_output(path: str | None, write: Callable[[IO[str]], object]) -> None:
             if replace:
                 _replace_atomically(target, write)
             else:
-                with open(target, "w", encoding="utf-8") as stream:
+                with open(target, "w", encoding="utf-8", errors=UNENCODABLE) as stream:
                     write(stream)
     except BrokenPipeError:
         quiet_stdout()
+    except StdoutError as exc:
+        raise OutputError(f"cannot write the report to standard output: {exc.strerror}") from None
     except OSError as exc:
         where = "standard output" if path in (None, "-") else path
         raise OutputError(f"cannot write the report to {where}: {exc.strerror or exc}") from None

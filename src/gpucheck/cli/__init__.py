@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 from gpucheck.cli.common import OutputError, UserError
 from gpucheck.exit_status import ExitStatus
+from gpucheck.outputs import StdoutError
 from gpucheck.version import __version__
 
 # Every command, in --help order: name -> (module, function or typer app, one-line summary).
@@ -135,7 +136,11 @@ def _main(
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"gpucheck: {message}\n")
+    # A message may quote what the user typed (a file name with a newline or an escape
+    # sequence): shown escaped, so that it stays one line and the terminal executes nothing.
+    from gpucheck.report.text import printable
+
+    sys.stderr.write(f"gpucheck: {printable(message)}\n")
     return code
 
 
@@ -149,6 +154,8 @@ def run(argv: list[str]) -> int:
         return _fail(str(exc), ExitStatus.USAGE)
     except OutputError as exc:
         return _fail(str(exc), ExitStatus.OUTPUT)
+    except StdoutError as exc:  # (help, progress or a table written straight to stdout)
+        return _fail(f"cannot write to standard output: {exc.strerror}", ExitStatus.OUTPUT)
     except (typer.Exit, SystemExit) as exc:
         value = exc.exit_code if isinstance(exc, typer.Exit) else exc.code
         return value if isinstance(value, int) else ExitStatus.USAGE
@@ -157,7 +164,7 @@ def run(argv: list[str]) -> int:
     except BrokenPipeError:
         raise
     except Exception as exc:
-        if type(exc).__name__ == "Abort":  # click's wrapper of a Ctrl-C at a prompt
+        if type(exc).__name__ == "Abort" or _interrupted(exc):  # (click's Ctrl-C at a prompt)
             raise KeyboardInterrupt from None
         # Typer's parser errors (click's, vendored in newer typer) carry their own message and
         # exit code; matched by shape so that no private module is imported.
@@ -179,6 +186,19 @@ def run(argv: list[str]) -> int:
     if code == ExitStatus.INTERRUPTED:
         raise KeyboardInterrupt  # typer returns a Ctrl-C as 130: the entry point says so
     return code if isinstance(code, int) else 0
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """A Ctrl-C that library code wrapped in another exception (an import interrupted in a
+    class body raises RuntimeError from __set_name__, the KeyboardInterrupt its cause)."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False
 
 
 def _subcommand(argv: list[str]) -> str:

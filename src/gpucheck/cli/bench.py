@@ -16,6 +16,7 @@ from gpucheck.cli.common import (
     PythonOpt,
     UserError,
     load_compat,
+    number_option,
     probe_options,
     write_output,
 )
@@ -36,8 +37,8 @@ def bench(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show check ids.")] = False,
     timeout: Annotated[
         float,
-        typer.Option(
-            "--timeout", metavar="SECONDS", min=5, max=3600, help="Time bound of each GPU's run."
+        number_option(
+            "--timeout", low=5, high=3600, metavar="SECONDS", help="Time bound of each GPU's run."
         ),
     ] = 180.0,
     python: PythonOpt = None,

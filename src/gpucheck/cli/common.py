@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from gpucheck.cli import completion
+from gpucheck.inputs import PROBE_TIMEOUT, check_number
 from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
 from gpucheck.inputs import probe_options as probe_options
@@ -19,13 +20,41 @@ from gpucheck.outputs import quiet_stdout as quiet_stdout
 from gpucheck.outputs import same_file as same_file
 from gpucheck.outputs import write_output as write_output
 
+
+def _checked_number(param: typer.CallbackParam, value: float | None) -> float | None:
+    """Every number option's callback: the range click checked, and NaN, which passes every
+    comparison (`--timeout nan` would be a probe timing out at once), judged by the check the
+    Python API shares."""
+    if value is None:
+        return None
+    kind = getattr(param, "type", None)
+    name = max(param.opts, key=len) if param.opts else str(param.name)
+    try:
+        return check_number(
+            value,
+            name,
+            getattr(kind, "min", None) or 0,
+            getattr(kind, "max", None),
+            integer=isinstance(value, int),
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def number_option(*names: str, low: float, high: float | None = None, **kwargs: Any) -> Any:
+    """A numeric option (float or int) from `low` to `high` (None: unbounded): click shows
+    the range in --help and reads the text; every value is then judged by check_number, so a
+    NaN or an infinity is a one-line usage error. Every number option is made here."""
+    return typer.Option(*names, min=low, max=high, callback=_checked_number, **kwargs)
+
+
 TimeoutOpt = Annotated[
     float,
-    typer.Option(
+    number_option(
         "--timeout",
+        low=PROBE_TIMEOUT[0],
+        high=PROBE_TIMEOUT[1],
         metavar="SECONDS",
-        min=0.5,
-        max=600,
         help="Seconds each probe may take (they run side by side).",
     ),
 ]
@@ -47,9 +76,25 @@ PythonOpt = Annotated[
         autocompletion=completion.python_paths,
     ),
 ]
+
+
+def _checked_output(value: str | None) -> str | None:
+    """-o FILE judged before any work (a folder, a missing folder, a file this user may not
+    write), as the shell judges `> FILE` before running the command; again when written."""
+    if value is not None and value != "-":
+        output_target(value)
+    return value
+
+
 OutputOpt = Annotated[
     str | None,
-    typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout."),
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write to FILE instead of stdout.",
+        callback=_checked_output,
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Answer as JSON (keys are stable).")]
 CompatDirOpt = Annotated[

@@ -23,12 +23,13 @@ from gpucheck.cli.common import (
     TimeoutOpt,
     UserError,
     load_compat,
+    number_option,
     probe_options,
     read_snapshot,
     same_file,
     write_output,
 )
-from gpucheck.inputs import parse_compute_capability, parse_job_pids, parse_size
+from gpucheck.inputs import MIN_GPUS, parse_compute_capability, parse_job_pids, parse_size
 
 
 def doctor(
@@ -58,7 +59,9 @@ def doctor(
     ] = None,
     min_gpus: Annotated[
         int | None,
-        typer.Option("--min-gpus", min=1, metavar="N", help="Require at least N usable GPUs."),
+        number_option(
+            "--min-gpus", low=MIN_GPUS[0], metavar="N", help="Require at least N usable GPUs."
+        ),
     ] = None,
     min_memory: Annotated[
         str | None,

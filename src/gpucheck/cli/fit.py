@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import JsonOpt, OutputOpt, PythonOpt, TimeoutOpt, UserError, write_output
+from gpucheck.cli.common import (
+    JsonOpt,
+    OutputOpt,
+    PythonOpt,
+    TimeoutOpt,
+    UserError,
+    number_option,
+    write_output,
+)
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.frameworks import TORCH
 
@@ -101,12 +109,17 @@ def fit(
         str | None,
         typer.Option("--loss", help="unfused (default: fp32 logits kept) or fused."),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Batch per GPU.")] = 1,
-    seq: Annotated[int | None, typer.Option("--seq", help="Sequence length (tokens).")] = None,
+    batch: Annotated[int, number_option("--batch", low=1, high=2**31, help="Batch per GPU.")] = 1,
+    seq: Annotated[
+        int | None, number_option("--seq", low=1, high=2**31, help="Sequence length (tokens).")
+    ] = None,
     gpus: Annotated[
         int,
-        typer.Option(
-            "--gpus", help="GPUs: data parallel for --train, --parallel split for --infer."
+        number_option(
+            "--gpus",
+            low=1,
+            high=2**20,
+            help="GPUs: data parallel for --train, --parallel split for --infer.",
         ),
     ] = 1,
     zero: Annotated[
@@ -269,7 +282,10 @@ def _shape(
     if params is not None:
         return ModelShape(source=f"--params {params}", params=parse_count(params))
     assert model is not None
-    return local_model(model)
+    try:
+        return local_model(model)
+    except OSError as exc:  # a name the system refuses (too long), a file not readable
+        raise UserError(f"{model}: {exc.strerror}") from None
 
 
 def _python_with_torch(python: str | None, timeout: float) -> str:

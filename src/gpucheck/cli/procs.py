@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucheck.cli.common import UserError, write_output
+from gpucheck.cli.common import UserError, number_option, write_output
 from gpucheck.exit_status import ExitStatus
 
 if TYPE_CHECKING:
     from gpucheck.procs.ending import Decision
     from gpucheck.procs.render import ProcsDocument
-
-
-def _finite(value: float) -> float:
-    """click's FloatRange lets NaN through (every comparison with it is false)."""
-    if not math.isfinite(value):
-        raise typer.BadParameter(f"{value} is not a number of seconds")
-    return value
 
 
 GpuOpt = Annotated[
@@ -51,25 +43,17 @@ def procs(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     grace: Annotated[
         float,
-        typer.Option(
+        number_option(
             "--grace",
+            low=0,
+            high=600,
             metavar="SECONDS",
-            min=0,
-            max=600,
-            callback=_finite,
             help="Seconds between SIGTERM and SIGKILL.",
         ),
     ] = 10.0,
     timeout: Annotated[
         float,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            min=0.5,
-            max=600,
-            callback=_finite,
-            help="NVML time bound.",
-        ),
+        number_option("--timeout", low=0.5, high=600, metavar="SECONDS", help="NVML time bound."),
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""

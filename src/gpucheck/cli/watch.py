@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import UserError, read_input
+from gpucheck.cli.common import UserError, number_option, read_input
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size
 from gpucheck.watch.log import LogError, parse_fields
@@ -23,12 +23,12 @@ LOG_LIMIT = 1 << 30  # bytes of a log --from reads: far above a week of 1 s samp
 def watch(
     interval: Annotated[
         float,
-        typer.Option(
+        number_option(
             "--interval",
             "-i",
+            low=0.05,
+            high=86400,
             metavar="SECONDS",
-            min=0.05,
-            max=86400,
             help="Seconds between samples.",
         ),
     ] = 1.0,
@@ -98,11 +98,11 @@ def watch(
     ] = None,
     timeout: Annotated[
         float,
-        typer.Option(
+        number_option(
             "--timeout",
+            low=0.5,
+            high=600,
             metavar="SECONDS",
-            min=0.5,
-            max=600,
             help="Seconds one sample may take beyond the interval.",
         ),
     ] = 5.0,
@@ -160,6 +160,8 @@ def parse_duration(text: str) -> float:
     if not match:
         raise UserError(f"--duration {text}: use seconds, or a number with s, m or h (5m)")
     value = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2) or "s"]
+    if value >= 2**53:  # (400 digits read as infinity): without --duration, it runs until stopped
+        raise UserError(f"--duration {text}: too long (leave it out to watch until stopped)")
     if value <= 0:
         raise UserError(f"--duration {text}: must be more than 0")
     return value

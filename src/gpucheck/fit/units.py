@@ -57,7 +57,10 @@ def parse_count(text: str, option: str = "--params") -> int:
     suffix = match.group(2).lower() if match else None
     if not match or suffix not in _COUNT_SUFFIX:
         raise UnitError(f"{option}: {text!r} is not a parameter count (examples: 7B, 125M, 1.3e9)")
-    value = round(float(match.group(1)) * _COUNT_SUFFIX[suffix])
+    exact = float(match.group(1)) * _COUNT_SUFFIX[suffix]
+    if exact >= 2**63:  # (1e999 reads as infinity): no model has that many parameters
+        raise UnitError(f"{option}: {text!r} is too large")
+    value = round(exact)
     if value <= 0:
         raise UnitError(f"{option}: {text!r} must be above zero")
     if not suffix and "e" not in raw.lower() and value < MIN_BARE_COUNT:

@@ -28,6 +28,7 @@ def probe_nvml(
     errors: list[str] = []
     facts = NvmlFacts()
     result = ChildResult()
+    crash = None  # the first child's failure: a retry that completes does not erase it
     for _ in range(MAX_ATTEMPTS):
         remaining = timeout - (time.monotonic() - start)
         if remaining <= 0.2:
@@ -43,6 +44,7 @@ def probe_nvml(
         if problem is None:
             break
         errors.append(problem)
+        crash = crash or result.failure
         fn = (result.last_step or "").split(" ")[0]
         if result.status != "crashed" or not fn.startswith("nvmlDevice") or fn in skipped:
             break
@@ -53,7 +55,8 @@ def probe_nvml(
     status: RunStatus = "timeout" if result.timed_out else ("crashed" if skipped else result.status)
     if skipped and result.ok:
         errors.append(f"retried without {', '.join(skipped)}; the other facts are complete")
-    return facts, ProbeRun("nvml", status, duration, "; ".join(errors), result.failure)
+    failure = result.failure or crash
+    return facts, ProbeRun("nvml", status, duration, "; ".join(errors), failure)
 
 
 def assemble(records: list[dict[str, object]]) -> NvmlFacts:

@@ -25,6 +25,7 @@ from typing import IO
 from gpucheck.model.frameworks import PROBED
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import Report
+from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
 PREFIX = "gpucheck_"
@@ -64,7 +65,9 @@ def _escape_help(text: str) -> str:
 
 
 def _escape_label(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    # Label values come from the machine (GPU names, paths, versions): control characters are
+    # shown escaped (text.printable, as in every output), then the format's own escapes.
+    return printable(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _number(value: float) -> str:

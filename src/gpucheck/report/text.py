@@ -28,12 +28,17 @@ MARKS = {
     Status.ERROR: ("✗", "x", "bold magenta"),
 }
 
-# C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what is shown.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, the bidirectional overrides that can reorder what is shown, and
+# lone surrogates (a path's bytes that are not UTF-8, as Python decodes them from argv).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
-    """`text` with every control character shown as an escape (\\x1b), never executed."""
+    """`text` with every control character shown as an escape (\\x1b), never executed.
+
+    The one escaping of untrusted text (host names, GPU names, paths, command lines) for
+    every output a person or another program reads: the terminal and plain text, JUnit,
+    Prometheus label values, procs, and the watch and fleet files (CSV, summaries)."""
     return _UNSAFE.sub(
         lambda m: (
             f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
@@ -54,7 +59,7 @@ class Line:
 
 def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
     sysf = report.snapshot.system
-    where = " · ".join(
+    where = (" · " if unicode_ok else " - ").join(
         p
         for p in (
             sysf.hostname,
