@@ -474,10 +474,8 @@ def test_not_a_number_of_seconds_is_a_usage_error(
     result = procs(machine, option, value, "--kill", "4242", "--yes")
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr == (
-        f"gpucheck: Invalid value for '{option}': nan is not a number of seconds "
-        "(see: gpucheck procs --help)\n"
-    )
+    bounds = {"--grace": "0 to 600", "--timeout": "0.5 to 600"}[option]
+    assert result.stderr == f"gpucheck: {option}: nan is not a number from {bounds}\n"
 
 
 @pytest.mark.parametrize(

@@ -109,17 +109,12 @@ def fit(
         str | None,
         typer.Option("--loss", help="unfused (default: fp32 logits kept) or fused."),
     ] = None,
-    batch: Annotated[int, number_option("--batch", low=1, high=2**31, help="Batch per GPU.")] = 1,
-    seq: Annotated[
-        int | None, number_option("--seq", low=1, high=2**31, help="Sequence length (tokens).")
-    ] = None,
+    batch: Annotated[int, typer.Option("--batch", help="Batch per GPU.")] = 1,
+    seq: Annotated[int | None, typer.Option("--seq", help="Sequence length (tokens).")] = None,
     gpus: Annotated[
         int,
-        number_option(
-            "--gpus",
-            low=1,
-            high=2**20,
-            help="GPUs: data parallel for --train, --parallel split for --infer.",
+        typer.Option(
+            "--gpus", help="GPUs: data parallel for --train, --parallel split for --infer."
         ),
     ] = 1,
     zero: Annotated[

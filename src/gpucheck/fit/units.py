@@ -58,8 +58,8 @@ def parse_count(text: str, option: str = "--params") -> int:
     if not match or suffix not in _COUNT_SUFFIX:
         raise UnitError(f"{option}: {text!r} is not a parameter count (examples: 7B, 125M, 1.3e9)")
     exact = float(match.group(1)) * _COUNT_SUFFIX[suffix]
-    if exact >= 2**63:  # (1e999 reads as infinity): no model has that many parameters
-        raise UnitError(f"{option}: {text!r} is too large")
+    if exact > MAX_PARAMS:  # (1e999 reads as infinity, which no integer holds)
+        raise UnitError(f"{option}: {text!r} is more than any model has (100T at most)")
     value = round(exact)
     if value <= 0:
         raise UnitError(f"{option}: {text!r} must be above zero")
