@@ -290,6 +290,14 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
             f"host); with nothing left holding it, reset the GPU (`sudo nvidia-smi --gpu-reset "
             f"-i {leaked}`)"
         )
+    if not parts:
+        # The driver names holders without their memory (Windows WDDM, a vGPU guest): name them.
+        listed = sorted(h.pid for h in by_pid.values() if wanted & set(h.gpus))
+        pids = f"PID(s) {', '.join(map(str, listed))} hold it" if listed else "Something holds it"
+        parts.append(
+            f"{pids}: see what they are with `gpucheck procs` (or nvidia-smi) and close or "
+            "wait for the programs you do not need"
+        )
     fix = "; ".join(parts)
     if free:
         fix += f"; or use the other GPUs (`export CUDA_VISIBLE_DEVICES={indices(free)}`)"
