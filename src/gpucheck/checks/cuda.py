@@ -130,6 +130,13 @@ def driver_api(ctx: Context) -> Outcome | None:
             (f"cuInit failed: {name}", "Reinstall the driver; check sudo dmesg for NVRM errors."),
         )
         evidence = [f"cuInit(0) = {drv.init_result} ({name})"]
+        driver = ctx.snapshot.nvml.driver_version
+        if name == "CUDA_ERROR_SYSTEM_NOT_READY" and driver:
+            # The fabric manager must be this exact driver release: name it, with the package.
+            fix += (
+                f" Driver {driver} needs fabric manager {driver} exactly (Ubuntu/Debian: "
+                f"the nvidia-fabricmanager-{driver.split('.')[0]} package at version {driver})."
+            )
         if ctx.nvml_ok:
             evidence.append(f"while NVML works (driver {ctx.snapshot.nvml.driver_version})")
         if drv.library_path:
