@@ -195,11 +195,22 @@ def extension_toolkit(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Ou
         if have.major != want.major
         else "warns that the minor versions differ (usually harmless)"
     )
-    return Outcome.info(
-        f"{t.name} was built with CUDA {want}, the local toolkit is CUDA {have}: building CUDA "
-        f"extensions (torch.utils.cpp_extension, pip installs that compile) {effect}",
-        *evidence,
-        fix=f"To build extensions for this torch, use a CUDA {want} toolkit "
+    fix = (
+        f"To build extensions for this torch, use a CUDA {want} toolkit "
         f"(https://developer.nvidia.com/cuda-{want.major}-{want.minor}-0-download-archive) and "
-        f"export CUDA_HOME=/usr/local/cuda-{want} before building",
+        f"export CUDA_HOME=/usr/local/cuda-{want} before building"
+    )
+    title = (
+        f"{t.name} was built with CUDA {want}, the local toolkit is CUDA {have}: building CUDA "
+        f"extensions (torch.utils.cpp_extension, pip installs that compile) {effect}"
+    )
+    if have.major == want.major:
+        return Outcome.info(title, *evidence, fix=fix)
+    # Across majors every extension build stops (flash-attn, apex, ...): torch itself runs, so
+    # a warning that names the condition (issue 23), with the other way round as a second fix.
+    return Outcome.warn(
+        title,
+        *evidence,
+        fix=f"{fix}; or keep this toolkit and install a torch built with CUDA {have.major}.x "
+        f"(the PyTorch index's cu{have.major}x builds)",
     )
