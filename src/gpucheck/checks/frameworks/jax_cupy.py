@@ -103,7 +103,8 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
             # JAX refuses a plugin built for another jaxlib: no GPU at all (issue 23: FAIL).
             # The aligning fix keeps the installed jaxlib and moves the plugin pair to it.
             assert lib is not None
-            version = lib.base_version  # all of it: jaxlib 0.9.0.1's plugin is 0.9.0.1
+            # All of it: jaxlib's plugin_support compares every dotted number (0.9.0.1).
+            version = lib.base_version
             prefixes = {s.name.removesuffix("plugin") for s in stale}  # "jax-cuda12-"
             names = sorted(
                 p.name
