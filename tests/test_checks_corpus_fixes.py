@@ -8,7 +8,7 @@ import builders
 import framework_builders as fb
 from more_builders import CU_RESULTS, the
 
-from gpucheck.model.finding import Status
+from gpucheck.model.finding import Finding, Status
 
 
 def test_tensorflow_with_only_ptx_for_compute_capability_12_fails() -> None:
@@ -67,3 +67,24 @@ def test_error_802_names_the_fabric_manager_of_the_drivers_version() -> None:
     f = the(snap, "cuda.driver-api")
     assert f.status is Status.FAIL and f.fix is not None
     assert "nvidia-fabricmanager-545 package at version 545.23.08" in f.fix.text
+
+
+def _vllm_on(gpu_cc: str, vllm: str) -> Finding:
+    snap = builders.workstation()
+    snap.nvml.gpus[0].compute_capability = gpu_cc
+    env = fb.with_torch(fb.environment(), "2.7.0+cu126", "12.6")
+    fb.add(env, "vllm", vllm, ["torch==2.7.0"])
+    return the(fb.on(snap, env), "torch.extensions")
+
+
+def test_vllm_on_a_gpu_below_its_wheels_floor_fails() -> None:
+    # vllm-project/vllm#19542: vLLM 0.9.1 from pip on a GTX 1080 Ti (6.1); the docs say 7.0.
+    f = _vllm_on("6.1", "0.9.1")
+    assert f.status is Status.FAIL and "its wheels start at 7.0" in f.title
+    assert _vllm_on("7.0", "0.9.1").status is Status.PASS
+
+
+def test_vllm_0_21_wheels_start_at_7_5() -> None:
+    # docs/getting_started/installation/gpu.cuda.inc.md at v0.21.0: compute capability 7.5.
+    assert _vllm_on("7.0", "0.21.0").status is Status.FAIL
+    assert _vllm_on("7.5", "0.21.0").status is Status.PASS
