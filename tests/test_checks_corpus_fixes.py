@@ -88,3 +88,12 @@ def test_vllm_0_21_wheels_start_at_7_5() -> None:
     # docs/getting_started/installation/gpu.cuda.inc.md at v0.21.0: compute capability 7.5.
     assert _vllm_on("7.0", "0.21.0").status is Status.FAIL
     assert _vllm_on("7.5", "0.21.0").status is Status.PASS
+
+
+def test_vllm_beside_a_supported_gpu_only_warns() -> None:
+    snap = builders.node([builders.h100(0), builders.h100(1)])
+    snap.nvml.gpus[1].compute_capability = "6.1"
+    env = fb.with_torch(fb.environment(), "2.7.0+cu126", "12.6")
+    fb.add(env, "vllm", "0.9.1", ["torch==2.7.0"])
+    f = the(fb.on(snap, env), "torch.extensions")
+    assert f.status is Status.WARN and f.fix is not None and "CUDA_VISIBLE_DEVICES" in f.fix.text

@@ -232,11 +232,14 @@ def vllm_below_floor(ctx: Context, dist: Distribution) -> Outcome | None:
     if dist.name != "vllm" or have is None:
         return None
     floor = [cc for since, cc in VLLM_FLOORS if have >= Version(since)][-1]
-    low = [t for t in targets(ctx) if Version(t.cc) < Version(floor)]
+    found = targets(ctx)
+    low = [t for t in found if Version(t.cc) < Version(floor)]
     if not low:
         return None
     ccs = ", ".join(cc_list(low))
-    return Outcome.fail(
+    # Beside GPUs it does support, vLLM still runs there: a warning (issue 23).
+    verdict = Outcome.fail if len(low) == len(found) else Outcome.warn
+    return verdict(
         f"vllm {dist.version} has no kernels for compute capability {ccs}: its wheels start at "
         f"{floor} ('no kernel image is available for execution on the device')",
         *(f"{t.label}: compute capability {t.cc}" for t in low),
