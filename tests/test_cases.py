@@ -43,6 +43,7 @@ fb_environment = _lazy("framework_builders", "environment")
 fb_with_torch = _lazy("framework_builders", "with_torch")
 fb_with_tensorflow = _lazy("framework_builders", "with_tensorflow")
 fb_with_jax = _lazy("framework_builders", "with_jax")
+fb_add = _lazy("framework_builders", "add")
 
 # --- baselines: healthy machines, from the builders ------------------------------------------
 
@@ -201,9 +202,22 @@ def load_cases() -> list[dict[str, Any]]:
     return cases
 
 
+def add_packages(env: Any, packages: list[Any]) -> None:
+    """Install what a thread lists beside the framework (`"name==version"`, or an object with
+    `name`, `version` and the wheel's `requires` lines) into `env`."""
+    for package in packages:
+        if isinstance(package, str):
+            name, _, version = package.partition("==")
+            fb_add(env, name, version)
+        else:
+            fb_add(env, package["name"], package["version"], package.get("requires"))
+
+
 def snapshot_for(case: dict[str, Any]) -> dict[str, Any]:
     snap = BASELINES[case.get("baseline", "h100x1")]()
     snap.environments = [environment_for(spec) for spec in case.get("environments", [])]
+    if case.get("packages"):
+        add_packages(snap.environments[0], case["packages"])
     return merge(snap.to_dict(), case.get("snapshot", {}))  # type: ignore[no-any-return]
 
 
@@ -239,6 +253,13 @@ def judge(case: dict[str, Any], report: dict[str, Any]) -> tuple[bool, bool, str
     if "error" in report:
         return False, False, report["error"]
     want = case["expected"]
+    if want["status"] == "ready":  # a healthy machine: no FAIL at all, warnings allowed
+        failed = [
+            f"{f['id']} fail [{f['section']}]: {f['title']}"
+            for f in report["findings"]
+            if f["status"] == "fail"
+        ]
+        return not failed, not failed, "; ".join(failed) or "no FAIL"
     found = next((f for f in report["findings"] if f["id"] == want["check"]), None)
     if found is None:
         problems = [
@@ -279,13 +300,17 @@ def _param(case: dict[str, Any]) -> Any:
 
 def test_the_corpus_is_well_formed() -> None:
     keys = {"url", "title", "class", "facts", "expected", "snapshot", "known_wrong"}
-    assert len(CASES) >= 45
+    assert len(CASES) >= 98
     for case in CASES:
         missing = keys - case.keys()
         assert not missing, (case["_slug"], missing)
         assert case["url"].startswith("https://"), case["_slug"]
         assert case["facts"], case["_slug"]
-        assert case["expected"]["status"] in ("fail", "warn"), case["_slug"]
+        assert case["expected"]["status"] in ("fail", "warn", "ready"), case["_slug"]
+        if case["expected"]["status"] == "ready":  # healthy: the thread's problem was elsewhere
+            assert case["class"] == "healthy", case["_slug"]
+        else:
+            assert {"check", "layer"} <= case["expected"].keys(), case["_slug"]
         assert case.get("baseline", "h100x1") in BASELINES, case["_slug"]
         assert all(e.partition(":")[0] in ENVIRONMENTS for e in case.get("environments", [])), case[
             "_slug"
@@ -299,6 +324,9 @@ def test_the_corpus_is_well_formed() -> None:
 def test_real_case(case: dict[str, Any], verdicts: dict[str, tuple[bool, bool, str]]) -> None:
     verdict, right_fix, said = verdicts[case["_slug"]]
     want = case["expected"]
+    if want["status"] == "ready":
+        assert verdict, f"a healthy machine got a FAIL: {said}"
+        return
     assert verdict, f"wanted {want['check']} {want['status']} in {want['layer']}; got {said}"
     assert right_fix, f"fix should contain {want.get('fix_contains')}; got {said}"
 

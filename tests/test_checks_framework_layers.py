@@ -322,13 +322,14 @@ def test_xla_flags_are_explained() -> None:
     )
 
 
-def test_ptxas_newer_than_the_driver_fails() -> None:
-    # jax-ml/jax#25718: driver 550.54.15 (CUDA 12.4), ptxas 12.6.85 from nvidia-cuda-nvcc-cu12.
+def test_ptxas_newer_than_the_driver_warns() -> None:
+    # jax-ml/jax#25718: driver 550.54.15 (CUDA 12.4), ptxas 12.6.85 from nvidia-cuda-nvcc-cu12;
+    # JAX ran, compiling serially (issue 23: a warning, never a failure).
     snap = machine(builders.h100(0), driver="550.54.15", cuda=12040)
     env = fb.with_jax(fb.environment())
     fb.add(env, "nvidia-cuda-nvcc-cu12", "12.6.85")
     f = the(fb.on(snap, env), "xla.compiler")
-    assert f.status is Status.FAIL
+    assert f.status is Status.WARN and "serial compilation" in f.title
     need = COMPAT.min_driver("12.6")
     assert need is not None
     assert f.fix is not None and driver_text(need) in f.fix.text

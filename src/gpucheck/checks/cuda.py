@@ -118,6 +118,23 @@ def driver_api(ctx: Context) -> Outcome | None:
             ),
         )
         evidence = [f"cuInit(0) = {drv.init_result} ({name})"]
+        driver = ctx.snapshot.nvml.driver_version
+        if name == "CUDA_ERROR_SYSTEM_NOT_READY" and driver:
+            # The fabric manager must be this exact driver release: name it, with the package.
+            branch = driver.split(".")[0]
+            fix = Fix.of(
+                Step.run(
+                    f"install the fabric manager of driver {driver} exactly (Ubuntu/Debian: "
+                    f"nvidia-fabricmanager-{branch}; `apt-cache policy` must show {driver}), "
+                    "then start it",
+                    f"sudo apt-get install -y nvidia-fabricmanager-{branch} && "
+                    "sudo systemctl enable --now nvidia-fabricmanager",
+                    Tool.APT,
+                    changes=[Change(f"nvidia-fabricmanager-{branch}", None, driver)],
+                    layer=Layer.DRIVER,
+                ),
+                *fix.steps,
+            )
         if ctx.nvml_ok:
             evidence.append(f"while NVML works (driver {ctx.snapshot.nvml.driver_version})")
         if drv.library_path:

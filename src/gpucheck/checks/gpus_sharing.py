@@ -361,6 +361,21 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
                 gpus=[GpuRef(a.index) for a in leaked],
             ),
         ]
+    if not parts:
+        # The driver names holders without their memory (Windows WDDM, a vGPU guest): name them.
+        listed = sorted(h.pid for h in by_pid.values() if wanted & set(h.gpus))
+        parts.append(
+            Step.run(
+                (
+                    f"PID(s) {', '.join(map(str, listed))} hold it"
+                    if listed
+                    else "something holds it"
+                )
+                + ": see what they are and close or wait for the programs you do "
+                "not need",
+                "gpucheck procs",
+            )
+        )
     if free:
         parts += [
             OR,

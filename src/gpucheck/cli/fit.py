@@ -17,7 +17,6 @@ from gpucheck.cli.common import (
     PythonOpt,
     TimeoutOpt,
     UserError,
-    number_option,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus

@@ -113,20 +113,21 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
             if p.name.endswith("-plugin")
             and lib is not None
             and (v := parse_version(p.version)) is not None
-            and v.release[:3] != lib.release[:3]
+            and v.release != lib.release
         ]
         if stale:
             # JAX refuses a plugin built for another jaxlib: no GPU at all (issue 23: FAIL).
             # The aligning fix keeps the installed jaxlib and moves the plugin pair to it.
             assert lib is not None
-            version = ".".join(map(str, lib.release[:3]))
+            # All of it: jaxlib's plugin_support compares every dotted number (0.9.0.1).
+            version = lib.base_version
             prefixes = {s.name.removesuffix("plugin") for s in stale}  # "jax-cuda12-"
             names = sorted(
                 p.name
                 for p in j.plugins
                 if p.name.removesuffix("plugin").removesuffix("pjrt") in prefixes
                 and (v := parse_version(p.version)) is not None
-                and v.release[:3] != lib.release[:3]
+                and v.release != lib.release
             )
             wanted = " ".join(f'"{n}=={version}"' for n in names)
             return Outcome.fail(

@@ -19,6 +19,7 @@ from gpucheck.checks.frameworks.builds import (
     tf_facts,
 )
 from gpucheck.checks.frameworks.driver import (
+    arch_name,
     cc_list,
     driver_outcome,
     gpus_line,
@@ -211,6 +212,11 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | N
     return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
 
 
+def _major(cc: str) -> int:
+    head = cc.split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
 @framework_check(
     "tensorflow.arch-support",
     "TensorFlow carries code (SASS or PTX) for every GPU's architecture",
@@ -266,6 +272,30 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
             *(text for _, text in missing),
             *evidence,
             fix=fix,
+        )
+    # PTX for compute capability 12.x (RTX 50 series, RTX PRO Blackwell) does not load from
+    # the pip wheels: cuModuleLoadData fails with CUDA_ERROR_INVALID_PTX, then every kernel
+    # with CUDA_ERROR_INVALID_HANDLE (tensorflow/tensorflow#99592, #101746, #90291: 2.18-2.20).
+    ptx_only = [g for g in found if compiled.covers(g.cc) == "ptx" and _major(g.cc) >= 12]
+    if ptx_only:
+        ccs = sorted({g.cc for g in ptx_only})
+        return Outcome.fail(
+            f"{t.name} has only PTX for compute capability {', '.join(ccs)}, and that PTX does "
+            "not load there: GPU ops fail with CUDA_ERROR_INVALID_PTX, then "
+            "CUDA_ERROR_INVALID_HANDLE",
+            *(f"{g.label}: {arch_name(ctx, g.cc)}, only as PTX" for g in ptx_only),
+            *evidence,
+            fix=Fix.of(
+                Step.manual(
+                    "use NVIDIA's NGC TensorFlow container (nvcr.io/nvidia/tensorflow), built "
+                    f"with code for compute capability {', '.join(ccs)}"
+                ),
+                OR,
+                Step.manual(
+                    "build TensorFlow from source with "
+                    f"TF_CUDA_COMPUTE_CAPABILITIES={','.join(ccs)}"
+                ),
+            ),
         )
     if jit:
         return Outcome.info(

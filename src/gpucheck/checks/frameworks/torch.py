@@ -3,6 +3,8 @@ the driver, the GPU architectures compiled into it, its Python, and building ext
 
 from __future__ import annotations
 
+from typing import Literal
+
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import Compiled, compiled_from, coverage, parse_arch_list
 from gpucheck.checks.frameworks.builds import (
@@ -208,18 +210,34 @@ def extension_toolkit(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Ou
         if have.major != want.major
         else "warns that the minor versions differ (usually harmless)"
     )
-    return Outcome.info(
+    steps: list[Step | Literal["or"]] = [
+        Step.manual(
+            f"to build extensions for this torch, install a CUDA {want} toolkit "
+            f"(https://developer.nvidia.com/cuda-{want.major}-{want.minor}-0-download-archive)",
+            Layer.CUDA,
+        ),
+        Step.set_env(
+            "CUDA_HOME", f"/usr/local/cuda-{want}", "point builds at it", Layer.EXTENSIONS
+        ),
+    ]
+    title = (
         f"{t.name} was built with CUDA {want}, the local toolkit is CUDA {have}: building CUDA "
-        f"extensions (torch.utils.cpp_extension, pip installs that compile) {effect}",
+        f"extensions (torch.utils.cpp_extension, pip installs that compile) {effect}"
+    )
+    if have.major == want.major:
+        return Outcome.info(title, *evidence, fix=Fix.of(*steps))
+    # Across majors every extension build stops (flash-attn, apex, ...): torch itself runs, so
+    # a warning that names the condition (issue 23), with the other way round as a second fix.
+    return Outcome.warn(
+        title,
         *evidence,
         fix=Fix.of(
+            *steps,
+            OR,
             Step.manual(
-                f"to build extensions for this torch, install a CUDA {want} toolkit "
-                f"(https://developer.nvidia.com/cuda-{want.major}-{want.minor}-0-download-archive)",
-                Layer.CUDA,
-            ),
-            Step.set_env(
-                "CUDA_HOME", f"/usr/local/cuda-{want}", "point builds at it", Layer.EXTENSIONS
+                f"keep this toolkit and install a torch built with CUDA {have.major}.x (the "
+                f"PyTorch index's cu{have.major}x builds)",
+                Layer.FRAMEWORKS,
             ),
         ),
     )

@@ -102,10 +102,12 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
             Layer.CUDA,
         )
     fix = Fix.of(upgrade_driver(ctx, version), OR, keep)
-    return Outcome.fail(
-        f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: the code it "
-        "compiles does not load ('the provided PTX was compiled with an unsupported "
-        "toolchain'), or XLA falls back to slower, serial compilation",
+    # JAX still runs: XLA notices and falls back to the driver's compiler, serially (issue 23;
+    # jax-ml/jax#25718 ran so): a warning that names the cost, not a failure.
+    return Outcome.warn(
+        f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: XLA falls back to "
+        "slower, serial compilation (code it compiled itself would not load: 'the provided PTX "
+        "was compiled with an unsupported toolchain')",
         how,
         why,
         fix=fix,
