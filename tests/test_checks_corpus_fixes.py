@@ -66,7 +66,15 @@ def test_error_802_names_the_fabric_manager_of_the_drivers_version() -> None:
     snap.cuda.driver.devices = []
     f = the(snap, "cuda.driver-api")
     assert f.status is Status.FAIL and f.fix is not None
-    assert "nvidia-fabricmanager-545 package at version 545.23.08" in f.fix.text
+    assert "fabric manager of driver 545.23.08 exactly" in f.fix.text
+    first = f.fix.steps[0]
+    assert first.command == (
+        "sudo apt-get install -y nvidia-fabricmanager-545 && "
+        "sudo systemctl enable --now nvidia-fabricmanager"
+    )
+    assert [(c.name, c.to_version) for c in first.changes] == [
+        ("nvidia-fabricmanager-545", "545.23.08")
+    ]
 
 
 def _vllm_on(gpu_cc: str, vllm: str) -> Finding:

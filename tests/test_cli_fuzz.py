@@ -301,7 +301,12 @@ def test_every_offline_command_and_option_with_hostile_values(
     before = Path(files["snap"]).read_bytes()
     code, out, err = run(argv, stdin=before, cwd=files["out_dir"])
     assert_documented(argv, code, out, err)
-    assert Path(files["snap"]).read_bytes() == before, argv
+    # An input is never changed; a file the command line names as its output may be.
+    outputs = {argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-o", "--output")}
+    if files["snap"] not in outputs:
+        assert Path(files["snap"]).read_bytes() == before, argv
+    else:  # the next examples (and tests) read it as the snapshot it was
+        Path(files["snap"]).write_bytes(before)
 
 
 @st.composite
