@@ -124,7 +124,7 @@ def build_app() -> typer.Typer:
 def _version(value: bool) -> None:
     if value:
         sys.stdout.write(f"gpucheck {__version__}\n")
-        raise typer.Exit(0)
+        raise typer.Exit(ExitStatus.OK)
 
 
 def _main(
