@@ -124,9 +124,7 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _apply(
-    plan: Plan, yes: bool, record: str | None, python: str | None, timeout: float
-) -> None:
+def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeout: float) -> None:
     from datetime import datetime
     from pathlib import Path
 
@@ -153,7 +151,9 @@ def _apply(
         raise UserError(f"--record: {folder} is not empty: name a new folder")
     default_python = python or (plan.environments[0] if plan.environments else sys.executable)
     journal = apply_plan(plan, folder, default_python, _say)
-    print(f"Applied {len(journal.steps)} steps (record: {folder}; undo: gpucheck fix --undo {folder})")
+    print(
+        f"Applied {len(journal.steps)} steps (record: {folder}; undo: gpucheck fix --undo {folder})"
+    )
     _recheck(plan, default_python, timeout)
 
 

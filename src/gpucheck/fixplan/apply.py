@@ -20,7 +20,7 @@ from pathlib import Path
 
 from msgspec import Struct, field
 
-from gpucheck.fixplan.plan import Plan, PlanStep, installer_args
+from gpucheck.fixplan.plan import Plan, PlanStep, installer_commands
 from gpucheck.fixplan.render import loads_plan, render_json
 from gpucheck.model.fix import Tool
 
@@ -33,7 +33,7 @@ class StepRecord(Struct):
     number: int
     command: str | None
     state: str  # pending | running | done | failed | interrupted | written
-    argv: list[str] = field(default_factory=list)  # what was run
+    argv: list[str] = field(default_factory=list)  # the commands run, each a shell line
     detail: str | None = None  # a failure's last line of output
 
 
@@ -70,19 +70,23 @@ def freeze(python: str) -> str:
     return done.stdout
 
 
-def step_argv(step: PlanStep, default_python: str | None) -> list[str]:
-    """The command a local installer step runs, aimed at its environment's interpreter."""
+def step_argvs(step: PlanStep, default_python: str | None) -> list[list[str]]:
+    """The commands a local installer step runs, each aimed at its environment's interpreter."""
     assert step.command is not None
-    args = installer_args(step.command)
+    commands = installer_commands(step.command)
     python = step.environment or default_python
-    if args is None or python is None:
+    if commands is None or python is None:
         raise ApplyError(f"step {step.number}: cannot tell which interpreter it is for")
+    return [_argv(args, step.tool, python) for args in commands]
+
+
+def _argv(args: list[str], tool: Tool | None, python: str) -> list[str]:
     if args[0] == "conda":
-        prefix = str(Path(python).resolve().parent.parent)
+        prefix = str(Path(python).parent.parent)
         return ["conda", args[1], "--yes", "--prefix", prefix, *args[2:]]
     if args[0] == "uninstall" and "-y" not in args and "--yes" not in args:
         args = [args[0], "-y", *args[1:]]
-    if step.tool is Tool.UV:
+    if tool is Tool.UV:
         return ["uv", "pip", args[0], "--python", python, *args[1:]]
     return [python, "-m", "pip", *args, "--disable-pip-version-check"]
 
@@ -139,7 +143,7 @@ def _run_steps(
     say: Callable[[str], None],
 ) -> None:
     env_lines: list[str] = []
-    for step, record in zip(local, journal.steps):
+    for step, record in zip(local, journal.steps, strict=True):
         if step.tool is Tool.ENV:
             assert step.command is not None
             env_lines.append(_env_line(step.command))
@@ -148,25 +152,27 @@ def _run_steps(
             save_journal(folder, journal)
             say(f"step {step.number}: written to {folder / 'env.sh'} (source it)")
             continue
-        record.argv = step_argv(step, default_python)
+        argvs = step_argvs(step, default_python)
+        record.argv = [shlex.join(argv) for argv in argvs]
         record.state = "running"
         save_journal(folder, journal)
-        say(f"step {step.number}: {shlex.join(record.argv)}")
-        try:
-            done = subprocess.run(record.argv, capture_output=True, text=True, check=False)
-        except OSError as exc:
-            done = subprocess.CompletedProcess(record.argv, 127, "", str(exc))
-        if done.returncode != 0:
-            lines = (done.stderr or done.stdout).strip().splitlines()
-            record.state, record.detail = "failed", lines[-1] if lines else None
-            journal.state = "failed"
-            save_journal(folder, journal)
-            raise ApplyError(
-                f"step {step.number} failed (exit {done.returncode}): "
-                f"{record.detail or 'no output'}; stopped, "
-                f"{sum(r.state in ('done', 'written') for r in journal.steps)} steps done "
-                f"(record: {folder}; undo: gpucheck fix --undo {folder})"
-            )
+        for argv in argvs:
+            say(f"step {step.number}: {shlex.join(argv)}")
+            try:
+                done = subprocess.run(argv, capture_output=True, text=True, check=False)
+            except OSError as exc:
+                done = subprocess.CompletedProcess(argv, 127, "", str(exc))
+            if done.returncode != 0:
+                lines = (done.stderr or done.stdout).strip().splitlines()
+                record.state, record.detail = "failed", lines[-1] if lines else None
+                journal.state = "failed"
+                save_journal(folder, journal)
+                raise ApplyError(
+                    f"step {step.number} failed (exit {done.returncode}): "
+                    f"{record.detail or 'no output'}; stopped, "
+                    f"{sum(r.state in ('done', 'written') for r in journal.steps)} steps done "
+                    f"(record: {folder}; undo: gpucheck fix --undo {folder})"
+                )
         record.state = "done"
         save_journal(folder, journal)
 

@@ -96,14 +96,26 @@ class Plan(Struct):
 _INSTALLERS = {Tool.PIP, Tool.UV, Tool.CONDA}
 
 
-def installer_args(command: str) -> list[str] | None:
-    """The arguments after `pip` (install/uninstall ...) of a single pip, `python -m pip`,
-    `uv pip` or `conda install/remove` command; None for anything else (a pipe, `&&`, sudo)."""
+def installer_commands(command: str) -> list[list[str]] | None:
+    """Each installer command of `command` (one, or several joined by `&&`), as the arguments
+    after `pip` (install/uninstall ...), or `conda install/remove ...` whole; None where any
+    part is something else (a pipe, `;`, sudo, another program)."""
     try:
         words = shlex.split(command)
     except ValueError:
         return None
-    if not words or any(w in ("&&", "||", ";", "|", ">", "<", "sudo") for w in words):
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word == "&&":
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    found = [_installer_args(part) for part in parts]
+    return None if any(args is None for args in found) else [a for a in found if a is not None]
+
+
+def _installer_args(words: list[str]) -> list[str] | None:
+    if not words or any(w in ("||", ";", "|", ">", "<", "&", "sudo") for w in words):
         return None
     if words[0] == "conda":
         return words if len(words) > 1 and words[1] in ("install", "remove", "uninstall") else None
@@ -135,9 +147,11 @@ def why_not_local(step: Step, layer: Layer) -> str | None:
     if layer in (Layer.SYSTEM, Layer.DRIVER, Layer.GPUS):
         return f"changes the {layer.value}, outside the Python environment"
     if step.tool not in _INSTALLERS:
-        return f"a {step.tool.value if step.tool else 'shell'} command, outside the Python environment"
-    if installer_args(step.command) is None:
-        return "not a single install or uninstall into the environment"
+        return (
+            f"a {step.tool.value if step.tool else 'shell'} command, outside the Python environment"
+        )
+    if installer_commands(step.command) is None:
+        return "not only pip/uv/conda installs into the environment"
     return None
 
 
@@ -225,14 +239,17 @@ def build_plan(findings: list[Finding], host: PlanHost, environments: list[str])
         for n, p in enumerate(planned, 1)
     ]
     plan_findings = [
-        PlanFinding(
-            f.id, f.status.value, f.title, [s.number for s in steps if f.id in s.findings]
-        )
+        PlanFinding(f.id, f.status.value, f.title, [s.number for s in steps if f.id in s.findings])
         for f in findings
         if f.status in PROBLEM
     ]
-    return Plan(host=host, environments=environments, findings=plan_findings, steps=steps,
-                conflicts=conflicts)
+    return Plan(
+        host=host,
+        environments=environments,
+        findings=plan_findings,
+        steps=steps,
+        conflicts=conflicts,
+    )
 
 
 def _resolve(planned: list[_Planned]) -> tuple[list[_Planned], list[Conflict]]:
@@ -247,9 +264,7 @@ def _resolve(planned: list[_Planned]) -> tuple[list[_Planned], list[Conflict]]:
     for (env, name), wants in groups.items():
         if len({id(p) for p, _ in wants}) < 2:
             continue
-        cover = next(
-            (p for p, c in wants if all(_covers(c, other) for _, other in wants)), None
-        )
+        cover = next((p for p, c in wants if all(_covers(c, other) for _, other in wants)), None)
         if cover is not None:
             for p, _ in wants:
                 if p is not cover:

@@ -20,6 +20,10 @@ def change_text(c: Change) -> str:
     return f"{c.name} {c.from_version or 'not installed'} -> {to}"
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _where(plan: Plan) -> str:
     name = plan.host.hostname or "this machine"
     return f"from {plan.host.from_file}, host {name}" if plan.host.from_file else f"host {name}"
@@ -34,8 +38,9 @@ def render_text(plan: Plan, out: IO[str]) -> None:
         return
     local = len(plan.local_steps)
     out.write(
-        f"gpucheck fix: {len(plan.steps)} steps for {problems} problems ({_where(plan)}); "
-        f"{local} can be applied here (--apply), {len(plan.steps) - local} are yours to do\n"
+        f"gpucheck fix: {_n(len(plan.steps), 'step')} for {_n(problems, 'problem')} "
+        f"({_where(plan)}); {local} can be applied here (--apply), "
+        f"{len(plan.steps) - local} are yours to do\n"
     )
     for step in plan.steps:
         _step_text(step, out)
@@ -123,7 +128,7 @@ def loads_plan(data: bytes) -> Plan:
     except (ValueError, UnicodeDecodeError):
         raise ValueError("not JSON: not a gpucheck fix plan") from None
     if not isinstance(raw, dict) or raw.get("kind") != "gpucheck-fix-plan":
-        raise ValueError("not a gpucheck fix plan (no \"kind\": \"gpucheck-fix-plan\")")
+        raise ValueError('not a gpucheck fix plan (no "kind": "gpucheck-fix-plan")')
     version = str(raw.get("plan_schema_version", ""))
     if version.split(".")[0] != PLAN_SCHEMA_VERSION.split(".")[0]:
         raise ValueError(f"plan schema {version!r}: this gpucheck reads {PLAN_SCHEMA_VERSION}")
