@@ -70,7 +70,7 @@ def fix(
     Exit codes: 0 planned (or applied, or undone), 1 the plan has conflicts or a step failed,
     2 usage error, unreadable input or a plan of another machine, 130 interrupted.
     """
-    from gpucheck.fixplan.apply import ApplyError
+    from gpucheck.fixplan.apply import ApplyError, RecordError
 
     try:
         if undo is not None:
@@ -88,6 +88,8 @@ def fix(
             write_output(output, lambda stream: FORMATS[fmt](plan, stream))
             raise typer.Exit(ExitStatus.FAILED if plan.conflicts else ExitStatus.OK)
         _apply(plan, yes, record, python, timeout)
+    except RecordError as exc:
+        raise UserError(str(exc)) from None
     except ApplyError as exc:
         print(f"gpucheck: {exc}", file=sys.stderr)
         raise typer.Exit(ExitStatus.FAILED) from None

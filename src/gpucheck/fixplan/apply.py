@@ -29,6 +29,10 @@ class ApplyError(Exception):
     """A step failed or an input is wrong: one line for the user."""
 
 
+class RecordError(ApplyError):
+    """An apply record (or plan) that cannot be read: bad input, nothing was changed."""
+
+
 class StepRecord(Struct):
     number: int
     command: str | None
@@ -196,11 +200,11 @@ def read_record(path: str) -> tuple[Path, Plan, Journal]:
         plan = loads_plan((folder / "plan.json").read_bytes())
         journal = msgspec.json.decode((folder / "journal.json").read_bytes(), type=Journal)
     except FileNotFoundError:
-        raise ApplyError(f"{path}: not an apply record (no plan.json and journal.json)") from None
+        raise RecordError(f"{path}: not an apply record (no plan.json and journal.json)") from None
     except (OSError, msgspec.DecodeError) as exc:
-        raise ApplyError(f"{path}: cannot read the apply record: {exc}") from None
+        raise RecordError(f"{path}: cannot read the apply record: {exc}") from None
     except ValueError as exc:
-        raise ApplyError(f"{path}: {exc}") from None
+        raise RecordError(f"{path}: {exc}") from None
     return folder, plan, journal
 
 
