@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import jsonschema
-from framework_builders import on, tensorflow_cpu, torch_cpu
 from builders import workstation
+from framework_builders import on, tensorflow_cpu, torch_cpu
 
 from gpucheck.fixplan import diagnose, plan_for
 from gpucheck.fixplan.plan import PlanHost, build_plan
