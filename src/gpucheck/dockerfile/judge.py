@@ -1,0 +1,324 @@
+"""The recipe against the machine it will run on: findings with typed fixes, as the doctor's.
+
+- the base image's CUDA against the host driver: the NVIDIA runtime refuses an nvidia/cuda
+  image whose CUDA is newer than the driver's (NVIDIA_REQUIRE_CUDA), unless forward
+  compatibility (a data-centre GPU and the image's cuda-compat) carries it;
+- each `pip install` of torch, tensorflow or jax against the driver and the image's CUDA;
+- NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES that hide the GPU or CUDA from it;
+- a Compose service's GPU reservation and runtime against the host's GPUs and runtimes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
+
+from gpucheck.compat import Compat
+from gpucheck.compat.images import ImageCuda
+from gpucheck.dockerfile.compose import Service
+from gpucheck.dockerfile.recipe import PipInstall, Stage, split_image
+from gpucheck.model.finding import Finding, Section, Status, Subjects
+from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.snapshot import Snapshot
+
+WORST = [Status.PASS, Status.INFO, Status.WARN, Status.FAIL]
+
+
+def _worst(statuses: list[Status]) -> Status:
+    return max(statuses, key=WORST.index, default=Status.PASS)
+
+
+class Host:
+    """What of the snapshot the recipe is judged against."""
+
+    def __init__(self, snapshot: Snapshot, compat: Compat) -> None:
+        self.compat = compat
+        self.driver = snapshot.nvml.driver_version
+        cuda = snapshot.nvml.cuda_driver_version
+        self.driver_cuda = Version(f"{cuda // 1000}.{cuda % 1000 // 10}") if cuda else None
+        if self.driver_cuda is None and self.driver is not None:
+            self.driver_cuda = compat.max_cuda_for_driver(self.driver)
+        self.gpus = snapshot.nvml.gpus
+        host = snapshot.system.container_host
+        self.runtimes = host.docker_runtimes if host is not None else None
+
+    def forward_compat(self) -> bool:
+        rule = self.compat.images.forward
+        return bool(rule and self.gpus and all(g.brand in rule.gpu_brands for g in self.gpus))
+
+
+def image_cuda(host: Host, image: str, env: dict[str, str]) -> tuple[ImageCuda, str | None]:
+    """What the image says of its CUDA, and the CUDA version it carries (major.minor...)."""
+    repo, tag = split_image(image)
+    said = host.compat.images.cuda_of(repo, tag)
+    cuda = said.cuda or env.get("CUDA_VERSION")
+    if cuda is None and said.tensorflow is not None:
+        release = host.compat.tensorflow.release(said.tensorflow)
+        cuda = release.cuda if release else None
+    return said, cuda
+
+
+def _mm(version: str) -> Version | None:
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return Version(f"{match[1]}.{match[2]}") if match else None
+
+
+def _has_compat(stage_image: str, apt: list[str]) -> bool:
+    repo, _ = split_image(stage_image)
+    # nvidia/cuda and NGC images ship the cuda-compat libraries (/usr/local/cuda/compat).
+    return repo == "nvidia/cuda" or repo.startswith("nvcr.io/nvidia/") or any(
+        p.startswith("cuda-compat") for p in apt
+    )
+
+
+def judge_base(host: Host, where: str, stage: Stage) -> Finding:
+    said, cuda = image_cuda(host, stage.base, stage.env)
+    subjects = Subjects(paths=[where])
+    title = f"base image {stage.base}"
+    if said.cpu_only:
+        return Finding(
+            "dockerfile.base-cuda", Section.CUDA, Status.WARN,
+            f"{title} is a CPU-only image: the GPU goes unused",
+            [f"data: {said.source}"],
+            Fix.of(Step.manual(f"use the GPU variant of {stage.base} (its '-gpu' tag)", Layer.CUDA)),
+            subjects,
+        )
+    if cuda is None:
+        return Finding(
+            "dockerfile.base-cuda", Section.CUDA, Status.INFO,
+            f"{title}: carries no CUDA gpucheck knows of (frameworks bring their own)",
+            [f"line {stage.line}: FROM {stage.image}"], None, subjects,
+        )
+    wants = _mm(cuda)
+    evidence = [f"line {stage.line}: FROM {stage.image}: CUDA {cuda}"]
+    if said.source:
+        evidence.append(f"data: {said.source}")
+    if host.driver is None or host.driver_cuda is None or wants is None:
+        return Finding(
+            "dockerfile.base-cuda", Section.CUDA, Status.SKIP,
+            f"{title}: CUDA {cuda}; the host's driver is unknown (no NVML answer)", evidence,
+            None, subjects,
+        )
+    evidence.append(f"host driver {host.driver}: CUDA up to {host.driver_cuda}")
+    if wants <= host.driver_cuda:
+        return Finding(
+            "dockerfile.base-cuda", Section.CUDA, Status.PASS,
+            f"{title}: CUDA {cuda} runs on driver {host.driver}", evidence, None, subjects,
+        )
+    need = host.compat.min_driver(str(wants))
+    upgrade = Step.manual(
+        f"upgrade the host driver to {need or f'one for CUDA {wants}'} or newer", Layer.DRIVER
+    )
+    older = Step.manual(
+        f"use a base image of CUDA {host.driver_cuda} or older (e.g. nvidia/cuda:"
+        f"{host.driver_cuda}.0-runtime-ubuntu22.04)", Layer.CUDA
+    )
+    if host.forward_compat() and _has_compat(stage.base, stage.apt_packages):
+        evidence.append("data-centre GPUs and the image's cuda-compat: forward compatibility")
+        return Finding(
+            "dockerfile.base-cuda", Section.CUDA, Status.WARN,
+            f"{title}: CUDA {cuda} runs on driver {host.driver} only through forward "
+            "compatibility (cuda-compat)", evidence, Fix.of(older, OR, upgrade), subjects,
+        )
+    return Finding(
+        "dockerfile.base-cuda", Section.CUDA, Status.FAIL,
+        f"{title}: CUDA {cuda} needs a newer driver than the host's {host.driver} "
+        "(the container will not start)", evidence, Fix.of(older, OR, upgrade), subjects,
+    )
+
+
+# --- pip installs ---------------------------------------------------------------------------
+
+_INDEX_CUDA = re.compile(r"/whl/(?:nightly/)?(cu(\d+)|cpu)/?$")
+
+
+def _variant(pip: PipInstall, req: Requirement) -> str | None:
+    """torch's CUDA as the install asks for it: "12.4", "cpu", or None (unsaid)."""
+    for url in pip.index_urls:
+        match = _INDEX_CUDA.search(url)
+        if match:
+            return "cpu" if match[1] == "cpu" else f"{match[2][:-1]}.{match[2][-1]}"
+    local = re.search(r"\+(cu(\d+)|cpu)", str(req.specifier))
+    if local:
+        return "cpu" if local[1] == "cpu" else f"{local[2][:-1]}.{local[2][-1]}"
+    return None
+
+
+def _pinned(req: Requirement) -> str | None:
+    pins = [s.version for s in req.specifier if s.operator in ("==", "===")]
+    return pins[0].split("+")[0].rstrip(".*") if pins else None
+
+
+def judge_pips(host: Host, where: str, stage: Stage, image_cuda_text: str | None) -> Finding | None:
+    lines: list[tuple[Status, str]] = []
+    steps: list[Step] = []
+    for pip in stage.pips:
+        for text in pip.requirements:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            name = req.name.lower()
+            said = _judge_one(host, pip, req, name, image_cuda_text, steps)
+            if said is not None:
+                lines.append((said[0], f"line {pip.line}: {text}: {said[1]}"))
+    if not lines:
+        return None
+    status = _worst([s for s, _ in lines])
+    title = {
+        Status.PASS: "pip installs of the frameworks match the host driver and the image",
+        Status.INFO: "pip installs of the frameworks: nothing to judge against",
+        Status.WARN: "a framework install will not use the GPU as it could",
+        Status.FAIL: "a framework install will not run on this host's driver",
+    }[status]
+    fix = Fix.of(*steps) if steps and status in (Status.WARN, Status.FAIL) else None
+    return Finding("dockerfile.pip-framework", Section.FRAMEWORKS, status, title,
+                   [t for _, t in lines], fix, Subjects(paths=[where]))
+
+
+def _judge_one(host: Host, pip: PipInstall, req: Requirement, name: str,
+               image_cuda_text: str | None, steps: list[Step]) -> tuple[Status, str] | None:
+    image_mm = _mm(image_cuda_text) if image_cuda_text else None
+    if name == "torch":
+        variant = _variant(pip, req)
+        if variant is None:
+            release = host.compat.torch.release(_pinned(req) or "")
+            variant = release.default_pypi_cuda if release else None
+            if variant is None:
+                return Status.INFO, "torch's CUDA is PyPI's default for whichever version pip picks"
+        if variant == "cpu":
+            cu = f"cu{image_mm.major}{image_mm.minor}" if image_mm else "cu126"
+            steps.append(Step.manual(f"install torch from https://download.pytorch.org/whl/{cu}",
+                                     Layer.FRAMEWORKS))
+            return Status.WARN, "the CPU build of torch: the GPU goes unused"
+        return _against(host, "torch", variant, image_mm, steps)
+    if name in ("tensorflow", "tensorflow-cpu"):
+        if name == "tensorflow-cpu":
+            steps.append(Step.manual("install tensorflow[and-cuda] instead of tensorflow-cpu",
+                                     Layer.FRAMEWORKS))
+            return Status.WARN, "the CPU build of TensorFlow: the GPU goes unused"
+        release = host.compat.tensorflow.release(_pinned(req) or "")
+        cuda = release.cuda if release else None
+        if "and-cuda" not in req.extras and image_cuda_text is None:
+            steps.append(Step.manual("install tensorflow[and-cuda] (CUDA and cuDNN as wheels)",
+                                     Layer.FRAMEWORKS))
+            return Status.WARN, "TensorFlow without [and-cuda] on a base without CUDA: CPU only"
+        if cuda is None:
+            return Status.INFO, "TensorFlow's CUDA depends on the version pip picks"
+        return _against(host, "TensorFlow", cuda, image_mm, steps)
+    if name in ("jax", "jaxlib"):
+        majors = [int(m[1]) for e in req.extras if (m := re.match(r"cuda(\d+)", e))]
+        if not majors:
+            if name == "jaxlib":
+                return None
+            steps.append(Step.manual("install jax[cuda12] (or jax[cuda13]) for the GPU",
+                                     Layer.FRAMEWORKS))
+            return Status.WARN, "jax without a [cudaNN] extra: CPU only"
+        return _against(host, "JAX", f"{majors[0]}.0", image_mm, steps, major_only=True)
+    return None
+
+
+def _against(host: Host, what: str, cuda: str, image_mm: Version | None, steps: list[Step],
+             major_only: bool = False) -> tuple[Status, str]:
+    wants = _mm(cuda)
+    said = f"{what} built with CUDA {cuda if not major_only else cuda.split('.')[0]}"
+    if host.driver is not None and wants is not None:
+        if major_only:
+            floor = host.compat.minor_compat_floor(wants.major)
+            runs = None if floor is None else Version(host.driver) >= floor
+        else:
+            runs = host.compat.cuda_runs_on_driver(cuda, host.driver)
+        if runs is False:
+            steps.append(Step.manual(
+                f"install a {what} build for CUDA {host.driver_cuda} or older, or upgrade the "
+                f"host driver", Layer.FRAMEWORKS))
+            return Status.FAIL, f"{said}: does not run on driver {host.driver}"
+    if image_mm is not None and wants is not None and wants.major != image_mm.major:
+        steps.append(Step.manual(
+            f"match {what}'s CUDA major to the image's (CUDA {image_mm})", Layer.FRAMEWORKS))
+        return Status.WARN, (
+            f"{said} in a CUDA {image_mm} image: two CUDA majors (extensions built with the "
+            "image's nvcc will not load)"
+        )
+    if host.driver is None:
+        return Status.INFO, f"{said}; the host's driver is unknown"
+    return Status.PASS, f"{said}: runs on driver {host.driver}"
+
+
+# --- NVIDIA container variables and Compose --------------------------------------------------
+
+
+def judge_env(where: str, env: dict[str, str], origin: str) -> Finding | None:
+    visible = env.get("NVIDIA_VISIBLE_DEVICES")
+    caps = env.get("NVIDIA_DRIVER_CAPABILITIES")
+    if visible is None and caps is None:
+        return None
+    evidence = [f"{origin}: {k}={v}" for k, v in (("NVIDIA_VISIBLE_DEVICES", visible),
+                                                   ("NVIDIA_DRIVER_CAPABILITIES", caps)) if v is not None]
+    subjects = Subjects(paths=[where])
+    if visible is not None and visible.strip().lower() in ("", "none", "void"):
+        return Finding("dockerfile.nvidia-env", Section.GPUS, Status.FAIL,
+                       f"NVIDIA_VISIBLE_DEVICES={visible or '(empty)'} hides every GPU from the "
+                       "container", evidence,
+                       Fix.of(Step.manual("set NVIDIA_VISIBLE_DEVICES=all (or the GPU indices)",
+                                          Layer.GPUS)), subjects)
+    wanted = {c.strip().lower() for c in (caps or "compute,utility").split(",")}
+    if "all" not in wanted and "compute" not in wanted:
+        return Finding("dockerfile.nvidia-env", Section.GPUS, Status.FAIL,
+                       f"NVIDIA_DRIVER_CAPABILITIES={caps} leaves out compute: no CUDA in the "
+                       "container", evidence,
+                       Fix.of(Step.manual("set NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+                                          Layer.GPUS)), subjects)
+    return Finding("dockerfile.nvidia-env", Section.GPUS, Status.PASS,
+                   "the NVIDIA container variables expose the GPU and CUDA", evidence, None,
+                   subjects)
+
+
+def judge_service(host: Host, where: str, service: Service) -> Finding:
+    subjects = Subjects(paths=[where])
+    evidence: list[str] = []
+    problems: list[tuple[Status, str, Step]] = []
+    if service.runtime == "nvidia":
+        evidence.append("runtime: nvidia")
+        if host.runtimes is not None and "nvidia" not in host.runtimes:
+            problems.append((Status.FAIL, "runtime nvidia is not in the host's Docker daemon.json",
+                             Step.manual("install the NVIDIA Container Toolkit and run `nvidia-ctk "
+                                         "runtime configure --runtime=docker`", Layer.SYSTEM)))
+    for request in service.gpus:
+        evidence.append(
+            f"GPU reservation: driver {request.driver}, count {request.count}, device_ids "
+            f"{request.device_ids or '-'}, capabilities {request.capabilities or '-'}"
+        )
+        if "gpu" not in request.capabilities:
+            problems.append((Status.FAIL, "a device reservation without capabilities: [gpu]",
+                             Step.manual("add `capabilities: [gpu]` to the device reservation",
+                                         Layer.JOB)))
+        if request.driver not in (None, "nvidia"):
+            problems.append((Status.WARN, f"device driver {request.driver}, not nvidia",
+                             Step.manual("set `driver: nvidia`", Layer.JOB)))
+        if request.count is not None and request.count.isdigit() and host.gpus and \
+                int(request.count) > len(host.gpus):
+            problems.append((Status.FAIL, f"asks for {request.count} GPUs; the host has "
+                             f"{len(host.gpus)}",
+                             Step.manual(f"reserve at most {len(host.gpus)} GPUs", Layer.JOB)))
+        known = {str(g.index) for g in host.gpus} | {g.uuid for g in host.gpus if g.uuid}
+        missing = [d for d in request.device_ids if host.gpus and d not in known]
+        if missing:
+            problems.append((Status.FAIL, f"device_ids {', '.join(missing)} are not GPUs of "
+                             "this host", Step.manual(
+                                 f"use device_ids among {', '.join(sorted(known))}", Layer.JOB)))
+    if not service.gpus and service.runtime != "nvidia":
+        problems.append((Status.WARN, "reserves no GPU (deploy.resources.reservations.devices "
+                         "with capabilities: [gpu], or runtime: nvidia)",
+                         Step.manual("add a GPU device reservation (driver: nvidia, count: all, "
+                                     "capabilities: [gpu])", Layer.JOB)))
+    if not problems:
+        return Finding("compose.gpu-reservation", Section.GPUS, Status.PASS,
+                       f"service {service.name}: GPUs reserved", evidence, None, subjects)
+    status = _worst([s for s, _, _ in problems])
+    return Finding("compose.gpu-reservation", Section.GPUS, status,
+                   f"service {service.name}: {problems[0][1]}",
+                   evidence + [p for _, p, _ in problems[1:]],
+                   Fix.of(*[step for _, _, step in problems]), subjects)
