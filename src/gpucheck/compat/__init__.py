@@ -22,9 +22,9 @@ from gpucheck.compat.rows import CompatError, Rows, parse_version
 if TYPE_CHECKING:
     from gpucheck.compat.cudnn import CudnnData
     from gpucheck.compat.extensions import ExtensionData, TensorrtData
-    from gpucheck.compat.images import ImageData
     from gpucheck.compat.frameworks import JaxData, TensorflowData, TorchData
     from gpucheck.compat.gpus import GpuIndex
+    from gpucheck.compat.images import ImageData
 
 __all__ = [
     "Compat",

@@ -57,7 +57,9 @@ class ImageData:
             try:
                 re.compile(r.text("pattern"))
             except re.error as exc:
-                raise CompatError(f"{r.where}: pattern is not a regular expression: {exc}") from None
+                raise CompatError(
+                    f"{r.where}: pattern is not a regular expression: {exc}"
+                ) from None
             rules.append(r.struct(TagRule, needs=r.opt_text("needs")))
         forward = [
             ForwardCompat(
@@ -66,11 +68,10 @@ class ImageData:
             for r in rows.table("forward_compat")
         ]
         return cls(
-            rules, [r.struct(NgcRelease) for r in rows.table("ngc")], forward[0] if forward else None
+            rules,
+            [r.struct(NgcRelease) for r in rows.table("ngc")],
+            forward[0] if forward else None,
         )
-
-    def known(self, repository: str) -> bool:
-        return any(r.repository == repository for r in [*self.rules, *self.ngc])
 
     def cuda_of(self, repository: str, tag: str) -> ImageCuda:
         """What the data says of repository:tag (an empty ImageCuda: nothing)."""

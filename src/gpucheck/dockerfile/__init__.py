@@ -30,7 +30,9 @@ def judge_file(path: str, text: str, snapshot: Snapshot, compat: Compat) -> list
             stage = _service_stage(service.image, service.dockerfile, where)
             if stage is not None:
                 stage.env.update(service.environment)
-                findings += _judge_stage(host, where, stage)
+                for finding in _judge_stage(host, where, stage):
+                    finding.title = f"service {service.name}: {finding.title}"
+                    findings.append(finding)
         return findings
     return _judge_stage(host, path, read_recipe(path, text).final)
 

@@ -45,7 +45,9 @@ def read_compose(path: str, text: str) -> list[Service]:
     if not isinstance(data, dict) or not isinstance(data.get("services"), dict):
         raise RecipeError(f"{path}: not a Compose file: no services")
     folder = Path(path).parent
-    return [_service(str(name), body or {}, folder, path) for name, body in data["services"].items()]
+    return [
+        _service(str(name), body or {}, folder, path) for name, body in data["services"].items()
+    ]
 
 
 def _service(name: str, body: Any, folder: Path, path: str) -> Service:
@@ -60,8 +62,9 @@ def _service(name: str, body: Any, folder: Path, path: str) -> Service:
         service.dockerfile = str(context / str(build.get("dockerfile", "Dockerfile")))
     gpus = body.get("gpus")
     if gpus is not None:  # Compose's short form: gpus: all, or a list of device requests
-        service.gpus.append(GpuRequest("nvidia", str(gpus) if not isinstance(gpus, list) else None,
-                                       [], ["gpu"]))
+        service.gpus.append(
+            GpuRequest("nvidia", str(gpus) if not isinstance(gpus, list) else None, [], ["gpu"])
+        )
     devices = _dig(body, "deploy", "resources", "reservations", "devices")
     for device in devices if isinstance(devices, list) else []:
         if not isinstance(device, dict):

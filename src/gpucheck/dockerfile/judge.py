@@ -15,7 +15,7 @@ import re
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
-from gpucheck.compat import Compat
+from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.images import ImageCuda
 from gpucheck.dockerfile.compose import Service
 from gpucheck.dockerfile.recipe import PipInstall, Stage, split_image
@@ -65,11 +65,17 @@ def _mm(version: str) -> Version | None:
     return Version(f"{match[1]}.{match[2]}") if match else None
 
 
+def _from(stage: Stage) -> str:
+    return f"line {stage.line}: FROM {stage.image}" if stage.line else f"image: {stage.image}"
+
+
 def _has_compat(stage_image: str, apt: list[str]) -> bool:
     repo, _ = split_image(stage_image)
     # nvidia/cuda and NGC images ship the cuda-compat libraries (/usr/local/cuda/compat).
-    return repo == "nvidia/cuda" or repo.startswith("nvcr.io/nvidia/") or any(
-        p.startswith("cuda-compat") for p in apt
+    return (
+        repo == "nvidia/cuda"
+        or repo.startswith("nvcr.io/nvidia/")
+        or any(p.startswith("cuda-compat") for p in apt)
     )
 
 
@@ -79,53 +85,83 @@ def judge_base(host: Host, where: str, stage: Stage) -> Finding:
     title = f"base image {stage.base}"
     if said.cpu_only:
         return Finding(
-            "dockerfile.base-cuda", Section.CUDA, Status.WARN,
+            "dockerfile.base-cuda",
+            Section.CUDA,
+            Status.WARN,
             f"{title} is a CPU-only image: the GPU goes unused",
             [f"data: {said.source}"],
-            Fix.of(Step.manual(f"use the GPU variant of {stage.base} (its '-gpu' tag)", Layer.CUDA)),
+            Fix.of(
+                Step.manual(f"use the GPU variant of {stage.base} (its '-gpu' tag)", Layer.CUDA)
+            ),
             subjects,
         )
     if cuda is None:
         return Finding(
-            "dockerfile.base-cuda", Section.CUDA, Status.INFO,
+            "dockerfile.base-cuda",
+            Section.CUDA,
+            Status.INFO,
             f"{title}: carries no CUDA gpucheck knows of (frameworks bring their own)",
-            [f"line {stage.line}: FROM {stage.image}"], None, subjects,
+            [_from(stage)],
+            None,
+            subjects,
         )
     wants = _mm(cuda)
-    evidence = [f"line {stage.line}: FROM {stage.image}: CUDA {cuda}"]
+    evidence = [f"{_from(stage)}: CUDA {cuda}"]
     if said.source:
         evidence.append(f"data: {said.source}")
     if host.driver is None or host.driver_cuda is None or wants is None:
         return Finding(
-            "dockerfile.base-cuda", Section.CUDA, Status.SKIP,
-            f"{title}: CUDA {cuda}; the host's driver is unknown (no NVML answer)", evidence,
-            None, subjects,
+            "dockerfile.base-cuda",
+            Section.CUDA,
+            Status.SKIP,
+            f"{title}: CUDA {cuda}; the host's driver is unknown (no NVML answer)",
+            evidence,
+            None,
+            subjects,
         )
     evidence.append(f"host driver {host.driver}: CUDA up to {host.driver_cuda}")
     if wants <= host.driver_cuda:
         return Finding(
-            "dockerfile.base-cuda", Section.CUDA, Status.PASS,
-            f"{title}: CUDA {cuda} runs on driver {host.driver}", evidence, None, subjects,
+            "dockerfile.base-cuda",
+            Section.CUDA,
+            Status.PASS,
+            f"{title}: CUDA {cuda} runs on driver {host.driver}",
+            evidence,
+            None,
+            subjects,
         )
     need = host.compat.min_driver(str(wants))
     upgrade = Step.manual(
-        f"upgrade the host driver to {need or f'one for CUDA {wants}'} or newer", Layer.DRIVER
+        f"upgrade the host driver to {driver_text(need) if need else f'one for CUDA {wants}'} "
+        "or newer",
+        Layer.DRIVER,
     )
     older = Step.manual(
         f"use a base image of CUDA {host.driver_cuda} or older (e.g. nvidia/cuda:"
-        f"{host.driver_cuda}.0-runtime-ubuntu22.04)", Layer.CUDA
+        f"{host.driver_cuda}.0-runtime-ubuntu22.04)",
+        Layer.CUDA,
     )
     if host.forward_compat() and _has_compat(stage.base, stage.apt_packages):
         evidence.append("data-centre GPUs and the image's cuda-compat: forward compatibility")
         return Finding(
-            "dockerfile.base-cuda", Section.CUDA, Status.WARN,
+            "dockerfile.base-cuda",
+            Section.CUDA,
+            Status.WARN,
             f"{title}: CUDA {cuda} runs on driver {host.driver} only through forward "
-            "compatibility (cuda-compat)", evidence, Fix.of(older, OR, upgrade), subjects,
+            "compatibility (cuda-compat)",
+            evidence,
+            Fix.of(older, OR, upgrade),
+            subjects,
         )
     return Finding(
-        "dockerfile.base-cuda", Section.CUDA, Status.FAIL,
+        "dockerfile.base-cuda",
+        Section.CUDA,
+        Status.FAIL,
         f"{title}: CUDA {cuda} needs a newer driver than the host's {host.driver} "
-        "(the container will not start)", evidence, Fix.of(older, OR, upgrade), subjects,
+        "(the container will not start)",
+        evidence,
+        Fix.of(older, OR, upgrade),
+        subjects,
     )
 
 
@@ -174,12 +210,25 @@ def judge_pips(host: Host, where: str, stage: Stage, image_cuda_text: str | None
         Status.FAIL: "a framework install will not run on this host's driver",
     }[status]
     fix = Fix.of(*steps) if steps and status in (Status.WARN, Status.FAIL) else None
-    return Finding("dockerfile.pip-framework", Section.FRAMEWORKS, status, title,
-                   [t for _, t in lines], fix, Subjects(paths=[where]))
+    return Finding(
+        "dockerfile.pip-framework",
+        Section.FRAMEWORKS,
+        status,
+        title,
+        [t for _, t in lines],
+        fix,
+        Subjects(paths=[where]),
+    )
 
 
-def _judge_one(host: Host, pip: PipInstall, req: Requirement, name: str,
-               image_cuda_text: str | None, steps: list[Step]) -> tuple[Status, str] | None:
+def _judge_one(
+    host: Host,
+    pip: PipInstall,
+    req: Requirement,
+    name: str,
+    image_cuda_text: str | None,
+    steps: list[Step],
+) -> tuple[Status, str] | None:
     image_mm = _mm(image_cuda_text) if image_cuda_text else None
     if name == "torch":
         variant = _variant(pip, req)
@@ -190,20 +239,29 @@ def _judge_one(host: Host, pip: PipInstall, req: Requirement, name: str,
                 return Status.INFO, "torch's CUDA is PyPI's default for whichever version pip picks"
         if variant == "cpu":
             cu = f"cu{image_mm.major}{image_mm.minor}" if image_mm else "cu126"
-            steps.append(Step.manual(f"install torch from https://download.pytorch.org/whl/{cu}",
-                                     Layer.FRAMEWORKS))
+            steps.append(
+                Step.manual(
+                    f"install torch from https://download.pytorch.org/whl/{cu}", Layer.FRAMEWORKS
+                )
+            )
             return Status.WARN, "the CPU build of torch: the GPU goes unused"
         return _against(host, "torch", variant, image_mm, steps)
     if name in ("tensorflow", "tensorflow-cpu"):
         if name == "tensorflow-cpu":
-            steps.append(Step.manual("install tensorflow[and-cuda] instead of tensorflow-cpu",
-                                     Layer.FRAMEWORKS))
+            steps.append(
+                Step.manual(
+                    "install tensorflow[and-cuda] instead of tensorflow-cpu", Layer.FRAMEWORKS
+                )
+            )
             return Status.WARN, "the CPU build of TensorFlow: the GPU goes unused"
-        release = host.compat.tensorflow.release(_pinned(req) or "")
-        cuda = release.cuda if release else None
+        tf_release = host.compat.tensorflow.release(_pinned(req) or "")
+        cuda = tf_release.cuda if tf_release else None
         if "and-cuda" not in req.extras and image_cuda_text is None:
-            steps.append(Step.manual("install tensorflow[and-cuda] (CUDA and cuDNN as wheels)",
-                                     Layer.FRAMEWORKS))
+            steps.append(
+                Step.manual(
+                    "install tensorflow[and-cuda] (CUDA and cuDNN as wheels)", Layer.FRAMEWORKS
+                )
+            )
             return Status.WARN, "TensorFlow without [and-cuda] on a base without CUDA: CPU only"
         if cuda is None:
             return Status.INFO, "TensorFlow's CUDA depends on the version pip picks"
@@ -213,15 +271,22 @@ def _judge_one(host: Host, pip: PipInstall, req: Requirement, name: str,
         if not majors:
             if name == "jaxlib":
                 return None
-            steps.append(Step.manual("install jax[cuda12] (or jax[cuda13]) for the GPU",
-                                     Layer.FRAMEWORKS))
+            steps.append(
+                Step.manual("install jax[cuda12] (or jax[cuda13]) for the GPU", Layer.FRAMEWORKS)
+            )
             return Status.WARN, "jax without a [cudaNN] extra: CPU only"
         return _against(host, "JAX", f"{majors[0]}.0", image_mm, steps, major_only=True)
     return None
 
 
-def _against(host: Host, what: str, cuda: str, image_mm: Version | None, steps: list[Step],
-             major_only: bool = False) -> tuple[Status, str]:
+def _against(
+    host: Host,
+    what: str,
+    cuda: str,
+    image_mm: Version | None,
+    steps: list[Step],
+    major_only: bool = False,
+) -> tuple[Status, str]:
     wants = _mm(cuda)
     said = f"{what} built with CUDA {cuda if not major_only else cuda.split('.')[0]}"
     if host.driver is not None and wants is not None:
@@ -231,13 +296,20 @@ def _against(host: Host, what: str, cuda: str, image_mm: Version | None, steps: 
         else:
             runs = host.compat.cuda_runs_on_driver(cuda, host.driver)
         if runs is False:
-            steps.append(Step.manual(
-                f"install a {what} build for CUDA {host.driver_cuda} or older, or upgrade the "
-                f"host driver", Layer.FRAMEWORKS))
+            steps.append(
+                Step.manual(
+                    f"install a {what} build for CUDA {host.driver_cuda} or older, or upgrade the "
+                    f"host driver",
+                    Layer.FRAMEWORKS,
+                )
+            )
             return Status.FAIL, f"{said}: does not run on driver {host.driver}"
     if image_mm is not None and wants is not None and wants.major != image_mm.major:
-        steps.append(Step.manual(
-            f"match {what}'s CUDA major to the image's (CUDA {image_mm})", Layer.FRAMEWORKS))
+        steps.append(
+            Step.manual(
+                f"match {what}'s CUDA major to the image's (CUDA {image_mm})", Layer.FRAMEWORKS
+            )
+        )
         return Status.WARN, (
             f"{said} in a CUDA {image_mm} image: two CUDA majors (extensions built with the "
             "image's nvcc will not load)"
@@ -255,25 +327,42 @@ def judge_env(where: str, env: dict[str, str], origin: str) -> Finding | None:
     caps = env.get("NVIDIA_DRIVER_CAPABILITIES")
     if visible is None and caps is None:
         return None
-    evidence = [f"{origin}: {k}={v}" for k, v in (("NVIDIA_VISIBLE_DEVICES", visible),
-                                                   ("NVIDIA_DRIVER_CAPABILITIES", caps)) if v is not None]
+    evidence = [
+        f"{origin}: {k}={v}"
+        for k, v in (("NVIDIA_VISIBLE_DEVICES", visible), ("NVIDIA_DRIVER_CAPABILITIES", caps))
+        if v is not None
+    ]
     subjects = Subjects(paths=[where])
     if visible is not None and visible.strip().lower() in ("", "none", "void"):
-        return Finding("dockerfile.nvidia-env", Section.GPUS, Status.FAIL,
-                       f"NVIDIA_VISIBLE_DEVICES={visible or '(empty)'} hides every GPU from the "
-                       "container", evidence,
-                       Fix.of(Step.manual("set NVIDIA_VISIBLE_DEVICES=all (or the GPU indices)",
-                                          Layer.GPUS)), subjects)
+        return Finding(
+            "dockerfile.nvidia-env",
+            Section.GPUS,
+            Status.FAIL,
+            f"NVIDIA_VISIBLE_DEVICES={visible or '(empty)'} hides every GPU from the container",
+            evidence,
+            Fix.of(Step.manual("set NVIDIA_VISIBLE_DEVICES=all (or the GPU indices)", Layer.GPUS)),
+            subjects,
+        )
     wanted = {c.strip().lower() for c in (caps or "compute,utility").split(",")}
     if "all" not in wanted and "compute" not in wanted:
-        return Finding("dockerfile.nvidia-env", Section.GPUS, Status.FAIL,
-                       f"NVIDIA_DRIVER_CAPABILITIES={caps} leaves out compute: no CUDA in the "
-                       "container", evidence,
-                       Fix.of(Step.manual("set NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-                                          Layer.GPUS)), subjects)
-    return Finding("dockerfile.nvidia-env", Section.GPUS, Status.PASS,
-                   "the NVIDIA container variables expose the GPU and CUDA", evidence, None,
-                   subjects)
+        return Finding(
+            "dockerfile.nvidia-env",
+            Section.GPUS,
+            Status.FAIL,
+            f"NVIDIA_DRIVER_CAPABILITIES={caps} leaves out compute: no CUDA in the container",
+            evidence,
+            Fix.of(Step.manual("set NVIDIA_DRIVER_CAPABILITIES=compute,utility", Layer.GPUS)),
+            subjects,
+        )
+    return Finding(
+        "dockerfile.nvidia-env",
+        Section.GPUS,
+        Status.PASS,
+        "the NVIDIA container variables expose the GPU and CUDA",
+        evidence,
+        None,
+        subjects,
+    )
 
 
 def judge_service(host: Host, where: str, service: Service) -> Finding:
@@ -283,42 +372,91 @@ def judge_service(host: Host, where: str, service: Service) -> Finding:
     if service.runtime == "nvidia":
         evidence.append("runtime: nvidia")
         if host.runtimes is not None and "nvidia" not in host.runtimes:
-            problems.append((Status.FAIL, "runtime nvidia is not in the host's Docker daemon.json",
-                             Step.manual("install the NVIDIA Container Toolkit and run `nvidia-ctk "
-                                         "runtime configure --runtime=docker`", Layer.SYSTEM)))
+            problems.append(
+                (
+                    Status.FAIL,
+                    "runtime nvidia is not in the host's Docker daemon.json",
+                    Step.manual(
+                        "install the NVIDIA Container Toolkit and run `nvidia-ctk "
+                        "runtime configure --runtime=docker`",
+                        Layer.SYSTEM,
+                    ),
+                )
+            )
     for request in service.gpus:
         evidence.append(
             f"GPU reservation: driver {request.driver}, count {request.count}, device_ids "
             f"{request.device_ids or '-'}, capabilities {request.capabilities or '-'}"
         )
         if "gpu" not in request.capabilities:
-            problems.append((Status.FAIL, "a device reservation without capabilities: [gpu]",
-                             Step.manual("add `capabilities: [gpu]` to the device reservation",
-                                         Layer.JOB)))
+            problems.append(
+                (
+                    Status.FAIL,
+                    "a device reservation without capabilities: [gpu]",
+                    Step.manual("add `capabilities: [gpu]` to the device reservation", Layer.JOB),
+                )
+            )
         if request.driver not in (None, "nvidia"):
-            problems.append((Status.WARN, f"device driver {request.driver}, not nvidia",
-                             Step.manual("set `driver: nvidia`", Layer.JOB)))
-        if request.count is not None and request.count.isdigit() and host.gpus and \
-                int(request.count) > len(host.gpus):
-            problems.append((Status.FAIL, f"asks for {request.count} GPUs; the host has "
-                             f"{len(host.gpus)}",
-                             Step.manual(f"reserve at most {len(host.gpus)} GPUs", Layer.JOB)))
+            problems.append(
+                (
+                    Status.WARN,
+                    f"device driver {request.driver}, not nvidia",
+                    Step.manual("set `driver: nvidia`", Layer.JOB),
+                )
+            )
+        if (
+            request.count is not None
+            and request.count.isdigit()
+            and host.gpus
+            and int(request.count) > len(host.gpus)
+        ):
+            problems.append(
+                (
+                    Status.FAIL,
+                    f"asks for {request.count} GPUs; the host has {len(host.gpus)}",
+                    Step.manual(f"reserve at most {len(host.gpus)} GPUs", Layer.JOB),
+                )
+            )
         known = {str(g.index) for g in host.gpus} | {g.uuid for g in host.gpus if g.uuid}
         missing = [d for d in request.device_ids if host.gpus and d not in known]
         if missing:
-            problems.append((Status.FAIL, f"device_ids {', '.join(missing)} are not GPUs of "
-                             "this host", Step.manual(
-                                 f"use device_ids among {', '.join(sorted(known))}", Layer.JOB)))
+            problems.append(
+                (
+                    Status.FAIL,
+                    f"device_ids {', '.join(missing)} are not GPUs of this host",
+                    Step.manual(f"use device_ids among {', '.join(sorted(known))}", Layer.JOB),
+                )
+            )
     if not service.gpus and service.runtime != "nvidia":
-        problems.append((Status.WARN, "reserves no GPU (deploy.resources.reservations.devices "
-                         "with capabilities: [gpu], or runtime: nvidia)",
-                         Step.manual("add a GPU device reservation (driver: nvidia, count: all, "
-                                     "capabilities: [gpu])", Layer.JOB)))
+        problems.append(
+            (
+                Status.WARN,
+                "reserves no GPU (deploy.resources.reservations.devices "
+                "with capabilities: [gpu], or runtime: nvidia)",
+                Step.manual(
+                    "add a GPU device reservation (driver: nvidia, count: all, "
+                    "capabilities: [gpu])",
+                    Layer.JOB,
+                ),
+            )
+        )
     if not problems:
-        return Finding("compose.gpu-reservation", Section.GPUS, Status.PASS,
-                       f"service {service.name}: GPUs reserved", evidence, None, subjects)
+        return Finding(
+            "compose.gpu-reservation",
+            Section.GPUS,
+            Status.PASS,
+            f"service {service.name}: GPUs reserved",
+            evidence,
+            None,
+            subjects,
+        )
     status = _worst([s for s, _, _ in problems])
-    return Finding("compose.gpu-reservation", Section.GPUS, status,
-                   f"service {service.name}: {problems[0][1]}",
-                   evidence + [p for _, p, _ in problems[1:]],
-                   Fix.of(*[step for _, _, step in problems]), subjects)
+    return Finding(
+        "compose.gpu-reservation",
+        Section.GPUS,
+        status,
+        f"service {service.name}: {problems[0][1]}",
+        evidence + [p for _, p, _ in problems[1:]],
+        Fix.of(*[step for _, _, step in problems]),
+        subjects,
+    )

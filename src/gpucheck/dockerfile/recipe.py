@@ -54,7 +54,7 @@ def read_recipe(path: str, text: str) -> Recipe:
     from dockerfile_parse import DockerfileParser
 
     try:
-        parser = DockerfileParser(fileobj=io.BytesIO(text.encode("utf-8")))
+        parser = DockerfileParser(fileobj=io.StringIO(text))
         structure = parser.structure
         contexts = parser.context_structure
         parents = parser.parent_images
@@ -130,8 +130,21 @@ def _pip_install(words: list[str], line: int) -> PipInstall | None:
     requirements: list[str] = []
     indexes: list[str] = []
     skip_next = False
-    takes_value = {"-r", "-c", "-e", "--requirement", "--constraint", "-f", "--find-links", "-t",
-                   "--target", "--prefix", "--root", "--trusted-host", "--cache-dir"}
+    takes_value = {
+        "-r",
+        "-c",
+        "-e",
+        "--requirement",
+        "--constraint",
+        "-f",
+        "--find-links",
+        "-t",
+        "--target",
+        "--prefix",
+        "--root",
+        "--trusted-host",
+        "--cache-dir",
+    }
     args = rest[1:]
     for i, word in enumerate(args):
         if skip_next:
