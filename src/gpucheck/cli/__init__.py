@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "dockerfile",
         "Judge a Dockerfile or Compose file against the machine it will run on.",
     ),
+    "mcp": ("gpucheck.cli.mcp", "mcp", "Serve the read-only tools to AI agents (MCP, stdio)."),
     "fix": ("gpucheck.cli.fix", "fix", "Turn the doctor's fixes into one plan; apply it safely."),
 }
 
