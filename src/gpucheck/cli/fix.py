@@ -137,7 +137,7 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
     elsewhere = other_machine(plan)
     if elsewhere is not None:
         raise UserError(f"--apply: {elsewhere}: make the plan on the machine it changes")
-    render_text(plan, sys.stdout)
+    render_text(plan, sys.stdout, dry_run=False)
     local = plan.local_steps
     if not local:
         print("Nothing to apply here: every step is yours to do (see above).")

@@ -29,7 +29,7 @@ def _where(plan: Plan) -> str:
     return f"from {plan.host.from_file}, host {name}" if plan.host.from_file else f"host {name}"
 
 
-def render_text(plan: Plan, out: IO[str]) -> None:
+def render_text(plan: Plan, out: IO[str], dry_run: bool = True) -> None:
     problems = len(plan.findings)
     if not plan.steps and not plan.conflicts:
         fixless = [f.id for f in plan.findings]
@@ -51,7 +51,8 @@ def render_text(plan: Plan, out: IO[str]) -> None:
     unfixed = [f.id for f in plan.findings if not f.fixed_by]
     if unfixed:
         out.write(f"\nno step for: {', '.join(unfixed)}\n")
-    out.write("\nNothing was changed (a dry run).\n")
+    if dry_run:
+        out.write("\nNothing was changed (a dry run).\n")
 
 
 def _step_text(step: PlanStep, out: IO[str]) -> None:
