@@ -59,7 +59,8 @@ def test_the_tools_are_read_only_typed_and_answer_with_the_clis_json(tmp_path: P
     assert [t.name for t in tools] == TOOLS
     assert all(t.annotations.read_only_hint for t in tools)
     compat_tool = next(t for t in tools if t.name == "compat")
-    assert compat_tool.input_schema["properties"]["topic"]["enum"] == [
+    ref = compat_tool.input_schema["properties"]["topic"]["$ref"].rsplit("/", 1)[1]
+    assert compat_tool.input_schema["$defs"][ref]["enum"] == [
         "torch", "tensorflow", "jax", "cudnn", "driver", "cuda", "gpu",
     ]  # fmt: skip
     assert compat_tool.input_schema["required"] == ["topic", "subject"]

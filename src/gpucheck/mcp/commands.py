@@ -5,14 +5,27 @@ ends a process or changes the machine (procs --kill, fix --apply) can be asked f
 
 from __future__ import annotations
 
+import enum
 import json
 import subprocess
 import sys
-from typing import Any, Literal
+from typing import Any
 
 from gpucheck.exit_status import ExitStatus
 
-CompatTopic = Literal["torch", "tensorflow", "jax", "cudnn", "driver", "cuda", "gpu"]
+
+class CompatTopic(str, enum.Enum):
+    """The questions `gpucheck compat` answers (its subcommands)."""
+
+    TORCH = "torch"
+    TENSORFLOW = "tensorflow"
+    JAX = "jax"
+    CUDNN = "cudnn"
+    DRIVER = "driver"
+    CUDA = "cuda"
+    GPU = "gpu"
+
+
 READ_ONLY = ("doctor", "snapshot", "procs", "compat", "fit", "fix", "dockerfile")
 ACTING_OPTIONS = ("--kill", "--kill-mine", "--apply", "--undo", "--yes", "-o", "--output")
 
@@ -60,8 +73,8 @@ def procs_argv(gpu: str | None) -> list[str]:
 
 
 def compat_argv(topic: CompatTopic, subject: str, windows: bool) -> list[str]:
-    argv = ["compat", "--json", topic, _value(subject)]
-    return argv + (["--windows"] if windows and topic == "driver" else [])
+    argv = ["compat", "--json", CompatTopic(topic).value, _value(subject)]
+    return argv + (["--windows"] if windows and topic == CompatTopic.DRIVER else [])
 
 
 def fit_argv(
