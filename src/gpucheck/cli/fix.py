@@ -81,6 +81,8 @@ def fix(
             raise UserError(f"--format: {fmt!r} is not one of text, json, sh")
         if from_file is not None and plan_file is not None:
             raise UserError("--from and --plan: give one")
+        if apply and (fmt != "text" or output is not None):
+            raise UserError("--apply prints its plan and what it did as text: drop --json/-o")
         plan = _plan(from_file, plan_file, python, timeout, compat_dir)
         if not apply:
             from gpucheck.fixplan.render import FORMATS

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpucheck.dockerfile.compose import is_compose, read_compose
-from gpucheck.dockerfile.judge import Host, image_cuda, judge_base, judge_env, judge_pips
-from gpucheck.dockerfile.judge import judge_service as judge_service
+from gpucheck.dockerfile.containers import judge_env, judge_service
+from gpucheck.dockerfile.judge import Host, image_cuda, judge_base, judge_pips
 from gpucheck.dockerfile.recipe import Recipe, RecipeError, Stage, read_recipe
 
 if TYPE_CHECKING:

@@ -4,8 +4,7 @@
   image whose CUDA is newer than the driver's (NVIDIA_REQUIRE_CUDA), unless forward
   compatibility (a data-centre GPU and the image's cuda-compat) carries it;
 - each `pip install` of torch, tensorflow or jax against the driver and the image's CUDA;
-- NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES that hide the GPU or CUDA from it;
-- a Compose service's GPU reservation and runtime against the host's GPUs and runtimes.
+(the NVIDIA container variables and Compose reservations: containers.py).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from packaging.version import Version
 
 from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.images import ImageCuda
-from gpucheck.dockerfile.compose import Service
 from gpucheck.dockerfile.recipe import PipInstall, Stage, split_image
 from gpucheck.model.finding import Finding, Section, Status, Subjects
 from gpucheck.model.fix import OR, Fix, Layer, Step
@@ -26,7 +24,7 @@ from gpucheck.model.snapshot import Snapshot
 WORST = [Status.PASS, Status.INFO, Status.WARN, Status.FAIL]
 
 
-def _worst(statuses: list[Status]) -> Status:
+def worst(statuses: list[Status]) -> Status:
     return max(statuses, key=WORST.index, default=Status.PASS)
 
 
@@ -202,7 +200,7 @@ def judge_pips(host: Host, where: str, stage: Stage, image_cuda_text: str | None
                 lines.append((said[0], f"line {pip.line}: {text}: {said[1]}"))
     if not lines:
         return None
-    status = _worst([s for s, _ in lines])
+    status = worst([s for s, _ in lines])
     title = {
         Status.PASS: "pip installs of the frameworks match the host driver and the image",
         Status.INFO: "pip installs of the frameworks: nothing to judge against",
@@ -317,146 +315,3 @@ def _against(
     if host.driver is None:
         return Status.INFO, f"{said}; the host's driver is unknown"
     return Status.PASS, f"{said}: runs on driver {host.driver}"
-
-
-# --- NVIDIA container variables and Compose --------------------------------------------------
-
-
-def judge_env(where: str, env: dict[str, str], origin: str) -> Finding | None:
-    visible = env.get("NVIDIA_VISIBLE_DEVICES")
-    caps = env.get("NVIDIA_DRIVER_CAPABILITIES")
-    if visible is None and caps is None:
-        return None
-    evidence = [
-        f"{origin}: {k}={v}"
-        for k, v in (("NVIDIA_VISIBLE_DEVICES", visible), ("NVIDIA_DRIVER_CAPABILITIES", caps))
-        if v is not None
-    ]
-    subjects = Subjects(paths=[where])
-    if visible is not None and visible.strip().lower() in ("", "none", "void"):
-        return Finding(
-            "dockerfile.nvidia-env",
-            Section.GPUS,
-            Status.FAIL,
-            f"NVIDIA_VISIBLE_DEVICES={visible or '(empty)'} hides every GPU from the container",
-            evidence,
-            Fix.of(Step.manual("set NVIDIA_VISIBLE_DEVICES=all (or the GPU indices)", Layer.GPUS)),
-            subjects,
-        )
-    wanted = {c.strip().lower() for c in (caps or "compute,utility").split(",")}
-    if "all" not in wanted and "compute" not in wanted:
-        return Finding(
-            "dockerfile.nvidia-env",
-            Section.GPUS,
-            Status.FAIL,
-            f"NVIDIA_DRIVER_CAPABILITIES={caps} leaves out compute: no CUDA in the container",
-            evidence,
-            Fix.of(Step.manual("set NVIDIA_DRIVER_CAPABILITIES=compute,utility", Layer.GPUS)),
-            subjects,
-        )
-    return Finding(
-        "dockerfile.nvidia-env",
-        Section.GPUS,
-        Status.PASS,
-        "the NVIDIA container variables expose the GPU and CUDA",
-        evidence,
-        None,
-        subjects,
-    )
-
-
-def judge_service(host: Host, where: str, service: Service) -> Finding:
-    subjects = Subjects(paths=[where])
-    evidence: list[str] = []
-    problems: list[tuple[Status, str, Step]] = []
-    if service.runtime == "nvidia":
-        evidence.append("runtime: nvidia")
-        if host.runtimes is not None and "nvidia" not in host.runtimes:
-            problems.append(
-                (
-                    Status.FAIL,
-                    "runtime nvidia is not in the host's Docker daemon.json",
-                    Step.manual(
-                        "install the NVIDIA Container Toolkit and run `nvidia-ctk "
-                        "runtime configure --runtime=docker`",
-                        Layer.SYSTEM,
-                    ),
-                )
-            )
-    for request in service.gpus:
-        evidence.append(
-            f"GPU reservation: driver {request.driver}, count {request.count}, device_ids "
-            f"{request.device_ids or '-'}, capabilities {request.capabilities or '-'}"
-        )
-        if "gpu" not in request.capabilities:
-            problems.append(
-                (
-                    Status.FAIL,
-                    "a device reservation without capabilities: [gpu]",
-                    Step.manual("add `capabilities: [gpu]` to the device reservation", Layer.JOB),
-                )
-            )
-        if request.driver not in (None, "nvidia"):
-            problems.append(
-                (
-                    Status.WARN,
-                    f"device driver {request.driver}, not nvidia",
-                    Step.manual("set `driver: nvidia`", Layer.JOB),
-                )
-            )
-        if (
-            request.count is not None
-            and request.count.isdigit()
-            and host.gpus
-            and int(request.count) > len(host.gpus)
-        ):
-            problems.append(
-                (
-                    Status.FAIL,
-                    f"asks for {request.count} GPUs; the host has {len(host.gpus)}",
-                    Step.manual(f"reserve at most {len(host.gpus)} GPUs", Layer.JOB),
-                )
-            )
-        known = {str(g.index) for g in host.gpus} | {g.uuid for g in host.gpus if g.uuid}
-        missing = [d for d in request.device_ids if host.gpus and d not in known]
-        if missing:
-            problems.append(
-                (
-                    Status.FAIL,
-                    f"device_ids {', '.join(missing)} are not GPUs of this host",
-                    Step.manual(f"use device_ids among {', '.join(sorted(known))}", Layer.JOB),
-                )
-            )
-    if not service.gpus and service.runtime != "nvidia":
-        problems.append(
-            (
-                Status.WARN,
-                "reserves no GPU (deploy.resources.reservations.devices "
-                "with capabilities: [gpu], or runtime: nvidia)",
-                Step.manual(
-                    "add a GPU device reservation (driver: nvidia, count: all, "
-                    "capabilities: [gpu])",
-                    Layer.JOB,
-                ),
-            )
-        )
-    if not problems:
-        return Finding(
-            "compose.gpu-reservation",
-            Section.GPUS,
-            Status.PASS,
-            f"service {service.name}: GPUs reserved",
-            evidence,
-            None,
-            subjects,
-        )
-    status = _worst([s for s, _, _ in problems])
-    return Finding(
-        "compose.gpu-reservation",
-        Section.GPUS,
-        status,
-        f"service {service.name}: {problems[0][1]}",
-        evidence + [p for _, p, _ in problems[1:]],
-        Fix.of(*[step for _, _, step in problems]),
-        subjects,
-    )
