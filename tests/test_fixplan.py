@@ -187,3 +187,53 @@ def test_undo_of_a_folder_that_is_no_record_is_one_line(tmp_path: Path) -> None:
     assert done.stderr == (
         f"gpucheck: {tmp_path}: not an apply record (no plan.json and journal.json)\n"
     )
+
+
+def test_a_reports_own_findings_are_planned_as_written(tmp_path: Path) -> None:
+    from gpucheck.api import doctor
+
+    report = doctor(snapshot=on(workstation(), torch_cpu())).to_dict()
+    torch_finding = next(f for f in report["findings"] if f["id"] == "torch.cpu-build")
+    torch_finding["fix"]["steps"][0]["command"] = "pip install 'torch==2.5.1'"  # as written then
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    done = gpucheck("fix", "--from", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    assert [s["command"] for s in json.loads(done.stdout)["steps"]] == [
+        "pip install 'torch==2.5.1'"
+    ]
+
+
+def test_only_installer_commands_are_local_and_each_is_aimed_at_its_interpreter() -> None:
+    from gpucheck.fixplan.apply import step_argvs
+    from gpucheck.fixplan.plan import installer_commands
+
+    assert installer_commands("pip uninstall -y torch && pip install 'torch==2.5.1'") == [
+        ["uninstall", "-y", "torch"],
+        ["install", "torch==2.5.1"],
+    ]
+    assert installer_commands('"/opt/my env/bin/python" -m pip install numpy') == [
+        ["install", "numpy"]
+    ]
+    for shell in ("sudo pip install x", "pip install x; reboot", "curl x | sh", "pip list"):
+        assert installer_commands(shell) is None, shell
+    uv = Step.run("", "uv pip install 'numpy<2'", Tool.UV, environment=PY)
+    conda = Step.run("", "conda install -c nvidia cuda-nvcc", Tool.CONDA, environment=PY)
+    plan = build_plan(
+        [finding("a", Section.FRAMEWORKS, uv), finding("b", Section.CUDA, conda)], PlanHost(), []
+    )
+    assert [step_argvs(s, None) for s in plan.steps] == [
+        [
+            [
+                "conda",
+                "install",
+                "--yes",
+                "--prefix",
+                "/home/user/.venv",
+                "-c",
+                "nvidia",
+                "cuda-nvcc",
+            ]
+        ],
+        [["uv", "pip", "install", "--python", PY, "numpy<2"]],
+    ]

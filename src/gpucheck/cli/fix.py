@@ -104,7 +104,7 @@ def _plan(
     timeout: float,
     compat_dir: list[str] | None,
 ) -> Plan:
-    from gpucheck.fixplan import diagnose, plan_for
+    from gpucheck.fixplan import diagnose, plan_for, report_findings
 
     if plan_file is not None:
         from gpucheck.fixplan.render import loads_plan
@@ -117,6 +117,10 @@ def _plan(
         if python is not None:
             raise UserError("--from plans from a saved snapshot; --python probes this machine")
         snapshot = read_snapshot(from_file)
+        if from_file != "-":  # (stdin is read once: its snapshot is diagnosed)
+            written = report_findings(read_input(from_file, 64 << 20, "is too large"))
+            if written is not None:
+                return plan_for(snapshot, written, from_file)
     else:
         from gpucheck.probes.run import collect
 

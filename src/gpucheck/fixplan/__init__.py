@@ -26,6 +26,29 @@ def diagnose(snapshot: Snapshot, compat: Compat) -> list[Finding]:
     return run(Context(snapshot, Requirements(), compat), select([], []))
 
 
+def report_findings(data: bytes) -> list[Finding] | None:
+    """A `doctor --json` report's own findings (report schema 3.x), as the report wrote them;
+    None for a snapshot or another major (its snapshot is diagnosed instead)."""
+    import json
+
+    import msgspec
+
+    from gpucheck.model.finding import Finding
+
+    try:
+        raw = json.loads(data.removeprefix(b"\xef\xbb\xbf"))
+    except ValueError:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("findings"), list):
+        return None
+    if str(raw.get("schema_version", "")).split(".")[0] != "3":
+        return None
+    try:
+        return msgspec.convert(raw["findings"], list[Finding])
+    except msgspec.ValidationError:
+        return None
+
+
 def plan_for(snapshot: Snapshot, findings: list[Finding], from_file: str | None) -> Plan:
     host = snapshot.system.host
     plan_host = PlanHost(

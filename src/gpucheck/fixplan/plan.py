@@ -101,13 +101,17 @@ def installer_commands(command: str) -> list[list[str]] | None:
     after `pip` (install/uninstall ...), or `conda install/remove ...` whole; None where any
     part is something else (a pipe, `;`, sudo, another program)."""
     try:
-        words = shlex.split(command)
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
+        lexer.whitespace_split = True
+        words = list(lexer)
     except ValueError:
         return None
     parts: list[list[str]] = [[]]
     for word in words:
         if word == "&&":
             parts.append([])
+        elif word and set(word) <= set(";&|<>()"):
+            return None  # a list, pipe, redirection or subshell: not one installer command
         else:
             parts[-1].append(word)
     found = [_installer_args(part) for part in parts]
