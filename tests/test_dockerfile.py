@@ -199,3 +199,15 @@ def test_bad_recipes_are_one_line_and_exit_2(tmp_path: Path) -> None:
         2,
         f"gpucheck: PATH: {tmp_path / 'bin'} is not UTF-8 text\n",
     )
+
+
+def test_platform_flags_and_exec_form_runs_are_read() -> None:
+    recipe = read_recipe(
+        "Dockerfile",
+        "FROM --platform=linux/amd64 nvidia/cuda:12.4.1-base-ubuntu22.04 AS base\n"
+        'RUN ["python3", "-m", "pip", "install", "jax[cuda12]"]\n'
+        "FROM base\n",
+    )
+    assert recipe.stages[0].name == "base"
+    assert recipe.final.base == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert [p.requirements for p in recipe.final.pips] == [["jax[cuda12]"]]

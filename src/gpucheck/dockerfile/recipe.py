@@ -66,7 +66,7 @@ def read_recipe(path: str, text: str) -> Recipe:
         instruction = item["instruction"].upper()
         line = int(item["startline"]) + 1
         if instruction == "FROM":
-            words = item["value"].split()
+            words = [w for w in item["value"].split() if not w.startswith("--")]  # --platform
             image = parents[froms] if froms < len(parents) else words[0]
             froms += 1
             name = words[2] if len(words) >= 3 and words[1].upper() == "AS" else None
@@ -108,8 +108,22 @@ def _commands(value: str) -> Iterator[list[str]]:
         yield command
 
 
+def _exec_form(value: str) -> list[str] | None:
+    """RUN ["pip", "install", "x"]: the JSON array it is, or None (the shell form)."""
+    import json
+
+    if not value.lstrip().startswith("["):
+        return None
+    try:
+        words = json.loads(value)
+    except ValueError:
+        return None
+    return words if isinstance(words, list) and all(isinstance(w, str) for w in words) else None
+
+
 def _read_run(stage: Stage, value: str, line: int) -> None:
-    for words in _commands(value):
+    exec_form = _exec_form(value)
+    for words in [exec_form] if exec_form is not None else _commands(value):
         if words[:1] in (["apt-get"], ["apt"], ["yum"], ["dnf"]) and "install" in words:
             stage.apt_packages += [w for w in words[words.index("install") + 1 :] if w[:1] != "-"]
         pip = _pip_install(words, line)
