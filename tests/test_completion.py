@@ -76,7 +76,7 @@ def test_bash_completes_closed_choices() -> None:
     assert bash_values("gpucheck watch --format ") == ["csv", "jsonl"]
     assert bash_values("gpucheck fit m --optimizer ada") == ["adam", "adamw", "adafactor"]
     assert bash_values("gpucheck fit m --dtype int") == ["int8", "int4"]
-    assert bash_values("gpucheck schema f") == ["fit", "fleet"]
+    assert bash_values("gpucheck schema f") == ["fit", "fleet", "fix-plan"]
 
 
 def test_bash_completes_check_ids_sections_and_prefixes() -> None:

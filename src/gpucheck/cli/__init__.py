@@ -45,6 +45,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "procs": ("gpucheck.cli.procs", "procs", "Who holds GPU memory and device files."),
     "watch": ("gpucheck.cli.watch", "watch", "Sample the GPUs: a live view, CSV or JSON lines."),
     "compat": ("gpucheck.cli.compat", "compat_app", "Ask the compatibility data."),
+    "fix": ("gpucheck.cli.fix", "fix", "Turn the doctor's fixes into one plan; apply it safely."),
+    "dockerfile": (
+        "gpucheck.cli.dockerfile",
+        "dockerfile",
+        "Judge a Dockerfile or Compose file against the machine it will run on.",
+    ),
+    "mcp": ("gpucheck.cli.mcp", "mcp", "Serve the read-only tools to AI agents (MCP, stdio)."),
 }
 
 

@@ -60,6 +60,12 @@ def _compat() -> dict[str, Any]:
     return compat_schema()
 
 
+def _fix_plan() -> dict[str, Any]:
+    from gpucheck.fixplan.render import plan_schema
+
+    return plan_schema()
+
+
 # name -> the schema (as text, or as data to print), for the output it describes.
 SCHEMAS: dict[str, Callable[[], str | dict[str, Any]]] = {
     "report": _report,  # doctor --json
@@ -70,6 +76,7 @@ SCHEMAS: dict[str, Callable[[], str | dict[str, Any]]] = {
     "fit": _fit,
     "fleet": _fleet,
     "compat": _compat,
+    "fix-plan": _fix_plan,  # fix --json
 }
 
 
@@ -79,7 +86,7 @@ def schema(
         typer.Argument(
             metavar="[NAME]",
             help="Which output: report (doctor --json), snapshot, procs, watch (one jsonl "
-            "record), bench, fit, fleet, compat.",
+            "record), bench, fit, fleet, compat, fix-plan.",
             autocompletion=lambda: list(SCHEMAS),
         ),
     ] = "report",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gpucheck.compat.extensions import ExtensionData, TensorrtData
     from gpucheck.compat.frameworks import JaxData, TensorflowData, TorchData
     from gpucheck.compat.gpus import GpuIndex
+    from gpucheck.compat.images import ImageData
 
 __all__ = [
     "Compat",
@@ -84,6 +85,7 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "jax.toml": {"release": ("version",), "cuda_major": ("major",)},
     "extensions.toml": {"pairing": ("package", "torch"), "numpy_abi": ("package", "platform")},
     "tensorrt.toml": {"release": ("version",)},
+    "images.toml": {"tag_rule": ("repository", "pattern"), "ngc": ("repository", "release")},
 }
 TOPICS = tuple(ROW_KEYS)
 ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
@@ -285,6 +287,12 @@ class Compat:
         from gpucheck.compat.extensions import TensorrtData
 
         return TensorrtData.from_data(*read_topic(self.dirs, "tensorrt.toml"))
+
+    @cached_property
+    def images(self) -> ImageData:
+        from gpucheck.compat.images import ImageData
+
+        return ImageData.from_data(*read_topic(self.dirs, "images.toml"))
 
     # -- questions -------------------------------------------------------------------------
 

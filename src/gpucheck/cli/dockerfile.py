@@ -1,0 +1,86 @@
+"""`gpucheck dockerfile PATH`: judge a Dockerfile or Compose file against this machine (or a
+saved snapshot of the one it will run on), with the doctor's findings, formats and exit codes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gpucheck.cli.common import (
+    CompatDirOpt,
+    OutputOpt,
+    TimeoutOpt,
+    UserError,
+    load_compat,
+    probe_options,
+    read_input,
+    read_snapshot,
+    write_output,
+)
+
+
+def dockerfile(
+    path: Annotated[str, typer.Argument(metavar="PATH", help="A Dockerfile or a Compose file.")],
+    from_file: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="FILE",
+            help="Judge against a saved snapshot or report (the machine it will run on).",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    fmt: Annotated[
+        str,
+        typer.Option("--format", "-f", metavar="FORMAT", help="text, json, junit or prometheus."),
+    ] = "text",
+    output: OutputOpt = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
+    ] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
+    timeout: TimeoutOpt = 15.0,
+    compat_dir: CompatDirOpt = None,
+) -> None:
+    """Judge a Dockerfile or Compose file against the machine it will run on.
+
+    Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or an
+    unreadable recipe or snapshot, 3 gpucheck itself broke.
+    """
+    from gpucheck.report.formats import FORMATS
+
+    fmt = "json" if json_out else fmt
+    if fmt not in FORMATS:
+        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    try:
+        from gpucheck.dockerfile import RECIPE_LIMIT, RecipeError, judge_file
+    except ImportError as exc:
+        raise UserError(
+            f"gpucheck dockerfile needs {exc.name}: pip install 'gpucheck-doctor[docker]'"
+        ) from None
+    raw = read_input(path, RECIPE_LIMIT, "is too large to be a Dockerfile (over 4 MiB)", "PATH")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UserError(f"PATH: {path} is not UTF-8 text") from None
+    compat = load_compat(compat_dir)
+    if from_file is not None:
+        snapshot = read_snapshot(from_file)
+    else:
+        from gpucheck.probes.run import collect
+
+        snapshot = collect(probe_options(timeout, None, False, None))
+    try:
+        findings = judge_file(path, text, snapshot, compat)
+    except RecipeError as exc:
+        raise UserError(str(exc)) from None
+    except ImportError as exc:
+        raise UserError(
+            f"gpucheck dockerfile needs {exc.name}: pip install 'gpucheck-doctor[docker]'"
+        ) from None
+    from gpucheck.report.core import Report
+
+    report = Report(snapshot, findings, strict=strict, from_file=from_file)
+    write_output(output, lambda stream: FORMATS[fmt](report, stream, verbose))
+    raise typer.Exit(report.exit_code)

@@ -1,0 +1,193 @@
+"""`gpucheck fix`: the doctor's fixes as one plan; a dry run unless --apply (local steps only,
+confirmed, recorded for --undo)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from gpucheck.cli.common import (
+    CompatDirOpt,
+    OutputOpt,
+    PythonOpt,
+    TimeoutOpt,
+    UserError,
+    load_compat,
+    probe_options,
+    read_input,
+    read_snapshot,
+    write_output,
+)
+from gpucheck.exit_status import ExitStatus
+
+if TYPE_CHECKING:
+    from gpucheck.fixplan.plan import Plan
+
+
+def fix(
+    from_file: Annotated[
+        str | None,
+        typer.Option(
+            "--from", metavar="FILE", help="Plan from a saved report or snapshot (- for stdin)."
+        ),
+    ] = None,
+    plan_file: Annotated[
+        str | None,
+        typer.Option("--plan", metavar="PLAN", help="Use a saved plan (fix --json -o PLAN)."),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or sh.")
+    ] = "text",
+    output: OutputOpt = None,
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="Run the steps local to the Python environment (pip/uv/conda, env file), "
+            "after a confirmation.",
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    record: Annotated[
+        str | None,
+        typer.Option(
+            "--record", metavar="DIR", help="Where --apply keeps its record (default: new folder)."
+        ),
+    ] = None,
+    undo: Annotated[
+        str | None,
+        typer.Option("--undo", metavar="RECORD", help="Restore what an --apply recorded."),
+    ] = None,
+    python: PythonOpt = None,
+    timeout: TimeoutOpt = 15.0,
+    compat_dir: CompatDirOpt = None,
+) -> None:
+    """Turn the doctor's fixes into one ordered plan; print it (text, json, sh), or --apply it.
+
+    Exit codes: 0 planned (or applied, or undone), 1 the plan has conflicts or a step failed,
+    2 usage error, unreadable input or a plan of another machine, 130 interrupted.
+    """
+    from gpucheck.fixplan.apply import ApplyError, RecordError
+
+    try:
+        if undo is not None:
+            _undo(undo, yes)
+            return
+        fmt = "json" if json_out else fmt
+        if fmt not in ("text", "json", "sh"):
+            raise UserError(f"--format: {fmt!r} is not one of text, json, sh")
+        if from_file is not None and plan_file is not None:
+            raise UserError("--from and --plan: give one")
+        if apply and (fmt != "text" or output is not None):
+            raise UserError("--apply prints its plan and what it did as text: drop --json/-o")
+        plan = _plan(from_file, plan_file, python, timeout, compat_dir)
+        if not apply:
+            from gpucheck.fixplan.render import FORMATS
+
+            write_output(output, lambda stream: FORMATS[fmt](plan, stream))
+            raise typer.Exit(ExitStatus.FAILED if plan.conflicts else ExitStatus.OK)
+        _apply(plan, yes, record, python, timeout)
+    except RecordError as exc:
+        raise UserError(str(exc)) from None
+    except ApplyError as exc:
+        print(f"gpucheck: {exc}", file=sys.stderr)
+        raise typer.Exit(ExitStatus.FAILED) from None
+
+
+def _plan(
+    from_file: str | None,
+    plan_file: str | None,
+    python: str | None,
+    timeout: float,
+    compat_dir: list[str] | None,
+) -> Plan:
+    from gpucheck.fixplan import diagnose, plan_for, report_findings
+
+    if plan_file is not None:
+        from gpucheck.fixplan.render import loads_plan
+
+        try:
+            return loads_plan(read_input(plan_file, 64 << 20, "is too large", "--plan"))
+        except ValueError as exc:
+            raise UserError(f"--plan: {plan_file}: {exc}") from None
+    if from_file is not None:
+        if python is not None:
+            raise UserError("--from plans from a saved snapshot; --python probes this machine")
+        snapshot = read_snapshot(from_file)
+        if from_file != "-":  # (stdin is read once: its snapshot is diagnosed)
+            written = report_findings(read_input(from_file, 64 << 20, "is too large"))
+            if written is not None:
+                return plan_for(snapshot, written, from_file)
+    else:
+        from gpucheck.probes.run import collect
+
+        snapshot = collect(probe_options(timeout, python, False, None))
+    return plan_for(snapshot, diagnose(snapshot, load_compat(compat_dir)), from_file)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeout: float) -> None:
+    from datetime import datetime
+    from pathlib import Path
+
+    from gpucheck.fixplan import other_machine
+    from gpucheck.fixplan.apply import apply_plan
+    from gpucheck.fixplan.render import render_text
+
+    elsewhere = other_machine(plan)
+    if elsewhere is not None:
+        raise UserError(f"--apply: {elsewhere}: make the plan on the machine it changes")
+    render_text(plan, sys.stdout, dry_run=False)
+    local = plan.local_steps
+    if not local:
+        print("Nothing to apply here: every step is yours to do (see above).")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError("--apply asks before changing anything: answer on a terminal, or --yes")
+        if not typer.confirm(f"Apply the {len(local)} local steps now?", default=False):
+            print("Nothing was changed.")
+            return
+    folder = Path(record or datetime.now().strftime("gpucheck-fix-%Y%m%d-%H%M%S"))
+    if folder.exists() and any(folder.iterdir()):
+        raise UserError(f"--record: {folder} is not empty: name a new folder")
+    default_python = python or (plan.environments[0] if plan.environments else sys.executable)
+    journal = apply_plan(plan, folder, default_python, _say)
+    print(
+        f"Applied {len(journal.steps)} steps (record: {folder}; undo: gpucheck fix --undo {folder})"
+    )
+    _recheck(plan, default_python, timeout)
+
+
+def _recheck(plan: Plan, python: str, timeout: float) -> None:
+    """The doctor again, on the same interpreter: which of the plan's findings are gone."""
+    from gpucheck.fixplan import diagnose
+    from gpucheck.model.finding import PROBLEM
+    from gpucheck.probes.run import collect
+
+    snapshot = collect(probe_options(timeout, python, False, None))
+    now = {f.id for f in diagnose(snapshot, load_compat(None)) if f.status in PROBLEM}
+    gone = [f.id for f in plan.findings if f.id not in now]
+    remain = [f.id for f in plan.findings if f.id in now]
+    print(f"Doctor again: gone: {', '.join(gone) or 'none'}; remain: {', '.join(remain) or 'none'}")
+
+
+def _undo(path: str, yes: bool) -> None:
+    from gpucheck.fixplan.apply import read_record, undo
+
+    folder, _, journal = read_record(path)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError("--undo asks before changing anything: answer on a terminal, or --yes")
+        envs = ", ".join(journal.environments) or "no environment"
+        if not typer.confirm(f"Restore {envs} as recorded in {folder}?", default=False):
+            print("Nothing was changed.")
+            return
+    undo(path, _say)
+    print(f"Undone: every environment is as {folder} recorded it.")

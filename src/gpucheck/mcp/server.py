@@ -1,0 +1,97 @@
+"""`gpucheck mcp`: a Model Context Protocol server over stdio (the official `mcp` SDK) whose
+tools are gpucheck's read-only commands, each answering with the JSON its --json prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from gpucheck.mcp import commands as c
+from gpucheck.version import __version__
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+
+def _run(argv: Callable[[], list[str]]) -> dict[str, Any]:
+    """The command's JSON; its one-line error (a bad value, a usage error) as the tool's."""
+    try:
+        result = c.run_command(argv())
+    except c.CommandFailed as exc:
+        raise ToolError(str(exc)) from None
+    return result if isinstance(result, dict) else {"items": result}
+
+
+def build_server() -> MCPServer:
+    server: MCPServer = MCPServer(
+        "gpucheck",
+        version=__version__,
+        log_level="ERROR",
+        instructions="Read-only diagnosis of this machine's NVIDIA GPUs, driver, CUDA, cuDNN and "
+        "Python frameworks. Every tool answers with the JSON of the matching `gpucheck` command "
+        "(`gpucheck schema NAME` describes it). Nothing here changes the machine.",
+    )
+
+    @server.tool(annotations=READ_ONLY)
+    def doctor(
+        from_file: str | None = None,
+        python: str | None = None,
+        deep: bool = False,
+        strict: bool = False,
+        only: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Run every check on this machine (or a saved snapshot/report at from_file): the
+        `gpucheck doctor --json` report, with findings and their typed fixes."""
+        return _run(lambda: c.doctor_argv(from_file, python, deep, strict, only or []))
+
+    @server.tool(annotations=READ_ONLY)
+    def snapshot(python: str | None = None, deep: bool = False) -> dict[str, Any]:
+        """The facts alone (`gpucheck snapshot`): GPUs, driver, CUDA, libraries, frameworks."""
+        return _run(lambda: c.snapshot_argv(python, deep))
+
+    @server.tool(annotations=READ_ONLY)
+    def procs(gpu: str | None = None) -> dict[str, Any]:
+        """Who holds GPU memory and device files (`gpucheck procs --json`); lists only."""
+        return _run(lambda: c.procs_argv(gpu))
+
+    @server.tool(annotations=READ_ONLY)
+    def compat(topic: c.CompatTopic, subject: str, windows: bool = False) -> dict[str, Any]:
+        """Ask the cited compatibility data (`gpucheck compat --json TOPIC SUBJECT`): e.g.
+        topic torch, subject 2.5; topic driver, subject 550.54.14; topic gpu, subject 'H100'."""
+        return _run(lambda: c.compat_argv(topic, subject, windows))
+
+    @server.tool(annotations=READ_ONLY)
+    def fit(
+        model: str | None = None,
+        params: str | None = None,
+        train: bool = True,
+        dtype: str | None = None,
+        batch: int | None = None,
+        seq: int | None = None,
+        gpus: int | None = None,
+        gpu_memory: str | None = None,
+    ) -> dict[str, Any]:
+        """Will a model (a local config.json / safetensors path, or params like '7B') fit these
+        GPUs (`gpucheck fit --json`)."""
+        return _run(lambda: c.fit_argv(model, params, train, dtype, batch, seq, gpus, gpu_memory))
+
+    @server.tool(annotations=READ_ONLY)
+    def fix_plan(from_file: str | None = None, python: str | None = None) -> dict[str, Any]:
+        """The doctor's fixes as one ordered plan (`gpucheck fix --json`, a dry run: nothing
+        is applied)."""
+        return _run(lambda: c.fix_plan_argv(from_file, python))
+
+    @server.tool(annotations=READ_ONLY)
+    def dockerfile(path: str, from_file: str | None = None) -> dict[str, Any]:
+        """Judge a Dockerfile or Compose file against this machine or a saved snapshot
+        (`gpucheck dockerfile --json`)."""
+        return _run(lambda: c.dockerfile_argv(path, from_file))
+
+    return server
+
+
+def serve() -> None:
+    build_server().run("stdio")

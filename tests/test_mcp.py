@@ -1,0 +1,89 @@
+"""`gpucheck mcp` through the SDK's real client over stdio: the tools it lists, and answers that
+are the command line's own JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from builders import workstation
+from framework_builders import on, torch_cpu
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from gpucheck.model.snapshot import dumps
+
+TOOLS = ["doctor", "snapshot", "procs", "compat", "fit", "fix_plan", "dockerfile"]
+
+
+def session_calls(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], list[Any]]:
+    """(the listed tools, each call's result), from one real stdio session."""
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "gpucheck", "mcp"])
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            results = [await session.call_tool(name, args) for name, args in calls]
+            return tools, results
+
+    return anyio.run(run)
+
+
+def cli(*args: str) -> Any:
+    done = subprocess.run(
+        [sys.executable, "-m", "gpucheck", *args], capture_output=True, text=True, check=False
+    )
+    return json.loads(done.stdout)
+
+
+def test_the_tools_are_read_only_typed_and_answer_with_the_clis_json(tmp_path: Path) -> None:
+    snap = tmp_path / "host.json"
+    snap.write_text(dumps(on(workstation(), torch_cpu())))
+    recipe = tmp_path / "Dockerfile"
+    recipe.write_text("FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04\n")
+    tools, results = session_calls(
+        [
+            ("compat", {"topic": "driver", "subject": "550.54.14"}),
+            ("doctor", {"from_file": str(snap)}),
+            ("fix_plan", {"from_file": str(snap)}),
+            ("dockerfile", {"path": str(recipe), "from_file": str(snap)}),
+            ("doctor", {"from_file": str(tmp_path / "missing.json")}),
+            ("compat", {"topic": "torch", "subject": "--kill"}),
+        ]
+    )
+    assert [t.name for t in tools] == TOOLS
+    assert all(t.annotations.read_only_hint for t in tools)
+    compat_tool = next(t for t in tools if t.name == "compat")
+    ref = compat_tool.input_schema["properties"]["topic"]["$ref"].rsplit("/", 1)[1]
+    assert compat_tool.input_schema["$defs"][ref]["enum"] == [
+        "torch", "tensorflow", "jax", "cudnn", "driver", "cuda", "gpu",
+    ]  # fmt: skip
+    assert compat_tool.input_schema["required"] == ["topic", "subject"]
+
+    compat, doctor, plan, docker, missing, option = results
+    assert compat.is_error is False
+    assert compat.structured_content == cli("compat", "--json", "driver", "550.54.14")
+    assert compat.structured_content["max_cuda"] == "12.4"
+
+    def without_time(report: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in report.items() if k != "created_at"}
+
+    assert without_time(doctor.structured_content) == without_time(
+        cli("doctor", "--json", "--from", str(snap))
+    )
+    assert [s["findings"] for s in plan.structured_content["steps"]] == [["torch.cpu-build"]]
+    assert plan.structured_content["kind"] == "gpucheck-fix-plan"
+    assert [(f["id"], f["status"]) for f in docker.structured_content["findings"]] == [
+        ("dockerfile.base-cuda", "fail")
+    ]
+    assert missing.is_error is True
+    assert missing.content[0].text == (
+        f"Error executing tool doctor: gpucheck: --from: {tmp_path / 'missing.json'}: no such file"
+    )
+    assert option.is_error is True
+    assert "a value may not start with '-'" in option.content[0].text
