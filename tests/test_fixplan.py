@@ -37,11 +37,12 @@ def test_a_cpu_torch_on_a_gpu_machine_plans_one_local_reinstall() -> None:
     assert [(s.layer, s.local, s.findings) for s in plan.steps] == [
         (Layer.FRAMEWORKS, True, ["torch.cpu-build"])
     ]
+    # The same torch 2.9.1 as a CUDA build this 570 driver runs (torch.toml, release 2.9:
+    # cuda_variants 12.6, 12.8, 13.0; driver 570.124.04 is CUDA 12.8's).
     assert plan.steps[0].command == (
-        "pip uninstall -y torch && pip install 'torch==2.14.*' "
-        "--index-url https://download.pytorch.org/whl/cu126"
+        "pip install 'torch==2.9.1+cu128' --index-url https://download.pytorch.org/whl/cu128"
     )
-    assert plan.steps[0].changes == [Change("torch", "2.9.1+cpu", None, "==2.14.*")]
+    assert plan.steps[0].changes == [Change("torch", "2.9.1+cpu", "2.9.1+cu128")]
 
 
 def test_steps_run_lowest_layer_first_and_each_once() -> None:
@@ -133,8 +134,8 @@ def test_the_json_plan_meets_its_published_schema() -> None:
     assert data["steps"][0]["changes"][0] == {
         "name": "torch",
         "from_version": "2.9.1+cpu",
-        "to_version": None,
-        "requirement": "==2.14.*",
+        "to_version": "2.9.1+cu128",
+        "requirement": None,
         "remove": False,
     }
 
