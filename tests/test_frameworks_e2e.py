@@ -110,6 +110,10 @@ def test_a_cpu_wheel_on_a_gpu_node_fails_with_the_build_that_fits(
     d = doctor(machine, "--python", str(torch_python))
     f = d.finding("torch.cpu-build")
     assert f["status"] == "fail" and d.returncode == 1
-    # torch.toml: 2.15's PyPI wheel is CUDA 13.2 (R590 runs it) and has wheels for Python 3.11
-    assert "pip install 'torch==2.15.*'" in f["fix"]["text"]
-    assert "torch 2.15 built with CUDA 13.2" in f["fix"]["text"].replace("PyTorch", "torch")
+    # The same torch 2.13.0 as a CUDA build (torch.toml, release 2.13: its newest CUDA
+    # variant, 13.2, runs on R590), not the newest torch: the smallest change (issue 23).
+    commands = [s["command"] for s in f["fix"]["steps"] if s["command"]]
+    assert commands[0].endswith(
+        "pip install 'torch==2.13.0+cu132' --index-url https://download.pytorch.org/whl/cu132"
+    )
+    assert "the same PyTorch 2.13.0, built with CUDA 13.2" in f["fix"]["text"]
