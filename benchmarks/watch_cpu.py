@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,9 @@ def bare_loop(samples: int, interval: float, out: str) -> None:
 
     nv.nvmlInit()
     handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
-    static = [(str(i), nv.nvmlDeviceGetUUID(h), nv.nvmlDeviceGetName(h)) for i, h in enumerate(handles)]
+    static = [
+        (str(i), nv.nvmlDeviceGetUUID(h), nv.nvmlDeviceGetName(h)) for i, h in enumerate(handles)
+    ]
 
     def get(fn: Any, *args: Any) -> Any:
         try:
@@ -67,7 +70,7 @@ def bare_loop(samples: int, interval: float, out: str) -> None:
         for n in range(1, samples + 1):
             stamp = datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
             rows = []
-            for (index, uuid, name), h in zip(static, handles):
+            for (index, uuid, name), h in zip(static, handles, strict=True):
                 util = nv.nvmlDeviceGetUtilizationRates(h)
                 mem = nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)
                 fan = get(nv.nvmlDeviceGetFanSpeed, h)
@@ -147,19 +150,19 @@ def main() -> None:
         env = {**os.environ, **machine.env, "PYTHONPATH": str(REPO / "src")}
         gpucheck = [sys.executable, "-m", "gpucheck", "watch", "-i", str(args.interval)]
         bare = [sys.executable, __file__, "--interval", str(args.interval), "--bare-loop"]
-        ways = {
+        ways: dict[str, Callable[[int, str], list[str]]] = {
             "bare nvidia-ml-py loop (floor)": lambda k, out: [*bare, str(k), out],
             "gpucheck watch -o FILE": lambda k, out: [*gpucheck, "-c", str(k), "-o", out],
         }
         cpu_of([*gpucheck, "-c", "1", "-o", os.devnull], env)  # warm the page cache
         for _ in range(args.rounds):
             for label, command in ways.items():
-                cpu = {}
+                spent = {}
                 for k in (n, 2 * n):
                     out = folder / "log.csv"
                     out.unlink(missing_ok=True)
-                    cpu[k] = cpu_of(command(k, str(out)), env)
-                per_sample.setdefault(label, []).append((cpu[2 * n] - cpu[n]) / n)
+                    spent[k] = cpu_of(command(k, str(out)), env)
+                per_sample.setdefault(label, []).append((spent[2 * n] - spent[n]) / n)
         if args.per_process:
             runs = max(10, n // 10)
             cpu = sum(cpu_of([*gpucheck, "-c", "1", "-o", os.devnull], env) for _ in range(runs))

@@ -5,6 +5,7 @@ and one-line errors when there is no driver or no GPU."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -472,3 +473,126 @@ def test_gpu_selection_by_index_and_uuid(simulate: Simulate) -> None:
     assert wrong.stderr == (
         "gpucheck: --gpu 9: no such GPU (the driver sees 4: indices 0-3, or a UUID prefix)\n"
     )
+
+
+# --- hostile names, NaN, rotation generations (issue #21) ------------------------------------
+
+
+def test_a_name_with_a_comma_and_quotes_is_quoted_and_read_back(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    """RFC 4180: a value holding the separator or a quote is quoted, its quotes doubled; the
+    log reads back with the csv module (and `watch --from`)."""
+    odd = replace(h100(0), name='NVIDIA H100 80GB, HBM3 "SXM5"')
+    log = tmp_path / "gpu.csv"
+    result = watch(
+        simulate(Scenario(gpus=[odd])),
+        "-i",
+        "0.05",
+        "-c",
+        "2",
+        "-o",
+        str(log),
+        "--fields",
+        "name,utilization.gpu",
+    )
+    assert result.returncode == 0, result.stderr
+    assert rows_of(log.read_text()) == ['0, "NVIDIA H100 80GB, HBM3 ""SXM5""", 0'] * 2
+    again = run_gpucheck("watch", "--from", str(log))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[:2] == [
+        "Summary: 2 sample(s) over 0 s",
+        'GPU 0  NVIDIA H100 80GB, HBM3 "SXM5"',
+    ]
+    assert "  utilization.gpu                        min 0  mean 0.0  max 0 %" in again.stdout
+
+
+def test_control_characters_in_a_name_are_escaped_in_the_log_and_the_summary(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    hostile = replace(h100(0), name="NVIDIA\x1b]0;owned\x07 H100\x1b[2J")
+    log = tmp_path / "gpu.csv"
+    result = watch(
+        simulate(Scenario(gpus=[hostile])),
+        "-i",
+        "0.05",
+        "-c",
+        "1",
+        "-o",
+        str(log),
+        "--fields",
+        "name",
+        "--summary",
+    )
+    assert result.returncode == 0, result.stderr
+    assert rows_of(log.read_text()) == ["0, NVIDIA\\x1b]0;owned\\x07 H100\\x1b[2J"]
+    assert "GPU 0  NVIDIA\\x1b]0;owned\\x07 H100\\x1b[2J" in result.stdout.splitlines()
+    raw = tmp_path / "raw.csv"  # a log written by another tool, raw escapes in it
+    raw.write_text("timestamp, index, name\n2026/01/01 00:00:00.000, 0, A\x1b[2JB\x9b\n")
+    again = run_gpucheck("watch", "--from", str(raw))
+    assert again.returncode == 0, again.stderr
+    assert "\x1b" not in again.stdout and "\x9b" not in again.stdout
+    assert "GPU 0  A\\x1b[2JB\\x9b" in again.stdout.splitlines()
+
+
+@pytest.mark.parametrize("option", ["--interval", "--timeout"])
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf"])
+def test_nan_and_infinite_seconds_are_usage_errors(option: str, value: str) -> None:
+    result = run_gpucheck("watch", option, value, "-c", "1")
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"gpucheck: Invalid value for '{option}'"), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_rotation_keeps_n_generations_newest_first(simulate: Simulate, tmp_path: Path) -> None:
+    """Like logrotate: FILE.1 is the newest full log, FILE.N the oldest; older ones go."""
+    machine = simulate(Scenario(gpus=[h100(i) for i in range(8)]))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "gpu.csv"
+    result = watch(
+        machine, "-i", "0.05", "-c", "40", "-o", str(log), "--rotate", "4K", "--keep", "3"
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in logs.iterdir()) == [
+        "gpu.csv",
+        "gpu.csv.1",
+        "gpu.csv.2",
+        "gpu.csv.3",
+    ]
+    stamps = []
+    for path in (log, *(logs / f"gpu.csv.{n}" for n in (1, 2, 3))):
+        text = path.read_text()
+        assert text.splitlines()[0] == HEADER
+        assert len(text.encode()) <= 4096
+        stamps.append([line.split(", ")[0] for line in text.splitlines()[1:]])
+    # Every row of FILE.1 is newer than every row of FILE.2, and so on.
+    for newer, older in itertools.pairwise(stamps):
+        assert min(newer) >= max(older)
+
+
+def test_rotation_keeps_five_generations_by_default(simulate: Simulate, tmp_path: Path) -> None:
+    machine = simulate(Scenario(gpus=[h100(i) for i in range(8)]))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "gpu.csv"
+    result = watch(machine, "-i", "0.05", "-c", "60", "-o", str(log), "--rotate", "4K")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in logs.iterdir()) == ["gpu.csv"] + [
+        f"gpu.csv.{n}" for n in range(1, 6)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--keep", "3"], "gpucheck: --keep goes with --rotate SIZE"),
+        (["-o", "x.csv", "--rotate", "4K", "--keep", "0"], "gpucheck: Invalid value for '--keep'"),
+    ],
+)
+def test_keep_without_rotation_is_a_usage_error(args: list[str], message: str) -> None:
+    result = run_gpucheck("watch", *args)
+    assert result.returncode == 2
+    assert result.stderr.startswith(message), result.stderr
+    assert len(result.stderr.splitlines()) == 1

@@ -1,7 +1,9 @@
-"""The samples of `gpucheck watch` and their log formats: the fields by nvidia-smi's own
-names (`nvidia-smi --help-query-gpu`), CSV as `nvidia-smi --query-gpu=... --format=csv,nounits`
-writes it (so existing scripts and spreadsheets read it), and JSON lines. Reading works on
-both, and on nvidia-smi's own CSV with units in the values ("100 %", "631.95 W").
+"""The samples of `gpucheck watch` and writing them: the fields by nvidia-smi's own names
+(`nvidia-smi --help-query-gpu`), CSV as `nvidia-smi --query-gpu=... --format=csv,nounits`
+writes it (values separated by ", ", so existing scripts and spreadsheets read it) with RFC 4180
+quoting where a value needs it (a GPU name with a comma or a quote), and JSON lines. Control
+characters in a value (a GPU name is the driver's text) are written as escapes (\\x1b), never
+raw. reading.py reads both back.
 
 Field names and their units come from a real R590 capture of `nvidia-smi --help-query-gpu`
 and `--query-gpu ... --format=csv` (shared/nvsmi/nvidia_gpu_exporter, H100 80GB HBM3).
@@ -13,8 +15,8 @@ import csv
 import difflib
 import io
 import json
-import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 # name -> unit in the CSV header (nvidia-smi's "[MiB]" etc.); "" for none.
@@ -88,55 +90,112 @@ def parse_fields(text: str | None) -> list[str]:
     return [f for f in IDENTITY if f not in names] + names
 
 
-@dataclass
+@dataclass(slots=True)
 class GpuSample:
     index: int
-    values: dict[str, Value] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)  # field -> NVML error name
+    values: dict[str, Value]
+    errors: dict[str, str]  # field -> NVML error name
     error: str | None = None  # the whole GPU failed this sample (GpuIsLost, ...)
 
     def value(self, name: str) -> Value:
         return self.values.get(name)
 
 
-@dataclass
+@dataclass(slots=True)
 class Sample:
     time: float  # seconds since the epoch
-    gpus: list[GpuSample] = field(default_factory=list)
+    gpus: list[GpuSample]
 
 
 def header(fields: list[str]) -> str:
     return ", ".join(f"{f} [{FIELDS[f]}]" if FIELDS[f] else f for f in fields) + "\n"
 
 
-def _csv_value(name: str, sample: Sample, gpu: GpuSample) -> str:
-    if name == "timestamp":
-        return datetime.fromtimestamp(sample.time).strftime(CSV_TIME)[:-3]
-    if name == "index":
-        return str(gpu.index)
-    value = gpu.value(name)
-    if value is None:
-        error = gpu.errors.get(name) or gpu.error
-        return ERROR_TEXT.get(error or "NotSupported", f"[{error}]")
-    if name == "clocks_event_reasons.active" and isinstance(value, int):
-        return f"0x{value:016x}"  # as nvidia-smi prints the bit mask
+def csv_text(text: str) -> str:
+    """A text value as one CSV cell: control characters escaped, then quoted by the csv module
+    when it holds the separator, a quote or spaces at its ends (RFC 4180: quotes doubled)."""
+    from gpucheck.report.text import printable  # once per distinct text: off the start-up path
+
+    text = printable(text)
+    if "," in text or '"' in text or text != text.strip():
+        out = io.StringIO()
+        csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="").writerow([text])
+        return out.getvalue()
+    return text
+
+
+def _number(value: Value) -> str:
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)
 
 
+def _bits(value: Value) -> str:
+    if isinstance(value, int):
+        return f"0x{value:016x}"  # as nvidia-smi prints the bit mask
+    return _number(value)
+
+
+class CsvRows:
+    """The CSV rows of samples: each field's formatting chosen once, the timestamp formatted
+    once per sample, a text value (name, UUID: the same every sample) quoted once."""
+
+    TEXT_CACHE = 1024  # distinct texts remembered; past it the cache starts again
+
+    def __init__(self, fields: list[str]) -> None:
+        self.fields = fields
+        self.cells: list[tuple[str, Callable[[Value], str]]] = [
+            (f, self._text if f in TEXT_FIELDS else _bits if f.startswith("clocks_ev") else _number)
+            for f in fields
+        ]
+        self._texts: dict[str, str] = {}
+
+    def _text(self, value: Value) -> str:
+        if not isinstance(value, str):
+            return _number(value)
+        cell = self._texts.get(value)
+        if cell is None:
+            if len(self._texts) >= self.TEXT_CACHE:
+                self._texts.clear()
+            cell = self._texts[value] = csv_text(value)
+        return cell
+
+    def _missing(self, gpu: GpuSample, name: str) -> str:
+        error = gpu.errors.get(name) or gpu.error
+        return self._text(ERROR_TEXT.get(error or "NotSupported") or f"[{error}]")
+
+    def __call__(self, sample: Sample) -> str:
+        stamp = datetime.fromtimestamp(sample.time).strftime(CSV_TIME)[:-3]
+        rows = []
+        for gpu in sample.gpus:
+            values = gpu.values
+            cells = []
+            for name, cell in self.cells:
+                if name == "timestamp":
+                    cells.append(stamp)
+                elif name == "index":
+                    cells.append(str(gpu.index))
+                else:
+                    value = values.get(name)
+                    cells.append(self._missing(gpu, name) if value is None else cell(value))
+            rows.append(", ".join(cells))
+        rows.append("")
+        return "\n".join(rows)
+
+
 def csv_rows(sample: Sample, fields: list[str]) -> str:
-    return "".join(", ".join(_csv_value(f, sample, g) for f in fields) + "\n" for g in sample.gpus)
+    return CsvRows(fields)(sample)
 
 
 def jsonl_rows(sample: Sample, fields: list[str]) -> str:
     stamp = datetime.fromtimestamp(sample.time, timezone.utc).astimezone()
+    when = stamp.isoformat(timespec="milliseconds")
     out = []
     for g in sample.gpus:
         row: dict[str, object] = {}
         for f in fields:
             if f == "timestamp":
-                row[f] = stamp.isoformat(timespec="milliseconds")
+                row[f] = when
             elif f == "index":
                 row[f] = g.index
             else:
@@ -146,116 +205,5 @@ def jsonl_rows(sample: Sample, fields: list[str]) -> str:
             errors = {f: g.error for f in fields if f not in IDENTITY and g.value(f) is None}
         if errors:
             row["errors"] = errors
-        out.append(json.dumps(row) + "\n")
+        out.append(json.dumps(row) + "\n")  # control characters become \u escapes
     return "".join(out)
-
-
-# --- reading a log back (ours, or nvidia-smi's) ----------------------------------------------
-
-_UNIT = re.compile(r"\s*(%|MiB|W|MHz)$")
-
-
-def read_log(text: str) -> list[Sample]:
-    """The samples of a CSV or JSON-lines log; LogError says why it cannot be read."""
-    stripped = text.lstrip()
-    if not stripped:
-        raise LogError("the log is empty")
-    if stripped.startswith("{"):
-        return _read_jsonl(text)
-    return _read_csv(text)
-
-
-def _read_jsonl(text: str) -> list[Sample]:
-    by_time: dict[str, Sample] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            if number == len(text.splitlines()):
-                break  # a last line cut short by a crash: the rest is complete
-            raise LogError(f"line {number} is not JSON") from None
-        if not isinstance(row, dict) or not isinstance(row.get("index"), int):
-            raise LogError(f"line {number} is not a gpucheck watch row")
-        stamp = str(row.get("timestamp", number))
-        sample = by_time.setdefault(stamp, Sample(_epoch(stamp, iso=True)))
-        raw_errors = row.get("errors")
-        errors = raw_errors if isinstance(raw_errors, dict) else {}
-        values = {k: v for k, v in row.items() if k in FIELDS and k not in IDENTITY}
-        sample.gpus.append(
-            GpuSample(row["index"], values, {str(k): str(v) for k, v in errors.items()})
-        )
-    return list(by_time.values())
-
-
-def _read_csv(text: str) -> list[Sample]:
-    lines = text.splitlines()
-    reader = csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True)
-    try:
-        names = [
-            ALIASES.get(n, n) for n in (re.sub(r"\s*\[.*\]$", "", c.strip()) for c in next(reader))
-        ]
-    except StopIteration:
-        raise LogError("the log is empty") from None
-    if "index" not in names:
-        raise LogError("not a GPU log: no index column (write it with --query-gpu=index,...)")
-    by_time: dict[str, Sample] = {}
-    for number, cells in enumerate(reader, 2):
-        if not cells:
-            continue
-        if len(cells) != len(names):
-            if number == len(lines):
-                break  # a last row cut short
-            raise LogError(f"line {number} has {len(cells)} values for {len(names)} columns")
-        row = dict(zip(names, (c.strip() for c in cells), strict=True))
-        if row.get("timestamp") == "timestamp":
-            continue  # a header repeated by a log that was appended to by nvidia-smi -l
-        stamp = row.get("timestamp", str(number))
-        sample = by_time.setdefault(stamp, Sample(_epoch(stamp, iso=False)))
-        gpu = GpuSample(_int(row["index"], number))
-        for name, cell in row.items():
-            if name in IDENTITY or name not in FIELDS:
-                continue
-            if cell.startswith("["):
-                gpu.values[name] = None
-                if cell != NOT_SUPPORTED:
-                    gpu.errors[name] = cell.strip("[]")
-                continue
-            gpu.values[name] = _parse(name, cell)
-        sample.gpus.append(gpu)
-    return list(by_time.values())
-
-
-def _parse(name: str, cell: str) -> Value:
-    if name in TEXT_FIELDS:
-        return cell
-    cell = _UNIT.sub("", cell)
-    if name == "clocks_event_reasons.active":
-        try:
-            return int(cell, 16)
-        except ValueError:
-            return None
-    try:
-        return int(cell)
-    except ValueError:
-        try:
-            return float(cell)
-        except ValueError:
-            return None
-
-
-def _int(cell: str, line: int) -> int:
-    try:
-        return int(cell)
-    except ValueError:
-        raise LogError(f"line {line}: index {cell!r} is not a number") from None
-
-
-def _epoch(stamp: str, iso: bool) -> float:
-    try:
-        if iso:
-            return datetime.fromisoformat(stamp).timestamp()
-        return datetime.strptime(stamp, CSV_TIME).timestamp()
-    except ValueError:
-        return 0.0

@@ -1,5 +1,6 @@
 """Recording a watch: the plan the command line made, the log file (a CSV header once,
-every sample flushed, rotation past a size), the NVML session's samples, the live view, and a
+every sample flushed in one write, rotation past a size keeping N generations as logrotate
+does), the NVML session's samples, the live view, the summary folded as samples come, and a
 clean stop on Ctrl-C or SIGTERM that never cuts a row."""
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO
 
 from gpucheck.inputs import UserError
 from gpucheck.outputs import OutputError, quiet_stdout
-from gpucheck.watch.log import Sample, csv_rows, header, jsonl_rows
+from gpucheck.watch.log import CsvRows, Sample, header, jsonl_rows
 
 
 class WatchUnavailable(Exception):
@@ -34,11 +35,11 @@ class Plan:
     fmt: str
     output: str | None
     rotate: int | None
+    keep: int  # with rotate: FILE.1 (newest) ... FILE.keep (oldest)
     summary: bool
     bound: float
     live: bool
     gpus: list[str] | None = None
-    samples: list[Sample] = field(default_factory=list)
 
 
 # --- the log file -------------------------------------------------------------------------
@@ -46,13 +47,15 @@ class Plan:
 
 class Log:
     """Rows appended to stdout or a file: the CSV header once (not again when appending to a
-    log that has it), every sample flushed, rotation past a size."""
+    log that has it), every sample in one write and flushed, rotation past a size."""
 
     def __init__(self, plan: Plan, stream: IO[str] | None) -> None:
         self.plan = plan
         self.path = Path(plan.output) if plan.output else None
         self.stream = stream
         self.header = header(plan.fields) if plan.fmt == "csv" else ""
+        self.csv_rows = CsvRows(plan.fields)
+        self.size = 0  # bytes in the file, for rotation
         if self.path is not None:
             self.stream = self._open()
         elif self.stream is not None and self.header:
@@ -86,8 +89,10 @@ class Log:
             stream = self.path.open("a", encoding="utf-8")
         except OSError as exc:
             raise UserError(f"--output: cannot write {self.path}: {exc.strerror}") from None
+        self.size = stream.tell()
         if not existing and self.header:
             self._put(stream, self.header)
+            self.size += len(self.header.encode())
         return stream
 
     def _put(self, stream: IO[str], text: str) -> None:
@@ -103,15 +108,33 @@ class Log:
     def write(self, sample: Sample) -> None:
         if self.stream is None:
             return
-        fields = self.plan.fields
-        rows = csv_rows(sample, fields) if self.plan.fmt == "csv" else jsonl_rows(sample, fields)
+        if self.plan.fmt == "csv":
+            rows = self.csv_rows(sample)
+        else:
+            rows = jsonl_rows(sample, self.plan.fields)
         rotate = self.plan.rotate
-        full = rotate is not None and self.stream.tell() + len(rows.encode()) > rotate
-        if self.path is not None and full:
-            self.stream.close()
-            os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-            self.stream = self._open()
+        if rotate is not None and self.path is not None:
+            size = len(rows.encode())
+            if self.size + size > rotate:
+                self._rotate()
+            self.size += size
         self._put(self.stream, rows)
+
+    def _rotate(self) -> None:
+        """FILE.1 becomes FILE.2 ... up to FILE.keep (the oldest, which the move replaces),
+        FILE becomes FILE.1, and a new FILE starts with its header."""
+        assert self.path is not None and self.stream is not None
+        self.stream.close()
+        name = self.path.name
+        try:
+            for n in range(self.plan.keep - 1, 0, -1):
+                older = self.path.with_name(f"{name}.{n}")
+                if older.exists():
+                    os.replace(older, self.path.with_name(f"{name}.{n + 1}"))
+            os.replace(self.path, self.path.with_name(f"{name}.1"))
+        except OSError as exc:
+            raise OutputError(f"cannot rotate {self.path}: {exc.strerror or exc}") from None
+        self.stream = self._open()
 
     def close(self) -> None:
         if self.path is not None and self.stream is not None:
@@ -163,30 +186,43 @@ def run(plan: Plan) -> None:
     try:
         session.start()
     except WatchError as exc:
+        session.close()
         raise WatchUnavailable(str(exc)) from None
     except SelectionError as exc:
+        session.close()
         raise UserError(str(exc)) from None
+    except BaseException:
+        session.close()
+        raise
     try:
         # Opened once NVML answers: without a driver, no file is created or touched.
         log = Log(plan, sys.stdout if stdout_data else None)
     except BaseException:
-        session.stop()
+        session.close()
         raise
     started = time.monotonic()
     failed: OutputError | None = None
     live = _Live() if plan.live else None
+    summary = None
+    if plan.summary:
+        from gpucheck.watch.summary import Summarizer
+
+        summary = Summarizer()
+    taken = 0
     try:
         with _interruptible() as state:
             for sample in session.samples():
                 state["writing"] = True
                 log.write(sample)
-                plan.samples.append(sample)
+                taken += 1
+                if summary is not None:
+                    summary.add(sample)
                 state["writing"] = False
                 if state["pending"]:
                     break
                 if live is not None:
                     live.show(sample)
-                if plan.count is not None and len(plan.samples) >= plan.count:
+                if plan.count is not None and taken >= plan.count:
                     break
                 if plan.seconds is not None and time.monotonic() - started >= plan.seconds:
                     break
@@ -197,17 +233,17 @@ def run(plan: Plan) -> None:
     except OutputError as exc:
         failed = exc
     finally:
-        session.stop()
+        session.close()
         log.close()
         if live is not None:
             live.close()
     if failed is not None:
         raise failed
-    if plan.summary and plan.samples:
-        from gpucheck.watch.summary import render_text, summarize
+    if summary is not None and summary.samples:
+        from gpucheck.watch.summary import render_text
 
         target = sys.stderr if stdout_data else sys.stdout
-        target.write(render_text(summarize(plan.samples)))
+        target.write(render_text(summary.result()))
         target.flush()
 
 

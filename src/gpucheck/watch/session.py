@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from gpucheck.probes.child import HERE
-from gpucheck.watch.log import GpuSample, Sample
+from gpucheck.watch.log import IDENTITY, GpuSample, Sample
 
 SCRIPT = HERE / "scripts/watch.py"
+STEP_SIZE = 64  # the child's page: the NVML call it is in, NUL-padded (scripts/watch.py)
 START_BOUND = 15.0  # seconds for nvmlInit and the handles: as long as the doctor gives NVML
 
 
@@ -48,18 +51,47 @@ class Session:
     _proc: subprocess.Popen[bytes] | None = None
     _selector: selectors.BaseSelector | None = None
     _out: bytes = b""
-    _last_step: str | None = None
     _stderr: list[str] = field(default_factory=list)
+    _page: mmap.mmap | None = None
+    _names: list[str] = field(default_factory=list)  # the fields of a sample's values, in order
+    _page_fd: int | None = None
+
+    @property
+    def _last_step(self) -> str | None:
+        """The NVML call the child last began, from the page it writes before each call."""
+        if self._page is None:
+            return None
+        return self._page[:STEP_SIZE].split(b"\0", 1)[0].decode("utf-8", "replace") or None
+
+    def _open_page(self) -> int:
+        if self._page_fd is None:
+            # A memory file where the kernel has one; a deleted temporary file elsewhere.
+            if hasattr(os, "memfd_create"):
+                self._page_fd = os.memfd_create("gpucheck-watch-step")
+            else:
+                handle, name = tempfile.mkstemp(prefix="gpucheck-watch-")
+                os.unlink(name)
+                self._page_fd = handle
+            os.ftruncate(self._page_fd, STEP_SIZE)
+            self._page = mmap.mmap(self._page_fd, STEP_SIZE)
+        assert self._page is not None
+        self._page[:STEP_SIZE] = bytes(STEP_SIZE)  # a new child: no call yet
+        return self._page_fd
 
     def start(self) -> None:
         """Start the child and read its header; WatchError when NVML cannot be used."""
-        args = json.dumps({"interval": self.interval, "fields": self.fields, "gpus": self.gpus})
+        page = self._open_page()
+        self._names = [f for f in self.fields if f not in IDENTITY]
+        args = json.dumps(
+            {"interval": self.interval, "fields": self.fields, "gpus": self.gpus, "step_fd": page}
+        )
         self._proc = subprocess.Popen(
             [sys.executable, str(SCRIPT), args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(self.env) if self.env is not None else None,
+            pass_fds=(page,),
             start_new_session=True,  # Ctrl-C reaches gpucheck, which ends the child itself
         )
         self._selector = selectors.DefaultSelector()
@@ -111,7 +143,7 @@ class Session:
                 yield self._hung()
                 continue
             if record.get("kind") == "sample":
-                yield _sample(record)
+                yield _sample(record, self._names)
 
     def _hung(self) -> Sample:
         where = self._last_step or "NVML"
@@ -120,7 +152,7 @@ class Session:
         self.restarts += 1
         reason = f"Crashed in {where}" if died else f"Timeout in {where}"
         now = time.time()
-        return Sample(now, [GpuSample(i, error=reason) for i in self.selected])
+        return Sample(now, [GpuSample(i, {}, {}, reason) for i in self.selected])
 
     def _next_record(self, timeout: float) -> dict[str, object] | None:
         """The next JSON line from the child within `timeout` seconds, or None."""
@@ -155,10 +187,18 @@ class Session:
 
     def _note_stderr(self, chunk: bytes) -> None:
         for line in chunk.decode("utf-8", "replace").splitlines():
-            if line.startswith("@ "):
-                self._last_step = line[2:].strip()
-            elif line.strip():
+            if line.strip():
                 self._stderr = [*self._stderr[-9:], line.strip()]
+
+    def close(self) -> None:
+        """Stop the child and let its page go: the end of the watch."""
+        self.stop()
+        if self._page is not None:
+            self._page.close()
+            self._page = None
+        if self._page_fd is not None:
+            os.close(self._page_fd)
+            self._page_fd = None
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -181,22 +221,27 @@ class Session:
                 pipe.close()
 
 
-def _sample(record: dict[str, object]) -> Sample:
+def _sample(record: dict[str, object], names: list[str]) -> Sample:
+    """A sample record of the child ([index, values, errors, error] per GPU, the values in the
+    order of `names`) as a Sample."""
     t = record.get("t")
-    sample = Sample(float(t) if isinstance(t, int | float) else time.time())
+    gpus = []
     for g in record.get("gpus") or []:  # type: ignore[attr-defined]
-        if not isinstance(g, dict) or not isinstance(g.get("index"), int):
+        try:
+            index, values, errors, error = g
+        except (TypeError, ValueError):
             continue
-        values, errors, error = g.get("values"), g.get("errors"), g.get("error")
-        sample.gpus.append(
+        if not isinstance(index, int) or not isinstance(values, list):
+            continue
+        gpus.append(
             GpuSample(
-                g["index"],
-                {str(k): v for k, v in values.items()} if isinstance(values, dict) else {},
+                index,
+                dict(zip(names, values, strict=False)),
                 {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict) else {},
                 str(error) if error else None,
             )
         )
-    return sample
+    return Sample(float(t) if isinstance(t, int | float) else time.time(), gpus)
 
 
 def _init_message(error: dict[str, object]) -> str:
