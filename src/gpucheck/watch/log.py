@@ -11,13 +11,20 @@ and `--query-gpu ... --format=csv` (shared/nvsmi/nvidia_gpu_exporter, H100 80GB 
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
+
+# The CSV rows are made by the sampling child (standard library only), which holds the writer
+# and its constants; the rows this process makes itself (a hung sample) use the same class.
+from gpucheck.probes.scripts.watch import ERROR_TEXT as ERROR_TEXT
+from gpucheck.probes.scripts.watch import IDENTITY as IDENTITY
+from gpucheck.probes.scripts.watch import NOT_SUPPORTED as NOT_SUPPORTED
+from gpucheck.probes.scripts.watch import TEXT_FIELDS as TEXT_FIELDS
+from gpucheck.probes.scripts.watch import CsvRows as CsvRows
+from gpucheck.probes.scripts.watch import csv_text as csv_text
 
 # name -> unit in the CSV header (nvidia-smi's "[MiB]" etc.); "" for none.
 FIELDS: dict[str, str] = {
@@ -49,17 +56,7 @@ ALIASES = {
     "gpu_name": "name",
     "gpu_uuid": "uuid",
 }
-# Always in a log, so that a row says when and which GPU.
-IDENTITY = ("timestamp", "index")
-TEXT_FIELDS = {"timestamp", "uuid", "name", "pstate"}
-# nvidia-smi writes these for values it cannot give.
-NOT_SUPPORTED = "[N/A]"
-ERROR_TEXT = {
-    "GpuIsLost": "[GPU is lost]",
-    "NoPermission": "[Insufficient Permissions]",
-    "Unknown": "[Unknown Error]",
-    "NotSupported": NOT_SUPPORTED,
-}
+# IDENTITY (timestamp, index): always in a log, so that a row says when and which GPU.
 CSV_TIME = "%Y/%m/%d %H:%M:%S.%f"  # nvidia-smi's timestamp, local time, milliseconds
 
 Value = int | float | str | None
@@ -107,84 +104,35 @@ class Sample:
     gpus: list[GpuSample]
 
 
+# One GPU's row as the sampling child sends it: [index, values in the order of `value_fields`,
+# {field: NVML error name} or None, the GPU's own error or None]. Kept as it came while it is
+# only written to the log; made a Sample when the summary or the live view needs one.
+RawGpu = list[Any]
+
+
+def value_fields(fields: list[str]) -> list[str]:
+    """The fields a raw row's values stand for: the fields without timestamp and index."""
+    return [f for f in fields if f not in IDENTITY]
+
+
+@dataclass(slots=True)
+class RawSample:
+    time: float
+    gpus: list[RawGpu]  # empty when the child was not asked for values
+    csv: str | None = None  # the CSV rows, when the child was asked for them
+
+    def sample(self, names: list[str]) -> Sample:
+        return Sample(
+            self.time,
+            [
+                GpuSample(index, dict(zip(names, values, strict=True)), errors or {}, error)
+                for index, values, errors, error in self.gpus
+            ],
+        )
+
+
 def header(fields: list[str]) -> str:
     return ", ".join(f"{f} [{FIELDS[f]}]" if FIELDS[f] else f for f in fields) + "\n"
-
-
-def csv_text(text: str) -> str:
-    """A text value as one CSV cell: control characters escaped, then quoted by the csv module
-    when it holds the separator, a quote or spaces at its ends (RFC 4180: quotes doubled)."""
-    from gpucheck.report.text import printable  # once per distinct text: off the start-up path
-
-    text = printable(text)
-    if "," in text or '"' in text or text != text.strip():
-        out = io.StringIO()
-        csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="").writerow([text])
-        return out.getvalue()
-    return text
-
-
-def _number(value: Value) -> str:
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
-def _bits(value: Value) -> str:
-    if isinstance(value, int):
-        return f"0x{value:016x}"  # as nvidia-smi prints the bit mask
-    return _number(value)
-
-
-class CsvRows:
-    """The CSV rows of samples: each field's formatting chosen once, the timestamp formatted
-    once per sample, a text value (name, UUID: the same every sample) quoted once."""
-
-    TEXT_CACHE = 1024  # distinct texts remembered; past it the cache starts again
-
-    def __init__(self, fields: list[str]) -> None:
-        self.fields = fields
-        self.cells: list[tuple[str, Callable[[Value], str]]] = [
-            (f, self._text if f in TEXT_FIELDS else _bits if f.startswith("clocks_ev") else _number)
-            for f in fields
-        ]
-        self._texts: dict[str, str] = {}
-
-    def _text(self, value: Value) -> str:
-        if not isinstance(value, str):
-            return _number(value)
-        cell = self._texts.get(value)
-        if cell is None:
-            if len(self._texts) >= self.TEXT_CACHE:
-                self._texts.clear()
-            cell = self._texts[value] = csv_text(value)
-        return cell
-
-    def _missing(self, gpu: GpuSample, name: str) -> str:
-        error = gpu.errors.get(name) or gpu.error
-        return self._text(ERROR_TEXT.get(error or "NotSupported") or f"[{error}]")
-
-    def __call__(self, sample: Sample) -> str:
-        stamp = datetime.fromtimestamp(sample.time).strftime(CSV_TIME)[:-3]
-        rows = []
-        for gpu in sample.gpus:
-            values = gpu.values
-            cells = []
-            for name, cell in self.cells:
-                if name == "timestamp":
-                    cells.append(stamp)
-                elif name == "index":
-                    cells.append(str(gpu.index))
-                else:
-                    value = values.get(name)
-                    cells.append(self._missing(gpu, name) if value is None else cell(value))
-            rows.append(", ".join(cells))
-        rows.append("")
-        return "\n".join(rows)
-
-
-def csv_rows(sample: Sample, fields: list[str]) -> str:
-    return CsvRows(fields)(sample)
 
 
 def jsonl_rows(sample: Sample, fields: list[str]) -> str:

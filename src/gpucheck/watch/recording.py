@@ -19,7 +19,7 @@ from typing import IO
 
 from gpucheck.inputs import UserError
 from gpucheck.outputs import OutputError, quiet_stdout
-from gpucheck.watch.log import CsvRows, Sample, header, jsonl_rows
+from gpucheck.watch.log import CsvRows, RawSample, Sample, header, jsonl_rows, value_fields
 
 
 class WatchUnavailable(Exception):
@@ -55,6 +55,7 @@ class Log:
         self.stream = stream
         self.header = header(plan.fields) if plan.fmt == "csv" else ""
         self.csv_rows = CsvRows(plan.fields)
+        self.names = value_fields(plan.fields)
         self.size = 0  # bytes in the file, for rotation
         if self.path is not None:
             self.stream = self._open()
@@ -105,13 +106,13 @@ class Log:
             where = self.path or "standard output"
             raise OutputError(f"cannot write samples to {where}: {exc.strerror or exc}") from None
 
-    def write(self, sample: Sample) -> None:
+    def write(self, raw: RawSample) -> None:
         if self.stream is None:
             return
         if self.plan.fmt == "csv":
-            rows = self.csv_rows(sample)
+            rows = raw.csv if raw.csv is not None else self.csv_rows(raw.time, raw.gpus)
         else:
-            rows = jsonl_rows(sample, self.plan.fields)
+            rows = jsonl_rows(raw.sample(self.names), self.plan.fields)
         rotate = self.plan.rotate
         if rotate is not None and self.path is not None:
             size = len(rows.encode())
@@ -182,7 +183,14 @@ def run(plan: Plan) -> None:
             "for the fix"
         )
     stdout_data = plan.output is None and not plan.live
-    session = Session(plan.fields, plan.interval, plan.bound, gpus=plan.gpus)
+    session = Session(
+        plan.fields,
+        plan.interval,
+        plan.bound,
+        gpus=plan.gpus,
+        csv=plan.fmt == "csv" and (stdout_data or plan.output is not None),
+        values=plan.fmt == "jsonl" or plan.summary or plan.live,
+    )
     try:
         session.start()
     except WatchError as exc:
@@ -211,16 +219,17 @@ def run(plan: Plan) -> None:
     taken = 0
     try:
         with _interruptible() as state:
-            for sample in session.samples():
+            for raw in session.samples():
                 state["writing"] = True
-                log.write(sample)
+                log.write(raw)
                 taken += 1
-                if summary is not None:
+                sample = raw.sample(log.names) if summary is not None or live is not None else None
+                if summary is not None and sample is not None:
                     summary.add(sample)
                 state["writing"] = False
                 if state["pending"]:
                     break
-                if live is not None:
+                if live is not None and sample is not None:
                     live.show(sample)
                 if plan.count is not None and taken >= plan.count:
                     break

@@ -20,12 +20,16 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
 
 from gpucheck.probes.child import HERE
-from gpucheck.watch.log import IDENTITY, GpuSample, Sample
+from gpucheck.probes.scripts.watch import STEP_SIZE, step_text
+from gpucheck.watch.log import RawGpu, RawSample, value_fields
 
 SCRIPT = HERE / "scripts/watch.py"
-STEP_SIZE = 64  # the child's page: the NVML call it is in, NUL-padded (scripts/watch.py)
+_decode = msgspec.json.Decoder().decode  # a quarter of json.loads' cost per sample
 START_BOUND = 15.0  # seconds for nvmlInit and the handles: as long as the doctor gives NVML
 
 
@@ -44,6 +48,8 @@ class Session:
     bound: float = 5.0  # seconds one sample may take beyond the interval
     env: Mapping[str, str] | None = None
     gpus: list[str] | None = None  # --gpu: indices or UUID prefixes; None: every GPU
+    csv: bool = False  # the child sends each sample's CSV rows (the log's text)
+    values: bool = True  # the child sends each sample's values (summary, live view, JSON)
     selected: list[int] = field(default_factory=list)
     restarts: int = 0
     driver_version: str | None = None
@@ -61,7 +67,7 @@ class Session:
         """The NVML call the child last began, from the page it writes before each call."""
         if self._page is None:
             return None
-        return self._page[:STEP_SIZE].split(b"\0", 1)[0].decode("utf-8", "replace") or None
+        return step_text(self._page[:STEP_SIZE])
 
     def _open_page(self) -> int:
         if self._page_fd is None:
@@ -72,8 +78,8 @@ class Session:
                 handle, name = tempfile.mkstemp(prefix="gpucheck-watch-")
                 os.unlink(name)
                 self._page_fd = handle
-            os.ftruncate(self._page_fd, STEP_SIZE)
-            self._page = mmap.mmap(self._page_fd, STEP_SIZE)
+            os.ftruncate(self._page_fd, mmap.PAGESIZE)
+            self._page = mmap.mmap(self._page_fd, mmap.PAGESIZE)
         assert self._page is not None
         self._page[:STEP_SIZE] = bytes(STEP_SIZE)  # a new child: no call yet
         return self._page_fd
@@ -81,9 +87,16 @@ class Session:
     def start(self) -> None:
         """Start the child and read its header; WatchError when NVML cannot be used."""
         page = self._open_page()
-        self._names = [f for f in self.fields if f not in IDENTITY]
+        self._names = value_fields(self.fields)
         args = json.dumps(
-            {"interval": self.interval, "fields": self.fields, "gpus": self.gpus, "step_fd": page}
+            {
+                "interval": self.interval,
+                "fields": self.fields,
+                "gpus": self.gpus,
+                "step_fd": page,
+                "csv": self.csv,
+                "values": self.values,
+            }
         )
         self._proc = subprocess.Popen(
             [sys.executable, str(SCRIPT), args],
@@ -133,7 +146,7 @@ class Session:
             self.stop()
             raise WatchError("the NVIDIA driver sees no GPU (nvmlDeviceGetCount is 0)")
 
-    def samples(self) -> Iterator[Sample]:
+    def samples(self) -> Iterator[RawSample]:
         """Samples as they come, forever: the caller decides when to stop."""
         while True:
             if self._proc is None:
@@ -143,47 +156,66 @@ class Session:
                 yield self._hung()
                 continue
             if record.get("kind") == "sample":
-                yield _sample(record, self._names)
+                yield _sample(record, len(self._names))
 
-    def _hung(self) -> Sample:
+    def _hung(self) -> RawSample:
         where = self._last_step or "NVML"
         died = self._proc is not None and self._proc.poll() is not None
         self.stop()
         self.restarts += 1
         reason = f"Crashed in {where}" if died else f"Timeout in {where}"
         now = time.time()
-        return Sample(now, [GpuSample(i, {}, {}, reason) for i in self.selected])
+        width = len(self._names)
+        return RawSample(now, [[i, [None] * width, None, reason] for i in self.selected])
 
-    def _next_record(self, timeout: float) -> dict[str, object] | None:
-        """The next JSON line from the child within `timeout` seconds, or None."""
-        assert self._proc is not None and self._selector is not None
+    def _next_record(self, timeout: float) -> dict[str, Any] | None:
+        """The next record from the child within `timeout` seconds, or None: a JSON line, and
+        for a sample with "csv": n, the n bytes of CSV rows that follow it (as "csv", text)."""
         deadline = time.monotonic() + timeout
         while True:
             line, sep, rest = self._out.partition(b"\n")
-            if sep:
-                self._out = rest
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    continue  # a library printing to stdout does not break the protocol
-                if isinstance(value, dict):
-                    return value
+            if not sep:
+                if not self._read(deadline):
+                    return None
                 continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            events = self._selector.select(left)
-            for key, _ in events:
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    self._selector.unregister(key.fileobj)
-                    if key.fileobj is self._proc.stdout:
-                        return None  # the child ended
-                    continue
+            try:
+                value = _decode(line)
+            except msgspec.DecodeError:
+                self._out = rest
+                continue  # a library printing to stdout does not break the protocol
+            if not isinstance(value, dict):
+                self._out = rest
+                continue
+            size = value.get("csv")
+            if isinstance(size, int):
+                while len(self._out) - len(line) - 1 < size:
+                    if not self._read(deadline):
+                        return None
+                rest = self._out[len(line) + 1 :]
+                value["csv"] = rest[:size].decode("utf-8", "replace")
+                rest = rest[size:]
+            self._out = rest
+            return value
+
+    def _read(self, deadline: float) -> bool:
+        """Wait for the child's output until `deadline`: False when it is past or the child
+        ended."""
+        assert self._proc is not None and self._selector is not None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        for key, _ in self._selector.select(left):
+            chunk = os.read(key.fd, 1 << 18)
+            if not chunk:
+                self._selector.unregister(key.fileobj)
                 if key.fileobj is self._proc.stdout:
-                    self._out += chunk
-                else:
-                    self._note_stderr(chunk)
+                    return False  # the child ended
+                continue
+            if key.fileobj is self._proc.stdout:
+                self._out += chunk
+            else:
+                self._note_stderr(chunk)
+        return True
 
     def _note_stderr(self, chunk: bytes) -> None:
         for line in chunk.decode("utf-8", "replace").splitlines():
@@ -221,27 +253,26 @@ class Session:
                 pipe.close()
 
 
-def _sample(record: dict[str, object], names: list[str]) -> Sample:
-    """A sample record of the child ([index, values, errors, error] per GPU, the values in the
-    order of `names`) as a Sample."""
+def _sample(record: dict[str, Any], width: int) -> RawSample:
+    """A sample record of the child, its GPUs' rows checked for shape ([index, `width` values,
+    errors or None, error or None]): a row of another shape is left out."""
     t = record.get("t")
-    gpus = []
-    for g in record.get("gpus") or []:  # type: ignore[attr-defined]
-        try:
-            index, values, errors, error = g
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(index, int) or not isinstance(values, list):
-            continue
-        gpus.append(
-            GpuSample(
-                index,
-                dict(zip(names, values, strict=False)),
-                {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict) else {},
-                str(error) if error else None,
-            )
-        )
-    return Sample(float(t) if isinstance(t, int | float) else time.time(), gpus)
+    rows = record.get("gpus")
+    gpus: list[RawGpu] = []
+    for g in rows if isinstance(rows, list) else ():  # absent: the child sent the CSV only
+        if (
+            type(g) is list
+            and len(g) == 4
+            and type(g[0]) is int
+            and type(g[1]) is list
+            and len(g[1]) == width
+            and (g[2] is None or type(g[2]) is dict)
+            and (g[3] is None or type(g[3]) is str)
+        ):
+            gpus.append(g)
+    text = record.get("csv")
+    when = float(t) if isinstance(t, int | float) else time.time()
+    return RawSample(when, gpus, text if isinstance(text, str) else None)
 
 
 def _init_message(error: dict[str, object]) -> str:
