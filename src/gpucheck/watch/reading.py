@@ -161,12 +161,20 @@ def _csv_rows(reader: _csv.Reader, names: list[str]) -> Iterator[tuple[str, GpuS
 def _parse(name: str, cell: str) -> Value:
     if name in TEXT_FIELDS:
         return cell
-    cell = _UNIT.sub("", cell)
     if name == "clocks_event_reasons.active":
         try:
-            return int(cell, 16)
+            return int(_UNIT.sub("", cell), 16)
         except ValueError:
             return None
+    try:
+        return int(cell)  # most cells: no unit, no regular expression needed
+    except ValueError:
+        pass
+    try:
+        return float(cell)
+    except ValueError:
+        pass
+    cell = _UNIT.sub("", cell)  # nvidia-smi's own CSV: "100 %", "631.95 W"
     try:
         return int(cell)
     except ValueError:

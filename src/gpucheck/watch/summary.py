@@ -25,11 +25,11 @@ BUSY_UTILIZATION = 50
 HELD_FLOOR_MIB = 1024  # an idle GPU with nothing loaded shows under this (H100: 479 MiB)
 STARVED_SHARE = 0.2  # idle-while-holding in a fifth of the samples of a working job
 MAX_GPUS = 4096  # distinct GPU indices in one log: far above any machine; bounds the memory
-NUMBERS = [
+NUMBERS = frozenset(
     f
     for f in FIELDS
     if f not in TEXT_FIELDS and f not in IDENTITY and f != "clocks_event_reasons.active"
-]
+)
 
 
 @dataclass
@@ -67,28 +67,13 @@ def held(memory_used: float, memory_total: float | None) -> bool:
     return memory_used >= floor
 
 
-class Running:
-    """min, sum, max and count of one field so far."""
-
-    __slots__ = ("count", "maximum", "minimum", "total")
-
-    def __init__(self, value: float) -> None:
-        self.minimum = self.maximum = self.total = value
-        self.count = 1
-
-    def add(self, value: float) -> None:
-        self.minimum = min(self.minimum, value)
-        self.maximum = max(self.maximum, value)
-        self.total += value
-        self.count += 1
-
-
 class Summarizer:
     """The summary folded one sample at a time."""
 
     def __init__(self) -> None:
         self.per: dict[int, GpuSummary] = {}
-        self.numbers: dict[int, dict[str, Running]] = {}
+        # per GPU, per field: [minimum, maximum, total, count] so far
+        self.numbers: dict[int, dict[str, list[float]]] = {}
         self.samples = 0
         self.first: float | None = None
         self.last = 0.0
@@ -114,21 +99,25 @@ class Summarizer:
             s.samples += 1
             series = self.numbers[g.index]
             values = g.values
-            for name in NUMBERS:
-                value = values.get(name)
-                if isinstance(value, int | float) and not isinstance(value, bool):
+            for name, value in values.items():
+                if (type(value) is int or type(value) is float) and name in NUMBERS:
+                    number = float(value)
                     running = series.get(name)
                     if running is None:
-                        series[name] = Running(float(value))
+                        series[name] = [number, number, number, 1]
                     else:
-                        running.add(float(value))
+                        if number < running[0]:
+                            running[0] = number
+                        if number > running[1]:
+                            running[1] = number
+                        running[2] += number
+                        running[3] += 1
             _judge_sample(s, values)
 
     def result(self) -> Summary:
         for index, s in self.per.items():
             s.stats = {
-                name: Stat(r.minimum, r.total / r.count, r.maximum)
-                for name, r in self.numbers[index].items()
+                name: Stat(r[0], r[2] / r[3], r[1]) for name, r in self.numbers[index].items()
             }
             s.verdict = _verdict(s)
         seconds = self.last - self.first if self.first is not None and self.samples > 1 else 0.0
