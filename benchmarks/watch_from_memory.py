@@ -64,20 +64,30 @@ def generate(path: Path, size: int) -> int:
     return samples
 
 
+# Runs argv[1:], and writes its peak resident bytes on stderr. Linux keeps a process's peak
+# across exec, so a command started straight from a big process would count that one's memory:
+# it is started from this small one instead.
+PEAK_OF = """
+import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+sys.stdout.flush()
+sys.stderr.write(str(usage.ru_maxrss * 1024) + "\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def measure(cmd: list[str]) -> tuple[int, float, str]:
     """Peak resident bytes (the kernel's ru_maxrss of that process), seconds, stdout."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     started = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        seconds = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed: {err.read().decode()[-500:]}")
-        return usage.ru_maxrss * 1024, seconds, out.read().decode()
+    proc = subprocess.run(
+        [sys.executable, "-c", PEAK_OF, *cmd], capture_output=True, text=True, env=env, check=False
+    )
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr[-500:]}")
+    return int(proc.stderr.splitlines()[-1]), seconds, proc.stdout
 
 
 def main() -> None:

@@ -596,3 +596,123 @@ def test_keep_without_rotation_is_a_usage_error(args: list[str], message: str) -
     assert result.returncode == 2
     assert result.stderr.startswith(message), result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_the_childs_escaping_is_report_texts() -> None:
+    """The sampling child cannot import gpucheck: its copy of printable() must escape exactly
+    what the report's does, for every code point."""
+    from gpucheck.probes.scripts.watch import printable as child_printable
+    from gpucheck.report.text import printable
+
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert child_printable(every) == printable(every)
+    assert child_printable("a\x1b[2J\x9b\u202eb") == "a\\x1b[2J\\x9b\\u202eb"
+
+
+def _generated_log(path: Path, size: int) -> int:
+    """A CSV log of 8 GPUs of at least `size` bytes, one sample a second; its samples."""
+    row = (
+        "2026/11/01 00:{m:02d}:{s:02d}.000, {g}, GPU-{g:08d}, NVIDIA H100 80GB HBM3, {u}, 0, "
+        "30720, 81559, 50, 650.25, 700.00, 1980, 2619, 0x0000000000000000, 5, 16, [N/A], P0, 0\n"
+    )
+    samples = 0
+    with path.open("w") as fh:
+        fh.write(HEADER + "\n")
+        written = 0
+        while written < size:
+            minute, second = divmod(samples % 3600, 60)
+            block = "".join(
+                row.format(m=minute, s=second, g=g, u=96 if samples % 2 else 0) for g in range(8)
+            )
+            fh.write(block)
+            written += len(block)
+            samples += 1
+    return samples
+
+
+# Runs argv[1:] and writes its peak resident bytes on stderr. Linux keeps a process's peak
+# across exec, so a command started straight from pytest would count pytest's own memory: it is
+# started from this small process instead.
+PEAK_OF = """
+import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+sys.stdout.flush()
+sys.stderr.write(str(usage.ru_maxrss * 1024) + "\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.slow
+def test_from_streams_a_large_log_in_bounded_memory(tmp_path: Path) -> None:
+    """The whole log in memory made a 100 MiB CSV peak at 1.36 GiB (issue #21): a 40 MiB log
+    stays near the interpreter's own size (gpucheck --help peaks at ~16 MiB)."""
+    log = tmp_path / "big.csv"
+    samples = _generated_log(log, 40 << 20)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PEAK_OF,
+            sys.executable,
+            "-m",
+            "gpucheck",
+            "watch",
+            "--from",
+            str(log),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    text, peak = proc.stdout, int(proc.stderr.splitlines()[-1])
+    assert proc.returncode == 0, text
+    assert text.startswith(f"Summary: {samples} sample(s)")
+    assert "  utilization.gpu                        min 0  mean 48.0  max 96 %" in text
+    assert peak < 100 << 20, peak
+
+
+def test_a_line_too_long_to_be_a_log_is_refused(tmp_path: Path) -> None:
+    log = tmp_path / "one-line.csv"
+    log.write_text("timestamp, index, name\n" + "x" * (3 << 20) + "\n")
+    result = run_gpucheck("watch", "--from", str(log))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"gpucheck: --from: {log}: line 2 is over 1048576 characters: not a GPU log\n"
+    )
+
+
+def test_a_log_cut_short_reads_up_to_the_cut_and_a_bad_row_inside_is_an_error(
+    tmp_path: Path,
+) -> None:
+    head = "timestamp, index, utilization.gpu [%]\n"
+    rows = "2026/11/01 00:00:00.000, 0, 10\n2026/11/01 00:00:01.000, 0, 30\n"
+    cut = tmp_path / "cut.csv"
+    cut.write_text(head + rows + "2026/11/01 00:00:02.000, 0")
+    result = run_gpucheck("watch", "--from", str(cut))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "Summary: 2 sample(s) over 1 s"
+    assert "  utilization.gpu                        min 10  mean 20.0  max 30 %" in result.stdout
+    broken = tmp_path / "broken.csv"
+    broken.write_text(head + "2026/11/01 00:00:02.000, 0\n" + rows)
+    result = run_gpucheck("watch", "--from", str(broken))
+    assert result.returncode == 2
+    assert result.stderr == f"gpucheck: --from: {broken}: line 2 has 2 values for 3 columns\n"
+
+
+def test_from_standard_input(tmp_path: Path) -> None:
+    text = 'timestamp, index, name\n2026/11/01 00:00:00.000, 0, "A, B"\n'
+    result = subprocess.run(
+        [sys.executable, "-m", "gpucheck", "watch", "--from", "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:2] == ["Summary: 1 sample(s) over 0 s", "GPU 0  A, B"]

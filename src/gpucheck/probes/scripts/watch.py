@@ -38,10 +38,11 @@ if TYPE_CHECKING:  # this script runs on Python 3.8: the aliases exist for the c
     from collections.abc import Callable
     from typing import TypeAlias
 
-    Reader: TypeAlias = Callable[[Any], tuple[Any, ...]]
-    # Per call, in the order calls are made: the call, its step code, its reader, and where
-    # its values go: (place in the sample's values, place in the reader's tuple, field name).
-    Plan: TypeAlias = list[tuple[str, int, Reader, list[tuple[int, int, str]]]]
+    Reader: TypeAlias = Callable[[Any], Any]  # a value; a tuple for the calls in MULTI
+    # Per call, in the order calls are made: the call, its step code, its reader, the place
+    # of its value in a sample's values (-1: several values), and where each goes: (place in
+    # the sample's values, place in the reader's tuple, field name).
+    Plan: TypeAlias = list[tuple[str, int, Reader, int, list[tuple[int, int, str]]]]
 
 MIB = 1024 * 1024
 STEP_SIZE = 3  # bytes of the shared page: a call's code and its GPU (STEP_NAMES)
@@ -224,6 +225,7 @@ class CsvRows:
 
 # Read once per GPU: a GPU lost later still says which one it was.
 STATIC_CALLS = ("uuid", "name")
+MULTI = ("utilization", "memory")  # calls that answer several fields (a tuple)
 LOST = ("GpuIsLost", "GpuNotFound", "ResetRequired")
 
 
@@ -326,54 +328,47 @@ def readers(nv: Any) -> dict[str, tuple[str, Reader]]:
             m = nv.nvmlDeviceGetMemoryInfo(h)
         return (int(m.used) // MIB, int(m.total) // MIB)
 
-    def clocks_event(h: Any) -> tuple[Any, ...]:
+    def clocks_event(h: Any) -> int:
         try:
             bits = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
         except nv.NVMLError_FunctionNotFound:
             bits = nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)  # before R535
-        return (int(bits),)
+        return int(bits)
 
+    # The binding answers Python ints (a ctypes value's .value): the calls that need no more
+    # are its own functions, with no wrapper between.
     sensor, sm, mem = nv.NVML_TEMPERATURE_GPU, nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM
     uncorrected, volatile = nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC
     return {
-        "uuid": ("nvmlDeviceGetUUID", lambda h: (_text(nv.nvmlDeviceGetUUID(h)),)),
-        "name": ("nvmlDeviceGetName", lambda h: (_text(nv.nvmlDeviceGetName(h)),)),
+        "uuid": ("nvmlDeviceGetUUID", lambda h: _text(nv.nvmlDeviceGetUUID(h))),
+        "name": ("nvmlDeviceGetName", lambda h: _text(nv.nvmlDeviceGetName(h))),
         "utilization": ("nvmlDeviceGetUtilizationRates", utilization),
         "memory": ("nvmlDeviceGetMemoryInfo", memory),
         "temperature": (
             "nvmlDeviceGetTemperature",
-            lambda h: (int(nv.nvmlDeviceGetTemperature(h, sensor)),),
+            lambda h: nv.nvmlDeviceGetTemperature(h, sensor),
         ),
         "power": (
             "nvmlDeviceGetPowerUsage",
-            lambda h: (round(nv.nvmlDeviceGetPowerUsage(h) / 1000.0, 2),),
+            lambda h: round(nv.nvmlDeviceGetPowerUsage(h) / 1000.0, 2),
         ),
         "power_limit": (
             "nvmlDeviceGetPowerManagementLimit",
-            lambda h: (round(nv.nvmlDeviceGetPowerManagementLimit(h) / 1000.0, 2),),
+            lambda h: round(nv.nvmlDeviceGetPowerManagementLimit(h) / 1000.0, 2),
         ),
-        "clock_sm": ("nvmlDeviceGetClockInfo", lambda h: (int(nv.nvmlDeviceGetClockInfo(h, sm)),)),
-        "clock_mem": (
-            "nvmlDeviceGetClockInfo",
-            lambda h: (int(nv.nvmlDeviceGetClockInfo(h, mem)),),
-        ),
+        "clock_sm": ("nvmlDeviceGetClockInfo", lambda h: nv.nvmlDeviceGetClockInfo(h, sm)),
+        "clock_mem": ("nvmlDeviceGetClockInfo", lambda h: nv.nvmlDeviceGetClockInfo(h, mem)),
         "clocks_event": ("nvmlDeviceGetCurrentClocksEventReasons", clocks_event),
-        "pcie_gen": (
-            "nvmlDeviceGetCurrPcieLinkGeneration",
-            lambda h: (int(nv.nvmlDeviceGetCurrPcieLinkGeneration(h)),),
-        ),
-        "pcie_width": (
-            "nvmlDeviceGetCurrPcieLinkWidth",
-            lambda h: (int(nv.nvmlDeviceGetCurrPcieLinkWidth(h)),),
-        ),
-        "fan": ("nvmlDeviceGetFanSpeed", lambda h: (int(nv.nvmlDeviceGetFanSpeed(h)),)),
+        "pcie_gen": ("nvmlDeviceGetCurrPcieLinkGeneration", nv.nvmlDeviceGetCurrPcieLinkGeneration),
+        "pcie_width": ("nvmlDeviceGetCurrPcieLinkWidth", nv.nvmlDeviceGetCurrPcieLinkWidth),
+        "fan": ("nvmlDeviceGetFanSpeed", nv.nvmlDeviceGetFanSpeed),
         "pstate": (
             "nvmlDeviceGetPerformanceState",
-            lambda h: (f"P{int(nv.nvmlDeviceGetPerformanceState(h))}",),
+            lambda h: f"P{nv.nvmlDeviceGetPerformanceState(h)}",
         ),
         "ecc": (
             "nvmlDeviceGetTotalEccErrors",
-            lambda h: (int(nv.nvmlDeviceGetTotalEccErrors(h, uncorrected, volatile)),),
+            lambda h: nv.nvmlDeviceGetTotalEccErrors(h, uncorrected, volatile),
         ),
     }
 
@@ -382,8 +377,8 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def plan_of(nv: Any, wanted: list[str], index: int) -> Plan:
-    """The calls the fields need, each once, with their page text made now, not per sample."""
+def plan_of(nv: Any, wanted: list[str]) -> Plan:
+    """The calls the fields need, each once, in the order of the fields."""
     table = readers(nv)
     plan: Plan = []
     places: dict[str, list[tuple[int, int, str]]] = {}
@@ -392,22 +387,36 @@ def plan_of(nv: Any, wanted: list[str], index: int) -> Plan:
         if call not in places:
             places[call] = []
             fn_name, read = table[call]
-            plan.append((call, STEP_CODE[fn_name], read, places[call]))
+            single = place if call not in MULTI else -1
+            plan.append((call, STEP_CODE[fn_name], read, single, places[call]))
         places[call].append((place, at, name))
     return plan
 
 
-def sample_gpu(
-    nv: Any, index: int, handle: Any, plan: Plan, width: int, static: dict[str, Any], steps: Steps
-) -> list[Any]:
-    values: list[Any] = [None] * width
-    errors: dict[str, str] | None = None
-    error: str | None = None
-    steps.at_gpu(index)
-    for call, code, read, places in plan:
-        got = static.get(call)
-        if got is None:
-            steps.mark(code)
+class Gpu:
+    """One GPU's sampling: its calls, and the values read once (name, UUID) kept in the row
+    every sample starts from; a call read once leaves the plan."""
+
+    def __init__(self, index: int, handle: Any, plan: Plan, width: int) -> None:
+        self.index = index
+        self.handle = handle
+        self.plan = list(plan)
+        self.base: list[Any] = [None] * width
+
+    def sample(self, nv: Any, steps: Steps) -> list[Any]:
+        values = self.base.copy()
+        errors: dict[str, str] | None = None
+        error: str | None = None
+        handle = self.handle
+        page = steps.page
+        steps.at_gpu(self.index)
+        read_once = None
+        for entry in self.plan:
+            call, code, read, single, places = entry
+            if page is not None:
+                page[0] = code
+            else:
+                steps.mark(code)
             try:
                 got = read(handle)
             except nv.NVMLError as exc:
@@ -424,17 +433,18 @@ def sample_gpu(
                 for _, _, field in places:
                     errors[field] = type(exc).__name__
                 continue
-            if call in STATIC_CALLS:
-                static[call] = got
-        for place, at, _ in places:
-            values[place] = got[at]
-    if error is not None:  # what was read before the GPU went is kept; its identity too
-        for call, _, _, places in plan:
-            got = static.get(call)
-            if got is not None:
+            if single >= 0:
+                values[single] = got
+            else:
                 for place, at, _ in places:
                     values[place] = got[at]
-    return [index, values, errors, error]
+            if call in STATIC_CALLS:
+                read_once = [*(read_once or []), entry]
+        for entry in read_once or ():
+            for place, _, _ in entry[4]:
+                self.base[place] = values[place]
+            self.plan.remove(entry)
+        return [self.index, values, errors, error]
 
 
 def select(
@@ -506,8 +516,9 @@ def main() -> None:
     if not emit(header):
         return
     width = len(wanted)
-    plans = {index: plan_of(nv, wanted, index) for index in chosen}
-    static: dict[int, dict[str, Any]] = {index: {} for index in chosen}
+    plan = plan_of(nv, wanted)
+    # In --gpu's order; None: no handle at the start, a row saying so every sample.
+    samplers = [Gpu(i, handles[i], plan, width) if i in handles else None for i in chosen]
     asked = options.get("fields", [*IDENTITY, *CALLS])
     rows = (
         CsvRows([f for f in asked if f in CALLS or f in IDENTITY]) if options.get("csv") else None
@@ -519,12 +530,11 @@ def main() -> None:
     n = 0
     while True:
         gpus = []
-        for index in chosen:
-            handle = handles.get(index)
-            if handle is None:
+        for index, gpu in zip(chosen, samplers):
+            if gpu is not None:
+                gpus.append(gpu.sample(nv, steps))
+            else:
                 gpus.append([index, [None] * width, None, "GpuNotFound"])
-                continue
-            gpus.append(sample_gpu(nv, index, handle, plans[index], width, static[index], steps))
         steps.at_gpu(None)
         steps.mark(sleeping)
         now = time.time()
