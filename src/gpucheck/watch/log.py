@@ -119,7 +119,7 @@ def value_fields(fields: list[str]) -> list[str]:
 class RawSample:
     time: float
     gpus: list[RawGpu]  # empty when the child was not asked for values
-    csv: str | None = None  # the CSV rows, when the child was asked for them
+    csv: bytes | None = None  # the CSV rows (UTF-8), when the child was asked for them
 
     def sample(self, names: list[str]) -> Sample:
         return Sample(

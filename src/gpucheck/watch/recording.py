@@ -109,17 +109,36 @@ class Log:
     def write(self, raw: RawSample) -> None:
         if self.stream is None:
             return
-        if self.plan.fmt == "csv":
-            rows = raw.csv if raw.csv is not None else self.csv_rows(raw.time, raw.gpus)
+        if self.plan.fmt != "csv":
+            data = jsonl_rows(raw.sample(self.names), self.plan.fields).encode()
+        elif raw.csv is not None:
+            data = raw.csv  # the child's text, written as it came
         else:
-            rows = jsonl_rows(raw.sample(self.names), self.plan.fields)
+            data = self.csv_rows(raw.time, raw.gpus).encode()
         rotate = self.plan.rotate
         if rotate is not None and self.path is not None:
-            size = len(rows.encode())
-            if self.size + size > rotate:
+            if self.size + len(data) > rotate:
                 self._rotate()
-            self.size += size
-        self._put(self.stream, rows)
+            self.size += len(data)
+        self._put_bytes(self.stream, data)
+
+    def _put_bytes(self, stream: IO[str], data: bytes) -> None:
+        """One write per sample, straight to the file descriptor (the text layer holds nothing:
+        every write through it is flushed)."""
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # not a file (an embedding's stream)
+            self._put(stream, data.decode("utf-8", "replace"))
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            where = self.path or "standard output"
+            raise OutputError(f"cannot write samples to {where}: {exc.strerror or exc}") from None
 
     def _rotate(self) -> None:
         """FILE.1 becomes FILE.2 ... up to FILE.keep (the oldest, which the move replaces),

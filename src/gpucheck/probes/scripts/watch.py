@@ -545,8 +545,12 @@ def main() -> None:
         if rows is not None:
             body = rows(now, gpus).encode("utf-8", "replace")
             record["csv"] = len(body)  # the CSV rows follow the line, this many bytes
+        if with_values:
+            line = json.dumps(record, separators=(",", ":"))
+        else:  # the common case, without the encoder: a float's repr is JSON
+            line = f'{{"kind":"sample","t":{now!r},"csv":{len(body)}}}'
         try:
-            out.write(json.dumps(record, separators=(",", ":")).encode() + b"\n" + body)
+            out.write(line.encode() + b"\n" + body)
             out.flush()
         except (BrokenPipeError, OSError):
             break  # the parent is gone
