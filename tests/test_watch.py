@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, Simulate, run_gpucheck
-from sim.scenario import GIB, Machine, Process, Scenario, Step, h100, replace, sleep
+from sim.scenario import GIB, Machine, Process, Scenario, Step, crash, h100, replace, sleep
 from terminal import on_a_terminal
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -716,3 +716,32 @@ def test_from_standard_input(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[:2] == ["Summary: 1 sample(s) over 0 s", "GPU 0  A, B"]
+
+
+def test_only_the_calls_the_fields_need_and_the_name_read_once(simulate: Simulate) -> None:
+    """A temperature call would hang 30 s: asking for power only never makes it. The name is
+    read once: the timeline renames the GPU from its second name call on, which never comes."""
+    g0 = h100(0)
+    scenario = Scenario(
+        gpus=[g0],
+        faults=[sleep("nvmlDeviceGetTemperature", 30, gpu=0)],
+        timeline=[Step(1, 0, replace(g0, name="Renamed", power_draw_mw=100_000))],
+    )
+    start = time.monotonic()
+    result = watch(
+        simulate(scenario), "-i", "0.05", "-c", "3", "--fields", "name,power.draw", "--timeout", "1"
+    )
+    assert result.returncode == 0, result.stderr
+    assert rows_of(result.stdout) == [
+        "0, NVIDIA H100 80GB HBM3, 69.62",
+        "0, NVIDIA H100 80GB HBM3, 100.00",
+        "0, NVIDIA H100 80GB HBM3, 100.00",
+    ]
+    assert time.monotonic() - start < 20
+
+
+def test_a_crashed_child_costs_a_sample_and_says_where(simulate: Simulate) -> None:
+    scenario = Scenario(gpus=[h100(0)], faults=[crash("nvmlDeviceGetPowerUsage", gpu=0)])
+    result = watch(simulate(scenario), "-i", "0.05", "-c", "2", "--fields", "power.draw")
+    assert result.returncode == 0, result.stderr
+    assert rows_of(result.stdout) == ["0, [Crashed in nvmlDeviceGetPowerUsage gpu=0]"] * 2
