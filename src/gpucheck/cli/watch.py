@@ -77,7 +77,7 @@ def watch(
             "--rotate",
             metavar="SIZE",
             help="With -o: past SIZE (100M, 1G; 1G = 1 GiB, 1GB = 10^9 bytes), move FILE to FILE.1 "
-            "and start anew.",
+            "(FILE.1 to FILE.2, ...) and start anew.",
         ),
     ] = None,
     keep: Annotated[
