@@ -745,3 +745,61 @@ def test_a_crashed_child_costs_a_sample_and_says_where(simulate: Simulate) -> No
     result = watch(simulate(scenario), "-i", "0.05", "-c", "2", "--fields", "power.draw")
     assert result.returncode == 0, result.stderr
     assert rows_of(result.stdout) == ["0, [Crashed in nvmlDeviceGetPowerUsage gpu=0]"] * 2
+
+
+def test_ctrl_c_while_the_child_writes_the_log_leaves_whole_rows(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    """Without --summary the child writes the log itself: Ctrl-C ends it between two rows."""
+    machine = simulate(Scenario(gpus=[h100(i) for i in range(8)]))
+    log = tmp_path / "gpu.csv"
+    env = {**os.environ, **machine.env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05", "-o", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+            not log.exists() or log.read_text().count("\n") < 1 + 8 * 5
+        ):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out, err) == (0, "", "")
+    text = log.read_text()
+    lines = text.splitlines()
+    assert text.endswith("\n") and lines[0] == HEADER
+    assert len(lines) >= 1 + 8 * 5 and (len(lines) - 1) % 8 == 0  # whole samples only
+    assert all(line.count(", ") == HEADER.count(", ") for line in lines)
+    assert _children_on(machine) == []
+
+
+def test_a_reader_that_goes_away_ends_the_watch_quietly(simulate: Simulate) -> None:
+    machine = simulate(Scenario(gpus=[h100(0)]))
+    env = {**os.environ, **machine.env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().decode() == HEADER + "\n"
+    assert proc.stdout.readline().count(b", ") == HEADER.count(", ")
+    proc.stdout.close()
+    try:
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr.read() == b""
+    assert _children_on(machine) == []

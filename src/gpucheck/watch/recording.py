@@ -6,6 +6,7 @@ clean stop on Ctrl-C or SIGTERM that never cuts a row."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -15,11 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from gpucheck.inputs import UserError
 from gpucheck.outputs import OutputError, quiet_stdout
 from gpucheck.watch.log import CsvRows, RawSample, Sample, header, jsonl_rows, value_fields
+
+if TYPE_CHECKING:
+    from gpucheck.watch.session import Session
 
 
 class WatchUnavailable(Exception):
@@ -156,6 +160,11 @@ class Log:
             raise OutputError(f"cannot rotate {self.path}: {exc.strerror or exc}") from None
         self.stream = self._open()
 
+    def fileno(self) -> int:
+        assert self.stream is not None
+        self.stream.flush()
+        return self.stream.fileno()
+
     def close(self) -> None:
         if self.path is not None and self.stream is not None:
             # Every sample was flushed: what is left to fail here has been said already.
@@ -202,13 +211,19 @@ def run(plan: Plan) -> None:
             "for the fix"
         )
     stdout_data = plan.output is None and not plan.live
+    csv = plan.fmt == "csv" and (stdout_data or plan.output is not None)
+    values = plan.fmt == "jsonl" or plan.summary or plan.live
     session = Session(
         plan.fields,
         plan.interval,
         plan.bound,
         gpus=plan.gpus,
-        csv=plan.fmt == "csv" and (stdout_data or plan.output is not None),
-        values=plan.fmt == "jsonl" or plan.summary or plan.live,
+        csv=csv,
+        values=values,
+        # Nothing needs a sample here: the child writes the log itself (rotation needs this
+        # process between two samples, so it keeps the relay).
+        direct=csv and not values and plan.rotate is None,
+        count=plan.count,
     )
     try:
         session.start()
@@ -227,6 +242,9 @@ def run(plan: Plan) -> None:
     except BaseException:
         session.close()
         raise
+    if session.direct:
+        _follow(plan, session, log)
+        return
     started = time.monotonic()
     failed: OutputError | None = None
     live = _Live() if plan.live else None
@@ -273,6 +291,68 @@ def run(plan: Plan) -> None:
         target = sys.stderr if stdout_data else sys.stdout
         target.write(render_text(summary.result()))
         target.flush()
+
+
+def _follow(plan: Plan, session: Session, log: Log) -> None:
+    """The child writes the log itself: this process wakes once per interval + --timeout to
+    see that its sample count on the page moved (else a call hung: that sample's rows say
+    so, and a new child goes on), and ends it between two rows at --count, --duration,
+    Ctrl-C or SIGTERM."""
+    bound = plan.interval + plan.bound
+    started = last_move = time.monotonic()
+    taken = seen = 0  # samples of children gone; of this child, at the last look
+    failed: OutputError | None = None
+    try:
+        with _interruptible() as state:
+            session.send_log(log.fileno())
+            while True:
+                now = time.monotonic()
+                wait = bound - (now - last_move)
+                if plan.seconds is not None:
+                    wait = min(wait, plan.seconds - (now - started))
+                alive = session.wait(max(0.0, wait))
+                if session.write_error is not None:
+                    break
+                now, written = time.monotonic(), session.written
+                if written != seen:
+                    seen, last_move = written, now
+                if plan.count is not None and taken + written >= plan.count:
+                    break
+                if plan.seconds is not None and now - started >= plan.seconds:
+                    break
+                if alive and (now - last_move < bound or session.in_write):
+                    continue
+                # The child died, or no sample came for interval + --timeout: a hung call.
+                raw = session.hung()
+                state["writing"] = True
+                log.write(raw)
+                state["writing"] = False
+                taken += written + 1
+                if state["pending"] or (plan.count is not None and taken >= plan.count):
+                    break
+                session.count = None if plan.count is None else plan.count - taken
+                session.start()
+                session.send_log(log.fileno())
+                seen, last_move = 0, time.monotonic()
+    except _Stop:
+        pass
+    except BrokenPipeError:
+        quiet_stdout()
+    except OutputError as exc:
+        failed = exc
+    finally:
+        session.end()
+        session.close()
+        log.close()
+    if session.write_error is not None:
+        number, message = session.write_error
+        if number == errno.EPIPE and log.path is None:
+            quiet_stdout()  # the reader went away: the samples so far are whole
+            return
+        where = log.path or "standard output"
+        raise OutputError(f"cannot write samples to {where}: {message}")
+    if failed is not None:
+        raise failed
 
 
 class _Live:

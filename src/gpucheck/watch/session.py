@@ -15,6 +15,7 @@ import mmap
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,9 @@ class Session:
     gpus: list[str] | None = None  # --gpu: indices or UUID prefixes; None: every GPU
     csv: bool = False  # the child sends each sample's CSV rows (the log's text)
     values: bool = True  # the child sends each sample's values (summary, live view, JSON)
+    direct: bool = False  # with csv: the child writes the log itself (send_log), unwatched
+    count: int | None = None  # direct: the samples the child writes before it ends
+    write_error: tuple[int, str] | None = None  # direct: the child could not write the log
     selected: list[int] = field(default_factory=list)
     restarts: int = 0
     driver_version: str | None = None
@@ -63,6 +67,8 @@ class Session:
     _page: mmap.mmap | None = None
     _names: list[str] = field(default_factory=list)  # the fields of a sample's values, in order
     _page_fd: int | None = None
+    _log_socket: socket.socket | None = None
+    _ended: bool = False  # the child's stdout closed: it has ended
 
     @property
     def _last_step(self) -> str | None:
@@ -90,25 +96,33 @@ class Session:
         """Start the child and read its header; WatchError when NVML cannot be used."""
         page = self._open_page()
         self._names = value_fields(self.fields)
-        args = json.dumps(
-            {
-                "interval": self.interval,
-                "fields": self.fields,
-                "gpus": self.gpus,
-                "step_fd": page,
-                "csv": self.csv,
-                "values": self.values,
-            }
-        )
+        options: dict[str, Any] = {
+            "interval": self.interval,
+            "fields": self.fields,
+            "gpus": self.gpus,
+            "step_fd": page,
+            "csv": self.csv,
+            "values": self.values,
+        }
+        passed = [page]
+        child_end = None
+        if self.direct:
+            self._log_socket, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            options.update(log_socket=child_end.fileno(), count=self.count)
+            passed.append(child_end.fileno())
+        args = json.dumps(options)
         self._proc = subprocess.Popen(
             [sys.executable, str(SCRIPT), args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(self.env) if self.env is not None else None,
-            pass_fds=(page,),
+            pass_fds=passed,
             start_new_session=True,  # Ctrl-C reaches gpucheck, which ends the child itself
         )
+        if child_end is not None:
+            child_end.close()
+        self._ended = False
         self._poll = select.poll()  # plain poll: the selectors module costs a tenth of a sample
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._stdout_fd = self._proc.stdout.fileno()
@@ -163,7 +177,8 @@ class Session:
 
     def _hung(self) -> RawSample:
         where = self._last_step or "NVML"
-        died = self._proc is not None and self._proc.poll() is not None
+        # Its stdout closed: it died, though it may not be reaped yet.
+        died = self._ended or (self._proc is not None and self._proc.poll() is not None)
         self.stop()
         self.restarts += 1
         reason = f"Crashed in {where}" if died else f"Timeout in {where}"
@@ -215,6 +230,7 @@ class Session:
             if not chunk:
                 self._poll.unregister(fd)
                 if fd == self._stdout_fd:
+                    self._ended = True
                     return False  # the child ended
                 continue
             if fd == self._stdout_fd:
@@ -228,6 +244,50 @@ class Session:
             if line.strip():
                 self._stderr = [*self._stderr[-9:], line.strip()]
 
+    # --- direct: the child writes the log, this process follows it through the page -------
+
+    def send_log(self, fd: int) -> None:
+        """Give the child the log to write to (NVML answered: the log is open now)."""
+        assert self._log_socket is not None
+        socket.send_fds(self._log_socket, [b"L"], [fd])
+        self._log_socket.close()
+        self._log_socket = None
+
+    @property
+    def in_write(self) -> bool:
+        """The child is writing the log (a slow reader of a pipe), not stuck in the driver."""
+        return self._page is not None and step_text(self._page[:3]) == "write"
+
+    @property
+    def written(self) -> int:
+        """Samples the current child wrote to the log."""
+        return int.from_bytes(self._page[3:7], "little") if self._page is not None else 0
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the child to end or say something (a write error);
+        False once it has ended."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record = self._next_record(max(0.0, deadline - time.monotonic()))
+            if record is None:
+                return not self._ended
+            if record.get("kind") == "write_error":
+                self.write_error = (int(record.get("errno") or 0), str(record.get("message")))
+
+    def end(self) -> None:
+        """Stop the child between two rows: it ends at once unless writing one, then after."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=self.bound)  # past it, stuck in the driver: not writing
+        self.stop()
+
+    def hung(self) -> RawSample:
+        """The sample the child did not finish (hung or died); a new child is needed."""
+        return self._hung()
+
     def close(self) -> None:
         """Stop the child and let its page go: the end of the watch."""
         self.stop()
@@ -239,6 +299,9 @@ class Session:
             self._page_fd = None
 
     def stop(self) -> None:
+        if self._log_socket is not None:
+            self._log_socket.close()
+            self._log_socket = None
         proc, self._proc = self._proc, None
         self._poll = None
         self._out = b""

@@ -7,7 +7,10 @@ run by hand) the names go to stderr as "@ <call>" lines (see probes/child.py).
 
 argv[1] is a JSON object: "interval" (seconds between samples), "fields" (the nvidia-smi
 names to read), "gpus" (--gpu), "step_fd" (the page's file descriptor, STEP_SIZE bytes),
-"csv" (send each sample's CSV rows, as the log has them), "values" (send the values too). The
+"csv" (send each sample's CSV rows, as the log has them), "values" (send the values too),
+"log_socket" (with "csv": a socket on which the parent sends the log's file descriptor once
+NVML answered; the child then writes the rows there itself, counting them on the page, and
+stops after "count" samples or on SIGTERM, never in the middle of a row). The
 parent decides when the watch ends and stops this process; a closed stdout (the parent gone)
 ends it too. A field that fails costs that field in that sample; a GPU that falls off the bus
 costs that GPU's sample, and the next sample tries it again.
@@ -30,6 +33,8 @@ import math
 import mmap
 import os
 import re
+import signal
+import socket
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -45,7 +50,7 @@ if TYPE_CHECKING:  # this script runs on Python 3.8: the aliases exist for the c
     Plan: TypeAlias = list[tuple[str, int, Reader, int, list[tuple[int, int, str]]]]
 
 MIB = 1024 * 1024
-STEP_SIZE = 3  # bytes of the shared page: a call's code and its GPU (STEP_NAMES)
+STEP_SIZE = 7  # bytes of the shared page: a call's code, its GPU, the samples written (below)
 # Which NVML call answers each field, and its place in what the call's reader returns:
 # fields sharing a call share one call per sample.
 CALLS: dict[str, tuple[str, int]] = {
@@ -230,8 +235,10 @@ LOST = ("GpuIsLost", "GpuNotFound", "ResetRequired")
 
 
 # What the page can say, by code: byte 0 of the page is the code of the call the child is in,
-# bytes 1-2 the GPU's index + 1 (0: none), big-endian. Two byte stores per call, where
-# writing the name cost a tenth of a sample. session.py reads it with this table.
+# bytes 1-2 the GPU's index + 1 (0: none), big-endian; bytes 3-6 the samples this child wrote
+# to the log itself (little-endian), by which the parent follows it without a message each.
+# Two byte stores per call, where writing the name cost a tenth of a sample. session.py reads
+# the page with this table.
 STEP_NAMES = (
     "",
     "nvmlInit",
@@ -253,6 +260,7 @@ STEP_NAMES = (
     "nvmlDeviceGetPerformanceState",
     "nvmlDeviceGetTotalEccErrors",
     "sleep",
+    "write",
 )
 STEP_CODE = {name: code for code, name in enumerate(STEP_NAMES)}
 
@@ -296,6 +304,23 @@ class Steps:
     def __call__(self, name: str, gpu: int | None = None) -> None:
         self.at_gpu(gpu)
         self.mark(STEP_CODE[name])
+
+    def wrote(self, samples: int) -> None:
+        if self.page is not None:
+            self.page[3:7] = (samples & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+def receive_log(fd: int | None) -> int | None:
+    """The log's file descriptor, sent by the parent over the socket `fd` once NVML answered
+    (the log is opened only then: without a GPU no file is created). None: write to stdout."""
+    if fd is None:
+        return None
+    with socket.socket(fileno=fd) as sock:
+        _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(4))
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(data) >= 4:
+            return int.from_bytes(data[:4], sys.byteorder)
+    return None
 
 
 def emit(record: dict[str, Any]) -> bool:
@@ -524,10 +549,23 @@ def main() -> None:
         CsvRows([f for f in asked if f in CALLS or f in IDENTITY]) if options.get("csv") else None
     )
     with_values = bool(options.get("values")) or rows is None
+    log_fd = receive_log(options.get("log_socket")) if rows is not None else None
+    stop_after: int | None = options.get("count")
+    writing = [False, False]  # writing the log now; a stop asked for while writing
+    if log_fd is not None:
+
+        def on_term(signum: int, frame: Any) -> None:
+            if writing[0]:
+                writing[1] = True  # the parent's stop waits for the row to be whole
+                return
+            raise SystemExit(0)
+
+        signal.signal(signal.SIGTERM, on_term)
     out = sys.stdout.buffer
-    sleeping = STEP_CODE["sleep"]
+    sleeping, to_log = STEP_CODE["sleep"], STEP_CODE["write"]
     start = time.monotonic()
     n = 0
+    written = 0
     while True:
         gpus = []
         for index, gpu in zip(chosen, samplers):
@@ -536,24 +574,43 @@ def main() -> None:
             else:
                 gpus.append([index, [None] * width, None, "GpuNotFound"])
         steps.at_gpu(None)
-        steps.mark(sleeping)
         now = time.time()
-        record: dict[str, Any] = {"kind": "sample", "t": now}
-        if with_values:
-            record["gpus"] = gpus
-        body = b""
-        if rows is not None:
+        if log_fd is not None and rows is not None:
+            # The rows go to the log from here, one write; the parent is not woken.
+            steps.mark(to_log)
             body = rows(now, gpus).encode("utf-8", "replace")
-            record["csv"] = len(body)  # the CSV rows follow the line, this many bytes
-        if with_values:
-            line = json.dumps(record, separators=(",", ":"))
-        else:  # the common case, without the encoder: a float's repr is JSON
-            line = f'{{"kind":"sample","t":{now!r},"csv":{len(body)}}}'
-        try:
-            out.write(line.encode() + b"\n" + body)
-            out.flush()
-        except (BrokenPipeError, OSError):
-            break  # the parent is gone
+            writing[0] = True
+            try:
+                view = memoryview(body)
+                while view:
+                    view = view[os.write(log_fd, view) :]
+            except OSError as exc:
+                emit({"kind": "write_error", "errno": exc.errno, "message": exc.strerror})
+                break
+            finally:
+                writing[0] = False
+            written += 1
+            steps.wrote(written)
+            if writing[1] or (stop_after is not None and written >= stop_after):
+                break
+        else:
+            record: dict[str, Any] = {"kind": "sample", "t": now}
+            if with_values:
+                record["gpus"] = gpus
+            body = b""
+            if rows is not None:
+                body = rows(now, gpus).encode("utf-8", "replace")
+                record["csv"] = len(body)  # the CSV rows follow the line, this many bytes
+            if with_values:
+                line = json.dumps(record, separators=(",", ":"))
+            else:  # without the encoder: a float's repr is JSON
+                line = f'{{"kind":"sample","t":{now!r},"csv":{len(body)}}}'
+            try:
+                out.write(line.encode() + b"\n" + body)
+                out.flush()
+            except (BrokenPipeError, OSError):
+                break  # the parent is gone
+        steps.mark(sleeping)
         n += 1
         # On a fixed grid from the start: a slow sample does not shift the ones after it.
         delay = start + n * interval - time.monotonic()
