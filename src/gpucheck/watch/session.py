@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from gpucheck.probes.child import HERE
-from gpucheck.probes.scripts.watch import STEP_SIZE, step_text
+from gpucheck.probes.scripts.watch_shared import STEP_SIZE, step_text
 from gpucheck.watch.log import RawGpu, RawSample, value_fields
 
 SCRIPT = HERE / "scripts/watch.py"
