@@ -4,6 +4,7 @@ with a summary at the end or from a saved log."""
 
 from __future__ import annotations
 
+import io
 import re
 import sys
 from typing import Annotated
@@ -11,13 +12,13 @@ from typing import Annotated
 import typer
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import UserError, number_option, read_input
+from gpucheck.cli.common import UserError, number_option
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size
 from gpucheck.watch.log import LogError, parse_fields
 
 FORMATS = ("csv", "jsonl")
-LOG_LIMIT = 1 << 30  # bytes of a log --from reads: far above a week of 1 s samples of 8 GPUs
+KEEP = 5  # --keep's default: full logs kept besides the one being written
 
 
 def watch(
@@ -72,7 +73,17 @@ def watch(
             "--rotate",
             metavar="SIZE",
             help="With -o: past SIZE (100M, 1G; 1G = 1 GiB, 1GB = 10^9 bytes), move FILE to FILE.1 "
-            "and start anew.",
+            "(FILE.1 to FILE.2, ...) and start anew.",
+        ),
+    ] = None,
+    keep: Annotated[
+        int | None,
+        typer.Option(
+            "--keep",
+            metavar="N",
+            min=1,
+            help=f"With --rotate: keep N full logs, FILE.1 (newest) to FILE.N (oldest); older "
+            f"ones are removed [default: {KEEP}].",
         ),
     ] = None,
     summary: Annotated[
@@ -118,6 +129,7 @@ def watch(
                 ("--duration", duration),
                 ("--output", output),
                 ("--rotate", rotate),
+                ("--keep", keep),
                 ("--fields", fields),
                 ("--gpu", gpu),
             )
@@ -129,6 +141,8 @@ def watch(
         return
     if rotate is not None and output is None:
         raise UserError("--rotate goes with --output FILE")
+    if keep is not None and rotate is None:
+        raise UserError("--keep goes with --rotate SIZE")
     try:
         names = parse_fields(fields)
     except LogError as exc:
@@ -143,6 +157,7 @@ def watch(
         fmt=fmt or _format_of(output),
         output=output,
         rotate=_rotate_size(rotate) if rotate is not None else None,
+        keep=keep if keep is not None else KEEP,
         summary=summary,
         bound=timeout,
         live=sys.stdout.isatty() and fmt is None,
@@ -181,14 +196,30 @@ def _format_of(output: str | None) -> str:
 
 
 def _summarise_log(path: str) -> None:
-    from gpucheck.watch.log import read_log
+    """A saved log's summary, read as a stream: memory stays the same whatever its size."""
+    from gpucheck.watch.reading import read_samples
     from gpucheck.watch.summary import render_text, summarize
 
-    data = read_input(path, LOG_LIMIT, "is over 1 GiB: summarise a part of it")
     try:
-        samples = read_log(data.decode("utf-8", "replace"))
+        if path == "-":
+            stream = io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace", newline="")
+        else:
+            stream = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
+    except FileNotFoundError:
+        raise UserError(f"--from: {path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"--from: {path} is a folder") from None
+    except OSError as exc:
+        raise UserError(f"--from: cannot read {path}: {exc.strerror}") from None
+    try:
+        with stream:
+            summary = summarize(read_samples(stream))
     except LogError as exc:
         raise UserError(f"--from: {path}: {exc}") from None
-    if not samples:
+    except IsADirectoryError:
+        raise UserError(f"--from: {path} is a folder") from None
+    except OSError as exc:
+        raise UserError(f"--from: cannot read {path}: {exc.strerror}") from None
+    if not summary.samples:
         raise UserError(f"--from: {path}: no samples in it")
-    sys.stdout.write(render_text(summarize(samples)))
+    sys.stdout.write(render_text(summary))

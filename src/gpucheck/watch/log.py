@@ -1,7 +1,9 @@
-"""The samples of `gpucheck watch` and their log formats: the fields by nvidia-smi's own
-names (`nvidia-smi --help-query-gpu`), CSV as `nvidia-smi --query-gpu=... --format=csv,nounits`
-writes it (so existing scripts and spreadsheets read it), and JSON lines. Reading works on
-both, and on nvidia-smi's own CSV with units in the values ("100 %", "631.95 W").
+"""The samples of `gpucheck watch` and writing them: the fields by nvidia-smi's own names
+(`nvidia-smi --help-query-gpu`), CSV as `nvidia-smi --query-gpu=... --format=csv,nounits`
+writes it (values separated by ", ", so existing scripts and spreadsheets read it) with RFC 4180
+quoting where a value needs it (a GPU name with a comma or a quote), and JSON lines. Control
+characters in a value (a GPU name is the driver's text) are written as escapes (\\x1b), never
+raw. reading.py reads both back.
 
 Field names and their units come from a real R590 capture of `nvidia-smi --help-query-gpu`
 and `--query-gpu ... --format=csv` (shared/nvsmi/nvidia_gpu_exporter, H100 80GB HBM3).
@@ -9,14 +11,20 @@ and `--query-gpu ... --format=csv` (shared/nvsmi/nvidia_gpu_exporter, H100 80GB 
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+# The CSV rows are made by the sampling child (standard library only), which holds the writer
+# and its constants; the rows this process makes itself (a hung sample) use the same class.
+from gpucheck.probes.scripts.watch_shared import ERROR_TEXT as ERROR_TEXT
+from gpucheck.probes.scripts.watch_shared import IDENTITY as IDENTITY
+from gpucheck.probes.scripts.watch_shared import NOT_SUPPORTED as NOT_SUPPORTED
+from gpucheck.probes.scripts.watch_shared import TEXT_FIELDS as TEXT_FIELDS
+from gpucheck.probes.scripts.watch_shared import CsvRows as CsvRows
+from gpucheck.probes.scripts.watch_shared import csv_text as csv_text
 
 # name -> unit in the CSV header (nvidia-smi's "[MiB]" etc.); "" for none.
 FIELDS: dict[str, str] = {
@@ -48,17 +56,7 @@ ALIASES = {
     "gpu_name": "name",
     "gpu_uuid": "uuid",
 }
-# Always in a log, so that a row says when and which GPU.
-IDENTITY = ("timestamp", "index")
-TEXT_FIELDS = {"timestamp", "uuid", "name", "pstate"}
-# nvidia-smi writes these for values it cannot give.
-NOT_SUPPORTED = "[N/A]"
-ERROR_TEXT = {
-    "GpuIsLost": "[GPU is lost]",
-    "NoPermission": "[Insufficient Permissions]",
-    "Unknown": "[Unknown Error]",
-    "NotSupported": NOT_SUPPORTED,
-}
+# IDENTITY (timestamp, index): always in a log, so that a row says when and which GPU.
 CSV_TIME = "%Y/%m/%d %H:%M:%S.%f"  # nvidia-smi's timestamp, local time, milliseconds
 
 Value = int | float | str | None
@@ -89,55 +87,63 @@ def parse_fields(text: str | None) -> list[str]:
     return [f for f in IDENTITY if f not in names] + names
 
 
-@dataclass
+@dataclass(slots=True)
 class GpuSample:
     index: int
-    values: dict[str, Value] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)  # field -> NVML error name
+    values: dict[str, Value]
+    errors: dict[str, str]  # field -> NVML error name
     error: str | None = None  # the whole GPU failed this sample (GpuIsLost, ...)
 
     def value(self, name: str) -> Value:
         return self.values.get(name)
 
 
-@dataclass
+@dataclass(slots=True)
 class Sample:
     time: float  # seconds since the epoch
-    gpus: list[GpuSample] = field(default_factory=list)
+    gpus: list[GpuSample]
+
+
+# One GPU's row as the sampling child sends it: [index, values in the order of `value_fields`,
+# {field: NVML error name} or None, the GPU's own error or None]. Kept as it came while it is
+# only written to the log; made a Sample when the summary or the live view needs one.
+RawGpu = list[Any]
+
+
+def value_fields(fields: list[str]) -> list[str]:
+    """The fields a raw row's values stand for: the fields without timestamp and index."""
+    return [f for f in fields if f not in IDENTITY]
+
+
+@dataclass(slots=True)
+class RawSample:
+    time: float
+    gpus: list[RawGpu]  # empty when the child was not asked for values
+    csv: bytes | None = None  # the CSV rows (UTF-8), when the child was asked for them
+
+    def sample(self, names: list[str]) -> Sample:
+        return Sample(
+            self.time,
+            [
+                GpuSample(index, dict(zip(names, values, strict=True)), errors or {}, error)
+                for index, values, errors, error in self.gpus
+            ],
+        )
 
 
 def header(fields: list[str]) -> str:
     return ", ".join(f"{f} [{FIELDS[f]}]" if FIELDS[f] else f for f in fields) + "\n"
 
 
-def _csv_value(name: str, sample: Sample, gpu: GpuSample) -> str:
-    if name == "timestamp":
-        return datetime.fromtimestamp(sample.time).strftime(CSV_TIME)[:-3]
-    if name == "index":
-        return str(gpu.index)
-    value = gpu.value(name)
-    if value is None:
-        error = gpu.errors.get(name) or gpu.error
-        return ERROR_TEXT.get(error or "NotSupported", f"[{error}]")
-    if name == "clocks_event_reasons.active" and isinstance(value, int):
-        return f"0x{value:016x}"  # as nvidia-smi prints the bit mask
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
-def csv_rows(sample: Sample, fields: list[str]) -> str:
-    return "".join(", ".join(_csv_value(f, sample, g) for f in fields) + "\n" for g in sample.gpus)
-
-
 def jsonl_rows(sample: Sample, fields: list[str]) -> str:
     stamp = datetime.fromtimestamp(sample.time, timezone.utc).astimezone()
+    when = stamp.isoformat(timespec="milliseconds")
     out = []
     for g in sample.gpus:
         row: dict[str, object] = {}
         for f in fields:
             if f == "timestamp":
-                row[f] = stamp.isoformat(timespec="milliseconds")
+                row[f] = when
             elif f == "index":
                 row[f] = g.index
             else:
@@ -147,7 +153,7 @@ def jsonl_rows(sample: Sample, fields: list[str]) -> str:
             errors = {f: g.error for f in fields if f not in IDENTITY and g.value(f) is None}
         if errors:
             row["errors"] = errors
-        out.append(json.dumps(row) + "\n")
+        out.append(json.dumps(row) + "\n")  # control characters become \u escapes
     return "".join(out)
 
 
@@ -183,114 +189,3 @@ def record_schema() -> dict[str, Any]:
             "additionalProperties": False,
         },
     )
-
-
-# --- reading a log back (ours, or nvidia-smi's) ----------------------------------------------
-
-_UNIT = re.compile(r"\s*(%|MiB|W|MHz)$")
-
-
-def read_log(text: str) -> list[Sample]:
-    """The samples of a CSV or JSON-lines log; LogError says why it cannot be read."""
-    stripped = text.lstrip()
-    if not stripped:
-        raise LogError("the log is empty")
-    if stripped.startswith("{"):
-        return _read_jsonl(text)
-    return _read_csv(text)
-
-
-def _read_jsonl(text: str) -> list[Sample]:
-    by_time: dict[str, Sample] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            if number == len(text.splitlines()):
-                break  # a last line cut short by a crash: the rest is complete
-            raise LogError(f"line {number} is not JSON") from None
-        if not isinstance(row, dict) or not isinstance(row.get("index"), int):
-            raise LogError(f"line {number} is not a gpucheck watch row")
-        stamp = str(row.get("timestamp", number))
-        sample = by_time.setdefault(stamp, Sample(_epoch(stamp, iso=True)))
-        raw_errors = row.get("errors")
-        errors = raw_errors if isinstance(raw_errors, dict) else {}
-        values = {k: v for k, v in row.items() if k in FIELDS and k not in IDENTITY}
-        sample.gpus.append(
-            GpuSample(row["index"], values, {str(k): str(v) for k, v in errors.items()})
-        )
-    return list(by_time.values())
-
-
-def _read_csv(text: str) -> list[Sample]:
-    lines = text.splitlines()
-    reader = csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True)
-    try:
-        names = [
-            ALIASES.get(n, n) for n in (re.sub(r"\s*\[.*\]$", "", c.strip()) for c in next(reader))
-        ]
-    except StopIteration:
-        raise LogError("the log is empty") from None
-    if "index" not in names:
-        raise LogError("not a GPU log: no index column (write it with --query-gpu=index,...)")
-    by_time: dict[str, Sample] = {}
-    for number, cells in enumerate(reader, 2):
-        if not cells:
-            continue
-        if len(cells) != len(names):
-            if number == len(lines):
-                break  # a last row cut short
-            raise LogError(f"line {number} has {len(cells)} values for {len(names)} columns")
-        row = dict(zip(names, (c.strip() for c in cells), strict=True))
-        if row.get("timestamp") == "timestamp":
-            continue  # a header repeated by a log that was appended to by nvidia-smi -l
-        stamp = row.get("timestamp", str(number))
-        sample = by_time.setdefault(stamp, Sample(_epoch(stamp, iso=False)))
-        gpu = GpuSample(_int(row["index"], number))
-        for name, cell in row.items():
-            if name in IDENTITY or name not in FIELDS:
-                continue
-            if cell.startswith("["):
-                gpu.values[name] = None
-                if cell != NOT_SUPPORTED:
-                    gpu.errors[name] = cell.strip("[]")
-                continue
-            gpu.values[name] = _parse(name, cell)
-        sample.gpus.append(gpu)
-    return list(by_time.values())
-
-
-def _parse(name: str, cell: str) -> Value:
-    if name in TEXT_FIELDS:
-        return cell
-    cell = _UNIT.sub("", cell)
-    if name == "clocks_event_reasons.active":
-        try:
-            return int(cell, 16)
-        except ValueError:
-            return None
-    try:
-        return int(cell)
-    except ValueError:
-        try:
-            return float(cell)
-        except ValueError:
-            return None
-
-
-def _int(cell: str, line: int) -> int:
-    try:
-        return int(cell)
-    except ValueError:
-        raise LogError(f"line {line}: index {cell!r} is not a number") from None
-
-
-def _epoch(stamp: str, iso: bool) -> float:
-    try:
-        if iso:
-            return datetime.fromisoformat(stamp).timestamp()
-        return datetime.strptime(stamp, CSV_TIME).timestamp()
-    except ValueError:
-        return 0.0

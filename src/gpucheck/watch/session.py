@@ -10,19 +10,28 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+import mmap
 import os
-import selectors
+import select
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
 
 from gpucheck.probes.child import HERE
-from gpucheck.watch.log import GpuSample, Sample
+from gpucheck.probes.scripts.watch_shared import STEP_SIZE, step_text
+from gpucheck.watch.log import RawGpu, RawSample, value_fields
 
 SCRIPT = HERE / "scripts/watch.py"
+_decode = msgspec.json.Decoder().decode  # a quarter of json.loads' cost per sample
 START_BOUND = 15.0  # seconds for nvmlInit and the handles: as long as the doctor gives NVML
 
 
@@ -41,32 +50,85 @@ class Session:
     bound: float = 5.0  # seconds one sample may take beyond the interval
     env: Mapping[str, str] | None = None
     gpus: list[str] | None = None  # --gpu: indices or UUID prefixes; None: every GPU
+    csv: bool = False  # the child sends each sample's CSV rows (the log's text)
+    values: bool = True  # the child sends each sample's values (summary, live view, JSON)
+    direct: bool = False  # with csv: the child writes the log itself (send_log), unwatched
+    count: int | None = None  # direct: the samples the child writes before it ends
+    write_error: tuple[int, str] | None = None  # direct: the child could not write the log
     selected: list[int] = field(default_factory=list)
     restarts: int = 0
     driver_version: str | None = None
     device_count: int = 0
     _proc: subprocess.Popen[bytes] | None = None
-    _selector: selectors.BaseSelector | None = None
+    _poll: select.poll | None = None  # the child's stdout and stderr
+    _stdout_fd: int = -1
     _out: bytes = b""
-    _last_step: str | None = None
     _stderr: list[str] = field(default_factory=list)
+    _page: mmap.mmap | None = None
+    _names: list[str] = field(default_factory=list)  # the fields of a sample's values, in order
+    _page_fd: int | None = None
+    _log_socket: socket.socket | None = None
+    _ended: bool = False  # the child's stdout closed: it has ended
+
+    @property
+    def _last_step(self) -> str | None:
+        """The NVML call the child last began, from the page it writes before each call."""
+        if self._page is None:
+            return None
+        return step_text(self._page[:STEP_SIZE])
+
+    def _open_page(self) -> int:
+        if self._page_fd is None:
+            # A memory file where the kernel has one; a deleted temporary file elsewhere.
+            if hasattr(os, "memfd_create"):
+                self._page_fd = os.memfd_create("gpucheck-watch-step")
+            else:
+                handle, name = tempfile.mkstemp(prefix="gpucheck-watch-")
+                os.unlink(name)
+                self._page_fd = handle
+            os.ftruncate(self._page_fd, mmap.PAGESIZE)
+            self._page = mmap.mmap(self._page_fd, mmap.PAGESIZE)
+        assert self._page is not None
+        self._page[:STEP_SIZE] = bytes(STEP_SIZE)  # a new child: no call yet
+        return self._page_fd
 
     def start(self) -> None:
         """Start the child and read its header; WatchError when NVML cannot be used."""
-        args = json.dumps({"interval": self.interval, "fields": self.fields, "gpus": self.gpus})
+        page = self._open_page()
+        self._names = value_fields(self.fields)
+        options: dict[str, Any] = {
+            "interval": self.interval,
+            "fields": self.fields,
+            "gpus": self.gpus,
+            "step_fd": page,
+            "csv": self.csv,
+            "values": self.values,
+        }
+        passed = [page]
+        child_end = None
+        if self.direct:
+            self._log_socket, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            options.update(log_socket=child_end.fileno(), count=self.count)
+            passed.append(child_end.fileno())
+        args = json.dumps(options)
         self._proc = subprocess.Popen(
             [sys.executable, str(SCRIPT), args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(self.env) if self.env is not None else None,
+            pass_fds=passed,
             start_new_session=True,  # Ctrl-C reaches gpucheck, which ends the child itself
         )
-        self._selector = selectors.DefaultSelector()
+        if child_end is not None:
+            child_end.close()
+        self._ended = False
+        self._poll = select.poll()  # plain poll: the selectors module costs a tenth of a sample
         assert self._proc.stdout is not None and self._proc.stderr is not None
+        self._stdout_fd = self._proc.stdout.fileno()
         for pipe in (self._proc.stdout, self._proc.stderr):
             os.set_blocking(pipe.fileno(), False)
-            self._selector.register(pipe, selectors.EVENT_READ)
+            self._poll.register(pipe.fileno(), select.POLLIN)
         try:
             header = self._next_record(START_BOUND)
         except BaseException:  # Ctrl-C while NVML starts: the child must not outlive us
@@ -101,7 +163,7 @@ class Session:
             self.stop()
             raise WatchError("the NVIDIA driver sees no GPU (nvmlDeviceGetCount is 0)")
 
-    def samples(self) -> Iterator[Sample]:
+    def samples(self) -> Iterator[RawSample]:
         """Samples as they come, forever: the caller decides when to stop."""
         while True:
             if self._proc is None:
@@ -111,60 +173,137 @@ class Session:
                 yield self._hung()
                 continue
             if record.get("kind") == "sample":
-                yield _sample(record)
+                yield _sample(record, len(self._names))
 
-    def _hung(self) -> Sample:
+    def _hung(self) -> RawSample:
         where = self._last_step or "NVML"
-        died = self._proc is not None and self._proc.poll() is not None
+        # Its stdout closed: it died, though it may not be reaped yet.
+        died = self._ended or (self._proc is not None and self._proc.poll() is not None)
         self.stop()
         self.restarts += 1
         reason = f"Crashed in {where}" if died else f"Timeout in {where}"
         now = time.time()
-        return Sample(now, [GpuSample(i, error=reason) for i in self.selected])
+        width = len(self._names)
+        return RawSample(now, [[i, [None] * width, None, reason] for i in self.selected])
 
-    def _next_record(self, timeout: float) -> dict[str, object] | None:
-        """The next JSON line from the child within `timeout` seconds, or None."""
-        assert self._proc is not None and self._selector is not None
+    def _next_record(self, timeout: float) -> dict[str, Any] | None:
+        """The next record from the child within `timeout` seconds, or None: a JSON line, and
+        for a sample with "csv": n, the n bytes of CSV rows that follow it (as "csv", bytes)."""
         deadline = time.monotonic() + timeout
         while True:
             line, sep, rest = self._out.partition(b"\n")
-            if sep:
-                self._out = rest
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    continue  # a library printing to stdout does not break the protocol
-                if isinstance(value, dict):
-                    return value
+            if not sep:
+                if not self._read(deadline):
+                    return None
                 continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            events = self._selector.select(left)
-            for key, _ in events:
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    self._selector.unregister(key.fileobj)
-                    if key.fileobj is self._proc.stdout:
-                        return None  # the child ended
-                    continue
-                if key.fileobj is self._proc.stdout:
-                    self._out += chunk
-                else:
-                    self._note_stderr(chunk)
+            try:
+                value = _decode(line)
+            except msgspec.DecodeError:
+                self._out = rest
+                continue  # a library printing to stdout does not break the protocol
+            if not isinstance(value, dict):
+                self._out = rest
+                continue
+            size = value.get("csv")
+            if isinstance(size, int):
+                while len(self._out) - len(line) - 1 < size:
+                    if not self._read(deadline):
+                        return None
+                rest = self._out[len(line) + 1 :]
+                value["csv"] = rest[:size]
+                rest = rest[size:]
+            self._out = rest
+            return value
+
+    def _read(self, deadline: float) -> bool:
+        """Wait for the child's output until `deadline`: False when it is past or the child
+        ended."""
+        assert self._proc is not None and self._poll is not None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        for fd, _ in self._poll.poll(max(1, math.ceil(left * 1000))):
+            try:
+                chunk = os.read(fd, 1 << 18)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                self._poll.unregister(fd)
+                if fd == self._stdout_fd:
+                    self._ended = True
+                    return False  # the child ended
+                continue
+            if fd == self._stdout_fd:
+                self._out += chunk
+            else:
+                self._note_stderr(chunk)
+        return True
 
     def _note_stderr(self, chunk: bytes) -> None:
         for line in chunk.decode("utf-8", "replace").splitlines():
-            if line.startswith("@ "):
-                self._last_step = line[2:].strip()
-            elif line.strip():
+            if line.strip():
                 self._stderr = [*self._stderr[-9:], line.strip()]
 
+    # --- direct: the child writes the log, this process follows it through the page -------
+
+    def send_log(self, fd: int) -> None:
+        """Give the child the log to write to (NVML answered: the log is open now)."""
+        assert self._log_socket is not None
+        socket.send_fds(self._log_socket, [b"L"], [fd])
+        self._log_socket.close()
+        self._log_socket = None
+
+    @property
+    def in_write(self) -> bool:
+        """The child is writing the log (a slow reader of a pipe), not stuck in the driver."""
+        return self._page is not None and step_text(self._page[:3]) == "write"
+
+    @property
+    def written(self) -> int:
+        """Samples the current child wrote to the log."""
+        return int.from_bytes(self._page[3:7], "little") if self._page is not None else 0
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the child to end or say something (a write error);
+        False once it has ended."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record = self._next_record(max(0.0, deadline - time.monotonic()))
+            if record is None:
+                return not self._ended
+            if record.get("kind") == "write_error":
+                self.write_error = (int(record.get("errno") or 0), str(record.get("message")))
+
+    def end(self) -> None:
+        """Stop the child between two rows: it ends at once unless writing one, then after."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=self.bound)  # past it, stuck in the driver: not writing
+        self.stop()
+
+    def hung(self) -> RawSample:
+        """The sample the child did not finish (hung or died); a new child is needed."""
+        return self._hung()
+
+    def close(self) -> None:
+        """Stop the child and let its page go: the end of the watch."""
+        self.stop()
+        if self._page is not None:
+            self._page.close()
+            self._page = None
+        if self._page_fd is not None:
+            os.close(self._page_fd)
+            self._page_fd = None
+
     def stop(self) -> None:
+        if self._log_socket is not None:
+            self._log_socket.close()
+            self._log_socket = None
         proc, self._proc = self._proc, None
-        if self._selector is not None:
-            self._selector.close()
-            self._selector = None
+        self._poll = None
         self._out = b""
         if proc is None:
             return
@@ -181,22 +320,26 @@ class Session:
                 pipe.close()
 
 
-def _sample(record: dict[str, object]) -> Sample:
+def _sample(record: dict[str, Any], width: int) -> RawSample:
+    """A sample record of the child, its GPUs' rows checked for shape ([index, `width` values,
+    errors or None, error or None]): a row of another shape is left out."""
     t = record.get("t")
-    sample = Sample(float(t) if isinstance(t, int | float) else time.time())
-    for g in record.get("gpus") or []:  # type: ignore[attr-defined]
-        if not isinstance(g, dict) or not isinstance(g.get("index"), int):
-            continue
-        values, errors, error = g.get("values"), g.get("errors"), g.get("error")
-        sample.gpus.append(
-            GpuSample(
-                g["index"],
-                {str(k): v for k, v in values.items()} if isinstance(values, dict) else {},
-                {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict) else {},
-                str(error) if error else None,
-            )
-        )
-    return sample
+    rows = record.get("gpus")
+    gpus: list[RawGpu] = []
+    for g in rows if isinstance(rows, list) else ():  # absent: the child sent the CSV only
+        if (
+            type(g) is list
+            and len(g) == 4
+            and type(g[0]) is int
+            and type(g[1]) is list
+            and len(g[1]) == width
+            and (g[2] is None or type(g[2]) is dict)
+            and (g[3] is None or type(g[3]) is str)
+        ):
+            gpus.append(g)
+    text = record.get("csv")
+    when = float(t) if isinstance(t, int | float) else time.time()
+    return RawSample(when, gpus, text if isinstance(text, bytes) else None)
 
 
 def _init_message(error: dict[str, object]) -> str:

@@ -1,14 +1,16 @@
 """What a watch saw, per GPU: min/mean/max of each number, the share of samples throttled
 (and why), the samples the GPU was lost in, and the share it sat idle while its memory was
 held: a job starved by its input pipeline, said in words with the usual remedies. Pure: a
-function of samples, live or read back from a log."""
+fold of samples, live or read back from a log, one at a time: what it keeps per GPU is a few
+numbers per field, whatever the number of samples."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from gpucheck.watch.log import FIELDS, TEXT_FIELDS, Sample
+from gpucheck.report.text import printable
+from gpucheck.watch.log import FIELDS, IDENTITY, TEXT_FIELDS, LogError, Sample
 
 # Clock event bits that mean "slowed down", not "idle" or "by request" (nvml.h).
 THROTTLE_BITS = {
@@ -22,6 +24,12 @@ IDLE_UTILIZATION = 5  # percent: below this the GPU is doing (almost) nothing
 BUSY_UTILIZATION = 50
 HELD_FLOOR_MIB = 1024  # an idle GPU with nothing loaded shows under this (H100: 479 MiB)
 STARVED_SHARE = 0.2  # idle-while-holding in a fifth of the samples of a working job
+MAX_GPUS = 4096  # distinct GPU indices in one log: far above any machine; bounds the memory
+NUMBERS = frozenset(
+    f
+    for f in FIELDS
+    if f not in TEXT_FIELDS and f not in IDENTITY and f != "clocks_event_reasons.active"
+)
 
 
 @dataclass
@@ -59,12 +67,29 @@ def held(memory_used: float, memory_total: float | None) -> bool:
     return memory_used >= floor
 
 
-def summarize(samples: list[Sample]) -> Summary:
-    per: dict[int, GpuSummary] = {}
-    numbers: dict[int, dict[str, list[float]]] = {}
-    for sample in samples:
+class Summarizer:
+    """The summary folded one sample at a time."""
+
+    def __init__(self) -> None:
+        self.per: dict[int, GpuSummary] = {}
+        # per GPU, per field: [minimum, maximum, total, count] so far
+        self.numbers: dict[int, dict[str, list[float]]] = {}
+        self.samples = 0
+        self.first: float | None = None
+        self.last = 0.0
+
+    def add(self, sample: Sample) -> None:
+        self.samples += 1
+        if self.first is None:
+            self.first = sample.time
+        self.last = sample.time
         for g in sample.gpus:
-            s = per.setdefault(g.index, GpuSummary(g.index, None, None, 0))
+            s = self.per.get(g.index)
+            if s is None:
+                if len(self.per) >= MAX_GPUS:
+                    raise LogError(f"more than {MAX_GPUS} GPU indices: not one machine's log")
+                s = self.per[g.index] = GpuSummary(g.index, None, None, 0)
+                self.numbers[g.index] = {}
             s.uuid = s.uuid or _text(g.value("uuid"))
             s.name = s.name or _text(g.value("name"))
             if g.error:
@@ -72,23 +97,38 @@ def summarize(samples: list[Sample]) -> Summary:
                 s.first_failure = s.first_failure or g.error
                 continue
             s.samples += 1
-            series = numbers.setdefault(g.index, {})
-            for name in FIELDS:
-                value = g.value(name)
-                if name in TEXT_FIELDS or isinstance(value, bool):
-                    continue
-                if isinstance(value, int | float) and name != "clocks_event_reasons.active":
-                    series.setdefault(name, []).append(float(value))
-            _judge_sample(s, g.values)
-    for index, s in per.items():
-        s.stats = {
-            name: Stat(min(v), sum(v) / len(v), max(v))
-            for name, v in numbers.get(index, {}).items()
-            if v
-        }
-        s.verdict = _verdict(s)
-    seconds = samples[-1].time - samples[0].time if len(samples) > 1 else 0.0
-    return Summary(len(samples), seconds, [per[i] for i in sorted(per)])
+            series = self.numbers[g.index]
+            values = g.values
+            for name, value in values.items():
+                if (type(value) is int or type(value) is float) and name in NUMBERS:
+                    number = float(value)
+                    running = series.get(name)
+                    if running is None:
+                        series[name] = [number, number, number, 1]
+                    else:
+                        if number < running[0]:
+                            running[0] = number
+                        if number > running[1]:
+                            running[1] = number
+                        running[2] += number
+                        running[3] += 1
+            _judge_sample(s, values)
+
+    def result(self) -> Summary:
+        for index, s in self.per.items():
+            s.stats = {
+                name: Stat(r[0], r[2] / r[3], r[1]) for name, r in self.numbers[index].items()
+            }
+            s.verdict = _verdict(s)
+        seconds = self.last - self.first if self.first is not None and self.samples > 1 else 0.0
+        return Summary(self.samples, seconds, [self.per[i] for i in sorted(self.per)])
+
+
+def summarize(samples: Iterable[Sample]) -> Summary:
+    folded = Summarizer()
+    for sample in samples:
+        folded.add(sample)
+    return folded.result()
 
 
 def _judge_sample(s: GpuSummary, values: Mapping[str, object]) -> None:
@@ -155,7 +195,8 @@ def _text(value: object) -> str | None:
 
 
 def render_text(summary: Summary) -> str:
-    """The summary for a person, as plain lines."""
+    """The summary for a person, as plain lines; a control character read from a log (a GPU
+    name is the driver's text) is shown as an escape, never sent to the terminal."""
     lines = [f"Summary: {summary.samples} sample(s) over {summary.seconds:.0f} s"]
     for s in summary.gpus:
         lines.append(f"GPU {s.index}  {s.name or ''}".rstrip())
@@ -169,4 +210,4 @@ def render_text(summary: Summary) -> str:
         lines += [f"  ! {v}" for v in s.verdict] or [
             "  no throttling, no idle time with memory held"
         ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"

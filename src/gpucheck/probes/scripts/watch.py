@@ -1,55 +1,97 @@
 """The sampling child of `gpucheck watch`: one NVML session for the whole watch, one JSON line
-per sample on stdout (flushed), "@ <call> gpu=<i>" on stderr before each NVML call so that the
-parent can say where a call hung (see probes/child.py for the protocol).
+per sample on stdout (flushed), and before each NVML call the call's name ("<call> gpu=<i>")
+in a small shared memory page the parent reads when a sample hangs or the child dies: a
+memory write per call, where a line on stderr cost a system call here and a wake-up and a
+read in the parent (most of a sample's cost). Without a page ("step_fd" absent, the script
+run by hand) the names go to stderr as "@ <call>" lines (see probes/child.py).
 
 argv[1] is a JSON object: "interval" (seconds between samples), "fields" (the nvidia-smi
-names to read). The parent decides when the watch ends and stops this process; a closed
-stdout (the parent gone) ends it too. A field that fails costs that field in that sample; a
-GPU that falls off the bus costs that GPU's sample, and the next sample tries it again.
+names to read), "gpus" (--gpu), "step_fd" (the page's file descriptor, STEP_SIZE bytes),
+"csv" (send each sample's CSV rows, as the log has them), "values" (send the values too),
+"log_socket" (with "csv": a socket on which the parent sends the log's file descriptor once
+NVML answered; the child then writes the rows there itself, counting them on the page, and
+stops after "count" samples or on SIGTERM, never in the middle of a row). The
+parent decides when the watch ends and stops this process; a closed stdout (the parent gone)
+ends it too. A field that fails costs that field in that sample; a GPU that falls off the bus
+costs that GPU's sample, and the next sample tries it again.
 
-Standard library plus the nvidia-ml-py binding only; no gpucheck imports.
+A sample is a line {"kind": "sample", "t": <epoch seconds>, "gpus": [[index, values, errors,
+error], ...], "csv": <bytes>}, then that many bytes of CSV rows: values in the order of the
+fields asked for (null for one that failed), errors {field: NVML error name} or null, error
+the GPU's own (GpuIsLost) or null; "gpus" only with "values", "csv" only with "csv".
+
+Standard library plus the nvidia-ml-py binding only; no gpucheck imports (watch_shared.py,
+beside it, is imported as a file of this folder: the rows and the step page it shares).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
+import socket
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # this script runs on Python 3.8: the aliases exist for the checker only
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    Reader: TypeAlias = Callable[[Any], Any]  # a value; a tuple for the calls in MULTI
+    # Per call, in the order calls are made: the call, its step code, its reader, the place
+    # of its value in a sample's values (-1: several values), and where each goes: (place in
+    # the sample's values, place in the reader's tuple, field name).
+    Plan: TypeAlias = list[tuple[str, int, Reader, int, list[tuple[int, int, str]]]]
 
 if not __package__:  # run as a script: it is the package its relative imports come from
     __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
 
 from . import child_protocol as protocol
+from .watch_shared import IDENTITY, STEP_CODE, CsvRows, Steps
 
 MIB = 1024 * 1024
-# Which NVML call answers each field: fields sharing a call share one call per sample.
-CALLS: dict[str, str] = {
-    "uuid": "uuid",
-    "name": "name",
-    "utilization.gpu": "utilization",
-    "utilization.memory": "utilization",
-    "memory.used": "memory",
-    "memory.total": "memory",
-    "temperature.gpu": "temperature",
-    "power.draw": "power",
-    "power.limit": "power_limit",
-    "clocks.current.sm": "clock_sm",
-    "clocks.current.memory": "clock_mem",
-    "clocks_event_reasons.active": "clocks_event",
-    "pcie.link.gen.current": "pcie_gen",
-    "pcie.link.width.current": "pcie_width",
-    "fan.speed": "fan",
-    "pstate": "pstate",
-    "ecc.errors.uncorrected.volatile.total": "ecc",
+# Which NVML call answers each field, and its place in what the call's reader returns:
+# fields sharing a call share one call per sample.
+CALLS: dict[str, tuple[str, int]] = {
+    "uuid": ("uuid", 0),
+    "name": ("name", 0),
+    "utilization.gpu": ("utilization", 0),
+    "utilization.memory": ("utilization", 1),
+    "memory.used": ("memory", 0),
+    "memory.total": ("memory", 1),
+    "temperature.gpu": ("temperature", 0),
+    "power.draw": ("power", 0),
+    "power.limit": ("power_limit", 0),
+    "clocks.current.sm": ("clock_sm", 0),
+    "clocks.current.memory": ("clock_mem", 0),
+    "clocks_event_reasons.active": ("clocks_event", 0),
+    "pcie.link.gen.current": ("pcie_gen", 0),
+    "pcie.link.width.current": ("pcie_width", 0),
+    "fan.speed": ("fan", 0),
+    "pstate": ("pstate", 0),
+    "ecc.errors.uncorrected.volatile.total": ("ecc", 0),
 }
+# --- sampling -------------------------------------------------------------------------------
+
+# Read once per GPU: a GPU lost later still says which one it was.
+STATIC_CALLS = ("uuid", "name")
+MULTI = ("utilization", "memory")  # calls that answer several fields (a tuple)
+LOST = ("GpuIsLost", "GpuNotFound", "ResetRequired")
 
 
-IDENTITY_CALLS = ("uuid", "name")
-# Per GPU, the identity read once: a GPU lost later still says which one it was.
-known: dict[int, dict[str, dict[str, Any]]] = {}
+def receive_log(fd: int | None) -> int | None:
+    """The log's file descriptor, sent by the parent over the socket `fd` once NVML answered
+    (the log is opened only then: without a GPU no file is created). None: write to stdout."""
+    if fd is None:
+        return None
+    with socket.socket(fileno=fd) as sock:
+        _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(4))
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(data) >= 4:
+            return int.from_bytes(data[:4], sys.byteorder)
+    return None
 
 
 emit = protocol.emit  # False once the parent is gone
@@ -57,93 +99,63 @@ step = protocol.step
 error_name = protocol.nvml_error_name
 
 
-def readers(nv: Any) -> dict[str, tuple[str, Callable[[Any], dict[str, Any]]]]:
-    """Per call: the NVML function named in step lines, and what it gives per field."""
+def readers(nv: Any) -> dict[str, tuple[str, Reader]]:
+    """Per call: the NVML function named on the page, and the values it gives."""
 
-    def utilization(h: Any) -> dict[str, Any]:
+    def utilization(h: Any) -> tuple[Any, ...]:
         u = nv.nvmlDeviceGetUtilizationRates(h)
-        return {"utilization.gpu": int(u.gpu), "utilization.memory": int(u.memory)}
+        return (int(u.gpu), int(u.memory))
 
-    def memory(h: Any) -> dict[str, Any]:
+    def memory(h: Any) -> tuple[Any, ...]:
         # nvidia-smi's memory.used leaves out what the driver reserves (v2): an idle H100
         # shows 0 MiB used and 479 MiB reserved (shared/nvsmi, R590). v1 before R510.
         try:
             m = nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)
         except (nv.NVMLError_FunctionNotFound, AttributeError):
             m = nv.nvmlDeviceGetMemoryInfo(h)
-        return {"memory.used": int(m.used) // MIB, "memory.total": int(m.total) // MIB}
+        return (int(m.used) // MIB, int(m.total) // MIB)
 
-    def clocks_event(h: Any) -> dict[str, Any]:
+    def clocks_event(h: Any) -> int:
         try:
             bits = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
         except nv.NVMLError_FunctionNotFound:
             bits = nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)  # before R535
-        return {"clocks_event_reasons.active": int(bits)}
+        return int(bits)
 
-    def one(field: str, fn: Callable[[Any], Any]) -> Callable[[Any], dict[str, Any]]:
-        return lambda h: {field: fn(h)}
-
+    # The binding answers Python ints (a ctypes value's .value): the calls that need no more
+    # are its own functions, with no wrapper between.
+    sensor, sm, mem = nv.NVML_TEMPERATURE_GPU, nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM
+    uncorrected, volatile = nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC
     return {
-        "uuid": ("nvmlDeviceGetUUID", one("uuid", lambda h: _text(nv.nvmlDeviceGetUUID(h)))),
-        "name": ("nvmlDeviceGetName", one("name", lambda h: _text(nv.nvmlDeviceGetName(h)))),
+        "uuid": ("nvmlDeviceGetUUID", lambda h: _text(nv.nvmlDeviceGetUUID(h))),
+        "name": ("nvmlDeviceGetName", lambda h: _text(nv.nvmlDeviceGetName(h))),
         "utilization": ("nvmlDeviceGetUtilizationRates", utilization),
         "memory": ("nvmlDeviceGetMemoryInfo", memory),
         "temperature": (
             "nvmlDeviceGetTemperature",
-            one(
-                "temperature.gpu",
-                lambda h: int(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-            ),
+            lambda h: nv.nvmlDeviceGetTemperature(h, sensor),
         ),
         "power": (
             "nvmlDeviceGetPowerUsage",
-            one("power.draw", lambda h: round(nv.nvmlDeviceGetPowerUsage(h) / 1000.0, 2)),
+            lambda h: round(nv.nvmlDeviceGetPowerUsage(h) / 1000.0, 2),
         ),
         "power_limit": (
             "nvmlDeviceGetPowerManagementLimit",
-            one(
-                "power.limit",
-                lambda h: round(nv.nvmlDeviceGetPowerManagementLimit(h) / 1000.0, 2),
-            ),
+            lambda h: round(nv.nvmlDeviceGetPowerManagementLimit(h) / 1000.0, 2),
         ),
-        "clock_sm": (
-            "nvmlDeviceGetClockInfo",
-            one("clocks.current.sm", lambda h: int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))),
-        ),
-        "clock_mem": (
-            "nvmlDeviceGetClockInfo",
-            one(
-                "clocks.current.memory",
-                lambda h: int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
-            ),
-        ),
+        "clock_sm": ("nvmlDeviceGetClockInfo", lambda h: nv.nvmlDeviceGetClockInfo(h, sm)),
+        "clock_mem": ("nvmlDeviceGetClockInfo", lambda h: nv.nvmlDeviceGetClockInfo(h, mem)),
         "clocks_event": ("nvmlDeviceGetCurrentClocksEventReasons", clocks_event),
-        "pcie_gen": (
-            "nvmlDeviceGetCurrPcieLinkGeneration",
-            one("pcie.link.gen.current", lambda h: int(nv.nvmlDeviceGetCurrPcieLinkGeneration(h))),
-        ),
-        "pcie_width": (
-            "nvmlDeviceGetCurrPcieLinkWidth",
-            one("pcie.link.width.current", lambda h: int(nv.nvmlDeviceGetCurrPcieLinkWidth(h))),
-        ),
-        "fan": (
-            "nvmlDeviceGetFanSpeed",
-            one("fan.speed", lambda h: int(nv.nvmlDeviceGetFanSpeed(h))),
-        ),
+        "pcie_gen": ("nvmlDeviceGetCurrPcieLinkGeneration", nv.nvmlDeviceGetCurrPcieLinkGeneration),
+        "pcie_width": ("nvmlDeviceGetCurrPcieLinkWidth", nv.nvmlDeviceGetCurrPcieLinkWidth),
+        "fan": ("nvmlDeviceGetFanSpeed", nv.nvmlDeviceGetFanSpeed),
         "pstate": (
             "nvmlDeviceGetPerformanceState",
-            one("pstate", lambda h: f"P{int(nv.nvmlDeviceGetPerformanceState(h))}"),
+            lambda h: f"P{nv.nvmlDeviceGetPerformanceState(h)}",
         ),
         "ecc": (
             "nvmlDeviceGetTotalEccErrors",
-            one(
-                "ecc.errors.uncorrected.volatile.total",
-                lambda h: int(
-                    nv.nvmlDeviceGetTotalEccErrors(
-                        h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC
-                    )
-                ),
-            ),
+            lambda h: nv.nvmlDeviceGetTotalEccErrors(h, uncorrected, volatile),
         ),
     }
 
@@ -152,45 +164,78 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def sample_gpu(
-    nv: Any,
-    index: int,
-    handle: Any,
-    calls: list[str],
-    table: dict[str, tuple[str, Callable[[Any], dict[str, Any]]]],
-    wanted: list[str],
-) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    errors: dict[str, str] = {}
-    record: dict[str, Any] = {"index": index, "values": values, "errors": errors}
-    for call in calls:
-        if call in known.get(index, {}):
-            values.update(known[index][call])  # identity does not change: read once
-            continue
-        fn_name, read = table[call]
-        step(fn_name, index)
-        try:
-            got = read(handle)
-            values.update(got)
-            if call in IDENTITY_CALLS:
-                known.setdefault(index, {})[call] = got
-        except nv.NVMLError as exc:
-            name = error_name(exc)
-            for field in wanted:
-                if CALLS.get(field) == call:
+def plan_of(nv: Any, wanted: list[str]) -> Plan:
+    """The calls the fields need, each once, in the order of the fields."""
+    table = readers(nv)
+    plan: Plan = []
+    places: dict[str, list[tuple[int, int, str]]] = {}
+    for place, name in enumerate(wanted):
+        call, at = CALLS[name]
+        if call not in places:
+            places[call] = []
+            fn_name, read = table[call]
+            single = place if call not in MULTI else -1
+            plan.append((call, STEP_CODE[fn_name], read, single, places[call]))
+        places[call].append((place, at, name))
+    return plan
+
+
+class Gpu:
+    """One GPU's sampling: its calls, and the values read once (name, UUID) kept in the row
+    every sample starts from; a call read once leaves the plan."""
+
+    def __init__(self, index: int, handle: Any, plan: Plan, width: int) -> None:
+        self.index = index
+        self.handle = handle
+        self.plan = list(plan)
+        self.base: list[Any] = [None] * width
+
+    def sample(self, nv: Any, steps: Steps) -> list[Any]:
+        values = self.base.copy()
+        errors: dict[str, str] | None = None
+        error: str | None = None
+        handle = self.handle
+        page = steps.page
+        steps.at_gpu(self.index)
+        read_once = None
+        for entry in self.plan:
+            call, code, read, single, places = entry
+            if page is not None:
+                page[0] = code
+            else:
+                steps.mark(code)
+            try:
+                got = read(handle)
+            except nv.NVMLError as exc:
+                name = error_name(exc)
+                errors = errors or {}
+                for _, _, field in places:
                     errors[field] = name
-            if name in ("GpuIsLost", "GpuNotFound", "ResetRequired"):
-                record["error"] = name  # the GPU is gone: skip its other calls this sample
-                break
-        except Exception as exc:  # a binding bug costs this field, not the watch
-            for field in wanted:
-                if CALLS.get(field) == call:
+                if name in LOST:
+                    error = name  # the GPU is gone: skip its other calls this sample
+                    break
+                continue
+            except Exception as exc:  # a binding bug costs this field, not the watch
+                errors = errors or {}
+                for _, _, field in places:
                     errors[field] = type(exc).__name__
-    return record
+                continue
+            if single >= 0:
+                values[single] = got
+            else:
+                for place, at, _ in places:
+                    values[place] = got[at]
+            if call in STATIC_CALLS:
+                read_once = [*(read_once or []), entry]
+        for entry in read_once or ():
+            for place, _, _ in entry[4]:
+                self.base[place] = values[place]
+            self.plan.remove(entry)
+        return [self.index, values, errors, error]
 
 
 def select(
-    nv: Any, handles: dict[int, Any], count: int, wanted: list[str] | None
+    nv: Any, handles: dict[int, Any], count: int, wanted: list[str] | None, steps: Steps
 ) -> tuple[list[int], str | None]:
     """The indices --gpu names (indices, or UUIDs or their prefixes, as nvidia-smi -i takes
     them), and the first one that names no GPU."""
@@ -198,7 +243,7 @@ def select(
         return list(range(count)), None
     uuids: dict[int, str] = {}
     for index, handle in handles.items():
-        step("nvmlDeviceGetUUID", index)
+        steps("nvmlDeviceGetUUID", index)
         try:
             uuids[index] = _text(nv.nvmlDeviceGetUUID(handle))
         except nv.NVMLError:
@@ -220,19 +265,20 @@ def main() -> None:
     options = protocol.arguments(sys.argv, {})
     interval = float(options.get("interval", 1.0))
     wanted = [f for f in options.get("fields", list(CALLS)) if f in CALLS]
-    header: dict[str, Any] = {"kind": "header", "init_error": None}
+    steps = Steps(options.get("step_fd"))
+    header: dict[str, Any] = {"kind": "header", "init_error": None, "fields": wanted}
     try:
         import pynvml as nv
     except Exception as exc:
         header["init_error"] = {"name": "BindingMissing", "message": str(exc)}
         emit(header)
         return
-    step("nvmlInit")
+    steps("nvmlInit")
     try:
         nv.nvmlInit()
-        step("nvmlDeviceGetCount")
+        steps("nvmlDeviceGetCount")
         count = int(nv.nvmlDeviceGetCount())
-        step("nvmlSystemGetDriverVersion")
+        steps("nvmlSystemGetDriverVersion")
         header["driver_version"] = _text(nv.nvmlSystemGetDriverVersion())
     except nv.NVMLError as exc:
         header["init_error"] = {"name": error_name(exc), "message": _text(str(exc))}
@@ -241,14 +287,14 @@ def main() -> None:
     handles: dict[int, Any] = {}
     header["gpus"] = []
     for index in range(count):
-        step("nvmlDeviceGetHandleByIndex", index)
+        steps("nvmlDeviceGetHandleByIndex", index)
         try:
             handles[index] = nv.nvmlDeviceGetHandleByIndex(index)
             header["gpus"].append({"index": index, "error": None})
         except nv.NVMLError as exc:
             header["gpus"].append({"index": index, "error": error_name(exc)})
     header["device_count"] = count
-    chosen, unknown = select(nv, handles, count, options.get("gpus"))
+    chosen, unknown = select(nv, handles, count, options.get("gpus"), steps)
     if unknown:
         header["selection_error"] = unknown
         emit(header)
@@ -256,20 +302,77 @@ def main() -> None:
     header["selected"] = chosen
     if not emit(header):
         return
-    table = readers(nv)
-    calls = list(dict.fromkeys(CALLS[f] for f in wanted))
+    width = len(wanted)
+    plan = plan_of(nv, wanted)
+    # In --gpu's order; None: no handle at the start, a row saying so every sample.
+    samplers = [Gpu(i, handles[i], plan, width) if i in handles else None for i in chosen]
+    asked = options.get("fields", [*IDENTITY, *CALLS])
+    rows = (
+        CsvRows([f for f in asked if f in CALLS or f in IDENTITY]) if options.get("csv") else None
+    )
+    with_values = bool(options.get("values")) or rows is None
+    log_fd = receive_log(options.get("log_socket")) if rows is not None else None
+    stop_after: int | None = options.get("count")
+    writing = [False, False]  # writing the log now; a stop asked for while writing
+    if log_fd is not None:
+
+        def on_term(signum: int, frame: Any) -> None:
+            if writing[0]:
+                writing[1] = True  # the parent's stop waits for the row to be whole
+                return
+            raise SystemExit(0)
+
+        signal.signal(signal.SIGTERM, on_term)
+    out = sys.stdout.buffer
+    sleeping, to_log = STEP_CODE["sleep"], STEP_CODE["write"]
     start = time.monotonic()
     n = 0
+    written = 0
     while True:
         gpus = []
-        for index in chosen:
-            if index not in handles:
-                gpus.append({"index": index, "values": {}, "errors": {}, "error": "GpuNotFound"})
-                continue
-            gpus.append(sample_gpu(nv, index, handles[index], calls, table, wanted))
-        step("sleep")
-        if not emit({"kind": "sample", "t": time.time(), "gpus": gpus}):
-            break
+        for index, gpu in zip(chosen, samplers):
+            if gpu is not None:
+                gpus.append(gpu.sample(nv, steps))
+            else:
+                gpus.append([index, [None] * width, None, "GpuNotFound"])
+        steps.at_gpu(None)
+        now = time.time()
+        if log_fd is not None and rows is not None:
+            # The rows go to the log from here, one write; the parent is not woken.
+            steps.mark(to_log)
+            body = rows(now, gpus).encode("utf-8", "replace")
+            writing[0] = True
+            try:
+                view = memoryview(body)
+                while view:
+                    view = view[os.write(log_fd, view) :]
+            except OSError as exc:
+                emit({"kind": "write_error", "errno": exc.errno, "message": exc.strerror})
+                break
+            finally:
+                writing[0] = False
+            written += 1
+            steps.wrote(written)
+            if writing[1] or (stop_after is not None and written >= stop_after):
+                break
+        else:
+            record: dict[str, Any] = {"kind": "sample", "t": now}
+            if with_values:
+                record["gpus"] = gpus
+            body = b""
+            if rows is not None:
+                body = rows(now, gpus).encode("utf-8", "replace")
+                record["csv"] = len(body)  # the CSV rows follow the line, this many bytes
+            if with_values:
+                line = json.dumps(record, separators=(",", ":"))
+            else:  # without the encoder: a float's repr is JSON
+                line = f'{{"kind":"sample","t":{now!r},"csv":{len(body)}}}'
+            try:
+                out.write(line.encode() + b"\n" + body)
+                out.flush()
+            except (BrokenPipeError, OSError):
+                break  # the parent is gone
+        steps.mark(sleeping)
         n += 1
         # On a fixed grid from the start: a slow sample does not shift the ones after it.
         delay = start + n * interval - time.monotonic()
