@@ -23,12 +23,13 @@ if TYPE_CHECKING:
 def snapshot(
     *,
     deep: bool = False,
-    python: str | None = None,
+    python: str | Sequence[str] | None = None,
     timeout: float = 15.0,
     host_id: str | None = None,
     redact: bool = False,
 ) -> Snapshot:
-    """Probe this machine: the facts alone, as `gpucheck snapshot` writes them."""
+    """Probe this machine: the facts alone, as `gpucheck snapshot` writes them. `python`: one
+    interpreter or several (paths, environment folders, globs, "@FILE"), probed side by side."""
     from gpucheck.inputs import UserError, probe_options
     from gpucheck.probes.run import collect
 
@@ -48,7 +49,7 @@ def doctor(
     snapshot: Snapshot | None = None,
     from_file: str | PathLike[str] | None = None,
     deep: bool = False,
-    python: str | None = None,
+    python: str | Sequence[str] | None = None,
     timeout: float = 15.0,
     strict: bool = False,
     min_gpus: int | None = None,

@@ -47,6 +47,17 @@ PythonOpt = Annotated[
         autocompletion=completion.python_paths,
     ),
 ]
+PythonsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--python",
+        metavar="PATH",
+        help="Probe the frameworks of these interpreters, side by side (repeatable; an env's "
+        "folder, a glob such as '~/envs/*', or @FILE: one a line). Default: gpucheck's own and "
+        "the active virtualenv/conda env.",
+        autocompletion=completion.python_paths,
+    ),
+]
 OutputOpt = Annotated[
     str | None,
     typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout."),

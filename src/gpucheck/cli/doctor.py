@@ -18,7 +18,7 @@ from gpucheck.cli.common import (
     DeepOpt,
     HostIdOpt,
     OutputOpt,
-    PythonOpt,
+    PythonsOpt,
     RedactOpt,
     TimeoutOpt,
     UserError,
@@ -108,7 +108,7 @@ def doctor(
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
     deep: DeepOpt = False,
-    python: PythonOpt = None,
+    python: PythonsOpt = None,
     host_id: HostIdOpt = None,
     redact: RedactOpt = False,
 ) -> None:
@@ -190,7 +190,7 @@ def doctor(
 
 
 def _start_probes(
-    timeout: float, python: str | None, deep: bool, host_id: str | None
+    timeout: float, python: list[str] | None, deep: bool, host_id: str | None
 ) -> Future[Snapshot]:
     """Probing this machine, in a thread, from the first moment the options allow."""
     import threading
