@@ -67,7 +67,6 @@ def doctor(
     `min_memory` is bytes, or a size as the command line takes it ("40GiB", "80GB").
     `job_pids`: the scheduler's health profile (`--job-pids`): processes of running jobs.
     """
-    import gpucheck.checks  # noqa: F401  (registers every check)
     from gpucheck.checks.context import Requirements
     from gpucheck.checks.registry import SelectionError, select
     from gpucheck.compat import CompatError

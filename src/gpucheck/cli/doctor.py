@@ -132,7 +132,6 @@ def doctor(
     try:
         # Checks, compat data and formats load while the probes run.
         from gpucheck.checks.context import Requirements
-        from gpucheck.checks.frameworks.packages import load_parser
         from gpucheck.checks.registry import SelectionError, select
         from gpucheck.report.formats import FORMATS
 
@@ -148,8 +147,8 @@ def doctor(
             ),
             job_pids=parse_job_pids(job_pids) if job_pids is not None else None,
         )
-        import gpucheck.checks  # noqa: F401  (registers every check)
 
+        # Only the check modules of the sections --only can match (all without it).
         try:
             selected = select(only or [], skip or [])
         except SelectionError as exc:
@@ -159,6 +158,8 @@ def doctor(
         # would otherwise come after the last probe.
         compat = load_compat(compat_dir, every_topic=probing is not None)
         if probing is not None:
+            from gpucheck.checks.frameworks.packages import load_parser
+
             load_parser()
     except BaseException:
         if probing is not None:
