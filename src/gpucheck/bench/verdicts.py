@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from gpucheck.bench.measurements import DTYPES, BenchRun, GpuRun
 from gpucheck.bench.spec import (
-    MATMUL_FRACTION,
     MEMORY_FRACTION,
     PCIE_FRACTION,
     Comparison,
     Link,
     best_link,
+    matmul_expectation,
 )
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
 from gpucheck.model.finding import Finding, Fix, GpuRef, Section, Status, Subjects
@@ -158,7 +158,9 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
                 run=run,
             )
         )
-    evidence, low = [], []
+    evidence: list[str] = []
+    low: list[str] = []
+    lowered: dict[tuple[float, str], list[str]] = {}
     for dtype in DTYPES:
         m = run.matmul(dtype)
         if m is None:
@@ -166,7 +168,10 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
                 evidence.append(f"{LABEL[dtype]}: not measured: {run.skipped[dtype]}")
             continue
         ref = spec.tflops(dtype) if spec is not None else None
-        cmp = Comparison(m.tflops, ref, MATMUL_FRACTION)
+        expected = matmul_expectation(dtype, run.facts)
+        if expected.why is not None and ref is not None:
+            lowered.setdefault((expected.fraction, expected.why), []).append(LABEL[dtype])
+        cmp = Comparison(m.tflops, ref, expected.fraction)
         line = f"{LABEL[dtype]} {m.n}³: {m.tflops:,.1f} TFLOPS"
         if cmp.fraction is not None:
             line += f" = {cmp.fraction:.0%} of {ref:,.1f} (spec, dense)"
@@ -177,6 +182,8 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
         evidence.append(line)
         if cmp.low:
             low.append(f"{LABEL[dtype]} matmul")
+    for (fraction, why), labels in lowered.items():
+        evidence.append(f"expected here: {fraction:.0%} of spec or more ({', '.join(labels)}): {why}")
     if run.matmuls:
         best = max(run.matmuls, key=lambda m: m.tflops)
         title = f"{label(run)}: up to {best.tflops:,.1f} TFLOPS ({LABEL[best.dtype]} matmul)"

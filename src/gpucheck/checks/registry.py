@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 
 from gpucheck.model.finding import Finding, Fix, Outcome, Section, Status
+from gpucheck.model.frameworks import FRAMEWORKS
+
+FRAMEWORK_KEYS = tuple(fw.key for fw in FRAMEWORKS)
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -60,10 +63,9 @@ ID_SECTIONS: dict[str, Section] = {
     "gpu": Section.GPUS,
     "cuda": Section.CUDA,
     "cudnn": Section.CUDNN,
-    **{
-        first: Section.FRAMEWORKS
-        for first in ("frameworks", "torch", "tensorflow", "jax", "cupy", "tensorrt", "xla")
-    },
+    # The framework checks' ids begin with the framework's key (model/frameworks.py), or
+    # "frameworks" / "xla" for those about several.
+    **{first: Section.FRAMEWORKS for first in ("frameworks", "xla", *FRAMEWORK_KEYS)},
     "require": Section.REQUIREMENTS,
 }
 
