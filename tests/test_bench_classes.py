@@ -65,7 +65,9 @@ def test_an_h100_in_fp32_keeps_the_full_power_expectation() -> None:
         ("Tesla V100-SXM2-16GB", "memory_bandwidth_gbs", 900),
     ],
 )
-def test_the_missing_datasheet_figures_are_filled(nvml_name: str, figure: str, value: float) -> None:
+def test_the_missing_datasheet_figures_are_filled(
+    nvml_name: str, figure: str, value: float
+) -> None:
     spec = INDEX.spec(nvml_name)
     assert spec is not None and getattr(spec, figure) == value
 

@@ -183,7 +183,8 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
         if cmp.low:
             low.append(f"{LABEL[dtype]} matmul")
     for (fraction, why), labels in lowered.items():
-        evidence.append(f"expected here: {fraction:.0%} of spec or more ({', '.join(labels)}): {why}")
+        which = ", ".join(labels)
+        evidence.append(f"expected here: {fraction:.0%} of spec or more ({which}): {why}")
     if run.matmuls:
         best = max(run.matmuls, key=lambda m: m.tflops)
         title = f"{label(run)}: up to {best.tflops:,.1f} TFLOPS ({LABEL[best.dtype]} matmul)"
