@@ -7,11 +7,22 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
-from gpucheck.bench.measurements import BenchRun, DuringRun, GpuRun, absorb, cpu_from, peers_from
+from gpucheck.bench.measurements import (
+    BenchRun,
+    DuringRun,
+    GpuRun,
+    Sample,
+    absorb,
+    cpu_from,
+    peers_from,
+)
 from gpucheck.model.frameworks import TORCH
 from gpucheck.model.snapshot import GpuFacts
 from gpucheck.probes.child import HERE, run_script
@@ -32,8 +43,36 @@ def child_env(env: Mapping[str, str], devices: list[GpuFacts]) -> dict[str, str]
     return {**env, "CUDA_VISIBLE_DEVICES": ",".join(names), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
-def merge_sample(during: DuringRun, gpu: GpuFacts) -> None:
+def numa_node(gpu: GpuFacts, root: Path | None = None) -> int | None:
+    """The NUMA node of the GPU's PCI device, from sysfs (None: unknown, or one node: -1)."""
+    if not gpu.pci_bus_id:
+        return None
+    # NVML writes "00000000:18:00.0"; sysfs "0000:18:00.0".
+    domain, _, rest = gpu.pci_bus_id.lower().partition(":")
+    address = f"{domain[-4:]}:{rest}"
+    base = root or Path(os.environ.get("GPUCHECK_ROOT") or "/")
+    try:
+        node = int((base / "sys/bus/pci/devices" / address / "numa_node").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+def merge_sample(during: DuringRun, gpu: GpuFacts, t: float | None = None) -> None:
+    """Fold one NVML reading into `during`; with `t` (seconds since the run began) it is kept
+    in the timeline too (bench --duration)."""
     during.samples += 1
+    if t is not None:
+        during.timeline.append(
+            Sample(
+                round(t, 2),
+                gpu.clock_sm_mhz,
+                gpu.power_draw_w,
+                gpu.temperature_c,
+                gpu.utilization_gpu,
+                [r for r in gpu.clock_event_reasons or [] if r not in IGNORED_REASONS],
+            )
+        )
     for reason in gpu.clock_event_reasons or []:
         if reason not in IGNORED_REASONS and reason not in during.clock_event_reasons:
             during.clock_event_reasons.append(reason)
@@ -53,9 +92,13 @@ def merge_sample(during: DuringRun, gpu: GpuFacts) -> None:
 class Sampler:
     """NVML, read every SAMPLE_EVERY seconds in a thread until stopped."""
 
-    def __init__(self, target: GpuFacts, env: Mapping[str, str], init: bool) -> None:
+    def __init__(
+        self, target: GpuFacts, env: Mapping[str, str], init: bool, timeline: bool = False
+    ) -> None:
         self.target, self.env, self.init = target, env, init
+        self.timeline = timeline  # keep every sample (bench --duration), not only the merge
         self.during = DuringRun()
+        self._start = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -70,11 +113,12 @@ class Sampler:
     def _loop(self) -> None:
         while not self._stop.wait(SAMPLE_EVERY):
             facts, _ = probe_nvml(5.0, self.env, self.init)
+            t = time.monotonic() - self._start if self.timeline else None
             for g in facts.gpus:
                 if (g.uuid and g.uuid == self.target.uuid) or (
                     not self.target.uuid and g.index == self.target.index
                 ):
-                    merge_sample(self.during, g)
+                    merge_sample(self.during, g, t)
 
 
 def measure_cpu(
@@ -106,10 +150,20 @@ def measure_gpus(
     assert bench.python is not None and bench.framework is not None
     for gpu in gpus:
         progress(f"measuring GPU {gpu.index} ({gpu.name or 'unknown'})")
-        args = {"device": "cuda", "quick": bench.quick, "framework": bench.framework}
-        with Sampler(gpu, env, init) as sampler:
+        args = {
+            "device": "cuda",
+            "quick": bench.quick,
+            "framework": bench.framework,
+            "duration": bench.duration,
+            "numa_node": numa_node(gpu),
+        }
+        with Sampler(gpu, env, init, timeline=bench.duration > 0) as sampler:
             result = run_script(
-                SCRIPT, [json.dumps(args)], timeout, python=bench.python, env=child_env(env, [gpu])
+                SCRIPT,
+                [json.dumps(args)],
+                timeout + bench.duration,  # (the sustained run is on top of the burst)
+                python=bench.python,
+                env=child_env(env, [gpu]),
             )
         run = GpuRun(facts=gpu, during=sampler.during)
         absorb(run, result.records)

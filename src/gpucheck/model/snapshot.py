@@ -180,6 +180,7 @@ class GpuFacts(Struct):
     fan_speed_pct: Int | None = None  # None on passively cooled (data-centre) GPUs
     power_draw_w: float | None = None
     power_limit_w: float | None = None
+    clock_sm_mhz: Int | None = None  # the SM clock now (bench follows it under load)
     clock_event_reasons: list[str] | None = None  # active reasons: "hw_slowdown", ...
     pcie_gen_current: Int | None = None
     pcie_gen_max: Int | None = None  # of the GPU and the slot together
