@@ -58,6 +58,20 @@ class Peer:
 
 
 @dataclass
+class AllReduce:
+    """One size of the all-reduce test (torch.distributed), as nccl-tests counts it."""
+
+    backend: str  # nccl | gloo
+    world: int  # ranks (GPUs)
+    bytes: int
+    iterations: int
+    ms_per_op: float  # the slowest rank's mean
+    algbw_gbs: float  # bytes / time
+    busbw_gbs: float  # algbw * 2 (n - 1) / n: what each link carries in a ring
+    correct: bool  # the sum arrived right on every rank
+
+
+@dataclass
 class Sample:
     """NVML read once during a GPU's run (bench --duration keeps them all)."""
 
@@ -123,6 +137,8 @@ class BenchRun:
     gpus: list[GpuRun] = field(default_factory=list)
     peers: list[Peer] = field(default_factory=list)
     peer_problem: str | None = None
+    allreduce: list[AllReduce] = field(default_factory=list)  # 2+ GPUs, torch
+    allreduce_problem: str | None = None
     no_gpu_reason: str | None = None  # set when there was no GPU to measure
     duration: float = 0.0  # seconds of the sustained run per GPU (--duration; 0: none)
 
@@ -168,6 +184,20 @@ def peers_from(records: list[dict[str, Any]], gpus: tuple[int, int]) -> list[Pee
         except (DecodeError, KeyError, IndexError, TypeError, ValueError):
             continue
     return out
+
+
+def allreduce_from(records: list[dict[str, Any]]) -> tuple[list[AllReduce], str | None]:
+    """The all-reduce child's figures, and its first error."""
+    found, problem = [], None
+    for record in records:
+        if record.get("kind") == "allreduce":
+            try:
+                found.append(from_dict(AllReduce, _fields(record)))
+            except DecodeError as exc:
+                problem = problem or f"unreadable result: {exc}"
+        elif record.get("kind") == "error":
+            problem = problem or f"{record.get('what')}: {record.get('message')}"
+    return found, problem
 
 
 def cpu_from(records: list[dict[str, Any]]) -> CpuRun:

@@ -20,6 +20,7 @@ from gpucheck.bench.measurements import (
     GpuRun,
     Sample,
     absorb,
+    allreduce_from,
     cpu_from,
     peers_from,
 )
@@ -29,6 +30,9 @@ from gpucheck.probes.child import HERE, run_script
 from gpucheck.probes.nvml import probe_nvml
 
 SCRIPT = HERE / "scripts/bench.py"
+ALLREDUCE_SCRIPT = HERE / "scripts/allreduce.py"
+# All-reduce sizes: nccl-tests' range tops out in the hundreds of MiB, where busbw plateaus.
+ALLREDUCE_SIZES = {False: [2**20, 2**24, 2**28], True: [2**20, 2**24]}
 SAMPLE_EVERY = 1.0  # seconds between NVML samples during a GPU's run
 LOADED = 50  # percent utilisation from which a sample counts as "under load"
 IGNORED_REASONS = ("gpu_idle", "applications_clocks_setting", "display_clock_setting")
@@ -185,3 +189,33 @@ def measure_gpus(
             if errors or not result.ok:
                 problem = result.describe(timeout) or str(errors[0].get("message"))
                 bench.peer_problem = f"GPU {a.index} <-> GPU {b.index}: {problem}"
+        progress(f"all-reduce across {len(gpus)} GPUs (NCCL)")
+        measure_allreduce(bench, len(gpus), timeout, child_env(env, gpus))
+
+
+def measure_allreduce(
+    bench: BenchRun,
+    world: int,
+    timeout: float,
+    env: Mapping[str, str],
+    backend: str = "nccl",
+    device: str = "cuda",
+) -> None:
+    """All-reduce across `world` ranks in one child (its own worker processes): NCCL on the
+    GPUs the env's CUDA_VISIBLE_DEVICES names, or gloo on CPU processes (the same harness
+    without a GPU)."""
+    assert bench.python is not None
+    args = {
+        "world": world,
+        "backend": backend,
+        "device": device,
+        "sizes": ALLREDUCE_SIZES[bench.quick],
+        "iterations": 5 if bench.quick else 20,
+    }
+    result = run_script(
+        ALLREDUCE_SCRIPT, [json.dumps(args)], timeout, python=bench.python, env=dict(env)
+    )
+    bench.allreduce, problem = allreduce_from(result.records)
+    if problem is None and not result.ok:
+        problem = result.describe(timeout) or "it failed"
+    bench.allreduce_problem = problem

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 
 from gpucheck.bench.measurements import DTYPES, BenchRun, GpuRun, Matmul
+from gpucheck.bench.multi import multi_gpu_findings
 from gpucheck.bench.spec import (
     MEMORY_FRACTION,
     PCIE_FRACTION,
@@ -354,39 +355,6 @@ def cpu_finding(bench: BenchRun) -> Finding:
     )
 
 
-def peer_findings(bench: BenchRun, gpus: dict[int, GpuRun], index: GpuIndex) -> list[Finding]:
-    if bench.peer_problem:
-        return [
-            finding(
-                "bench.peers",
-                Status.WARN,
-                f"GPU-to-GPU copies not measured: {bench.peer_problem}",
-                [],
-                "run `gpucheck doctor --deep`; `nvidia-smi topo -m` shows how the GPUs connect",
-            )
-        ]
-    if not bench.peers:
-        return []
-    lines = []
-    for p in bench.peers:
-        run = gpus.get(p.src)
-        link = best_link(run.facts, index.spec(run.facts.name or "")) if run else None
-        how = "peer access on" if p.peer_access else "peer access off (staged through the host)"
-        line = f"GPU {p.src} -> GPU {p.dst}: {p.gbs:,.1f} GB/s, {how}"
-        if link is not None and p.gbs > link.gbs:
-            line += f"; faster than {link.text} can carry: a direct link (NVLink)"
-        elif link is not None:
-            line += f"; within {link.text}'s {link.gbs:.1f} GB/s: PCIe or staged"
-        lines.append(line)
-    off = [p for p in bench.peers if not p.peer_access]
-    status = Status.INFO
-    title = f"GPU-to-GPU copies: {max(p.gbs for p in bench.peers):,.1f} GB/s at best"
-    return [finding("bench.peers", status, title, lines + ([] if not off else [
-        "peer access off: copies go through host memory (IOMMU/ACS, or GPUs under different "
-        "PCIe root complexes)"
-    ]))]  # fmt: skip
-
-
 def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
     out = [cpu_finding(bench)]
     if not bench.gpus:
@@ -409,5 +377,5 @@ def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
         out += sustained_findings(run)
         out += memory_findings(run, spec)
         out += pcie_findings(run, spec)
-    out += peer_findings(bench, {r.facts.index: r for r in bench.gpus}, index)
+    out += multi_gpu_findings(bench, index)
     return out
