@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from builders import h100
+from conftest import run_gpucheck
 from test_bench import bench, matmul, one, run_of
 from venvs import require
 
@@ -126,3 +127,14 @@ def test_the_child_runs_a_sustained_matmul_on_the_cpu_for_real() -> None:
     sustained = [r for r in records if r["kind"] == "sustained"]
     assert len(sustained) >= 1 and sustained[-1]["t"] >= 1.0
     assert all(r["dtype"] == "fp32" and r["n"] == 1024 and r["tflops"] > 0 for r in sustained)
+
+
+@pytest.mark.slow
+def test_the_cpu_figure_comes_from_the_python_given_even_without_torch() -> None:
+    # tensorflow-cpu's environment has numpy but neither torch nor CuPy: its numpy measures.
+    python = require("tensorflow-cpu-2.21.0")
+    result = run_gpucheck("bench", "--quick", "--json", "--python", str(python), timeout=600)
+    assert result.returncode == 1, result.stderr  # (no GPU here)
+    data = json.loads(result.stdout)["bench"]
+    assert data["python"] == str(python)
+    assert data["cpu"]["framework"] == "numpy" and data["cpu"]["matmul"]["tflops"] > 0

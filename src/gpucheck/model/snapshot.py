@@ -27,7 +27,8 @@ SCHEMA_VERSION = "1.2"  # 1.1: frameworks (Python environments, static and deep 
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
-# redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
+# redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers;
+# each GPU's SM clock (clock_sm_mhz)
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
