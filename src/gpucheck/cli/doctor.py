@@ -1,8 +1,9 @@
 """`gpucheck doctor`: probe (or read a saved snapshot), run the checks, render the report, and
 exit with the report's code."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: typer reads the options from the annotations,
+# and string annotations it must compile and evaluate (get_type_hints) on every start-up, ~5 ms
+# of a `doctor --from`; evaluated once, as the module runs, they are objects it takes as they are.
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -192,7 +193,7 @@ def doctor(
 
 def _start_probes(
     timeout: float, python: list[str] | None, deep: bool, host_id: str | None
-) -> Future[Snapshot]:
+) -> "Future[Snapshot]":
     """Probing this machine, in a thread, from the first moment the options allow."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -211,7 +212,7 @@ def _start_probes(
     return future
 
 
-def _stop_probes(probing: Future[Snapshot]) -> None:
+def _stop_probes(probing: "Future[Snapshot]") -> None:
     """A usage error found while probing: end the probe children, the answer is not needed."""
     from gpucheck.probes.child import kill_all
 
