@@ -1,11 +1,14 @@
-"""Start-up cost of gpucheck's commands against the floor of any typer command
-(`python -c "import typer"`), side by side in one run. Prints medians and the ratios the re-cut
-aims at (figures, not a pass/fail: machines differ):
+"""Start-up cost of gpucheck's commands against the floor of any typer command, side by side
+in one run: a minimal one-command typer app that reads a file and writes it out, with the
+same tricks as gpucheck's entry point (GC thresholds raised, os._exit past the teardown), and
+plain `python -c "import typer"`. Prints medians, the ratios the re-cut aims at (figures, not
+a pass/fail: machines differ), and the import profile of `doctor --from FILE --json`
+(`-X importtime`: the modules that cost most, with what they pulled in):
 
-    doctor --from FILE (json, and text to a pipe)  <= 1.5x import typer
-    gpucheck --help, gpucheck compat ...           <= 1.2x import typer
+    doctor --from FILE (json, and text to a pipe)  <= 1.5x the typer app
+    gpucheck --help, gpucheck compat ...           <= 1.2x the typer app
 
-    python benchmarks/startup.py [--runs 15]
+    python benchmarks/startup.py [--runs 15] [--top 15]
 """
 
 from __future__ import annotations
@@ -45,6 +48,54 @@ def program() -> list[str]:
     return [str(script)] if script.is_file() else []
 
 
+# The floor: what any one-command typer program costs, with gpucheck's entry-point tricks.
+TYPER_APP = """
+import gc, os, sys
+gc.set_threshold(50_000, 20, 10)
+import typer
+
+def show(path: str) -> None:
+    with open(path, "rb") as stream:
+        sys.stdout.write(stream.read().decode()[:1000])
+
+app = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode=None)
+app.command()(show)
+app(standalone_mode=False)
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def import_profile(cmd: list[str], top: int) -> list[str]:
+    """`-X importtime` of one run of `cmd` (a python -m command): the `top` modules by their
+    cumulative time, each with its own time (median of 5 runs per module: one run is noisy)."""
+    runs: list[dict[str, tuple[int, int, int]]] = []
+    for _ in range(5):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", *cmd], env=ENV, capture_output=True, check=False
+        )
+        found: dict[str, tuple[int, int, int]] = {}
+        for line in proc.stderr.decode(errors="replace").splitlines():
+            if not line.startswith("import time:") or "| imported package" in line:
+                continue
+            own, total, name = line[len("import time:") :].split("|")
+            depth = (len(name) - len(name.lstrip())) // 2
+            found[name.strip()] = (int(own), int(total), depth)
+        runs.append(found)
+    names = [n for n in runs[0] if all(n in r for r in runs)]
+    median = {
+        n: (
+            statistics.median(r[n][0] for r in runs),
+            statistics.median(r[n][1] for r in runs),
+        )
+        for n in names
+    }
+    ordered = sorted(names, key=lambda n: -median[n][1])[:top]
+    return [
+        f"  {median[n][1] / 1000:7.1f} ms  (own {median[n][0] / 1000:5.1f})  {n}" for n in ordered
+    ]
+
+
 def snapshot_file() -> str:
     """A realistic snapshot: the test builders' healthy 8-GPU H100 node."""
     sys.path.insert(0, str(HERE.parent / "tests"))
@@ -61,39 +112,57 @@ def snapshot_file() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--top", type=int, default=15, help="import profile entries to show")
     args = parser.parse_args()
     snap = snapshot_file()
     py = sys.executable
     gpucheck = program() or [py, "-m", "gpucheck"]
     print(f"gpucheck is {' '.join(gpucheck)}")
+    fd, app = tempfile.mkstemp(suffix=".py")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(TYPER_APP)
     rows = [
+        ("typer app (floor)", [py, app, snap]),
         ("import typer", [py, "-c", "import typer"]),
         ("gpucheck --help", [*gpucheck, "--help"]),
         ("gpucheck compat torch 2.5.1", [*gpucheck, "compat", "torch", "2.5.1"]),
         ("doctor --from --json", [*gpucheck, "doctor", "--from", snap, "--json"]),
         ("doctor --from (text)", [*gpucheck, "doctor", "--from", snap]),
+        (
+            "doctor --from --json --only gpus",
+            [*gpucheck, "doctor", "--from", snap, "--json", "--only", "gpus"],
+        ),
     ]
     for _, cmd in rows:  # warm the page cache for all alike
         timed(cmd, 2)
     medians: dict[str, float] = {}
-    print(f"{'command':30} {'median s':>9} {'min s':>7}   ({args.runs} runs, interleaved)")
+    print(f"{'command':34} {'median s':>9} {'min s':>7}   ({args.runs} runs, interleaved)")
     samples: dict[str, list[float]] = {label: [] for label, _ in rows}
     for _ in range(args.runs):  # interleaved, so that load on the machine hits all alike
         for label, cmd in rows:
             samples[label] += timed(cmd, 1)
     for label, _ in rows:
         medians[label] = statistics.median(samples[label])
-        print(f"{label:30} {medians[label]:9.3f} {min(samples[label]):7.3f}")
-    floor = medians["import typer"]
+        print(f"{label:34} {medians[label]:9.3f} {min(samples[label]):7.3f}")
+    floor = medians["typer app (floor)"]
     print()
     for label, goal in (
         ("gpucheck --help", 1.2),
         ("gpucheck compat torch 2.5.1", 1.2),
         ("doctor --from --json", 1.5),
         ("doctor --from (text)", 1.5),
+        ("doctor --from --json --only gpus", 1.5),
     ):
-        print(f"{label:30} {medians[label] / floor:5.3f}x import typer   (goal <= {goal}x)")
+        plain = medians[label] / medians["import typer"]
+        print(
+            f"{label:34} {medians[label] / floor:5.3f}x the typer app   (goal <= {goal}x; "
+            f"{plain:5.3f}x import typer)"
+        )
+    print("\nimport profile of doctor --from FILE --json (cumulative ms, median of 5 runs):")
+    for line in import_profile(["-m", "gpucheck", "doctor", "--from", snap, "--json"], args.top):
+        print(line)
     os.unlink(snap)
+    os.unlink(app)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def test_geforce_4090_and_datacenter_ada() -> None:
     spec = _spec("NVIDIA GeForce RTX 4090")
     assert spec.fp16_tflops == 165.2 and spec.fp16_accumulate == "fp32"
     assert spec.memory_bandwidth_gbs == 1008
-    assert spec.pcie is None  # not sourced
+    assert spec.pcie == "4x16"  # Puget Systems' part page
     l40s = _spec("NVIDIA L40S")
     assert (l40s.fp32_tflops, l40s.fp8_tflops, l40s.memory_bandwidth_gbs) == (91.6, 733, 864)
 
@@ -60,7 +60,7 @@ def test_unsourced_figures_stay_absent() -> None:
     assert GPUS.spec("NVIDIA H100 NVL") is None  # no NVL variant sourced
     assert GPUS.spec("Tesla V100-PCIE-16GB") is None
     h200 = _spec("NVIDIA H200")
-    assert h200.fp32_tflops is None and h200.memory_bandwidth_gbs == 4800
+    assert h200.fp32_tflops == 67 and h200.memory_bandwidth_gbs == 4800  # (the H100 SXM5's)
     assert GPUS.spec("NVIDIA GeForce GTX 1660 Ti") is None  # no row at all
 
 

@@ -182,6 +182,7 @@ def test_healthy_8_gpu_h100_node(simulate: Simulate) -> None:
     assert gpu["memory_total"] == 81559 * MIB
     assert gpu["compute_capability"] == "9.0" and gpu["architecture"] == "Hopper"
     assert gpu["power_limit_w"] == 700.0 and gpu["power_draw_w"] == 69.6
+    assert gpu["clock_sm_mhz"] == 1980  # (bench follows it during --duration)
     assert gpu["clock_event_reasons"] == ["gpu_idle"]
     assert gpu["brand"] == "NVIDIA" and gpu["processes"] == []
     assert gpu["field_errors"] == {

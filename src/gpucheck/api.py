@@ -24,12 +24,13 @@ if TYPE_CHECKING:
 def snapshot(
     *,
     deep: bool = False,
-    python: str | None = None,
+    python: str | Sequence[str] | None = None,
     timeout: float = 15.0,
     host_id: str | None = None,
     redact: bool = False,
 ) -> Snapshot:
-    """Probe this machine: the facts alone, as `gpucheck snapshot` writes them."""
+    """Probe this machine: the facts alone, as `gpucheck snapshot` writes them. `python`: one
+    interpreter or several (paths, environment folders, globs, "@FILE"), probed side by side."""
     from gpucheck.inputs import PROBE_TIMEOUT, UserError, check_number, probe_options
     from gpucheck.probes.run import collect
 
@@ -52,7 +53,7 @@ def doctor(
     snapshot: Snapshot | None = None,
     from_file: str | PathLike[str] | None = None,
     deep: bool = False,
-    python: str | None = None,
+    python: str | Sequence[str] | None = None,
     timeout: float = 15.0,
     strict: bool = False,
     min_gpus: int | None = None,
@@ -70,7 +71,6 @@ def doctor(
     `min_memory` is bytes, or a size as the command line takes it ("40GiB", "80GB").
     `job_pids`: the scheduler's health profile (`--job-pids`): processes of running jobs.
     """
-    import gpucheck.checks  # noqa: F401  (registers every check)
     from gpucheck.checks.context import Requirements
     from gpucheck.checks.registry import SelectionError, select
     from gpucheck.compat import CompatError

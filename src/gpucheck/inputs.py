@@ -10,6 +10,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from gpucheck.compat import Compat
     from gpucheck.model.snapshot import Snapshot
     from gpucheck.probes.run import ProbeOptions
@@ -91,19 +93,24 @@ def check_number(
 
 
 def probe_options(
-    timeout: float, python: str | None, deep: bool, host_id: str | None = None
+    timeout: float,
+    python: str | Sequence[str] | None,
+    deep: bool,
+    host_id: str | None = None,
 ) -> ProbeOptions:
-    from gpucheck.probes.frameworks import PythonNotFound, interpreters
+    """`python`: --python's values (paths, names, environment folders, globs, @FILE lists),
+    expanded here once: a bad one is a usage error, not a finding."""
+    from gpucheck.probes.frameworks import PythonNotFound, expand_pythons
     from gpucheck.probes.run import ProbeOptions
 
     if host_id is not None and not (0 < len(host_id) <= 256 and host_id.isprintable()):
         raise UserError("--host-id: expected 1 to 256 printable characters")
-    options = ProbeOptions(timeout=timeout, python=python, deep=deep, host_id=host_id)
+    values = [python] if isinstance(python, str) else list(python or [])
     try:
-        interpreters(options.env, python)  # a bad --python is a usage error, not a finding
+        pythons = expand_pythons(values)
     except PythonNotFound as exc:
         raise UserError(str(exc)) from None
-    return options
+    return ProbeOptions(timeout=timeout, pythons=pythons, deep=deep, host_id=host_id)
 
 
 # The one reading of a size, for every option that takes one (--min-memory, fit's --gpu-memory,

@@ -7,17 +7,32 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
-from gpucheck.bench.measurements import BenchRun, DuringRun, GpuRun, absorb, cpu_from, peers_from
+from gpucheck.bench.measurements import (
+    BenchRun,
+    DuringRun,
+    GpuRun,
+    Sample,
+    absorb,
+    allreduce_from,
+    cpu_from,
+    peers_from,
+)
 from gpucheck.model.frameworks import TORCH
 from gpucheck.model.snapshot import GpuFacts
 from gpucheck.probes.child import HERE, run_script
 from gpucheck.probes.nvml import probe_nvml
 
 SCRIPT = HERE / "scripts/bench.py"
+ALLREDUCE_SCRIPT = HERE / "scripts/allreduce.py"
+# All-reduce sizes: nccl-tests' range tops out in the hundreds of MiB, where busbw plateaus.
+ALLREDUCE_SIZES = {False: [2**20, 2**24, 2**28], True: [2**20, 2**24]}
 SAMPLE_EVERY = 1.0  # seconds between NVML samples during a GPU's run
 LOADED = 50  # percent utilisation from which a sample counts as "under load"
 IGNORED_REASONS = ("gpu_idle", "applications_clocks_setting", "display_clock_setting")
@@ -32,8 +47,36 @@ def child_env(env: Mapping[str, str], devices: list[GpuFacts]) -> dict[str, str]
     return {**env, "CUDA_VISIBLE_DEVICES": ",".join(names), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
-def merge_sample(during: DuringRun, gpu: GpuFacts) -> None:
+def numa_node(gpu: GpuFacts, root: Path | None = None) -> int | None:
+    """The NUMA node of the GPU's PCI device, from sysfs (None: unknown, or one node: -1)."""
+    if not gpu.pci_bus_id:
+        return None
+    # NVML writes "00000000:18:00.0"; sysfs "0000:18:00.0".
+    domain, _, rest = gpu.pci_bus_id.lower().partition(":")
+    address = f"{domain[-4:]}:{rest}"
+    base = root or Path(os.environ.get("GPUCHECK_ROOT") or "/")
+    try:
+        node = int((base / "sys/bus/pci/devices" / address / "numa_node").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+def merge_sample(during: DuringRun, gpu: GpuFacts, t: float | None = None) -> None:
+    """Fold one NVML reading into `during`; with `t` (seconds since the run began) it is kept
+    in the timeline too (bench --duration)."""
     during.samples += 1
+    if t is not None:
+        during.timeline.append(
+            Sample(
+                round(t, 2),
+                gpu.clock_sm_mhz,
+                gpu.power_draw_w,
+                gpu.temperature_c,
+                gpu.utilization_gpu,
+                [r for r in gpu.clock_event_reasons or [] if r not in IGNORED_REASONS],
+            )
+        )
     for reason in gpu.clock_event_reasons or []:
         if reason not in IGNORED_REASONS and reason not in during.clock_event_reasons:
             during.clock_event_reasons.append(reason)
@@ -53,9 +96,13 @@ def merge_sample(during: DuringRun, gpu: GpuFacts) -> None:
 class Sampler:
     """NVML, read every SAMPLE_EVERY seconds in a thread until stopped."""
 
-    def __init__(self, target: GpuFacts, env: Mapping[str, str], init: bool) -> None:
+    def __init__(
+        self, target: GpuFacts, env: Mapping[str, str], init: bool, timeline: bool = False
+    ) -> None:
         self.target, self.env, self.init = target, env, init
+        self.timeline = timeline  # keep every sample (bench --duration), not only the merge
         self.during = DuringRun()
+        self._start = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -70,11 +117,12 @@ class Sampler:
     def _loop(self) -> None:
         while not self._stop.wait(SAMPLE_EVERY):
             facts, _ = probe_nvml(5.0, self.env, self.init)
+            t = time.monotonic() - self._start if self.timeline else None
             for g in facts.gpus:
                 if (g.uuid and g.uuid == self.target.uuid) or (
                     not self.target.uuid and g.index == self.target.index
                 ):
-                    merge_sample(self.during, g)
+                    merge_sample(self.during, g, t)
 
 
 def measure_cpu(
@@ -106,10 +154,20 @@ def measure_gpus(
     assert bench.python is not None and bench.framework is not None
     for gpu in gpus:
         progress(f"measuring GPU {gpu.index} ({gpu.name or 'unknown'})")
-        args = {"device": "cuda", "quick": bench.quick, "framework": bench.framework}
-        with Sampler(gpu, env, init) as sampler:
+        args = {
+            "device": "cuda",
+            "quick": bench.quick,
+            "framework": bench.framework,
+            "duration": bench.duration,
+            "numa_node": numa_node(gpu),
+        }
+        with Sampler(gpu, env, init, timeline=bench.duration > 0) as sampler:
             result = run_script(
-                SCRIPT, [json.dumps(args)], timeout, python=bench.python, env=child_env(env, [gpu])
+                SCRIPT,
+                [json.dumps(args)],
+                timeout + bench.duration,  # (the sustained run is on top of the burst)
+                python=bench.python,
+                env=child_env(env, [gpu]),
             )
         run = GpuRun(facts=gpu, during=sampler.during)
         absorb(run, result.records)
@@ -131,3 +189,33 @@ def measure_gpus(
             if errors or not result.ok:
                 problem = result.describe(timeout) or str(errors[0].get("message"))
                 bench.peer_problem = f"GPU {a.index} <-> GPU {b.index}: {problem}"
+        progress(f"all-reduce across {len(gpus)} GPUs (NCCL)")
+        measure_allreduce(bench, len(gpus), timeout, child_env(env, gpus))
+
+
+def measure_allreduce(
+    bench: BenchRun,
+    world: int,
+    timeout: float,
+    env: Mapping[str, str],
+    backend: str = "nccl",
+    device: str = "cuda",
+) -> None:
+    """All-reduce across `world` ranks in one child (its own worker processes): NCCL on the
+    GPUs the env's CUDA_VISIBLE_DEVICES names, or gloo on CPU processes (the same harness
+    without a GPU)."""
+    assert bench.python is not None
+    args = {
+        "world": world,
+        "backend": backend,
+        "device": device,
+        "sizes": ALLREDUCE_SIZES[bench.quick],
+        "iterations": 5 if bench.quick else 20,
+    }
+    result = run_script(
+        ALLREDUCE_SCRIPT, [json.dumps(args)], timeout, python=bench.python, env=dict(env)
+    )
+    bench.allreduce, problem = allreduce_from(result.records)
+    if problem is None and not result.ok:
+        problem = result.describe(timeout) or "it failed"
+    bench.allreduce_problem = problem

@@ -15,7 +15,8 @@ from gpucheck.report.core import Report
 from gpucheck.report.text import MARKS
 from gpucheck.version import __version__
 
-BENCH_FORMAT_VERSION = "1.0"  # of the "bench" object inside the report
+BENCH_FORMAT_VERSION = "1.1"  # of the "bench" object inside the report (1.1: m, sustained,
+# numa_node, duration, during.timeline)
 
 
 class BenchReport(Report):

@@ -15,9 +15,53 @@ PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8}
 PCIE_LANE_GBS |= {5: 32 * 128 / 130 / 8, 6: 64 * 242 / 256 / 8}
 
 # Below these shares of the reference, bench warns (the README says why these values):
-MATMUL_FRACTION = 0.5  # of the datasheet's dense peak for the dtype
+MATMUL_FRACTION = 0.5  # of the datasheet's dense peak for the dtype (full-power boards)
 MEMORY_FRACTION = 0.6  # device-to-device copy (read + write) of the datasheet's bandwidth
 PCIE_FRACTION = 0.6  # pinned host<->device copy of the link's theoretical rate, one direction
+
+
+# GPU classes whose datasheet peak a sustained matmul cannot approach, and the share expected of
+# them instead (a flat 50% would warn on every healthy one):
+# - Boards capped at 75 W or less (T4 70 W, L4 72 W, A2 60 W: slot-powered): the driver lowers
+#   the clocks to the power limit within a second of a continuous matmul. NVIDIA's answer on
+#   its forum (forums.developer.nvidia.com/t/about-gpu-peak-performance/264462): a cuBLAS FP16
+#   4096^3 loop on a T4 runs at ~24 of its 65 TFLOPS (37%), "expected behavior" of power
+#   capping. Warn below 25% of any dtype's peak on such a board.
+LOW_POWER_W = 75.0
+LOW_POWER_FRACTION = 0.25
+# - FP32 on GPUs with two FP32 datapaths per SM partition, one of them shared with INT32
+#   (compute capability 8.6, 8.7, 8.9 and 12.x: Ampere GA10x, Ada, Blackwell GeForce/RTX PRO;
+#   NVIDIA's GA102 whitepaper: "datapath ... can execute either FP32 or INT32"). The datasheet
+#   counts both at full rate; an SGEMM also issues its address arithmetic on them, so the
+#   sustained share is lower than on GPUs whose FP32 peak is one datapath (7.0, 8.0, 9.0).
+DUAL_FP32_PREFIXES = ("8.6", "8.7", "8.9", "12.")
+DUAL_FP32_FRACTION = 0.3
+
+
+@dataclass(frozen=True)
+class Expectation:
+    fraction: float  # below this share of the datasheet's peak, bench warns
+    why: str | None = None  # the GPU class that lowers it from MATMUL_FRACTION, for the report
+
+
+def matmul_expectation(dtype: str, gpu: GpuFacts) -> Expectation:
+    """The share of the datasheet's dense peak a healthy GPU of this class sustains in a large
+    matmul of `dtype` (see the classes above)."""
+    low_power = gpu.power_limit_w is not None and gpu.power_limit_w <= LOW_POWER_W
+    if low_power:
+        return Expectation(
+            LOW_POWER_FRACTION,
+            f"a {gpu.power_limit_w:g} W board holds its clocks down to its power limit under a "
+            "continuous matmul",
+        )
+    cc = gpu.compute_capability or ""
+    if dtype == "fp32" and cc.startswith(DUAL_FP32_PREFIXES):
+        return Expectation(
+            DUAL_FP32_FRACTION,
+            f"compute capability {cc} counts two FP32 datapaths (one shared with INT32) in its "
+            "FP32 peak",
+        )
+    return Expectation(MATMUL_FRACTION)
 
 
 def pcie_gbs(generation: int | None, width: int | None) -> float | None:

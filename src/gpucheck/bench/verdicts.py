@@ -4,14 +4,17 @@ for a wrong answer or no GPU to measure. Pure: no I/O."""
 
 from __future__ import annotations
 
-from gpucheck.bench.measurements import DTYPES, BenchRun, GpuRun
+import statistics
+
+from gpucheck.bench.measurements import DTYPES, BenchRun, GpuRun, Matmul
+from gpucheck.bench.multi import multi_gpu_findings
 from gpucheck.bench.spec import (
-    MATMUL_FRACTION,
     MEMORY_FRACTION,
     PCIE_FRACTION,
     Comparison,
     Link,
     best_link,
+    matmul_expectation,
 )
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
 from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
@@ -25,6 +28,11 @@ SLOWDOWNS = {
     "hw_power_brake_slowdown": "the power supply's brake signal slowed the GPU (power brake)",
 }
 LABEL = {"fp32": "FP32", "tf32": "TF32", "fp16": "FP16", "bf16": "BF16", "fp8": "FP8"}
+
+
+def shape(m: Matmul) -> str:
+    """FP16 8192³ (square), or FP16 16×8192×8192 (skinny: m rows times an n x n weight)."""
+    return f"{LABEL[m.dtype]} {m.n}³" if m.m is None else f"{LABEL[m.dtype]} {m.m}×{m.n}×{m.n}"
 
 
 def label(run: GpuRun) -> str:
@@ -159,7 +167,7 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
     wrong = [m for m in run.matmuls if not m.correct]
     if wrong:
         lines = [
-            f"{LABEL[m.dtype]}: relative error "
+            f"{shape(m)}: relative error "
             + (f"{m.rel_error:.2e}" if m.rel_error is not None else "NaN/Inf")
             + f" against the CPU reference (tolerance {m.tolerance:g})"
             for m in wrong
@@ -185,7 +193,7 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
             )
         )
     elif run.matmuls:
-        checked = ", ".join(LABEL[m.dtype] for m in run.matmuls)
+        checked = ", ".join(dict.fromkeys(LABEL[m.dtype] for m in run.matmuls))
         out.append(
             finding(
                 "bench.correctness",
@@ -195,7 +203,9 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
                 run=run,
             )
         )
-    evidence, low = [], []
+    evidence: list[str] = []
+    low: list[str] = []
+    lowered: dict[tuple[float, str], list[str]] = {}
     for dtype in DTYPES:
         m = run.matmul(dtype)
         if m is None:
@@ -203,7 +213,10 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
                 evidence.append(f"{LABEL[dtype]}: not measured: {run.skipped[dtype]}")
             continue
         ref = spec.tflops(dtype) if spec is not None else None
-        cmp = Comparison(m.tflops, ref, MATMUL_FRACTION)
+        expected = matmul_expectation(dtype, run.facts)
+        if expected.why is not None and ref is not None:
+            lowered.setdefault((expected.fraction, expected.why), []).append(LABEL[dtype])
+        cmp = Comparison(m.tflops, ref, expected.fraction)
         line = f"{LABEL[dtype]} {m.n}³: {m.tflops:,.1f} TFLOPS"
         if cmp.fraction is not None:
             line += f" = {cmp.fraction:.0%} of {ref:,.1f} (spec, dense)"
@@ -212,15 +225,81 @@ def matmul_findings(run: GpuRun, spec: GpuSpec | None, cpu_tflops: float | None)
         if cpu_tflops:
             line += f"; {m.tflops / cpu_tflops:,.0f}x the CPU's FP32"
         evidence.append(line)
+        for skinny in run.skinny(dtype):
+            # An LLM's decode step: bound by reading the n x n weight, not by the math.
+            weight_gbs = skinny.n * skinny.n * 2 / (skinny.median_ms / 1000) / 1e9
+            evidence.append(
+                f"{shape(skinny)} (LLM decode, {skinny.m} tokens): {skinny.tflops:,.1f} TFLOPS, "
+                f"the weight read at {weight_gbs:,.0f} GB/s"
+            )
         if cmp.low:
             low.append(f"{LABEL[dtype]} matmul")
-    if run.matmuls:
-        best = max(run.matmuls, key=lambda m: m.tflops)
+    for (fraction, why), labels in lowered.items():
+        which = ", ".join(labels)
+        evidence.append(f"expected here: {fraction:.0%} of spec or more ({which}): {why}")
+    squares = [m for m in run.matmuls if m.m is None]
+    if squares:
+        best = max(squares, key=lambda m: m.tflops)
         title = f"{label(run)}: up to {best.tflops:,.1f} TFLOPS ({LABEL[best.dtype]} matmul)"
         if spec is None:
             evidence.append("no spec figures for this GPU in compat/gpus.toml: not judged")
         out.append(_warn_or_pass("bench.matmul", run, low, title, evidence, False))
     return out
+
+
+# A sustained run whose last quarter is this much slower than its first has throttled.
+SUSTAINED_DROP = 0.10
+
+
+def sustained_findings(run: GpuRun) -> list[Finding]:
+    """bench --duration: the matmul's rate over time, with NVML's clock, power and
+    temperature beside it; a drop from the first quarter to the last is throttling."""
+    points = run.sustained
+    if len(points) < 2:
+        return []
+    quarter = max(1, len(points) // 4)
+    first = statistics.median(p.tflops for p in points[:quarter])
+    last = statistics.median(p.tflops for p in points[-quarter:])
+    dtype, seconds = LABEL[points[0].dtype], points[-1].t
+    lines = [
+        f"{dtype} {points[0].n}³ for {seconds:,.0f} s: {first:,.1f} TFLOPS in the first "
+        f"quarter, {last:,.1f} in the last ({last / first - 1:+.0%}); lowest "
+        f"{min(p.tflops for p in points):,.1f}"
+    ]
+    timeline = run.during.timeline
+    clocks = [s.clock_sm_mhz for s in timeline if s.clock_sm_mhz is not None]
+    if clocks:
+        lines.append(
+            f"SM clock {clocks[0]:,} MHz at the start, {clocks[-1]:,} at the end, lowest "
+            f"{min(clocks):,}"
+        )
+    power = [s.power_draw_w for s in timeline if s.power_draw_w is not None]
+    temps = [s.temperature_c for s in timeline if s.temperature_c is not None]
+    if power or temps:
+        parts = [f"power up to {max(power):g} W" if power else ""]
+        if run.facts.power_limit_w and power:
+            parts[0] += f" (limit {run.facts.power_limit_w:g} W)"
+        parts.append(f"temperature up to {max(temps)} °C" if temps else "")
+        lines.append(", ".join(p for p in parts if p))
+    if last >= first * (1 - SUSTAINED_DROP):
+        title = f"{label(run)}: held {last:,.1f} TFLOPS ({dtype}) for {seconds:,.0f} s"
+        return [finding("bench.sustained", Status.PASS, title, lines, run=run)]
+    causes = likely_causes(run) or [_no_cause(run)]
+    title = (
+        f"{label(run)}: {dtype} matmul fell {1 - last / first:.0%} over {seconds:,.0f} s "
+        "(throttling)"
+    )
+    lines += [f"likely cause: {c}" for c, _ in causes]
+    return [
+        finding(
+            "bench.sustained",
+            Status.WARN,
+            title,
+            lines,
+            Fix.of(*(step for _, fix in causes for step in fix)),
+            run,
+        )
+    ]
 
 
 def memory_findings(run: GpuRun, spec: GpuSpec | None) -> list[Finding]:
@@ -263,6 +342,9 @@ def pcie_findings(run: GpuRun, spec: GpuSpec | None) -> list[Finding]:
             if memory == "pinned" and cmp.low:
                 low.append(f"{text} (pinned)")
         evidence.append(line)
+    nodes = {c.numa_node for c in copies.values() if c.numa_node is not None}
+    if nodes:
+        evidence.append(f"host buffers on NUMA node {min(nodes)}, the GPU's")
     during = run.during
     if during.pcie_gen_loaded is not None:
         evidence.append(
@@ -323,42 +405,6 @@ def cpu_finding(bench: BenchRun) -> Finding:
     )
 
 
-def peer_findings(bench: BenchRun, gpus: dict[int, GpuRun], index: GpuIndex) -> list[Finding]:
-    if bench.peer_problem:
-        return [
-            finding(
-                "bench.peers",
-                Status.WARN,
-                f"GPU-to-GPU copies not measured: {bench.peer_problem}",
-                [],
-                Fix.of(
-                    Step.run("check the whole stack", "gpucheck doctor --deep"),
-                    Step.run("see how the GPUs connect", "nvidia-smi topo -m"),
-                ),
-            )
-        ]
-    if not bench.peers:
-        return []
-    lines = []
-    for p in bench.peers:
-        run = gpus.get(p.src)
-        link = best_link(run.facts, index.spec(run.facts.name or "")) if run else None
-        how = "peer access on" if p.peer_access else "peer access off (staged through the host)"
-        line = f"GPU {p.src} -> GPU {p.dst}: {p.gbs:,.1f} GB/s, {how}"
-        if link is not None and p.gbs > link.gbs:
-            line += f"; faster than {link.text} can carry: a direct link (NVLink)"
-        elif link is not None:
-            line += f"; within {link.text}'s {link.gbs:.1f} GB/s: PCIe or staged"
-        lines.append(line)
-    off = [p for p in bench.peers if not p.peer_access]
-    status = Status.INFO
-    title = f"GPU-to-GPU copies: {max(p.gbs for p in bench.peers):,.1f} GB/s at best"
-    return [finding("bench.peers", status, title, lines + ([] if not off else [
-        "peer access off: copies go through host memory (IOMMU/ACS, or GPUs under different "
-        "PCIe root complexes)"
-    ]))]  # fmt: skip
-
-
 def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
     out = [cpu_finding(bench)]
     if not bench.gpus:
@@ -378,7 +424,8 @@ def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
         spec = index.spec(run.facts.name or "")
         out += run_findings(run)
         out += matmul_findings(run, spec, cpu_tflops)
+        out += sustained_findings(run)
         out += memory_findings(run, spec)
         out += pcie_findings(run, spec)
-    out += peer_findings(bench, {r.facts.index: r for r in bench.gpus}, index)
+    out += multi_gpu_findings(bench, index)
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +14,9 @@ from msgspec.structs import replace
 
 from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Section, Status
 from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.frameworks import FRAMEWORKS
+
+FRAMEWORK_KEYS = tuple(fw.key for fw in FRAMEWORKS)
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -58,6 +61,31 @@ LAYER_OF: dict[Section, Layer] = {
     Section.FRAMEWORKS: Layer.FRAMEWORKS,
     Section.REQUIREMENTS: Layer.JOB,
     Section.BENCH: Layer.GPUS,
+}
+
+# The modules whose import registers each section's checks (their order in the report is
+# ORDER's), and the sections each id's first part belongs to: a doctor with --only imports
+# the modules of the sections it names (and of their prerequisites), no more.
+SECTION_MODULES: dict[Section, tuple[str, ...]] = {
+    Section.SYSTEM: ("gpucheck.checks.system",),
+    Section.DRIVER: ("gpucheck.checks.driver",),
+    Section.GPUS: ("gpucheck.checks.gpus", "gpucheck.checks.gpus_sharing"),
+    Section.CUDA: ("gpucheck.checks.cuda",),
+    Section.CUDNN: ("gpucheck.checks.cudnn",),
+    Section.FRAMEWORKS: ("gpucheck.checks.frameworks",),
+    Section.REQUIREMENTS: ("gpucheck.checks.requirements",),
+    Section.BENCH: (),  # gpucheck bench's verdicts: not checks of the doctor
+}
+ID_SECTIONS: dict[str, Section] = {
+    "system": Section.SYSTEM,
+    "driver": Section.DRIVER,
+    "gpu": Section.GPUS,
+    "cuda": Section.CUDA,
+    "cudnn": Section.CUDNN,
+    # The framework checks' ids begin with the framework's key (model/frameworks.py), or
+    # "frameworks" / "xla" for those about several.
+    **{first: Section.FRAMEWORKS for first in ("frameworks", "xla", *FRAMEWORK_KEYS)},
+    "require": Section.REQUIREMENTS,
 }
 
 
@@ -145,8 +173,44 @@ def check(
     return register
 
 
+_LOADED: set[Section] = set()
+
+
+def load(sections: Iterable[Section]) -> None:
+    """Register the checks of `sections` (importing their modules), once."""
+    for section in sections:
+        if section not in _LOADED:
+            for module in SECTION_MODULES[section]:
+                # (__import__, not importlib's: -X importtime profiles only the former.)
+                __import__(module)
+            _LOADED.add(section)
+
+
 def all_checks() -> list[Check]:
+    load(list(Section))
+    return _registered()
+
+
+def _registered() -> list[Check]:
+    """The checks registered so far, in report order (ORDER)."""
     return sorted(REGISTRY, key=lambda c: ORDER.index(c.id))
+
+
+def sections_named(patterns: Iterable[str]) -> set[Section] | None:
+    """The sections --only/--skip patterns can match, told from the patterns alone (a section's
+    name, or an id or prefix whose first part is in ID_SECTIONS); None where one cannot be."""
+    found: set[Section] = set()
+    for pattern in patterns:
+        p = pattern.rstrip("*")
+        if p in {s.value for s in Section}:
+            found.add(Section(p))
+        elif p.split(".")[0] in ID_SECTIONS:
+            found.add(ID_SECTIONS[p.split(".")[0]])
+        else:
+            return None
+    # The checks their verdicts rest on run too (see run()).
+    found |= {ID_SECTIONS[i.split(".")[0]] for s in list(found) for i in PREREQUISITES[s]}
+    return found
 
 
 class SelectionError(ValueError):
@@ -162,7 +226,14 @@ def _matches(pattern: str, check: Check) -> bool:
 
 
 def select(only: list[str], skip: list[str]) -> list[Check]:
-    checks = all_checks()
+    """The checks --only and --skip leave; with --only, only the sections they can match are
+    imported (a pattern that names none loads every section, for the error's suggestions)."""
+    named = sections_named(only + skip) if only else None
+    if named is None:
+        checks = all_checks()
+    else:
+        load(named)
+        checks = _registered()
     ids = [c.id for c in checks]
     for pattern in only + skip:
         if not any(_matches(pattern, c) for c in checks):
@@ -246,12 +317,14 @@ def run(ctx: Context, checks: list[Check] | None = None, only: bool = False) -> 
     and a failing prerequisite of theirs is reported with them."""
     chosen = checks if checks is not None else all_checks()
     wanted = {p for c in chosen for p in PREREQUISITES[c.section]} if only else set()
+    load(ID_SECTIONS[p.split(".")[0]] for p in wanted)
+    registered_now = _registered()  # (what select() loaded: the chosen and their prerequisites)
     prereqs = {
-        c.id: f for c in all_checks() if c.id in wanted and (f := _evaluate(ctx, c)) is not None
+        c.id: f for c in registered_now if c.id in wanted and (f := _evaluate(ctx, c)) is not None
     }
     by_id = {c.id: c for c in chosen}
     findings = []
-    for registered in all_checks():
+    for registered in registered_now:
         chk = by_id.get(registered.id)
         if chk is None:
             found = prereqs.get(registered.id)

@@ -41,6 +41,17 @@ def bench(
             "--timeout", low=5, high=3600, metavar="SECONDS", help="Time bound of each GPU's run."
         ),
     ] = 180.0,
+    duration: Annotated[
+        float,
+        typer.Option(
+            "--duration",
+            metavar="SECONDS",
+            min=0,
+            max=3600,
+            help="Also run the fastest matmul back to back this long per GPU, with its clock "
+            "and power over time (throttling shows as a drop; 0: off).",
+        ),
+    ] = 0.0,
     python: PythonOpt = None,
     compat_dir: CompatDirOpt = None,
 ) -> None:
@@ -77,8 +88,12 @@ def bench(
         raise UserError(str(exc)) from None
     progress = _progress()
     progress("measuring the CPU")
-    run = measure_cpu(found.python, found.framework, quick, timeout, options.env)
+    # The CPU figure in the probed interpreter, --python's even where it has neither torch nor
+    # CuPy (its numpy then).
+    cpu_python = found.python or (options.pythons[0] if options.pythons else None)
+    run = measure_cpu(cpu_python, found.framework, quick, timeout, options.env)
     run.framework_version = found.version
+    run.duration = duration
     if not usable:
         run.no_gpu_reason = _no_gpu_reason(ctx)
     elif found.python is None:

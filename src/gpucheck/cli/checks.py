@@ -7,7 +7,6 @@ from gpucheck.cli.common import write_output
 
 def list_checks() -> None:
     """List every check: its id (for --only / --skip), section and what it looks at."""
-    import gpucheck.checks  # noqa: F401  (registers every check)
     from gpucheck.checks.registry import all_checks
 
     text = "".join(f"{c.id:34} {c.section.value:13} {c.summary}\n" for c in all_checks())

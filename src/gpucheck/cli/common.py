@@ -86,6 +86,19 @@ def _checked_output(value: str | None) -> str | None:
     return value
 
 
+PythonsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--python",
+        metavar="PATH",
+        help="Probe the frameworks of these interpreters, side by side (repeatable; an env's "
+        "folder, a glob such as '~/envs/*', or @FILE: one a line). Default: gpucheck's own and "
+        "the active virtualenv/conda env.",
+        autocompletion=completion.python_paths,
+    ),
+]
+
+
 OutputOpt = Annotated[
     str | None,
     typer.Option(

@@ -1,7 +1,7 @@
 """`gpucheck compat ...`: ask the compatibility data (compat/*.toml, every row cited)."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer would compile and evaluate the option
+# annotations on every start-up (see cli/doctor.py).
 import sys
 from collections.abc import Callable
 from typing import Annotated

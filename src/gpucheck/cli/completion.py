@@ -29,7 +29,6 @@ def doctor_formats(incomplete: str) -> Choices:
 
 def check_selectors(incomplete: str) -> Choices:
     """--only/--skip: every check id, every section, and each id prefix ("gpu.")."""
-    import gpucheck.checks  # noqa: F401  (registers every check)
     from gpucheck.checks.registry import all_checks
 
     checks = all_checks()

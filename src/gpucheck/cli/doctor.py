@@ -1,8 +1,9 @@
 """`gpucheck doctor`: probe (or read a saved snapshot), run the checks, render the report, and
 exit with the report's code."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: typer reads the options from the annotations,
+# and string annotations it must compile and evaluate (get_type_hints) on every start-up, ~5 ms
+# of a `doctor --from`; evaluated once, as the module runs, they are objects it takes as they are.
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -18,7 +19,7 @@ from gpucheck.cli.common import (
     DeepOpt,
     HostIdOpt,
     OutputOpt,
-    PythonOpt,
+    PythonsOpt,
     RedactOpt,
     TimeoutOpt,
     UserError,
@@ -111,7 +112,7 @@ def doctor(
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
     deep: DeepOpt = False,
-    python: PythonOpt = None,
+    python: PythonsOpt = None,
     host_id: HostIdOpt = None,
     redact: RedactOpt = False,
 ) -> None:
@@ -135,7 +136,6 @@ def doctor(
     try:
         # Checks, compat data and formats load while the probes run.
         from gpucheck.checks.context import Requirements
-        from gpucheck.checks.frameworks.packages import load_parser
         from gpucheck.checks.registry import SelectionError, select
         from gpucheck.report.formats import FORMATS
 
@@ -151,8 +151,8 @@ def doctor(
             ),
             job_pids=parse_job_pids(job_pids) if job_pids is not None else None,
         )
-        import gpucheck.checks  # noqa: F401  (registers every check)
 
+        # Only the check modules of the sections --only can match (all without it).
         try:
             selected = select(only or [], skip or [])
         except SelectionError as exc:
@@ -162,6 +162,8 @@ def doctor(
         # would otherwise come after the last probe.
         compat = load_compat(compat_dir, every_topic=probing is not None)
         if probing is not None:
+            from gpucheck.checks.frameworks.packages import load_parser
+
             load_parser()
     except BaseException:
         if probing is not None:
@@ -193,8 +195,8 @@ def doctor(
 
 
 def _start_probes(
-    timeout: float, python: str | None, deep: bool, host_id: str | None
-) -> Future[Snapshot]:
+    timeout: float, python: list[str] | None, deep: bool, host_id: str | None
+) -> "Future[Snapshot]":
     """Probing this machine, in a thread, from the first moment the options allow."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -213,7 +215,7 @@ def _start_probes(
     return future
 
 
-def _stop_probes(probing: Future[Snapshot]) -> None:
+def _stop_probes(probing: "Future[Snapshot]") -> None:
     """A usage error found while probing: end the probe children, the answer is not needed."""
     from gpucheck.probes.child import kill_all
 

@@ -6,7 +6,7 @@ from gpucheck.cli.common import (
     DeepOpt,
     HostIdOpt,
     OutputOpt,
-    PythonOpt,
+    PythonsOpt,
     RedactOpt,
     TimeoutOpt,
     probe_options,
@@ -18,7 +18,7 @@ def snapshot(
     output: OutputOpt = None,
     timeout: TimeoutOpt = 15.0,
     deep: DeepOpt = False,
-    python: PythonOpt = None,
+    python: PythonsOpt = None,
     host_id: HostIdOpt = None,
     redact: RedactOpt = False,
 ) -> None:

@@ -28,7 +28,8 @@ SCHEMA_VERSION = "1.3"  # 1.1: frameworks (Python environments, static and deep 
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
 # redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
-# 1.3: nova_core loaded; the nvidia runtime Docker's daemon.json registers and whether it exists
+# 1.3: nova_core loaded; the nvidia runtime Docker's daemon.json registers and whether it
+# exists; each GPU's SM clock (clock_sm_mhz)
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
@@ -186,6 +187,7 @@ class GpuFacts(Struct):
     fan_speed_pct: Int | None = None  # None on passively cooled (data-centre) GPUs
     power_draw_w: float | None = None
     power_limit_w: float | None = None
+    clock_sm_mhz: Int | None = None  # the SM clock now (bench follows it under load)
     clock_event_reasons: list[str] | None = None  # active reasons: "hw_slowdown", ...
     pcie_gen_current: Int | None = None
     pcie_gen_max: Int | None = None  # of the GPU and the slot together

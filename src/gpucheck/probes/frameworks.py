@@ -4,18 +4,21 @@ own child process, in parallel, each bounded in time).
 
 Frameworks live in the user's venv or conda env, often not where gpucheck is installed
 (pipx): by default the interpreter running gpucheck and, if different, the active
-VIRTUAL_ENV and CONDA_PREFIX are probed; `--python PATH` probes that interpreter alone. The
-probe scripts run inside the target interpreter and use its standard library only.
+VIRTUAL_ENV and CONDA_PREFIX are probed; `--python` (repeatable: a path, a name on PATH, an
+environment's folder, a glob, or @FILE of those, one a line) probes those interpreters instead,
+side by side. The probe scripts run inside the target interpreter and use its standard library
+only.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,6 +41,7 @@ DEEP_SCRIPT = HERE / "scripts/framework_deep.py"
 EXTENSION_SCRIPT = HERE / "scripts/extension_deep.py"
 # Importing TensorFlow from a cold disk or initialising CUDA on eight GPUs takes a while.
 DEEP_MIN_TIMEOUT = 60.0
+MAX_CHILDREN = 8  # framework children running at once, default and deep pass alike
 
 
 class PythonNotFound(ValueError):
@@ -63,11 +67,70 @@ def resolve_python(python: str) -> str:
     return found
 
 
-def interpreters(env: Mapping[str, str], python: str | None = None) -> list[tuple[str, str]]:
+# --python @FILE: one interpreter a line; more than this is a file of something else.
+PYTHON_LIST_LIMIT = 4096
+GLOB_CHARS = "*?["
+
+
+def _environment_python(path: str) -> str:
+    """An environment's folder (a venv, a conda env) stands for its interpreter."""
+    found = _venv_python(path)
+    return str(found) if found is not None else path
+
+
+def _read_python_list(name: str) -> list[str]:
+    """@FILE: paths, names or globs, one a line; blank lines and # comments skipped."""
+    try:
+        with open(os.path.expanduser(name), encoding="utf-8") as stream:
+            text = stream.read(1 << 20)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PythonNotFound(f"--python @{name}: cannot read: {exc}") from None
+    lines = [line.strip() for line in text.splitlines()]
+    values = [line for line in lines if line and not line.startswith("#")]
+    if not values:
+        raise PythonNotFound(f"--python @{name}: names no interpreter")
+    if len(values) > PYTHON_LIST_LIMIT:
+        raise PythonNotFound(f"--python @{name}: more than {PYTHON_LIST_LIMIT} lines")
+    return values
+
+
+def _expand_one(value: str) -> list[str]:
+    if any(c in value for c in GLOB_CHARS):
+        matches = sorted(glob.glob(os.path.expanduser(value)))
+        if not matches:
+            raise PythonNotFound(f"--python {value}: the pattern matches nothing")
+        found = [_environment_python(m) for m in matches]
+        runnable = [f for f in found if os.path.isfile(f) and os.access(f, os.X_OK)]
+        if not runnable:
+            raise PythonNotFound(f"--python {value}: the pattern matches no interpreter")
+        return [os.path.abspath(f) for f in runnable]
+    if os.sep in value and os.path.isdir(value):  # (a bare name is looked up on PATH)
+        return [resolve_python(_environment_python(value))]
+    return [resolve_python(value)]
+
+
+def expand_pythons(values: Sequence[str]) -> list[str]:
+    """--python's values as the interpreters they name, absolute, in the order given, each once
+    (the same path twice, or through a glob and a list, is probed once). A glob keeps only the
+    runnable interpreters it matches; raises PythonNotFound for a value that names none."""
+    found: list[str] = []
+    for value in values:
+        if value.startswith("@") and len(value) > 1:
+            paths = [p for v in _read_python_list(value[1:]) for p in _expand_one(v)]
+        else:
+            paths = _expand_one(value)
+        found += [p for p in paths if p not in found]
+    return found
+
+
+def interpreters(
+    env: Mapping[str, str], python: str | Sequence[str] | None = None
+) -> list[tuple[str, str]]:
     """(interpreter, origin) pairs to probe, one per environment (told apart by prefix: every
     venv's python is a link to the same base interpreter)."""
-    if python is not None:
-        return [(resolve_python(python), "--python")]
+    if python:
+        values = [python] if isinstance(python, str) else list(python)
+        return [(path, "--python") for path in expand_pythons(values)]
     found = [(sys.executable, "gpucheck")]
     prefixes = {os.path.realpath(sys.prefix)}
     for var, origin in (("VIRTUAL_ENV", "virtualenv"), ("CONDA_PREFIX", "conda")):
@@ -185,11 +248,15 @@ def probe_extension(
 
 
 def probe_frameworks(
-    env: Mapping[str, str], timeout: float, python: str | None = None
+    env: Mapping[str, str], timeout: float, pythons: Sequence[str] = ()
 ) -> tuple[list[PythonEnvironment], ProbeRun]:
+    """The default pass in every interpreter: `pythons` (--python's, as expand_pythons gave
+    them), else gpucheck's own and the active environment's."""
     start = time.monotonic()
-    pairs = interpreters(env, python)
-    with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
+    pairs = [(p, "--python") for p in pythons] if pythons else interpreters(env)
+    # Every interpreter side by side, as many children at once as the deep pass allows: a
+    # machine with dozens of conda envs is not forked dozens of times at once.
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_CHILDREN, len(pairs)))) as pool:
         environments = list(pool.map(lambda p: probe_environment(p[0], p[1], timeout, env), pairs))
     failed = [e for e in environments if e.error and not e.distributions]
     run = ProbeRun(
@@ -216,7 +283,7 @@ def probe_deep(
     jobs = [(e, fw) for e in environments for fw in installed_frameworks(e)]
     extensions = [(e, dist, mod) for e in environments for dist, mod in installed_extensions(e)]
     if jobs or extensions:
-        with ThreadPoolExecutor(max_workers=min(8, len(jobs) + len(extensions))) as pool:
+        with ThreadPoolExecutor(max_workers=min(MAX_CHILDREN, len(jobs) + len(extensions))) as pool:
             runs = [pool.submit(probe_runtime, e.python, fw, bound, env, gate) for e, fw in jobs]
             if gate is not None:
                 gate.wait()

@@ -45,7 +45,9 @@ class ProbeOptions(Struct):
     root: Path = field(default_factory=lambda: Path(os.environ.get("GPUCHECK_ROOT") or "/"))
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     site_dirs: list[Path] | None = None  # None: this interpreter's and the active env's
-    python: str | None = None  # probe this interpreter's frameworks only (--python)
+    # --python: probe these interpreters' frameworks only (absolute, each once: see
+    # probes.frameworks.expand_pythons); empty: gpucheck's own and the active environment's.
+    pythons: list[str] = field(default_factory=list)
     deep: bool = False  # import each framework in a child, run a tiny op per GPU
     host_id: str | None = None  # --host-id: the fleet's own name for this host
     # Set once the first probe children are running (or after FIRST_WAVE_WAIT): a caller with
@@ -103,7 +105,7 @@ def _library_site_dirs(
 ) -> list[Path]:
     if opts.site_dirs is not None:
         return opts.site_dirs
-    if not opts.python:
+    if not opts.pythons:
         # gpucheck's own interpreter and the active virtualenv / conda env: their folders are
         # known without waiting for the frameworks probe's child (the scan starts at once).
         return default_site_dirs(opts.env)
@@ -156,7 +158,7 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
         with ThreadPoolExecutor(max_workers=5) as pool:
             # The frameworks probe touches no driver: it starts first (the slowest child, and
             # --python's site folders for the library scan come from it).
-            frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.python)
+            frameworks_f = pool.submit(probe_frameworks, opts.env, opts.timeout, opts.pythons)
             # (The other probes' modules import while that child starts.)
             from gpucheck.probes.libraries import SearchScope
             from gpucheck.probes.native import probe_cuda_and_cudnn, probe_cuda_driver

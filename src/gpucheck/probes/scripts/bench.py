@@ -1,8 +1,9 @@
 """Measure one GPU (or the CPU) for `gpucheck bench`, run in a child process (probes/child.py).
 
-`python bench.py '{"device": "cuda" | "cpu" | "peers", "quick": false, "framework": "torch"}'`
-under the interpreter of the probed environment, with CUDA_VISIBLE_DEVICES set by the parent to
-the one GPU measured (two for "peers"), so that the GPU is always device 0 here.
+`python bench.py '{"device": "cuda" | "cpu" | "peers", "quick": false, "framework": "torch",
+"duration": 0, "numa_node": null}'` under the interpreter of the probed environment, with
+CUDA_VISIBLE_DEVICES set by the parent to the one GPU measured (two for "peers"), so that the
+GPU is always device 0 here.
 
 Method (the README's "bench" section says the same):
 - Matmul: C = A @ B on n x n matrices (n = 8192, --quick 4096; CPU 2048 / 1024) per dtype the
@@ -11,14 +12,22 @@ Method (the README's "bench" section says the same):
   samples (15; --quick 5) of as many back-to-back runs as fill 50 ms (--quick 20 ms), timed
   with CUDA events; the figure is the median sample. Then a 16 x 16 block of C is checked
   against the same block computed on the CPU in float64 from the same (rounded) inputs.
+  In FP16 and BF16 also the skinny GEMMs of LLM inference: m = 16 and 128 rows (tokens) times
+  an n x n weight (m x n x n), shown beside the square figure.
+- Sustained ("duration" > 0): the square matmul of the fastest dtype measured, back to back for
+  that many seconds, one figure per second ({"kind": "sustained", "t": s, "tflops": x}):
+  throttling shows as a drop (the parent samples NVML's clocks and power meanwhile).
 - Copies: device-to-device of 1 GiB (--quick 256 MiB), counted as read + write (2 x bytes,
   as NVIDIA's bandwidthTest does); host-to-device and device-to-host of 256 MiB (--quick
-  64 MiB) from pinned and from pageable host memory; between two GPUs both ways, with peer
-  access as CUDA reports it. Same warm-up, samples and median.
+  64 MiB) from pinned and from pageable host memory, allocated while this process runs on the
+  CPUs of the GPU's NUMA node ("numa_node", from sysfs; Linux places a page on the node of the
+  CPU that first touches it); between two GPUs both ways, with peer access as CUDA reports it.
+  Same warm-up, samples and median.
 
-stdout: one JSON object per line ({"kind": "framework" | "matmul" | "copy" | "peer" | "skip" |
-"error", ...}); stderr: "@ <step>" before each step. Standard library only apart from the
-framework; runs on Python 3.8+ (annotations are never evaluated).
+stdout: one JSON object per line ({"kind": "framework" | "matmul" | "sustained" | "copy" |
+"peer" | "skip" | "error", ...}); stderr: "@ <step>" before each step. Standard library only
+apart from the framework; runs on Python 3.8+ (annotations are never evaluated). CuPy's path
+and the numpy CPU figure: bench_cupy.py; what both share: bench_common.py.
 """
 
 from __future__ import annotations
@@ -29,7 +38,6 @@ import importlib
 import json
 import math
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -39,60 +47,21 @@ if not __package__:  # run as a script: it is the package its relative imports c
     __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
 
 from . import child_protocol as protocol
-
-CHECK = 16  # rows and columns of C checked against the CPU
-TOLERANCE = {"fp32": 1e-4, "tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2, "fp8": 2e-2}
-MIB = 1024 * 1024
-
-
-def matmul_record(
-    dtype: str, device: str, n: int, runs: int, samples: int, ms: float, err: float | None
-) -> dict[str, Any]:
-    """One matmul measurement as the parent reads it (`bench.measurements.Matmul`)."""
-    return {
-        "kind": "matmul",
-        "dtype": dtype,
-        "device": device,
-        "n": n,
-        "runs_per_sample": runs,
-        "samples": samples,
-        "median_ms": ms,
-        "tflops": 2 * n**3 / (ms / 1000) / 1e12,
-        "rel_error": err,
-        "tolerance": TOLERANCE[dtype],
-        "correct": err is not None and err <= TOLERANCE[dtype],
-    }
-
-
-class Plan:
-    def __init__(self, quick: bool, device: str) -> None:
-        gpu = device != "cpu"
-        self.n = (4096 if quick else 8192) if gpu else (1024 if quick else 2048)
-        self.samples = 5 if quick else 15
-        self.sample_ms = 20.0 if quick else 50.0
-        self.warmup_ms = 100.0 if quick else 500.0
-        self.d2d_bytes = (256 if quick else 1024) * MIB
-        self.host_bytes = (64 if quick else 256) * MIB
-
+from .bench_common import (
+    CHECK,
+    SKINNY_DTYPES,
+    SKINNY_ROWS,
+    Plan,
+    copy_record,
+    matmul_record,
+    measure,
+    on_node,
+)
+from .bench_cupy import Cupy, cpu_numpy
 
 emit = protocol.emit
 step = protocol.step
 one_line = protocol.one_line
-
-
-def measure(
-    run: Callable[[], Any], plan: Plan, timer: Callable[[Callable[[], Any], int], float]
-) -> tuple[float, int]:
-    """(median milliseconds per run, runs per sample): warm-up, calibrate, sample."""
-    start = time.perf_counter()
-    done = 0
-    while done < 3 or (time.perf_counter() - start) * 1000 < plan.warmup_ms:
-        timer(run, 1)  # each warm-up run is waited for, so wall time is execution time
-        done += 1
-    one = max(timer(run, 1), 1e-3)
-    runs = max(1, min(10000, math.ceil(plan.sample_ms / one)))
-    times = [timer(run, runs) / runs for _ in range(plan.samples)]
-    return statistics.median(times), runs
 
 
 class Torch:
@@ -134,7 +103,8 @@ class Torch:
         out.append(("fp8", fp8))
         return out
 
-    def matmul(self, dtype: str, plan: Plan, device: str) -> dict[str, Any]:
+    def operands(self, dtype: str, plan: Plan, device: str, m: int | None = None) -> Any:
+        """(run, a, b, n): one matmul of `dtype`, square or m x n times n x n."""
         torch = self.torch
         n = plan.n
         dev = "cuda:0" if device != "cpu" else "cpu"
@@ -147,8 +117,9 @@ class Torch:
         torch.manual_seed(0)
         store = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}
         store["bf16"] = torch.bfloat16
+        rows = m or n
         if dtype == "fp8":
-            a = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn)
+            a = torch.randn(rows, n, device=dev).to(torch.float8_e4m3fn)
             # _scaled_mm wants B column-major: the transpose of a row-major matrix.
             b = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn).t().contiguous().t()
             one = torch.ones((), device=dev, dtype=torch.float32)
@@ -158,22 +129,46 @@ class Torch:
                 return out[0] if isinstance(out, tuple) else out  # older torch: (out, amax)
 
         else:
-            a = torch.randn(n, n, device=dev, dtype=store[dtype])
+            a = torch.randn(rows, n, device=dev, dtype=store[dtype])
             b = torch.randn(n, n, device=dev, dtype=store[dtype])
 
             def run() -> Any:
                 return torch.matmul(a, b)
 
+        return run, a, b, n
+
+    def matmul(self, dtype: str, plan: Plan, device: str, m: int | None = None) -> dict[str, Any]:
+        torch = self.torch
+        run, a, b, n = self.operands(dtype, plan, device, m)
         timer = self.gpu_timer if device != "cpu" else self.cpu_timer
         ms, runs = measure(run, plan, timer)
         c = run()
+        dev = c.device
+        rows = torch.linspace(0, (m or n) - 1, min(CHECK, m or n)).long().to(dev)
         idx = torch.linspace(0, n - 1, CHECK).long().to(dev)
         # float32 first: indexing is not implemented for every float8 type; the values are
         # the same (every fp8, fp16 and bf16 value is exact in float32).
-        got = c.float()[idx][:, idx].double().cpu()
-        ref = a.float()[idx].double().cpu() @ b.float()[:, idx].double().cpu()
+        got = c.float()[rows][:, idx].double().cpu()
+        ref = a.float()[rows].double().cpu() @ b.float()[:, idx].double().cpu()
         err = float((got - ref).norm() / ref.norm()) if bool(torch.isfinite(got).all()) else None
-        return matmul_record(dtype, device, n, runs, plan.samples, ms, err)
+        return matmul_record(dtype, device, n, runs, plan.samples, ms, err, m)
+
+    def sustained(self, dtype: str, plan: Plan, device: str) -> Iterable[dict[str, Any]]:
+        """The square matmul back to back for plan.duration seconds: one figure a second."""
+        run, _a, _b, n = self.operands(dtype, plan, device)
+        timer = self.gpu_timer if device != "cpu" else self.cpu_timer
+        one = max(timer(run, 1), 1e-3)
+        runs = max(1, math.ceil(1000.0 / one))  # about a second a window
+        start = time.perf_counter()
+        while time.perf_counter() - start < plan.duration:
+            ms = timer(run, runs)
+            yield {
+                "kind": "sustained",
+                "dtype": dtype,
+                "n": n,
+                "t": round(time.perf_counter() - start, 3),
+                "tflops": 2 * n**3 * runs / (ms / 1000) / 1e12,
+            }
 
     def copies(self, plan: Plan) -> list[dict[str, Any]]:
         torch = self.torch
@@ -183,22 +178,24 @@ class Torch:
         src = torch.empty(size, dtype=torch.uint8, device="cuda:0")
         dst = torch.empty_like(src)
         ms, runs = measure(lambda: dst.copy_(src), plan, self.gpu_timer)
-        out.append(_copy("d2d", 2 * size, ms, runs, plan))
+        out.append(copy_record("d2d", 2 * size, ms, runs, plan))
         src = dst = None  # free the device memory before the host copies
         dev = torch.empty(plan.host_bytes, dtype=torch.uint8, device="cuda:0")
         for pinned in (True, False):
-            host = torch.empty(plan.host_bytes, dtype=torch.uint8, pin_memory=pinned)
+            with on_node(plan.numa_node) as placed:  # (first touched, so placed, on the node)
+                host = torch.empty(plan.host_bytes, dtype=torch.uint8, pin_memory=pinned)
+                host.fill_(1)
             kind = "pinned" if pinned else "pageable"
             step(f"copy h2d {kind}")
             ms, runs = measure(
                 functools.partial(dev.copy_, host, non_blocking=pinned), plan, self.gpu_timer
             )
-            out.append(_copy(f"h2d_{kind}", plan.host_bytes, ms, runs, plan))
+            out.append(copy_record(f"h2d_{kind}", plan.host_bytes, ms, runs, plan, placed))
             step(f"copy d2h {kind}")
             ms, runs = measure(
                 functools.partial(host.copy_, dev, non_blocking=pinned), plan, self.gpu_timer
             )
-            out.append(_copy(f"d2h_{kind}", plan.host_bytes, ms, runs, plan))
+            out.append(copy_record(f"d2h_{kind}", plan.host_bytes, ms, runs, plan, placed))
         return out
 
     def peers(self, plan: Plan) -> list[dict[str, Any]]:
@@ -221,115 +218,12 @@ class Torch:
                 return (time.perf_counter() - t0) * 1000
 
             ms, runs = measure(functools.partial(dst.copy_, src), plan, timer)
-            record = _copy("peer", plan.host_bytes, ms, runs, plan)
+            record = copy_record("peer", plan.host_bytes, ms, runs, plan)
             record.update(
                 kind="peer", src=a, dst=b, peer_access=torch.cuda.can_device_access_peer(a, b)
             )
             out.append(record)
         return out
-
-
-def _copy(path: str, nbytes: int, ms: float, runs: int, plan: Plan) -> dict[str, Any]:
-    return {
-        "kind": "copy",
-        "path": path,
-        "bytes": nbytes,
-        "median_ms": ms,
-        "runs_per_sample": runs,
-        "samples": plan.samples,
-        "gbs": nbytes / (ms / 1000) / 1e9,
-    }
-
-
-class Cupy:
-    """The same measurements through CuPy: fp32 and fp16 matmul (cuBLAS), and the copies."""
-
-    def __init__(self) -> None:
-        self.cp = importlib.import_module("cupy")
-        self.np = importlib.import_module("numpy")
-
-    def gpu_timer(self, run: Callable[[], Any], runs: int) -> float:
-        cuda = self.cp.cuda
-        start, end = cuda.Event(), cuda.Event()
-        start.record()
-        for _ in range(runs):
-            run()
-        end.record()
-        end.synchronize()
-        return float(cuda.get_elapsed_time(start, end))
-
-    def dtypes(self, device: str) -> list[tuple[str, str | None]]:
-        why = "measured through torch only"
-        return [("fp32", None), ("tf32", why), ("fp16", None), ("bf16", why), ("fp8", why)]
-
-    def matmul(self, dtype: str, plan: Plan, device: str) -> dict[str, Any]:
-        cp, np = self.cp, self.np
-        n = plan.n
-        rng = np.random.default_rng(0)
-        kind = np.float32 if dtype == "fp32" else np.float16
-        a_host = rng.standard_normal((n, n), dtype=np.float32).astype(kind)
-        b_host = rng.standard_normal((n, n), dtype=np.float32).astype(kind)
-        a, b = cp.asarray(a_host), cp.asarray(b_host)
-        ms, runs = measure(lambda: cp.matmul(a, b), plan, self.gpu_timer)
-        idx = np.linspace(0, n - 1, CHECK).astype(np.int64)
-        got = cp.asnumpy(cp.matmul(a, b)[idx][:, idx]).astype(np.float64)
-        ref = a_host[idx].astype(np.float64) @ b_host[:, idx].astype(np.float64)
-        ok = bool(np.isfinite(got).all())
-        err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref)) if ok else None
-        return matmul_record(dtype, device, n, runs, plan.samples, ms, err)
-
-    def copies(self, plan: Plan) -> list[dict[str, Any]]:
-        cp, np = self.cp, self.np
-        out = []
-        free, _total = cp.cuda.runtime.memGetInfo()
-        size = min(plan.d2d_bytes, free // 8)
-        src = cp.empty(size, dtype=cp.uint8)
-        dst = cp.empty_like(src)
-        ms, runs = measure(lambda: cp.copyto(dst, src), plan, self.gpu_timer)
-        out.append(_copy("d2d", 2 * size, ms, runs, plan))
-        dev = cp.empty(plan.host_bytes, dtype=cp.uint8)
-        pinned_mem = cp.cuda.alloc_pinned_memory(plan.host_bytes)
-        pinned = np.frombuffer(pinned_mem, np.uint8, plan.host_bytes)
-        pageable = np.empty(plan.host_bytes, dtype=np.uint8)
-        for name, host in (("pinned", pinned), ("pageable", pageable)):
-            ms, runs = measure(functools.partial(dev.set, host), plan, self.gpu_timer)
-            out.append(_copy(f"h2d_{name}", plan.host_bytes, ms, runs, plan))
-            ms, runs = measure(functools.partial(dev.get, out=host), plan, self.gpu_timer)
-            out.append(_copy(f"d2h_{name}", plan.host_bytes, ms, runs, plan))
-        return out
-
-    def peers(self, plan: Plan) -> list[dict[str, Any]]:
-        return []
-
-
-def cpu_numpy(plan: Plan) -> dict[str, Any]:
-    """The CPU figure where neither torch nor CuPy is installed but numpy is."""
-    np = importlib.import_module("numpy")
-    n = plan.n
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-
-    def timer(run: Callable[[], Any], runs: int) -> float:
-        t0 = time.perf_counter()
-        for _ in range(runs):
-            run()
-        return (time.perf_counter() - t0) * 1000
-
-    ms, runs = measure(lambda: a @ b, plan, timer)
-    return {
-        "kind": "matmul",
-        "dtype": "fp32",
-        "device": "cpu",
-        "n": n,
-        "runs_per_sample": runs,
-        "samples": plan.samples,
-        "median_ms": ms,
-        "tflops": 2 * n**3 / (ms / 1000) / 1e12,
-        "rel_error": None,
-        "tolerance": TOLERANCE["fp32"],
-        "correct": True,
-    }
 
 
 def emit_each(what: str, records: Callable[[], Iterable[dict[str, Any]]]) -> None:
@@ -348,7 +242,13 @@ def main(argv: list[str]) -> int:
     except (IndexError, KeyError, ValueError):
         emit({"kind": "error", "what": "arguments", "message": "expected one JSON argument"})
         return 2
-    plan = Plan(bool(args.get("quick")), device)
+    node = args.get("numa_node")
+    plan = Plan(
+        bool(args.get("quick")),
+        device,
+        float(args.get("duration") or 0.0),
+        int(node) if isinstance(node, int) and node >= 0 else None,
+    )
     wanted = str(args.get("framework") or "torch")
     step(f"import {wanted}")
     if device == "cpu" and wanted == "cupy":
@@ -382,18 +282,31 @@ def main(argv: list[str]) -> int:
     if device == "peers":
         emit_each("peer", lambda: fw.peers(plan))
         return 0
+    fastest: tuple[float, str] | None = None
     for dtype, why in fw.dtypes(device):
         if why is not None:
             emit({"kind": "skip", "what": dtype, "why": why})
             continue
-        step(f"matmul {dtype}")
-        try:
-            emit(fw.matmul(dtype, plan, device))
-        except Exception as exc:  # out of memory, no kernel for this dtype, ...
-            emit({"kind": "error", "what": f"matmul {dtype}", "message": one_line(exc)})
-        with contextlib.suppress(Exception):
-            if wanted == "torch" and device != "cpu":
-                fw.torch.cuda.empty_cache()
+        shapes: list[int | None] = [None]
+        if device != "cpu" and wanted == "torch" and dtype in SKINNY_DTYPES:
+            shapes += list(SKINNY_ROWS)
+        for m in shapes:
+            step(f"matmul {dtype}" + (f" {m} rows" if m else ""))
+            try:
+                record = fw.matmul(dtype, plan, device, m)
+                emit(record)
+                if m is None and record["correct"] and dtype != "fp8":
+                    fastest = max(fastest or (0.0, dtype), (record["tflops"], dtype))
+            except Exception as exc:  # out of memory, no kernel for this dtype, ...
+                what = f"matmul {dtype}" + (f" {m}x{plan.n}x{plan.n}" if m else "")
+                emit({"kind": "error", "what": what, "message": one_line(exc)})
+            with contextlib.suppress(Exception):
+                if wanted == "torch" and device != "cpu":
+                    fw.torch.cuda.empty_cache()
+    if plan.duration > 0 and fastest is not None:
+        chosen = fastest[1]  # (fp8 needs scales per run: the fastest of the others)
+        step(f"sustained {chosen} {plan.duration:g} s")
+        emit_each("sustained", lambda: fw.sustained(chosen, plan, device))
     if device != "cpu":
         step("copies")
         emit_each("copies", lambda: fw.copies(plan))

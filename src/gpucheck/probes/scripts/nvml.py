@@ -83,7 +83,6 @@ NO_INIT_REASON = (
     "create device nodes for it"
 )
 
-
 emit = protocol.emit
 step = protocol.step  # before each call: the last one names the call that hung or crashed
 
@@ -215,6 +214,7 @@ def probe_gpu(nvml: ModuleType, index: int, handle: object) -> dict[str, object]
     g.set("fan_speed_pct", ["nvmlDeviceGetFanSpeed"], int)
     g.set("power_draw_w", ["nvmlDeviceGetPowerUsage"], lambda mw: round(mw / 1000.0, 1))
     g.set("power_limit_w", ["nvmlDeviceGetEnforcedPowerLimit"], lambda mw: round(mw / 1000.0, 1))
+    g.set("clock_sm_mhz", ["nvmlDeviceGetClockInfo"], int, nvml.NVML_CLOCK_SM)
     g.set(
         "clock_event_reasons",
         ["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"],

@@ -1,0 +1,69 @@
+"""The doctor imports the check modules of the sections --only names (and of their
+prerequisites), no more: start-up of a narrow doctor (issue #24, item 4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import builders
+
+from gpucheck.checks.registry import (
+    ID_SECTIONS,
+    SECTION_MODULES,
+    all_checks,
+    sections_named,
+)
+from gpucheck.model.finding import Section
+from gpucheck.model.snapshot import dumps
+
+
+def test_every_check_is_found_from_its_id_and_module() -> None:
+    for chk in all_checks():
+        assert ID_SECTIONS[chk.id.split(".")[0]] is chk.section, chk.id
+        module = chk.func.__module__
+        assert any(
+            module == m or module.startswith(m + ".") for m in SECTION_MODULES[chk.section]
+        ), (chk.id, module)
+
+
+def test_patterns_name_their_sections_and_prerequisites() -> None:
+    assert sections_named(["gpus"]) == {Section.GPUS, Section.SYSTEM, Section.DRIVER}
+    assert sections_named(["torch.*"]) == {Section.FRAMEWORKS, Section.SYSTEM}
+    assert sections_named(["cudnn"]) == {Section.CUDNN}
+    assert sections_named(["no-such-check"]) is None
+
+
+def imported_check_modules(tmp_path: Path, *args: str) -> set[str]:
+    snap = tmp_path / "snap.json"
+    snap.write_text(dumps(builders.h100_node(2)))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "gpucheck",
+            "doctor",
+            "--from",
+            str(snap),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    names = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
+    return {n for n in names if n.startswith("gpucheck.checks.")}
+
+
+def test_doctor_only_imports_the_sections_it_names(tmp_path: Path) -> None:
+    narrow = imported_check_modules(tmp_path, "--only", "cudnn", "--json")
+    assert "gpucheck.checks.cudnn" in narrow
+    assert not {m for m in narrow if m.startswith("gpucheck.checks.frameworks")}
+    assert "gpucheck.checks.gpus" not in narrow
+    everything = imported_check_modules(tmp_path, "--json")
+    assert {"gpucheck.checks.frameworks.torch", "gpucheck.checks.gpus"} <= everything
