@@ -35,7 +35,7 @@ def snapshot(
     from gpucheck.probes.run import collect
 
     timeout = check_number(timeout, "timeout", *PROBE_TIMEOUT)
-    _check_text(python, "python")
+    _check_pythons(python)
     _check_text(host_id, "host_id")
     try:
         snap = collect(probe_options(timeout, python, deep, host_id))
@@ -97,8 +97,8 @@ def doctor(
         min_gpus = int(check_number(min_gpus, "min_gpus", *MIN_GPUS, integer=True))
     if min_memory is not None and not isinstance(min_memory, str):
         min_memory = int(check_number(min_memory, "min_memory", 1, None, integer=True))
-    for name, text in (("min_compute_capability", min_compute_capability), ("python", python)):
-        _check_text(text, name)
+    _check_text(min_compute_capability, "min_compute_capability")
+    _check_pythons(python)
     for name, items in (("only", only), ("skip", skip), ("compat_dirs", compat_dirs)):
         if isinstance(items, (str, bytes)) or not all(isinstance(i, str) for i in items):
             raise TypeError(f"{name}: expected a list of strings, not {items!r}")
@@ -137,6 +137,15 @@ def doctor(
         raise ValueError(str(exc)) from None
     except CompatError as exc:
         raise ValueError(f"compat data: {exc}") from None
+
+
+def _check_pythons(value: object) -> None:
+    """python: one interpreter (a string) or several (a list of strings)."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_text(item, "python")
+    else:
+        _check_text(value, "python")
 
 
 def _check_text(value: object, name: str) -> None:

@@ -134,9 +134,7 @@ def allreduce_findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
     if wrong:
         title = f"All-reduce across {world} ranks ({backend}) summed wrong"
         fix = Fix.of(
-            Step.run(
-                "a wrong collective result needs the GPUs checked", "gpucheck doctor --deep"
-            )
+            Step.run("a wrong collective result needs the GPUs checked", "gpucheck doctor --deep")
         )
         return [_finding("bench.allreduce", Status.FAIL, title, lines, fix)]
     link, rate, _ = topology(bench, index) if bench.gpus else ("CPU processes", None, None)

@@ -43,11 +43,11 @@ def bench(
     ] = 180.0,
     duration: Annotated[
         float,
-        typer.Option(
+        number_option(
             "--duration",
+            low=0,
+            high=3600,
             metavar="SECONDS",
-            min=0,
-            max=3600,
             help="Also run the fastest matmul back to back this long per GPU, with its clock "
             "and power over time (throttling shows as a drop; 0: off).",
         ),
