@@ -10,14 +10,8 @@ from msgspec import Struct, field
 
 from gpucheck.compat import Compat, cuda_from_int, load
 from gpucheck.model.finding import GpuRef, Subjects
+from gpucheck.model.requirements import Requirements as Requirements
 from gpucheck.model.snapshot import GpuFacts, Snapshot
-
-
-class Requirements(Struct):
-    min_gpus: int | None = None
-    min_memory_bytes: int | None = None
-    min_memory_text: str | None = None  # as the user wrote it, for the report
-    min_compute_capability: str | None = None
 
 
 class Visibility(Struct):

@@ -15,12 +15,13 @@ from msgspec import Struct, field
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Finding, Status
+from gpucheck.model.requirements import Requirements
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.version import __version__
 
 # The report's own format version (the snapshot inside it carries its own): 2.0 made `fix` a
-# record (text and commands) and added `subjects` to findings.
-REPORT_SCHEMA_VERSION = "2.0"
+# record (text and commands) and added `subjects` to findings; 2.1 added summary.requirements.
+REPORT_SCHEMA_VERSION = "2.1"
 
 
 PROBLEM = (Status.FAIL, Status.WARN, Status.ERROR)
@@ -51,6 +52,9 @@ class Report(Struct):
     findings: list[Finding]
     strict: bool = False
     from_file: str | None = None  # set when diagnosing a saved snapshot (doctor --from)
+    # What the job asked (--min-gpus ...): written with the report, so a later recheck judges
+    # the same requirements.
+    requirements: Requirements = field(default_factory=Requirements)
     created_at: str = field(
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
     )
@@ -117,6 +121,7 @@ class Report(Struct):
                 "problems": len(self.problems),
                 "counts": self.counts,
                 "reason": self.not_ready_reason,
+                "requirements": to_dict(self.requirements),
             },
             "findings": [to_dict(f) for f in self.findings],
             "snapshot": self.snapshot.to_dict(),
