@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from typing import Annotated
 
@@ -46,27 +48,54 @@ def fleet(
     Exit codes: 0 every host ready and every report read, 1 a host not ready or a report
     unreadable (named in the output), 2 usage error or no report found.
     """
-    from gpucheck.fleet.reading import Settings, items, read_all
+    from gpucheck.fleet.reading import Settings, read_all
     from gpucheck.fleet.rendering import FORMATS
+    from gpucheck.fleet.sources import OutputIsInput, items
     from gpucheck.fleet.summary import FleetBuilder
 
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if reports.count("-") > 1:
         raise UserError("- (stdin) can be given once")
+    avoid = _output_file(output)
     load_compat(compat_dir)  # bad --compat-dir: one usage error now, not one per report
     settings = Settings(recheck=recheck, compat_dirs=tuple(compat_dir or ()))
     builder = FleetBuilder()
-    progress = sys.stderr.isatty()
-    for result in read_all(items(reports), settings, jobs):
-        builder.add(result)
-        if progress and builder.reports % PROGRESS_EVERY == 0:
-            sys.stderr.write(f"\rgpucheck: read {builder.reports} reports")
-            sys.stderr.flush()
-    if progress and builder.reports >= PROGRESS_EVERY:
-        sys.stderr.write("\r\x1b[K")
-    if builder.reports == 0:
-        raise UserError(f"no reports found in {' '.join(reports)} (looked for *.json files)")
-    summary = builder.build()
-    write_output(output, lambda stream: FORMATS[fmt](summary, stream))
+    try:
+        progress = sys.stderr is not None and sys.stderr.isatty()
+        shown = 0
+        try:
+            for blob in read_all(items(reports, avoid=avoid), settings, jobs):
+                builder.add_folded(blob)
+                if progress and builder.reports - shown >= PROGRESS_EVERY:
+                    shown = builder.reports
+                    sys.stderr.write(f"\rgpucheck: read {shown} reports")
+                    sys.stderr.flush()
+        except OutputIsInput as exc:
+            raise UserError(
+                f"--output: {output} is one of the inputs ({exc.path}): it would be overwritten"
+            ) from None
+        if shown:
+            sys.stderr.write("\r\x1b[K")
+        if builder.reports == 0:
+            raise UserError(f"no reports found in {' '.join(reports)} (looked for *.json files)")
+        summary = builder.build()
+        write_output(output, lambda stream: FORMATS[fmt](summary, stream))
+    finally:
+        builder.close()
     raise typer.Exit(summary.exit_code)
+
+
+def _output_file(output: str | None) -> tuple[int, int] | None:
+    """The output file's (device, inode), where it exists: it must not be read as an input.
+    A file the user could not write is refused as the shell would (replacing it would work,
+    the folder being writable, but it is not theirs to replace)."""
+    if output is None or output == "-":
+        return None
+    try:
+        st = os.stat(output)
+    except OSError:
+        return None  # a new file (or one output_target names the problem of)
+    if stat.S_ISREG(st.st_mode) and not os.access(output, os.W_OK, effective_ids=True):
+        raise UserError(f"--output: {output}: Permission denied")
+    return st.st_dev, st.st_ino

@@ -1,11 +1,15 @@
 """What the fleet keeps of one report: a HostRecord (its inventory line, its problems, the GPUs
-to act on), or a BadReport saying why a file could not be read."""
+to act on), or a BadReport saying why a file could not be read. msgspec Structs: a worker
+sends them to the fleet's store as msgpack, and the JSON output encodes them as they are."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+
+from msgspec import Struct, field
 
 from gpucheck.compat import cuda_from_int
+from gpucheck.fleet.lean import LeanFinding, LeanSnapshot
 from gpucheck.model.distributions import FRAMEWORK_DISTS
 from gpucheck.model.finding import Finding
 from gpucheck.model.snapshot import HostIdentity, Snapshot
@@ -16,15 +20,13 @@ from gpucheck.report.core import PROBLEM
 HARDWARE_CHECKS = ("gpu.lost", "gpu.ecc-errors", "gpu.memory-remapping", "gpu.throttling")
 
 
-@dataclass
-class Problem:
+class Problem(Struct):
     check: str
     status: str  # fail | warn | error
     title: str
 
 
-@dataclass
-class GpuToActOn:
+class GpuToActOn(Struct):
     index: int
     uuid: str | None
     serial: str | None
@@ -35,8 +37,7 @@ class GpuToActOn:
     title: str
 
 
-@dataclass
-class HostRecord:
+class HostRecord(Struct):
     source: str  # the file (or "<stdin>:LINE") the report came from
     hostname: str
     host: HostIdentity
@@ -57,13 +58,12 @@ class HostRecord:
         return self.host.host_id or self.hostname or self.source
 
 
-@dataclass
-class BadReport:
+class BadReport(Struct):
     source: str
     reason: str  # one line
 
 
-def frameworks(snapshot: Snapshot) -> list[str]:
+def frameworks(snapshot: Snapshot | LeanSnapshot) -> list[str]:
     found: list[str] = []
     for env in snapshot.environments:
         for framework, dists in FRAMEWORK_DISTS.items():
@@ -80,8 +80,8 @@ def frameworks(snapshot: Snapshot) -> list[str]:
 
 def record(
     source: str,
-    snapshot: Snapshot,
-    findings: list[Finding],
+    snapshot: Snapshot | LeanSnapshot,
+    findings: Sequence[Finding | LeanFinding],
     exit_code: int,
     created_at: str,
     rechecked: bool,
