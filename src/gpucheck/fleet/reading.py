@@ -135,6 +135,16 @@ def _requirement_findings(raw: msgspec.Raw) -> list[Finding]:
 _decode_lean = msgspec.json.Decoder(LeanReport, strict=True).decode
 
 
+@functools.lru_cache(maxsize=64)
+def _readable_snapshot(version: str) -> bool:
+    """check_version, remembered: a fleet's reports carry a handful of versions."""
+    try:
+        check_version(version)
+    except SnapshotError:
+        return False
+    return True
+
+
 def _lean(source: str, data: bytes) -> HostRecord | None:
     """A report of the current major read in one decode into the lean types; None: anything
     else (a snapshot, another major, a bad report), which `parse` reads in full."""
@@ -152,9 +162,7 @@ def _lean(source: str, data: bytes) -> HostRecord | None:
         or report.created_at is None
     ):
         return None
-    try:
-        check_version(snapshot.schema_version)
-    except SnapshotError:
+    if not _readable_snapshot(snapshot.schema_version):
         return None
     code = summary.exit_code
     return record(source, snapshot, report.findings, code, report.created_at, False)
@@ -216,15 +224,27 @@ def _read_file(path: str) -> bytes | BadReport:
     # A plain read of the file's size (a 64 MiB buffer per file would cost more than the
     # read); more than the limit is never read.
     try:
-        with open(path, "rb", buffering=0) as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > SNAPSHOT_LIMIT:
-                return BadReport(path, TOO_LARGE)
-            return fh.read(size + 1 if size else SNAPSHOT_LIMIT + 1) or b""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         return BadReport(path, "no such file or folder")
     except OSError as exc:
         return BadReport(path, f"cannot read: {exc.strerror}")
+    try:
+        size = os.fstat(fd).st_size
+        if size > SNAPSHOT_LIMIT:
+            return BadReport(path, TOO_LARGE)
+        if size:
+            return os.read(fd, size + 1)  # a regular file, whole, in one read
+        chunks = []  # no size (a fifo, a /proc file): to its end or just past the limit
+        got = 0
+        while got <= SNAPSHOT_LIMIT and (chunk := os.read(fd, 1 << 20)):
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        return BadReport(path, f"cannot read: {exc.strerror}")
+    finally:
+        os.close(fd)
 
 
 def _read(item: Item) -> Result:

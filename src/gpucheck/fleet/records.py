@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from msgspec import Struct, field
 
 from gpucheck.compat import cuda_from_int
-from gpucheck.fleet.lean import LeanFinding, LeanSnapshot
+from gpucheck.fleet.lean import LeanDistribution, LeanFinding, LeanSnapshot
 from gpucheck.model.distributions import FRAMEWORK_DISTS
+from gpucheck.model.environments import Distribution
 from gpucheck.model.finding import Finding
 from gpucheck.model.snapshot import HostIdentity, Snapshot
 from gpucheck.report.core import PROBLEM
@@ -64,18 +65,19 @@ class BadReport(Struct):
 
 
 def frameworks(snapshot: Snapshot | LeanSnapshot) -> list[str]:
-    found: list[str] = []
+    found: dict[str, None] = {}  # in order, once each
     for env in snapshot.environments:
+        named: dict[str, Distribution | LeanDistribution] = {}
+        for d in env.distributions:
+            named.setdefault(d.name, d)  # the first of a name, as env.dist() finds it
         for framework, dists in FRAMEWORK_DISTS.items():
             version = env.torch.version if framework == "torch" and env.torch else None
-            dist = next((env.dist(d) for d in dists if env.dist(d)), None)
+            dist = next((named[d] for d in dists if d in named), None)
             if dist is None and version is None:
                 continue
             name = dist.name if dist and framework != "torch" else framework
-            item = f"{name} {version or (dist.version if dist else '?')}"
-            if item not in found:
-                found.append(item)
-    return found
+            found.setdefault(f"{name} {version or (dist.version if dist else '?')}")
+    return list(found)
 
 
 def record(
@@ -90,23 +92,25 @@ def record(
     gpus = [g.name or "unknown GPU" for g in nvml.gpus] or [
         p.name or f"NVIDIA {p.device_id}" for p in sysf.pci_gpus
     ]
-    by_index = {g.index: g for g in nvml.gpus}
     problems = [f for f in findings if f.status in PROBLEM]
-    act = [
-        GpuToActOn(
-            ref.index,
-            ref.uuid,
-            by_index[ref.index].serial if ref.index in by_index else None,
-            ref.pci_bus_id,
-            by_index[ref.index].name if ref.index in by_index else None,
-            f.id,
-            f.status.value,
-            f.title,
-        )
-        for f in problems
-        if f.id in HARDWARE_CHECKS
-        for ref in f.subjects.gpus
-    ]
+    act: list[GpuToActOn] = []
+    for f in problems:
+        if f.id in HARDWARE_CHECKS:
+            by_index = {g.index: g for g in nvml.gpus}
+            for ref in f.subjects.gpus:
+                gpu = by_index.get(ref.index)
+                act.append(
+                    GpuToActOn(
+                        ref.index,
+                        ref.uuid,
+                        gpu.serial if gpu else None,
+                        ref.pci_bus_id,
+                        gpu.name if gpu else None,
+                        f.id,
+                        f.status.value,
+                        f.title,
+                    )
+                )
     return HostRecord(
         source=source,
         hostname=sysf.hostname,

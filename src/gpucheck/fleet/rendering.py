@@ -29,12 +29,23 @@ VERBS = {"error": "broke", "fail": "failed", "warn": "warned"}
 
 
 def gpu_text(gpus: list[str]) -> str:
-    return ", ".join(f"{n}x {model}" for model, n in Counter(gpus).items()) or "none"
+    if not gpus:
+        return "none"
+    first = gpus[0]
+    if gpus.count(first) == len(gpus):  # the usual node: one model
+        return f"{len(gpus)}x {first}"
+    return ", ".join(f"{n}x {model}" for model, n in Counter(gpus).items())
+
+
+def safe(text: str) -> str:
+    """printable(), without its cost for the usual text: isprintable() is False for every
+    character printable() escapes (C0, DEL, C1 and the bidi overrides are all "Other")."""
+    return text if text.isprintable() else printable(text)
 
 
 def _inventory_row(name: str, h: HostRecord) -> list[str]:
     return [
-        printable(c)
+        safe(c)
         for c in (
             name,
             gpu_text(h.gpus),
@@ -50,7 +61,7 @@ def _inventory_row(name: str, h: HostRecord) -> list[str]:
 def _act_row(a: HostGpu) -> list[str]:
     g = a.gpu
     cells = (a.host, str(g.index), g.uuid or "-", g.serial or "-", g.check, g.status)
-    return [printable(c) for c in cells]
+    return [safe(c) for c in cells]
 
 
 def _columns(stream: IO[str], header: list[str], rows: Callable[[], Iterator[list[str]]]) -> None:
@@ -118,10 +129,17 @@ def _json_safe(text: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+_INDENTS = [b"\n" + b"  " * depth for depth in range(8)]
+
+
 def _value(obj: object, depth: int) -> str:
     """`obj` as msgspec's indented JSON would show it `depth` levels down."""
-    text = msgspec.json.format(msgspec.json.encode(obj), indent=2).decode("utf-8")
-    return _json_safe(text).replace("\n", "\n" + "  " * depth)
+    data = msgspec.json.format(_encode(obj), indent=2).replace(b"\n", _INDENTS[depth])
+    text = data.decode("utf-8")
+    return text if data.isascii() and b"\x7f" not in data else _json_safe(text)
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 def _array(stream: IO[str], values: Iterable[object], depth: int) -> None:
@@ -218,7 +236,7 @@ def _csv_row(name: str, h: HostRecord) -> list[object]:
         "yes" if h.rechecked else "no",
         h.source,
     ]
-    return [printable(c) if isinstance(c, str) else c for c in cells]
+    return [safe(c) if isinstance(c, str) else c for c in cells]
 
 
 def render_csv(fleet: Fleet, stream: IO[str]) -> None:
