@@ -49,7 +49,7 @@ def fleet(
     unreadable (named in the output), 2 usage error or no report found.
     """
     from gpucheck.fleet.reading import Settings, read_all
-    from gpucheck.fleet.rendering import FORMATS
+    from gpucheck.fleet.rendering import FORMATS, build
     from gpucheck.fleet.sources import OutputIsInput, items
     from gpucheck.fleet.summary import FleetBuilder
 
@@ -79,7 +79,7 @@ def fleet(
             sys.stderr.write("\r\x1b[K")
         if builder.reports == 0:
             raise UserError(f"no reports found in {' '.join(reports)} (looked for *.json files)")
-        summary = builder.build()
+        summary = build(builder, fmt)
         write_output(output, lambda stream: FORMATS[fmt](summary, stream))
     finally:
         builder.close()

@@ -18,7 +18,7 @@ from msgspec import Struct
 
 from gpucheck.fleet.records import HostRecord
 from gpucheck.fleet.store import ProblemGroup
-from gpucheck.fleet.summary import HOSTS_SHOWN, Fleet, HostGpu
+from gpucheck.fleet.summary import HOSTS_SHOWN, Fleet, FleetBuilder, HostGpu
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
@@ -64,11 +64,19 @@ def _act_row(a: HostGpu) -> list[str]:
     return [safe(c) for c in cells]
 
 
-def _columns(stream: IO[str], header: list[str], rows: Callable[[], Iterator[list[str]]]) -> None:
-    """Aligned columns, read twice (widths, then the lines): never held whole."""
-    widths = [len(h) for h in header]
-    for row in rows():
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+def _columns(
+    stream: IO[str],
+    header: list[str],
+    rows: Callable[[], Iterator[list[str]]],
+    widths: list[int] | None = None,
+) -> None:
+    """Aligned columns, never held whole: read twice (widths, then the lines) unless the
+    widths of the cells are known."""
+    if not widths:
+        widths = [0] * len(header)
+        for row in rows():
+            widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    widths = [max(w, len(h)) for w, h in zip(widths, header, strict=True)]
     for row in itertools.chain([header], rows()):
         cells = [c.ljust(w) for c, w in zip(row, widths, strict=True)]
         stream.write("  " + "  ".join(cells).rstrip() + "\n")
@@ -91,7 +99,8 @@ def render_table(fleet: Fleet, stream: IO[str]) -> None:
     if fleet.host_count:
         stream.write("\nInventory\n")
         header = ["HOST", "GPUS", "DRIVER", "CUDA", "FRAMEWORKS", "READY", "PROBLEMS"]
-        _columns(stream, header, lambda: itertools.starmap(_inventory_row, fleet.hosts()))
+        rows = lambda: itertools.starmap(_inventory_row, fleet.hosts())  # noqa: E731
+        _columns(stream, header, rows, fleet.inventory_widths)
     if fleet.problems:
         stream.write("\nProblems across the fleet\n")
         for g in fleet.problems:
@@ -243,6 +252,11 @@ def render_csv(fleet: Fleet, stream: IO[str]) -> None:
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     writer.writerows(itertools.starmap(_csv_row, fleet.hosts()))
+
+
+def build(builder: FleetBuilder, fmt: str) -> Fleet:
+    """The fleet, with what `fmt` needs measured in the pass that builds it."""
+    return builder.build(_inventory_row if fmt == "table" else None)
 
 
 FORMATS: dict[str, Callable[[Fleet, IO[str]], None]] = {

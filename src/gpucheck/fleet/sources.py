@@ -1,5 +1,5 @@
-"""Where the reports are: files, folders (every *.json and *.jsonl under them, in a stable
-order) and streams (stdin). Each report is an Item: its name and either the path a worker
+"""Where the reports are: files, folders (every *.json and *.jsonl under them) and streams
+(stdin). Each report is an Item: its name and either the path a worker
 reads or, for a report on a line of a stream or a *.jsonl file, its bytes.
 
 A stream is read in one of two formats, decided once by its first line that is not blank:
@@ -54,24 +54,29 @@ def _check(path: str, avoid: FileId | None) -> None:
 
 
 def _walk(folder: str, avoid: FileId | None) -> Iterator[Item]:
-    """A folder's reports, then its sub-folders' in name order (as os.walk lists them); links
-    to folders are not followed (a loop would never end)."""
+    """A folder's reports as the folder lists them (never the whole listing held: a folder of
+    a million reports costs no memory; the order is no part of the output, which is sorted),
+    then its sub-folders'. Links to folders are not followed (a loop would never end)."""
+    subfolders = []
     try:
-        with os.scandir(folder) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
+        listing = os.scandir(folder)
     except OSError:
         return  # an unreadable sub-folder is skipped, as os.walk does
-    subfolders = []
-    for entry in entries:
-        if entry.is_dir():
-            if not entry.is_symlink():
-                subfolders.append(entry.path)
-        elif entry.name.endswith((".json", ".jsonl")):
-            # The inode is in the listing already: stat (for the device) only on a match.
-            if avoid is not None and (entry.is_symlink() or entry.inode() == avoid[1]):
-                _check(entry.path, avoid)
-            yield from _file(entry.path)
-    for sub in subfolders:
+    with listing:
+        for entry in listing:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if not entry.is_symlink():
+                    subfolders.append(entry.path)
+            elif entry.name.endswith((".json", ".jsonl")):
+                # The inode is in the listing already: stat (for the device) only on a match.
+                if avoid is not None and (entry.is_symlink() or entry.inode() == avoid[1]):
+                    _check(entry.path, avoid)
+                yield from _file(entry.path)
+    for sub in sorted(subfolders):
         yield from _walk(sub, avoid)
 
 

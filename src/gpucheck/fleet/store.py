@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import msgspec
 from msgspec import Struct
@@ -20,7 +20,8 @@ from gpucheck.fleet.records import BadReport, HostRecord
 # key, created_at, source, ready (0/1), name, hostname, host_id, the HostRecord as msgpack
 HostRow = tuple[str, str, str, int, str, str, "str | None", bytes]
 SHORT_ID = 12  # characters of a host id shown after a shared hostname: "mid-" + 8 hex digits
-CACHE_KIB = 8 * 1024  # SQLite's page cache: what the store may hold in memory
+BATCH = 512  # rows per executemany
+CACHE_KIB = 4096  # SQLite's page cache: what the store may hold in memory
 
 
 class Folded(Struct, array_like=True):
@@ -113,6 +114,7 @@ class Store:
         self.bad = 0
         self.problems: list[ProblemGroup] = []
         self.versions: dict[str, dict[str, int]] = {}
+        self.widths: list[int] = []  # of the inventory's columns, where finish was given a row
 
     def close(self) -> None:
         self._db.close()
@@ -133,7 +135,9 @@ class Store:
     def superseded(self) -> int:
         return self.good - self.hosts
 
-    def finish(self) -> None:
+    def finish(self, row: Callable[[str, HostRecord], list[str]] | None = None) -> None:
+        """Rank the hosts and gather what is said across them, in one pass over the hosts;
+        with `row`, also the widths of the inventory's columns (row(name, record): cells)."""
         db = self._db
         db.executescript(_NAME_APART)
         db.execute("INSERT INTO ordered(host) SELECT rowid FROM host ORDER BY ready, name, source")
@@ -143,7 +147,12 @@ class Store:
         groups: dict[tuple[str, str], ProblemGroup] = {}
         titles: dict[tuple[str, str], Counter[str]] = {}
         spread: dict[str, Counter[str]] = {"gpu": Counter(), "driver": Counter(), "cuda": Counter()}
+        pending: list[tuple[int, int]] = []  # (problem, rank), inserted in batches
         for rank, name, h in self.ranked():
+            if row is not None:
+                cells = row(name, h)
+                widths = self.widths or [0] * len(cells)
+                self.widths = [max(w, len(c)) for w, c in zip(widths, cells, strict=True)]
             for p in h.problems:
                 key = (p.check, p.status)
                 group = groups.get(key)
@@ -155,10 +164,14 @@ class Store:
                 if len(group.first_hosts) < self._shown:
                     group.first_hosts.append(name)
                 titles[key][p.title] += 1
-                db.execute("INSERT INTO problem_host VALUES (?, ?)", (group.index, rank))
+                pending.append((group.index, rank))
+            if len(pending) >= BATCH:
+                db.executemany("INSERT INTO problem_host VALUES (?, ?)", pending)
+                pending.clear()
             if h.gpus_to_act_on:
                 db.execute("INSERT INTO act VALUES (?)", (rank,))
             _count_versions(h, spread)
+        db.executemany("INSERT INTO problem_host VALUES (?, ?)", pending)
         for key, group in groups.items():
             group.title = titles[key].most_common(1)[0][0]
         self.problems = sorted(

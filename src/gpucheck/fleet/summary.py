@@ -9,7 +9,7 @@ size does not grow with the number of reports) are held.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from msgspec import Struct
 
@@ -38,6 +38,7 @@ class Fleet:
         self.bad_count = store.bad
         self.problems: list[ProblemGroup] = store.problems  # worst first, then most hosts
         self.versions = store.versions  # "driver" -> {"590.48.01": hosts, ...}
+        self.inventory_widths = store.widths  # where build() was given the inventory's row
 
     @property
     def exit_code(self) -> int:
@@ -81,6 +82,8 @@ class FleetBuilder:
         """Remove the store (the Fleet built from it reads it until then)."""
         self._store.close()
 
-    def build(self) -> Fleet:
-        self._store.finish()
+    def build(self, row: Callable[[str, HostRecord], list[str]] | None = None) -> Fleet:
+        """The fleet; `row` (a host's inventory cells) measures the inventory's columns in the
+        same pass, for the table."""
+        self._store.finish(row)
         return Fleet(self._store)
