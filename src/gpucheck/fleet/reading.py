@@ -40,6 +40,7 @@ CHUNK = 64  # reports per task sent to a worker: large enough that pickling is n
 WINDOW = 4  # chunks in flight per worker: enough to keep every worker busy
 IN_PROCESS_BELOW = 2 * CHUNK  # fewer reports than this: starting workers costs more than it saves
 
+READ_FIRST = 64 * 1024  # under malloc's mmap threshold: a heap buffer, trimmed after the read
 TOO_LARGE = "too large to be a gpucheck report (over 64 MiB)"
 
 Result = HostRecord | BadReport
@@ -221,8 +222,9 @@ def parse(source: str, data: bytes) -> Result:
 
 
 def _read_file(path: str) -> bytes | BadReport:
-    # A plain read of the file's size (a 64 MiB buffer per file would cost more than the
-    # read); more than the limit is never read.
+    # One plain read for the usual report (tens of KiB): no 64 MiB buffer per file, which
+    # would cost more than the read, and no stat; a larger file in further reads, never much
+    # past the limit.
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
@@ -230,16 +232,16 @@ def _read_file(path: str) -> bytes | BadReport:
     except OSError as exc:
         return BadReport(path, f"cannot read: {exc.strerror}")
     try:
-        size = os.fstat(fd).st_size
-        if size > SNAPSHOT_LIMIT:
-            return BadReport(path, TOO_LARGE)
-        if size:
-            return os.read(fd, size + 1)  # a regular file, whole, in one read
-        chunks = []  # no size (a fifo, a /proc file): to its end or just past the limit
-        got = 0
-        while got <= SNAPSHOT_LIMIT and (chunk := os.read(fd, 1 << 20)):
+        data = os.read(fd, READ_FIRST)
+        if len(data) < READ_FIRST:
+            return data  # a short read of a file: its end
+        chunks = [data]
+        got = len(data)
+        while got <= SNAPSHOT_LIMIT and (chunk := os.read(fd, max(got, 1 << 20))):
             chunks.append(chunk)
             got += len(chunk)
+        if got > SNAPSHOT_LIMIT:
+            return BadReport(path, TOO_LARGE)
         return b"".join(chunks)
     except OSError as exc:
         return BadReport(path, f"cannot read: {exc.strerror}")

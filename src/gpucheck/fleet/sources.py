@@ -20,6 +20,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
+from gpucheck.model.snapshot import SNAPSHOT_LIMIT
+
 Item = tuple[str, "str | bytes"]  # (name, path to read) or (name, the report's bytes)
 FileId = tuple[int, int]  # (st_dev, st_ino)
 
@@ -75,7 +77,7 @@ def _walk(folder: str, avoid: FileId | None) -> Iterator[Item]:
                 # The inode is in the listing already: stat (for the device) only on a match.
                 if avoid is not None and (entry.is_symlink() or entry.inode() == avoid[1]):
                     _check(entry.path, avoid)
-                yield from _file(entry.path)
+                yield from _file(entry.path, entry.is_file())
     for sub in sorted(subfolders):
         yield from _walk(sub, avoid)
 
@@ -118,10 +120,20 @@ def _lines(stream: BinaryIO, name: str) -> Iterator[Item]:
             yield f"{name}:{number}", line.rstrip(b"\r\n")
 
 
-def _file(path: str) -> Iterator[Item]:
-    if not path.endswith(".jsonl"):
-        yield path, path  # read in the worker
-        return
+def _file(path: str, regular: bool) -> Iterator[Item]:
+    if path.endswith(".jsonl"):
+        yield from _json_lines_file(path)
+    elif regular:
+        yield path, path  # read in a worker, in one read (reading._read_file)
+    else:  # a pipe (`fleet <(...)`), a device: read here, to its end, as a stream must be
+        try:
+            with open(path, "rb") as stream:
+                yield path, stream.read(SNAPSHOT_LIMIT + 1)
+        except OSError:
+            yield path, path  # the worker's read fails the same way and names why
+
+
+def _json_lines_file(path: str) -> Iterator[Item]:
     try:
         stream = open(path, "rb")  # noqa: SIM115  (closed below, after the lines are yielded)
     except OSError:
@@ -144,4 +156,4 @@ def items(
             yield from _walk(arg, avoid)
         else:
             _check(arg, avoid)
-            yield from _file(arg)
+            yield from _file(arg, not os.path.exists(arg) or os.path.isfile(arg))
