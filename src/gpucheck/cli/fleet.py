@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 import sys
 from typing import Annotated
 
 import typer
 
-from gpucheck.cli.common import CompatDirOpt, OutputOpt, UserError, load_compat, write_output
+from gpucheck.cli.common import (
+    CompatDirOpt,
+    OutputError,
+    OutputOpt,
+    UserError,
+    load_compat,
+    write_output,
+)
 
 PROGRESS_EVERY = 500  # reports between progress updates on a terminal
 
@@ -32,7 +40,8 @@ def fleet(
         bool,
         typer.Option(
             "--recheck",
-            help="Diagnose each report's snapshot again with today's checks and compat data.",
+            help="Diagnose each report's snapshot again with today's checks and compat data, "
+            "and the requirements it recorded (--min-gpus, ...).",
         ),
     ] = False,
     jobs: Annotated[
@@ -46,7 +55,8 @@ def fleet(
     """Summarise many saved reports: inventory, problems across hosts, versions, GPUs to act on.
 
     Exit codes: 0 every host ready and every report read, 1 a host not ready or a report
-    unreadable (named in the output), 2 usage error or no report found.
+    unreadable (named in the output), 2 usage error or no report found, 4 the output (or the
+    temporary store of the hosts, in $TMPDIR) could not be written.
     """
     from gpucheck.fleet.reading import Settings, read_all
     from gpucheck.fleet.rendering import FORMATS, build
@@ -81,6 +91,13 @@ def fleet(
             raise UserError(f"no reports found in {' '.join(reports)} (looked for *.json files)")
         summary = build(builder, fmt)
         write_output(output, lambda stream: FORMATS[fmt](summary, stream))
+    except sqlite3.Error as exc:  # the hosts' store, a file in $TMPDIR: full, or unwritable
+        import tempfile
+
+        raise OutputError(
+            f"fleet: the temporary store in {tempfile.gettempdir()} failed ({exc}): set TMPDIR "
+            "to a folder with room"
+        ) from None
     finally:
         builder.close()
     raise typer.Exit(summary.exit_code)
