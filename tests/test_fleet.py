@@ -188,6 +188,21 @@ def test_the_newest_report_of_a_host_is_the_one_listed(tmp_path: Path) -> None:
     assert [(h.source.rsplit("/", 1)[-1], h.ready) for h in fleet.hosts] == [("new.json", True)]
 
 
+def test_of_reports_made_at_the_same_time_the_greatest_file_name_wins(tmp_path: Path) -> None:
+    same_time = "2026-11-21T10:00:00+00:00"
+    (tmp_path / "a.json").write_text(report_text(node("node-x"), same_time))
+    (tmp_path / "c.json").write_text(report_text(ecc_node("node-x"), same_time))
+    (tmp_path / "b.json").write_text(report_text(node("node-x"), same_time))
+    (tmp_path / "z.json").write_text(report_text(node("node-x"), "2026-11-20T10:00:00+00:00"))
+    (tmp_path / "other.json").write_text(report_text(node("node-y"), same_time))
+    fleet = summarise(tmp_path)
+    assert fleet.superseded == 3 and fleet.reports == 5
+    assert [(Path(h.source).name, h.ready) for h in fleet.hosts] == [
+        ("c.json", False),
+        ("other.json", True),
+    ]
+
+
 def test_workers_give_the_same_fleet_as_one_process(tmp_path: Path) -> None:
     texts = [report_text(ecc_node("n")), report_text(node("n"))]
     count = IN_PROCESS_BELOW + 70

@@ -22,6 +22,7 @@ HostRow = tuple[str, str, str, int, str, str, "str | None", bytes]
 SHORT_ID = 12  # characters of a host id shown after a shared hostname: "mid-" + 8 hex digits
 BATCH = 512  # rows per executemany
 CACHE_KIB = 4096  # SQLite's page cache: what the store may hold in memory
+PAGE_BYTES = 16384  # hosts are read in order: larger pages, fewer reads
 
 
 class Folded(Struct, array_like=True):
@@ -52,23 +53,21 @@ def host_row(record: HostRecord) -> HostRow:
 
 _SCHEMA = """
 CREATE TABLE host(
-    key TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, source TEXT NOT NULL,
+    key TEXT NOT NULL, created_at TEXT NOT NULL, source TEXT NOT NULL,
     ready INTEGER NOT NULL, name TEXT NOT NULL, hostname TEXT NOT NULL, host_id TEXT,
     record BLOB NOT NULL);
 CREATE TABLE bad(source TEXT NOT NULL, reason TEXT NOT NULL);
-CREATE TABLE ordered(rank INTEGER PRIMARY KEY, host INTEGER NOT NULL);
+CREATE TABLE ordered(rank INTEGER PRIMARY KEY, name TEXT NOT NULL, record BLOB NOT NULL);
 CREATE TABLE problem_host(problem INTEGER NOT NULL, rank INTEGER NOT NULL);
 CREATE TABLE act(rank INTEGER PRIMARY KEY);  -- hosts with GPUs to act on
 """
-# The newest report of a host wins; ISO 8601 UTC times compare as text, the source breaks
-# ties (as a tuple comparison would).
-_UPSERT = """
-INSERT INTO host VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT(key) DO UPDATE SET
-    created_at = excluded.created_at, source = excluded.source, ready = excluded.ready,
-    name = excluded.name, hostname = excluded.hostname, host_id = excluded.host_id,
-    record = excluded.record
-WHERE (host.created_at, host.source) <= (excluded.created_at, excluded.source)
+# Hosts are appended as they come (no index to keep while loading: a random insert into an
+# index of a million keys is a page miss each); the older reports of a host are found at the
+# end, by sorting the keys once.
+_INSERT = "INSERT INTO host VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_REPEATED = """
+SELECT key, rowid FROM host WHERE key IN (SELECT key FROM host GROUP BY key HAVING COUNT(*) > 1)
+ORDER BY key, created_at, source, rowid
 """
 # Hosts that share a hostname: "vm (mid-3f2a9c1b)", the whole id where the short ones collide
 # too, the report's file where a host has no id.
@@ -103,7 +102,8 @@ class Store:
         # "": a private temporary database on disk, removed when closed.
         self._db = sqlite3.connect("", isolation_level=None)
         self._db.executescript(
-            f"PRAGMA cache_size = -{CACHE_KIB}; PRAGMA journal_mode = OFF; "
+            f"PRAGMA page_size = {PAGE_BYTES}; PRAGMA cache_size = -{CACHE_KIB}; "
+            "PRAGMA journal_mode = OFF; "
             "PRAGMA synchronous = OFF; PRAGMA temp_store = FILE; BEGIN;" + _SCHEMA
         )
         self._shown = shown_per_problem
@@ -122,7 +122,7 @@ class Store:
     def add_folded(self, blob: bytes) -> int:
         """A worker's batch; returns how many reports it held."""
         folded = _decode_folded(blob)
-        self._db.executemany(_UPSERT, folded.hosts)
+        self._db.executemany(_INSERT, folded.hosts)
         if folded.bad:
             self._db.executemany("INSERT INTO bad VALUES (?, ?)", folded.bad)
         count = len(folded.hosts) + len(folded.bad)
@@ -139,8 +139,14 @@ class Store:
         """Rank the hosts and gather what is said across them, in one pass over the hosts;
         with `row`, also the widths of the inventory's columns (row(name, record): cells)."""
         db = self._db
+        self._drop_older()
         db.executescript(_NAME_APART)
-        db.execute("INSERT INTO ordered(host) SELECT rowid FROM host ORDER BY ready, name, source")
+        # The hosts copied in the order every output lists them: each later pass reads them
+        # one page after another, not a seek per host.
+        db.execute(
+            "INSERT INTO ordered(name, record) SELECT name, record FROM host "
+            "ORDER BY ready, name, source"
+        )
         self.hosts, self.ready = db.execute(
             "SELECT COUNT(*), COALESCE(SUM(ready), 0) FROM host"
         ).fetchone()
@@ -184,19 +190,33 @@ class Store:
         }
         db.execute("CREATE INDEX problem_hosts ON problem_host(problem, rank)")
 
+    def _drop_older(self) -> None:
+        """Keep the newest report of each host: the latest created_at (ISO 8601 UTC times
+        compare as text), then the greatest source, then the last read, as a tuple compares."""
+        db = self._db
+        db.execute("CREATE TEMP TABLE older(id INTEGER PRIMARY KEY)")
+        losers: list[tuple[int]] = []
+        previous: tuple[str, int] | None = None
+        for key, rowid in db.execute(_REPEATED):
+            if previous is not None and previous[0] == key:
+                losers.append((previous[1],))
+                if len(losers) >= BATCH:
+                    db.executemany("INSERT INTO older VALUES (?)", losers)
+                    losers.clear()
+            previous = (key, rowid)
+        db.executemany("INSERT INTO older VALUES (?)", losers)
+        db.execute("DELETE FROM host WHERE rowid IN (SELECT id FROM older)")
+
     def ranked(self) -> Iterator[tuple[int, str, HostRecord]]:
         """(rank, name, record) of every host, not ready first, then by name."""
-        rows = self._db.execute(
-            "SELECT o.rank, h.name, h.record FROM ordered o JOIN host h ON h.rowid = o.host "
-            "ORDER BY o.rank"
-        )
+        rows = self._db.execute("SELECT rank, name, record FROM ordered ORDER BY rank")
         for rank, name, record in rows:
             yield rank, name, _decode_record(record)
 
     def problem_hosts(self, group: ProblemGroup) -> Iterator[str]:
         rows = self._db.execute(
-            "SELECT h.name FROM problem_host p JOIN ordered o ON o.rank = p.rank "
-            "JOIN host h ON h.rowid = o.host WHERE p.problem = ? ORDER BY p.rank",
+            "SELECT o.name FROM problem_host p JOIN ordered o ON o.rank = p.rank "
+            "WHERE p.problem = ? ORDER BY p.rank",
             (group.index,),
         )
         for (name,) in rows:
@@ -205,8 +225,7 @@ class Store:
     def acts(self) -> Iterator[tuple[str, HostRecord]]:
         """The hosts with GPUs to act on, in the inventory's order, with their names."""
         rows = self._db.execute(
-            "SELECT h.name, h.record FROM act a JOIN ordered o ON o.rank = a.rank "
-            "JOIN host h ON h.rowid = o.host ORDER BY a.rank"
+            "SELECT o.name, o.record FROM act a JOIN ordered o ON o.rank = a.rank ORDER BY a.rank"
         )
         for name, record in rows:
             yield name, _decode_record(record)
