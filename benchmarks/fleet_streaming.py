@@ -47,12 +47,11 @@ except ImportError:
     from msgspec.json import decode as loads
 def walk(folder):
     with os.scandir(folder) as listing:
-        entries = sorted(listing, key=lambda e: e.name)
-    for e in entries:
-        if e.is_dir():
-            yield from walk(e.path)
-        elif e.name.endswith(".json"):
-            yield e.path
+        for e in listing:
+            if e.is_dir():
+                yield from walk(e.path)
+            elif e.name.endswith(".json"):
+                yield e.path
 count = 0
 for path in walk(sys.argv[1]):
     with open(path, "rb") as fh:

@@ -205,14 +205,15 @@ def test_of_reports_made_at_the_same_time_the_greatest_file_name_wins(tmp_path: 
 
 def test_workers_give_the_same_fleet_as_one_process(tmp_path: Path) -> None:
     texts = [report_text(ecc_node("n")), report_text(node("n"))]
-    count = IN_PROCESS_BELOW + 70
+    count = 582
+    assert count > IN_PROCESS_BELOW  # enough reports for the workers to start
     for n in range(count):
         text = texts[n % 7 == 0].replace('"hostname": "n"', f'"hostname": "n{n:03d}"')
         text = text.replace('"host_id": "mid-n"', f'"host_id": "mid-{n}"')
         (tmp_path / f"{n:03d}.json").write_text(text)
     parallel = summarise(tmp_path, jobs=2)
     assert len(parallel.hosts) == count
-    assert parallel.ready == 29  # n = 0, 7, ..., 196 (texts[True]) are the healthy ones
+    assert parallel.ready == 84  # n = 0, 7, ..., 581 (texts[True]) are the healthy ones
     one = summarise(tmp_path, jobs=1)
     assert [h.hostname for h in parallel.hosts] == [h.hostname for h in one.hosts]
     assert parallel.problems == one.problems

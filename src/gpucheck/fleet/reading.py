@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from gpucheck.compat import Compat
 
 REPORT_MAJOR = int(REPORT_SCHEMA_VERSION.split(".")[0])
-CHUNK = 64  # reports per task sent to a worker: large enough that pickling is not the cost
-WINDOW = 4  # chunks in flight per worker: enough to keep every worker busy
+CHUNK = 256  # reports per task sent to a worker: fewer, larger messages cost the parent less
+WINDOW = 2  # chunks in flight per worker: enough to keep every worker busy
 IN_PROCESS_BELOW = 2 * CHUNK  # fewer reports than this: starting workers costs more than it saves
 
 READ_FIRST = 64 * 1024  # under malloc's mmap threshold: a heap buffer, trimmed after the read
