@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import builders
@@ -225,3 +226,29 @@ def test_control_characters_are_escaped_in_csv_and_json(tmp_path: Path) -> None:
     assert "\x1b" not in json_out and "\x07" not in json_out
     data = json.loads(json_out)  # JSON escapes them (\u001b); the values stay exact
     assert data["hosts"][0]["hostname"] == "node-\x1b]0;owned\x07"
+
+
+# --- reading: a named pipe is read to its end -----------------------------------------------
+
+
+def test_a_report_named_as_a_pipe_is_read_to_its_end(tmp_path: Path) -> None:
+    # `gpucheck fleet <(ssh node cat report.json)`: the report arrives in pieces; a file is read
+    # with one plain read, a pipe must be read until its writer closes it.
+    text = line(node("node-p", "mid-p")).encode()
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "fleet", str(fifo), "-f", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with open(fifo, "wb") as writer:
+        writer.write(text[:5000])
+        writer.flush()
+        time.sleep(0.5)
+        writer.write(text[5000:])
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    (row,) = csv.DictReader(io.StringIO(out))
+    assert (row["host"], row["ready"]) == ("node-p", "yes")

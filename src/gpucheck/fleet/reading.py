@@ -16,7 +16,6 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from multiprocessing.pool import AsyncResult
 from typing import TYPE_CHECKING
 
@@ -60,14 +59,14 @@ class _Head(msgspec.Struct):
     summary: _HeadSummary | None = None  # a rechecked report keeps its --strict
 
 
-@dataclass
-class _Summary:
+class _Summary(msgspec.Struct):
     exit_code: int
     strict: bool = False
 
 
-@dataclass
-class _Report:
+class _Report(msgspec.Struct):
+    """A report read in full: only where the lean read failed, to name what is wrong."""
+
     schema_version: str
     created_at: str
     summary: _Summary
