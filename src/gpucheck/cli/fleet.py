@@ -47,7 +47,12 @@ def fleet(
     jobs: Annotated[
         int | None,
         typer.Option(
-            "--jobs", "-j", min=1, max=1024, metavar="N", help="Worker processes (default: cores)."
+            "--jobs",
+            "-j",
+            min=1,
+            max=1024,
+            metavar="N",
+            help="Worker processes (default: cores, at most 8).",
         ),
     ] = None,
     compat_dir: CompatDirOpt = None,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 REPORT_MAJOR = int(REPORT_SCHEMA_VERSION.split(".")[0])
 CHUNK = 256  # reports per task sent to a worker: fewer, larger messages cost the parent less
 WINDOW = 2  # chunks in flight per worker: enough to keep every worker busy
+MAX_DEFAULT_JOBS = 8
 IN_PROCESS_BELOW = 2 * CHUNK  # fewer reports than this: starting workers costs more than it saves
 
 READ_FIRST = 64 * 1024  # under malloc's mmap threshold: a heap buffer, trimmed after the read
@@ -280,10 +281,13 @@ def _chunks(source: Iterator[Item]) -> Iterator[list[Item]]:
 
 
 def default_jobs() -> int:
+    """One worker per core, up to MAX_DEFAULT_JOBS: the parent keeps up with about that many
+    (it lists, stores and writes every report), and each worker costs about 3.5 MiB more."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return min(cores, MAX_DEFAULT_JOBS)
 
 
 def read_all(
