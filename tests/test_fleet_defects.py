@@ -213,6 +213,7 @@ def test_output_never_replaces_a_file_the_user_could_not_write(tmp_path: Path) -
 def test_control_characters_are_escaped_in_csv_and_json(tmp_path: Path) -> None:
     evil = node("node-\x1b]0;owned\x07", "mid-\x1b[2J")
     evil.nvml.gpus[0].name = "H100\x1b[2J"
+    evil.nvml.gpus[1].name = "H100\x9b31m\u202e"  # a C1 CSI and a right-to-left override
     evil.nvml.gpus[0].ecc_uncorrected_volatile = 1
     (tmp_path / "e\x1b.json").write_text(line(evil))
     csv_out = run_gpucheck("fleet", str(tmp_path), "-f", "csv").stdout
@@ -220,12 +221,15 @@ def test_control_characters_are_escaped_in_csv_and_json(tmp_path: Path) -> None:
     (row,) = csv.DictReader(io.StringIO(csv_out))
     assert row["host"] == "node-\\x1b]0;owned\\x07"
     assert row["host_id"] == "mid-\\x1b[2J"
-    assert row["gpus"] == "1x H100\\x1b[2J, 3x NVIDIA H100 80GB HBM3"
+    assert row["gpus"] == "1x H100\\x1b[2J, 1x H100\\x9b31m\\u202e, 2x NVIDIA H100 80GB HBM3"
     assert row["source"].endswith("/e\\x1b.json")
     json_out = run_gpucheck("fleet", str(tmp_path), "-f", "json").stdout
-    assert "\x1b" not in json_out and "\x07" not in json_out
-    data = json.loads(json_out)  # JSON escapes them (\u001b); the values stay exact
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert raw not in json_out and raw not in csv_out
+    assert "H100\\u009b31m\\u202e" in json_out
+    data = json.loads(json_out)  # escaped as \u001b, the values stay exact
     assert data["hosts"][0]["hostname"] == "node-\x1b]0;owned\x07"
+    assert data["hosts"][0]["gpus"][1] == "H100\x9b31m\u202e"
 
 
 # --- reading: a named pipe is read to its end -----------------------------------------------
