@@ -4,7 +4,7 @@ send their results here as folded batches (msgpack: one row per host, its record
 encoded), appended as they come; then `finish` keeps the newest report of each host, names
 hosts that share a hostname apart, copies the hosts in the order every output lists them,
 and gathers the problems, versions and GPUs to act on in one pass over them. SQLite's page
-cache (CACHE_KIB) and sorter bound the memory; the rest is in the file (about 1.5 KiB a host).
+cache (CACHE_KIB) and sorter bound the memory; the rest is in the file (about 1.3 KiB a host).
 """
 
 from __future__ import annotations
