@@ -23,7 +23,7 @@ from conftest import run_gpucheck
 from more_builders import run_checks
 
 from gpucheck.checks.context import Requirements
-from gpucheck.model.snapshot import HostIdentity, Snapshot
+from gpucheck.model.snapshot import HostIdentity, Snapshot, dumps
 from gpucheck.report.core import Report
 
 
@@ -93,6 +93,35 @@ def test_recheck_judges_the_report_s_requirements_again(tmp_path: Path) -> None:
         assert result.returncode == 1, (recheck, result.stdout)
         (row,) = csv.DictReader(io.StringIO(result.stdout))
         assert (row["ready"], row["problems"]) == ("no", "require.min-gpus"), recheck
+
+
+def test_doctor_records_its_requirements_and_recheck_judges_them(tmp_path: Path) -> None:
+    snap = tmp_path / "snap.json"
+    snap.write_text(dumps(node("node-d", "mid-d", gpus=1)))
+    report = tmp_path / "reports" / "d.json"
+    report.parent.mkdir()
+    made = run_gpucheck(
+        "doctor",
+        "--from",
+        str(snap),
+        "--min-gpus",
+        "2",
+        "--min-memory",
+        "40GiB",
+        "--json",
+        "-o",
+        str(report),
+    )
+    assert made.returncode == 1, made.stderr
+    assert json.loads(report.read_text())["summary"]["requirements"] == {
+        "min_gpus": 2,
+        "min_memory_bytes": 40 * 2**30,
+        "min_memory_text": "40GiB",
+        "min_compute_capability": None,
+    }
+    result = run_gpucheck("fleet", str(report.parent), "--recheck", "-f", "csv")
+    (row,) = csv.DictReader(io.StringIO(result.stdout))
+    assert (row["ready"], row["problems"], row["rechecked"]) == ("no", "require.min-gpus", "yes")
 
 
 def test_recheck_of_a_report_without_recorded_requirements_keeps_their_findings(
