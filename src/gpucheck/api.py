@@ -137,6 +137,4 @@ def diagnose(
         # Judged after redaction, so that no finding quotes what was replaced.
         snapshot = redact_here(snapshot)
     findings = run(Context(snapshot, requirements, compat), selected, only=only)
-    return Report(
-        snapshot, findings, strict=strict, from_file=from_file, requirements=requirements
-    )
+    return Report(snapshot, findings, strict=strict, from_file=from_file, requirements=requirements)
