@@ -18,13 +18,16 @@ from pathlib import Path
 
 import builders
 import framework_builders as fb
+import msgspec
 import pytest
 from conftest import run_gpucheck
 from more_builders import nvml_fails, run_checks
 
-from gpucheck.fleet.reading import IN_PROCESS_BELOW, Settings, items, read_all
-from gpucheck.fleet.records import BadReport, HostRecord
-from gpucheck.fleet.summary import Fleet, FleetBuilder
+from gpucheck.fleet.reading import IN_PROCESS_BELOW, Settings, read_all
+from gpucheck.fleet.records import HostRecord
+from gpucheck.fleet.sources import items
+from gpucheck.fleet.store import Folded
+from gpucheck.fleet.summary import Fleet, FleetBuilder, HostGpu
 from gpucheck.model.decoding import to_json
 from gpucheck.model.snapshot import HostIdentity, Snapshot, dumps
 from gpucheck.report.core import Report
@@ -53,11 +56,29 @@ def mismatch_node(name: str) -> Snapshot:
     return snap
 
 
-def summarise(*paths: Path | str, recheck: bool = False, jobs: int = 1) -> Fleet:
+class Summary:
+    """A built fleet's lists, read whole from its store (the test fleets are small)."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        named = list(fleet.hosts())
+        self.names = [n for n, _ in named]
+        self.hosts: list[HostRecord] = [h for _, h in named]
+        self.problems = [(g, list(fleet.problem_hosts(g))) for g in fleet.problems]
+        self.gpus_to_act_on: list[HostGpu] = list(fleet.gpus_to_act_on())
+        self.bad_reports = list(fleet.bad_reports())
+        self.reports, self.ready, self.versions = fleet.reports, fleet.ready, fleet.versions
+        self.superseded, self.exit_code = fleet.superseded, fleet.exit_code
+
+
+def summarise(*paths: Path | str, recheck: bool = False, jobs: int = 1) -> Summary:
     builder = FleetBuilder()
-    for result in read_all(items([str(p) for p in paths]), Settings(recheck=recheck), jobs):
-        builder.add(result)
-    return builder.build()
+    try:
+        for blob in read_all(items([str(p) for p in paths]), Settings(recheck=recheck), jobs):
+            builder.add_folded(blob)
+        return Summary(builder.build())
+    finally:
+        builder.close()
 
 
 @pytest.fixture
@@ -80,10 +101,10 @@ def test_inventory_problems_versions_and_gpus_to_act_on(fleet_dir: Path) -> None
     assert a.ready and a.gpus == ["NVIDIA H100 80GB HBM3"] * 4
     assert (a.driver, a.cuda, a.frameworks) == ("590.48.01", "13.1", ["torch 2.5.1+cu124"])
     assert fleet.ready == 1 and fleet.exit_code == 1
-    groups = {(g.check, g.status): g.hosts for g in fleet.problems}
+    groups = {(g.check, g.status): hosts for g, hosts in fleet.problems}
     assert groups[("gpu.ecc-errors", "fail")] == ["node-b", "node-d"]
     assert groups[("driver.nvml", "fail")] == ["node-c"]
-    assert fleet.problems[0].check == "gpu.ecc-errors"  # most hosts first among failures
+    assert fleet.problems[0][0].check == "gpu.ecc-errors"  # most hosts first among failures
     assert fleet.versions["driver"] == {"590.48.01": 4}
     assert fleet.versions["cuda"] == {"13.1": 3, "unknown": 1}
     assert fleet.versions["torch"] == {"2.5.1+cu124": 4}
@@ -200,16 +221,32 @@ def test_the_newest_report_of_a_host_is_the_one_listed(tmp_path: Path) -> None:
     assert [(h.source.rsplit("/", 1)[-1], h.ready) for h in fleet.hosts] == [("new.json", True)]
 
 
+def test_of_reports_made_at_the_same_time_the_greatest_file_name_wins(tmp_path: Path) -> None:
+    same_time = "2026-11-21T10:00:00+00:00"
+    (tmp_path / "a.json").write_text(report_text(node("node-x"), same_time))
+    (tmp_path / "c.json").write_text(report_text(ecc_node("node-x"), same_time))
+    (tmp_path / "b.json").write_text(report_text(node("node-x"), same_time))
+    (tmp_path / "z.json").write_text(report_text(node("node-x"), "2026-11-20T10:00:00+00:00"))
+    (tmp_path / "other.json").write_text(report_text(node("node-y"), same_time))
+    fleet = summarise(tmp_path)
+    assert fleet.superseded == 3 and fleet.reports == 5
+    assert [(Path(h.source).name, h.ready) for h in fleet.hosts] == [
+        ("c.json", False),
+        ("other.json", True),
+    ]
+
+
 def test_workers_give_the_same_fleet_as_one_process(tmp_path: Path) -> None:
     texts = [report_text(ecc_node("n")), report_text(node("n"))]
-    count = IN_PROCESS_BELOW + 70
+    count = 582
+    assert count > IN_PROCESS_BELOW  # enough reports for the workers to start
     for n in range(count):
         text = texts[n % 7 == 0].replace('"hostname": "n"', f'"hostname": "n{n:03d}"')
         text = text.replace('"host_id": "mid-n"', f'"host_id": "mid-{n}"')
         (tmp_path / f"{n:03d}.json").write_text(text)
     parallel = summarise(tmp_path, jobs=2)
     assert len(parallel.hosts) == count
-    assert parallel.ready == 29  # n = 0, 7, ..., 196 (texts[True]) are the healthy ones
+    assert parallel.ready == 84  # n = 0, 7, ..., 581 (texts[True]) are the healthy ones
     one = summarise(tmp_path, jobs=1)
     assert [h.hostname for h in parallel.hosts] == [h.hostname for h in one.hosts]
     assert parallel.problems == one.problems
@@ -295,11 +332,12 @@ def test_cli_usage_errors_are_one_line(tmp_path: Path, args: list[str], needle: 
 
 def test_records_are_small(fleet_dir: Path) -> None:
     # What travels back from a worker and is kept per host: no findings' evidence, no facts.
-    results = list(read_all(items([str(fleet_dir)]), Settings(), 1))
-    assert all(isinstance(r, HostRecord | BadReport) for r in results)
-    sizes = [len(to_json(r)) for r in results]
-    full = [len((fleet_dir / "a.json").read_bytes())]
-    assert max(sizes) * 4 < full[0]
+    (blob,) = read_all(items([str(fleet_dir)]), Settings(), 1)
+    folded = msgspec.msgpack.decode(blob, type=Folded)
+    assert len(folded.hosts) == 4 and folded.bad == []
+    full = len((fleet_dir / "a.json").read_bytes())
+    assert len(blob) * 4 < full * len(folded.hosts)
+    assert max(len(row[-1]) for row in folded.hosts) * 4 < full
 
 
 def test_json_lines_files_in_a_folder_and_by_name(tmp_path: Path) -> None:

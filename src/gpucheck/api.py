@@ -175,7 +175,7 @@ def diagnose(
         # Judged after redaction, so that no finding quotes what was replaced.
         snapshot = redact_here(snapshot)
     findings = run(Context(snapshot, requirements, compat), selected, only=only)
-    return Report(snapshot, findings, strict=strict, from_file=from_file)
+    return Report(snapshot, findings, strict=strict, from_file=from_file, requirements=requirements)
 
 
 def _job_pids(pids: object) -> frozenset[int]:

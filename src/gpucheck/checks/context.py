@@ -10,18 +10,8 @@ from msgspec import Struct, field
 
 from gpucheck.compat import Compat, cuda_from_int, load
 from gpucheck.model.finding import GpuRef, Subjects
+from gpucheck.model.requirements import Requirements as Requirements
 from gpucheck.model.snapshot import GpuFacts, Snapshot
-
-
-class Requirements(Struct):
-    min_gpus: int | None = None
-    min_memory_bytes: int | None = None
-    min_memory_text: str | None = None  # as the user wrote it, for the report
-    min_compute_capability: str | None = None
-    # The scheduler's health profile (--job-pids): the PIDs of running jobs. GPU memory and
-    # exclusive-process GPUs they hold are their jobs', not a problem; a process of no job
-    # holding a GPU is leaked. None: no profile (any holder counts).
-    job_pids: frozenset[int] | None = None
 
 
 class Visibility(Struct):

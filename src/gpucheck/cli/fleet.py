@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import stat
 import sys
 from typing import Annotated
 
 import typer
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import CompatDirOpt, OutputOpt, UserError, load_compat, write_output
+from gpucheck.cli.common import (
+    CompatDirOpt,
+    OutputError,
+    OutputOpt,
+    UserError,
+    load_compat,
+    write_output,
+)
 
 PROGRESS_EVERY = 500  # reports between progress updates on a terminal
 
@@ -38,13 +48,19 @@ def fleet(
         bool,
         typer.Option(
             "--recheck",
-            help="Diagnose each report's snapshot again with today's checks and compat data.",
+            help="Diagnose each report's snapshot again with today's checks and compat data, "
+            "and the requirements it recorded (--min-gpus, ...).",
         ),
     ] = False,
     jobs: Annotated[
         int | None,
         typer.Option(
-            "--jobs", "-j", min=1, max=1024, metavar="N", help="Worker processes (default: cores)."
+            "--jobs",
+            "-j",
+            min=1,
+            max=1024,
+            metavar="N",
+            help="Worker processes (default: cores, at most 8).",
         ),
     ] = None,
     compat_dir: CompatDirOpt = None,
@@ -52,29 +68,64 @@ def fleet(
     """Summarise many saved reports: inventory, problems across hosts, versions, GPUs to act on.
 
     Exit codes: 0 every host ready and every report read, 1 a host not ready or a report
-    unreadable (named in the output), 2 usage error or no report found.
+    unreadable (named in the output), 2 usage error or no report found, 4 the output (or the
+    temporary store of the hosts, in $TMPDIR) could not be written.
     """
-    from gpucheck.fleet.reading import Settings, items, read_all
-    from gpucheck.fleet.rendering import FORMATS
+    from gpucheck.fleet.reading import Settings, read_all
+    from gpucheck.fleet.rendering import FORMATS, build
+    from gpucheck.fleet.sources import OutputIsInput, items
     from gpucheck.fleet.summary import FleetBuilder
 
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if reports.count("-") > 1:
         raise UserError("- (stdin) can be given once")
+    avoid = _output_file(output)
     load_compat(compat_dir)  # bad --compat-dir: one usage error now, not one per report
     settings = Settings(recheck=recheck, compat_dirs=tuple(compat_dir or ()))
     builder = FleetBuilder()
-    progress = sys.stderr.isatty()
-    for result in read_all(items(reports), settings, jobs):
-        builder.add(result)
-        if progress and builder.reports % PROGRESS_EVERY == 0:
-            sys.stderr.write(f"\rgpucheck: read {builder.reports} reports")
-            sys.stderr.flush()
-    if progress and builder.reports >= PROGRESS_EVERY:
-        sys.stderr.write("\r\x1b[K")
-    if builder.reports == 0:
-        raise UserError(f"no reports found in {' '.join(reports)} (looked for *.json files)")
-    summary = builder.build()
-    write_output(output, lambda stream: FORMATS[fmt](summary, stream))
+    try:
+        progress = sys.stderr is not None and sys.stderr.isatty()
+        shown = 0
+        try:
+            for blob in read_all(items(reports, avoid=avoid), settings, jobs):
+                builder.add_folded(blob)
+                if progress and builder.reports - shown >= PROGRESS_EVERY:
+                    shown = builder.reports
+                    sys.stderr.write(f"\rgpucheck: read {shown} reports")
+                    sys.stderr.flush()
+        except OutputIsInput as exc:
+            raise UserError(
+                f"--output: {output} is one of the inputs ({exc.path}): it would be overwritten"
+            ) from None
+        if shown:
+            sys.stderr.write("\r\x1b[K")
+        if builder.reports == 0:
+            raise UserError(f"no reports found in {' '.join(reports)} (looked for *.json files)")
+        summary = build(builder, fmt)
+        write_output(output, lambda stream: FORMATS[fmt](summary, stream))
+    except sqlite3.Error as exc:  # the hosts' store, a file in $TMPDIR: full, or unwritable
+        import tempfile
+
+        raise OutputError(
+            f"fleet: the temporary store in {tempfile.gettempdir()} failed ({exc}): set TMPDIR "
+            "to a folder with room"
+        ) from None
+    finally:
+        builder.close()
     raise typer.Exit(summary.exit_code)
+
+
+def _output_file(output: str | None) -> tuple[int, int] | None:
+    """The output file's (device, inode), where it exists: it must not be read as an input.
+    A file the user could not write is refused as the shell would (replacing it would work,
+    the folder being writable, but it is not theirs to replace)."""
+    if output is None or output == "-":
+        return None
+    try:
+        st = os.stat(output)
+    except OSError:
+        return None  # a new file (or one output_target names the problem of)
+    if stat.S_ISREG(st.st_mode) and not os.access(output, os.W_OK, effective_ids=True):
+        raise UserError(f"--output: {output}: Permission denied")
+    return st.st_dev, st.st_ino

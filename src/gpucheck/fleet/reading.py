@@ -1,8 +1,10 @@
 """Reading many reports: find them (files, folders, JSON lines on stdin), parse each in a pool
-of worker processes, and yield one HostRecord or BadReport per report as they complete.
+of worker processes, and yield folded batches (store.Folded, msgpack: one row per host) as
+they complete. Only those batches travel between processes, a bounded number at a time.
 
-A report's own findings are used as they are; a snapshot, a report of another major schema,
-or any report under --recheck is diagnosed here with today's checks and compat data.
+A report's own findings are used as they are, read through the lean types (lean.py) in one
+decode; a snapshot, a report of another major schema, or any report under --recheck is
+diagnosed here with today's checks and compat data, and the report's requirements with them.
 """
 
 from __future__ import annotations
@@ -13,17 +15,19 @@ import itertools
 import multiprocessing
 import os
 import signal
-import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from multiprocessing.pool import AsyncResult
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from gpucheck.fleet.lean import LeanFinding, LeanReport
 from gpucheck.fleet.records import BadReport, HostRecord, record
+from gpucheck.fleet.sources import Item
+from gpucheck.fleet.store import Folded, HostRow, host_row
 from gpucheck.model.decoding import DecodeError, from_json
-from gpucheck.model.finding import Finding, FindingV2
+from gpucheck.model.finding import Finding, FindingV2, GpuRef, Section, Subjects
+from gpucheck.model.requirements import Requirements
 from gpucheck.model.snapshot import SNAPSHOT_LIMIT, Snapshot, SnapshotError, check_version, loads
 from gpucheck.report.core import REPORT_SCHEMA_VERSION, exit_code
 
@@ -31,16 +35,20 @@ if TYPE_CHECKING:
     from gpucheck.compat import Compat
 
 REPORT_MAJOR = int(REPORT_SCHEMA_VERSION.split(".")[0])
-CHUNK = 64  # reports per task sent to a worker: large enough that pickling is not the cost
-WINDOW = 4  # chunks in flight per worker: enough to keep every worker busy
+CHUNK = 256  # reports per task sent to a worker: fewer, larger messages cost the parent less
+WINDOW = 2  # chunks in flight per worker: enough to keep every worker busy
+MAX_DEFAULT_JOBS = 8
 IN_PROCESS_BELOW = 2 * CHUNK  # fewer reports than this: starting workers costs more than it saves
 
+READ_FIRST = 64 * 1024  # under malloc's mmap threshold: a heap buffer, trimmed after the read
+TOO_LARGE = "too large to be a gpucheck report (over 64 MiB)"
+
 Result = HostRecord | BadReport
-Item = tuple[str, "str | bytes"]  # (name, path to read) or (name, the report's bytes)
 
 
 class _HeadSummary(msgspec.Struct):
     strict: bool = False
+    requirements: Requirements | None = None  # report schema 2.1 on
 
 
 class _Head(msgspec.Struct):
@@ -52,14 +60,14 @@ class _Head(msgspec.Struct):
     summary: _HeadSummary | None = None  # a rechecked report keeps its --strict
 
 
-@dataclass
-class _Summary:
+class _Summary(msgspec.Struct):
     exit_code: int
     strict: bool = False
 
 
-@dataclass
-class _Report:
+class _Report(msgspec.Struct):
+    """A report read in full: only where the lean read failed, to name what is wrong."""
+
     schema_version: str
     created_at: str
     summary: _Summary
@@ -67,8 +75,7 @@ class _Report:
     snapshot: Snapshot
 
 
-@dataclass
-class _ReportV2:
+class _ReportV2(msgspec.Struct):
     """A report of schema 2.x: its fixes are {text, commands}, read and upgraded to 3.0's."""
 
     schema_version: str
@@ -82,8 +89,7 @@ class _ReportV2:
 READABLE: dict[str, type[_Report] | type[_ReportV2]] = {str(REPORT_MAJOR): _Report, "2": _ReportV2}
 
 
-@dataclass
-class Settings:
+class Settings(msgspec.Struct):
     """What every worker needs to know, set once per process."""
 
     recheck: bool = False
@@ -111,12 +117,70 @@ def _worker_init(settings: Settings) -> None:
     _init(settings)
 
 
-def _diagnose(snapshot: Snapshot) -> list[Finding]:
+def _diagnose(snapshot: Snapshot, requirements: Requirements) -> list[Finding]:
     import gpucheck.checks  # noqa: F401  (registers every check)
-    from gpucheck.checks.context import Context, Requirements
+    from gpucheck.checks.context import Context
     from gpucheck.checks.registry import run
 
-    return run(Context(snapshot, Requirements(), _compat(_settings.compat_dirs)))
+    return run(Context(snapshot, requirements, _compat(_settings.compat_dirs)))
+
+
+def _requirement_findings(raw: msgspec.Raw) -> list[Finding]:
+    """The require.* findings of a report that did not record its requirements (before report
+    schema 2.1): they cannot be judged again, so they stand as written."""
+    try:
+        written = msgspec.json.decode(raw, type=list[LeanFinding])
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return []
+    return [
+        Finding(
+            f.id,
+            Section.REQUIREMENTS,
+            f.status,
+            f.title,
+            subjects=Subjects(
+                gpus=[GpuRef(g.index, g.uuid, g.pci_bus_id) for g in f.subjects.gpus]
+            ),
+        )
+        for f in written
+        if f.id.startswith("require.")
+    ]
+
+
+_decode_lean = msgspec.json.Decoder(LeanReport, strict=True).decode
+
+
+@functools.lru_cache(maxsize=64)
+def _readable_snapshot(version: str) -> bool:
+    """check_version, remembered: a fleet's reports carry a handful of versions."""
+    try:
+        check_version(version)
+    except SnapshotError:
+        return False
+    return True
+
+
+def _lean(source: str, data: bytes) -> HostRecord | None:
+    """A report of the current major read in one decode into the lean types; None: anything
+    else (a snapshot, another major, a bad report), which `parse` reads in full."""
+    try:
+        report = _decode_lean(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    version, summary, snapshot = report.schema_version, report.summary, report.snapshot
+    if (
+        version is None
+        or version.split(".")[0] != str(REPORT_MAJOR)
+        or report.findings is None
+        or summary is None
+        or snapshot is None
+        or report.created_at is None
+    ):
+        return None
+    if not _readable_snapshot(snapshot.schema_version):
+        return None
+    code = summary.exit_code
+    return record(source, snapshot, report.findings, code, report.created_at, False)
 
 
 def _json_error(message: str) -> str:
@@ -127,8 +191,10 @@ def _json_error(message: str) -> str:
 def parse(source: str, data: bytes) -> Result:
     """One report or snapshot, reduced to what the fleet keeps; never raises for bad input."""
     if len(data) > SNAPSHOT_LIMIT:
-        return BadReport(source, "too large to be a gpucheck report (over 64 MiB)")
+        return BadReport(source, TOO_LARGE)
     data = data.removeprefix(b"\xef\xbb\xbf")
+    if not _settings.recheck and (lean := _lean(source, data)) is not None:
+        return lean
     try:
         head = from_json(_Head, data)
     except DecodeError as exc:
@@ -158,83 +224,70 @@ def parse(source: str, data: bytes) -> Result:
         return BadReport(source, str(exc))
     from gpucheck.compat import CompatError
 
+    requirements = head.summary.requirements if head.summary else None
     try:
-        findings = _diagnose(snapshot)
+        findings = _diagnose(snapshot, requirements or Requirements())
     except CompatError as exc:
         return BadReport(source, f"compat data: {exc}")
+    if requirements is None and head.findings:
+        findings += _requirement_findings(head.findings)
     strict = head.summary.strict if head.summary else False
     code = exit_code(findings, strict)
     return record(source, snapshot, findings, code, snapshot.created_at, True)
+
+
+def _read_file(path: str) -> bytes | BadReport:
+    # One plain read for the usual report (tens of KiB): no 64 MiB buffer per file, which
+    # would cost more than the read, and no stat; a larger file in further reads, never much
+    # past the limit.
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return BadReport(path, "no such file or folder")
+    except OSError as exc:
+        return BadReport(path, f"cannot read: {exc.strerror}")
+    try:
+        data = os.read(fd, READ_FIRST)
+        if len(data) < READ_FIRST:
+            return data  # a short read of a file: its end
+        chunks = [data]
+        got = len(data)
+        while got <= SNAPSHOT_LIMIT and (chunk := os.read(fd, max(got, 1 << 20))):
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > SNAPSHOT_LIMIT:
+            return BadReport(path, TOO_LARGE)
+        return b"".join(chunks)
+    except OSError as exc:
+        return BadReport(path, f"cannot read: {exc.strerror}")
+    finally:
+        os.close(fd)
 
 
 def _read(item: Item) -> Result:
     name, what = item
     if isinstance(what, bytes):
         return parse(name, what)
-    try:
-        with open(what, "rb") as fh:
-            data = fh.read(SNAPSHOT_LIMIT + 1)
-    except FileNotFoundError:
-        return BadReport(name, "no such file or folder")
-    except OSError as exc:
-        return BadReport(name, f"cannot read: {exc.strerror}")
+    data = _read_file(what)
+    if isinstance(data, BadReport):
+        return BadReport(name, data.reason)
     return parse(name, data)
 
 
-def _read_chunk(items: list[Item]) -> list[Result]:
-    return [_read(item) for item in items]
+_encode = msgspec.msgpack.Encoder().encode
 
 
-def _walk(folder: str) -> Iterator[Item]:
-    """Every *.json and *.jsonl file under `folder`, in a stable order."""
-    for top, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith((".json", ".jsonl")):
-                yield from _file(os.path.join(top, name))
-
-
-def _lines(stream: BinaryIO, name: str) -> Iterator[Item]:
-    """Reports one after another: JSON lines (`jq -c . *.json`), and indented documents too
-    (`gpucheck doctor --json | gpucheck fleet -`), which end with a `}` line of their own."""
-    document: list[bytes] = []
-    start = 0
-    for number, line in enumerate(stream, 1):
-        stripped = line.strip()
-        if document:
-            document.append(line)
-            if line.rstrip() == b"}":  # the top-level object's end, as indented JSON writes it
-                yield f"{name}:{start}", b"".join(document)
-                document = []
-        elif stripped.startswith(b"{") and not stripped.endswith(b"}"):
-            document, start = [line], number  # an indented document begins
-        elif stripped:
-            yield f"{name}:{number}", line
-    if document:  # cut short: the worker says it is truncated
-        yield f"{name}:{start}", b"".join(document)
-
-
-def _file(path: str) -> Iterator[Item]:
-    if not path.endswith(".jsonl"):
-        yield path, path  # read in the worker
-        return
-    try:
-        stream = open(path, "rb")  # noqa: SIM115  (closed below, after the lines are yielded)
-    except OSError:
-        yield path, path  # the worker's read fails the same way and names why
-        return
-    with stream:
-        yield from _lines(stream, path)
-
-
-def items(inputs: Iterable[str], stdin: BinaryIO | None = None) -> Iterator[Item]:
-    for arg in inputs:
-        if arg == "-":
-            yield from _lines(stdin if stdin is not None else sys.stdin.buffer, "<stdin>")
-        elif os.path.isdir(arg):
-            yield from _walk(arg)
+def fold(items: list[Item]) -> bytes:
+    """A batch of reports, read and reduced to what the store takes (store.Folded)."""
+    hosts: list[HostRow] = []
+    bad: list[tuple[str, str]] = []
+    for item in items:
+        result = _read(item)
+        if isinstance(result, HostRecord):
+            hosts.append(host_row(result))
         else:
-            yield from _file(arg)
+            bad.append((result.source, result.reason))
+    return _encode(Folded(hosts, bad))
 
 
 def _chunks(source: Iterator[Item]) -> Iterator[list[Item]]:
@@ -243,23 +296,26 @@ def _chunks(source: Iterator[Item]) -> Iterator[list[Item]]:
 
 
 def default_jobs() -> int:
+    """One worker per core, up to MAX_DEFAULT_JOBS: the parent keeps up with about that many
+    (it lists, stores and writes every report), and each worker costs about 3.5 MiB more."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return min(cores, MAX_DEFAULT_JOBS)
 
 
 def read_all(
     source: Iterable[Item], settings: Settings, jobs: int | None = None
-) -> Iterator[Result]:
-    """Results as they complete (in no particular order), across `jobs` processes."""
+) -> Iterator[bytes]:
+    """Folded batches as they complete (in no particular order), across `jobs` processes."""
     _init(settings)
     stream = iter(source)
     first = list(itertools.islice(stream, IN_PROCESS_BELOW))
     jobs = jobs or default_jobs()
     if len(first) < IN_PROCESS_BELOW or jobs == 1:
-        for item in itertools.chain(first, stream):
-            yield _read(item)
+        for chunk in _chunks(itertools.chain(first, stream)):
+            yield fold(chunk)
         return
     # fork where there is one: the workers start with everything already imported.
     methods = multiprocessing.get_all_start_methods()
@@ -267,10 +323,10 @@ def read_all(
     with context.Pool(jobs, initializer=_worker_init, initargs=(settings,)) as pool:
         # A bounded window of chunks in flight: a stream on stdin is read as fast as it is
         # summarised, never gathered whole in memory (Pool.imap would queue all of it).
-        pending: collections.deque[AsyncResult[list[Result]]] = collections.deque()
+        pending: collections.deque[AsyncResult[bytes]] = collections.deque()
         for chunk in _chunks(itertools.chain(first, stream)):
-            pending.append(pool.apply_async(_read_chunk, (chunk,)))
+            pending.append(pool.apply_async(fold, (chunk,)))
             if len(pending) >= WINDOW * jobs:
-                yield from pending.popleft().get()
+                yield pending.popleft().get()
         while pending:
-            yield from pending.popleft().get()
+            yield pending.popleft().get()

@@ -1,11 +1,16 @@
 """What the fleet keeps of one report: a HostRecord (its inventory line, its problems, the GPUs
-to act on), or a BadReport saying why a file could not be read."""
+to act on), or a BadReport saying why a file could not be read. msgspec Structs: a worker
+sends them to the fleet's store as msgpack, and the JSON output encodes them as they are."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+
+from msgspec import Struct, field
 
 from gpucheck.compat import cuda_from_int
+from gpucheck.fleet.lean import LeanDistribution, LeanFinding, LeanSnapshot
+from gpucheck.model.environments import Distribution
 from gpucheck.model.finding import PROBLEM, Finding
 from gpucheck.model.frameworks import PROBED, TORCH
 from gpucheck.model.snapshot import HostIdentity, Snapshot
@@ -15,15 +20,13 @@ from gpucheck.model.snapshot import HostIdentity, Snapshot
 HARDWARE_CHECKS = ("gpu.lost", "gpu.ecc-errors", "gpu.memory-remapping", "gpu.throttling")
 
 
-@dataclass
-class Problem:
+class Problem(Struct):
     check: str
     status: str  # fail | warn | error
     title: str
 
 
-@dataclass
-class GpuToActOn:
+class GpuToActOn(Struct):
     index: int
     uuid: str | None
     serial: str | None
@@ -34,8 +37,7 @@ class GpuToActOn:
     title: str
 
 
-@dataclass
-class HostRecord:
+class HostRecord(Struct):
     source: str  # the file (or "<stdin>:LINE") the report came from
     hostname: str
     host: HostIdentity
@@ -56,32 +58,32 @@ class HostRecord:
         return self.host.host_id or self.hostname or self.source
 
 
-@dataclass
-class BadReport:
+class BadReport(Struct):
     source: str
     reason: str  # one line
 
 
-def frameworks(snapshot: Snapshot) -> list[str]:
-    found: list[str] = []
+def frameworks(snapshot: Snapshot | LeanSnapshot) -> list[str]:
+    found: dict[str, None] = {}  # in order, once each
     for env in snapshot.environments:
+        named: dict[str, Distribution | LeanDistribution] = {}
+        for d in env.distributions:
+            named.setdefault(d.name, d)  # the first of a name, as env.dist() finds it
         for framework in PROBED:
             is_torch = framework is TORCH
             version = env.torch.version if is_torch and env.torch else None
-            dist = next((env.dist(d) for d in framework.dists if env.dist(d)), None)
+            dist = next((named[d] for d in framework.dists if d in named), None)
             if dist is None and version is None:
                 continue
             name = dist.name if dist and not is_torch else framework.key
-            item = f"{name} {version or (dist.version if dist else '?')}"
-            if item not in found:
-                found.append(item)
-    return found
+            found.setdefault(f"{name} {version or (dist.version if dist else '?')}")
+    return list(found)
 
 
 def record(
     source: str,
-    snapshot: Snapshot,
-    findings: list[Finding],
+    snapshot: Snapshot | LeanSnapshot,
+    findings: Sequence[Finding | LeanFinding],
     exit_code: int,
     created_at: str,
     rechecked: bool,
@@ -90,23 +92,25 @@ def record(
     gpus = [g.name or "unknown GPU" for g in nvml.gpus] or [
         p.name or f"NVIDIA {p.device_id}" for p in sysf.pci_gpus
     ]
-    by_index = {g.index: g for g in nvml.gpus}
     problems = [f for f in findings if f.status in PROBLEM]
-    act = [
-        GpuToActOn(
-            ref.index,
-            ref.uuid,
-            by_index[ref.index].serial if ref.index in by_index else None,
-            ref.pci_bus_id,
-            by_index[ref.index].name if ref.index in by_index else None,
-            f.id,
-            f.status.value,
-            f.title,
-        )
-        for f in problems
-        if f.id in HARDWARE_CHECKS
-        for ref in f.subjects.gpus
-    ]
+    act: list[GpuToActOn] = []
+    for f in problems:
+        if f.id in HARDWARE_CHECKS:
+            by_index = {g.index: g for g in nvml.gpus}
+            for ref in f.subjects.gpus:
+                gpu = by_index.get(ref.index)
+                act.append(
+                    GpuToActOn(
+                        ref.index,
+                        ref.uuid,
+                        gpu.serial if gpu else None,
+                        ref.pci_bus_id,
+                        gpu.name if gpu else None,
+                        f.id,
+                        f.status.value,
+                        f.title,
+                    )
+                )
     return HostRecord(
         source=source,
         hostname=sysf.hostname,

@@ -7,7 +7,8 @@ from typing import Any
 
 from gpucheck.fleet.records import BadReport, HostRecord
 from gpucheck.fleet.rendering import FLEET_SCHEMA_VERSION
-from gpucheck.fleet.summary import HostGpu, ProblemGroup
+from gpucheck.fleet.store import ProblemGroup
+from gpucheck.fleet.summary import HostGpu
 from gpucheck.model.json_schema import components, document, version_property
 
 

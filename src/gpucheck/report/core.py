@@ -15,12 +15,14 @@ from msgspec import Struct, field
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import PROBLEM, Finding, Status, severity
+from gpucheck.model.requirements import Requirements
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.version import __version__
 
 # The report's own format version (the snapshot inside it carries its own): 2.0 made `fix` a
 # record (text and commands) and added `subjects` to findings; 3.0 made the fix ordered steps
-# (model/fix.py), each with its command, tool, package changes, GPUs and layer.
+# (model/fix.py), each with its command, tool, package changes, GPUs and layer, and added
+# summary.requirements (what the job asked, judged again by fleet --recheck).
 REPORT_SCHEMA_VERSION = "3.0"
 
 
@@ -51,6 +53,9 @@ class Report(Struct):
     findings: list[Finding]
     strict: bool = False
     from_file: str | None = None  # set when diagnosing a saved snapshot (doctor --from)
+    # What the job asked (--min-gpus ...): written with the report, so a later recheck judges
+    # the same requirements.
+    requirements: Requirements = field(default_factory=Requirements)
     created_at: str = field(
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
     )
@@ -117,6 +122,7 @@ class Report(Struct):
                 "problems": len(self.problems),
                 "counts": self.counts,
                 "reason": self.not_ready_reason,
+                "requirements": to_dict(self.requirements),
             },
             "findings": [to_dict(f) for f in self.findings],
             "snapshot": self.snapshot.to_dict(),

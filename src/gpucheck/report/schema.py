@@ -85,6 +85,18 @@ def report_body(extra: dict[str, Any] | None = None) -> dict[str, Any]:
                         "properties": counts,
                         "additionalProperties": False,
                     },
+                    "requirements": {
+                        "type": "object",
+                        "description": "what the job asked (--min-gpus, --min-memory, "
+                        "--min-compute-capability; null: not asked), so that a later recheck "
+                        "judges the same (since 2.1)",
+                        "properties": {
+                            "min_gpus": {"type": ["integer", "null"], "minimum": 1},
+                            "min_memory_bytes": {"type": ["integer", "null"], "minimum": 0},
+                            "min_memory_text": {"type": ["string", "null"]},
+                            "min_compute_capability": {"type": ["string", "null"]},
+                        },
+                    },
                 },
             },
             "findings": {"type": "array", "items": finding_ref},
