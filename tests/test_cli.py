@@ -111,11 +111,12 @@ def test_failure_exit_code_and_fix_in_every_format(tmp_path: Path) -> None:
         "problems": 1,
         "counts": data["summary"]["counts"],
         "reason": None,
-        "requirements": {  # none asked (report schema 2.1 records them)
+        "requirements": {  # none asked (report schema 3.0 records them)
             "min_gpus": None,
             "min_memory_bytes": None,
             "min_memory_text": None,
             "min_compute_capability": None,
+            "job_pids": None,
         },
     }
     junit = run_gpucheck("doctor", "--from", path, "--format", "junit")

@@ -118,6 +118,7 @@ def test_doctor_records_its_requirements_and_recheck_judges_them(tmp_path: Path)
         "min_memory_bytes": 40 * 2**30,
         "min_memory_text": "40GiB",
         "min_compute_capability": None,
+        "job_pids": None,
     }
     result = run_gpucheck("fleet", str(report.parent), "--recheck", "-f", "csv")
     (row,) = csv.DictReader(io.StringIO(result.stdout))
@@ -232,7 +233,9 @@ def test_output_never_replaces_a_file_the_user_could_not_write(tmp_path: Path) -
         check=False,
     )
     assert result.returncode == 2, result.stderr
-    assert result.stderr == f"gpucheck: --output: {theirs}: Permission denied\n"
+    assert (
+        result.stderr == f"gpucheck: --output: {theirs}: Permission denied (it is not replaced)\n"
+    )
     assert theirs.read_text() == "not yours to replace\n"
 
 

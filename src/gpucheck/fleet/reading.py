@@ -264,8 +264,20 @@ def _read_file(path: str) -> bytes | BadReport:
         os.close(fd)
 
 
+def _shown(name: str) -> str:
+    """A source's name as the fleet keeps and shows it: a file name that is not UTF-8 (its
+    undecodable bytes are lone surrogates here) is kept escaped (snap-\\udcff.json), which
+    the store, msgpack and every output can hold."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return name
+
+
 def _read(item: Item) -> Result:
     name, what = item
+    name = _shown(name)
     if isinstance(what, bytes):
         return parse(name, what)
     data = _read_file(what)

@@ -7,13 +7,25 @@ from typing import Any
 
 from gpucheck.fleet.records import BadReport, HostRecord
 from gpucheck.fleet.rendering import FLEET_SCHEMA_VERSION
-from gpucheck.fleet.store import ProblemGroup
 from gpucheck.fleet.summary import HostGpu
 from gpucheck.model.json_schema import components, document, version_property
 
 
 def fleet_schema() -> dict[str, Any]:
-    (host, problem, gpu, bad), defs = components([HostRecord, ProblemGroup, HostGpu, BadReport])
+    (host, gpu, bad), defs = components([HostRecord, HostGpu, BadReport])
+    # A problem as rendering.py streams it: the store's group, its hosts listed in full.
+    text = {"type": "string"}
+    problem = {
+        "type": "object",
+        "required": ["check", "status", "title", "hosts"],
+        "properties": {
+            "check": text,
+            "status": {"enum": ["warn", "fail", "error"]},
+            "title": text,
+            "hosts": {"type": "array", "items": text},
+        },
+        "additionalProperties": False,
+    }
     count = {"type": "integer", "minimum": 0}
     summary = {
         "reports": count,
