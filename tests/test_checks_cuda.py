@@ -21,8 +21,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
-COMPAT = compat.load()
-
 
 def toml_min_driver(version: str) -> str:
     """The minimum Linux driver exactly as compat/cuda.toml (and NVIDIA's table) prints it."""
@@ -233,7 +231,7 @@ def test_nvcc_minor_compat_on_windows_uses_the_windows_minimum() -> None:
     f = the(snap, "cuda.toolkit")
     assert f.status is Status.WARN  # PTX JIT; the runtime itself starts:
     assert "runs through minor version compatibility (driver 537.13 >= " in f.evidence[0]
-    assert upgrade_target(f.fix) == COMPAT.min_driver("12.4", "windows")
+    assert upgrade_target(f.fix) == compat.parse_version("551.61")  # cuda.toml, 12.4.0 windows
     assert f.fix and "on Windows" in f.fix.text
 
 
@@ -299,13 +297,11 @@ def test_kepler_gpu_with_nvcc_12_warns_about_architectures() -> None:
     gpu.name, gpu.compute_capability, gpu.architecture = "Tesla K80", "3.7", "Kepler"
     snap = with_nvcc(builders.node([gpu], driver="535.104.05", cuda=12020), "12.2.140")
     f = the(snap, "cuda.toolkit")
-    arch = COMPAT.cc_range("12.2")
-    assert arch is not None
     assert f.status is Status.WARN
     assert "cannot build for 1 of the GPUs" in f.title
+    # cuda.toml [[toolkit_arch]] cuda = "12.0" (in force for 12.2): min_cc 5.0, max_cc 9.0
     assert (
-        f"GPU 0 Tesla K80: compute capability 3.7, this toolkit builds for "
-        f"{arch.min_cc} to {arch.max_cc}"
+        "GPU 0 Tesla K80: compute capability 3.7, this toolkit builds for 5.0 to 9.0"
     ) in f.evidence
     assert f.fix and "compat/cuda.toml" in f.fix.text
 
@@ -313,10 +309,10 @@ def test_kepler_gpu_with_nvcc_12_warns_about_architectures() -> None:
 def test_hopper_gpu_with_an_old_nvcc_warns_about_architectures() -> None:
     snap = with_nvcc(builders.h100_node(2), "11.7.99")
     f = the(snap, "cuda.toolkit")
-    arch = COMPAT.cc_range("11.7")
-    assert arch is not None and arch.max_cc < compat.parse_version("9.0")  # type: ignore[operator]
     assert f.status is Status.WARN
     assert "cannot build for 2 of the GPUs" in f.title
+    # cuda.toml [[toolkit_arch]] cuda = "11.4" (in force for 11.7): 3.5 to 8.7, no sm_90
+    assert any("this toolkit builds for 3.5 to 8.7" in line for line in f.evidence), f.evidence
 
 
 def test_toolkit_without_a_running_driver_is_info() -> None:

@@ -9,12 +9,9 @@ import builders
 import framework_builders as fb
 import more_builders as mb
 import pytest
-from framework_builders import COMPAT
 from more_builders import finding, run_checks, the
-from packaging.version import Version
 
 from gpucheck.checks.frameworks.builds import jaxlib_cuda
-from gpucheck.compat.answers import tf_install
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Section, Status
 from gpucheck.model.snapshot import NvccFacts, Snapshot
@@ -254,7 +251,7 @@ def test_torch_cuda_driver_unknown_driver_is_skipped_and_cpu_builds_are_left_to_
 
 
 def test_pascal_gtx_1080_with_torch_cu128_fails_naming_a_build_that_still_has_6_1() -> None:
-    assert COMPAT.gpus.lookup("GeForce GTX 1080").compute_capability == "6.1"  # type: ignore[union-attr]
+    # gpus.toml [[gpu]] "GeForce GTX 1080": compute_capability = "6.1" (Pascal)
     env = fb.with_torch(fb.environment(), "2.7.1+cu128", "12.8", pins=fb.TORCH_271_CU128_PINS)
     snap = fb.on(fb.pascal_workstation(), env)
     f = the(snap, "torch.arch-support")
@@ -268,7 +265,7 @@ def test_pascal_gtx_1080_with_torch_cu128_fails_naming_a_build_that_still_has_6_
 
 
 def test_rtx_5090_with_torch_cu126_fails_naming_a_cu128_or_newer_build() -> None:
-    assert COMPAT.gpus.lookup("GeForce RTX 5090").compute_capability == "12.0"  # type: ignore[union-attr]
+    # gpus.toml [[gpu]] "GeForce RTX 5090": compute_capability = "12.0" (Blackwell)
     env = fb.with_torch(fb.environment(), "2.6.0+cu126", "12.6")
     f = the(fb.on(fb.blackwell_workstation(), env), "torch.arch-support")
     assert f.status is Status.FAIL
@@ -318,13 +315,10 @@ def test_torch_arch_unknown_is_skipped_not_passed() -> None:
 def test_torch_on_a_python_it_has_no_wheels_for_fails_with_a_release_that_has() -> None:
     env = fb.torch_cu124(fb.environment(version="3.14.0"))
     f = the(fb.on(builders.h100_node(1), env), "torch.python")
-    rel = COMPAT.torch.release("2.5.1")
-    assert rel is not None
     assert f.status is Status.FAIL
-    assert (
-        f"PyTorch 2.5 has wheels for Python {rel.python_min} to {rel.python_max}" in f.evidence[0]
-    )
-    assert f"python{rel.python_max} -m venv" in (f.fix.text if f.fix else "")
+    # torch.toml [[release]] 2.5: python_min = "3.9", python_max = "3.13"
+    assert "PyTorch 2.5 has wheels for Python 3.9 to 3.13" in f.evidence[0]
+    assert "python3.13 -m venv" in (f.fix.text if f.fix else "")
     assert TORCH_215 in (f.fix.text if f.fix else "")  # 2.15: Python 3.11-3.15
 
 
@@ -380,10 +374,9 @@ def test_tensorflow_cpu_on_an_h100_fails_with_the_and_cuda_install() -> None:
     f = the(fb.on(builders.h100_node(2), fb.tensorflow_cpu()), "tensorflow.cpu-build")
     assert f.status is Status.FAIL
     assert f.title.startswith("tensorflow-cpu 2.15.0 is a CPU-only build")
-    rel = COMPAT.tensorflow.release("2.15")
-    assert rel is not None and COMPAT.cuda_runs_on_driver(rel.cuda or "", H100_DRIVER)
+    # tensorflow.toml [[release]] 2.15: cuda = "12.2", which driver 590.48.01 runs
     assert f.fix and f.fix.commands[0].startswith(
-        f"pip uninstall -y tensorflow-cpu && {tf_install(rel.version)}"
+        "pip uninstall -y tensorflow-cpu && pip install 'tensorflow[and-cuda]==2.15.*'"
     )
     assert "'tensorflow[and-cuda]==2.15.*'" in f.fix.text
 
@@ -411,8 +404,11 @@ def test_tensorflow_gpu_alone_warns_with_the_compat_note_and_the_replacement() -
     )
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.legacy-gpu-package")
     assert f.status is Status.WARN
-    note = COMPAT.tensorflow.packages["tensorflow-gpu"].note
-    assert any(e.startswith("compat data: " + note[:40]) for e in f.evidence)
+    # tensorflow.toml [[package]] name = "tensorflow-gpu": its note, from its first words
+    assert any(
+        e.startswith("compat data: Removed. Its description: 'tensorflow-gpu has")
+        for e in f.evidence
+    ), f.evidence
     pick = {"version": "2.21", "install": TF_221}
     assert pick is not None
     assert f.fix and f.fix.commands[0].startswith(
@@ -449,18 +445,15 @@ def test_no_tensorflow_gpu_no_finding() -> None:
 def test_native_windows_tensorflow_2_15_fails_with_wsl2_or_the_last_windows_gpu_release() -> None:
     snap = fb.on(fb.windows_workstation(), fb.tensorflow_windows("2.15.0"))
     f = the(snap, "tensorflow.windows-native")
-    last = COMPAT.tensorflow.windows_native_gpu_last
-    row = next(r for r in COMPAT.tensorflow.windows_gpu if r.version == last)
+    # tensorflow.toml: windows_native_gpu_last = "2.10"; [[windows_gpu]] 2.10: cuda 11.2, cudnn 8.1
     assert f.status is Status.FAIL
     assert (
         f.title
-        == f"tensorflow 2.15.0 cannot use the GPU on native Windows: GPU support there ended with {last}"
+        == "tensorflow 2.15.0 cannot use the GPU on native Windows: GPU support there ended with 2.10"
     )
     assert f.fix and "Use WSL2" in f.fix.text
-    assert f"pip install 'tensorflow=={last}.*'" in f.fix.commands
-    assert (
-        f"conda install -c conda-forge cudatoolkit={row.cuda} cudnn={row.cudnn}" in f.fix.commands
-    )
+    assert "pip install 'tensorflow==2.10.*'" in f.fix.commands
+    assert "conda install -c conda-forge cudatoolkit=11.2 cudnn=8.1" in f.fix.commands
     # The CPU-only build there is the same root cause, reported once.
     assert the(snap, "tensorflow.cpu-build").status is Status.SKIP
 
@@ -552,12 +545,10 @@ def _without(env: PythonEnvironment, *names: str) -> PythonEnvironment:
 def test_tensorflow_2_15_without_nvidia_cudnn_fails_with_the_and_cuda_install() -> None:
     env = _without(fb.with_tensorflow(fb.environment()), "nvidia-cudnn-cu12")
     f = the(fb.on(builders.h100_node(1), env), "tensorflow.cuda-libraries")
-    row = COMPAT.tensorflow.and_cuda_for("2.15.0")
-    assert row is not None
-    pin = next(r for r in row.requires if r.startswith("nvidia-cudnn-cu12"))
     assert f.status is Status.FAIL
     assert "(nvidia-cudnn-cu12)" in f.title
-    assert f"missing: {pin}" in f.evidence
+    # tensorflow.toml [[and_cuda]] 2.15.0 requires "nvidia-cudnn-cu12==8.9.4.25"
+    assert "missing: nvidia-cudnn-cu12==8.9.4.25" in f.evidence
     assert f.fix and f.fix.commands == ["pip install 'tensorflow[and-cuda]==2.15.0'"]
 
 
@@ -591,15 +582,12 @@ def test_tensorflow_missing_only_optional_wheels_warns() -> None:
 
 
 def test_tensorflow_before_2_14_needs_the_system_cuda_and_cudnn_it_was_built_with() -> None:
-    rel = COMPAT.tensorflow.release("2.12")
-    assert rel is not None and rel.cuda and rel.cudnn
-    env = fb.with_tensorflow(
-        fb.environment(), "2.12.0", cuda=rel.cuda, cudnn=rel.cudnn.split(".")[0], and_cuda=False
-    )
+    # tensorflow.toml [[release]] 2.12: cuda = "11.8", cudnn = "8.6"
+    env = fb.with_tensorflow(fb.environment(), "2.12.0", cuda="11.8", cudnn="8", and_cuda=False)
     snap = fb.on(builders.h100_node(1), env)
     f = the(snap, "tensorflow.cuda-libraries")
     assert f.status is Status.FAIL
-    assert f.fix and f"cudatoolkit={rel.cuda}" in f.fix.text
+    assert f.fix and "cudatoolkit=11.8" in f.fix.text
     snap.cuda.runtimes = [
         builders.library("cudart", "/usr/local/cuda-11.8/lib64/libcudart.so.11.0", "11.8.89")
     ]
@@ -711,7 +699,7 @@ def test_jax_without_its_cuda_plugin_fails_choosing_the_cuda_major_for_the_drive
     f = the(
         fb.on(mb.driver_535_node(1), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
     )
-    assert not COMPAT.cuda_runs_on_driver("13.0", "535.104.05")
+    # cuda.toml: 13.0.0 needs 580.65.06 and [[minor_compat]] 13 needs 580, so 535 cannot run it
     assert f.fix and f.fix.commands[0].startswith('pip install -U "jax[cuda12]"')
 
 
@@ -719,8 +707,7 @@ def test_jax_cuda13_is_not_offered_to_a_gpu_older_than_cuda_13_supports() -> Non
     f = the(
         fb.on(fb.pascal_workstation(), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
     )
-    rng = COMPAT.cc_range("13.0")
-    assert rng is not None and Version("6.1") < rng.min_cc
+    # cuda.toml [[toolkit_arch]] 13.0: min_cc = "7.5", above this Pascal's 6.1
     assert f.fix and '"jax[cuda12]"' in f.fix.text
 
 
