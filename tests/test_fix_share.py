@@ -19,7 +19,7 @@ import test_cases
 from conftest import Simulate
 from sim import scenario as sim
 from sim.scenario import MIB, Process, Scenario, crash, error, h100, h100_node, replace
-from test_simulator import doctor
+from sim_doctor import doctor
 
 WANTED_SHARE = 0.85
 PROBLEMS = ("warn", "fail", "error")
