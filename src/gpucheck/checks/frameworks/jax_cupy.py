@@ -6,14 +6,13 @@ from __future__ import annotations
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import (
     JaxFacts,
+    cannot_use_gpus,
     cupy_cuda,
-    gpu_frameworks_beside,
     jax_facts,
 )
 from gpucheck.checks.frameworks.driver import (
     cc_list,
     driver_outcome,
-    gpus_line,
     targets,
     upgrade_driver,
 )
@@ -159,15 +158,8 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
         )
     # A jaxlib another package pulled in, beside a working torch or TensorFlow, costs only
     # what runs JAX: a warning on JAX, not a machine that cannot use its GPUs.
-    beside = gpu_frameworks_beside(env, "jax")
-    verdict = Outcome.warn if beside else Outcome.fail
-    return verdict(
-        f"{j.name} is CPU-only: JAX cannot use this machine's NVIDIA GPU(s)"
-        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
-        evidence,
-        gpus_line(ctx),
-        fix=jax_fix(ctx, env),
-    )
+    title = f"{j.name} is CPU-only: JAX cannot use this machine's NVIDIA GPU(s)"
+    return cannot_use_gpus(ctx, env, "jax", title, evidence, jax_fix(ctx, env))
 
 
 def _cuda_runtime_dist(env: PythonEnvironment, major: int) -> Distribution | None:

@@ -14,7 +14,8 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import coverage, parse_arch_list
 from gpucheck.checks.frameworks.builds import (
     TfFacts,
-    gpu_frameworks_beside,
+    cannot_use_gpus,
+    no_gpu_here,
     pick_tensorflow,
     tf_facts,
 )
@@ -22,7 +23,6 @@ from gpucheck.checks.frameworks.driver import (
     arch_name,
     cc_list,
     driver_outcome,
-    gpus_line,
     targets,
     upgrade_driver,
 )
@@ -62,30 +62,17 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         cudnn = f", cuDNN {t.cudnn}" if t.cudnn else ""
         return Outcome.passed(f"{t.name} is a CUDA {t.cuda or '(version unknown)'} build{cudnn}")
     what = "a ROCm (AMD GPU) build" if t.kind == "rocm" else "a CPU-only build"
-    if ctx.has_gpu is False:
-        return Outcome.info(
-            f"{t.name} is {what}; this machine has no NVIDIA GPU, so there is nothing to fix",
-            t.evidence,
-        )
-    if ctx.has_gpu is None:
-        return Outcome.skip(
-            f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
-        )
+    unneeded = no_gpu_here(ctx, f"{t.name} is {what}", t.evidence)
+    if unneeded is not None:
+        return unneeded
     if windows_native(ctx, env) and past_windows_gpu(ctx, t):
         return Outcome.skip(
             f"{t.name} is {what}: on native Windows that is all it can be (see "
             "tensorflow.windows-native)"
         )
     fix = windows_fix(ctx, env) if windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
-    beside = gpu_frameworks_beside(env, "tensorflow")
-    verdict = Outcome.warn if beside else Outcome.fail
-    return verdict(
-        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
-        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
-        t.evidence,
-        gpus_line(ctx),
-        fix=fix,
-    )
+    title = f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
+    return cannot_use_gpus(ctx, env, "tensorflow", title, t.evidence, fix)
 
 
 def _note(ctx: Context, name: str, sentences: int = 2) -> str | None:

@@ -10,7 +10,8 @@ from gpucheck.checks.frameworks.arch import Compiled, compiled_from, coverage, p
 from gpucheck.checks.frameworks.builds import (
     KIND_TEXT,
     TorchFacts,
-    gpu_frameworks_beside,
+    cannot_use_gpus,
+    no_gpu_here,
     pick_change,
     pick_torch,
     torch_facts,
@@ -20,7 +21,6 @@ from gpucheck.checks.frameworks.builds import (
 from gpucheck.checks.frameworks.driver import (
     cc_list,
     driver_outcome,
-    gpus_line,
     targets,
     upgrade_driver,
 )
@@ -46,24 +46,12 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
     if t.kind == "cuda":
         return Outcome.passed(f"{t.name} is a CUDA {t.cuda or '(version unknown)'} build")
     what = KIND_TEXT.get(t.kind, "not a CUDA build")
-    if ctx.has_gpu is False:
-        return Outcome.info(
-            f"{t.name} is {what}; this machine has no NVIDIA GPU, so there is nothing to fix",
-            t.evidence,
-        )
-    if ctx.has_gpu is None:
-        return Outcome.skip(
-            f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
-        )
-    beside = gpu_frameworks_beside(env, "torch")
-    verdict = Outcome.warn if beside else Outcome.fail
-    return verdict(
-        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
-        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
-        t.evidence,
-        gpus_line(ctx),
-        fix=torch_fix(ctx, env, cc_list(targets(ctx))),
-    )
+    unneeded = no_gpu_here(ctx, f"{t.name} is {what}", t.evidence)
+    if unneeded is not None:
+        return unneeded
+    title = f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
+    fix = torch_fix(ctx, env, cc_list(targets(ctx)))
+    return cannot_use_gpus(ctx, env, "torch", title, t.evidence, fix)
 
 
 @framework_check("torch.cuda-driver", "PyTorch's CUDA runs on this driver", torch_facts)
