@@ -32,6 +32,7 @@ from gpucheck.checks.frameworks.environments import (
     in_range,
     pip_step,
     python_mm,
+    python_unsupported,
 )
 from gpucheck.checks.frameworks.tensorflow_fixes import (
     past_windows_gpu,
@@ -332,19 +333,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         if pick
         else None
     )
-    return Outcome.fail(
-        f"{t.name} does not support this environment's Python {py}",
-        f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=Fix.of(
-            Step.run(
-                f"create the environment with a Python {low} to {high}, then reinstall "
-                "TensorFlow there",
-                f"python{high} -m venv .venv",
-            ),
-            OR,
-            other,
-        ),
-    )
+    return python_unsupported(t.name, env, py, span, (low, high), "TensorFlow", other)
 
 
 def _tf_keras(ctx: Context, env: PythonEnvironment, line: Version, why: str) -> Step:

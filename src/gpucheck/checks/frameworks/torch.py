@@ -30,6 +30,7 @@ from gpucheck.checks.frameworks.environments import (
     linux_x86_64,
     pip_step,
     python_mm,
+    python_unsupported,
     runtime,
 )
 from gpucheck.compat.frameworks import major_minor
@@ -158,18 +159,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | Non
             f"pip uninstall -y torch && {pick.install}",
             [pick_change(env, "torch", pick)],
         )
-    return Outcome.fail(
-        f"{t.name} does not support this environment's Python {py}",
-        f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=Fix.of(
-            Step.run(
-                f"create the environment with a Python {low} to {high}, then reinstall torch there",
-                f"python{high} -m venv .venv",
-            ),
-            OR,
-            other,
-        ),
-    )
+    return python_unsupported(t.name, env, py, span, (low, high), "torch", other)
 
 
 @framework_check(
