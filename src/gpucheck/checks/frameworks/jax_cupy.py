@@ -15,6 +15,7 @@ from gpucheck.checks.frameworks.driver import (
     driver_outcome,
     targets,
     upgrade_driver,
+    upgrade_or_keep,
 )
 from gpucheck.checks.frameworks.environments import (
     change,
@@ -190,11 +191,8 @@ def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcom
 
         def fix(major: int = major, cuda: str = cuda, plugins: list[str] = plugins) -> Fix:
             other = jax_major(ctx)
-            keep = None
-            if other is not None and other != major:
-                keep = jax_step(ctx, env, plugins)
-                keep.text = "keep this driver and " + keep.text
-            return Fix.of(upgrade_driver(ctx, cuda), OR, keep)
+            keep = jax_step(ctx, env, plugins) if other is not None and other != major else None
+            return upgrade_or_keep(ctx, cuda, keep)
 
         name = f"JAX's CUDA {major} " + ("plugin" if plugins else "jaxlib")
         items.append((None, driver_outcome(ctx, name, cuda, fix, *([source] if source else []))))

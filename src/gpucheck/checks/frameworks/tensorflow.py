@@ -25,6 +25,7 @@ from gpucheck.checks.frameworks.driver import (
     driver_outcome,
     targets,
     upgrade_driver,
+    upgrade_or_keep,
 )
 from gpucheck.checks.frameworks.environments import (
     change,
@@ -192,10 +193,7 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | N
             for step in other.steps:
                 step.option += 1
             return Fix.of(upgrade_driver(ctx, cuda), OR, *other.steps)
-        switch = tf_switch(ctx, env, t)
-        if switch is not None:
-            switch.text = "keep this driver and " + switch.text
-        return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
+        return upgrade_or_keep(ctx, cuda, tf_switch(ctx, env, t))
 
     return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
 

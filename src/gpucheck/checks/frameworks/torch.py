@@ -22,7 +22,7 @@ from gpucheck.checks.frameworks.driver import (
     cc_list,
     driver_outcome,
     targets,
-    upgrade_driver,
+    upgrade_or_keep,
 )
 from gpucheck.checks.frameworks.environments import (
     framework_check,
@@ -64,10 +64,7 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome 
         return Outcome.skip(f"{t.name}: the CUDA it was built with is not known", t.evidence)
 
     def fix() -> Fix:
-        switch = torch_switch(ctx, env, cc_list(targets(ctx)))
-        if switch is not None:
-            switch.text = "keep this driver and " + switch.text
-        return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
+        return upgrade_or_keep(ctx, cuda, torch_switch(ctx, env, cc_list(targets(ctx))))
 
     return driver_outcome(ctx, t.name, cuda, fix)
 
