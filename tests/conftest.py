@@ -15,6 +15,10 @@ import reallibs
 from sim import scenario as sim
 from sim.scenario import Machine, Scenario
 
+# The real-library fixtures (Debian's driver packages, pip wheels), shared by the
+# test_probes_reallibs*.py modules.
+pytest_plugins = ["reallibs_fixtures"]
+
 REPO = Path(__file__).resolve().parents[1]
 # Real nvidia-smi outputs (MIT-licensed test data from other projects, origins in its README),
 # carried with the tests so that a fresh clone runs them all.

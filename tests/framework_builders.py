@@ -10,6 +10,8 @@ about.
 
 from __future__ import annotations
 
+import sys
+
 import builders
 from builders import MIB
 from packaging.version import Version
@@ -26,7 +28,11 @@ from gpucheck.model.environments import (
 from gpucheck.model.snapshot import GpuFacts, LibraryCopy, Snapshot
 from gpucheck.model.types import ImportStatus
 
-COMPAT = compat.load()
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+
 VENV = "/home/user/.venv"
 LINUX_X86 = 'platform_system == "Linux" and platform_machine == "x86_64"'
 
@@ -150,11 +156,20 @@ def torch_cpu(
 # --- TensorFlow --------------------------------------------------------------------------------
 
 
+def _read_and_cuda_pins() -> dict[str, list[str]]:
+    """tensorflow[and-cuda]'s Requires-Dist pins by exact release, read straight off
+    compat/tensorflow.toml's [[and_cuda]] rows (not through the compat code under test)."""
+    text = (compat.data_dir() / "tensorflow.toml").read_text(encoding="utf-8")
+    return {row["version"]: list(row["requires"]) for row in tomllib.loads(text)["and_cuda"]}
+
+
+AND_CUDA_PINS = _read_and_cuda_pins()
+
+
 def and_cuda_requires(version: str) -> list[str]:
     """tensorflow's Requires-Dist for its and-cuda extra, from the compat data's pins."""
-    row = COMPAT.tensorflow.and_cuda_for(version)
-    assert row is not None, version
-    return [f'{r}; extra == "and-cuda"' for r in row.requires]
+    assert version in AND_CUDA_PINS, f"compat/tensorflow.toml has no [[and_cuda]] {version}"
+    return [f'{r}; extra == "and-cuda"' for r in AND_CUDA_PINS[version]]
 
 
 def with_tensorflow(
@@ -182,9 +197,7 @@ def with_tensorflow(
         path=f"{env.site_packages[0]}/tensorflow/python/platform/build_info.py",
     )
     if and_cuda and requires:
-        row = COMPAT.tensorflow.and_cuda_for(version)
-        assert row is not None
-        install_pins(env, [p for p in row.requires if p.startswith("nvidia-")])
+        install_pins(env, [p for p in AND_CUDA_PINS[version] if p.startswith("nvidia-")])
     return env
 
 
@@ -202,8 +215,8 @@ def tensorflow_windows(version: str = "2.15.0") -> PythonEnvironment:
     a CPU build_info; TF 2.10 and older were GPU builds there (build_info cuda '64_112', which
     the static probe writes as 11.2)."""
     env = environment(prefix="C:\\Users\\me\\venv", version="3.10.11", platform="win32")
-    last = COMPAT.tensorflow.windows_native_gpu_last
-    gpu = last is not None and Version(version) <= Version(f"{last}.99")
+    # compat/tensorflow.toml: windows_native_gpu_last = "2.10"
+    gpu = Version(version) < Version("2.11")
     with_tensorflow(
         env,
         version,

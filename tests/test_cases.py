@@ -138,7 +138,7 @@ def _torch(version: str = "2.5.1+cu124", platform: str = "linux") -> Any:
 def _tensorflow(version: str = "2.15.0") -> Any:
     """tensorflow VERSION, with the tensorflow[and-cuda] wheels where that release has them."""
     fbm = importlib.import_module("framework_builders")
-    and_cuda = fbm.COMPAT.tensorflow.and_cuda_for(version) is not None
+    and_cuda = version in fbm.AND_CUDA_PINS
     return fb_with_tensorflow(fb_environment(), version, and_cuda=and_cuda)
 
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 import builders
 import framework_builders as fb
 import msgspec
-from framework_builders import COMPAT
 from more_builders import finding, the
 
-from gpucheck.compat import driver_text
 from gpucheck.model.environments import ExtensionBuild, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import GpuFacts, LibraryCopy, Snapshot, ToolVersion
@@ -49,8 +47,7 @@ def test_torchvision_pinned_to_another_torch_fails_with_the_one_built_for_this_t
     assert f.status is Status.FAIL
     assert f.title.startswith("torchvision 0.19.1+cu124 is built for another torch")
     assert "torchvision 0.19.1+cu124: Requires-Dist: torch==2.4.1" in f.evidence
-    row = COMPAT.extensions.pairing("torchvision", "2.5.1")
-    assert row is not None and row.versions == ("0.20",)
+    # extensions.toml [[pairing]] torchvision, torch = "2.5": versions = ["0.20"]
     assert f.fix is not None
     assert (
         "pip install 'torch==2.5.1' 'torchvision==0.20.*' "
@@ -168,8 +165,7 @@ def test_torch_before_the_first_numpy2_build_fails_under_numpy2() -> None:
     env = fb.with_torch(fb.environment(), "2.2.2+cu121", "12.1")
     fb.add(env, "numpy", "2.1.3")
     f = the(fb.on(builders.h100_node(1), env), "frameworks.numpy-abi")
-    row = COMPAT.extensions.numpy_abi("torch", "linux")
-    assert row is not None and str(row.numpy2_from) == "2.3.0"
+    # extensions.toml [[numpy_abi]] package = "torch": numpy2_from = "2.3.0"
     assert f.status is Status.FAIL
     assert f.fix is not None
     assert "pip install 'numpy<2'" in f.fix.text and "'torch>=2.3.0'" in f.fix.text
@@ -258,8 +254,7 @@ def test_tensorrt_10_8_on_a_v100_fails_with_the_last_release_for_volta() -> None
     f = the(fb.on(machine(v100()), env), "tensorrt.support")
     assert f.status is Status.FAIL
     assert "supports compute capability 7.5 to 12.0" in f.title
-    dropped, _ = COMPAT.tensorrt.newest_for_cc("7.0")
-    assert str(dropped) == "10.5.0"
+    # tensorrt.toml [[release]] 10.5.0: min_cc = "7.5" (Volta removed), the first without 7.0
     assert f.fix is not None and "pip install 'tensorrt-cu12<10.5.0'" in f.fix.text
 
 
@@ -274,10 +269,8 @@ def test_tensorrt_cuda_12_build_on_a_cuda_11_driver_fails() -> None:
     snap = machine(builders.h100(0), driver="470.256.02", cuda=11040)
     f = the(fb.on(snap, tensorrt(fb.environment(), "10.3.0")), "tensorrt.support")
     assert f.status is Status.FAIL
-    floor = COMPAT.minor_compat_floor(12)
-    need = COMPAT.min_driver("12.0")
-    assert floor is not None and need is not None
-    assert f.fix is not None and driver_text(need) in f.fix.text
+    # cuda.toml [[toolkit]] 12.0.0: min_driver_linux = "525.60.13"
+    assert f.fix is not None and "525.60.13" in f.fix.text
 
 
 def test_tf_trt_is_gone_from_tensorflow_2_18() -> None:
@@ -330,9 +323,8 @@ def test_ptxas_newer_than_the_driver_warns() -> None:
     fb.add(env, "nvidia-cuda-nvcc-cu12", "12.6.85")
     f = the(fb.on(snap, env), "xla.compiler")
     assert f.status is Status.WARN and "serial compilation" in f.title
-    need = COMPAT.min_driver("12.6")
-    assert need is not None
-    assert f.fix is not None and driver_text(need) in f.fix.text
+    # cuda.toml [[toolkit]] 12.6.0: min_driver_linux = "560.28.03"
+    assert f.fix is not None and "560.28.03" in f.fix.text
     assert "pip install 'nvidia-cuda-nvcc-cu12<12.5'" in f.fix.text
 
 

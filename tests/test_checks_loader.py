@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import builders
 import framework_builders as fb
-from framework_builders import COMPAT
 from more_builders import the
 
+from gpucheck import compat
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import LibraryCopy
 
@@ -17,8 +17,7 @@ from gpucheck.model.snapshot import LibraryCopy
 
 def test_tensorflow_2_16_1_with_its_wheels_fails_until_ld_library_path_names_them() -> None:
     # tensorflow#63362 / #65842: pip install tensorflow[and-cuda]==2.16.1, GPU list empty.
-    row = COMPAT.tensorflow.and_cuda_for("2.16.1")
-    assert row is not None and row.loader_gap
+    # tensorflow.toml [[and_cuda]] 2.16.1: loader_gap = true
     env = fb.with_tensorflow(fb.environment(), "2.16.1", and_cuda=True)
     snap = fb.on(builders.h100_node(1), env)
     f = the(snap, "tensorflow.cuda-libraries")
@@ -177,14 +176,13 @@ def test_a_cu124_nightly_is_judged_by_the_cu124_wheels_before_it_and_fails_on_sm
     assert any("PyTorch 2.4-2.6 cu124 wheels, the nearest release line" in e for e in f.evidence)
     assert f.fix and "pip install 'torch==2.15.*'" in f.fix.text  # PyPI's 2.15 wheel: CUDA 13.2
     # A final release the data lacks is still not guessed at.
-    assert COMPAT.torch.arch_before("2.7.0", "12.4") is None
+    assert compat.load().torch.arch_before("2.7.0", "12.4") is None
 
 
 def test_tensorflow_before_2_14_with_an_older_cudnn_minor_than_its_build_fails() -> None:
     # "Loaded runtime CuDNN library: 8.0.4 but source was compiled with: 8.1.0": TensorFlow
     # needs the same cuDNN major and an equal or higher minor. TF 2.12 is built with 8.6.
-    rel = COMPAT.tensorflow.release("2.12")
-    assert rel is not None and rel.cuda == "11.8" and rel.cudnn == "8.6"
+    # tensorflow.toml [[release]] 2.12: cuda = "11.8", cudnn = "8.6"
     env = fb.with_tensorflow(fb.environment(), "2.12.0", cuda="11.8", cudnn="8", and_cuda=False)
     snap = fb.on(builders.h100_node(1), env)
     snap.cuda.runtimes = [

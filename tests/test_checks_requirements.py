@@ -8,8 +8,8 @@ import io
 import builders
 import more_builders as mb
 import pytest
+from framework_checks import FRAMEWORK_CHECKS
 from more_builders import finding, run_checks, the
-from test_checks_frameworks import FRAMEWORK_CHECKS
 
 from gpucheck import checks
 from gpucheck.checks import Requirements

@@ -3,7 +3,7 @@
 A fix is runnable when one of its steps carries a command. The share is measured on the
 reports themselves (`doctor --json`: each problem's `fix.steps[].command`), over the real broken
 machines of tests/cases/ and over broken simulated machines (the scenarios of
-tests/test_simulator.py, rebuilt here), never with the fix record's own helpers. Issue #25 asks
+tests/test_simulator*.py, rebuilt here), never with the fix record's own helpers. Issue #25 asks
 for 85% or more; report schema 2.x (a sentence and the commands found between its backticks)
 gave 25 of 55 on the real cases.
 """
@@ -19,7 +19,7 @@ import test_cases
 from conftest import Simulate
 from sim import scenario as sim
 from sim.scenario import MIB, Process, Scenario, crash, error, h100, h100_node, replace
-from test_simulator import doctor
+from sim_doctor import doctor
 
 WANTED_SHARE = 0.85
 PROBLEMS = ("warn", "fail", "error")
@@ -66,7 +66,7 @@ def test_most_fixes_on_the_real_broken_machines_carry_a_command() -> None:
     assert share(fixes) >= WANTED_SHARE, without
 
 
-# --- simulated broken machines (the scenarios of tests/test_simulator.py) ---------------------
+# --- simulated broken machines (the scenarios of tests/test_simulator*.py) --------------------
 
 
 def _pcie_x4() -> Scenario:

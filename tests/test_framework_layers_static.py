@@ -11,7 +11,7 @@ import builders
 import framework_builders as fb
 import pytest
 from more_builders import the
-from test_framework_static import TORCH_CPU_WHEEL, TRIPWIRE, decode, make_venv, probe
+from static_probe import TORCH_CPU_WHEEL, TRIPWIRE, decode, make_venv, probe
 
 from gpucheck.model.finding import Status
 

@@ -12,7 +12,7 @@ import pytest
 import sim.scenario as sim
 import venvs
 from conftest import run_gpucheck
-from test_simulator import doctor
+from sim_doctor import doctor
 
 pytestmark = pytest.mark.frameworks
 FRAMEWORK_SECTIONS = ("torch.", "tensorflow.", "jax.", "cupy.", "frameworks.")

@@ -16,8 +16,8 @@ from typing import Any
 import pynvml as nv
 import pytest
 import sim.scenario as sim
-import test_framework_static as wheels
-from test_simulator import Doctor, doctor
+import static_probe as wheels
+from sim_doctor import Doctor, doctor
 
 MIB = sim.MIB
 

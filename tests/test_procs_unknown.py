@@ -9,8 +9,8 @@ import json
 
 import pytest
 from conftest import Simulate
+from procs_run import busy_node, procs, procs_json
 from sim.scenario import Fault, HostProcess, Scenario, crash, error, h100, sleep
-from test_procs import busy_node, procs, procs_json
 
 
 def unanswered(*faults: Fault) -> Scenario:

@@ -21,6 +21,16 @@ class UserError(Exception):
     """Bad input: reported as one line, exit 2."""
 
 
+def unreadable(path: object, exc: OSError, folder: str = "is a folder") -> str:
+    """Why a file could not be read, in the words every reader of user files uses; `folder`
+    says what to pass instead of a folder."""
+    if isinstance(exc, FileNotFoundError):
+        return f"{path}: no such file"
+    if isinstance(exc, IsADirectoryError):
+        return f"{path} {folder}"
+    return f"cannot read {path}: {exc.strerror}"
+
+
 def read_input(path: str, limit: int, too_large: str, option: str = "--from") -> bytes:
     """A file's bytes (`-`: standard input), read up to `limit`: more is `too_large`."""
     try:
@@ -29,12 +39,8 @@ def read_input(path: str, limit: int, too_large: str, option: str = "--from") ->
         else:
             with open(path, "rb") as fh:
                 data = fh.read(limit + 1)
-    except FileNotFoundError:
-        raise UserError(f"{option}: {path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{option}: {path} is a folder") from None
     except OSError as exc:
-        raise UserError(f"{option}: cannot read {path}: {exc.strerror}") from None
+        raise UserError(f"{option}: {unreadable(path, exc)}") from None
     if len(data) > limit:
         raise UserError(f"{option}: {path} {too_large}")
     return data

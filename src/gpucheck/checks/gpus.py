@@ -48,6 +48,13 @@ def all_unknown(gpus: list[GpuFacts], field: str, what: str) -> Outcome | None:
     return None
 
 
+def healthy_reporting(ctx: Context, field: str, what: str) -> tuple[list[GpuFacts], Outcome | None]:
+    """The GPUs a per-GPU check judges, and the skip to give at once where none reports
+    `field` (None also where there is no GPU: the check then has nothing to say)."""
+    gpus = ctx.healthy_handles
+    return gpus, all_unknown(gpus, field, what)
+
+
 def _per_gpu(
     ctx: Context, check_one: Callable[[GpuFacts], str | None]
 ) -> tuple[list[GpuFacts], list[str]]:
@@ -277,11 +284,8 @@ def remapping(ctx: Context) -> Outcome | None:
 
 @check("gpu.throttling", Section.GPUS, "no thermal, power-brake or hardware clock slowdown")
 def throttling(ctx: Context) -> Outcome | None:
-    gpus = ctx.healthy_handles
-    if not gpus:
-        return None
-    unknown = all_unknown(gpus, "clock_event_reasons", "Clock slowdown reasons")
-    if unknown:
+    gpus, unknown = healthy_reporting(ctx, "clock_event_reasons", "Clock slowdown reasons")
+    if not gpus or unknown:
         return unknown
 
     def hw(g: GpuFacts) -> str | None:
@@ -349,11 +353,8 @@ def _temp(g: GpuFacts) -> str:
 
 @check("gpu.pcie-link", Section.GPUS, "each GPU's PCIe link runs at its full width")
 def pcie_link(ctx: Context) -> Outcome | None:
-    gpus = ctx.healthy_handles
-    if not gpus:
-        return None
-    unknown = all_unknown(gpus, "pcie_width_current", "PCIe link")
-    if unknown:
+    gpus, unknown = healthy_reporting(ctx, "pcie_width_current", "PCIe link")
+    if not gpus or unknown:
         return unknown
     narrow_bad: list[GpuFacts] = []
     narrow_warn: list[GpuFacts] = []

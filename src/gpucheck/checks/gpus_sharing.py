@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, gpu_subjects, indices
-from gpucheck.checks.gpus import BUSY_UTILIZATION, all_unknown, known_count
+from gpucheck.checks.gpus import BUSY_UTILIZATION, healthy_reporting, known_count
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import reset_gpus, share_gpus
 from gpucheck.model.finding import GpuRef, Outcome, Section
@@ -42,11 +42,8 @@ def _holder(g: GpuFacts, jobs: frozenset[int] | None = None) -> str | None:
 
 @check("gpu.compute-mode", Section.GPUS, "compute mode lets CUDA programs use the GPU")
 def compute_mode(ctx: Context) -> Outcome | None:
-    gpus = ctx.healthy_handles
-    if not gpus:
-        return None
-    unknown = all_unknown(gpus, "compute_mode", "Compute mode")
-    if unknown:
+    gpus, unknown = healthy_reporting(ctx, "compute_mode", "Compute mode")
+    if not gpus or unknown:
         return unknown
     prohibited = [g for g in gpus if g.compute_mode == "prohibited"]
     exclusive = [g for g in gpus if g.compute_mode in ("exclusive_process", "exclusive_thread")]
@@ -226,11 +223,8 @@ def mig(ctx: Context) -> Outcome | None:
 
 @check("gpu.memory-in-use", Section.GPUS, "no other process holds most of a GPU's memory")
 def memory_in_use(ctx: Context) -> Outcome | None:
-    gpus = ctx.healthy_handles
-    if not gpus:
-        return None
-    unknown = all_unknown(gpus, "memory_used", "Memory in use")
-    if unknown:
+    gpus, unknown = healthy_reporting(ctx, "memory_used", "Memory in use")
+    if not gpus or unknown:
         return unknown
     holders = merge(ctx.snapshot)
     by_pid = {h.pid: h for h in holders.holders}

@@ -8,7 +8,7 @@ with the assumptions stated in the report (config.py says which).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,12 @@ class Family:
 
 
 _LLAMA = Family(gated=True, tied=False)
+# GPT-2's layer: biases everywhere, LayerNorm, learned positions; most older families vary it.
 _GPT2 = Family(
     gated=False, tied=True, qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True,
     rms=False, positions=1,
 )  # fmt: skip
-_BERT = Family(
-    gated=False, tied=True, qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True,
-    rms=False, positions=1, encoder_only=True,
-)  # fmt: skip
+_BERT = replace(_GPT2, encoder_only=True)
 
 FAMILIES: dict[str, Family] = {
     "llama": _LLAMA,
@@ -55,75 +53,16 @@ FAMILIES: dict[str, Family] = {
     "gemma2": Family(gated=True, tied=True, norms_per_layer=4),
     "gemma3_text": Family(gated=True, tied=True, norms_per_layer=4, qk_norm=True),
     "falcon": Family(gated=False, tied=True, norm_bias=True, rms=False),
-    "gpt_bigcode": Family(
-        gated=False,
-        tied=True,
-        qkv_bias=True,
-        o_bias=True,
-        mlp_bias=True,
-        norm_bias=True,
-        rms=False,
-        positions=1,
-        multi_query_default=True,
-    ),
+    "gpt_bigcode": replace(_GPT2, multi_query_default=True),
     "gpt2": _GPT2,
-    "opt": Family(
-        gated=False,
-        tied=True,
-        qkv_bias=True,
-        o_bias=True,
-        mlp_bias=True,
-        norm_bias=True,
-        rms=False,
-        positions=1,
-        position_offset=2,
-    ),
-    "gpt_neox": Family(
-        gated=False,
-        tied=False,
-        qkv_bias=True,
-        o_bias=True,
-        mlp_bias=True,
-        norm_bias=True,
-        rms=False,
-    ),
+    "opt": replace(_GPT2, position_offset=2),
+    "gpt_neox": replace(_GPT2, tied=False, positions=0),
     "bert": _BERT,
-    "roberta": Family(
-        gated=False,
-        tied=True,
-        qkv_bias=True,
-        o_bias=True,
-        mlp_bias=True,
-        norm_bias=True,
-        rms=False,
-        positions=1,
-        encoder_only=True,
-    ),
+    "roberta": _BERT,
     "t5": Family(gated=False, tied=True, encoder_decoder=True),
     "mt5": Family(gated=True, tied=False, encoder_decoder=True),
-    "bart": Family(
-        gated=False,
-        tied=True,
-        qkv_bias=True,
-        o_bias=True,
-        mlp_bias=True,
-        norm_bias=True,
-        rms=False,
-        positions=1,
-        position_offset=2,
-        encoder_decoder=True,
-    ),
-    "whisper": Family(
-        gated=False,
-        tied=True,
-        qkv_bias=True,
-        o_bias=True,
-        mlp_bias=True,
-        norm_bias=True,
-        rms=False,
-        positions=1,
-        encoder_decoder=True,
-    ),
+    "bart": replace(_GPT2, position_offset=2, encoder_decoder=True),
+    "whisper": replace(_GPT2, encoder_decoder=True),
 }
 # Older names the Hub still serves (Falcon's first configs).
 FAMILIES["refinedweb"] = FAMILIES["falcon"]

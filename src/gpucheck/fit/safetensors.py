@@ -18,6 +18,7 @@ from typing import Any
 
 from gpucheck.fit.shape import ModelError, ModelShape, read_json
 from gpucheck.fit.units import SAFETENSORS_BYTES
+from gpucheck.inputs import unreadable
 
 HEADER_LIMIT = 100 * 1024 * 1024  # bytes; the format itself caps the header at 100 MB
 
@@ -32,12 +33,10 @@ def read_header(path: Path) -> dict[str, Any]:
             if size > HEADER_LIMIT:
                 raise ModelError(f"{path} is not a safetensors file (header length {size})")
             raw = fh.read(size)
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelError(f"{path} is a folder (pass a .safetensors file or its index)") from None
     except OSError as exc:
-        raise ModelError(f"cannot read {path}: {exc.strerror}") from None
+        raise ModelError(
+            unreadable(path, exc, "is a folder (pass a .safetensors file or its index)")
+        ) from None
     if len(raw) < size:
         raise ModelError(f"{path} is truncated (header says {size} bytes, file has fewer)")
     try:

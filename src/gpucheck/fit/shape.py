@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gpucheck.inputs import unreadable
+
 CONFIG_LIMIT = 4 * 1024 * 1024  # bytes: configs are a few KB; anything larger is not one
 
 
@@ -118,12 +120,8 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             raw = fh.read(CONFIG_LIMIT + 1)
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelError(f"{path} is a folder (pass its config.json)") from None
     except OSError as exc:
-        raise ModelError(f"cannot read {path}: {exc.strerror}") from None
+        raise ModelError(unreadable(path, exc, "is a folder (pass its config.json)")) from None
     if len(raw) > CONFIG_LIMIT:
         raise ModelError(f"{path} is too large to be a {what} (over 4 MiB)")
     try:

@@ -10,7 +10,7 @@ from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.driver import upgrade_driver
+from gpucheck.checks.frameworks.driver import gpus_line, upgrade_driver
 from gpucheck.checks.frameworks.environments import (
     change,
     compat_os,
@@ -22,6 +22,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
+from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Change, Fix, Step
 from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 
@@ -381,3 +382,32 @@ def gpu_frameworks_beside(env: PythonEnvironment, framework: str) -> list[str]:
             continue  # imported and saw no GPU: not a working GPU framework
         found.append(described)
     return found
+
+
+def no_gpu_here(ctx: Context, subject: str, evidence: str) -> Outcome | None:
+    """A build that cannot use NVIDIA GPUs on a machine without one (nothing to fix), or where
+    whether it has one is not known; None where GPUs are there to use."""
+    if ctx.has_gpu is False:
+        return Outcome.info(
+            f"{subject}; this machine has no NVIDIA GPU, so there is nothing to fix", evidence
+        )
+    if ctx.has_gpu is None:
+        return Outcome.skip(
+            f"{subject}; whether this machine has an NVIDIA GPU is not known", evidence
+        )
+    return None
+
+
+def cannot_use_gpus(
+    ctx: Context, env: PythonEnvironment, framework: str, title: str, evidence: str, fix: Fix | None
+) -> Outcome:
+    """A build that cannot use this machine's GPUs: a failure, or a warning where another GPU
+    framework of the environment can (gpu_frameworks_beside)."""
+    beside = gpu_frameworks_beside(env, framework)
+    verdict = Outcome.warn if beside else Outcome.fail
+    return verdict(
+        title + (f" (code using {', '.join(beside)} here can)" if beside else ""),
+        evidence,
+        gpus_line(ctx),
+        fix=fix,
+    )

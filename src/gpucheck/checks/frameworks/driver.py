@@ -13,7 +13,7 @@ from gpucheck.checks.remedies import upgrade_driver as upgrade_driver  # the fra
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import Fix
+from gpucheck.model.fix import OR, Fix, Step
 
 # --- the GPUs a build must run on ----------------------------------------------------------------
 
@@ -51,6 +51,14 @@ def cc_list(found: list[Target]) -> list[str]:
 def arch_name(ctx: Context, cc: str) -> str:
     name = ctx.compat.architecture(cc)
     return f"compute capability {cc} ({name})" if name else f"compute capability {cc}"
+
+
+def upgrade_or_keep(ctx: Context, cuda: str, switch: Step | None) -> Fix:
+    """Upgrade the driver for CUDA `cuda`, or keep this driver and take `switch` (a build whose
+    CUDA it runs), where there is one."""
+    if switch is not None:
+        switch.text = "keep this driver and " + switch.text
+    return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
 
 
 def gpus_line(ctx: Context) -> str:

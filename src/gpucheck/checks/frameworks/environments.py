@@ -20,7 +20,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Subjects, severity
-from gpucheck.model.fix import Change, Fix, Layer, Step, Tool
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
 # --- environments ------------------------------------------------------------------------------
 
@@ -58,6 +58,33 @@ def python_mm(env: PythonEnvironment) -> Version | None:
 def in_range(py: Version, low: Version | None, high: Version | None) -> bool:
     lo, hi = major_minor(low), major_minor(high)
     return (lo is None or py >= lo) and (hi is None or py <= hi)
+
+
+def python_unsupported(
+    name: str,
+    env: PythonEnvironment,
+    py: Version,
+    span: str,
+    supported: tuple[object, object],
+    package: str,
+    other: Step | None,
+) -> Outcome:
+    """A framework on a Python it has no build for: make a venv with the newest Python it
+    supports (`supported`: lowest, highest), or `other` (a release that supports this one)."""
+    low, high = supported
+    return Outcome.fail(
+        f"{name} does not support this environment's Python {py}",
+        f"{span} (compat data); this environment runs {env.version} ({env.python})",
+        fix=Fix.of(
+            Step.run(
+                f"create the environment with a Python {low} to {high}, then reinstall "
+                f"{package} there",
+                f"python{high} -m venv .venv",
+            ),
+            OR,
+            other,
+        ),
+    )
 
 
 _PIP = re.compile(r"(?<![\w./\\-])(?<!-m )pip (?=install|uninstall)")

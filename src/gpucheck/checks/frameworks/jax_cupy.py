@@ -6,16 +6,16 @@ from __future__ import annotations
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import (
     JaxFacts,
+    cannot_use_gpus,
     cupy_cuda,
-    gpu_frameworks_beside,
     jax_facts,
 )
 from gpucheck.checks.frameworks.driver import (
     cc_list,
     driver_outcome,
-    gpus_line,
     targets,
     upgrade_driver,
+    upgrade_or_keep,
 )
 from gpucheck.checks.frameworks.environments import (
     change,
@@ -159,15 +159,8 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
         )
     # A jaxlib another package pulled in, beside a working torch or TensorFlow, costs only
     # what runs JAX: a warning on JAX, not a machine that cannot use its GPUs.
-    beside = gpu_frameworks_beside(env, "jax")
-    verdict = Outcome.warn if beside else Outcome.fail
-    return verdict(
-        f"{j.name} is CPU-only: JAX cannot use this machine's NVIDIA GPU(s)"
-        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
-        evidence,
-        gpus_line(ctx),
-        fix=jax_fix(ctx, env),
-    )
+    title = f"{j.name} is CPU-only: JAX cannot use this machine's NVIDIA GPU(s)"
+    return cannot_use_gpus(ctx, env, "jax", title, evidence, jax_fix(ctx, env))
 
 
 def _cuda_runtime_dist(env: PythonEnvironment, major: int) -> Distribution | None:
@@ -198,11 +191,8 @@ def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcom
 
         def fix(major: int = major, cuda: str = cuda, plugins: list[str] = plugins) -> Fix:
             other = jax_major(ctx)
-            keep = None
-            if other is not None and other != major:
-                keep = jax_step(ctx, env, plugins)
-                keep.text = "keep this driver and " + keep.text
-            return Fix.of(upgrade_driver(ctx, cuda), OR, keep)
+            keep = jax_step(ctx, env, plugins) if other is not None and other != major else None
+            return upgrade_or_keep(ctx, cuda, keep)
 
         name = f"JAX's CUDA {major} " + ("plugin" if plugins else "jaxlib")
         items.append((None, driver_outcome(ctx, name, cuda, fix, *([source] if source else []))))

@@ -14,7 +14,8 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import coverage, parse_arch_list
 from gpucheck.checks.frameworks.builds import (
     TfFacts,
-    gpu_frameworks_beside,
+    cannot_use_gpus,
+    no_gpu_here,
     pick_tensorflow,
     tf_facts,
 )
@@ -22,9 +23,9 @@ from gpucheck.checks.frameworks.driver import (
     arch_name,
     cc_list,
     driver_outcome,
-    gpus_line,
     targets,
     upgrade_driver,
+    upgrade_or_keep,
 )
 from gpucheck.checks.frameworks.environments import (
     change,
@@ -32,6 +33,7 @@ from gpucheck.checks.frameworks.environments import (
     in_range,
     pip_step,
     python_mm,
+    python_unsupported,
 )
 from gpucheck.checks.frameworks.tensorflow_fixes import (
     past_windows_gpu,
@@ -62,30 +64,17 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         cudnn = f", cuDNN {t.cudnn}" if t.cudnn else ""
         return Outcome.passed(f"{t.name} is a CUDA {t.cuda or '(version unknown)'} build{cudnn}")
     what = "a ROCm (AMD GPU) build" if t.kind == "rocm" else "a CPU-only build"
-    if ctx.has_gpu is False:
-        return Outcome.info(
-            f"{t.name} is {what}; this machine has no NVIDIA GPU, so there is nothing to fix",
-            t.evidence,
-        )
-    if ctx.has_gpu is None:
-        return Outcome.skip(
-            f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
-        )
+    unneeded = no_gpu_here(ctx, f"{t.name} is {what}", t.evidence)
+    if unneeded is not None:
+        return unneeded
     if windows_native(ctx, env) and past_windows_gpu(ctx, t):
         return Outcome.skip(
             f"{t.name} is {what}: on native Windows that is all it can be (see "
             "tensorflow.windows-native)"
         )
     fix = windows_fix(ctx, env) if windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
-    beside = gpu_frameworks_beside(env, "tensorflow")
-    verdict = Outcome.warn if beside else Outcome.fail
-    return verdict(
-        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
-        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
-        t.evidence,
-        gpus_line(ctx),
-        fix=fix,
-    )
+    title = f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
+    return cannot_use_gpus(ctx, env, "tensorflow", title, t.evidence, fix)
 
 
 def _note(ctx: Context, name: str, sentences: int = 2) -> str | None:
@@ -204,10 +193,7 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | N
             for step in other.steps:
                 step.option += 1
             return Fix.of(upgrade_driver(ctx, cuda), OR, *other.steps)
-        switch = tf_switch(ctx, env, t)
-        if switch is not None:
-            switch.text = "keep this driver and " + switch.text
-        return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
+        return upgrade_or_keep(ctx, cuda, tf_switch(ctx, env, t))
 
     return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
 
@@ -345,19 +331,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
         if pick
         else None
     )
-    return Outcome.fail(
-        f"{t.name} does not support this environment's Python {py}",
-        f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=Fix.of(
-            Step.run(
-                f"create the environment with a Python {low} to {high}, then reinstall "
-                "TensorFlow there",
-                f"python{high} -m venv .venv",
-            ),
-            OR,
-            other,
-        ),
-    )
+    return python_unsupported(t.name, env, py, span, (low, high), "TensorFlow", other)
 
 
 def _tf_keras(ctx: Context, env: PythonEnvironment, line: Version, why: str) -> Step:

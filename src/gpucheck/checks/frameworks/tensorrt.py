@@ -62,24 +62,26 @@ def _gpu_support(
     for t in low[:1]:
         dropped, _ = ctx.compat.tensorrt.newest_for_cc(t.cc)
         if dropped is not None:
-            fixes.append(
-                (
-                    f"install the last releases for {t.cc}",
-                    f"pip install '{fix_spec}<{dropped}'",
-                    Change(fix_spec, installed, None, f"<{dropped}"),
-                )
-            )
+            text = f"install the last releases for {t.cc}"
+            fixes.append(_pip_pin(text, fix_spec, installed, f"<{dropped}"))
     for t in high[:1]:
         _, added = ctx.compat.tensorrt.newest_for_cc(t.cc)
         if added is not None:
-            fixes.append(
-                (
-                    f"install the first release with {t.cc} or newer",
-                    f"pip install -U '{fix_spec}>={added}'",
-                    Change(fix_spec, installed, None, f">={added}"),
-                )
-            )
+            text = f"install the first release with {t.cc} or newer"
+            fixes.append(_pip_pin(text, fix_spec, installed, f">={added}", upgrade=True))
     return low, high, fixes
+
+
+def _pip_pin(
+    text: str, spec: str, installed: str | None, requirement: str, upgrade: bool = False
+) -> Install:
+    """An install step that moves `spec` to `requirement` with pip."""
+    flag = "-U " if upgrade else ""
+    return (
+        text,
+        f"pip install {flag}'{spec}{requirement}'",
+        Change(spec, installed, None, requirement),
+    )
 
 
 def _gpu_outcome(

@@ -10,7 +10,8 @@ from gpucheck.checks.frameworks.arch import Compiled, compiled_from, coverage, p
 from gpucheck.checks.frameworks.builds import (
     KIND_TEXT,
     TorchFacts,
-    gpu_frameworks_beside,
+    cannot_use_gpus,
+    no_gpu_here,
     pick_change,
     pick_torch,
     torch_facts,
@@ -20,9 +21,8 @@ from gpucheck.checks.frameworks.builds import (
 from gpucheck.checks.frameworks.driver import (
     cc_list,
     driver_outcome,
-    gpus_line,
     targets,
-    upgrade_driver,
+    upgrade_or_keep,
 )
 from gpucheck.checks.frameworks.environments import (
     framework_check,
@@ -30,6 +30,7 @@ from gpucheck.checks.frameworks.environments import (
     linux_x86_64,
     pip_step,
     python_mm,
+    python_unsupported,
     runtime,
 )
 from gpucheck.compat.frameworks import major_minor
@@ -46,24 +47,12 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
     if t.kind == "cuda":
         return Outcome.passed(f"{t.name} is a CUDA {t.cuda or '(version unknown)'} build")
     what = KIND_TEXT.get(t.kind, "not a CUDA build")
-    if ctx.has_gpu is False:
-        return Outcome.info(
-            f"{t.name} is {what}; this machine has no NVIDIA GPU, so there is nothing to fix",
-            t.evidence,
-        )
-    if ctx.has_gpu is None:
-        return Outcome.skip(
-            f"{t.name} is {what}; whether this machine has an NVIDIA GPU is not known", t.evidence
-        )
-    beside = gpu_frameworks_beside(env, "torch")
-    verdict = Outcome.warn if beside else Outcome.fail
-    return verdict(
-        f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
-        + (f" (code using {', '.join(beside)} here can)" if beside else ""),
-        t.evidence,
-        gpus_line(ctx),
-        fix=torch_fix(ctx, env, cc_list(targets(ctx))),
-    )
+    unneeded = no_gpu_here(ctx, f"{t.name} is {what}", t.evidence)
+    if unneeded is not None:
+        return unneeded
+    title = f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
+    fix = torch_fix(ctx, env, cc_list(targets(ctx)))
+    return cannot_use_gpus(ctx, env, "torch", title, t.evidence, fix)
 
 
 @framework_check("torch.cuda-driver", "PyTorch's CUDA runs on this driver", torch_facts)
@@ -75,10 +64,7 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome 
         return Outcome.skip(f"{t.name}: the CUDA it was built with is not known", t.evidence)
 
     def fix() -> Fix:
-        switch = torch_switch(ctx, env, cc_list(targets(ctx)))
-        if switch is not None:
-            switch.text = "keep this driver and " + switch.text
-        return Fix.of(upgrade_driver(ctx, cuda), OR, switch)
+        return upgrade_or_keep(ctx, cuda, torch_switch(ctx, env, cc_list(targets(ctx))))
 
     return driver_outcome(ctx, t.name, cuda, fix)
 
@@ -170,18 +156,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | Non
             f"pip uninstall -y torch && {pick.install}",
             [pick_change(env, "torch", pick)],
         )
-    return Outcome.fail(
-        f"{t.name} does not support this environment's Python {py}",
-        f"{span} (compat data); this environment runs {env.version} ({env.python})",
-        fix=Fix.of(
-            Step.run(
-                f"create the environment with a Python {low} to {high}, then reinstall torch there",
-                f"python{high} -m venv .venv",
-            ),
-            OR,
-            other,
-        ),
-    )
+    return python_unsupported(t.name, env, py, span, (low, high), "torch", other)
 
 
 @framework_check(

@@ -1,0 +1,62 @@
+"""What the framework-check tests share: the checks they cover, and the newest builds and driver
+minimums read off compat/*.toml by hand."""
+
+from __future__ import annotations
+
+from more_builders import run_checks
+
+from gpucheck.model.finding import Section
+from gpucheck.model.snapshot import Snapshot
+
+H100_DRIVER = "590.48.01"
+# Every framework check, in report order: what the test_checks_frameworks*.py modules cover.
+FRAMEWORK_CHECKS = (
+    "torch.cpu-build",
+    "torch.cuda-driver",
+    "torch.arch-support",
+    "torch.python",
+    "torch.extension-toolkit",
+    "torch.extensions",
+    "tensorflow.cpu-build",
+    "tensorflow.legacy-gpu-package",
+    "tensorflow.windows-native",
+    "tensorflow.cuda-driver",
+    "tensorflow.arch-support",
+    "tensorflow.python",
+    "tensorflow.keras",
+    "tensorflow.cuda-libraries",
+    "jax.cpu-build",
+    "jax.cuda-driver",
+    "cupy.cuda-driver",
+    "frameworks.library-shadowing",
+    "frameworks.nvidia-conflicts",
+    "tensorrt.support",
+    "tensorrt.libraries",
+    "xla.compiler",
+    "frameworks.numpy-abi",
+    "frameworks.nvml-bindings",
+    "frameworks.device-count",
+    "frameworks.smoke-test",
+)
+
+
+def framework_findings(snap: Snapshot) -> list:  # type: ignore[type-arg]
+    return [f for f in run_checks(snap) if f.section is Section.FRAMEWORKS]
+
+
+# The newest builds that fit, read off compat/torch.toml and compat/tensorflow.toml by hand:
+# torch 2.15's variants are not published yet, but its PyPI wheel is CUDA 13.2 (driver 580+,
+# Python 3.11+); 2.14 is the newest with published variants: cu132, and cu126, which runs on
+# R535 and still has sm_61 (Pascal).
+TORCH_215 = "pip install 'torch==2.15.*'"  # PyPI's own 2.15 wheel is CUDA 13.2 (torch.toml)
+TORCH_214_CU132 = "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu132"
+TORCH_214_CU126 = "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu126"
+TF_221 = "pip install 'tensorflow[and-cuda]==2.21.*'"  # CUDA 12.5, cuDNN 9.3, Python 3.9-3.13
+TF_214 = "pip install 'tensorflow[and-cuda]==2.14.*'"  # CUDA 11.8: the newest for R515
+
+
+MIN_DRIVER = {"12.2": "535.54.03", "12.8": "570.26", "13.0": "580.65.06"}  # cuda.toml
+
+
+def min_driver(cuda: str) -> str:
+    return MIN_DRIVER[cuda]
