@@ -26,6 +26,7 @@ from typing import Any
 import pynvml as nv
 import reallibs
 
+from sim.fabric import Fabric
 from sim.fake_proc import HostProcess as HostProcess
 from sim.fake_proc import write_process, write_self
 
@@ -223,6 +224,7 @@ class Scenario:
     own_nspid: list[int] = field(default_factory=lambda: [4_000_000])
     own_cgroup: str | None = None
     own_pid_ns: str | None = None
+    fabric: Fabric | None = None  # NVSwitch, NVLink, P2P and daemons (sim/fabric.py)
 
     @property
     def lib_version(self) -> str:
@@ -251,6 +253,7 @@ class Scenario:
         lines += [f.line() for f in [*self.faults, *implicit]]
         lines += [f"missing {name}" for name in self.missing]
         lines += [line for step in self.timeline for line in step.lines()]
+        lines += self.fabric.lines() if self.fabric else []
         return "\n".join(lines) + "\n"
 
 
@@ -733,6 +736,8 @@ def write_root(scenario: Scenario, root: Path) -> None:
             _write(root / "dev" / name, "", mode)
     else:
         (root / "dev").mkdir(parents=True, exist_ok=True)
+    if scenario.fabric is not None:
+        scenario.fabric.write_root(root)
 
 
 def _pci_device(
