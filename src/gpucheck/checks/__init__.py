@@ -13,6 +13,7 @@ from gpucheck.checks import (  # noqa: F401
     cuda,
     cudnn,
     driver,
+    fabric,
     frameworks,
     gpus,
     gpus_sharing,

@@ -5,6 +5,7 @@ Nothing is run, nothing is loaded, nothing can hang."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -43,12 +44,10 @@ def probe_fabric_host(root: Path, in_container: bool) -> FabricHostFacts:
         cls = (_read(base / address / "class") or "").strip().lower()
         if vendor == NVIDIA_VENDOR and cls.startswith(NVSWITCH_CLASS):
             facts.nvswitch_pci.append(address)
-    try:
+    with contextlib.suppress(OSError):
         facts.nvswitch_nodes = sorted(
             "/dev/" + n for n in os.listdir(root / "dev") if n.startswith("nvidia-nvswitch")
         )
-    except OSError:
-        pass
     facts.fabricmanager_package, facts.fabricmanager_version = dpkg_fabricmanager(
         _read(root / "var/lib/dpkg/status", READ_LIMIT)
     )

@@ -47,15 +47,20 @@ def probe_links(g: Any) -> None:
     """Adds fabric_state, fabric_status and nvlink_active to one GPU's facts (a nvml.Gpu)."""
     nvml = g.nvml
     info = None
-    if hasattr(nvml, "c_nvmlGpuFabricInfoV_t"):
-        candidate = nvml.c_nvmlGpuFabricInfoV_t()  # sets its own version field
-        if g.call("fabric_state", ["nvmlDeviceGetGpuFabricInfoV"], ctypes.byref(candidate)) == 0:
+    # The versioned call first (the unversioned one is deprecated in CUDA 13's NVML); the
+    # older one only where the driver lacks the versioned symbol.
+    for name, struct in (
+        ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+        ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
+    ):
+        if g.field_errors.get("fabric_state") not in (None, "FunctionNotFound"):
+            break
+        if not hasattr(nvml, struct):
+            continue
+        candidate = getattr(nvml, struct)()  # a versioned struct sets its own version field
+        if g.call("fabric_state", [name], ctypes.byref(candidate)) == 0:
             info = candidate
-    if info is None and g.field_errors.get("fabric_state") in (None, "FunctionNotFound"):
-        if hasattr(nvml, "c_nvmlGpuFabricInfo_t"):
-            candidate = nvml.c_nvmlGpuFabricInfo_t()
-            if g.call("fabric_state", ["nvmlDeviceGetGpuFabricInfo"], ctypes.byref(candidate)) == 0:
-                info = candidate
+            break
     if info is not None:
         g.field_errors.pop("fabric_state", None)
         g.facts["fabric_state"] = FABRIC_STATES.get(int(info.state), f"state {int(info.state)}")
