@@ -17,6 +17,10 @@ from test_simulator import doctor, doctor_text
 DRIVER = "590.48.01"  # the simulator's default driver
 
 
+def commands(finding: dict[str, Any]) -> list[str]:
+    return [step.get("command") or "" for step in finding["fix"]["steps"]]
+
+
 def hgx(fabric: Fabric, **changes: Any) -> sim.Scenario:
     gpus = [sim.replace(sim.h100(i), persistence=True) for i in range(8)]
     return sim.Scenario(gpus, fabric=fabric, **changes)
@@ -55,8 +59,9 @@ def test_a_healthy_hgx_h100_reports_its_fabric_links_and_pairs(simulate: Any) ->
 def test_the_topology_matrix_is_in_the_text_report(simulate: Any) -> None:
     text = doctor_text(simulate(hgx(hgx_fabric())))
     assert "GPU topology" in text
-    row = next(line for line in text.splitlines() if line.strip().startswith("GPU0 "))
-    assert row.split()[1:9] == ["X", "NV18", "NV18", "NV18", "NV18", "NV18", "NV18", "NV18"]
+    header, row = [line.split() for line in text.splitlines() if line.split()[:1] == ["GPU0"]]
+    assert header == ["GPU0", "GPU1", "GPU2", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7"]
+    assert row == ["GPU0", "X", "NV18", "NV18", "NV18", "NV18", "NV18", "NV18", "NV18"]
 
 
 def not_ready(fabric: Fabric) -> sim.Scenario:
@@ -100,8 +105,8 @@ def test_cuinit_802_names_the_fabric_managers_exact_fault(
     d = doctor(simulate(not_ready(hgx_fabric(**changes))))
     assert d.status("cuda.driver-api") == "fail"
     title = d.finding("cuda.driver-api")["title"]
-    assert title == f"CUDA cannot start on this NVSwitch system: {cause}"
-    assert any(command in c for c in d.finding("cuda.driver-api")["fix"]["commands"])
+    assert title.startswith(f"CUDA cannot start on this NVSwitch system: {cause}")
+    assert any(command in c for c in commands(d.finding("cuda.driver-api")))
     assert d.status("driver.fabric-manager") == "fail"
     assert d.returncode == 1
 
@@ -109,7 +114,9 @@ def test_cuinit_802_names_the_fabric_managers_exact_fault(
 def test_a_running_manager_with_untrained_gpus_points_at_its_log(simulate: Any) -> None:
     d = doctor(simulate(not_ready(hgx_fabric())))
     assert "8 GPU(s) are not in the fabric" in d.finding("cuda.driver-api")["title"]
-    assert any("journalctl -u nvidia-fabricmanager" in c for c in d.finding("cuda.driver-api")["fix"]["commands"])
+    assert any(
+        "journalctl -u nvidia-fabricmanager" in c for c in commands(d.finding("cuda.driver-api"))
+    )
 
 
 def test_a_stopped_manager_after_training_is_a_warning(simulate: Any) -> None:
@@ -148,7 +155,7 @@ def test_pcie_p2p_through_a_translating_iommu_is_the_nccl_hang_warning(simulate:
     f = d.finding("gpu.p2p")
     assert f["status"] == "warn"
     assert "IOMMU on (42 IOMMU groups; amd_iommu=on)" in f["title"]
-    assert "export NCCL_P2P_DISABLE=1" in f["fix"]["commands"]
+    assert "export NCCL_P2P_DISABLE=1" in commands(f)
     assert "GPU 0 <-> GPU 1: read ok, write ok, NVLink not_supported, path node" in f["evidence"]
     assert d.snapshot["system"]["fabric"]["iommu_cmdline"] == ["amd_iommu=on"]
     assert d.status("driver.fabric-manager") is None  # no NVSwitch: not reported
