@@ -130,8 +130,11 @@ def fabric_manager(ctx: Context) -> Outcome | None:
         return None
     fab = ctx.snapshot.system.fabric or FabricHostFacts()
     cause = fabric_cause(ctx)
-    states = [g.fabric_state for g in ctx.gpus if g.fabric_state is not None]
-    trained = bool(states) and all(s == "completed" for s in states)
+    known = [g for g in ctx.gpus if g.fabric_state is not None]
+    states = [g.fabric_state for g in known]
+    trained = bool(known) and all(
+        g.fabric_state == "completed" and not g.fabric_status for g in known
+    )
     cuda_802 = ctx.snapshot.cuda.driver.init_error_name == "CUDA_ERROR_SYSTEM_NOT_READY"
     if cause is not None:
         title, evidence, fix = cause
