@@ -404,7 +404,10 @@ def persistence_mode(ctx: Context) -> Outcome | None:
         return Outcome.skip("Persistence mode: not reported by these GPUs")
     fabric = ctx.snapshot.system.fabric
     daemon = fabric.persistenced_running if fabric else None
-    said = {True: ["nvidia-persistenced: running"], False: ["nvidia-persistenced: not running"]}
+    said: dict[bool | None, list[str]] = {
+        True: ["nvidia-persistenced: running"],
+        False: ["nvidia-persistenced: not running"],
+    }
     if not off:
         known = [g for g in server if g.persistence_mode is not None]
         silent = len(server) - len(known)
