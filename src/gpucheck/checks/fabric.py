@@ -113,10 +113,14 @@ def _evidence(ctx: Context, fab: FabricHostFacts) -> list[str]:
     enabled = {True: "enabled", False: "not enabled", None: "unknown"}[fab.fabricmanager_enabled]
     out.append(f"nvidia-fabricmanager service: {service}, {enabled} at boot")
     out.append(f"driver: {ctx.driver_version or 'unknown'}")
+    # GPUs grouped by what their fabric says: one line for a board whose GPUs agree.
+    groups: dict[str, list[int]] = {}
     for g in ctx.gpus:
         if g.fabric_state is not None:
-            status = "" if not g.fabric_status else f", status {g.fabric_status} (NVML error)"
-            out.append(f"{gpu_label(g)}: fabric {g.fabric_state}{status}")
+            status = "" if not g.fabric_status else f", status {g.fabric_status} (an NVML error)"
+            groups.setdefault(f"{g.fabric_state}{status}", []).append(g.index)
+    for said, which in groups.items():
+        out.append(f"fabric {said}: GPU {', '.join(map(str, which))}")
     return out
 
 
@@ -193,8 +197,9 @@ def p2p(ctx: Context) -> Outcome | None:
             why.append(f"consumer GPUs ({', '.join(sorted({g.name or '?' for g in consumer}))})")
         return Outcome.warn(
             f"PCIe peer-to-peer is reported between {len(pcie)} GPU pair(s) but may not work: "
-            f"{' and '.join(why)}; NCCL all-reduce can hang or crawl (see {NCCL_TROUBLESHOOTING})",
+            f"{' and '.join(why)}; NCCL all-reduce can hang or crawl",
             *evidence,
+            f"NCCL's troubleshooting guide (GPU Direct, ACS): {NCCL_TROUBLESHOOTING}",
             fix=Fix.of(
                 Step.run(
                     "see whether P2P really works: a hang or near-zero bandwidth means broken",
@@ -208,7 +213,7 @@ def p2p(ctx: Context) -> Outcome | None:
                 ),
                 OR,
                 Step.manual(
-                    "or keep P2P: put the IOMMU in passthrough (kernel argument iommu=pt, or "
+                    "keep P2P: put the IOMMU in passthrough (kernel argument iommu=pt, or "
                     "intel_iommu=off / amd_iommu=off) and disable PCIe ACS on the switches "
                     "(BIOS), then reboot",
                     Layer.SYSTEM,
