@@ -124,7 +124,7 @@ def healthy_fabric(**changes: object) -> FabricHostFacts:
 def test_a_trained_fabric_passes() -> None:
     f = the(hgx(healthy_fabric()), "driver.fabric-manager")
     assert f.status is Status.PASS
-    assert f.title == "NVSwitch fabric up: fabric manager 590.48.01 running, 8 GPU(s) trained"
+    assert f.title == "NVSwitch fabric up: fabric manager 590.48.01, 8 GPU(s) trained"
 
 
 def test_a_version_mismatch_while_trained_warns_and_fails_once_cuda_cannot_start() -> None:
@@ -218,3 +218,28 @@ def test_persistence_off_on_a_container_host_names_slow_container_starts() -> No
     assert f.status is Status.WARN
     assert "slow or timing-out container starts" in f.title
     assert "nvidia-persistenced: not running" in f.evidence
+
+
+def test_inside_a_container_the_hosts_fabric_manager_is_not_judged_from_files() -> None:
+    # A container sees the NVSwitch nodes but neither the host's dpkg nor its processes.
+    fab = FabricHostFacts(nvswitch_nodes=["/dev/nvidia-nvswitch0"], fabricmanager_unit=False)
+    snap = hgx(fab)
+    snap.system.container = "docker"
+    assert the(snap, "driver.fabric-manager").status is Status.PASS
+    for g in snap.nvml.gpus:
+        g.fabric_state = "not_started"
+    f = the(snap, "driver.fabric-manager")
+    assert f.status is Status.FAIL
+    assert f.title.startswith("8 GPU(s) are not in the NVSwitch fabric (state: not started)")
+
+
+def test_nvswitch_gpus_without_a_fabric_state_pass_on_a_running_manager() -> None:
+    snap = hgx(healthy_fabric())
+    for g in snap.nvml.gpus:
+        g.fabric_state, g.fabric_status = None, None
+    f = the(snap, "driver.fabric-manager")
+    assert (f.status, f.title) == (
+        Status.PASS,
+        "NVSwitch system: fabric manager 590.48.01, no fault seen (the GPUs report no fabric "
+        "state)",
+    )

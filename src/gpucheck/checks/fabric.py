@@ -62,6 +62,21 @@ def fabric_cause(ctx: Context) -> tuple[str, list[str], Fix] | None:
     fab = ctx.snapshot.system.fabric or FabricHostFacts()
     driver = ctx.driver_version
     evidence = _evidence(ctx, fab)
+    not_started = [g for g in ctx.gpus if g.fabric_state == "not_started"]
+    if ctx.snapshot.system.container:
+        # The fabric manager runs on the host: a container's files cannot say how it is.
+        if not not_started:
+            return None
+        title = (
+            f"{len(not_started)} GPU(s) are not in the NVSwitch fabric (state: not started): "
+            "the host's fabric manager is not running, or not of the driver's version"
+        )
+        on_host = Step.manual(
+            "on the host: see that nvidia-fabricmanager runs, at the driver's version "
+            "(systemctl status nvidia-fabricmanager; journalctl -u nvidia-fabricmanager)",
+            Layer.DRIVER,
+        )
+        return title, evidence, Fix.of(on_host)
     installed = fab.fabricmanager_version is not None or bool(fab.fabricmanager_unit)
     if not installed:
         fix = Fix.of(_install_step(driver)) if driver else Fix.of(Step.manual("install it"))
@@ -83,7 +98,6 @@ def fabric_cause(ctx: Context) -> tuple[str, list[str], Fix] | None:
             JOURNAL,
         )
         return "the fabric manager is installed but not running", evidence, fix
-    not_started = [g for g in ctx.gpus if g.fabric_state == "not_started"]
     if not_started:
         title = (
             f"the fabric manager runs but {len(not_started)} GPU(s) are not in the fabric "
@@ -157,9 +171,15 @@ def fabric_manager(ctx: Context) -> Outcome | None:
             *_evidence(ctx, fab),
             fix=Fix.of(Step.manual("wait a minute after boot, then run gpucheck again")),
         )
+    version = fab.fabricmanager_version or "(version unknown)"
+    if not states:  # NVSwitch GPUs before Hopper do not report a fabric state
+        return Outcome.passed(
+            f"NVSwitch system: fabric manager {version}, no fault seen (the GPUs report no "
+            "fabric state)",
+            *_evidence(ctx, fab),
+        )
     return Outcome.passed(
-        f"NVSwitch fabric up: fabric manager {fab.fabricmanager_version or '(version unknown)'}"
-        f" running, {len(states)} GPU(s) trained",
+        f"NVSwitch fabric up: fabric manager {version}, {len(states)} GPU(s) trained",
         *_evidence(ctx, fab),
     )
 
