@@ -191,6 +191,9 @@ def test_healthy_8_gpu_h100_node(simulate: Simulate) -> None:
         "retired_pages_sbe": "NotSupported",
         "retired_pages_dbe": "NotSupported",
         "retired_pages_pending": "NotSupported",
+        # this scenario has no fabric (tests/test_fabric_sim.py's HGX boards do)
+        "fabric_state": "NotSupported",
+        "nvlink_active": "NotSupported",
     }
     assert d.snapshot["nvml"]["library_path"] == str(machine.lib_dir / "libnvidia-ml.so.590.48.01")
     assert {p["status"] for p in d.snapshot["probes"]} == {"ok"}
@@ -266,6 +269,8 @@ def test_consumer_gpu_without_fan_ecc_and_power_limit_queries(simulate: Simulate
         "power_limit_w": "NotSupported",
         "ecc_enabled": "NotSupported",
         "mig_enabled": "NotSupported",
+        "fabric_state": "NotSupported",  # not NVSwitch-attached
+        "nvlink_active": "NotSupported",  # no NVLink
     }
     ecc = d.finding("gpu.ecc-errors")
     assert ecc["status"] == "skip" and ecc["title"] == "ECC: not supported by these GPUs"
@@ -765,6 +770,8 @@ def test_probe_not_supported_fields_are_field_errors(simulate: Simulate) -> None
         "power_limit_w": "NotSupported",
         "ecc_enabled": "NotSupported",
         "mig_enabled": "NotSupported",
+        "fabric_state": "NotSupported",  # not NVSwitch-attached
+        "nvlink_active": "NotSupported",  # no NVLink
     }
     assert (g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current) == (1, 4, 16)
     assert (g.temperature_c, g.temperature_slowdown_c, g.temperature_shutdown_c) == (42, 95, 98)

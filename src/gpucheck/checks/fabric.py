@@ -198,6 +198,8 @@ def p2p(ctx: Context) -> Outcome | None:
     pcie = [p for p in pairs if p.p2p_read == "ok" and p.p2p_nvlink != "ok"]
     none = [p for p in pairs if p.p2p_read not in (None, "ok") and p.p2p_nvlink != "ok"]
     unknown = len(pairs) - len(nvlink) - len(pcie) - len(none)
+    if unknown == len(pairs):
+        return None  # NVML answered nothing about any pair: nothing to judge or show
     evidence = [
         f"{len(pairs)} GPU pair(s): {len(nvlink)} over NVLink, {len(pcie)} over PCIe, "
         f"{len(none)} without P2P" + (f", {unknown} unknown" if unknown else "")
