@@ -236,11 +236,14 @@ def test_every_registered_check_is_exercised_by_these_modules() -> None:
         "driver.device-nodes",
         "driver.uvm",
         "driver.persistence-mode",
+        "driver.fabric-manager",  # test_fabric.py, test_fabric_sim.py
         "gpu.lost",
         "gpu.ecc-errors",
         "gpu.memory-remapping",
         "gpu.throttling",
         "gpu.pcie-link",
+        "gpu.nvlink",  # test_fabric.py, test_fabric_sim.py
+        "gpu.p2p",
         "gpu.compute-mode",
         "gpu.mig",
         "gpu.memory-in-use",

@@ -55,6 +55,9 @@ def test_healthy_8_gpu_h100_node(simulate: Simulate) -> None:
         "retired_pages_sbe": "NotSupported",
         "retired_pages_dbe": "NotSupported",
         "retired_pages_pending": "NotSupported",
+        # this scenario has no fabric (tests/test_fabric_sim.py's HGX boards do)
+        "fabric_state": "NotSupported",
+        "nvlink_active": "NotSupported",
     }
     assert d.snapshot["nvml"]["library_path"] == str(machine.lib_dir / "libnvidia-ml.so.590.48.01")
     assert {p["status"] for p in d.snapshot["probes"]} == {"ok"}
@@ -130,6 +133,8 @@ def test_consumer_gpu_without_fan_ecc_and_power_limit_queries(simulate: Simulate
         "power_limit_w": "NotSupported",
         "ecc_enabled": "NotSupported",
         "mig_enabled": "NotSupported",
+        "fabric_state": "NotSupported",  # not NVSwitch-attached
+        "nvlink_active": "NotSupported",  # no NVLink
     }
     ecc = d.finding("gpu.ecc-errors")
     assert ecc["status"] == "skip" and ecc["title"] == "ECC: not supported by these GPUs"

@@ -45,6 +45,8 @@ def test_probe_not_supported_fields_are_field_errors(simulate: Simulate) -> None
         "power_limit_w": "NotSupported",
         "ecc_enabled": "NotSupported",
         "mig_enabled": "NotSupported",
+        "fabric_state": "NotSupported",  # not NVSwitch-attached
+        "nvlink_active": "NotSupported",  # no NVLink
     }
     assert (g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current) == (1, 4, 16)
     assert (g.temperature_c, g.temperature_slowdown_c, g.temperature_shutdown_c) == (42, 95, 98)

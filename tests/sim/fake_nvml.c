@@ -60,6 +60,9 @@ struct sim_gpu {
     unsigned int mig, mig_pending, mig_max;
     unsigned int clock_sm, clock_mem, pstate;
     int lost; /* fallen off the bus: every call about it answers GPU_IS_LOST */
+    int has_fabric; /* "fabric" line given: an NVSwitch-attached GPU (else NOT_SUPPORTED) */
+    unsigned int fabric_state, fabric_status;
+    unsigned int nvlinks, nvlink_active; /* link count, active links as bits */
     struct sim_mig migs[MAX_MIG];
     int nprocs;
     struct sim_proc procs[MAX_PROCS];
@@ -107,6 +110,9 @@ static struct {
     int nsteps, ncounters;
     struct sim_step steps[MAX_STEPS];
     struct sim_counter counters[MAX_COUNTERS];
+    /* "p2p a b read write nvlink" (nvmlGpuP2PStatus_t) and "topo a b level": +1, 0: no line */
+    int p2p[MAX_GPUS][MAX_GPUS][3];
+    int topo[MAX_GPUS][MAX_GPUS];
 } sim;
 
 /* --- the scenario file --------------------------------------------------------------------- */
@@ -185,6 +191,9 @@ static void apply_gpu(struct sim_gpu *g, const char *key, const char *rest) {
     else if (!strcmp(key, "clocks")) sscanf(rest, "%u %u", &g->clock_sm, &g->clock_mem);
     else if (!strcmp(key, "pstate")) sscanf(rest, "%u", &g->pstate);
     else if (!strcmp(key, "lost")) sscanf(rest, "%d", &g->lost);
+    else if (!strcmp(key, "fabric"))
+        g->has_fabric = sscanf(rest, "%u %u", &g->fabric_state, &g->fabric_status) == 2;
+    else if (!strcmp(key, "nvlinks")) sscanf(rest, "%u %x", &g->nvlinks, &g->nvlink_active);
     /* Unknown keys are ignored (the CUDA library reads some of its own). */
 }
 
@@ -217,6 +226,17 @@ static void parse_line(char *line) {
             snprintf(st->rest, sizeof st->rest, "%s", line + n);
             sim.nsteps++;
         }
+    } else if (!strcmp(key, "p2p")) {
+        int a, b, st[3];
+        if (sscanf(line, "p2p %d %d %d %d %d", &a, &b, &st[0], &st[1], &st[2]) == 5 && a >= 0 &&
+            b >= 0 && a < MAX_GPUS && b < MAX_GPUS)
+            for (int k = 0; k < 3; k++)
+                sim.p2p[a][b][k] = sim.p2p[b][a][k] = st[k] + 1;
+    } else if (!strcmp(key, "topo")) {
+        int a, b, level;
+        if (sscanf(line, "topo %d %d %d", &a, &b, &level) == 3 && a >= 0 && b >= 0 &&
+            a < MAX_GPUS && b < MAX_GPUS)
+            sim.topo[a][b] = sim.topo[b][a] = level + 1;
     } else if (!strcmp(key, "fault") && sim.nfaults < MAX_FAULTS) {
         struct sim_fault *f = &sim.faults[sim.nfaults];
         f->value = 0;
@@ -896,5 +916,76 @@ nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned int *mw)
     DEVICE_CALL("nvmlDeviceGetPowerManagementLimit", d, mw);
     WHOLE_GPU(d);
     *mw = d->gpu->power_limit_mw;
+    return NVML_SUCCESS;
+}
+
+/* --- fabric, NVLink and peer-to-peer (NVSwitch systems, multi-GPU boxes) --------------------- */
+
+/* A GPU with no "fabric" line is not NVSwitch-attached: NVML answers NOT_SUPPORTED. */
+static nvmlReturn_t fabric_info(nvmlDevice_t d, unsigned int *status, unsigned char *state,
+                                unsigned char *uuid, unsigned int *clique) {
+    WHOLE_GPU(d);
+    if (!d->gpu->has_fabric) return NVML_ERROR_NOT_SUPPORTED;
+    memset(uuid, 0, NVML_GPU_FABRIC_UUID_LEN);
+    *status = d->gpu->fabric_status;
+    *state = (unsigned char)d->gpu->fabric_state;
+    *clique = 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, nvmlGpuFabricInfo_t *info) {
+    unsigned char state;
+    nvmlReturn_t rc;
+    DEVICE_CALL("nvmlDeviceGetGpuFabricInfo", d, info);
+    rc = fabric_info(d, (unsigned int *)&info->status, &state, info->clusterUuid,
+                     &info->cliqueId);
+    info->state = state;
+    return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, nvmlGpuFabricInfoV_t *info) {
+    nvmlGpuFabricInfo_v2_t *v2 = (nvmlGpuFabricInfo_v2_t *)info; /* v3 extends v2's layout */
+    unsigned char state;
+    nvmlReturn_t rc;
+    DEVICE_CALL("nvmlDeviceGetGpuFabricInfoV", d, info);
+    if (info->version != nvmlGpuFabricInfo_v2 && info->version != nvmlGpuFabricInfo_v3)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    rc = fabric_info(d, (unsigned int *)&v2->status, &state, v2->clusterUuid, &v2->cliqueId);
+    v2->state = state;
+    v2->healthMask = 0;
+    if (info->version == nvmlGpuFabricInfo_v3) info->healthSummary = 0;
+    return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link,
+                                      nvmlEnableState_t *active) {
+    DEVICE_CALL("nvmlDeviceGetNvLinkState", d, active);
+    WHOLE_GPU(d);
+    if (!d->gpu->nvlinks) return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= d->gpu->nvlinks) return NVML_ERROR_INVALID_ARGUMENT;
+    *active = (d->gpu->nvlink_active >> link) & 1 ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, nvmlGpuP2PCapsIndex_t index,
+                                    nvmlGpuP2PStatus_t *status) {
+    int known;
+    DEVICE_CALL("nvmlDeviceGetP2PStatus", a, status);
+    if (!valid(b)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (index > NVML_P2P_CAPS_INDEX_NVLINK) return NVML_ERROR_NOT_SUPPORTED;
+    known = sim.p2p[a->index][b->index][index];
+    if (!known) return NVML_ERROR_NOT_SUPPORTED;
+    *status = (nvmlGpuP2PStatus_t)(known - 1);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b,
+                                                 nvmlGpuTopologyLevel_t *level) {
+    int known;
+    DEVICE_CALL("nvmlDeviceGetTopologyCommonAncestor", a, level);
+    if (!valid(b)) return NVML_ERROR_INVALID_ARGUMENT;
+    known = sim.topo[a->index][b->index];
+    if (!known) return NVML_ERROR_NOT_SUPPORTED;
+    *level = (nvmlGpuTopologyLevel_t)(known - 1);
     return NVML_SUCCESS;
 }

@@ -147,6 +147,8 @@ def write_root(scenario: Scenario, root: Path) -> None:
             _write(root / "dev" / name, "", mode)
     else:
         (root / "dev").mkdir(parents=True, exist_ok=True)
+    if scenario.fabric is not None:
+        scenario.fabric.write_root(root)
 
 
 def _pci_device(

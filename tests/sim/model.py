@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pynvml as nv
 
+from sim.fabric import Fabric
 from sim.fake_proc import HostProcess as HostProcess
 
 HERE = Path(__file__).resolve().parent
@@ -205,6 +206,7 @@ class Scenario:
     own_nspid: list[int] = field(default_factory=lambda: [4_000_000])
     own_cgroup: str | None = None
     own_pid_ns: str | None = None
+    fabric: Fabric | None = None  # NVSwitch, NVLink, P2P and daemons (sim/fabric.py)
 
     @property
     def lib_version(self) -> str:
@@ -233,6 +235,7 @@ class Scenario:
         lines += [f.line() for f in [*self.faults, *implicit]]
         lines += [f"missing {name}" for name in self.missing]
         lines += [line for step in self.timeline for line in step.lines()]
+        lines += self.fabric.lines() if self.fabric else []
         return "\n".join(lines) + "\n"
 
 

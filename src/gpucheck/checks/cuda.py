@@ -10,6 +10,7 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.cuda_causes import CUINIT_CAUSES
+from gpucheck.checks.fabric import fabric_cause
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.checks.system import container_steps
@@ -119,7 +120,12 @@ def driver_api(ctx: Context) -> Outcome | None:
         )
         evidence = [f"cuInit(0) = {drv.init_result} ({name})"]
         driver = ctx.snapshot.nvml.driver_version
-        if name == "CUDA_ERROR_SYSTEM_NOT_READY" and driver:
+        cause = fabric_cause(ctx) if name == "CUDA_ERROR_SYSTEM_NOT_READY" else None
+        if cause is not None:  # an NVSwitch system: what was gathered names the exact cause
+            title = f"CUDA cannot start on this NVSwitch system: {cause[0]}"
+            evidence += cause[1]
+            fix = cause[2]
+        elif name == "CUDA_ERROR_SYSTEM_NOT_READY" and driver:
             # The fabric manager must be this exact driver release: name it, with the package.
             branch = driver.split(".")[0]
             fix = Fix.of(

@@ -402,17 +402,38 @@ def persistence_mode(ctx: Context) -> Outcome | None:
     off = [g for g in server if g.persistence_mode is False]
     if all(g.persistence_mode is None for g in server):
         return Outcome.skip("Persistence mode: not reported by these GPUs")
+    fabric = ctx.snapshot.system.fabric
+    daemon = fabric.persistenced_running if fabric else None
+    said: dict[bool | None, list[str]] = {
+        True: ["nvidia-persistenced: running"],
+        False: ["nvidia-persistenced: not running"],
+    }
     if not off:
         known = [g for g in server if g.persistence_mode is not None]
         silent = len(server) - len(known)
         return Outcome.passed(
             f"Persistence mode on for {len(known)} data-centre GPU(s)",
             *([f"not reported by {silent} GPU(s)"] if silent else []),
+            *said.get(daemon, []),
+            *(
+                ["set by nvidia-smi -pm 1 (legacy, lost at reboot), not by the daemon"]
+                if daemon is False
+                else []
+            ),
         )
+    host = ctx.snapshot.system.container_host
+    containers = bool(host and (host.toolkit or host.engines))
     return Outcome.warn(
         f"Persistence mode is off on {len(off)} data-centre GPU(s): every CUDA start pays the "
-        "driver's initialisation, and GPU state resets between jobs",
+        "driver's initialisation, and GPU state resets between jobs"
+        + (
+            "; on this container host each container start initialises the GPUs again "
+            "(slow or timing-out container starts)"
+            if containers
+            else ""
+        ),
         *[gpu_label(g) for g in off],
+        *said.get(daemon, []),
         fix=Fix.of(
             Step.run(
                 "enable the persistence daemon",

@@ -20,16 +20,19 @@ from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
 from gpucheck.model.environments import (
     PythonEnvironment,
 )
+from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.types import ChildFailure, Int, RunStatus
 from gpucheck.version import __version__
 
-SCHEMA_VERSION = "1.3"  # 1.1: frameworks (Python environments, static and deep facts)
+SCHEMA_VERSION = "1.4"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
 # redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
 # 1.3: nova_core loaded; the nvidia runtime Docker's daemon.json registers and whether it
 # exists; each GPU's SM clock (clock_sm_mhz)
+# 1.4: system.fabric (NVSwitch, fabric manager, persistence daemon, IOMMU); per GPU fabric state
+# and status and NVLink link states; nvml.pairs (P2P status and topology of each GPU pair)
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
@@ -140,6 +143,7 @@ class SystemFacts(Struct):
     device_nodes: list[DeviceNode] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # allowlisted variables only
     host: HostIdentity = field(default_factory=HostIdentity)
+    fabric: FabricHostFacts | None = None  # None: not read (not Linux, or before 1.4)
 
 
 # --- NVML ---------------------------------------------------------------------------------
@@ -211,6 +215,11 @@ class GpuFacts(Struct):
     mig_enabled_pending: bool | None = None
     mig_devices: list[MigDevice] = field(default_factory=list)
     processes: list[GpuProcess] | None = None
+    # NVSwitch systems (Hopper, Blackwell): nvmlDeviceGetGpuFabricInfo(V)'s state
+    # (not_supported | not_started | in_progress | completed) and status (an nvmlReturn_t)
+    fabric_state: str | None = None
+    fabric_status: Int | None = None
+    nvlink_active: list[bool] | None = None  # per NVLink link; None: no NVLink or unknown
     handle_error: NvmlError | None = None  # the GPU could not be opened at all (lost, ...)
     field_errors: dict[str, str] = field(default_factory=dict)  # field -> NVML error name
 
@@ -225,6 +234,7 @@ class NvmlFacts(Struct):
     nvml_version: str | None = None
     device_count: Int | None = None
     gpus: list[GpuFacts] = field(default_factory=list)
+    pairs: list[GpuPair] | None = None  # each GPU pair's P2P and topology; None: not probed
 
 
 # --- processes ------------------------------------------------------------------------------

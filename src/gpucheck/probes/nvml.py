@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 
 from gpucheck.model.decoding import DecodeError, from_dict
+from gpucheck.model.fabric import GpuPair
 from gpucheck.model.snapshot import GpuFacts, NvmlError, NvmlFacts, ProbeRun
 from gpucheck.model.types import RunStatus
 from gpucheck.probes.child import HERE, ChildResult, run_script
@@ -77,6 +78,10 @@ def assemble(records: list[dict[str, object]]) -> NvmlFacts:
                 facts.init_skipped_reason = _opt_str(record.get("init_skipped_reason"))
             elif kind == "gpu":
                 facts.gpus.append(from_dict(GpuFacts, record.get("facts")))
+            elif kind == "pairs":
+                pairs = record.get("pairs")
+                if isinstance(pairs, list):
+                    facts.pairs = [from_dict(GpuPair, pair) for pair in pairs]
         except DecodeError:
             continue
     return facts

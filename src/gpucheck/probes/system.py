@@ -19,6 +19,7 @@ from pathlib import Path
 from gpucheck.model.snapshot import DeviceNode, PciDevice, SystemFacts
 from gpucheck.probes import modules
 from gpucheck.probes.container_host import probe_container_host
+from gpucheck.probes.fabric import probe_fabric_host
 from gpucheck.probes.host import probe_host
 from gpucheck.probes.kernel_log import read_nvrm
 from gpucheck.probes.pci_ids import PciIds, find_pci_ids
@@ -136,6 +137,7 @@ def probe_system(
         facts.container_host = probe_container_host(root)
     if facts.os == "Linux" and not facts.wsl:
         facts.kernel_log_nvrm, facts.kernel_log_error = read_nvrm(root)
+        facts.fabric = probe_fabric_host(root, bool(facts.container))
     facts.secure_boot = _secure_boot(root)
     facts.device_nodes = device_nodes(root)
     facts.env = {k: env[k] for k in ENV_ALLOWLIST if k in env}

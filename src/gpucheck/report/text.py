@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 from gpucheck.model.finding import PROBLEM, Section, Status
+from gpucheck.report.topology import matrix
 from gpucheck.version import __version__
 
 if TYPE_CHECKING:  # core renders through this module (notebooks): no import back
@@ -94,6 +95,11 @@ def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
                 ]
             if f.fix and (problem or verbose):
                 lines.append(Line("      fix: ", printable(f.fix.text), "bold"))
+        if section == Section.GPUS:
+            topo = matrix(report.snapshot.nvml)
+            if topo:  # a multi-GPU machine: how its GPUs reach each other
+                lines.append(Line("  ", "GPU topology (as nvidia-smi topo -m)", "", "bold"))
+                lines += [Line("    ", printable(row), "", "dim") for row in topo]
     text, style = summary(report, unicode_ok)
     return [*lines, Line("", ""), Line("", text, "", style)]
 

@@ -22,6 +22,7 @@ if not __package__:  # run as a script: it is the package its relative imports c
     __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
 
 from . import child_protocol as protocol
+from .nvml_links import probe_links, probe_pairs
 from .nvml_names import ARCHITECTURES, BRANDS, CLOCK_EVENT_BITS, COMPUTE_MODES
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
@@ -229,20 +230,11 @@ def probe_gpu(nvml: ModuleType, index: int, handle: object) -> dict[str, object]
         g.facts.update(ecc_enabled=bool(ecc[0]), ecc_enabled_pending=bool(ecc[1]))
     if g.facts.get("ecc_enabled"):
         unc = nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
-        g.set(
-            "ecc_uncorrected_volatile",
-            ["nvmlDeviceGetTotalEccErrors"],
-            int,
-            unc,
-            nvml.NVML_VOLATILE_ECC,
-        )
-        g.set(
-            "ecc_uncorrected_aggregate",
-            ["nvmlDeviceGetTotalEccErrors"],
-            int,
-            unc,
-            nvml.NVML_AGGREGATE_ECC,
-        )
+        for field, counter in (
+            ("volatile", nvml.NVML_VOLATILE_ECC),
+            ("aggregate", nvml.NVML_AGGREGATE_ECC),
+        ):
+            g.set("ecc_uncorrected_" + field, ["nvmlDeviceGetTotalEccErrors"], int, unc, counter)
         g.set(
             "retired_pages_sbe",
             ["nvmlDeviceGetRetiredPages"],
@@ -294,6 +286,7 @@ def probe_gpu(nvml: ModuleType, index: int, handle: object) -> dict[str, object]
             if (record["pid"], record["gpu_instance_id"]) not in seen:
                 records.append(record)
         g.facts["processes"] = records
+    probe_links(g)
     return g.facts
 
 
@@ -433,6 +426,7 @@ def main() -> None:
     if "nvmlDeviceGetCount" not in SKIP:
         header["device_count"] = system_value(nvml, "nvmlDeviceGetCount", int)
     emit(header)
+    handles: list[tuple[int, object]] = []  # for the pairs record, after every GPU's own
     for index in range(header.get("device_count") or 0):
         step("nvmlDeviceGetHandleByIndex", index)
         try:
@@ -441,6 +435,9 @@ def main() -> None:
             emit({"kind": "gpu", "facts": {"index": index, "handle_error": error_record(exc)}})
             continue
         emit({"kind": "gpu", "facts": probe_gpu(nvml, index, handle)})
+        handles.append((index, handle))
+    if len(handles) > 1:
+        emit(probe_pairs(nvml, handles, SKIP))
     with contextlib.suppress(Exception):
         nvml.nvmlShutdown()
 

@@ -1,0 +1,287 @@
+"""NVSwitch systems' fabric manager, NVLink links and GPU peer-to-peer.
+
+On an HGX/DGX board the GPUs reach each other through NVSwitches, and CUDA does not start
+(cuInit: CUDA_ERROR_SYSTEM_NOT_READY) until the fabric manager, of exactly the driver's version,
+has trained the fabric. On PCIe boxes, peer-to-peer reported by the driver but routed through a
+translating IOMMU (or ACS) is the classic NCCL all-reduce hang.
+"""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects
+from gpucheck.checks.registry import check
+from gpucheck.model.fabric import FabricHostFacts, GpuPair
+from gpucheck.model.finding import Outcome, Section, Status
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.snapshot import GpuFacts
+
+# NCCL's troubleshooting guide (GPU Direct; PCI Access Control Services) says P2P through an
+# IOMMU or ACS-redirecting PCIe switch fails or crawls, and NCCL_P2P_DISABLE=1 falls back to
+# shared memory: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html
+# (and NVIDIA/nccl#199: "disable ACS ... or set NCCL_P2P_DISABLE=1").
+NCCL_TROUBLESHOOTING = (
+    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+)
+PASSTHROUGH = ("iommu=pt", "iommu.passthrough=1", "intel_iommu=off", "amd_iommu=off")
+CONSUMER_BRANDS = ("GeForce", "Titan")
+FABRIC_STARTED = ("not_started", "in_progress", "completed")
+
+
+def nvswitch_system(ctx: Context) -> bool:
+    fab = ctx.snapshot.system.fabric
+    host = fab is not None and bool(fab.nvswitch_pci or fab.nvswitch_nodes)
+    return host or any(g.fabric_state in FABRIC_STARTED for g in ctx.gpus)
+
+
+def _install_step(driver: str) -> Step:
+    branch = driver.split(".")[0]
+    return Step.run(
+        f"install the fabric manager of driver {driver} exactly (Ubuntu/Debian: "
+        f"nvidia-fabricmanager-{branch}; `apt-cache policy nvidia-fabricmanager-{branch}` "
+        f"must show {driver}), then start it",
+        f"sudo apt-get install -y nvidia-fabricmanager-{branch} && "
+        "sudo systemctl enable --now nvidia-fabricmanager",
+        Tool.APT,
+        changes=[Change(f"nvidia-fabricmanager-{branch}", None, driver)],
+        layer=Layer.DRIVER,
+    )
+
+
+JOURNAL = Step.run(
+    "read why it stopped or what it reports",
+    "sudo journalctl -u nvidia-fabricmanager -b --no-pager | tail -50",
+    layer=Layer.DRIVER,
+)
+
+
+def fabric_cause(ctx: Context) -> tuple[str, list[str], Fix] | None:
+    """The exact reason an NVSwitch system's fabric is not ready, from what was gathered
+    (None: not an NVSwitch system, or nothing found wrong)."""
+    if not nvswitch_system(ctx):
+        return None
+    fab = ctx.snapshot.system.fabric or FabricHostFacts()
+    driver = ctx.driver_version
+    evidence = _evidence(ctx, fab)
+    not_started = [g for g in ctx.gpus if g.fabric_state == "not_started"]
+    if ctx.snapshot.system.container:
+        # The fabric manager runs on the host: a container's files cannot say how it is.
+        if not not_started:
+            return None
+        title = (
+            f"{len(not_started)} GPU(s) are not in the NVSwitch fabric (state: not started): "
+            "the host's fabric manager is not running, or not of the driver's version"
+        )
+        on_host = Step.manual(
+            "on the host: see that nvidia-fabricmanager runs, at the driver's version "
+            "(systemctl status nvidia-fabricmanager; journalctl -u nvidia-fabricmanager)",
+            Layer.DRIVER,
+        )
+        return title, evidence, Fix.of(on_host)
+    installed = fab.fabricmanager_version is not None or bool(fab.fabricmanager_unit)
+    if not installed:
+        fix = Fix.of(_install_step(driver)) if driver else Fix.of(Step.manual("install it"))
+        return "the fabric manager (nvidia-fabricmanager) is not installed", evidence, fix
+    fm = fab.fabricmanager_version
+    if fm and driver and fm != driver:
+        title = (
+            f"the fabric manager is version {fm} and the driver {driver}: it refuses to run "
+            "unless they are equal"
+        )
+        return title, evidence, Fix.of(_install_step(driver), JOURNAL)
+    if fab.fabricmanager_running is False:
+        fix = Fix.of(
+            Step.run(
+                "start the fabric manager, and at every boot",
+                "sudo systemctl enable --now nvidia-fabricmanager",
+                layer=Layer.DRIVER,
+            ),
+            JOURNAL,
+        )
+        return "the fabric manager is installed but not running", evidence, fix
+    if not_started:
+        title = (
+            f"the fabric manager runs but {len(not_started)} GPU(s) are not in the fabric "
+            "(state: not started)"
+        )
+        restart = Step.run(
+            "restart it", "sudo systemctl restart nvidia-fabricmanager", layer=Layer.DRIVER
+        )
+        return title, evidence, Fix.of(JOURNAL, restart)
+    failed = [g for g in ctx.gpus if g.fabric_state == "completed" and g.fabric_status]
+    if failed:
+        title = f"fabric training failed on {len(failed)} GPU(s)"
+        hw = Step.hardware("if it persists, the NVSwitch board needs service", gpu_refs(failed))
+        return title, evidence, Fix.of(JOURNAL, Step.reboot("reset the node"), hw)
+    return None
+
+
+def _evidence(ctx: Context, fab: FabricHostFacts) -> list[str]:
+    out = [
+        f"NVSwitch: {len(fab.nvswitch_pci)} PCI device(s), {len(fab.nvswitch_nodes)} device node(s)"
+    ]
+    if fab.fabricmanager_version:
+        out.append(f"fabric manager: {fab.fabricmanager_package} {fab.fabricmanager_version}")
+    else:
+        out.append("fabric manager package: none found (dpkg)")
+    service = {True: "running", False: "not running", None: "unknown"}[fab.fabricmanager_running]
+    enabled = {True: "enabled", False: "not enabled", None: "unknown"}[fab.fabricmanager_enabled]
+    out.append(f"nvidia-fabricmanager service: {service}, {enabled} at boot")
+    out.append(f"driver: {ctx.driver_version or 'unknown'}")
+    # GPUs grouped by what their fabric says: one line for a board whose GPUs agree.
+    groups: dict[str, list[int]] = {}
+    for g in ctx.gpus:
+        if g.fabric_state is not None:
+            status = "" if not g.fabric_status else f", status {g.fabric_status} (an NVML error)"
+            groups.setdefault(f"{g.fabric_state}{status}", []).append(g.index)
+    for said, which in groups.items():
+        out.append(f"fabric {said}: GPU {', '.join(map(str, which))}")
+    return out
+
+
+@check(
+    "driver.fabric-manager",
+    Section.DRIVER,
+    "NVSwitch systems: the fabric manager runs, at the driver's version, and the fabric is up",
+)
+def fabric_manager(ctx: Context) -> Outcome | None:
+    if not nvswitch_system(ctx):
+        return None
+    fab = ctx.snapshot.system.fabric or FabricHostFacts()
+    cause = fabric_cause(ctx)
+    known = [g for g in ctx.gpus if g.fabric_state is not None]
+    states = [g.fabric_state for g in known]
+    trained = bool(known) and all(
+        g.fabric_state == "completed" and not g.fabric_status for g in known
+    )
+    cuda_802 = ctx.snapshot.cuda.driver.init_error_name == "CUDA_ERROR_SYSTEM_NOT_READY"
+    if cause is not None:
+        title, evidence, fix = cause
+        # With every GPU's fabric trained and CUDA starting, a stopped or mismatched fabric
+        # manager hurts only later (a GPU reset, the next boot): a warning, not a failure.
+        status = Status.WARN if trained and not cuda_802 else Status.FAIL
+        title = title[0].upper() + title[1:]
+        if status is Status.WARN:
+            title += " (the fabric is trained now; the next reset or boot will not be)"
+        return Outcome.make(status, title, tuple(evidence), fix, gpu_subjects(ctx.gpus))
+    in_progress = [g for g in ctx.gpus if g.fabric_state == "in_progress"]
+    if in_progress:
+        return Outcome.warn(
+            f"The NVSwitch fabric is still training on {len(in_progress)} GPU(s): CUDA "
+            "programs started now fail with CUDA_ERROR_SYSTEM_NOT_READY",
+            *_evidence(ctx, fab),
+            fix=Fix.of(Step.manual("wait a minute after boot, then run gpucheck again")),
+        )
+    version = fab.fabricmanager_version or "(version unknown)"
+    if not states:  # NVSwitch GPUs before Hopper do not report a fabric state
+        return Outcome.passed(
+            f"NVSwitch system: fabric manager {version}, no fault seen (the GPUs report no "
+            "fabric state)",
+            *_evidence(ctx, fab),
+        )
+    return Outcome.passed(
+        f"NVSwitch fabric up: fabric manager {version}, {len(states)} GPU(s) trained",
+        *_evidence(ctx, fab),
+    )
+
+
+def _iommu_translating(fab: FabricHostFacts | None) -> bool:
+    return bool(fab and fab.iommu_groups and not any(a in PASSTHROUGH for a in fab.iommu_cmdline))
+
+
+@check("gpu.p2p", Section.GPUS, "peer-to-peer between GPUs: NVLink, PCIe, and what blocks it")
+def p2p(ctx: Context) -> Outcome | None:
+    pairs = ctx.snapshot.nvml.pairs
+    if not pairs:
+        return None
+    by_index = {g.index: g for g in ctx.gpus}
+    nvlink = [p for p in pairs if p.p2p_nvlink == "ok"]
+    pcie = [p for p in pairs if p.p2p_read == "ok" and p.p2p_nvlink != "ok"]
+    none = [p for p in pairs if p.p2p_read not in (None, "ok") and p.p2p_nvlink != "ok"]
+    unknown = len(pairs) - len(nvlink) - len(pcie) - len(none)
+    if unknown == len(pairs):
+        return None  # NVML answered nothing about any pair: nothing to judge or show
+    evidence = [
+        f"{len(pairs)} GPU pair(s): {len(nvlink)} over NVLink, {len(pcie)} over PCIe, "
+        f"{len(none)} without P2P" + (f", {unknown} unknown" if unknown else "")
+    ]
+    evidence += [f"GPU {p.gpu_a} <-> GPU {p.gpu_b}: {_pair_text(p)}" for p in pcie[:8]]
+    fab = ctx.snapshot.system.fabric
+    translating = _iommu_translating(fab)
+    involved = sorted({i for p in pcie for i in (p.gpu_a, p.gpu_b)})
+    gpus = [by_index[i] for i in involved if i in by_index]
+    consumer = [g for g in gpus if g.brand in CONSUMER_BRANDS]
+    if pcie and (translating or consumer):
+        why = []
+        if translating and fab is not None:
+            args = " ".join(fab.iommu_cmdline) or "no iommu= on the kernel command line"
+            why.append(f"IOMMU on ({fab.iommu_groups} IOMMU groups; {args})")
+        if consumer:
+            why.append(f"consumer GPUs ({', '.join(sorted({g.name or '?' for g in consumer}))})")
+        return Outcome.warn(
+            f"PCIe peer-to-peer is reported between {len(pcie)} GPU pair(s) but may not work: "
+            f"{' and '.join(why)}; NCCL all-reduce can hang or crawl",
+            *evidence,
+            f"NCCL's troubleshooting guide (GPU Direct, ACS): {NCCL_TROUBLESHOOTING}",
+            fix=Fix.of(
+                Step.run(
+                    "see whether P2P really works: a hang or near-zero bandwidth means broken",
+                    "git clone https://github.com/NVIDIA/nccl-tests && make -C nccl-tests && "
+                    f"./nccl-tests/build/all_reduce_perf -b 8 -e 256M -f 2 -g {len(involved)}",
+                ),
+                Step.set_env(
+                    "NCCL_P2P_DISABLE",
+                    "1",
+                    "if it hangs: make NCCL copy through shared memory instead of P2P",
+                ),
+                OR,
+                Step.manual(
+                    "keep P2P: put the IOMMU in passthrough (kernel argument iommu=pt, or "
+                    "intel_iommu=off / amd_iommu=off) and disable PCIe ACS on the switches "
+                    "(BIOS), then reboot",
+                    Layer.SYSTEM,
+                ),
+            ),
+            subjects=gpu_subjects(gpus),
+        )
+    return Outcome.passed(f"Peer-to-peer: {evidence[0]}", *evidence[1:])
+
+
+def _pair_text(p: GpuPair) -> str:
+    return (
+        f"read {p.p2p_read or '?'}, write {p.p2p_write or '?'}, NVLink {p.p2p_nvlink or '?'}, "
+        f"path {p.topology or '?'}"
+    )
+
+
+@check("gpu.nvlink", Section.GPUS, "every NVLink link of each GPU is up")
+def nvlink(ctx: Context) -> Outcome | None:
+    linked = [g for g in ctx.gpus if g.nvlink_active]
+    if not linked:
+        return None
+    # A GPU model's link count is the most any of its GPUs has up: one with fewer has links
+    # down (a GPU with every link down still reports them, as inactive).
+    expected: dict[str, int] = {}
+    for g in linked:
+        expected[g.name or ""] = max(expected.get(g.name or "", 0), sum(g.nvlink_active or []))
+    down: list[tuple[GpuFacts, list[int]]] = []
+    for g in linked:
+        links = g.nvlink_active or []
+        if sum(links) < expected[g.name or ""]:
+            down.append((g, [i for i, up in enumerate(links) if not up]))
+    if not down:
+        counts = sorted({sum(g.nvlink_active or []) for g in linked})
+        return Outcome.passed(
+            f"NVLink: {'/'.join(map(str, counts))} link(s) up on each of {len(linked)} GPU(s)"
+        )
+    bad = [g for g, _ in down]
+    return Outcome.warn(
+        f"NVLink links are down on {len(bad)} GPU(s): traffic between them falls back to "
+        "fewer links or PCIe (slower collectives), and NCCL may fail on an NVSwitch system",
+        *[f"{gpu_label(g)}: link(s) {', '.join(map(str, idx))} down" for g, idx in down],
+        fix=Fix.of(
+            Step.run("see the links' state", "nvidia-smi nvlink -s", gpus=gpu_refs(bad)),
+            Step.reboot("reset the GPUs (reboot the node)"),
+            Step.hardware("if links stay down, the GPU or board needs service", gpu_refs(bad)),
+        ),
+        subjects=gpu_subjects(bad),
+    )

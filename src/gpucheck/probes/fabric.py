@@ -1,0 +1,103 @@
+"""The host's side of NVSwitch systems, read from files only (relative to `root`, as the
+system probe): NVSwitch PCI devices and device nodes, the fabric manager's package (dpkg's
+status file), unit file and process, the persistence daemon's process, and the IOMMU.
+Nothing is run, nothing is loaded, nothing can hang."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+
+from gpucheck.model.fabric import FabricHostFacts
+
+NVIDIA_VENDOR = "0x10de"
+NVSWITCH_CLASS = "0x0680"  # bridge, other: what NVSwitch devices report
+UNIT = "nvidia-fabricmanager.service"
+UNIT_DIRS = ("etc/systemd/system", "lib/systemd/system", "usr/lib/systemd/system")
+# Process names (comm, 15 characters at most) of the daemons.
+FABRICMANAGER_COMM = "nv-fabricmanage"
+PERSISTENCED_COMM = "nvidia-persiste"
+PACKAGE = re.compile(r"nvidia-fabricmanager(-[0-9]+)?")
+IOMMU_ARG = re.compile(r"(intel_iommu|amd_iommu|iommu|iommu\.passthrough|iommu\.strict)=\S+")
+READ_LIMIT = 32 << 20  # dpkg's status file: tens of MiB on a full desktop
+
+
+def _read(path: Path, limit: int = 1 << 16) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return None
+
+
+def probe_fabric_host(root: Path, in_container: bool) -> FabricHostFacts:
+    facts = FabricHostFacts()
+    base = root / "sys/bus/pci/devices"
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        entries = []
+    for address in entries:
+        vendor = (_read(base / address / "vendor") or "").strip().lower()
+        cls = (_read(base / address / "class") or "").strip().lower()
+        if vendor == NVIDIA_VENDOR and cls.startswith(NVSWITCH_CLASS):
+            facts.nvswitch_pci.append(address)
+    with contextlib.suppress(OSError):
+        facts.nvswitch_nodes = sorted(
+            "/dev/" + n for n in os.listdir(root / "dev") if n.startswith("nvidia-nvswitch")
+        )
+    facts.fabricmanager_package, facts.fabricmanager_version = dpkg_fabricmanager(
+        _read(root / "var/lib/dpkg/status", READ_LIMIT)
+    )
+    facts.fabricmanager_unit = any((root / d / UNIT).exists() for d in UNIT_DIRS)
+    facts.fabricmanager_enabled = (
+        root / "etc/systemd/system/multi-user.target.wants" / UNIT
+    ).exists()
+    if not in_container:  # a container's /proc shows its own processes, not the host's daemons
+        names = process_names(root / "proc")
+        if names is not None:
+            facts.fabricmanager_running = FABRICMANAGER_COMM in names
+            facts.persistenced_running = PERSISTENCED_COMM in names
+    try:
+        facts.iommu_groups = len(os.listdir(root / "sys/kernel/iommu_groups"))
+    except OSError:
+        facts.iommu_groups = None
+    cmdline = _read(root / "proc/cmdline") or ""
+    facts.iommu_cmdline = [m.group(0) for m in IOMMU_ARG.finditer(cmdline)]
+    return facts
+
+
+def dpkg_fabricmanager(status: str | None) -> tuple[str | None, str | None]:
+    """(package, upstream version) of an installed nvidia-fabricmanager[-BRANCH] in dpkg's
+    status file: "570.86.15-1" and "1:570.133.20-0ubuntu1" are both driver 570.x's."""
+    if not status:
+        return None, None
+    for stanza in status.split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in stanza.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and not line.startswith(" "):
+                fields[key.strip().lower()] = value.strip()
+        name = fields.get("package", "")
+        if not PACKAGE.fullmatch(name) or "installed" not in fields.get("status", "").split():
+            continue
+        version = fields.get("version", "")
+        upstream = version.split(":", 1)[-1].split("-", 1)[0] or None
+        return name, upstream
+    return None, None
+
+
+def process_names(proc: Path) -> set[str] | None:
+    """Every process's comm in `proc`; None when /proc cannot be listed."""
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        return None
+    names = set()
+    for pid in pids:
+        comm = _read(proc / pid / "comm", 64)
+        if comm:
+            names.add(comm.strip())
+    return names
