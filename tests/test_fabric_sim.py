@@ -11,8 +11,8 @@ import pynvml as nv
 import pytest
 import sim.scenario as sim
 from sim.fabric import Fabric, hgx_fabric
+from sim_doctor import doctor, doctor_text
 from test_healthy_sim import rtx_4090
-from test_simulator import doctor, doctor_text
 
 DRIVER = "590.48.01"  # the simulator's default driver
 
