@@ -18,6 +18,7 @@ from gpucheck.checks import (  # noqa: F401
     gpus_sharing,
     requirements,
     system,
+    toolkit,
 )
 from gpucheck.checks.context import Context, Requirements
 from gpucheck.checks.registry import SelectionError, all_checks, run, select
