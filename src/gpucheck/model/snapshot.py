@@ -23,12 +23,13 @@ from gpucheck.model.environments import (
 from gpucheck.model.types import ChildFailure, Int, RunStatus
 from gpucheck.version import __version__
 
-SCHEMA_VERSION = "1.3"  # 1.1: frameworks (Python environments, static and deep facts)
+SCHEMA_VERSION = "1.4"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
 # redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
 # 1.3: nova_core loaded; the nvidia runtime Docker's daemon.json registers and whether it exists
+# 1.4: the docker CLI's engine (context, endpoint, dockerd)
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
@@ -90,6 +91,14 @@ class ContainerHostFacts(Struct):
     docker_nvidia_runtime_found: bool | None = None
     dev_char_links: Int | None = None  # /dev/char links to nvidia nodes; None: unreadable
     cgroup_version: Int | None = None
+    # The engine the docker CLI talks to, as the CLI resolves it (DOCKER_HOST, DOCKER_CONTEXT,
+    # ~/.docker/config.json's currentContext, else "default"): its context name, where that
+    # came from (DOCKER_HOST | DOCKER_CONTEXT | config | default) and its endpoint. Docker
+    # Desktop's desktop-linux context runs containers in a VM without the host's GPUs.
+    docker_context: str | None = None
+    docker_context_source: str | None = None
+    docker_endpoint: str | None = None
+    dockerd: bool | None = None  # Docker Engine's daemon is installed on this host
 
 
 class HostIdentity(Struct):
