@@ -42,6 +42,7 @@ FRAMEWORK_CHECKS = (
     "jax.cuda-driver",
     "cupy.cuda-driver",
     "frameworks.library-shadowing",
+    "frameworks.loader-cache",
     "frameworks.nvidia-conflicts",
     "tensorrt.support",
     "tensorrt.libraries",
@@ -89,6 +90,7 @@ def test_every_framework_check_is_registered_in_report_order_and_tested_here() -
     tests = text[text.index("\n)\n", text.index("FRAMEWORK_CHECKS = (")) :]
     # The layers above the frameworks (extensions, NumPy, NVML bindings, TensorRT, XLA).
     tests += (Path(__file__).parent / "test_checks_framework_layers.py").read_text("utf-8")
+    tests += (Path(__file__).parent / "test_host_facts_loader_cache.py").read_text("utf-8")
     assert [i for i in ids if f'"{i}"' not in tests] == []
 
 

@@ -115,6 +115,7 @@ ORDER: tuple[str, ...] = (
     "jax.cuda-driver",
     "cupy.cuda-driver",
     "frameworks.library-shadowing",
+    "frameworks.loader-cache",
     "frameworks.nvidia-conflicts",
     "tensorrt.support",
     "tensorrt.libraries",
