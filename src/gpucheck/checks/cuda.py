@@ -8,7 +8,7 @@ from collections import defaultdict
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.cuda_causes import CUINIT_CAUSES
+from gpucheck.checks.cuda_causes import CUINIT_CAUSES, libcuda_mismatch
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.checks.system import container_steps
@@ -117,6 +117,9 @@ def driver_api(ctx: Context) -> Outcome | None:
             ),
         )
         evidence = [f"cuInit(0) = {drv.init_result} ({name})"]
+        if name == "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH":
+            title, fix, versions = libcuda_mismatch(ctx)
+            evidence += versions
         driver = ctx.snapshot.nvml.driver_version
         if name == "CUDA_ERROR_SYSTEM_NOT_READY" and driver:
             # The fabric manager must be this exact driver release: name it, with the package.
