@@ -215,6 +215,20 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
         )
     if cache is None or cache.get("libcuda.so") or WSL_LIB in ld:
         return None
+    cudnn8 = _cudnn8_users(ctx)
+    if cudnn8:
+        # cuDNN 8 dlopens libcuda.so by that name: its convolutions abort ("Could not load
+        # library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file",
+        # facebookresearch/nougat#115 on WSL2): the job cannot run, not a mere warning.
+        return Outcome.fail(
+            "WSL2: the unversioned libcuda.so is not in the loader cache, and cuDNN 8 opens it "
+            "by that name: its convolutions abort ('Could not load library "
+            "libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file')",
+            *[f"cuDNN 8: {where}" for where, _ in cudnn8],
+            "ldconfig cache: no libcuda.so",
+            fix=Fix.of(export),
+            subjects=Subjects(paths=[WSL_LIB], environments=sorted({e for _, e in cudnn8 if e})),
+        )
     return Outcome.warn(
         "WSL2: the unversioned libcuda.so is not in the loader cache: programs that load it "
         "by that name (Triton, torch.compile) fail with 'libcuda.so cannot found'",
@@ -223,6 +237,24 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
         fix=Fix.of(export),
         subjects=Subjects(paths=[WSL_LIB]),
     )
+
+
+def _cudnn8_users(ctx: Context) -> list[tuple[str, str | None]]:
+    """(where, environment) of each cuDNN 8 the loader or an environment holds: pip's
+    nvidia-cudnn-cu11/cu12 8.x, or a cuDNN 8 copy on disk (system, conda, torch/lib)."""
+    found: list[tuple[str, str | None]] = [
+        (f"{d.name} {d.version} in {env.python}", env.python)
+        for env in ctx.snapshot.environments
+        for d in env.distributions
+        if d.name.lower().replace("_", "-").startswith("nvidia-cudnn-cu")
+        and d.version.startswith("8.")
+    ]
+    found += [
+        (f"{c.path} ({c.version})", None)
+        for c in ctx.snapshot.cudnn.libraries
+        if (c.version or "").startswith("8.") and c.origin != "pip"
+    ]
+    return found
 
 
 def needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
