@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from typing import Literal
 
 from packaging.version import Version
 
@@ -366,8 +367,63 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
                 ),
             ),
         )
+    behind = _behind_toolkit(ctx, on_path)
+    if behind is not None:
+        return behind
     versions = ", ".join(sorted({c.version or "?" for c in copies}))
     if ctx.driver_cuda is None:
         # Nothing to judge their fit against: worth knowing, not a pass.
         return Outcome.info(f"CUDA runtime {versions} installed (no driver to run it)", *evidence)
     return Outcome.passed(f"CUDA runtime {versions} found", *evidence)
+
+
+def _behind_toolkit(ctx: Context, on_path: list[LibraryCopy]) -> Outcome | None:
+    """A runtime on the loader path (the cache, /etc/ld.so.conf.d) of the nvcc's major but
+    older: what that nvcc builds against the shared runtime (-cudart shared, CMake's
+    CUDA::cudart, extensions) gets it at run time and misses the newer symbols its headers
+    used ("undefined symbol: cudaGetDriverEntryPointByVersion, version libcudart.so.12", new
+    in 12.5: sgl-project/sglang#3372)."""
+    nvcc = ctx.snapshot.cuda.nvcc
+    built = major_minor(nvcc.version) if nvcc and nvcc.version else None
+    if nvcc is None or built is None:
+        return None
+    own = (nvcc.toolkit or "").rstrip("/") + "/"
+    older = [
+        c
+        for c in on_path
+        if c.origin != "pip"
+        and not (own != "/" and c.realpath.startswith(own))
+        and (have := major_minor(c.version)) is not None
+        and have.major == built.major
+        and have < built
+    ]
+    if not older:
+        return None
+    lib = f"{nvcc.toolkit}/lib64" if nvcc.toolkit else None
+    folders = sorted({os.path.dirname(c.path) for c in older})
+    steps: list[Step | Literal["or"]] = []
+    if lib:
+        steps += [
+            Step.set_env(
+                "LD_LIBRARY_PATH",
+                f"{lib}:$LD_LIBRARY_PATH",
+                "put the toolkit's own runtime first where its builds run",
+            ),
+            OR,
+        ]
+    steps += [
+        Step.manual(
+            f"take {', '.join(folders)} out of /etc/ld.so.conf.d where an old toolkit registered it"
+        ),
+        Step.run("refresh the loader cache", "sudo ldconfig"),
+    ]
+    return Outcome.warn(
+        f"The loader path's CUDA runtime {older[0].version} is older than the toolkit "
+        f"(nvcc {nvcc.version}) builds use: what it builds against the shared runtime misses "
+        "newer symbols at run time ('undefined symbol ... libcudart.so."
+        f"{built.major}')",
+        *[copies_line(c) for c in older],
+        f"nvcc {nvcc.version} at {nvcc.path}",
+        fix=Fix.of(*steps),
+        subjects=Subjects(paths=folders),
+    )
