@@ -18,6 +18,7 @@ from gpucheck.checks.frameworks.environments import (
     python_mm,
     runtime,
 )
+from gpucheck.checks.frameworks.packages import canonical, requirements_of
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
@@ -103,6 +104,22 @@ def pick_change(env: PythonEnvironment, name: str, pick: Pick) -> Change:
 
 # Installed packages built for one torch, which must move with it (their wheels pin torch).
 TORCH_COMPANIONS = ("torchvision", "torchaudio")
+# What download.pytorch.org/whl/cuXYZ carries beside them (xformers publishes its CUDA wheels
+# there); vLLM, flash-attn and bitsandbytes are on PyPI only.
+ON_TORCH_INDEX = ("xformers", "triton", "pytorch-triton")
+
+
+def torch_pinners(ctx: Context, env: PythonEnvironment) -> list[tuple[Distribution, str]]:
+    """Other installed distributions whose Requires-Dist pins torch (xformers, vLLM,
+    flash-attn, bitsandbytes, ...), with the specifier: a torch outside it breaks them."""
+    found = []
+    for dist in env.distributions:
+        if canonical(dist.name) in ("torch", *TORCH_COMPANIONS) or not dist.requires:
+            continue
+        for req in requirements_of(ctx, env, dist):
+            if canonical(req.name) == "torch" and str(req.specifier):
+                found.append((dist, str(req.specifier)))
+    return found
 
 
 def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step | None:
@@ -134,6 +151,13 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
                 wanted.append(f"'{name}=={version}+{tag}'")
                 changes.append(change(env, name, f"{version}+{tag}"))
                 kept.append(f"{name} {version}")
+        # A local tag still satisfies the pins of what requires torch (==2.5.1 holds for
+        # 2.5.1+cu124): they stay, and the step says so.
+        kept += [
+            f"{d.name} {d.version} (torch{spec})"
+            for d, spec in torch_pinners(ctx, env)
+            if satisfies_text(spec, public)
+        ]
         index = TORCH_INDEX.format(tag=digits)
         return pip_step(
             ctx,
@@ -161,6 +185,17 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
         else:
             companions.append(name)
             changes.append(change(env, name))
+    elsewhere = []  # pinners the PyTorch index does not carry: named, not in the command
+    for dist, spec in torch_pinners(ctx, env):
+        if satisfies_text(spec, pick.version):
+            continue
+        # Its pin excludes the new torch: in the same command pip picks the version of it
+        # that pins this torch (the compat data has no pairing for it).
+        changes.append(change(env, dist.name))
+        if " --index-url " in pick.install and canonical(dist.name) not in ON_TORCH_INDEX:
+            elsewhere.append(f"{dist.name} {dist.version} (torch{spec})")
+        else:
+            companions.append(dist.name)
     install = pick.install
     if companions:
         # Same command, same index: pip resolves torch and what pins it together.
@@ -171,10 +206,29 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
         ctx,
         env,
         f"install PyTorch {pick.version} built with CUDA {pick.cuda}: the newest that "
-        f"{_fits(ctx, env, ccs, driver)}" + (f"; {named} move with it" if companions else ""),
+        f"{_fits(ctx, env, ccs, driver)}"
+        + (f"; {named} move with it" if companions else "")
+        + (
+            f"; {', '.join(elsewhere)} pin the old torch: upgrade them to a release built for "
+            f"PyTorch {pick.version}"
+            if elsewhere
+            else ""
+        ),
         f"pip uninstall -y torch && {install}",
         changes,
     )
+
+
+def satisfies_text(spec: str, version: str) -> bool:
+    """Whether `version` (a release or a line such as 2.9) meets a specifier's text."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        specifier = SpecifierSet(spec)
+    except InvalidSpecifier:
+        return True
+    parsed = parse_version(version)
+    return parsed is None or specifier.contains(parsed, prereleases=True)
 
 
 def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Fix:
