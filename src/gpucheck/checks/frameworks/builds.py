@@ -21,7 +21,7 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.checks.frameworks.packages import canonical, requirements_of
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
-from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.compat.frameworks import conda_cuda, cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.fix import Change, Fix, Step
 from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
@@ -367,7 +367,7 @@ def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
     if jax is None and jaxlib is None and not plugins:
         return None
     version = jaxlib.version if jaxlib else None
-    cuda = jaxlib_cuda(version)
+    cuda = jaxlib_cuda(version) or conda_cuda(jaxlib.build if jaxlib else None)
     return JaxFacts(version, plugins, int(cuda.split(".")[0]) if cuda else None, cuda)
 
 
