@@ -29,7 +29,8 @@ SCHEMA_VERSION = "1.4"  # 1.1: frameworks (Python environments, static and deep 
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
 # redacted; GPU holders from /proc (processes), process kinds and MIG instances, minor numbers
 # 1.3: nova_core loaded; the nvidia runtime Docker's daemon.json registers and whether it exists
-# 1.4: the docker CLI's engine (context, endpoint, dockerd)
+# 1.4: the docker CLI's engine (context, endpoint, dockerd); conda's build strings, depends and
+# CUDA libraries in environments
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
