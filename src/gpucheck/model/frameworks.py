@@ -193,6 +193,9 @@ def _any_of(patterns: Iterable[str]) -> str:
     return "|".join(f"(?:{p})" for p in patterns if p)
 
 
+# What download.pytorch.org/whl/cuXYZ carries beside torch and its companions (xformers
+# publishes its CUDA wheels there); vLLM, flash-attn and bitsandbytes are on PyPI only.
+ON_TORCH_INDEX = ("xformers", "triton", "pytorch-triton")
 # The CUDA libraries conda installs as packages of their own (conda-forge and nvidia channels).
 CONDA_LIBRARIES = ("cudnn", "cudatoolkit", "cuda-version", "cuda-cudart", "nccl")
 

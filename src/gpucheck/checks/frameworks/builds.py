@@ -24,7 +24,7 @@ from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest
 from gpucheck.compat.frameworks import conda_cuda, cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.fix import Change, Fix, Step
-from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
+from gpucheck.model.frameworks import JAX, ON_TORCH_INDEX, TENSORFLOW, TORCH
 
 # --- the build a fix installs --------------------------------------------------------------------
 
@@ -104,9 +104,6 @@ def pick_change(env: PythonEnvironment, name: str, pick: Pick) -> Change:
 
 # Installed packages built for one torch, which must move with it (their wheels pin torch).
 TORCH_COMPANIONS = ("torchvision", "torchaudio")
-# What download.pytorch.org/whl/cuXYZ carries beside them (xformers publishes its CUDA wheels
-# there); vLLM, flash-attn and bitsandbytes are on PyPI only.
-ON_TORCH_INDEX = ("xformers", "triton", "pytorch-triton")
 
 
 def torch_pinners(ctx: Context, env: PythonEnvironment) -> list[tuple[Distribution, str]]:
