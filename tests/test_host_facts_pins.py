@@ -56,3 +56,22 @@ def test_a_newer_torch_from_its_index_names_what_the_index_lacks() -> None:
     assert "vllm" not in step.command
     assert "vllm 0.6.4.post1 (torch==2.5.1) pin the old torch" in step.text
     assert {c.name for c in step.changes} >= {"torch", "xformers", "vllm"}
+
+
+# tf-keras 2.15.0 and tensorflow-text 2.12.1 pin their TensorFlow line (PyPI metadata:
+# "tensorflow<2.16,>=2.15" and "tensorflow<2.13,>=2.12.0").
+def test_tensorflow_s_same_line_keeps_tf_keras_and_a_newer_line_moves_tensorflow_text() -> None:
+    env = fb.tensorflow_cpu(version="2.15.0")
+    fb.add(env, "tf-keras", "2.15.0", ["tensorflow<2.16,>=2.15"])
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cpu-build")
+    step = next(s for s in f.fix.steps if s.command) if f.fix else None
+    assert step is not None and step.command is not None
+    assert "tensorflow[and-cuda]==2.15" in step.command and "tf-keras" not in step.command
+    env = fb.tensorflow_cpu(version="2.12.0")
+    fb.add(env, "tensorflow-text", "2.12.1", ["tensorflow<2.13,>=2.12.0"])
+    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cpu-build")
+    step = next(s for s in f.fix.steps if s.command) if f.fix else None
+    assert step is not None and step.command is not None
+    assert step.command.endswith(" tensorflow-text")
+    assert "tensorflow-text 2.12.1 (tensorflow<2.13,>=2.12.0) move with it" in step.text
+    assert "tensorflow-text" in [c.name for c in step.changes]

@@ -106,17 +106,24 @@ def pick_change(env: PythonEnvironment, name: str, pick: Pick) -> Change:
 TORCH_COMPANIONS = ("torchvision", "torchaudio")
 
 
-def torch_pinners(ctx: Context, env: PythonEnvironment) -> list[tuple[Distribution, str]]:
-    """Other installed distributions whose Requires-Dist pins torch (xformers, vLLM,
-    flash-attn, bitsandbytes, ...), with the specifier: a torch outside it breaks them."""
+def pinners(
+    ctx: Context, env: PythonEnvironment, target: str, skip: tuple[str, ...] = ()
+) -> list[tuple[Distribution, str]]:
+    """Other installed distributions whose Requires-Dist pins `target` (torch: xformers, vLLM,
+    flash-attn, bitsandbytes; tensorflow: tf-keras, tensorflow-text), with the specifier: a
+    `target` outside it breaks them."""
     found = []
     for dist in env.distributions:
-        if canonical(dist.name) in ("torch", *TORCH_COMPANIONS) or not dist.requires:
+        if canonical(dist.name) in (target, *skip) or not dist.requires:
             continue
         for req in requirements_of(ctx, env, dist):
-            if canonical(req.name) == "torch" and str(req.specifier):
+            if canonical(req.name) == target and str(req.specifier):
                 found.append((dist, str(req.specifier)))
     return found
+
+
+def torch_pinners(ctx: Context, env: PythonEnvironment) -> list[tuple[Distribution, str]]:
+    return pinners(ctx, env, "torch", TORCH_COMPANIONS)
 
 
 def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step | None:
