@@ -29,6 +29,7 @@ FRAMEWORK_CHECKS = (
     "jax.cuda-driver",
     "cupy.cuda-driver",
     "frameworks.library-shadowing",
+    "frameworks.loader-cache",
     "frameworks.nvidia-conflicts",
     "tensorrt.support",
     "tensorrt.libraries",

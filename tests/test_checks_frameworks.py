@@ -35,7 +35,11 @@ def test_every_framework_check_is_registered_in_report_order_and_tested_here() -
     # This module and its topic siblings, and the layers above the frameworks (extensions,
     # NumPy, NVML bindings, TensorRT, XLA).
     here = Path(__file__).parent
-    files = [*here.glob("test_checks_frameworks*.py"), here / "test_checks_framework_layers.py"]
+    files = [
+        *here.glob("test_checks_frameworks*.py"),
+        here / "test_checks_framework_layers.py",
+        here / "test_host_facts_loader_cache.py",
+    ]
     tests = "".join(f.read_text(encoding="utf-8") for f in files)
     assert [i for i in ids if f'"{i}"' not in tests] == []
 

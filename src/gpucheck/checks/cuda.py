@@ -1,4 +1,4 @@
-"""CUDA checks: the driver API (libcuda), the toolkit (nvcc), and runtime libraries."""
+"""CUDA checks: the driver API (libcuda) and runtime libraries (the toolkit: toolkit.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Literal
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.cuda_causes import CUINIT_CAUSES
+from gpucheck.checks.cuda_causes import CUINIT_CAUSES, libcuda_mismatch
 from gpucheck.checks.fabric import fabric_cause
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import upgrade_driver
@@ -119,6 +119,9 @@ def driver_api(ctx: Context) -> Outcome | None:
             ),
         )
         evidence = [f"cuInit(0) = {drv.init_result} ({name})"]
+        if name == "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH":
+            title, fix, versions = libcuda_mismatch(ctx)
+            evidence += versions
         driver = ctx.snapshot.nvml.driver_version
         cause = fabric_cause(ctx) if name == "CUDA_ERROR_SYSTEM_NOT_READY" else None
         if cause is not None:  # an NVSwitch system: what was gathered names the exact cause
@@ -219,6 +222,20 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
         )
     if cache is None or cache.get("libcuda.so") or WSL_LIB in ld:
         return None
+    cudnn8 = _cudnn8_users(ctx)
+    if cudnn8:
+        # cuDNN 8 dlopens libcuda.so by that name: its convolutions abort ("Could not load
+        # library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file",
+        # facebookresearch/nougat#115 on WSL2): the job cannot run, not a mere warning.
+        return Outcome.fail(
+            "WSL2: the unversioned libcuda.so is not in the loader cache, and cuDNN 8 opens it "
+            "by that name: its convolutions abort ('Could not load library "
+            "libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file')",
+            *[f"cuDNN 8: {where}" for where, _ in cudnn8],
+            "ldconfig cache: no libcuda.so",
+            fix=Fix.of(export),
+            subjects=Subjects(paths=[WSL_LIB], environments=sorted({e for _, e in cudnn8 if e})),
+        )
     return Outcome.warn(
         "WSL2: the unversioned libcuda.so is not in the loader cache: programs that load it "
         "by that name (Triton, torch.compile) fail with 'libcuda.so cannot found'",
@@ -227,6 +244,24 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
         fix=Fix.of(export),
         subjects=Subjects(paths=[WSL_LIB]),
     )
+
+
+def _cudnn8_users(ctx: Context) -> list[tuple[str, str | None]]:
+    """(where, environment) of each cuDNN 8 the loader or an environment holds: pip's
+    nvidia-cudnn-cu11/cu12 8.x, or a cuDNN 8 copy on disk (system, conda, torch/lib)."""
+    found: list[tuple[str, str | None]] = [
+        (f"{d.name} {d.version} in {env.python}", env.python)
+        for env in ctx.snapshot.environments
+        for d in env.distributions
+        if d.name.lower().replace("_", "-").startswith("nvidia-cudnn-cu")
+        and d.version.startswith("8.")
+    ]
+    found += [
+        (f"{c.path} ({c.version})", None)
+        for c in ctx.snapshot.cudnn.libraries
+        if (c.version or "").startswith("8.") and c.origin != "pip"
+    ]
+    return found
 
 
 def needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
@@ -249,131 +284,6 @@ def needs_newer_driver(ctx: Context, cuda: str) -> tuple[str, str] | None:
             "compilation and newer features fail"
         )
     return "fail", f"CUDA {want} is newer than the driver's CUDA {have}"
-
-
-@check("cuda.toolkit", Section.CUDA, "the CUDA toolkit (nvcc) fits the driver and the GPUs")
-def toolkit(ctx: Context) -> Outcome | None:
-    cuda = ctx.snapshot.cuda
-    env = ctx.snapshot.system.env
-    home_var = next((v for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)), None)
-    nvcc = cuda.nvcc
-    chosen = home_var is not None and cuda.cuda_home and cuda.cuda_home_source == home_var
-    no_toolkit = cuda.cuda_home_nvcc is False or (cuda.cuda_home_nvcc is None and nvcc is None)
-    if home_var is not None and chosen and no_toolkit:
-        # Builds (torch extensions, CMake's FindCUDAToolkit) take the toolkit from here, not
-        # from the nvcc on PATH: a wrong home breaks them even where nvcc runs.
-        on_path = f"nvcc on PATH is {nvcc.path}" if nvcc else "no nvcc on PATH either"
-        root = (nvcc.toolkit if nvcc else None) or "/usr/local/cuda-X.Y"
-        return Outcome.warn(
-            f"{home_var} points to a folder without a CUDA toolkit",
-            f"{home_var}={env[home_var]} has no bin/nvcc; {on_path}",
-            fix=Fix.of(
-                Step.set_env(home_var, root, "point it at the toolkit's folder"),
-                OR,
-                Step.unset_env(home_var),
-            ),
-            subjects=Subjects(paths=[env[home_var]]),
-        )
-    if nvcc is None:
-        return Outcome.info(
-            "No CUDA toolkit (nvcc): fine for pip/conda frameworks, which ship their own CUDA "
-            "libraries; needed only to compile CUDA code or extensions"
-        )
-    if nvcc.version is None:
-        return Outcome.warn(
-            f"nvcc at {nvcc.path} does not say its version",
-            str(nvcc.error),
-            fix=Fix.of(
-                Step.run("see why", f"{nvcc.path} --version"),
-                Step.manual("reinstall the toolkit if it is broken"),
-            ),
-        )
-    evidence = [f"nvcc {nvcc.version} at {nvcc.path}"]
-    if cuda.cuda_home:
-        evidence.append(f"CUDA home {cuda.cuda_home} (from {cuda.cuda_home_source})")
-    if ctx.driver_cuda is None:
-        return Outcome.info(
-            f"CUDA toolkit {nvcc.version} installed (no driver to run it)", *evidence
-        )
-    newer = needs_newer_driver(ctx, nvcc.version)
-    if newer:
-        severity, why = newer
-        steps: list[Step | Literal["or"]] = [
-            upgrade_driver(ctx, nvcc.version),
-            OR,
-            Step.set_env(
-                "PATH",
-                f"/usr/local/cuda-{ctx.driver_cuda}/bin:$PATH",
-                f"use a toolkit no newer than CUDA {ctx.driver_cuda} (where one is installed)",
-            ),
-        ]
-        jit = []
-        if severity == "warn":
-            # Minor-version compatibility runs SASS only: nvcc's default build (no -arch for
-            # these GPUs) leaves them PTX to JIT, which a driver older than the toolkit cannot
-            # load (nvbandwidth#61: cudaErrorUnsupportedPtxVersion). Default builds fail here.
-            sms = sorted(
-                {
-                    f"sm_{g.compute_capability.replace('.', '')}"
-                    for g in ctx.gpus
-                    if g.compute_capability
-                }
-            )
-            jit.append(
-                "what it builds without SASS for these GPUs carries PTX, which this driver "
-                "cannot JIT-compile (cudaErrorUnsupportedPtxVersion: 'the provided PTX was "
-                "compiled with an unsupported toolchain')"
-            )
-            if sms:
-                flags = " ".join(f"-gencode arch=compute_{s[3:]},code={s}" for s in sms)
-                steps += [
-                    OR,
-                    Step.manual(f"build SASS for these GPUs only: nvcc {flags} ...", Layer.JOB),
-                ]
-        # Only what this nvcc builds is at stake: pip and conda frameworks bring their own
-        # CUDA and ignore the toolkit on PATH. A warning that names it, never a failure of
-        # the machine (issue 23: a CI gate must not block a healthy node for its nvcc).
-        return Outcome.warn(
-            f"CUDA toolkit {nvcc.version} is newer than the driver supports: "
-            + (
-                "code built with it runs, but not its PTX"
-                if severity == "warn"
-                else "code built with it does not run here"
-            ),
-            why,
-            *jit,
-            "frameworks from pip or conda bring their own CUDA libraries and do not use this "
-            "toolkit",
-            *evidence,
-            fix=Fix.of(*steps),
-        )
-    arch = ctx.compat.cc_range(nvcc.version)
-    if arch is not None:
-        outside = [
-            g
-            for g in ctx.gpus
-            if (cc := parse_version(g.compute_capability or "")) is not None
-            and not (arch.min_cc <= cc <= arch.max_cc)
-        ]
-        if outside:
-            return Outcome.warn(
-                f"nvcc {nvcc.version} cannot build for {len(outside)} of the GPUs",
-                *[
-                    f"GPU {g.index} {g.name}: compute capability {g.compute_capability}, "
-                    f"this toolkit builds for {arch.min_cc} to {arch.max_cc}"
-                    for g in outside
-                ],
-                *evidence,
-                fix=Fix.of(
-                    Step.manual(
-                        "use a CUDA toolkit whose architecture range includes these GPUs "
-                        "(see gpucheck's compat data, compat/cuda.toml)"
-                    )
-                ),
-            )
-    return Outcome.passed(
-        f"CUDA toolkit {nvcc.version} runs on this driver (CUDA {ctx.driver_cuda})", *evidence
-    )
 
 
 def _without(path: list[str], dirs: set[str]) -> list[str]:
@@ -463,8 +373,63 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
                 ),
             ),
         )
+    behind = _behind_toolkit(ctx, on_path)
+    if behind is not None:
+        return behind
     versions = ", ".join(sorted({c.version or "?" for c in copies}))
     if ctx.driver_cuda is None:
         # Nothing to judge their fit against: worth knowing, not a pass.
         return Outcome.info(f"CUDA runtime {versions} installed (no driver to run it)", *evidence)
     return Outcome.passed(f"CUDA runtime {versions} found", *evidence)
+
+
+def _behind_toolkit(ctx: Context, on_path: list[LibraryCopy]) -> Outcome | None:
+    """A runtime on the loader path (the cache, /etc/ld.so.conf.d) of the nvcc's major but
+    older: what that nvcc builds against the shared runtime (-cudart shared, CMake's
+    CUDA::cudart, extensions) gets it at run time and misses the newer symbols its headers
+    used ("undefined symbol: cudaGetDriverEntryPointByVersion, version libcudart.so.12", new
+    in 12.5: sgl-project/sglang#3372)."""
+    nvcc = ctx.snapshot.cuda.nvcc
+    built = major_minor(nvcc.version) if nvcc and nvcc.version else None
+    if nvcc is None or built is None:
+        return None
+    own = (nvcc.toolkit or "").rstrip("/") + "/"
+    older = [
+        c
+        for c in on_path
+        if c.origin != "pip"
+        and not (own != "/" and c.realpath.startswith(own))
+        and (have := major_minor(c.version)) is not None
+        and have.major == built.major
+        and have < built
+    ]
+    if not older:
+        return None
+    lib = f"{nvcc.toolkit}/lib64" if nvcc.toolkit else None
+    folders = sorted({os.path.dirname(c.path) for c in older})
+    steps: list[Step | Literal["or"]] = []
+    if lib:
+        steps += [
+            Step.set_env(
+                "LD_LIBRARY_PATH",
+                f"{lib}:$LD_LIBRARY_PATH",
+                "put the toolkit's own runtime first where its builds run",
+            ),
+            OR,
+        ]
+    steps += [
+        Step.manual(
+            f"take {', '.join(folders)} out of /etc/ld.so.conf.d where an old toolkit registered it"
+        ),
+        Step.run("refresh the loader cache", "sudo ldconfig"),
+    ]
+    return Outcome.warn(
+        f"The loader path's CUDA runtime {older[0].version} is older than the toolkit "
+        f"(nvcc {nvcc.version}) builds use: what it builds against the shared runtime misses "
+        "newer symbols at run time ('undefined symbol ... libcudart.so."
+        f"{built.major}')",
+        *[copies_line(c) for c in older],
+        f"nvcc {nvcc.version} at {nvcc.path}",
+        fix=Fix.of(*steps),
+        subjects=Subjects(paths=folders),
+    )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from gpucheck.checks.driver_fixes import LOAD_UVM
+import posixpath
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.driver import library_version
+from gpucheck.checks.driver_fixes import LOAD_UVM, reload_steps, userspace_of
+from gpucheck.compat import parse_version
 from gpucheck.model.fix import OR, Fix, Layer, Step
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
@@ -39,16 +44,6 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
                 layer=Layer.DRIVER,
             ),
             Step.run("then check", "nvidia-smi -q | grep -A2 -i fabric", layer=Layer.DRIVER),
-        ),
-    ),
-    "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": (
-        "The libcuda in use (a CUDA forward-compatibility package?) does not match the kernel "
-        "driver",
-        Fix.of(
-            Step.run("find the cuda-compat libcuda in use", "ldconfig -p | grep libcuda.so"),
-            Step.manual("remove the cuda-compat libraries from LD_LIBRARY_PATH / ldconfig"),
-            OR,
-            Step.manual("install the compat package matching this driver branch"),
         ),
     ),
     "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": (
@@ -88,3 +83,58 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
         ),
     ),
 }
+
+
+def libcuda_mismatch(ctx: Context) -> tuple[str, Fix, list[str]]:
+    """cuInit's CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803) by the libcuda really loaded: a
+    forward-compatibility libcuda (cuda-compat's /usr/local/cuda-X.Y/compat, as in
+    nvidia-container-toolkit#1679) that does not fit the kernel driver; else the driver's own
+    libcuda apart from the running module: older (user space left behind by a partial upgrade:
+    install the module's version) or newer (upgraded without a reboot). A compat package that
+    is not the loaded libcuda is never blamed."""
+    drv, sysf = ctx.snapshot.cuda.driver, ctx.snapshot.system
+    path = drv.library_path or ""
+    lib = library_version(path)
+    module = sysf.nvidia_module_version or ctx.snapshot.nvml.driver_version
+    evidence = [f"libcuda {lib or 'version unknown'}, kernel module {module or 'unknown'}"]
+    if "/compat/" in path:
+        return (
+            f"The CUDA forward-compatibility libcuda in use ({path}) does not fit kernel driver "
+            f"{module or '(unknown)'}",
+            Fix.of(
+                Step.manual(
+                    f"take {posixpath.dirname(path)} off the loader path (LD_LIBRARY_PATH, its "
+                    "/etc/ld.so.conf.d entry), then `sudo ldconfig`",
+                    Layer.CUDA,
+                ),
+                OR,
+                Step.manual("install the compat package matching this driver branch", Layer.CUDA),
+            ),
+            evidence,
+        )
+    have, running = parse_version(lib or ""), parse_version(module or "")
+    if module and have is not None and running is not None and have < running:
+        return (
+            f"libcuda ({lib}) is older than the loaded kernel module ({module}): the driver's "
+            "user space was left behind by a partial upgrade (a reboot will not fix it)",
+            userspace_of(sysf.os_release, module),
+            evidence,
+        )
+    if have is not None and running is not None and have > running:
+        return (
+            f"libcuda ({lib}) is newer than the loaded kernel module ({module}): the driver "
+            "was upgraded but the old module is still running",
+            Fix.of(*reload_steps(sysf.nvidia_modules)),
+            evidence,
+        )
+    return (
+        "The libcuda in use does not match the kernel driver",
+        Fix.of(
+            Step.manual(
+                "reinstall the driver so that libcuda and the kernel module come from the same "
+                "release",
+                Layer.DRIVER,
+            )
+        ),
+        evidence,
+    )

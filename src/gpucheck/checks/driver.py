@@ -14,9 +14,11 @@ from gpucheck.checks.driver_fixes import (
     package_steps,
     reload_fix,
     reload_steps,
+    userspace_of,
 )
 from gpucheck.checks.registry import check
 from gpucheck.checks.system import container_fix, container_steps
+from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section, Subjects
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 
@@ -279,6 +281,16 @@ def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
     if sysf.dkms_nvidia_versions:
         evidence.append("DKMS holds nvidia " + ", ".join(sysf.dkms_nvidia_versions))
     packages = package_steps(sysf.os_release, lib)
+    module = sysf.nvidia_module_version
+    older = parse_version(lib or ""), parse_version(module or "")
+    if module and older[0] and older[1] and older[0] < older[1] and on_disk in (None, module):
+        return Outcome.fail(
+            f"Driver/library version mismatch: the user-space driver ({lib}) is older than the "
+            f"running kernel module ({module}), left behind by a partial upgrade; a reboot "
+            "will not fix it",
+            *evidence,
+            fix=userspace_of(sysf.os_release, module),
+        )
     if on_disk and lib and on_disk != lib:
         return Outcome.fail(
             "Driver/library version mismatch that a reboot will not fix: the kernel module on "

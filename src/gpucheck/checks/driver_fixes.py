@@ -126,6 +126,38 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
     ]
 
 
+def userspace_of(os_release: str | None, module: str) -> Fix:
+    """Bring the user-space driver up to the running kernel module's version (it was left
+    behind: a partial upgrade, or a .run installed with --no-kernel-modules beside another
+    module; tinygrad/open-gpu-kernel-modules#47). A reboot does not help: the module stays."""
+    branch = module.split(".")[0]
+    distro = (os_release or "").lower()
+    steps: list[Step | Literal["or"]] = []
+    if "ubuntu" in distro or "debian" in distro:
+        pkg = f"libnvidia-compute-{branch}" if "ubuntu" in distro else "libcuda1"
+        utils = f"nvidia-utils-{branch}" if "ubuntu" in distro else "nvidia-smi"
+        steps += [
+            Step.run(
+                f"install the user-space driver of the module's version {module} (apt-cache "
+                f"policy {pkg} must offer {module})",
+                f"sudo apt install {pkg} {utils}",
+                Tool.APT,
+                changes=[Change(pkg, None, module), Change(utils, None, module)],
+                layer=Layer.DRIVER,
+            ),
+            OR,
+        ]
+    steps.append(
+        Step.run(
+            f"install driver {module}'s user space with NVIDIA's installer (the module is "
+            "already there)",
+            f"sudo sh NVIDIA-Linux-x86_64-{module}.run --no-kernel-modules",
+            layer=Layer.DRIVER,
+        )
+    )
+    return Fix.of(*steps)
+
+
 def _own_python(ctx: Context) -> str | None:
     """The interpreter gpucheck ran from, where the snapshot names it."""
     return next((e.python for e in ctx.snapshot.environments if e.origin == "gpucheck"), None)

@@ -6,6 +6,7 @@ from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome, Section
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.snapshot import ContainerHostFacts
 
 _RPM_FAMILY = ("rhel", "red hat", "fedora", "rocky", "alma", "centos", "amazon")
 
@@ -183,6 +184,12 @@ def _container_host(ctx: Context) -> Outcome | None:
         )
         if not present:
             missing.append(f"{registered or 'nvidia-container-runtime'}, which daemon.json names")
+    engine = _docker_engine(host)
+    if engine is not None:
+        evidence.append(engine[0])
+    if engine is not None and engine[1] != "local":
+        # What the CLI talks to decides first: the host's toolkit is not that engine's.
+        return _elsewhere(ctx, host, engine[1], evidence + [f"missing: {m}" for m in missing])
     if missing:
         return Outcome.fail(
             "The NVIDIA Container Toolkit is installed incompletely: containers cannot be given "
@@ -212,6 +219,62 @@ def _container_host(ctx: Context) -> Outcome | None:
             ),
         )
     return Outcome.passed(f"{engines} with the NVIDIA Container Toolkit", *evidence)
+
+
+def _docker_engine(host: ContainerHostFacts) -> tuple[str, str] | None:
+    """(an evidence line, the engine's kind) for the engine the docker CLI talks to: desktop
+    (Docker Desktop's VM: its desktop-linux context, $HOME/.docker/desktop/docker.sock),
+    remote (tcp:// or ssh:// to another machine), local (this host's dockerd)."""
+    if host.docker_context is None:
+        return None
+    endpoint = host.docker_endpoint or "unknown endpoint"
+    line = f"docker CLI context: {host.docker_context} ({endpoint}"
+    line += f", from {host.docker_context_source})" if host.docker_context_source else ")"
+    address = endpoint.split("://", 1)[-1].split("/", 1)[0].split("@")[-1].split(":")[0]
+    if host.docker_context == "desktop-linux" or "/.docker/desktop/" in endpoint:
+        return line, "desktop"
+    if endpoint.startswith(("tcp://", "ssh://")) and address not in ("localhost", "127.0.0.1"):
+        return line, "remote"
+    return line, "local"
+
+
+def _elsewhere(ctx: Context, host: ContainerHostFacts, kind: str, evidence: list[str]) -> Outcome:
+    """The docker CLI's engine is not this host's dockerd: its containers do not get this
+    host's GPUs through the toolkit installed here."""
+    if kind == "remote":
+        return Outcome.info(
+            "The docker CLI talks to a remote engine: its containers get that machine's GPUs, "
+            "not these, and this host's NVIDIA runtime is not the one it uses",
+            *evidence,
+        )
+    # Docker Desktop for Linux runs its engine in a VM with no GPU passthrough (docker/roadmap
+    # #497; NVIDIA/nvidia-docker#1717): --gpus fails there whatever the host's toolkit.
+    steps: list[Step] = [
+        Step.run(
+            "point the docker CLI at this host's Docker Engine, whose runtime has the GPUs",
+            "docker context use default",
+        )
+    ]
+    if not host.dockerd:
+        steps.insert(
+            0,
+            Step.manual(
+                "install Docker Engine (docker-ce, from Docker's apt/dnf repository) beside "
+                "Docker Desktop (it runs on this host, not in a VM)",
+                Layer.SYSTEM,
+            ),
+        )
+    if not host.toolkit or any(e.startswith("missing: ") for e in evidence):
+        steps += toolkit_install(
+            ctx.snapshot.system.os_release,
+            "install the NVIDIA Container Toolkit for that engine (NVIDIA's apt/dnf repository)",
+        ).steps
+    return Outcome.warn(
+        "The docker CLI talks to Docker Desktop, whose containers run in a VM without this "
+        "host's GPUs: `docker run --gpus` fails there ('could not select device driver')",
+        *evidence,
+        fix=Fix.of(*steps),
+    )
 
 
 # The open-source drivers that claim an NVIDIA GPU before nvidia.ko can: nouveau, and nova_core,

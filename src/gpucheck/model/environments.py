@@ -18,6 +18,10 @@ class Distribution(Struct):
     version: str
     location: str | None = None  # the site folder it is installed in
     requires: list[str] = field(default_factory=list)  # its Requires-Dist lines (frameworks only)
+    # Where conda installed it (conda-meta): its build string, which names the CUDA variant
+    # ("cuda120py312h4008524_201"), and its depends on cudnn, cudatoolkit, cuda-version, nccl.
+    build: str | None = None
+    conda_depends: list[str] = field(default_factory=list)
 
 
 class TorchBuild(Struct):
@@ -115,6 +119,8 @@ class PythonEnvironment(Struct):
     distributions: list[Distribution] = field(default_factory=list)
     torch: TorchBuild | None = None
     tensorflow: TensorflowBuild | None = None
+    # The CUDA libraries conda installed into this prefix, name -> version (cudnn: "9.3.0.75")
+    conda_libraries: dict[str, str] = field(default_factory=dict)
     runtimes: list[FrameworkRuntime] = field(default_factory=list)  # --deep only
     extensions: list[ExtensionBuild] = field(default_factory=list)
     extension_imports: list[ExtensionImport] = field(default_factory=list)  # --deep only

@@ -193,6 +193,13 @@ def _any_of(patterns: Iterable[str]) -> str:
     return "|".join(f"(?:{p})" for p in patterns if p)
 
 
+# What download.pytorch.org/whl/cuXYZ carries beside torch and its companions (xformers
+# publishes its CUDA wheels there); vLLM, flash-attn and bitsandbytes are on PyPI only.
+ON_TORCH_INDEX = ("xformers", "triton", "pytorch-triton")
+# The CUDA libraries conda installs as packages of their own (conda-forge and nvidia channels).
+CONDA_LIBRARIES = ("cudnn", "cudatoolkit", "cuda-version", "cuda-cudart", "nccl")
+
+
 def static_probe_options() -> dict[str, object]:
     """What framework_static.py reads (its argument, as JSON): the distributions to keep, whose
     Requires-Dist lines to keep, which own the tensorflow package, whose build facts to read."""
@@ -209,4 +216,5 @@ def static_probe_options() -> dict[str, object]:
         "tensorflow": list(TENSORFLOW.dists),
         "torch": list(TORCH.dists),
         "extensions": [e.dist for e in TORCH_EXTENSIONS if e.build_facts],
+        "conda_libraries": list(CONDA_LIBRARIES),
     }

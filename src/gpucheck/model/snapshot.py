@@ -33,6 +33,8 @@ SCHEMA_VERSION = "1.4"  # 1.1: frameworks (Python environments, static and deep 
 # exists; each GPU's SM clock (clock_sm_mhz)
 # 1.4: system.fabric (NVSwitch, fabric manager, persistence daemon, IOMMU); per GPU fabric state
 # and status and NVLink link states; nvml.pairs (P2P status and topology of each GPU pair)
+# 1.4 also: the docker CLI's engine (context, endpoint, dockerd); conda's build strings, depends
+# and CUDA libraries in environments
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
@@ -94,6 +96,14 @@ class ContainerHostFacts(Struct):
     docker_nvidia_runtime_found: bool | None = None
     dev_char_links: Int | None = None  # /dev/char links to nvidia nodes; None: unreadable
     cgroup_version: Int | None = None
+    # The engine the docker CLI talks to, as the CLI resolves it (DOCKER_HOST, DOCKER_CONTEXT,
+    # ~/.docker/config.json's currentContext, else "default"): its context name, where that
+    # came from (DOCKER_HOST | DOCKER_CONTEXT | config | default) and its endpoint. Docker
+    # Desktop's desktop-linux context runs containers in a VM without the host's GPUs.
+    docker_context: str | None = None
+    docker_context_source: str | None = None
+    docker_endpoint: str | None = None
+    dockerd: bool | None = None  # Docker Engine's daemon is installed on this host
 
 
 class HostIdentity(Struct):

@@ -5,8 +5,10 @@ cgroup version. Only on a host: inside a container these say nothing about the h
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from gpucheck.model.snapshot import ContainerHostFacts
@@ -85,14 +87,59 @@ def _dev_char_links(root: Path) -> int | None:
     return count
 
 
-def probe_container_host(root: Path) -> ContainerHostFacts:
+DEFAULT_ENDPOINT = "unix:///var/run/docker.sock"
+
+
+def _json(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def docker_context(root: Path, env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    """(context, where it came from, endpoint) as the docker CLI resolves them, from files:
+    DOCKER_HOST wins (the default context, pointed there), then DOCKER_CONTEXT, then
+    config.json's currentContext ($DOCKER_CONFIG, else ~/.docker), else the default context.
+    A named context's endpoint is in contexts/meta/<sha256 of its name>/meta.json."""
+    if env.get("DOCKER_HOST"):
+        return "default", "DOCKER_HOST", env["DOCKER_HOST"]
+    home = env.get("HOME")
+    config = env.get("DOCKER_CONFIG") or (f"{home.rstrip('/')}/.docker" if home else None)
+    config_dir = root / config.lstrip("/") if config else None
+    name, source = env.get("DOCKER_CONTEXT"), "DOCKER_CONTEXT"
+    if not name and config_dir is not None:
+        current = (_json(config_dir / "config.json") or {}).get("currentContext")
+        name, source = (current, "config") if isinstance(current, str) else (None, "")
+    if not name or name == "default":
+        return "default", source if name else "default", DEFAULT_ENDPOINT
+    if config_dir is None:
+        return name, source, None
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    meta = _json(config_dir / "contexts/meta" / digest / "meta.json") or {}
+    endpoints = meta.get("Endpoints")
+    docker = endpoints.get("docker") if isinstance(endpoints, dict) else None
+    host = docker.get("Host") if isinstance(docker, dict) else None
+    return name, source, host if isinstance(host, str) else None
+
+
+def probe_container_host(root: Path, env: Mapping[str, str] | None = None) -> ContainerHostFacts:
     cgroup = root / "sys/fs/cgroup"
     version = 2 if (cgroup / "cgroup.controllers").exists() else (1 if cgroup.is_dir() else None)
     runtime_path, runtime_found = _nvidia_runtime(root)
+    engines = _programs(root, ENGINES)
+    context, context_source, endpoint = (
+        docker_context(root, env or {}) if "docker" in engines else (None, None, None)
+    )
     return ContainerHostFacts(
+        docker_context=context,
+        docker_context_source=context_source,
+        docker_endpoint=endpoint,
+        dockerd="docker" in engines and bool(_programs(root, ("dockerd",))),
         docker_nvidia_runtime_path=runtime_path,
         docker_nvidia_runtime_found=runtime_found,
-        engines=_programs(root, ENGINES),
+        engines=engines,
         toolkit=_programs(root, TOOLKIT),
         docker_runtimes=_docker_runtimes(root),
         cdi_specs=_cdi_specs(root),

@@ -134,7 +134,7 @@ def probe_system(
     if facts.os == "Linux" and not facts.wsl and not facts.container:
         _module_on_disk(facts, root)  # a container's /lib/modules is not what its host boots
     if facts.os == "Linux" and not facts.container:
-        facts.container_host = probe_container_host(root)
+        facts.container_host = probe_container_host(root, env)
     if facts.os == "Linux" and not facts.wsl:
         facts.kernel_log_nvrm, facts.kernel_log_error = read_nvrm(root)
         facts.fabric = probe_fabric_host(root, bool(facts.container))

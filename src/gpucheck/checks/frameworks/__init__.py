@@ -8,7 +8,7 @@ One module per framework, each holding its checks:
   architectures, Python, Keras; tensorflow_libraries.py: the CUDA libraries it loads;
 - jax_cupy.py: JAX's CUDA plugin, JAX's and CuPy's CUDA against the driver;
 - environment.py: libraries shadowed through LD_LIBRARY_PATH, NVIDIA pip packages two
-  frameworks want in different versions;
+  frameworks want in different versions; loader_cache.py: older copies in ld.so.cache;
 - extensions.py: extensions built against torch (torchvision, flash-attn, vllm, ...) vs the
   torch installed; numpy_abi.py: builds for NumPy 1 under NumPy 2; nvml_bindings.py: competing
   or old NVML Python bindings;
@@ -32,6 +32,7 @@ from gpucheck.checks.frameworks import tensorflow  # noqa: F401
 from gpucheck.checks.frameworks import tensorflow_libraries  # noqa: F401
 from gpucheck.checks.frameworks import jax_cupy  # noqa: F401
 from gpucheck.checks.frameworks import environment  # noqa: F401
+from gpucheck.checks.frameworks import loader_cache  # noqa: F401
 from gpucheck.checks.frameworks import tensorrt  # noqa: F401
 from gpucheck.checks.frameworks import xla  # noqa: F401
 from gpucheck.checks.frameworks import numpy_abi  # noqa: F401

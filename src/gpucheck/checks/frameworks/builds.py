@@ -18,13 +18,14 @@ from gpucheck.checks.frameworks.environments import (
     python_mm,
     runtime,
 )
+from gpucheck.checks.frameworks.packages import canonical, requirements_of
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
-from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.compat.frameworks import conda_cuda, cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Change, Fix, Step
-from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
+from gpucheck.model.frameworks import JAX, ON_TORCH_INDEX, TENSORFLOW, TORCH
 
 # --- the build a fix installs --------------------------------------------------------------------
 
@@ -106,6 +107,26 @@ def pick_change(env: PythonEnvironment, name: str, pick: Pick) -> Change:
 TORCH_COMPANIONS = ("torchvision", "torchaudio")
 
 
+def pinners(
+    ctx: Context, env: PythonEnvironment, target: str, skip: tuple[str, ...] = ()
+) -> list[tuple[Distribution, str]]:
+    """Other installed distributions whose Requires-Dist pins `target` (torch: xformers, vLLM,
+    flash-attn, bitsandbytes; tensorflow: tf-keras, tensorflow-text), with the specifier: a
+    `target` outside it breaks them."""
+    found = []
+    for dist in env.distributions:
+        if canonical(dist.name) in (target, *skip) or not dist.requires:
+            continue
+        for req in requirements_of(ctx, env, dist):
+            if canonical(req.name) == target and str(req.specifier):
+                found.append((dist, str(req.specifier)))
+    return found
+
+
+def torch_pinners(ctx: Context, env: PythonEnvironment) -> list[tuple[Distribution, str]]:
+    return pinners(ctx, env, "torch", TORCH_COMPANIONS)
+
+
 def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step | None:
     """The step that replaces this environment's torch by a CUDA build that runs on this
     driver with these GPUs: the same torch version where the compat data has a CUDA build of
@@ -135,6 +156,13 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
                 wanted.append(f"'{name}=={version}+{tag}'")
                 changes.append(change(env, name, f"{version}+{tag}"))
                 kept.append(f"{name} {version}")
+        # A local tag still satisfies the pins of what requires torch (==2.5.1 holds for
+        # 2.5.1+cu124): they stay, and the step says so.
+        kept += [
+            f"{d.name} {d.version} (torch{spec})"
+            for d, spec in torch_pinners(ctx, env)
+            if satisfies_text(spec, public)
+        ]
         index = TORCH_INDEX.format(tag=digits)
         return pip_step(
             ctx,
@@ -162,6 +190,17 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
         else:
             companions.append(name)
             changes.append(change(env, name))
+    elsewhere = []  # pinners the PyTorch index does not carry: named, not in the command
+    for dist, spec in torch_pinners(ctx, env):
+        if satisfies_text(spec, pick.version):
+            continue
+        # Its pin excludes the new torch: in the same command pip picks the version of it
+        # that pins this torch (the compat data has no pairing for it).
+        changes.append(change(env, dist.name))
+        if " --index-url " in pick.install and canonical(dist.name) not in ON_TORCH_INDEX:
+            elsewhere.append(f"{dist.name} {dist.version} (torch{spec})")
+        else:
+            companions.append(dist.name)
     install = pick.install
     if companions:
         # Same command, same index: pip resolves torch and what pins it together.
@@ -172,10 +211,29 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
         ctx,
         env,
         f"install PyTorch {pick.version} built with CUDA {pick.cuda}: the newest that "
-        f"{_fits(ctx, env, ccs, driver)}" + (f"; {named} move with it" if companions else ""),
+        f"{_fits(ctx, env, ccs, driver)}"
+        + (f"; {named} move with it" if companions else "")
+        + (
+            f"; {', '.join(elsewhere)} pin the old torch: upgrade them to a release built for "
+            f"PyTorch {pick.version}"
+            if elsewhere
+            else ""
+        ),
         f"pip uninstall -y torch && {install}",
         changes,
     )
+
+
+def satisfies_text(spec: str, version: str) -> bool:
+    """Whether `version` (a release or a line such as 2.9) meets a specifier's text."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        specifier = SpecifierSet(spec)
+    except InvalidSpecifier:
+        return True
+    parsed = parse_version(version)
+    return parsed is None or specifier.contains(parsed, prereleases=True)
 
 
 def torch_fix(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Fix:
@@ -314,7 +372,7 @@ def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
     if jax is None and jaxlib is None and not plugins:
         return None
     version = jaxlib.version if jaxlib else None
-    cuda = jaxlib_cuda(version)
+    cuda = jaxlib_cuda(version) or conda_cuda(jaxlib.build if jaxlib else None)
     return JaxFacts(version, plugins, int(cuda.split(".")[0]) if cuda else None, cuda)
 
 

@@ -9,6 +9,7 @@ from gpucheck.checks.frameworks.builds import (
     cannot_use_gpus,
     cupy_cuda,
     jax_facts,
+    satisfies_text,
 )
 from gpucheck.checks.frameworks.driver import (
     cc_list,
@@ -31,7 +32,7 @@ from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.frameworks import CUPY
 
 # --- JAX ------------------------------------------------------------------------------------------
@@ -144,6 +145,25 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
                     )
                 ),
             )
+        short = _conda_cudnn_short(env)
+        if short is not None:
+            spec, have = short
+            return Outcome.fail(
+                f"{j.name} from conda needs cuDNN {spec}; conda's cudnn here is {have}: JAX "
+                "fails to load its cuDNN and cannot run convolutions",
+                *plugins,
+                f"conda's jaxlib {j.jaxlib} depends on cudnn {spec}",
+                fix=Fix.of(
+                    Step.run(
+                        "install the cuDNN this jaxlib was built for (in its conda "
+                        f"environment, {env.prefix})",
+                        f'conda install -c conda-forge "cudnn{spec}"',
+                        Tool.CONDA,
+                        changes=[Change("cudnn", have, None, requirement=spec)],
+                        environment=env.python,
+                    )
+                ),
+            )
         how = "a CUDA jaxlib" if j.monolithic else "the CUDA plugin"
         majors = ", ".join(map(str, j.majors))
         return Outcome.passed(f"{j.name} with {how} for CUDA {majors}", *plugins)
@@ -161,6 +181,21 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
     # what runs JAX: a warning on JAX, not a machine that cannot use its GPUs.
     title = f"{j.name} is CPU-only: JAX cannot use this machine's NVIDIA GPU(s)"
     return cannot_use_gpus(ctx, env, "jax", title, evidence, jax_fix(ctx, env))
+
+
+def _conda_cudnn_short(env: PythonEnvironment) -> tuple[str, str] | None:
+    """(the cuDNN floor a conda-forge jaxlib's depends set, the cudnn conda installed) where
+    that cudnn is below it (a --force or a pip install over conda's)."""
+    jaxlib = env.dist("jaxlib")
+    have = env.conda_libraries.get("cudnn")
+    if jaxlib is None or not jaxlib.build or have is None:
+        return None
+    for line in jaxlib.conda_depends:
+        name, _, spec = line.partition(" ")
+        spec = spec.split(" ")[0]
+        if name == "cudnn" and spec and not satisfies_text(spec, have):
+            return spec, have
+    return None
 
 
 def _cuda_runtime_dist(env: PythonEnvironment, major: int) -> Distribution | None:

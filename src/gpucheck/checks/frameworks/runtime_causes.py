@@ -59,6 +59,17 @@ def cause_of(
         return _busy(ctx)
     if "no kernel image" in low:
         return _no_kernel_image(ctx, env, rt, gpu)
+    if "invalid_ptx" in low or "a ptx jit compilation failed" in low:
+        # No SASS for this GPU, and the PTX the build carries for it does not JIT-compile
+        # (TensorFlow on compute capability 12.0: tensorflow#99592, #101746): the build with
+        # code for this GPU is the fix, not the driver.
+        title, fix = _no_kernel_image(ctx, env, rt, gpu)
+        return (
+            title.replace("the build has no code", "the build has no SASS")
+            + f", and its PTX does not JIT-compile on driver {ctx.driver_version} "
+            "(CUDA_ERROR_INVALID_PTX)",
+            fix,
+        )
     if "system not yet initialized" in low:
         return CUINIT_CAUSES["CUDA_ERROR_SYSTEM_NOT_READY"]
     if "forward compatibility was attempted on non supported hw" in low:
@@ -165,6 +176,17 @@ def _no_kernel_image(
                     [pick_change(env, "tensorflow", pick)],
                 )
             )
+    if rt.framework == "tensorflow":
+        # No TensorFlow release on PyPI has it: NVIDIA's NGC container builds for it
+        # (tensorflow#99592: "the only way I can get it to work is ... NVIDIA's NGC container").
+        return title, Fix.of(
+            Step.manual(
+                f"no TensorFlow wheel has code for {what}: run NVIDIA's NGC TensorFlow "
+                "container (nvcr.io/nvidia/tensorflow), built for it, or build TensorFlow "
+                "from source with this compute capability",
+                Layer.FRAMEWORKS,
+            )
+        )
     return title, Fix.of(
         Step.manual(f"install a {rt.framework} build with code for {what} (see {rt.framework}.*)")
     )

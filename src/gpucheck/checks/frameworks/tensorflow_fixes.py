@@ -7,7 +7,7 @@ from __future__ import annotations
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow
+from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow, pinners, satisfies_text
 from gpucheck.checks.frameworks.driver import cc_list, targets, upgrade_driver
 from gpucheck.checks.frameworks.environments import (
     change,
@@ -58,10 +58,26 @@ def tf_step(
     also: tuple[str, ...] = (),
     version: str | None = None,
 ) -> Step:
-    """Replace this environment's TensorFlow distributions by what `install` installs."""
+    """Replace this environment's TensorFlow distributions by what `install` installs; what
+    pins tensorflow outside `version` (tf-keras, tensorflow-text) moves in the same command,
+    pip picking its release for that TensorFlow (PyPI carries both)."""
     wanted = change(env, "tensorflow", requirement=f"=={version}.*" if version else None)
+    skip = tuple(d.name for d in t.dists) + also
+    moved = [
+        (d, spec)
+        for d, spec in pinners(ctx, env, "tensorflow", skip)
+        if version and not satisfies_text(spec, version)
+    ]
+    if moved:
+        install += " " + " ".join(d.name for d, _ in moved)
+        why += "; " + ", ".join(f"{d.name} {d.version} (tensorflow{s})" for d, s in moved)
+        why += " move with it"
     return pip_step(
-        ctx, env, why, tf_uninstall(t, also) + install, [*tf_removed(env, t, also), wanted]
+        ctx,
+        env,
+        why,
+        tf_uninstall(t, also) + install,
+        [*tf_removed(env, t, also), wanted, *(change(env, d.name) for d, _ in moved)],
     )
 
 

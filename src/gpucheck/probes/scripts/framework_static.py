@@ -33,6 +33,7 @@ import re
 import site
 
 from . import child_protocol as protocol
+from . import conda_meta as CONDA  # conda's build strings and depends
 from . import dist_info as DISTS  # the installed distributions, from their metadata
 from . import torch_static as TORCH  # torch and the extensions built against it
 
@@ -54,6 +55,7 @@ class Table:
         self.tensorflow = frozenset(options.get("tensorflow") or ())  # own the tensorflow package
         self.torch = frozenset(options.get("torch") or ())
         self.extensions = frozenset(options.get("extensions") or ())  # build facts read
+        self.conda_libraries = frozenset(options.get("conda_libraries") or ())
 
 
 TABLE = Table({})  # main() sets it from the argument
@@ -338,6 +340,12 @@ def collect(facts: dict[str, Any], errors: list[str]) -> None:
     step("distributions")
     dists: list[dict[str, Any]] = DISTS.distributions(sys.modules[__name__], errors)
     facts["distributions"] = dists
+    try:  # under the distributions step: conda-meta is read with them; only conda has it
+        conda_libraries = CONDA.annotate(dists, TABLE.conda_libraries, errors)
+        if conda_libraries:
+            facts["conda_libraries"] = conda_libraries
+    except Exception as exc:
+        errors.append(f"conda-meta: {describe(exc)}")
     step("torch")
     try:
         facts["torch"] = TORCH.torch_build(sys.modules[__name__], dists, errors)
