@@ -10,7 +10,7 @@ import pytest
 from framework_checks import min_driver
 from more_builders import finding, run_checks, the
 
-from gpucheck.checks.frameworks.builds import jaxlib_cuda
+from gpucheck.checks.frameworks.jax_builds import jaxlib_cuda
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.model.types import ChildFailure

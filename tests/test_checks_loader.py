@@ -157,7 +157,7 @@ def test_a_system_cudnn_older_than_the_jaxlib_tag_fails() -> None:
 
 
 def test_jaxlib_cudnn_tags() -> None:
-    from gpucheck.checks.frameworks.builds import jaxlib_cudnn
+    from gpucheck.checks.frameworks.jax_builds import jaxlib_cudnn
 
     assert jaxlib_cudnn("0.4.14+cuda11.cudnn86") == "8.6"
     assert jaxlib_cudnn("0.1.69+cuda111.cudnn805") == "8.0.5"

@@ -33,8 +33,8 @@ def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
     """A monolithic jaxlib (+cudaNN.cudnnMM) loads the cuDNN on the loader path and refuses
     one older than its tag ('Loaded runtime CuDNN library: 8.5.0 but source was compiled
     with: 8.6.0', jax#16901): DNN library initialization fails."""
-    from gpucheck.checks.frameworks.builds import jaxlib_cudnn
     from gpucheck.checks.frameworks.environments import change, pip_step
+    from gpucheck.checks.frameworks.jax_builds import jaxlib_cudnn
 
     for env in ctx.snapshot.environments:
         jaxlib = env.dist("jaxlib")

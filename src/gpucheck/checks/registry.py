@@ -68,7 +68,11 @@ LAYER_OF: dict[Section, Layer] = {
 # the modules of the sections it names (and of their prerequisites), no more.
 SECTION_MODULES: dict[Section, tuple[str, ...]] = {
     Section.SYSTEM: ("gpucheck.checks.system",),
-    Section.DRIVER: ("gpucheck.checks.driver", "gpucheck.checks.fabric"),
+    Section.DRIVER: (
+        "gpucheck.checks.driver",
+        "gpucheck.checks.driver_services",
+        "gpucheck.checks.fabric",
+    ),
     Section.GPUS: (
         "gpucheck.checks.gpus",
         "gpucheck.checks.gpus_sharing",

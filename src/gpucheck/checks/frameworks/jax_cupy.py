@@ -4,13 +4,7 @@ the CUDA of JAX's plugin and of CuPy's wheel runs on this driver."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.builds import (
-    JaxFacts,
-    cannot_use_gpus,
-    cupy_cuda,
-    jax_facts,
-    satisfies_text,
-)
+from gpucheck.checks.frameworks.builds import cannot_use_gpus, satisfies_text
 from gpucheck.checks.frameworks.driver import (
     cc_list,
     driver_outcome,
@@ -27,6 +21,7 @@ from gpucheck.checks.frameworks.environments import (
     pip_step,
     runtime,
 )
+from gpucheck.checks.frameworks.jax_builds import JaxFacts, cupy_cuda, jax_facts
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import major_minor

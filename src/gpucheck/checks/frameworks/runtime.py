@@ -9,11 +9,7 @@ import re
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import parse_arch_list
-from gpucheck.checks.frameworks.builds import (
-    jax_facts,
-    tf_facts,
-    torch_facts,
-)
+from gpucheck.checks.frameworks.builds import tf_facts, torch_facts
 from gpucheck.checks.frameworks.driver import judge_driver, targets
 from gpucheck.checks.frameworks.environments import (
     env_label,
@@ -21,6 +17,7 @@ from gpucheck.checks.frameworks.environments import (
     merge,
     runtime,
 )
+from gpucheck.checks.frameworks.jax_builds import jax_facts
 from gpucheck.checks.frameworks.numpy_abi import numpy_cause
 from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
 from gpucheck.checks.frameworks.runtime_fixes import (

@@ -4,8 +4,9 @@ where it came, or install the library it misses at the version it requires."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.builds import cupy_cuda, jax_facts, tf_facts
+from gpucheck.checks.frameworks.builds import tf_facts
 from gpucheck.checks.frameworks.environments import change, env_os, pip_step
+from gpucheck.checks.frameworks.jax_builds import cupy_cuda, jax_facts
 from gpucheck.checks.frameworks.packages import (
     canonical,
     is_package_for,

@@ -1,0 +1,85 @@
+"""JAX's and CuPy's installed builds as facts the checks share: jaxlib and its CUDA plugins,
+the CUDA and cuDNN a monolithic jaxlib's local tag names, CuPy's wheel names."""
+
+from __future__ import annotations
+
+import re
+
+from msgspec import Struct
+
+from gpucheck.compat.frameworks import conda_cuda
+from gpucheck.model.environments import Distribution, PythonEnvironment
+from gpucheck.model.frameworks import JAX
+
+_JAX_PLUGIN = re.compile(r"^jax-cuda([0-9]+)-(plugin|pjrt)$")
+_JAXLIB_CUDA = re.compile(r"\+cuda([0-9]+)")
+
+
+class JaxFacts(Struct, frozen=True):
+    jaxlib: str | None
+    plugins: tuple[Distribution, ...]  # jax-cudaNN-plugin / -pjrt
+    monolithic: int | None  # CUDA major of a jaxlib+cudaNN.cudnnMM wheel
+    monolithic_cuda: str | None = None  # its CUDA as the tag says it: "11.2" (+cuda112), "11"
+
+    @property
+    def majors(self) -> list[int]:
+        found = {int(m.group(1)) for d in self.plugins if (m := _JAX_PLUGIN.match(d.name))}
+        if self.monolithic is not None:
+            found.add(self.monolithic)
+        return sorted(found)
+
+    @property
+    def name(self) -> str:
+        return f"jaxlib {self.jaxlib}" if self.jaxlib else "jax (no jaxlib)"
+
+
+def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
+    jax, jaxlib = (env.dist(name) for name in JAX.dists)
+    plugins = tuple(d for d in env.distributions if _JAX_PLUGIN.match(d.name))
+    if jax is None and jaxlib is None and not plugins:
+        return None
+    version = jaxlib.version if jaxlib else None
+    cuda = jaxlib_cuda(version) or conda_cuda(jaxlib.build if jaxlib else None)
+    return JaxFacts(version, plugins, int(cuda.split(".")[0]) if cuda else None, cuda)
+
+
+def jaxlib_cuda(version: str | None) -> str | None:
+    """The CUDA a monolithic jaxlib's local tag names. The 0.1.x wheels wrote MAJOR and MINOR
+    run together (+cuda112: CUDA 11.2, +cuda102: 10.2, +cuda92: 9.2); later ones the major
+    alone (+cuda11.cudnn82: CUDA 11, +cuda12.cudnn89: 12). Never "CUDA 112"."""
+    match = _JAXLIB_CUDA.search(version or "")
+    if match is None:
+        return None
+    digits = match.group(1)
+    if len(digits) == 3:
+        return f"{int(digits[:2])}.{digits[2]}"
+    if len(digits) == 2 and int(digits) >= 90:
+        return f"{digits[0]}.{digits[1]}"
+    return str(int(digits))
+
+
+_JAXLIB_CUDNN = re.compile(r"\+cuda[0-9]+\.cudnn([0-9])([0-9]+)$")
+
+
+def jaxlib_cudnn(version: str | None) -> str | None:
+    """The cuDNN a monolithic jaxlib was built for, the least it loads: 0.4.14+cuda11.cudnn86
+    -> 8.6; the 0.1.x tag cudnn805 -> 8.0.5."""
+    match = _JAXLIB_CUDNN.search(version or "")
+    if match is None:
+        return None
+    major, rest = match.groups()
+    if len(rest) == 2 and rest.startswith("0"):
+        return f"{major}.0.{rest[1]}"
+    return f"{major}.{int(rest)}"
+
+
+_CUPY = re.compile(r"^cupy-cuda([0-9]+?)(x|[0-9])$")
+
+
+def cupy_cuda(name: str) -> tuple[str, bool] | None:
+    """cupy-cuda12x -> ('12.0', True: any 12.x); cupy-cuda102 -> ('10.2', False)."""
+    match = _CUPY.match(name)
+    if match is None:
+        return None
+    major, rest = match.groups()
+    return (f"{int(major)}.0", True) if rest == "x" else (f"{int(major)}.{rest}", False)
