@@ -110,6 +110,12 @@ OutputOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Answer as JSON (keys are stable).")]
+# The report commands' (doctor, dockerfile, fix): --json is one of their --format values.
+JsonFormatOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
+EvidenceOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
+]
 CompatDirOpt = Annotated[
     list[str] | None,
     typer.Option(

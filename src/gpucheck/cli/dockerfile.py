@@ -9,7 +9,10 @@ import typer
 
 from gpucheck.cli.common import (
     CompatDirOpt,
+    EvidenceOpt,
+    JsonFormatOpt,
     OutputOpt,
+    StrictOpt,
     TimeoutOpt,
     UserError,
     load_compat,
@@ -30,16 +33,14 @@ def dockerfile(
             help="Judge against a saved snapshot or report (the machine it will run on).",
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    json_out: JsonFormatOpt = False,
     fmt: Annotated[
         str,
         typer.Option("--format", "-f", metavar="FORMAT", help="text, json, junit or prometheus."),
     ] = "text",
     output: OutputOpt = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
-    ] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
+    verbose: EvidenceOpt = False,
+    strict: StrictOpt = False,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
 ) -> None:

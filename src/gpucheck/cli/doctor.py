@@ -17,10 +17,13 @@ from gpucheck.cli import completion
 from gpucheck.cli.common import (
     CompatDirOpt,
     DeepOpt,
+    EvidenceOpt,
     HostIdOpt,
+    JsonFormatOpt,
     OutputOpt,
     PythonsOpt,
     RedactOpt,
+    StrictOpt,
     TimeoutOpt,
     UserError,
     load_compat,
@@ -34,7 +37,7 @@ from gpucheck.inputs import MIN_GPUS, parse_compute_capability, parse_job_pids, 
 
 
 def doctor(
-    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    json_out: JsonFormatOpt = False,
     fmt: Annotated[
         str,
         typer.Option(
@@ -46,10 +49,8 @@ def doctor(
         ),
     ] = "text",
     output: OutputOpt = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
-    ] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
+    verbose: EvidenceOpt = False,
+    strict: StrictOpt = False,
     from_files: Annotated[
         list[str] | None,
         typer.Option(

@@ -10,6 +10,7 @@ import typer
 
 from gpucheck.cli.common import (
     CompatDirOpt,
+    JsonFormatOpt,
     OutputOpt,
     PythonOpt,
     TimeoutOpt,
@@ -37,7 +38,7 @@ def fix(
         str | None,
         typer.Option("--plan", metavar="PLAN", help="Use a saved plan (fix --json -o PLAN)."),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    json_out: JsonFormatOpt = False,
     fmt: Annotated[
         str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or sh.")
     ] = "text",
