@@ -11,6 +11,7 @@ from gpucheck.cli import completion
 from gpucheck.inputs import PROBE_TIMEOUT, check_number
 from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
+from gpucheck.inputs import probe_here as probe_here
 from gpucheck.inputs import probe_options as probe_options
 from gpucheck.inputs import read_input as read_input
 from gpucheck.inputs import read_snapshot as read_snapshot

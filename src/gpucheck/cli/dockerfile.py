@@ -16,7 +16,7 @@ from gpucheck.cli.common import (
     TimeoutOpt,
     UserError,
     load_compat,
-    probe_options,
+    probe_here,
     read_input,
     read_snapshot,
     write_output,
@@ -66,12 +66,7 @@ def dockerfile(
     except UnicodeDecodeError:
         raise UserError(f"PATH: {path} is not UTF-8 text") from None
     compat = load_compat(compat_dir)
-    if from_file is not None:
-        snapshot = read_snapshot(from_file)
-    else:
-        from gpucheck.probes.run import collect
-
-        snapshot = collect(probe_options(timeout, None, False, None))
+    snapshot = read_snapshot(from_file) if from_file is not None else probe_here(timeout, None)
     try:
         findings = judge_file(path, text, snapshot, compat)
     except RecipeError as exc:

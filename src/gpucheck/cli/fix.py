@@ -16,7 +16,7 @@ from gpucheck.cli.common import (
     TimeoutOpt,
     UserError,
     load_compat,
-    probe_options,
+    probe_here,
     read_input,
     read_snapshot,
     write_output,
@@ -123,9 +123,7 @@ def _plan(
             if written is not None:
                 return plan_for(snapshot, written, from_file)
     else:
-        from gpucheck.probes.run import collect
-
-        snapshot = collect(probe_options(timeout, python, False, None))
+        snapshot = probe_here(timeout, python)
     return plan_for(snapshot, diagnose(snapshot, load_compat(compat_dir)), from_file)
 
 
@@ -170,9 +168,8 @@ def _recheck(plan: Plan, python: str, timeout: float) -> None:
     """The doctor again, on the same interpreter: which of the plan's findings are gone."""
     from gpucheck.fixplan import diagnose
     from gpucheck.model.finding import PROBLEM
-    from gpucheck.probes.run import collect
 
-    snapshot = collect(probe_options(timeout, python, False, None))
+    snapshot = probe_here(timeout, python)
     now = {f.id for f in diagnose(snapshot, load_compat(None)) if f.status in PROBLEM}
     gone = [f.id for f in plan.findings if f.id not in now]
     remain = [f.id for f in plan.findings if f.id in now]
