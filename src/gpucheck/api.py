@@ -31,21 +31,15 @@ def snapshot(
 ) -> Snapshot:
     """Probe this machine: the facts alone, as `gpucheck snapshot` writes them. `python`: one
     interpreter or several (paths, environment folders, globs, "@FILE"), probed side by side."""
-    from gpucheck.inputs import PROBE_TIMEOUT, UserError, check_number, probe_options
-    from gpucheck.probes.run import collect
+    from gpucheck.inputs import PROBE_TIMEOUT, UserError, check_number, probe_here
 
     timeout = check_number(timeout, "timeout", *PROBE_TIMEOUT)
     _check_pythons(python)
     _check_text(host_id, "host_id")
     try:
-        snap = collect(probe_options(timeout, python, deep, host_id))
+        return probe_here(timeout, python, deep, host_id, redact)
     except UserError as exc:
         raise ValueError(str(exc)) from None
-    if redact:
-        from gpucheck.model.redact import redact_here
-
-        snap = redact_here(snap)
-    return snap
 
 
 def doctor(
@@ -82,7 +76,7 @@ def doctor(
         load_compat,
         parse_compute_capability,
         parse_size,
-        probe_options,
+        probe_here,
         read_snapshot,
     )
 
@@ -119,9 +113,7 @@ def doctor(
         if from_file is not None:
             snapshot = read_snapshot(str(from_file))
         elif snapshot is None:
-            from gpucheck.probes.run import collect
-
-            snapshot = collect(probe_options(timeout, python, deep))
+            snapshot = probe_here(timeout, python, deep)
         origin = None if from_file is None else str(from_file)
         return diagnose(
             snapshot,

@@ -142,6 +142,25 @@ SIZE_UNITS = {
 SIZE_HELP = "80G and 80GiB are binary (as nvidia-smi counts), 80GB decimal (as datasheets do)"
 
 
+def probe_here(
+    timeout: float,
+    python: str | Sequence[str] | None,
+    deep: bool = False,
+    host_id: str | None = None,
+    redact: bool = False,
+) -> Snapshot:
+    """This machine's facts, the probes run with these options (a bad option is a UserError
+    before any probe starts); `redact`: as `snapshot --redact` writes them."""
+    from gpucheck.probes.run import collect
+
+    snap = collect(probe_options(timeout, python, deep, host_id))
+    if redact:  # (redaction's imports, hashlib's OpenSSL among them, only when asked)
+        from gpucheck.model.redact import redact_here
+
+        snap = redact_here(snap)
+    return snap
+
+
 def parse_size(text: str, option: str = "--min-memory", require_unit: bool = False) -> int:
     """A size in bytes (see SIZE_UNITS); a bad one is a UserError naming the option. With
     require_unit, a bare number ('80': GiB? GB? bytes?) is refused."""

@@ -189,9 +189,8 @@ def _wsl_libcuda(ctx: Context) -> Outcome | None:
     by that name: Triton ('libcuda.so cannot found'), torch.compile, some JAX builds."""
     drv, cache = ctx.snapshot.cuda.driver, ctx.snapshot.cuda.libcuda_cache
     ld = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")
-    export = Step.set_env(
-        "LD_LIBRARY_PATH",
-        f"{WSL_LIB}:$LD_LIBRARY_PATH",
+    export = Step.prepend_loader_path(
+        [WSL_LIB],
         f"put {WSL_LIB} first on the loader path (in ~/.bashrc to keep it)",
     )
     linux = [
@@ -410,9 +409,8 @@ def _behind_toolkit(ctx: Context, on_path: list[LibraryCopy]) -> Outcome | None:
     steps: list[Step | Literal["or"]] = []
     if lib:
         steps += [
-            Step.set_env(
-                "LD_LIBRARY_PATH",
-                f"{lib}:$LD_LIBRARY_PATH",
+            Step.prepend_loader_path(
+                [lib],
                 "put the toolkit's own runtime first where its builds run",
             ),
             OR,

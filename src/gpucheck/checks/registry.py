@@ -359,6 +359,6 @@ def _unjudged(chk: Check, prerequisites: list[Finding]) -> Finding:
         why = f"Not judged: {blocked.id} {said[blocked.status]}"
         evidence = [f"{blocked.id}: {blocked.title}"]
     else:
-        why = "Not judged: nothing it looks at is present here"
+        why = f"Not judged ({chk.summary}): nothing it looks at is present here"
         evidence = [f"{chk.id} looks at: {chk.summary}"]
     return Finding(chk.id, chk.section, Status.SKIP, why, evidence)

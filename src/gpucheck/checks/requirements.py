@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from packaging.version import Version
 
 from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, indices
@@ -78,6 +80,27 @@ def min_gpus(ctx: Context) -> Outcome | None:
     )
 
 
+def _every_gpu(
+    ctx: Context,
+    need: str,
+    below: Callable[[GpuFacts], str | None],
+    every: str,
+    some: str,
+    fix: Fix,
+) -> Outcome:
+    """A minimum every usable GPU must meet: `below` says what a GPU short of it has (None: it
+    meets it); the fail names each such GPU."""
+    gpus = _usable(ctx)
+    if not gpus:
+        return Outcome.fail(f"{need}; no usable GPU", fix=SEE_ABOVE)
+    short = [(g, has) for g in gpus if (has := below(g)) is not None]
+    if not short:
+        return Outcome.passed(f"All {len(gpus)} usable GPU(s) {every}")
+    return Outcome.fail(
+        f"{len(short)} GPU(s) {some}", *[f"{gpu_label(g)}: {has}" for g, has in short], fix=fix
+    )
+
+
 @check(
     "require.min-memory",
     Section.REQUIREMENTS,
@@ -88,23 +111,19 @@ def min_memory(ctx: Context) -> Outcome | None:
     if want is None:
         return None
     text = ctx.requirements.min_memory_text or gib(want)
-    gpus = _usable(ctx)
-    if not gpus:
-        return Outcome.fail(
-            f"Needs GPUs with {text} each; no usable GPU",
-            fix=SEE_ABOVE,
-        )
-    small = [g for g in gpus if (usable_memory(g) or 0) < want]
-    if not small:
-        return Outcome.passed(f"All {len(gpus)} usable GPU(s) have at least {text}")
-    return Outcome.fail(
-        f"{len(small)} GPU(s) have less than {text} of memory",
-        *[
-            f"{gpu_label(g)}: {gib(usable_memory(g))}"
-            + (" in its largest MIG device" if g.mig_enabled else "")
-            for g in small
-        ],
-        fix=Fix.of(
+
+    def below(g: GpuFacts) -> str | None:
+        if (usable_memory(g) or 0) >= want:
+            return None
+        return gib(usable_memory(g)) + (" in its largest MIG device" if g.mig_enabled else "")
+
+    return _every_gpu(
+        ctx,
+        f"Needs GPUs with {text} each",
+        below,
+        f"have at least {text}",
+        f"have less than {text} of memory",
+        Fix.of(
             Step.manual(f"run on GPUs with at least {text} each"),
             OR,
             Step.manual("reduce the job's memory (batch size, precision, sharding)"),
@@ -122,21 +141,19 @@ def min_cc(ctx: Context) -> Outcome | None:
     if want_text is None:
         return None
     want = Version(want_text)
-    gpus = _usable(ctx)
-    if not gpus:
-        return Outcome.fail(
-            f"Needs compute capability {want_text}; no usable GPU",
-            fix=SEE_ABOVE,
-        )
-    low = [g for g in gpus if (parse_version(g.compute_capability or "") or Version("0")) < want]
-    if not low:
-        return Outcome.passed(
-            f"All {len(gpus)} usable GPU(s) have compute capability >= {want_text}"
-        )
-    return Outcome.fail(
-        f"{len(low)} GPU(s) are below compute capability {want_text}",
-        *[f"{gpu_label(g)}: {g.compute_capability or 'unknown'}" for g in low],
-        fix=Fix.of(
+
+    def below(g: GpuFacts) -> str | None:
+        if (parse_version(g.compute_capability or "") or Version("0")) >= want:
+            return None
+        return g.compute_capability or "unknown"
+
+    return _every_gpu(
+        ctx,
+        f"Needs compute capability {want_text}",
+        below,
+        f"have compute capability >= {want_text}",
+        f"are below compute capability {want_text}",
+        Fix.of(
             Step.manual(
                 f"run on GPUs of compute capability {want_text} or newer (gpucheck's compat "
                 "data lists which GPUs those are)"

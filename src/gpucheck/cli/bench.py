@@ -14,6 +14,7 @@ from gpucheck.cli.common import (
     CompatDirOpt,
     OutputOpt,
     PythonOpt,
+    StrictOpt,
     UserError,
     load_compat,
     number_option,
@@ -33,7 +34,7 @@ def bench(
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
     output: OutputOpt = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
+    strict: StrictOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show check ids.")] = False,
     timeout: Annotated[
         float,

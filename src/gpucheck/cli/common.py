@@ -11,6 +11,7 @@ from gpucheck.cli import completion
 from gpucheck.inputs import PROBE_TIMEOUT, check_number
 from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
+from gpucheck.inputs import probe_here as probe_here
 from gpucheck.inputs import probe_options as probe_options
 from gpucheck.inputs import read_input as read_input
 from gpucheck.inputs import read_snapshot as read_snapshot
@@ -110,6 +111,12 @@ OutputOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Answer as JSON (keys are stable).")]
+# The report commands' (doctor, dockerfile, fix): --json is one of their --format values.
+JsonFormatOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
+EvidenceOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
+]
 CompatDirOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -9,11 +9,14 @@ import typer
 
 from gpucheck.cli.common import (
     CompatDirOpt,
+    EvidenceOpt,
+    JsonFormatOpt,
     OutputOpt,
+    StrictOpt,
     TimeoutOpt,
     UserError,
     load_compat,
-    probe_options,
+    probe_here,
     read_input,
     read_snapshot,
     write_output,
@@ -30,16 +33,14 @@ def dockerfile(
             help="Judge against a saved snapshot or report (the machine it will run on).",
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    json_out: JsonFormatOpt = False,
     fmt: Annotated[
         str,
         typer.Option("--format", "-f", metavar="FORMAT", help="text, json, junit or prometheus."),
     ] = "text",
     output: OutputOpt = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
-    ] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
+    verbose: EvidenceOpt = False,
+    strict: StrictOpt = False,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
 ) -> None:
@@ -65,12 +66,7 @@ def dockerfile(
     except UnicodeDecodeError:
         raise UserError(f"PATH: {path} is not UTF-8 text") from None
     compat = load_compat(compat_dir)
-    if from_file is not None:
-        snapshot = read_snapshot(from_file)
-    else:
-        from gpucheck.probes.run import collect
-
-        snapshot = collect(probe_options(timeout, None, False, None))
+    snapshot = read_snapshot(from_file) if from_file is not None else probe_here(timeout, None)
     try:
         findings = judge_file(path, text, snapshot, compat)
     except RecipeError as exc:

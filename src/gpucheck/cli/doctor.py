@@ -4,7 +4,7 @@ exit with the report's code."""
 # No `from __future__ import annotations` here: typer reads the options from the annotations,
 # and string annotations it must compile and evaluate (get_type_hints) on every start-up, ~5 ms
 # of a `doctor --from`; evaluated once, as the module runs, they are objects it takes as they are.
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,10 +17,13 @@ from gpucheck.cli import completion
 from gpucheck.cli.common import (
     CompatDirOpt,
     DeepOpt,
+    EvidenceOpt,
     HostIdOpt,
+    JsonFormatOpt,
     OutputOpt,
     PythonsOpt,
     RedactOpt,
+    StrictOpt,
     TimeoutOpt,
     UserError,
     load_compat,
@@ -33,8 +36,18 @@ from gpucheck.cli.common import (
 from gpucheck.inputs import MIN_GPUS, parse_compute_capability, parse_job_pids, parse_size
 
 
+def _selector(flag: str, does: str) -> Any:
+    """--only and --skip: check ids or their prefixes, completed from the check list."""
+    return typer.Option(
+        flag,
+        metavar="ID",
+        help=f"{does} (id or prefix, repeatable).",
+        autocompletion=completion.check_selectors,
+    )
+
+
 def doctor(
-    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    json_out: JsonFormatOpt = False,
     fmt: Annotated[
         str,
         typer.Option(
@@ -46,10 +59,8 @@ def doctor(
         ),
     ] = "text",
     output: OutputOpt = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")
-    ] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
+    verbose: EvidenceOpt = False,
+    strict: StrictOpt = False,
     from_files: Annotated[
         list[str] | None,
         typer.Option(
@@ -81,24 +92,8 @@ def doctor(
             help="Require this compute capability on every GPU (8.0).",
         ),
     ] = None,
-    only: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--only",
-            metavar="ID",
-            help="Run only these checks (id or prefix, repeatable).",
-            autocompletion=completion.check_selectors,
-        ),
-    ] = None,
-    skip: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--skip",
-            metavar="ID",
-            help="Skip these checks (id or prefix, repeatable).",
-            autocompletion=completion.check_selectors,
-        ),
-    ] = None,
+    only: Annotated[list[str] | None, _selector("--only", "Run only these checks")] = None,
+    skip: Annotated[list[str] | None, _selector("--skip", "Skip these checks")] = None,
     job_pids: Annotated[
         str | None,
         typer.Option(

@@ -10,12 +10,13 @@ import typer
 
 from gpucheck.cli.common import (
     CompatDirOpt,
+    JsonFormatOpt,
     OutputOpt,
     PythonOpt,
     TimeoutOpt,
     UserError,
     load_compat,
-    probe_options,
+    probe_here,
     read_input,
     read_snapshot,
     write_output,
@@ -37,7 +38,7 @@ def fix(
         str | None,
         typer.Option("--plan", metavar="PLAN", help="Use a saved plan (fix --json -o PLAN)."),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    json_out: JsonFormatOpt = False,
     fmt: Annotated[
         str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or sh.")
     ] = "text",
@@ -122,9 +123,7 @@ def _plan(
             if written is not None:
                 return plan_for(snapshot, written, from_file)
     else:
-        from gpucheck.probes.run import collect
-
-        snapshot = collect(probe_options(timeout, python, False, None))
+        snapshot = probe_here(timeout, python)
     return plan_for(snapshot, diagnose(snapshot, load_compat(compat_dir)), from_file)
 
 
@@ -169,9 +168,8 @@ def _recheck(plan: Plan, python: str, timeout: float) -> None:
     """The doctor again, on the same interpreter: which of the plan's findings are gone."""
     from gpucheck.fixplan import diagnose
     from gpucheck.model.finding import PROBLEM
-    from gpucheck.probes.run import collect
 
-    snapshot = collect(probe_options(timeout, python, False, None))
+    snapshot = probe_here(timeout, python)
     now = {f.id for f in diagnose(snapshot, load_compat(None)) if f.status in PROBLEM}
     gone = [f.id for f in plan.findings if f.id not in now]
     remain = [f.id for f in plan.findings if f.id in now]

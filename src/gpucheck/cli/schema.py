@@ -3,81 +3,38 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from gpucheck.cli.common import UserError, write_output
 
-
-def _report() -> str:
-    from importlib.resources import files
-
-    # The shipped file, generated from the code (a test keeps it current).
-    return files("gpucheck.report").joinpath("report.schema.json").read_text(encoding="utf-8")
-
-
-def _snapshot() -> dict[str, Any]:
-    from gpucheck.report.schema import snapshot_schema
-
-    return snapshot_schema()
-
-
-def _procs() -> dict[str, Any]:
-    from gpucheck.procs.render import schema as procs_schema
-
-    return procs_schema()
-
-
-def _watch() -> dict[str, Any]:
-    from gpucheck.watch.log import record_schema
-
-    return record_schema()
-
-
-def _bench() -> dict[str, Any]:
-    from gpucheck.bench.schema import bench_schema
-
-    return bench_schema()
-
-
-def _fit() -> dict[str, Any]:
-    from gpucheck.fit.schema import fit_schema
-
-    return fit_schema()
-
-
-def _fleet() -> dict[str, Any]:
-    from gpucheck.fleet.schema import fleet_schema
-
-    return fleet_schema()
-
-
-def _compat() -> dict[str, Any]:
-    from gpucheck.compat.schema import compat_schema
-
-    return compat_schema()
-
-
-def _fix_plan() -> dict[str, Any]:
-    from gpucheck.fixplan.render import plan_schema
-
-    return plan_schema()
-
-
-# name -> the schema (as text, or as data to print), for the output it describes.
-SCHEMAS: dict[str, Callable[[], str | dict[str, Any]]] = {
-    "report": _report,  # doctor --json
-    "snapshot": _snapshot,
-    "procs": _procs,
-    "watch": _watch,  # one line of watch --format jsonl
-    "bench": _bench,
-    "fit": _fit,
-    "fleet": _fleet,
-    "compat": _compat,
-    "fix-plan": _fix_plan,  # fix --json
+# name -> (module, function) making the schema of the output it names: imported only for the
+# one asked ("report" is the shipped file, generated from the code; a test keeps it current).
+SCHEMAS: dict[str, tuple[str, str]] = {
+    "report": ("", ""),  # doctor --json
+    "snapshot": ("gpucheck.report.schema", "snapshot_schema"),
+    "procs": ("gpucheck.procs.render", "schema"),
+    "watch": ("gpucheck.watch.log", "record_schema"),  # one line of watch --format jsonl
+    "bench": ("gpucheck.bench.schema", "bench_schema"),
+    "fit": ("gpucheck.fit.schema", "fit_schema"),
+    "fleet": ("gpucheck.fleet.schema", "fleet_schema"),
+    "compat": ("gpucheck.compat.schema", "compat_schema"),
+    "fix-plan": ("gpucheck.fixplan.render", "plan_schema"),  # fix --json
 }
+
+
+def schema_text(name: str) -> str:
+    """The schema named, as JSON text."""
+    if name == "report":
+        from importlib.resources import files
+
+        return files("gpucheck.report").joinpath("report.schema.json").read_text(encoding="utf-8")
+    import importlib
+
+    module, function = SCHEMAS[name]
+    made: dict[str, Any] = getattr(importlib.import_module(module), function)()
+    return json.dumps(made, indent=2) + "\n"
 
 
 def schema(
@@ -97,9 +54,7 @@ def schema(
     """Print the JSON Schema (draft 2020-12) of a JSON output; doctor reports by default."""
     if procs:
         name = "procs"
-    make = SCHEMAS.get(name)
-    if make is None:
+    if name not in SCHEMAS:
         raise UserError(f"schema: {name!r} is not one of {', '.join(SCHEMAS)}")
-    made = make()
-    text = made if isinstance(made, str) else json.dumps(made, indent=2) + "\n"
+    text = schema_text(name)
     write_output(None, lambda stream: stream.write(text))

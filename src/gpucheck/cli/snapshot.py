@@ -9,7 +9,7 @@ from gpucheck.cli.common import (
     PythonsOpt,
     RedactOpt,
     TimeoutOpt,
-    probe_options,
+    probe_here,
     write_output,
 )
 
@@ -24,11 +24,6 @@ def snapshot(
 ) -> None:
     """Write the facts alone, as JSON (for `doctor --from` here or on another machine)."""
     from gpucheck.model.snapshot import dumps
-    from gpucheck.probes.run import collect
 
-    snap = collect(probe_options(timeout, python, deep, host_id))
-    if redact:
-        from gpucheck.model.redact import redact_here
-
-        snap = redact_here(snap)
+    snap = probe_here(timeout, python, deep, host_id, redact)
     write_output(output, lambda stream: stream.write(dumps(snap)))

@@ -12,7 +12,7 @@ from typing import Any
 from msgspec import Struct
 from packaging.version import Version
 
-from gpucheck.compat.rows import Rows, parse_version
+from gpucheck.compat.rows import Releases, Rows, parse_version
 
 
 class CudnnRelease(Struct, frozen=True):
@@ -28,10 +28,7 @@ class CudnnRelease(Struct, frozen=True):
     source: str
 
 
-class CudnnData:
-    def __init__(self, releases: list[CudnnRelease]) -> None:
-        self.releases = sorted(releases, key=lambda r: r.version)
-
+class CudnnData(Releases[CudnnRelease]):
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any]) -> CudnnData:
         lists = ("covers", "cuda", "compute_capabilities")  # may be absent

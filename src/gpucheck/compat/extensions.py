@@ -13,7 +13,7 @@ from typing import Any
 from msgspec import Struct
 from packaging.version import Version
 
-from gpucheck.compat.rows import CompatError, Rows, parse_version
+from gpucheck.compat.rows import CompatError, Releases, Rows, parse_version
 
 
 def matches(version: str, prefix: str) -> bool:
@@ -44,10 +44,9 @@ class NumpyAbi(Struct, frozen=True):
     source: str
 
 
-class ExtensionData:
-    def __init__(self, pairings: list[Pairing], numpy: list[NumpyAbi]) -> None:
-        self.pairings = pairings
-        self.numpy = numpy
+class ExtensionData(Struct):
+    pairings: list[Pairing]
+    numpy: list[NumpyAbi]
 
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any]) -> ExtensionData:
@@ -94,9 +93,9 @@ class TensorrtRelease(Struct, frozen=True):
     source: str
 
 
-class TensorrtData:
+class TensorrtData(Releases[TensorrtRelease]):
     def __init__(self, releases: list[TensorrtRelease], tf_trt_until: Version | None, src: str):
-        self.releases = sorted(releases, key=lambda r: r.version)
+        super().__init__(releases)
         self.tf_without_trt = tf_trt_until  # the first TensorFlow without TF-TRT
         self.tf_trt_source = src
 

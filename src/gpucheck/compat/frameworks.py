@@ -11,7 +11,7 @@ from typing import Any
 from msgspec import Struct
 from packaging.version import Version
 
-from gpucheck.compat.rows import CompatError, Rows, parse_version
+from gpucheck.compat.rows import CompatError, Releases, Rows, parse_version
 
 
 def major_minor(version: str | Version | None) -> Version | None:
@@ -79,9 +79,9 @@ class TorchArch(Struct, frozen=True):
         return code_for(cc, sass, ptx) is not None
 
 
-class TorchData:
+class TorchData(Releases[TorchRelease]):
     def __init__(self, releases: list[TorchRelease], archs: list[TorchArch]) -> None:
-        self.releases = sorted(releases, key=lambda r: r.version)
+        super().__init__(releases)
         self.archs = archs
 
     @classmethod
@@ -211,10 +211,7 @@ class JaxRelease(Struct, frozen=True):
     source: str
 
 
-class JaxData:
-    def __init__(self, releases: list[JaxRelease]) -> None:
-        self.releases = sorted(releases, key=lambda r: r.version)
-
+class JaxData(Releases[JaxRelease]):
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any]) -> JaxData:
         return cls(

@@ -41,13 +41,10 @@ class ImageCuda(Struct, frozen=True):
     source: str | None = None  # the row that said so
 
 
-class ImageData:
-    def __init__(
-        self, rules: list[TagRule], ngc: list[NgcRelease], forward: ForwardCompat | None
-    ) -> None:
-        self.rules = rules
-        self.ngc = ngc
-        self.forward = forward
+class ImageData(Struct):
+    rules: list[TagRule]
+    ngc: list[NgcRelease]
+    forward: ForwardCompat | None
 
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any]) -> ImageData:

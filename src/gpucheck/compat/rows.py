@@ -5,12 +5,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 from packaging.version import InvalidVersion, Version
 
 S = TypeVar("S", bound=msgspec.Struct)
+
+
+class _Released(Protocol):
+    @property
+    def version(self) -> Version: ...
+
+
+R = TypeVar("R", bound=_Released)
 
 
 class CompatError(ValueError):
@@ -26,6 +34,13 @@ def parse_version(text: str) -> Version | None:
         return Version(text)
     except InvalidVersion:
         return None
+
+
+class Releases(Generic[R]):
+    """A topic whose rows are releases, kept oldest first (as its lookups assume)."""
+
+    def __init__(self, releases: list[R]) -> None:
+        self.releases = sorted(releases, key=lambda r: r.version)
 
 
 class Rows:

@@ -171,26 +171,26 @@ class CheckCrash(Struct):
     frames: list[Frame] = field(default_factory=list)
 
 
-class Finding(Struct):
+class _Verdict(Struct):
+    """What every report schema's finding holds, whatever its fix is."""
+
     id: str
     section: Section
     status: Status
     title: str
     evidence: list[str] = field(default_factory=list)
+
+
+class Finding(_Verdict):
     fix: Fix | None = None
     subjects: Subjects = field(default_factory=Subjects)
     error: CheckCrash | None = None  # status "error" only: the check's own exception
 
 
-class FindingV2(Struct):
+class FindingV2(_Verdict):
     """A finding as report schema 2.x wrote it (its fix a sentence and the commands in it), read
     so that older reports keep their findings (`fleet`)."""
 
-    id: str
-    section: Section
-    status: Status
-    title: str
-    evidence: list[str] = field(default_factory=list)
     fix: FixV2 | None = None
     subjects: Subjects = field(default_factory=Subjects)
 

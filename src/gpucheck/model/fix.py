@@ -115,6 +115,13 @@ class Step(Struct):
         return cls.run(text, f"export {name}={value}", Tool.ENV, layer=layer)
 
     @classmethod
+    def prepend_loader_path(
+        cls, folders: Iterable[str], text: str = "", layer: Layer | None = None
+    ) -> Step:
+        """Put `folders` first on LD_LIBRARY_PATH, before what the loader would take."""
+        return cls.set_env("LD_LIBRARY_PATH", f"{':'.join(folders)}:$LD_LIBRARY_PATH", text, layer)
+
+    @classmethod
     def unset_env(cls, name: str, text: str = "", layer: Layer | None = None) -> Step:
         return cls.run(text, f"unset {name}", Tool.ENV, layer=layer)
 

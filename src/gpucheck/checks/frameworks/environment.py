@@ -117,6 +117,17 @@ def _needs(ctx: Context, env: PythonEnvironment) -> list[Need]:
     return needs
 
 
+def _linux_needs(ctx: Context, env: PythonEnvironment) -> list[Need]:
+    """_needs on Linux; none elsewhere (the loader-path checks are Linux's)."""
+    return _needs(ctx, env) if env_os(ctx, env) == "linux" else []
+
+
+def _libraries_listed(ctx: Context) -> bool:
+    """Whether the probe listed the library copies on this machine."""
+    run = ctx.snapshot.probe("libraries")
+    return run is not None and run.status == "ok"
+
+
 def _major(copy: LibraryCopy) -> str | None:
     return copy.version.split(".")[0] if copy.version else soname_major(copy.path)
 
@@ -161,11 +172,10 @@ def _races(ctx: Context, env: PythonEnvironment, needs: list[Need]) -> list[Race
     "older or other version than the frameworks bring",
 )
 def shadowing(ctx: Context, env: PythonEnvironment) -> Outcome | None:
-    needs = _needs(ctx, env)
-    if not needs or env_os(ctx, env) != "linux":
+    needs = _linux_needs(ctx, env)
+    if not needs:
         return None
-    run = ctx.snapshot.probe("libraries")
-    if run is None or run.status != "ok":
+    if not _libraries_listed(ctx):
         return Outcome.skip("Not judged: the library copies on this machine were not listed")
     races = _races(ctx, env, needs)
     if not races:
@@ -250,9 +260,8 @@ def _ld_fix(ctx: Context, races: list[Race]) -> Fix:
     if own:
         steps += [
             OR,
-            Step.set_env(
-                "LD_LIBRARY_PATH",
-                f"{':'.join(own)}:$LD_LIBRARY_PATH",
+            Step.prepend_loader_path(
+                own,
                 "where that folder is needed for something else, put the wheels' folders first",
             ),
         ]

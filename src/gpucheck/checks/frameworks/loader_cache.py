@@ -19,11 +19,12 @@ from gpucheck.checks.frameworks.environment import (
     _copies,
     _deep_errors,
     _in_env,
+    _libraries_listed,
+    _linux_needs,
     _major,
-    _needs,
     _races,
 )
-from gpucheck.checks.frameworks.environments import env_os, environment_check
+from gpucheck.checks.frameworks.environments import environment_check
 from gpucheck.checks.frameworks.packages import same_version
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import PythonEnvironment
@@ -62,11 +63,8 @@ def _cached_older(
     "libraries opened without the wheel's RUNPATH (cuBLAS -> cuBLASLt) would take",
 )
 def loader_cache(ctx: Context, env: PythonEnvironment) -> Outcome | None:
-    needs = _needs(ctx, env)
-    if not needs or env_os(ctx, env) != "linux":
-        return None
-    run = ctx.snapshot.probe("libraries")
-    if run is None or run.status != "ok":
+    needs = _linux_needs(ctx, env)
+    if not needs or not _libraries_listed(ctx):
         return None  # frameworks.library-shadowing says the copies were not listed
     ld_value = ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "")
     ld_dirs = {posixpath.normpath(p) for p in ld_value.split(":") if p}
@@ -100,9 +98,8 @@ def loader_cache(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     steps: list[Step | Literal["or"]] = []
     if own:
         steps += [
-            Step.set_env(
-                "LD_LIBRARY_PATH",
-                f"{':'.join(own)}:$LD_LIBRARY_PATH",
+            Step.prepend_loader_path(
+                own,
                 "put the wheels' folders before the loader cache (in the job's environment)",
             ),
             OR,

@@ -346,21 +346,20 @@ def collect(facts: dict[str, Any], errors: list[str]) -> None:
             facts["conda_libraries"] = conda_libraries
     except Exception as exc:
         errors.append(f"conda-meta: {describe(exc)}")
-    step("torch")
+    this = sys.modules[__name__]
+    _gather(facts, errors, "torch", lambda: TORCH.torch_build(this, dists, errors))
+    _gather(facts, errors, "tensorflow", lambda: tensorflow_build(dists, errors))
+    _gather(facts, errors, "extensions", lambda: TORCH.collect(this, dists, errors))
+
+
+def _gather(facts: dict[str, Any], errors: list[str], key: str, read: Callable[[], Any]) -> None:
+    """One framework's facts under `key`, as a step of its own; what it raises is an error
+    line and the other frameworks are still read."""
+    step(key)
     try:
-        facts["torch"] = TORCH.torch_build(sys.modules[__name__], dists, errors)
+        facts[key] = read()
     except Exception as exc:
-        errors.append(f"torch: {describe(exc)}")
-    step("tensorflow")
-    try:
-        facts["tensorflow"] = tensorflow_build(dists, errors)
-    except Exception as exc:
-        errors.append(f"tensorflow: {describe(exc)}")
-    step("extensions")
-    try:
-        facts["extensions"] = TORCH.collect(sys.modules[__name__], dists, errors)
-    except Exception as exc:
-        errors.append(f"extensions: {describe(exc)}")
+        errors.append(f"{key}: {describe(exc)}")
 
 
 def main() -> None:
