@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import pytest
 from conftest import REPO, Simulate, run_gpucheck
 from sim.scenario import Scenario, Step, h100, replace, sleep
 from terminal import on_a_terminal
-from watch_run import HEADER, IDLE_H100_0, children_on, rows_of, watch
+from watch_run import HEADER, IDLE_H100_0, children_on, interrupt_after, rows_of, watch
 
 
 def test_csv_uses_nvidia_smi_names_and_shape(simulate: Simulate) -> None:
@@ -277,27 +276,8 @@ def test_the_main_process_never_imports_pynvml(simulate: Simulate) -> None:
 def test_ctrl_c_ends_cleanly_with_the_file_complete(simulate: Simulate, tmp_path: Path) -> None:
     machine = simulate(Scenario(gpus=[h100(i) for i in range(4)]))
     log = tmp_path / "gpu.csv"
-    env = {**os.environ, **machine.env}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05", "-o", str(log), "--summary"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (
-            not log.exists() or log.read_text().count("\n") < 1 + 4 * 5
-        ):
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err
+    code, out, err = interrupt_after(machine, log, 4 * 5, "--summary")
+    assert code == 0, err
     assert err == ""
     assert out.startswith("Summary: ")  # the samples went to the file, the summary here
     text = log.read_text()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, Simulate, run_gpucheck
 from sim.scenario import GIB, Process, Scenario, Step, crash, h100, replace, sleep
-from watch_run import FIXTURES, HEADER, children_on, rows_of, watch
+from watch_run import FIXTURES, HEADER, children_on, interrupt_after, rows_of, watch
 
 
 def starved_scenario() -> Scenario:
@@ -386,27 +385,8 @@ def test_ctrl_c_while_the_child_writes_the_log_leaves_whole_rows(
     """Without --summary the child writes the log itself: Ctrl-C ends it between two rows."""
     machine = simulate(Scenario(gpus=[h100(i) for i in range(8)]))
     log = tmp_path / "gpu.csv"
-    env = {**os.environ, **machine.env}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05", "-o", str(log)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (
-            not log.exists() or log.read_text().count("\n") < 1 + 8 * 5
-        ):
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert (proc.returncode, out, err) == (0, "", "")
+    code, out, err = interrupt_after(machine, log, 8 * 5)
+    assert (code, out, err) == (0, "", "")
     text = log.read_text()
     lines = text.splitlines()
     assert text.endswith("\n") and lines[0] == HEADER

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 from conftest import run_gpucheck
@@ -46,3 +49,28 @@ def children_on(machine: Machine) -> list[int]:
         if str(machine.scenario_file).encode() in environ and b") Z" not in stat:
             found.append(int(pid))
     return found
+
+
+def interrupt_after(machine: Machine, log: Path, rows: int, *args: str) -> tuple[int, str, str]:
+    """`gpucheck watch -i 0.05 -o LOG ARGS` on the machine, Ctrl-C once LOG holds `rows` rows
+    after its header: (exit code, stdout, stderr)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "watch", "-i", "0.05", "-o", str(log), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **machine.env},
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+            not log.exists() or log.read_text().count("\n") < 1 + rows
+        ):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
