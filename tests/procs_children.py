@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+
+import pytest
 
 
 def sleeper(ignore_term: bool = False) -> subprocess.Popen[bytes]:
@@ -19,3 +22,14 @@ def sleeper(ignore_term: bool = False) -> subprocess.Popen[bytes]:
 
 def running(proc: subprocess.Popen[bytes]) -> bool:
     return proc.poll() is None
+
+
+# The processes a test started, ended at its end whatever happened.
+@pytest.fixture
+def children() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

@@ -9,10 +9,10 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 
 import pytest
 from conftest import Simulate
+from procs_children import children as children  # the fixture
 from procs_children import running, sleeper
 from procs_run import procs
 from sim.scenario import (
@@ -28,16 +28,6 @@ from sim.scenario import (
 from terminal import on_a_terminal
 
 # --- ending holders: real child processes ---------------------------------------------------
-
-
-@pytest.fixture
-def children() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
 
 
 def holder_machine(

@@ -10,12 +10,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Simulate
+from procs_children import children as children  # the fixture
 from procs_children import running, sleeper
 from procs_run import procs
 from sim.scenario import (
@@ -28,17 +28,6 @@ from sim.scenario import (
     h100,
     replace,
 )
-
-
-@pytest.fixture
-def children() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-
 
 # --- a recycled PID never receives a signal ---------------------------------------------------
 
