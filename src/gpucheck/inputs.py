@@ -139,7 +139,6 @@ SIZE_UNITS = {
     "tib": 1024**4,
     "tb": 1000**4,
 }
-SIZE_HELP = "80G and 80GiB are binary (as nvidia-smi counts), 80GB decimal (as datasheets do)"
 
 
 def probe_here(
@@ -185,11 +184,12 @@ def parse_size(text: str, option: str = "--min-memory", require_unit: bool = Fal
 def parse_job_pids(text: str) -> frozenset[int]:
     """--job-pids: PIDs separated by commas, spaces or newlines (`scontrol listpids`'s PID
     column fits); empty means no job runs."""
-    words = [w for w in re.split(r"[\s,]+", text.strip()) if w]
-    if not all(re.fullmatch(r"[0-9]{1,10}", w) and int(w) > 0 for w in words):
-        bad = next(w for w in words if not (re.fullmatch(r"[0-9]{1,10}", w) and int(w) > 0))
-        raise UserError(f"--job-pids: {bad!r} is not a process id")
-    return frozenset(int(w) for w in words)
+    pids = set()
+    for word in (w for w in re.split(r"[\s,]+", text.strip()) if w):
+        if not re.fullmatch(r"[0-9]{1,10}", word) or int(word) == 0:
+            raise UserError(f"--job-pids: {word!r} is not a process id")
+        pids.add(int(word))
+    return frozenset(pids)
 
 
 def parse_compute_capability(text: str, option: str = "--min-compute-capability") -> str:

@@ -8,7 +8,7 @@ translating IOMMU (or ACS) is the classic NCCL all-reduce hang.
 
 from __future__ import annotations
 
-from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects
+from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, sentence
 from gpucheck.checks.registry import check
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.finding import Outcome, Section, Status
@@ -159,7 +159,7 @@ def fabric_manager(ctx: Context) -> Outcome | None:
         # With every GPU's fabric trained and CUDA starting, a stopped or mismatched fabric
         # manager hurts only later (a GPU reset, the next boot): a warning, not a failure.
         status = Status.WARN if trained and not cuda_802 else Status.FAIL
-        title = title[0].upper() + title[1:]
+        title = sentence(title)
         if status is Status.WARN:
             title += " (the fabric is trained now; the next reset or boot will not be)"
         return Outcome.make(status, title, tuple(evidence), fix, gpu_subjects(ctx.gpus))

@@ -154,15 +154,6 @@ class Row:
             raise CompatError(f"{self.where}: {key} = {value!r} is not a version")
         return parsed
 
-    def version_list(self, key: str, required: bool = True) -> list[Version]:
-        out = []
-        for item in self.text_list(key, required):
-            parsed = parse_version(item)
-            if parsed is None:
-                raise CompatError(f"{self.where}: {key} has {item!r}, which is not a version")
-            out.append(parsed)
-        return out
-
     def struct(self, kind: type[S], optional: Collection[str] = (), **given: Any) -> S:
         """This row as `kind`: every field not `given` is read by its type, under its own name
         (a list named in `optional` may be absent, and is then empty)."""

@@ -17,15 +17,13 @@ from packaging.version import Version
 from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.images import ImageCuda
 from gpucheck.dockerfile.recipe import PipInstall, Stage, split_image
-from gpucheck.model.finding import Finding, Section, Status, Subjects
+from gpucheck.model.finding import Finding, Section, Status, Subjects, severity
 from gpucheck.model.fix import OR, Fix, Layer, Step
 from gpucheck.model.snapshot import Snapshot
 
-WORST = [Status.PASS, Status.INFO, Status.WARN, Status.FAIL]
-
 
 def worst(statuses: list[Status]) -> Status:
-    return max(statuses, key=WORST.index, default=Status.PASS)
+    return max(statuses, key=severity, default=Status.PASS)
 
 
 class Host:

@@ -7,7 +7,6 @@ from typing import Any
 from gpucheck.fit.report import FIT_SCHEMA_VERSION
 from gpucheck.model.json_schema import document, version_property
 
-INT = {"type": "integer"}
 COUNT = {"type": "integer", "minimum": 0}
 MAYBE_INT = {"type": ["integer", "null"]}
 MAYBE_TEXT = {"type": ["string", "null"]}

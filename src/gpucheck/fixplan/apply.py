@@ -14,7 +14,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -256,7 +255,3 @@ def _run(argv: list[str]) -> None:
     if done.returncode != 0:
         last = ((done.stderr or done.stdout).strip().splitlines() or ["no output"])[-1]
         raise ApplyError(f"undo: {shlex.join(argv[:4])} ... failed: {last}")
-
-
-def this_python() -> str:
-    return sys.executable

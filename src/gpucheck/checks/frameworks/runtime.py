@@ -23,7 +23,6 @@ from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
 from gpucheck.checks.frameworks.runtime_fixes import (
     by_hand,
     by_hand_step,
-    installed_names,
     library_fix,
     reinstall_step,
 )
@@ -33,7 +32,7 @@ from gpucheck.checks.remedies import share_gpus
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Section, Status
 from gpucheck.model.fix import Fix, Layer, Step
-from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
+from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH, installed_frameworks
 
 _MISSING_LIB = re.compile(
     r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
@@ -148,7 +147,9 @@ def _count_causes(
     "each framework imports, sees the GPUs and multiplies matrices on each (doctor --deep)",
 )
 def smoke_test(ctx: Context) -> Outcome | None:
-    installed = [(env, fws) for env in ctx.snapshot.environments if (fws := installed_names(env))]
+    installed = [
+        (env, fws) for env in ctx.snapshot.environments if (fws := installed_frameworks(env))
+    ]
     if not installed:
         return None
     if not ctx.snapshot.deep:

@@ -21,7 +21,7 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.fix import Fix, Layer, Step
-from gpucheck.model.frameworks import BY_KEY, CUPY, JAX, TENSORFLOW, TORCH, installed_frameworks
+from gpucheck.model.frameworks import BY_KEY, CUPY, JAX, TENSORFLOW, TORCH
 
 
 def by_hand(framework: str) -> str:
@@ -38,11 +38,6 @@ def framework_dists(env: PythonEnvironment, framework: str) -> list[Distribution
     """A framework's distributions here, the one that carries it first."""
     known = BY_KEY.get(framework)
     return known.installed(env) if known else []
-
-
-def installed_names(env: PythonEnvironment) -> list[str]:
-    """The frameworks installed here, as the deep pass chose which to import."""
-    return installed_frameworks(env)
 
 
 def reinstall_step(

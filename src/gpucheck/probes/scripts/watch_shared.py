@@ -63,18 +63,6 @@ def csv_text(text: str) -> str:
     return text
 
 
-def _number(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
-def _bits(value: Any) -> str:
-    if isinstance(value, int):
-        return f"0x{value:016x}"  # as nvidia-smi prints the bit mask
-    return _number(value)
-
-
 class CsvRows:
     """The CSV rows of a sample at the cost of a hand-written loop: a row is one str.format
     call on a template made once (each field's format: str, "{:.2f}" for watts, "0x{:016x}"
