@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import stat
 import sys
 from typing import Annotated
 
@@ -118,14 +117,11 @@ def fleet(
 
 def _output_file(output: str | None) -> tuple[int, int] | None:
     """The output file's (device, inode), where it exists: it must not be read as an input.
-    A file the user could not write is refused as the shell would (replacing it would work,
-    the folder being writable, but it is not theirs to replace)."""
+    (A file the user could not write was refused already, by OutputOpt's check.)"""
     if output is None or output == "-":
         return None
     try:
         st = os.stat(output)
     except OSError:
         return None  # a new file (or one output_target names the problem of)
-    if stat.S_ISREG(st.st_mode) and not os.access(output, os.W_OK, effective_ids=True):
-        raise UserError(f"--output: {output}: Permission denied")
     return st.st_dev, st.st_ino

@@ -9,17 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gpucheck.probes.scripts.nvml_names import CLOCK_EVENT_BITS
 from gpucheck.report.text import printable
 from gpucheck.watch.log import FIELDS, IDENTITY, TEXT_FIELDS, LogError, Sample
 
-# Clock event bits that mean "slowed down", not "idle" or "by request" (nvml.h).
-THROTTLE_BITS = {
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-}
+# Clock event bits that mean "slowed down", not "idle" or "by request" (nvml.h's names, kept
+# once in the probe scripts' table).
+SLOWDOWN = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+THROTTLE_BITS = {bit: name for bit, name in CLOCK_EVENT_BITS.items() if bit & SLOWDOWN}
 IDLE_UTILIZATION = 5  # percent: below this the GPU is doing (almost) nothing
 BUSY_UTILIZATION = 50
 HELD_FLOOR_MIB = 1024  # an idle GPU with nothing loaded shows under this (H100: 479 MiB)
