@@ -14,7 +14,7 @@ import typer
 from gpucheck.cli import completion
 from gpucheck.cli.common import UserError, number_option
 from gpucheck.exit_status import ExitStatus
-from gpucheck.inputs import parse_size
+from gpucheck.inputs import parse_size, unreadable
 from gpucheck.watch.log import LogError, parse_fields
 
 FORMATS = ("csv", "jsonl")
@@ -205,21 +205,15 @@ def _summarise_log(path: str) -> None:
             stream = io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace", newline="")
         else:
             stream = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
-    except FileNotFoundError:
-        raise UserError(f"--from: {path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"--from: {path} is a folder") from None
     except OSError as exc:
-        raise UserError(f"--from: cannot read {path}: {exc.strerror}") from None
+        raise UserError(f"--from: {unreadable(path, exc)}") from None
     try:
         with stream:
             summary = summarize(read_samples(stream))
     except LogError as exc:
         raise UserError(f"--from: {path}: {exc}") from None
-    except IsADirectoryError:
-        raise UserError(f"--from: {path} is a folder") from None
     except OSError as exc:
-        raise UserError(f"--from: cannot read {path}: {exc.strerror}") from None
+        raise UserError(f"--from: {unreadable(path, exc)}") from None
     if not summary.samples:
         raise UserError(f"--from: {path}: no samples in it")
     sys.stdout.write(render_text(summary))
