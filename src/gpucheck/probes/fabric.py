@@ -74,7 +74,7 @@ def dpkg_fabricmanager(status: str | None) -> tuple[str | None, str | None]:
     status file: "570.86.15-1" and "1:570.133.20-0ubuntu1" are both driver 570.x's."""
     if not status:
         return None, None
-    for stanza in status.split("\n\n"):
+    for stanza in _stanzas_of(status, "nvidia-fabricmanager"):
         fields: dict[str, str] = {}
         for line in stanza.splitlines():
             key, sep, value = line.partition(":")
@@ -87,6 +87,20 @@ def dpkg_fabricmanager(status: str | None) -> tuple[str | None, str | None]:
         upstream = version.split(":", 1)[-1].split("-", 1)[0] or None
         return name, upstream
     return None, None
+
+
+def _stanzas_of(status: str, prefix: str) -> list[str]:
+    """The stanzas of dpkg's status file whose Package starts with `prefix`, found by search:
+    the file holds every package (megabytes on a desktop), and splitting all of it cost more
+    than the rest of this probe together."""
+    found = []
+    mark = f"Package: {prefix}"
+    start = 0 if status.startswith(mark) else status.find("\n" + mark)
+    while start != -1:
+        end = status.find("\n\n", start + 1)
+        found.append(status[start : end if end != -1 else len(status)].strip("\n"))
+        start = -1 if end == -1 else status.find("\n" + mark, end)
+    return found
 
 
 def process_names(proc: Path) -> set[str] | None:
