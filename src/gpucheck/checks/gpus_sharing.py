@@ -11,13 +11,12 @@ from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import reset_gpus, share_gpus
 from gpucheck.model.finding import GpuRef, Outcome, Section
 from gpucheck.model.fix import OR, Fix, Layer, Step
-from gpucheck.model.holders import GpuAccount, Holder, merge
+from gpucheck.model.holders import UNACCOUNTED_FLOOR, GpuAccount, Holder, merge
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
-GIB = 1024**3
 # Memory in use with no process listed that means another context holds the GPU (another
-# container, a VM, a process in another PID namespace): an idle GPU shows well under this.
-HELD_MEMORY = 1 * GIB
+# container, a VM, a process in another PID namespace): the floor procs reads it by too.
+HELD_MEMORY = UNACCOUNTED_FLOOR
 BUSY_MESSAGE = "'all CUDA-capable devices are busy or unavailable'"
 
 
