@@ -11,7 +11,7 @@ from typing import Any
 from msgspec import Struct
 from packaging.version import Version
 
-from gpucheck.compat.rows import CompatError, Releases, Rows, parse_version
+from gpucheck.compat.rows import CompatError, R, Releases, Rows, parse_version
 
 
 def major_minor(version: str | Version | None) -> Version | None:
@@ -79,7 +79,15 @@ class TorchArch(Struct, frozen=True):
         return code_for(cc, sass, ptx) is not None
 
 
-class TorchData(Releases[TorchRelease]):
+class LineReleases(Releases[R]):
+    """Releases looked up by their major.minor line ("2.5.1+cu124" is the 2.5 row)."""
+
+    def release(self, version: str) -> R | None:
+        mm = major_minor(version)
+        return next((r for r in self.releases if r.version == mm), None)
+
+
+class TorchData(LineReleases[TorchRelease]):
     def __init__(self, releases: list[TorchRelease], archs: list[TorchArch]) -> None:
         super().__init__(releases)
         self.archs = archs
@@ -93,10 +101,6 @@ class TorchData(Releases[TorchRelease]):
         ]
         archs = [r.struct(TorchArch, optional=("ptx",)) for r in rows.table("arch")]
         return cls(releases, archs)
-
-    def release(self, version: str) -> TorchRelease | None:
-        mm = major_minor(version)
-        return next((r for r in self.releases if r.version == mm), None)
 
     def arch(self, version: str | Version, cuda: str) -> TorchArch | None:
         torch = parse_version(version) if isinstance(version, str) else version
@@ -146,7 +150,7 @@ class TfPackage(Struct, frozen=True):
     keras3_default_from: Version | None = None  # the keras row: first TF whose Keras is 3
 
 
-class TensorflowData:
+class TensorflowData(LineReleases[TfRelease]):
     def __init__(
         self,
         releases: list[TfRelease],
@@ -156,7 +160,7 @@ class TensorflowData:
         windows_native_gpu_last: Version | None,
         windows_native_gpu_source: str,
     ) -> None:
-        self.releases = sorted(releases, key=lambda r: r.version)
+        super().__init__(releases)
         self.windows_gpu = sorted(windows_gpu, key=lambda r: r.version)
         self.and_cuda = sorted(and_cuda, key=lambda r: r.version)
         self.packages = {p.name: p for p in packages}
@@ -181,10 +185,6 @@ class TensorflowData:
             windows_native_gpu_last=last_version,
             windows_native_gpu_source=rows.text("windows_native_gpu_source"),
         )
-
-    def release(self, version: str) -> TfRelease | None:
-        mm = major_minor(version)
-        return next((r for r in self.releases if r.version == mm), None)
 
     def and_cuda_for(self, version: str) -> TfAndCuda | None:
         """The newest and-cuda pin set at or below `version` within its line."""
