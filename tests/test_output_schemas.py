@@ -77,6 +77,10 @@ def test_fleet_fit_bench_and_procs_outputs_validate(saved: Path) -> None:
     validate("fleet", output("fleet", str(saved), str(FIXTURES / "integrations"), "-f", "json"))
     for model, extra in (("gpt2", ["--gpu-memory", "16GiB"]), ("llama-2-7b", ["--train"])):
         validate("fit", output("fit", str(FIXTURES / "models" / model), *extra, "--json"))
+    # --params alone counts a lower bound: its verdict is "may fit", in the schema too.
+    may = output("fit", "--params", "7B", "--infer", "--gpu-memory", "80GiB", "--json")
+    assert [v["verdict"] for v in may["verdicts"]] == ["may fit"]
+    validate("fit", may)
     bench = output("bench", "--quick", "--json")  # no GPU here: the CPU's line
     validate("bench", bench)
     for broken in ({"format_version": "2.0"}, {"gpus": [{"index": 0}]}):

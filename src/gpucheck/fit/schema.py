@@ -61,7 +61,7 @@ def fit_schema() -> dict[str, Any]:
             "gpu": {"type": "string", "description": "the GPU judged against, as a label"},
             "index": MAYBE_INT,
             "memory_bytes": COUNT,
-            "verdict": {"enum": ["fits", "tight", "does not fit"]},
+            "verdict": {"enum": ["fits", "tight", "may fit", "does not fit"]},
             "share": {"type": "number", "minimum": 0},
             "largest_batch": MAYBE_INT,
         }
