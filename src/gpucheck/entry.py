@@ -81,6 +81,17 @@ def _on_sigint(signum: int, frame: "FrameType | None") -> None:
     raise KeyboardInterrupt
 
 
+def _on_termination(signum: int, frame: "FrameType | None") -> None:
+    """SIGTERM or SIGHUP (a scheduler's timeout, a closed terminal): the probe children, in
+    sessions of their own, would outlive us (a hung driver call holds them); end them, then
+    end as the signal would have, so the exit status stays the one shells report (128+N)."""
+    child = sys.modules.get("gpucheck.probes.child")
+    if child is not None:
+        child.kill_all()
+    _signal.signal(signum, _signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def main() -> "NoReturn":
     try:
         code = _run()
@@ -129,6 +140,10 @@ def _run() -> int:
     # --from). Collections still run, rarer, so that a long watch or fleet stays bounded.
     gc.set_threshold(50_000, 20, 10)
     _take_sigint(_on_sigint)
+    for signum in (_signal.SIGTERM, _signal.SIGHUP):  # (watch puts its own clean stop on TERM)
+        if _signal.getsignal(signum) == _signal.SIG_DFL:
+            with contextlib.suppress(ValueError):
+                _signal.signal(signum, _on_termination)
     sys.unraisablehook = _unraisable
     from gpucheck.outputs import StdoutError, usable_standard_streams
 
