@@ -238,3 +238,14 @@ def test_only_installer_commands_are_local_and_each_is_aimed_at_its_interpreter(
         ],
         [["uv", "pip", "install", "--python", PY, "numpy<2"]],
     ]
+
+
+def test_undo_of_a_file_that_is_no_record_is_the_same_one_line(tmp_path: Path) -> None:
+    # Before: "cannot read the apply record: [Errno 20] Not a directory: '.../plan.json'".
+    other = tmp_path / "notours.json"
+    other.write_text("{}")
+    done = gpucheck("fix", "--undo", str(other), "--yes")
+    assert done.returncode == 2
+    assert (
+        done.stderr == f"gpucheck: {other}: not an apply record (no plan.json and journal.json)\n"
+    )

@@ -198,7 +198,7 @@ def read_record(path: str) -> tuple[Path, Plan, Journal]:
     try:
         plan = loads_plan((folder / "plan.json").read_bytes())
         journal = msgspec.json.decode((folder / "journal.json").read_bytes(), type=Journal)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (a file that is not a record's plan.json)
         raise RecordError(f"{path}: not an apply record (no plan.json and journal.json)") from None
     except (OSError, msgspec.DecodeError) as exc:
         raise RecordError(f"{path}: cannot read the apply record: {exc}") from None
