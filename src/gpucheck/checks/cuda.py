@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.cuda_causes import CUINIT_CAUSES, libcuda_mismatch
-from gpucheck.checks.fabric import fabric_cause
+from gpucheck.checks.fabric import fabric_cause, install_fabric_manager
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.checks.system import container_steps
@@ -130,18 +130,8 @@ def driver_api(ctx: Context) -> Outcome | None:
             fix = cause[2]
         elif name == "CUDA_ERROR_SYSTEM_NOT_READY" and driver:
             # The fabric manager must be this exact driver release: name it, with the package.
-            branch = driver.split(".")[0]
             fix = Fix.of(
-                Step.run(
-                    f"install the fabric manager of driver {driver} exactly (Ubuntu/Debian: "
-                    f"nvidia-fabricmanager-{branch}; `apt-cache policy` must show {driver}), "
-                    "then start it",
-                    f"sudo apt-get install -y nvidia-fabricmanager-{branch} && "
-                    "sudo systemctl enable --now nvidia-fabricmanager",
-                    Tool.APT,
-                    changes=[Change(f"nvidia-fabricmanager-{branch}", None, driver)],
-                    layer=Layer.DRIVER,
-                ),
+                install_fabric_manager(driver),
                 *fix.steps,
             )
         if ctx.nvml_ok:

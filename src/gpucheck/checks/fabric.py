@@ -33,7 +33,8 @@ def nvswitch_system(ctx: Context) -> bool:
     return host or any(g.fabric_state in FABRIC_STARTED for g in ctx.gpus)
 
 
-def _install_step(driver: str) -> Step:
+def install_fabric_manager(driver: str) -> Step:
+    """The step that installs and starts the fabric manager of exactly this driver release."""
     branch = driver.split(".")[0]
     return Step.run(
         f"install the fabric manager of driver {driver} exactly (Ubuntu/Debian: "
@@ -79,7 +80,9 @@ def fabric_cause(ctx: Context) -> tuple[str, list[str], Fix] | None:
         return title, evidence, Fix.of(on_host)
     installed = fab.fabricmanager_version is not None or bool(fab.fabricmanager_unit)
     if not installed:
-        fix = Fix.of(_install_step(driver)) if driver else Fix.of(Step.manual("install it"))
+        fix = (
+            Fix.of(install_fabric_manager(driver)) if driver else Fix.of(Step.manual("install it"))
+        )
         return "the fabric manager (nvidia-fabricmanager) is not installed", evidence, fix
     fm = fab.fabricmanager_version
     if fm and driver and fm != driver:
@@ -87,7 +90,7 @@ def fabric_cause(ctx: Context) -> tuple[str, list[str], Fix] | None:
             f"the fabric manager is version {fm} and the driver {driver}: it refuses to run "
             "unless they are equal"
         )
-        return title, evidence, Fix.of(_install_step(driver), JOURNAL)
+        return title, evidence, Fix.of(install_fabric_manager(driver), JOURNAL)
     if fab.fabricmanager_running is False:
         fix = Fix.of(
             Step.run(
