@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import cache, cached_property
+from functools import cache
+from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from msgspec import Struct
 from packaging.version import Version
@@ -89,6 +90,7 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 TOPICS = tuple(ROW_KEYS)
 ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
+TopicData = TypeVar("TopicData")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -165,6 +167,30 @@ def cuda_from_int(value: int | None) -> str | None:
     if value is None or value <= 0:
         return None
     return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+class _Topic(Generic[TopicData]):
+    """A topic besides cuda.toml, as an attribute of Compat named after its file: its module
+    imported and its file read (with the extra folders' rows) when first asked for, then kept
+    on the instance, as functools.cached_property keeps a value."""
+
+    def __init__(self, module: str, loader: str) -> None:
+        self.module, self.loader = module, loader  # the class whose from_data builds it
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, compat: None, owner: type) -> _Topic[TopicData]: ...
+    @overload
+    def __get__(self, compat: Compat, owner: type) -> TopicData: ...
+    def __get__(self, compat: Compat | None, owner: type) -> _Topic[TopicData] | TopicData:
+        if compat is None:
+            return self
+        loader = getattr(import_module(self.module), self.loader)
+        data: TopicData = loader.from_data(*read_topic(compat.dirs, f"{self.name}.toml"))
+        compat.__dict__[self.name] = data  # found there from now on, before this descriptor
+        return data
 
 
 class Compat:
@@ -246,53 +272,14 @@ class Compat:
 
     # -- the other topics, each read when first needed ---------------------------------------
 
-    @cached_property
-    def gpus(self) -> GpuIndex:
-        from gpucheck.compat.gpus import GpuIndex
-
-        return GpuIndex.from_data(*read_topic(self.dirs, "gpus.toml"))
-
-    @cached_property
-    def cudnn(self) -> CudnnData:
-        from gpucheck.compat.cudnn import CudnnData
-
-        return CudnnData.from_data(*read_topic(self.dirs, "cudnn.toml"))
-
-    @cached_property
-    def torch(self) -> TorchData:
-        from gpucheck.compat.frameworks import TorchData
-
-        return TorchData.from_data(*read_topic(self.dirs, "torch.toml"))
-
-    @cached_property
-    def tensorflow(self) -> TensorflowData:
-        from gpucheck.compat.frameworks import TensorflowData
-
-        return TensorflowData.from_data(*read_topic(self.dirs, "tensorflow.toml"))
-
-    @cached_property
-    def jax(self) -> JaxData:
-        from gpucheck.compat.frameworks import JaxData
-
-        return JaxData.from_data(*read_topic(self.dirs, "jax.toml"))
-
-    @cached_property
-    def extensions(self) -> ExtensionData:
-        from gpucheck.compat.extensions import ExtensionData
-
-        return ExtensionData.from_data(*read_topic(self.dirs, "extensions.toml"))
-
-    @cached_property
-    def tensorrt(self) -> TensorrtData:
-        from gpucheck.compat.extensions import TensorrtData
-
-        return TensorrtData.from_data(*read_topic(self.dirs, "tensorrt.toml"))
-
-    @cached_property
-    def images(self) -> ImageData:
-        from gpucheck.compat.images import ImageData
-
-        return ImageData.from_data(*read_topic(self.dirs, "images.toml"))
+    gpus: _Topic[GpuIndex] = _Topic("gpucheck.compat.gpus", "GpuIndex")
+    cudnn: _Topic[CudnnData] = _Topic("gpucheck.compat.cudnn", "CudnnData")
+    torch: _Topic[TorchData] = _Topic("gpucheck.compat.frameworks", "TorchData")
+    tensorflow: _Topic[TensorflowData] = _Topic("gpucheck.compat.frameworks", "TensorflowData")
+    jax: _Topic[JaxData] = _Topic("gpucheck.compat.frameworks", "JaxData")
+    extensions: _Topic[ExtensionData] = _Topic("gpucheck.compat.extensions", "ExtensionData")
+    tensorrt: _Topic[TensorrtData] = _Topic("gpucheck.compat.extensions", "TensorrtData")
+    images: _Topic[ImageData] = _Topic("gpucheck.compat.images", "ImageData")
 
     # -- questions -------------------------------------------------------------------------
 
