@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 
 from . import child_protocol as protocol
+from .nvml_names import FABRIC_STATES, P2P_STATUSES, TOPOLOGY_LEVELS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,24 +21,6 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
-P2P_STATUSES = {
-    0: "ok",
-    1: "chipset_not_supported",
-    2: "gpu_not_supported",
-    3: "topology_not_supported",
-    4: "disabled_by_regkey",
-    5: "not_supported",
-    6: "unknown",
-}
-TOPOLOGY_LEVELS = {
-    0: "internal",
-    10: "single",
-    20: "multiple",
-    30: "hostbridge",
-    40: "node",
-    50: "system",
-}
 P2P_INDICES = (("p2p_read", 0), ("p2p_write", 1), ("p2p_nvlink", 2))
 MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS in nvml.h (Hopper and Blackwell: 18 links)
 PAIR_LIMIT = 16  # GPUs: 120 pairs, 4 calls each; an NVL72 rack's NVML shows one node's GPUs

@@ -1,6 +1,7 @@
 """What NVML's enumerations and bit masks mean, as the NVML child reports them (nvml.h:
-nvmlBrandType_t, nvmlDeviceArchitecture_t, nvmlComputeMode_t, nvmlClocksEventReasons).
-Imported by nvml.py; standard library only, Python 3.8+."""
+nvmlBrandType_t, nvmlDeviceArchitecture_t, nvmlComputeMode_t, nvmlClocksEventReasons,
+nvmlGpuFabricState_t, nvmlGpuP2PStatus_t, nvmlGpuTopologyLevel_t). Imported by nvml.py and
+nvml_links.py; standard library only, Python 3.8+."""
 
 BRANDS = {
     0: "Unknown",
@@ -44,4 +45,22 @@ CLOCK_EVENT_BITS = {
     0x40: "hw_thermal_slowdown",
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
+}
+FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+P2P_STATUSES = {
+    0: "ok",
+    1: "chipset_not_supported",
+    2: "gpu_not_supported",
+    3: "topology_not_supported",
+    4: "disabled_by_regkey",
+    5: "not_supported",
+    6: "unknown",
+}
+TOPOLOGY_LEVELS = {
+    0: "internal",
+    10: "single",
+    20: "multiple",
+    30: "hostbridge",
+    40: "node",
+    50: "system",
 }
