@@ -100,6 +100,12 @@ PythonsOpt = Annotated[
 ]
 
 
+def format_option(formats: str, complete: Any = None) -> Any:
+    """--format/-f FORMAT of the commands that print a report (doctor, dockerfile, fix, fleet):
+    `formats` names the choices in --help, `complete` (completion.py) offers them."""
+    return typer.Option("--format", "-f", metavar="FORMAT", help=formats, autocompletion=complete)
+
+
 OutputOpt = Annotated[
     str | None,
     typer.Option(

@@ -26,6 +26,7 @@ from gpucheck.cli.common import (
     StrictOpt,
     TimeoutOpt,
     UserError,
+    format_option,
     load_compat,
     number_option,
     probe_options,
@@ -49,14 +50,7 @@ def _selector(flag: str, does: str) -> Any:
 def doctor(
     json_out: JsonFormatOpt = False,
     fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            "-f",
-            help="text, json, junit or prometheus.",
-            metavar="FORMAT",
-            autocompletion=completion.doctor_formats,
-        ),
+        str, format_option("text, json, junit or prometheus.", completion.doctor_formats)
     ] = "text",
     output: OutputOpt = None,
     verbose: EvidenceOpt = False,

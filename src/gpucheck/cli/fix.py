@@ -15,6 +15,7 @@ from gpucheck.cli.common import (
     PythonOpt,
     TimeoutOpt,
     UserError,
+    format_option,
     load_compat,
     probe_here,
     read_input,
@@ -39,9 +40,7 @@ def fix(
         typer.Option("--plan", metavar="PLAN", help="Use a saved plan (fix --json -o PLAN)."),
     ] = None,
     json_out: JsonFormatOpt = False,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or sh.")
-    ] = "text",
+    fmt: Annotated[str, format_option("text, json or sh.")] = "text",
     output: OutputOpt = None,
     apply: Annotated[
         bool,

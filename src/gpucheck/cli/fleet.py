@@ -15,6 +15,7 @@ from gpucheck.cli.common import (
     OutputError,
     OutputOpt,
     UserError,
+    format_option,
     load_compat,
     write_output,
 )
@@ -32,16 +33,7 @@ def fleet(
             show_default=False,
         ),
     ],
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            "-f",
-            help="table, json or csv.",
-            metavar="FORMAT",
-            autocompletion=completion.fleet_formats,
-        ),
-    ] = "table",
+    fmt: Annotated[str, format_option("table, json or csv.", completion.fleet_formats)] = "table",
     output: OutputOpt = None,
     recheck: Annotated[
         bool,
