@@ -4,16 +4,18 @@ the GPUs present."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.driver import Target, arch_name
+from gpucheck.checks.frameworks.driver import Target, arch_name, targets
 from gpucheck.checks.frameworks.environments import version_key
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import code_for, major_minor
+from gpucheck.model.finding import Outcome
 
 # --- compiled GPU architectures -------------------------------------------------------------------
 
@@ -115,3 +117,45 @@ def coverage(
         elif how == "ptx":
             result.jit.append(f"{name}, through PTX JIT compilation")
     return result
+
+
+# --- the arch-support checks --------------------------------------------------------------------
+
+
+class Build(Protocol):
+    """What the arch-support checks read of a framework's build facts (TorchFacts, TfFacts)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str | None: ...
+    @property
+    def cuda(self) -> str | None: ...
+
+
+class ArchReading(Struct):
+    """What an arch-support check judges: the GPUs CUDA programs here would use, the build's
+    compiled code, how that code meets them, and the evidence line saying where it was read."""
+
+    found: list[Target]
+    compiled: Compiled
+    cover: Coverage
+    evidence: list[str]
+
+
+def read_arch(
+    ctx: Context, build: Build, compiled_code: Callable[[], Compiled | None], *unknown: str
+) -> ArchReading | Outcome | None:
+    """The start every framework's arch-support check shares: nothing to judge (None) but a
+    CUDA build with GPUs to target; a skip, with `unknown` saying why, where `compiled_code`
+    (asked only then) does not know the build's architectures."""
+    found = targets(ctx)
+    if build.kind != "cuda" or not found:
+        return None
+    compiled = compiled_code()
+    if compiled is None:
+        return Outcome.skip(
+            f"{build.name}: the GPU architectures compiled into it are not known", *unknown
+        )
+    evidence = [f"compiled for {compiled.text()} ({compiled.source})"]
+    return ArchReading(found, compiled, coverage(ctx, compiled, found, build.cuda), evidence)

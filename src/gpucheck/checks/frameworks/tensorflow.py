@@ -11,7 +11,7 @@ from typing import Literal
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.arch import coverage, parse_arch_list
+from gpucheck.checks.frameworks.arch import ArchReading, parse_arch_list, read_arch
 from gpucheck.checks.frameworks.builds import (
     TfFacts,
     cannot_use_gpus,
@@ -23,7 +23,6 @@ from gpucheck.checks.frameworks.driver import (
     arch_name,
     cc_list,
     driver_outcome,
-    targets,
     upgrade_driver,
     upgrade_or_keep,
 )
@@ -209,17 +208,15 @@ def _major(cc: str) -> int:
     tf_facts,
 )
 def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
-    found = targets(ctx)
-    if t.kind != "cuda" or not found:
-        return None
-    compiled = parse_arch_list(t.archs, "TensorFlow's build_info cuda_compute_capabilities")
-    if compiled is None:
-        return Outcome.skip(
-            f"{t.name}: the GPU architectures compiled into it are not known",
-            *([f"build_info lists {list(t.archs)}"] if t.archs else []),
-        )
-    evidence = [f"compiled for {compiled.text()} ({compiled.source})"]
-    cover = coverage(ctx, compiled, found, t.cuda)
+    read = read_arch(
+        ctx,
+        t,
+        lambda: parse_arch_list(t.archs, "TensorFlow's build_info cuda_compute_capabilities"),
+        *([f"build_info lists {list(t.archs)}"] if t.archs else []),
+    )
+    if not isinstance(read, ArchReading):
+        return read
+    found, compiled, cover, evidence = read.found, read.compiled, read.cover, read.evidence
     missing, jit = cover.missing, cover.jit
     if missing:
         ccs = cover.missing_ccs

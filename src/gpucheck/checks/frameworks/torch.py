@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Literal
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.arch import Compiled, compiled_from, coverage, parse_arch_list
+from gpucheck.checks.frameworks.arch import (
+    ArchReading,
+    Compiled,
+    compiled_from,
+    parse_arch_list,
+    read_arch,
+)
 from gpucheck.checks.frameworks.builds import (
     KIND_TEXT,
     TorchFacts,
@@ -103,18 +109,16 @@ def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compi
     torch_facts,
 )
 def arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
-    found = targets(ctx)
-    if t.kind != "cuda" or not found:
-        return None
-    compiled = torch_compiled(ctx, env, t)
-    if compiled is None:
-        return Outcome.skip(
-            f"{t.name}: the GPU architectures compiled into it are not known",
-            "not in the compat data for this release/CUDA variant and platform; "
-            "gpucheck doctor --deep reads them from torch itself",
-        )
-    evidence = [f"compiled for {compiled.text()} ({compiled.source})"]
-    cover = coverage(ctx, compiled, found, t.cuda)
+    read = read_arch(
+        ctx,
+        t,
+        lambda: torch_compiled(ctx, env, t),
+        "not in the compat data for this release/CUDA variant and platform; "
+        "gpucheck doctor --deep reads them from torch itself",
+    )
+    if not isinstance(read, ArchReading):
+        return read
+    found, cover, evidence = read.found, read.cover, read.evidence
     if cover.missing:
         return Outcome.fail(
             f"{t.name} has no code for {len(cover.missing)} of the GPUs (compute capability "
