@@ -23,35 +23,27 @@ from gpucheck.exit_status import ExitStatus
 from gpucheck.outputs import StdoutError
 from gpucheck.version import __version__
 
-# Every command, in --help order: name -> (module, function or typer app, one-line summary).
-# The summary is the command's short help, so that --help lists them all without importing
-# or building any (typer builds what it is given: ~20 ms for every command).
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "doctor": (
-        "gpucheck.cli.doctor",
-        "doctor",
-        "Check GPUs, driver, CUDA, cuDNN, frameworks; say what to fix.",
-    ),
-    "snapshot": ("gpucheck.cli.snapshot", "snapshot", "Write the facts alone, as JSON."),
-    "schema": ("gpucheck.cli.schema", "schema", "Print the JSON Schema of a JSON output."),
-    "checks": ("gpucheck.cli.checks", "list_checks", "List every check the doctor runs."),
-    "bench": (
-        "gpucheck.cli.bench",
-        "bench",
-        "Measure the GPUs' real speed against their spec and the CPU.",
-    ),
-    "fit": ("gpucheck.cli.fit", "fit", "Will this model, at this batch size, fit these GPUs?"),
-    "fleet": ("gpucheck.cli.fleet", "fleet", "Summarise many saved reports into one view."),
-    "procs": ("gpucheck.cli.procs", "procs", "Who holds GPU memory and device files."),
-    "watch": ("gpucheck.cli.watch", "watch", "Sample the GPUs: a live view, CSV or JSON lines."),
-    "compat": ("gpucheck.cli.compat", "compat_app", "Ask the compatibility data."),
-    "fix": ("gpucheck.cli.fix", "fix", "Turn the doctor's fixes into one plan; apply it safely."),
+# Every command, in --help order: name -> (its function or typer app in the module
+# gpucheck.cli.<name>, one-line summary). The summary is the command's short help, so that
+# --help lists them all without importing or building any (typer builds what it is given:
+# ~20 ms for every command).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "doctor": ("doctor", "Check GPUs, driver, CUDA, cuDNN, frameworks; say what to fix."),
+    "snapshot": ("snapshot", "Write the facts alone, as JSON."),
+    "schema": ("schema", "Print the JSON Schema of a JSON output."),
+    "checks": ("list_checks", "List every check the doctor runs."),
+    "bench": ("bench", "Measure the GPUs' real speed against their spec and the CPU."),
+    "fit": ("fit", "Will this model, at this batch size, fit these GPUs?"),
+    "fleet": ("fleet", "Summarise many saved reports into one view."),
+    "procs": ("procs", "Who holds GPU memory and device files."),
+    "watch": ("watch", "Sample the GPUs: a live view, CSV or JSON lines."),
+    "compat": ("compat_app", "Ask the compatibility data."),
+    "fix": ("fix", "Turn the doctor's fixes into one plan; apply it safely."),
     "dockerfile": (
-        "gpucheck.cli.dockerfile",
         "dockerfile",
         "Judge a Dockerfile or Compose file against the machine it will run on.",
     ),
-    "mcp": ("gpucheck.cli.mcp", "mcp", "Serve the read-only tools to AI agents (MCP, stdio)."),
+    "mcp": ("mcp", "Serve the read-only tools to AI agents (MCP, stdio)."),
 }
 
 
@@ -94,7 +86,7 @@ class _CommandLine(TyperGroup):
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         with formatter.section("Commands"):
-            formatter.write_dl([(name, summary) for name, (_, _, summary) in COMMANDS.items()])
+            formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
 
 
 def _app(names: list[str], group: type[TyperGroup] = TyperGroup) -> typer.Typer:
@@ -114,8 +106,8 @@ def _app(names: list[str], group: type[TyperGroup] = TyperGroup) -> typer.Typer:
     )
     app.callback()(_main)
     for name in names:
-        module, attribute, summary = COMMANDS[name]
-        target = getattr(importlib.import_module(module), attribute)
+        attribute, summary = COMMANDS[name]
+        target = getattr(importlib.import_module(f"gpucheck.cli.{name}"), attribute)
         if isinstance(target, typer.Typer):
             app.add_typer(target, name=name, short_help=summary)
         else:
