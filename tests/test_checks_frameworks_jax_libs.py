@@ -127,6 +127,7 @@ def test_shadowing_confirmed_or_cleared_by_what_the_deep_pass_saw_loaded() -> No
         "frameworks.library-shadowing",
     )
     assert f.status is Status.FAIL and "confirmed" in f.title
+    assert "torch loaded /usr/local/cuda-12.1/lib64/libcudnn.so.9.0.0 (doctor --deep)" in f.evidence
     env = fb.torch_cu124()
     fb.imported(env, "torch", 1, loaded_libraries=[f"{fb.site()}/nvidia/cudnn/lib/libcudnn.so.9"])
     f = the(

@@ -77,3 +77,21 @@ def test_a_copy_on_ld_library_path_is_left_to_library_shadowing() -> None:
     snap = _image()
     snap.system.env["LD_LIBRARY_PATH"] = IMAGE_LIB
     assert finding(snap, "frameworks.loader-cache") is None
+
+
+def test_what_the_deep_pass_saw_loaded_confirms_or_clears_it() -> None:
+    snap = _image()
+    snap.deep = True
+    fb.imported(
+        snap.environments[0], "torch", 1, loaded_libraries=[f"{IMAGE_LIB}/libcublasLt.so.11"]
+    )
+    f = the(snap, "frameworks.loader-cache")
+    assert f.status is Status.FAIL and f.title.endswith("(confirmed by what was loaded)")
+    assert f"torch loaded {IMAGE_LIB}/libcublasLt.so.11 (doctor --deep)" in f.evidence
+    snap = _image()
+    snap.deep = True
+    wheel_copy = f"{fb.site()}/nvidia/cublas/lib/libcublasLt.so.11"
+    fb.imported(snap.environments[0], "torch", 1, loaded_libraries=[wheel_copy])
+    f = the(snap, "frameworks.loader-cache")
+    assert f.status is Status.INFO and f.title.endswith("but the frameworks loaded their own")
+    assert f"torch loaded {wheel_copy} (doctor --deep)" in f.evidence

@@ -128,6 +128,21 @@ def _libraries_listed(ctx: Context) -> bool:
     return run is not None and run.status == "ok"
 
 
+def _loaded(env: PythonEnvironment, family: str) -> list[tuple[str, bool]]:
+    """The copies of a library family doctor --deep saw the frameworks load: per copy, the
+    evidence line naming it and whether it came from inside the environment (its wheels)."""
+    stem = STEMS[family] + "."
+    return [
+        (
+            f"{rt.framework} loaded {path} (doctor --deep)",
+            any(path.startswith(f.rstrip("/") + "/") for f in env.site_packages),
+        )
+        for rt in env.runtimes
+        for path in rt.loaded_libraries
+        if posixpath.basename(path).startswith(stem)
+    ]
+
+
 def _major(copy: LibraryCopy) -> str | None:
     return copy.version.split(".")[0] if copy.version else soname_major(copy.path)
 
@@ -192,15 +207,10 @@ def shadowing(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         )
         if race.named_by_error:
             evidence.append(f"the import failed naming it: {race.named_by_error}")
-        stem = STEMS[race.need.family] + "."
-        for rt in env.runtimes:
-            for path in rt.loaded_libraries:
-                if not posixpath.basename(path).startswith(stem):
-                    continue
-                inside = any(path.startswith(f.rstrip("/") + "/") for f in env.site_packages)
-                evidence.append(f"{rt.framework} loaded {path} (doctor --deep)")
-                confirmed |= not inside
-                cleared |= inside
+        for line, inside in _loaded(env, race.need.family):
+            evidence.append(line)
+            confirmed |= not inside
+            cleared |= inside
     fix = _ld_fix(ctx, races)
     subjects = Subjects(
         environments=[env.python], paths=sorted({posixpath.dirname(r.winner.path) for r in races})

@@ -21,6 +21,7 @@ from gpucheck.checks.frameworks.environment import (
     _in_env,
     _libraries_listed,
     _linux_needs,
+    _loaded,
     _major,
     _races,
 )
@@ -86,13 +87,10 @@ def loader_cache(ctx: Context, env: PythonEnvironment) -> Outcome | None:
             if soname in text:
                 evidence.append(f"the import failed naming it: {text}")
                 named = True
-        for rt in env.runtimes:
-            for path in rt.loaded_libraries:
-                if posixpath.basename(path).startswith(STEMS[need.family] + "."):
-                    inside = any(path.startswith(f.rstrip("/") + "/") for f in env.site_packages)
-                    evidence.append(f"{rt.framework} loaded {path} (doctor --deep)")
-                    confirmed |= not inside
-                    cleared |= inside
+        for line, inside in _loaded(env, need.family):
+            evidence.append(line)
+            confirmed |= not inside
+            cleared |= inside
     own = sorted({n.own_dir for n, _ in found if n.own_dir})
     folders = sorted({posixpath.dirname(c.path) for _, c in found})
     steps: list[Step | Literal["or"]] = []
