@@ -50,7 +50,7 @@ def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
     commands = [step["command"] for step in fix["steps"] if step["command"]]
     assert "gpucheck procs --kill 4242" in commands
     assert "gpucheck procs" in commands
-    assert "sudo nvidia-smi --gpu-reset -i 2" in commands
+    assert "sudo nvidia-smi -r -i 2" in commands
 
 
 def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Simulate) -> None:

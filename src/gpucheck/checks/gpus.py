@@ -85,14 +85,13 @@ def lost(ctx: Context) -> Outcome | None:
         evidence.append(f"the driver counts {count} GPUs but only {len(ctx.gpus)} were read")
     evidence += _nvrm_lines(ctx, [g.pci_bus_id or "" for g in lost])
     pci = len(ctx.snapshot.system.pci_gpus)
-    reset = "sudo nvidia-smi -r" + (f" -i {indices(lost)}" if lost else "")
     refs = gpu_refs(lost)
     return Outcome.fail(
         f"{len(lost) + unread} GPU(s) do not answer: fallen off the bus or needing a reset",
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
         fix=Fix.of(
-            Step.run("reset the GPU, with nothing running on it (or reboot)", reset, gpus=refs),
+            reset_gpus(lost, "reset the GPU, with nothing running on it (or reboot)"),
             Step.run("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
             Step.hardware("if it repeats, the GPU, its slot or its power is failing", refs),
         ),

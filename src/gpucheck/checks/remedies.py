@@ -119,7 +119,7 @@ def share_gpus(gpus: list[GpuFacts], why: str) -> Step:
 
 
 def reset_gpus(gpus: list[GpuFacts], why: str) -> Step:
-    """Reset these GPUs (nothing may be running on them); a reboot does the same."""
-    return Step.run(
-        why, f"sudo nvidia-smi -r -i {indices(gpus)}", gpus=gpu_refs(gpus), layer=Layer.GPUS
-    )
+    """Reset these GPUs (none: every GPU, as when the driver counts some it cannot read);
+    nothing may be running on them, and a reboot does the same."""
+    which = f" -i {indices(gpus)}" if gpus else ""
+    return Step.run(why, f"sudo nvidia-smi -r{which}", gpus=gpu_refs(gpus), layer=Layer.GPUS)
