@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gpucheck.checks.context import Context
+from gpucheck.checks.context import Context, interpreter_pip
 from gpucheck.model.distros import linux_family
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
@@ -164,22 +164,18 @@ def _own_python(ctx: Context) -> str | None:
     return next((e.python for e in ctx.snapshot.environments if e.origin == "gpucheck"), None)
 
 
-def _own_pip(ctx: Context) -> str:
-    python = _own_python(ctx)
-    if python is None:
-        return "pip"
-    return f'"{python}" -m pip' if " " in python else f"{python} -m pip"
-
-
 def binding_fix(ctx: Context) -> Fix:
     """Install NVML's binding where gpucheck runs (the snapshot names that interpreter)."""
+    # gpucheck's own interpreter by name, even when it is the only one: run from pipx, say,
+    # it is not the `pip` on PATH.
+    python = _own_python(ctx)
     return Fix.of(
         Step.run(
             "install it in the environment gpucheck runs from",
-            _own_pip(ctx) + " install nvidia-ml-py",
+            (interpreter_pip(python) if python else "pip") + " install nvidia-ml-py",
             Tool.PIP,
             changes=[Change("nvidia-ml-py")],
-            environment=_own_python(ctx),
+            environment=python,
             layer=Layer.FRAMEWORKS,
         )
     )
