@@ -7,6 +7,7 @@ import builders
 import more_builders as mb
 from more_builders import run_checks, the
 
+from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Status
 from gpucheck.model.fix import Tool
 from gpucheck.model.snapshot import NvmlError
@@ -322,3 +323,18 @@ def test_nvml_not_tried_with_the_module_unloaded_skips() -> None:
     f = the(mb.module_not_loaded(builders.h100_node(1)), "driver.nvml")
     assert f.status is Status.SKIP
     assert "kernel module is not loaded" in f.title
+
+
+def test_nvml_binding_missing_names_gpucheck_s_own_interpreter() -> None:
+    # Even as the only environment: gpucheck's own pip may not be the `pip` on PATH (pipx).
+    snap = builders.h100_node(1)
+    snap.environments = [
+        PythonEnvironment(python="/opt/my tools/bin/python3", origin="gpucheck", version="3.12.3")
+    ]
+    snap.nvml = type(snap.nvml)(
+        init_error=NvmlError(-1, "BindingMissing", "No module named 'pynvml'")
+    )
+    f = the(snap, "driver.nvml")
+    assert f.fix and [(s.command, s.environment) for s in f.fix.steps] == [
+        ('"/opt/my tools/bin/python3" -m pip install nvidia-ml-py', "/opt/my tools/bin/python3")
+    ]

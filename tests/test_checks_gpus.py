@@ -270,6 +270,11 @@ def test_hardware_slowdown_fails(reason: str, words: str) -> None:
     assert words in f.evidence[0]
     assert "(88 °C, slowdown at 87 °C)" in f.evidence[0]
     assert f.fix and "cooling" in f.fix.text and "power" in f.fix.text
+    assert f.title == "1 GPU(s) are slowed down by hardware protection"
+    assert [(s.kind.value, s.command, [g.index for g in s.gpus]) for s in f.fix.steps] == [
+        ("command", "nvidia-smi -i 4 -q -d PERFORMANCE,TEMPERATURE,POWER", [4]),
+        ("hardware", None, [4]),
+    ]
 
 
 def test_software_thermal_slowdown_warns() -> None:
@@ -281,6 +286,11 @@ def test_software_thermal_slowdown_warns() -> None:
     assert f.evidence[0].startswith("GPU 0 ")
     assert "software thermal slowdown (80 °C" in f.evidence[0]
     assert f.fix and "cooling" in f.fix.text
+    assert f.title == "1 GPU(s) run hot enough to lower their clocks"
+    assert [(s.kind.value, s.command, [g.index for g in s.gpus]) for s in f.fix.steps] == [
+        ("hardware", None, [0]),
+        ("command", "nvidia-smi -i 0 -q -d TEMPERATURE,PERFORMANCE", [0]),
+    ]
 
 
 def test_close_to_the_slowdown_temperature_warns() -> None:

@@ -134,6 +134,8 @@ def test_apply_replaces_the_wheel_and_undo_restores_the_environment_exactly(
     assert undone.returncode == 0, undone.stderr
     assert freeze(venv) == before
     assert journal(record)["state"] == "undone"
+    # Rewritten many times, each file whole: no temporary file is left beside them.
+    assert sorted(p.name for p in record.iterdir()) == ["before", "journal.json", "plan.json"]
 
 
 def test_a_failing_step_stops_the_plan_and_says_what_was_done(

@@ -50,7 +50,7 @@ def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
     commands = [step["command"] for step in fix["steps"] if step["command"]]
     assert "gpucheck procs --kill 4242" in commands
     assert "gpucheck procs" in commands
-    assert "sudo nvidia-smi --gpu-reset -i 2" in commands
+    assert "sudo nvidia-smi -r -i 2" in commands
 
 
 def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Simulate) -> None:
@@ -282,3 +282,23 @@ def test_this_proc_is_the_hosts_where_kernel_threads_show(
         (tmp_path / "2" / "stat").write_text(pid2)
     assert kernel_threads_visible(tmp_path) is expected
     assert kernel_threads_visible(tmp_path / "missing") is None
+
+
+def test_start_time_and_namespaces_are_read_past_an_odd_command_name(tmp_path: Path) -> None:
+    """One parser of /proc/PID/stat and NSpid serves the snapshot, the kill guard and the
+    view: a command name with spaces and parentheses (the kernel keeps it as given) shifts no
+    field, and a status without NSpid (Linux before 4.1) reads as no namespaces."""
+    from gpucheck.probes.processes import nspid, read_process, status_fields
+    from gpucheck.procs.signals import start_ticks
+
+    folder = tmp_path / "4242"
+    folder.mkdir()
+    (folder / "stat").write_text(
+        "4242 (a) S (b)) D 1 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0\n"
+    )
+    (folder / "status").write_text("Name:\ta) S (b\nState:\tD (disk sleep)\nNSpid:\t4242\t17\n")
+    assert start_ticks(tmp_path, 4242) == (98765, "D")
+    assert start_ticks(tmp_path, 4243) is None
+    found = read_process(tmp_path, 4242)
+    assert found is not None and found.nspid == [4242, 17] and found.state == "D"
+    assert nspid(status_fields("Name:\tbash\nPid:\t12\n")) == []

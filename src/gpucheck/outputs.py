@@ -141,14 +141,26 @@ def _may_write(path: str) -> bool:
     return os.access(path, os.W_OK)
 
 
-def _replace_atomically(target: str, write: Callable[[IO[str]], object]) -> None:
-    import tempfile  # only -o FILE pays for it
+class FolderError(OSError):
+    """The folder refuses even the temporary file a replacement is written to (its
+    `filename` is the folder)."""
+
+
+def replace_atomically(
+    target: str, write: Callable[[IO[str]], object], errors: str = UNENCODABLE
+) -> None:
+    """Replace (or create) the file `target` with what `write` writes, whole or not at all: a
+    temporary file beside it, renamed over it, removed if anything fails. An existing file
+    keeps its mode and, where this user may give it, its owner; a new one gets the mode the
+    umask leaves. `errors`: what a character UTF-8 cannot hold becomes. OSError where it
+    cannot (FolderError: not even the temporary file)."""
+    import tempfile  # only those who replace a file pay for it
 
     folder = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", dir=folder)
     except OSError as exc:
-        raise UserError(f"--output: cannot write in {folder}: {exc.strerror}") from None
+        raise FolderError(exc.errno, exc.strerror, folder) from None
     try:
         try:
             old = os.stat(target)
@@ -162,7 +174,7 @@ def _replace_atomically(target: str, write: Callable[[IO[str]], object]) -> None
             if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
                 with contextlib.suppress(PermissionError):
                     os.chown(tmp, old.st_uid, old.st_gid)
-        with os.fdopen(fd, "w", encoding="utf-8", errors=UNENCODABLE) as stream:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as stream:
             write(stream)
         os.replace(tmp, target)
     except BaseException:
@@ -181,7 +193,12 @@ def write_output(path: str | None, write: Callable[[IO[str]], object]) -> None:
         else:
             target, replace = output_target(path)
             if replace:
-                _replace_atomically(target, write)
+                try:
+                    replace_atomically(target, write)
+                except FolderError as exc:
+                    raise UserError(
+                        f"--output: cannot write in {exc.filename}: {exc.strerror}"
+                    ) from None
             else:
                 with open(target, "w", encoding="utf-8", errors=UNENCODABLE) as stream:
                     write(stream)

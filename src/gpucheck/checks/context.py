@@ -160,6 +160,12 @@ def indices(gpus: list[GpuFacts]) -> str:
     return ",".join(str(g.index) for g in gpus)
 
 
+def interpreter_pip(python: str) -> str:
+    """`PYTHON -m pip`: this interpreter's own pip, its path quoted where it has a space (the
+    one spelling every check's pip command uses)."""
+    return f'"{python}" -m pip' if " " in python else f"{python} -m pip"
+
+
 def gib(value: int | None) -> str:
     if value is None:
         return "unknown"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gpucheck.checks.context import Context
+from gpucheck.checks.context import Context, interpreter_pip
+from gpucheck.model.distros import linux_family
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 
 # Unload order: each module before the ones it depends on.
@@ -79,11 +80,11 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
     """Make the kernel module and the user-space driver one version again, by the package
     manager that installed them (a half-finished upgrade leaves them apart)."""
     branch = (version or "").split(".")[0] or "<branch>"
-    distro = (os_release or "").lower()
+    family = linux_family(os_release)
     fix_broken = Step.run(
         "finish the interrupted upgrade", "sudo apt install --fix-broken", Tool.APT
     )
-    if "ubuntu" in distro:
+    if family == "ubuntu":
         return [
             fix_broken,
             Step.run(
@@ -94,7 +95,7 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
             ),
             Step.reboot(),
         ]
-    if "debian" in distro:
+    if family == "debian":
         fix_broken.text += " (with the repositories that hold the driver enabled)"
         return [
             fix_broken,
@@ -106,7 +107,7 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
             ),
             Step.reboot(),
         ]
-    if any(d in distro for d in ("red hat", "rhel", "rocky", "alma", "fedora", "centos")):
+    if family == "rpm":
         return [
             Step.run(
                 "make the module and the libraries one version",
@@ -131,11 +132,11 @@ def userspace_of(os_release: str | None, module: str) -> Fix:
     behind: a partial upgrade, or a .run installed with --no-kernel-modules beside another
     module; tinygrad/open-gpu-kernel-modules#47). A reboot does not help: the module stays."""
     branch = module.split(".")[0]
-    distro = (os_release or "").lower()
+    family = linux_family(os_release)
     steps: list[Step | Literal["or"]] = []
-    if "ubuntu" in distro or "debian" in distro:
-        pkg = f"libnvidia-compute-{branch}" if "ubuntu" in distro else "libcuda1"
-        utils = f"nvidia-utils-{branch}" if "ubuntu" in distro else "nvidia-smi"
+    if family in ("ubuntu", "debian"):
+        pkg = f"libnvidia-compute-{branch}" if family == "ubuntu" else "libcuda1"
+        utils = f"nvidia-utils-{branch}" if family == "ubuntu" else "nvidia-smi"
         steps += [
             Step.run(
                 f"install the user-space driver of the module's version {module} (apt-cache "
@@ -163,22 +164,18 @@ def _own_python(ctx: Context) -> str | None:
     return next((e.python for e in ctx.snapshot.environments if e.origin == "gpucheck"), None)
 
 
-def _own_pip(ctx: Context) -> str:
-    python = _own_python(ctx)
-    if python is None:
-        return "pip"
-    return f'"{python}" -m pip' if " " in python else f"{python} -m pip"
-
-
 def binding_fix(ctx: Context) -> Fix:
     """Install NVML's binding where gpucheck runs (the snapshot names that interpreter)."""
+    # gpucheck's own interpreter by name, even when it is the only one: run from pipx, say,
+    # it is not the `pip` on PATH.
+    python = _own_python(ctx)
     return Fix.of(
         Step.run(
             "install it in the environment gpucheck runs from",
-            _own_pip(ctx) + " install nvidia-ml-py",
+            (interpreter_pip(python) if python else "pip") + " install nvidia-ml-py",
             Tool.PIP,
             changes=[Change("nvidia-ml-py")],
-            environment=_own_python(ctx),
+            environment=python,
             layer=Layer.FRAMEWORKS,
         )
     )

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, indices
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import install_driver, reset_gpus
-from gpucheck.model.finding import Outcome, Section, Subjects
+from gpucheck.model.finding import Outcome, Section, Status, Subjects
 from gpucheck.model.fix import OR, Fix, Layer, Step
 from gpucheck.model.snapshot import GpuFacts
 
@@ -85,14 +85,13 @@ def lost(ctx: Context) -> Outcome | None:
         evidence.append(f"the driver counts {count} GPUs but only {len(ctx.gpus)} were read")
     evidence += _nvrm_lines(ctx, [g.pci_bus_id or "" for g in lost])
     pci = len(ctx.snapshot.system.pci_gpus)
-    reset = "sudo nvidia-smi -r" + (f" -i {indices(lost)}" if lost else "")
     refs = gpu_refs(lost)
     return Outcome.fail(
         f"{len(lost) + unread} GPU(s) do not answer: fallen off the bus or needing a reset",
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
         fix=Fix.of(
-            Step.run("reset the GPU, with nothing running on it (or reboot)", reset, gpus=refs),
+            reset_gpus(lost, "reset the GPU, with nothing running on it (or reboot)"),
             Step.run("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
             Step.hardware("if it repeats, the GPU, its slot or its power is failing", refs),
         ),
@@ -287,61 +286,72 @@ def throttling(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "clock_event_reasons", "Clock slowdown reasons")
     if not gpus or unknown:
         return unknown
-
-    def hw(g: GpuFacts) -> str | None:
-        reasons = [HW_SLOWDOWN[r] for r in (g.clock_event_reasons or []) if r in HW_SLOWDOWN]
-        return ", ".join(reasons) + _temp(g) if reasons else None
-
-    bad, evidence = _per_gpu(ctx, hw)
-    if bad:
-        return Outcome.fail(
-            f"{len(bad)} GPU(s) are slowed down by hardware protection",
-            *evidence,
-            fix=Fix.of(
-                Step.run(
-                    "see the detail",
-                    f"nvidia-smi -i {indices(bad)} -q -d PERFORMANCE,TEMPERATURE,POWER",
-                    gpus=gpu_refs(bad),
-                ),
-                Step.hardware(
-                    "check cooling (fans, airflow, inlet temperature) and power delivery (PSU "
-                    "cables, power-brake signal)",
-                    gpu_refs(bad),
-                ),
-            ),
-            subjects=gpu_subjects(bad),
-        )
-
-    def sw(g: GpuFacts) -> str | None:
-        reasons = [SW_THERMAL[r] for r in (g.clock_event_reasons or []) if r in SW_THERMAL]
-        hot = (
-            g.temperature_c is not None
-            and g.temperature_slowdown_c is not None
-            and g.temperature_c >= g.temperature_slowdown_c - 5
-        )
-        if reasons or hot:
-            return (", ".join(reasons) or "close to its slowdown temperature") + _temp(g)
-        return None
-
-    warm, evidence = _per_gpu(ctx, sw)
-    if warm:
-        return Outcome.warn(
-            f"{len(warm)} GPU(s) run hot enough to lower their clocks",
-            *evidence,
-            fix=Fix.of(
-                Step.hardware(
-                    "improve cooling (airflow, fan curve, inlet temperature)", gpu_refs(warm)
-                ),
-                Step.run(
-                    "check under load",
-                    f"nvidia-smi -i {indices(warm)} -q -d TEMPERATURE,PERFORMANCE",
-                    gpus=gpu_refs(warm),
-                ),
-            ),
-            subjects=gpu_subjects(warm),
-        )
+    slowed = _slowed_down(
+        ctx,
+        _hardware_slowdown,
+        Status.FAIL,
+        "are slowed down by hardware protection",
+        look=("see the detail", "PERFORMANCE,TEMPERATURE,POWER"),
+        care="check cooling (fans, airflow, inlet temperature) and power delivery (PSU "
+        "cables, power-brake signal)",
+    ) or _slowed_down(
+        ctx,
+        _thermal_slowdown,
+        Status.WARN,
+        "run hot enough to lower their clocks",
+        look=("check under load", "TEMPERATURE,PERFORMANCE"),
+        care="improve cooling (airflow, fan curve, inlet temperature)",
+        care_first=True,
+    )
+    if slowed is not None:
+        return slowed
     known, blind = known_count(gpus, "clock_event_reasons")
     return Outcome.passed(f"No hardware or thermal slowdown on {known} GPU(s)", *blind)
+
+
+def _hardware_slowdown(g: GpuFacts) -> str | None:
+    reasons = [HW_SLOWDOWN[r] for r in (g.clock_event_reasons or []) if r in HW_SLOWDOWN]
+    return ", ".join(reasons) + _temp(g) if reasons else None
+
+
+def _thermal_slowdown(g: GpuFacts) -> str | None:
+    reasons = [SW_THERMAL[r] for r in (g.clock_event_reasons or []) if r in SW_THERMAL]
+    hot = (
+        g.temperature_c is not None
+        and g.temperature_slowdown_c is not None
+        and g.temperature_c >= g.temperature_slowdown_c - 5
+    )
+    if reasons or hot:
+        return (", ".join(reasons) or "close to its slowdown temperature") + _temp(g)
+    return None
+
+
+def _slowed_down(
+    ctx: Context,
+    reasons: Callable[[GpuFacts], str | None],
+    status: Status,
+    title: str,
+    look: tuple[str, str],
+    care: str,
+    care_first: bool = False,
+) -> Outcome | None:
+    """The GPUs `reasons` finds slowed down (None: none is), with the two steps every
+    slowdown gets: the cooling or power work (`care`), and nvidia-smi's detail (`look`: the
+    step's text and its -d sections)."""
+    slow, evidence = _per_gpu(ctx, reasons)
+    if not slow:
+        return None
+    detail = Step.run(
+        look[0], f"nvidia-smi -i {indices(slow)} -q -d {look[1]}", gpus=gpu_refs(slow)
+    )
+    hardware = Step.hardware(care, gpu_refs(slow))
+    return Outcome.make(
+        status,
+        f"{len(slow)} GPU(s) {title}",
+        tuple(evidence),
+        Fix.of(*((hardware, detail) if care_first else (detail, hardware))),
+        gpu_subjects(slow),
+    )
 
 
 def _temp(g: GpuFacts) -> str:

@@ -9,7 +9,7 @@ from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, gpu_subje
 from gpucheck.checks.gpus import BUSY_UTILIZATION, healthy_reporting, known_count
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import reset_gpus, share_gpus
-from gpucheck.model.finding import GpuRef, Outcome, Section
+from gpucheck.model.finding import Outcome, Section
 from gpucheck.model.fix import OR, Fix, Layer, Step
 from gpucheck.model.holders import UNACCOUNTED_FLOOR, GpuAccount, Holder, merge
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
@@ -272,7 +272,8 @@ def memory_in_use(ctx: Context) -> Outcome | None:
             title,
             *[line for _, line in busy],
             fix=_memory_fix(
-                [accounts[g.index] for g, _ in busy],
+                [g for g, _ in busy],
+                accounts,
                 {pid: h for pid, h in by_pid.items() if jobs is None or pid not in jobs},
                 [g for g in gpus if g not in [t for t, _ in busy]],
             ),
@@ -305,7 +306,13 @@ def _holder_text(p: GpuProcess, holder: Holder | None, in_container: bool) -> st
     return text
 
 
-def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: list[GpuFacts]) -> Fix:
+def _memory_fix(
+    busy: list[GpuFacts],
+    account_of: dict[int, GpuAccount],
+    by_pid: dict[int, Holder],
+    free: list[GpuFacts],
+) -> Fix:
+    accounts = [account_of[g.index] for g in busy]
     wanted = {a.index for a in accounts}
     visible = sorted(
         h.pid
@@ -340,19 +347,14 @@ def _memory_fix(accounts: list[GpuAccount], by_pid: dict[int, Holder], free: lis
             )
         )
     if any(a.outside_pids or a.leaked for a in accounts):
-        leaked = [a for a in accounts if a.leaked] or accounts[:1]
-        ids = ",".join(str(a.index) for a in leaked)
+        leaked = [g for g in busy if account_of[g.index].leaked] or busy[:1]
         parts += [
             Step.run(
                 "memory held by no process here: see every holder (in a container, processes "
                 "of others show only as host PIDs: look with nvidia-smi on the host)",
                 "gpucheck procs",
             ),
-            Step.run(
-                "with nothing left holding it, reset the GPU",
-                f"sudo nvidia-smi --gpu-reset -i {ids}",
-                gpus=[GpuRef(a.index) for a in leaked],
-            ),
+            reset_gpus(leaked, "with nothing left holding it, reset the GPU"),
         ]
     if not parts:
         # The driver names holders without their memory (Windows WDDM, a vGPU guest): name them.

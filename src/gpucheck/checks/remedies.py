@@ -3,32 +3,26 @@ GPUs, and returning them to the default compute mode."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from packaging.version import Version
 
 from gpucheck.checks.context import Context, gpu_refs, indices
 from gpucheck.compat import driver_text
 from gpucheck.compat.frameworks import major_minor
+from gpucheck.model.distros import LinuxFamily, linux_family
 from gpucheck.model.fix import Change, Layer, Step, Tool
 from gpucheck.model.snapshot import GpuFacts
 
-RPM_FAMILY = ("red hat", "rhel", "rocky", "alma", "fedora", "centos", "amazon")
 
-
-def distro(ctx: Context) -> str:
-    """ubuntu | debian | rpm | windows | wsl | other: how a driver is installed here."""
+def distro(ctx: Context) -> LinuxFamily | Literal["windows", "wsl"]:
+    """How a driver is installed here: the Linux family, or by Windows (WSL2 too)."""
     sysf = ctx.snapshot.system
     if sysf.wsl:
         return "wsl"
     if (sysf.os or "").lower() == "windows" or ctx.os == "windows":
         return "windows"
-    release = (sysf.os_release or "").lower()
-    if any(name in release for name in ("ubuntu", "pop!_os", "mint")):
-        return "ubuntu"
-    if "debian" in release:
-        return "debian"
-    if any(name in release for name in RPM_FAMILY):
-        return "rpm"
-    return "other"
+    return linux_family(sysf.os_release)
 
 
 def install_driver(ctx: Context, text: str, version: Version | None) -> Step:
@@ -119,7 +113,7 @@ def share_gpus(gpus: list[GpuFacts], why: str) -> Step:
 
 
 def reset_gpus(gpus: list[GpuFacts], why: str) -> Step:
-    """Reset these GPUs (nothing may be running on them); a reboot does the same."""
-    return Step.run(
-        why, f"sudo nvidia-smi -r -i {indices(gpus)}", gpus=gpu_refs(gpus), layer=Layer.GPUS
-    )
+    """Reset these GPUs (none: every GPU, as when the driver counts some it cannot read);
+    nothing may be running on them, and a reboot does the same."""
+    which = f" -i {indices(gpus)}" if gpus else ""
+    return Step.run(why, f"sudo nvidia-smi -r{which}", gpus=gpu_refs(gpus), layer=Layer.GPUS)

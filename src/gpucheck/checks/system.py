@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.registry import check
+from gpucheck.model.distros import linux_family
 from gpucheck.model.finding import Outcome, Section
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.snapshot import ContainerHostFacts
-
-_RPM_FAMILY = ("rhel", "red hat", "fedora", "rocky", "alma", "centos", "amazon")
-
-
-def _rpm(os_release: str | None) -> bool:
-    """Whether this Linux installs with dnf (RHEL and its family), not apt."""
-    return any(name in (os_release or "").lower() for name in _RPM_FAMILY)
 
 
 def container_steps(kind: str | None) -> list[Step]:
@@ -126,7 +120,7 @@ def container_access(ctx: Context) -> Outcome | None:
 def toolkit_install(os_release: str | None, why: str) -> Fix:
     """Install the NVIDIA Container Toolkit (from NVIDIA's apt/dnf repository) with this
     distribution's installer, then register it with Docker."""
-    rpm = _rpm(os_release)
+    rpm = linux_family(os_release) == "rpm"
     change = [Change("nvidia-container-toolkit")]
     install = (
         Step.run(why, "sudo dnf install -y nvidia-container-toolkit", Tool.DNF, changes=change)
@@ -329,7 +323,9 @@ def nouveau(ctx: Context) -> Outcome | None:
             ),
             Step.run(
                 "rebuild the initramfs (on RHEL/Fedora: sudo dracut --force)",
-                "sudo dracut --force" if _rpm(sysf.os_release) else "sudo update-initramfs -u",
+                "sudo dracut --force"
+                if linux_family(sysf.os_release) == "rpm"
+                else "sudo update-initramfs -u",
                 layer=Layer.DRIVER,
             ),
             Step.reboot(),

@@ -11,7 +11,6 @@ its old version.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from msgspec import Struct, field
 from gpucheck.fixplan.plan import Plan, PlanStep, installer_commands
 from gpucheck.fixplan.render import loads_plan, render_json
 from gpucheck.model.fix import Tool
+from gpucheck.outputs import replace_atomically
 
 
 class ApplyError(Exception):
@@ -48,9 +48,8 @@ class Journal(Struct):
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    # A character UTF-8 cannot hold fails the write (strict), never lands escaped in env.sh.
+    replace_atomically(str(path), lambda out: out.write(text), errors="strict")
 
 
 def save_journal(folder: Path, journal: Journal) -> None:

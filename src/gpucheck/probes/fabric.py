@@ -11,9 +11,8 @@ import re
 from pathlib import Path
 
 from gpucheck.model.fabric import FabricHostFacts
+from gpucheck.probes.pci_ids import scan_pci
 
-NVIDIA_VENDOR = "0x10de"
-NVSWITCH_CLASS = "0x0680"  # bridge, other: what NVSwitch devices report
 UNIT = "nvidia-fabricmanager.service"
 UNIT_DIRS = ("etc/systemd/system", "lib/systemd/system", "usr/lib/systemd/system")
 # Process names (comm, 15 characters at most) of the daemons.
@@ -32,18 +31,14 @@ def _read(path: Path, limit: int = 1 << 16) -> str | None:
         return None
 
 
-def probe_fabric_host(root: Path, in_container: bool) -> FabricHostFacts:
-    facts = FabricHostFacts()
-    base = root / "sys/bus/pci/devices"
-    try:
-        entries = sorted(os.listdir(base))
-    except OSError:
-        entries = []
-    for address in entries:
-        vendor = (_read(base / address / "vendor") or "").strip().lower()
-        cls = (_read(base / address / "class") or "").strip().lower()
-        if vendor == NVIDIA_VENDOR and cls.startswith(NVSWITCH_CLASS):
-            facts.nvswitch_pci.append(address)
+def probe_fabric_host(
+    root: Path, in_container: bool, nvswitch_pci: list[str] | None = None
+) -> FabricHostFacts:
+    """`nvswitch_pci`: the NVSwitch addresses the system probe's PCI walk found (None: walk
+    /sys/bus/pci here)."""
+    if nvswitch_pci is None:
+        nvswitch_pci = scan_pci(root)[3]
+    facts = FabricHostFacts(nvswitch_pci=list(nvswitch_pci))
     with contextlib.suppress(OSError):
         facts.nvswitch_nodes = sorted(
             "/dev/" + n for n in os.listdir(root / "dev") if n.startswith("nvidia-nvswitch")

@@ -1,12 +1,23 @@
-"""Name PCI devices from the system's PCI ID database (pci.ids), NVIDIA's section only.
+"""NVIDIA's PCI devices: one walk of /sys/bus/pci for the GPUs and the NVSwitches (the
+system and fabric probes share it), and their names from the system's PCI ID database
+(pci.ids), NVIDIA's section only.
 
 A machine whose driver is broken can still say which GPU it holds; this is how.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gpucheck.model.snapshot import PciDevice
+
+NVIDIA_VENDOR = "0x10de"
+# PCI class 0x03 = display controller: 0x0300 VGA, 0x0302 3D controller (most data-centre GPUs).
+GPU_CLASSES = ("0x0300", "0x0302")
+NVSWITCH_CLASS = "0x0680"  # bridge, other: what NVSwitch devices report
 
 PCI_IDS_LOCATIONS = (
     "usr/share/misc/pci.ids",
@@ -76,3 +87,48 @@ def find_pci_ids(root: Path = Path("/")) -> PciIds | None:
             except OSError:
                 continue
     return None
+
+
+def scan_pci(root: Path) -> tuple[bool, int, list[PciDevice], list[str]]:
+    """(readable, devices seen, NVIDIA display/3D controllers, NVIDIA NVSwitch addresses)
+    from /sys/bus/pci: one walk for the GPUs and the fabric probe's switches."""
+    base = root / "sys/bus/pci/devices"
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        return False, 0, [], []
+    gpus = []
+    switches = []
+    for address in entries:
+        dev = base / address
+        vendor = (_sysfs(dev / "vendor") or "").strip().lower()
+        cls = (_sysfs(dev / "class") or "").strip().lower()
+        if vendor == NVIDIA_VENDOR and cls.startswith(NVSWITCH_CLASS):
+            switches.append(address)
+        if vendor != NVIDIA_VENDOR or not cls.startswith(GPU_CLASSES):
+            continue
+        driver = None
+        with contextlib.suppress(OSError):
+            driver = os.path.basename(os.readlink(dev / "driver"))
+        gpus.append(
+            PciDevice(
+                address=address,
+                vendor_id=vendor,
+                device_id=(_sysfs(dev / "device") or "").strip().lower(),
+                class_code=cls,
+                subsystem_vendor_id=((_sysfs(dev / "subsystem_vendor") or "").strip().lower())
+                or None,
+                subsystem_device_id=((_sysfs(dev / "subsystem_device") or "").strip().lower())
+                or None,
+                driver=driver,
+            )
+        )
+    return True, len(entries), gpus, switches
+
+
+def _sysfs(path: Path) -> str | None:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(1 << 16).decode("utf-8", "replace")
+    except OSError:
+        return None

@@ -104,7 +104,7 @@ def read_process(
     status = _read(folder / "status")
     if status is None:
         return None
-    fields = _status_fields(status.decode("utf-8", "replace"))
+    fields = status_fields(status.decode("utf-8", "replace"))
     found = HostProcess(pid=pid, name=fields.get("Name"))
     found.state = (fields.get("State") or "")[:1] or None
     found.ppid = _int(fields.get("PPid"))
@@ -115,7 +115,7 @@ def read_process(
         if found.uid not in cache:
             cache[found.uid] = _user_name(found.uid)
         found.user = cache[found.uid]
-    found.nspid = [n for n in map(_int, (fields.get("NSpid") or "").split()) if n is not None]
+    found.nspid = nspid(fields)
     raw = _read(folder / "cmdline", 1 << 20) if commands else None
     if raw is not None:
         found.cmdline = [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]] or (
@@ -130,13 +130,21 @@ def read_process(
     return found
 
 
-def _status_fields(text: str) -> dict[str, str]:
+def status_fields(text: str) -> dict[str, str]:
+    """/proc/PID/status as key: value."""
     out = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         if sep:
             out[key.strip()] = value.strip()
     return out
+
+
+def nspid(fields: dict[str, str]) -> list[int]:
+    """The process's PID in each PID namespace it is in, from /proc/PID/status's NSpid (see
+    status_fields): this /proc's namespace first, its own last. Empty where the kernel (before
+    4.1) has no NSpid line."""
+    return [n for n in map(_int, (fields.get("NSpid") or "").split()) if n is not None]
 
 
 def _int(text: str | None) -> int | None:
@@ -155,6 +163,27 @@ def _user_name(uid: int) -> str | None:
         return None
 
 
+# Where proc(5)'s /proc/PID/stat fields lie in read_stat()'s list: field N at N - 3.
+STAT_STATE = 0  # field 3: R, S, D, Z (zombie), X (dead), ...
+STAT_FLAGS = 6  # field 9: the kernel's PF_* flags
+STAT_START_TIME = 19  # field 22: clock ticks since boot
+
+
+def read_stat(folder: Path) -> list[bytes] | None:
+    """FOLDER/stat's fields (a /proc/PID folder) from the third (the state) on; None where it
+    cannot be read (the process exited). The command name (field 2) may hold spaces and
+    parentheses: the fields follow the last ')'."""
+    stat = _read(folder / "stat")
+    return None if stat is None else stat[stat.rfind(b")") + 2 :].split()
+
+
+def stat_number(fields: list[bytes], index: int) -> int | None:
+    """read_stat()'s fields[index] as a number; None where it is missing or not one."""
+    if len(fields) <= index or not fields[index].isdigit():
+        return None
+    return int(fields[index])
+
+
 def _boot_time(proc: Path) -> float | None:
     stat = _read(proc / "stat", 1 << 20)
     if stat is None:
@@ -164,18 +193,17 @@ def _boot_time(proc: Path) -> float | None:
 
 
 def _start_time(folder: Path, boot: float | None) -> str | None:
-    stat = _read(folder / "stat")
+    stat = read_stat(folder)
     if stat is None or boot is None:
         return None
-    # The command name (field 2) may hold spaces and parentheses: fields follow the last ')'.
-    rest = stat[stat.rfind(b")") + 2 :].split()
-    if len(rest) < 20 or not rest[19].isdigit():
+    since_boot = stat_number(stat, STAT_START_TIME)
+    if since_boot is None:
         return None
     try:
         ticks = os.sysconf("SC_CLK_TCK")
     except (AttributeError, ValueError, OSError):
         ticks = 100
-    started = boot + int(rest[19]) / ticks
+    started = boot + since_boot / ticks
     return datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds")
 
 

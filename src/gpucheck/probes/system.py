@@ -16,17 +16,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from gpucheck.model.snapshot import DeviceNode, PciDevice, SystemFacts
+from gpucheck.model.snapshot import DeviceNode, SystemFacts
 from gpucheck.probes import modules
 from gpucheck.probes.container_host import probe_container_host
 from gpucheck.probes.fabric import probe_fabric_host
 from gpucheck.probes.host import probe_host
 from gpucheck.probes.kernel_log import read_nvrm
-from gpucheck.probes.pci_ids import PciIds, find_pci_ids
-
-NVIDIA_VENDOR = "0x10de"
-# PCI class 0x03 = display controller: 0x0300 VGA, 0x0302 3D controller (most data-centre GPUs).
-GPU_CLASSES = ("0x0300", "0x0302")
+from gpucheck.probes.pci_ids import PciIds, find_pci_ids, scan_pci
 
 # Recorded by exact name only, so that no secret can reach a report.
 ENV_ALLOWLIST = (
@@ -108,7 +104,7 @@ def probe_system(
     facts.container, facts.container_evidence = detect_container(root, env if own_root else {})
     proc_version = _read(root / "proc/version") or ""
     facts.wsl = "microsoft" in proc_version.lower() or (root / "dev/dxg").exists()
-    facts.pci_scanned, facts.pci_device_count, facts.pci_gpus = scan_pci(root)
+    facts.pci_scanned, facts.pci_device_count, facts.pci_gpus, nvswitches = scan_pci(root)
     if facts.pci_gpus:
         ids = pci_ids if pci_ids is not None else find_pci_ids(root)
         if ids is not None:
@@ -137,7 +133,7 @@ def probe_system(
         facts.container_host = probe_container_host(root, env)
     if facts.os == "Linux" and not facts.wsl:
         facts.kernel_log_nvrm, facts.kernel_log_error = read_nvrm(root)
-        facts.fabric = probe_fabric_host(root, bool(facts.container))
+        facts.fabric = probe_fabric_host(root, bool(facts.container), nvswitches)
     facts.secure_boot = _secure_boot(root)
     facts.device_nodes = device_nodes(root)
     facts.env = {k: env[k] for k in ENV_ALLOWLIST if k in env}
@@ -189,39 +185,6 @@ def detect_container(root: Path, env: Mapping[str, str]) -> tuple[str | None, st
     if env.get("container"):
         return env["container"], "the container variable is set"
     return None, None
-
-
-def scan_pci(root: Path) -> tuple[bool, int, list[PciDevice]]:
-    """(readable, devices seen, NVIDIA display/3D controllers) from /sys/bus/pci."""
-    base = root / "sys/bus/pci/devices"
-    try:
-        entries = sorted(os.listdir(base))
-    except OSError:
-        return False, 0, []
-    gpus = []
-    for address in entries:
-        dev = base / address
-        vendor = (_read(dev / "vendor") or "").strip().lower()
-        cls = (_read(dev / "class") or "").strip().lower()
-        if vendor != NVIDIA_VENDOR or not cls.startswith(GPU_CLASSES):
-            continue
-        driver = None
-        with contextlib.suppress(OSError):
-            driver = os.path.basename(os.readlink(dev / "driver"))
-        gpus.append(
-            PciDevice(
-                address=address,
-                vendor_id=vendor,
-                device_id=(_read(dev / "device") or "").strip().lower(),
-                class_code=cls,
-                subsystem_vendor_id=((_read(dev / "subsystem_vendor") or "").strip().lower())
-                or None,
-                subsystem_device_id=((_read(dev / "subsystem_device") or "").strip().lower())
-                or None,
-                driver=driver,
-            )
-        )
-    return True, len(entries), gpus
 
 
 def _loaded_modules(root: Path) -> set[str] | None:

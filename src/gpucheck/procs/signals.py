@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gpucheck.probes.processes import STAT_START_TIME, STAT_STATE, read_stat, stat_number
+
 PIDFD = "pidfd"
 START_TIME = "start time"
 
@@ -29,15 +31,11 @@ NO_PIDFD = "this Python has no os.pidfd_open (Linux 5.3 and Python 3.9 are neede
 
 def start_ticks(proc: Path, pid: int) -> tuple[int, str] | None:
     """(start tick, state letter) of a process from PROC/PID/stat; None when it does not exist."""
-    try:
-        stat = (proc / str(pid) / "stat").read_bytes()
-    except OSError:
+    fields = read_stat(proc / str(pid))
+    if fields is None:
         return None
-    # The command name (field 2) may hold spaces and parentheses: fields follow the last ')'.
-    rest = stat[stat.rfind(b")") + 2 :].split()
-    if len(rest) < 20 or not rest[19].isdigit():
-        return None
-    return int(rest[19]), rest[0].decode("ascii", "replace")
+    ticks = stat_number(fields, STAT_START_TIME)
+    return None if ticks is None else (ticks, fields[STAT_STATE].decode("ascii", "replace"))
 
 
 class Target:

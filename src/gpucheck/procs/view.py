@@ -19,7 +19,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from gpucheck.model.holders import View
-from gpucheck.probes.processes import parse_cgroup
+from gpucheck.probes.processes import (
+    STAT_FLAGS,
+    nspid,
+    parse_cgroup,
+    read_stat,
+    stat_number,
+    status_fields,
+)
 
 PF_KTHREAD = 0x00200000  # include/linux/sched.h: a kernel thread
 
@@ -45,24 +52,16 @@ def _link(path: Path) -> str | None:
         return None
 
 
-def _nspid(status: str | None) -> list[int]:
-    for line in (status or "").splitlines():
-        key, _, value = line.partition(":")
-        if key == "NSpid":
-            return [int(n) for n in value.split() if n.isdigit()]
-    return []
-
-
 def kernel_threads_visible(proc: Path) -> bool | None:
     """Whether this /proc is the initial PID namespace's (None: this /proc cannot be read).
     There, PID 2 is always kthreadd; a namespace without a PID 2 is another one."""
-    stat = _read(proc / "2" / "stat")
+    stat = read_stat(proc / "2")
     if stat is None:
         return False if (proc / "1").is_dir() else None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    if len(fields) < 7 or not fields[6].isdigit():
+    flags = stat_number(stat, STAT_FLAGS)
+    if flags is None:
         return None
-    return bool(int(fields[6]) & PF_KTHREAD)
+    return bool(flags & PF_KTHREAD)
 
 
 def read_view(
@@ -73,7 +72,7 @@ def read_view(
     own = proc / "self"
     cgroup = _read(own / "cgroup")
     container_id = parse_cgroup(cgroup)[1] if cgroup is not None else None
-    depth = max(0, len(_nspid(_read(own / "status"))) - 1)
+    depth = max(0, len(nspid(status_fields(_read(own / "status") or ""))) - 1)
     host = kernel_threads_visible(proc)
     same: list[int] = []
     if depth > 0:

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from packaging.version import Version
 
-from gpucheck.checks.context import Context
+from gpucheck.checks.context import Context, interpreter_pip
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
@@ -95,8 +95,7 @@ def pip(ctx: Context, env: PythonEnvironment, command: str) -> str:
     one (the active one), else that interpreter's own pip, so the fix lands where it should."""
     if not (many_envs(ctx) or env.origin == "--python"):
         return command
-    python = f'"{env.python}"' if " " in env.python else env.python
-    return _PIP.sub(lambda _: f"{python} -m pip ", command)
+    return _PIP.sub(lambda _: interpreter_pip(env.python) + " ", command)
 
 
 def pip_step(
