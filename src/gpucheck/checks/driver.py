@@ -16,6 +16,7 @@ from gpucheck.checks.driver_fixes import (
     userspace_of,
 )
 from gpucheck.checks.registry import check
+from gpucheck.checks.remedies import reset_gpus
 from gpucheck.checks.system import container_fix, container_steps
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section, Subjects
@@ -252,7 +253,7 @@ def nvml(ctx: Context) -> Outcome:
             *evidence,
             fix=Fix.of(
                 Step.run("see why", "sudo dmesg | grep -i xid"),
-                Step.run("reset the GPU (or reboot)", "sudo nvidia-smi -r"),
+                reset_gpus([], "reset the GPU (or reboot)"),
                 Step.hardware("if it repeats, the GPU or its slot/power is failing: service it"),
             ),
         )
