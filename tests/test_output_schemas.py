@@ -68,6 +68,11 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_and_snapshot_outputs_validate(saved: Path) -> None:
     validate("report", output("doctor", "--from", str(saved / "ecc.json"), "--json"))
     validate("report", output("doctor", "--json", "--timeout", "10"))  # this machine, no GPU
+    recipe = saved / "Dockerfile"
+    recipe.write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n")
+    (saved / "no-gpu.json").write_text(dumps(builders.no_gpu_machine()))
+    nogpu = str(saved / "no-gpu.json")
+    validate("report", output("dockerfile", str(recipe), "--from", nogpu, "--json", codes=(5,)))
     snapshot = output("snapshot", "--timeout", "10")
     validate("snapshot", snapshot)
     validate("snapshot", json.loads((saved / "ecc.json").read_text()))
