@@ -330,28 +330,6 @@ def test_cli_usage_errors_are_one_line(tmp_path: Path, args: list[str], needle: 
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
-def test_paths_that_do_not_exist_are_an_input_error_not_a_failed_host(tmp_path: Path) -> None:
-    # Exit 1 says a host is not ready; a mistyped path is the caller's mistake (2, as for
-    # a folder with no report in it), named in one line.
-    nope, gone = tmp_path / "nope", tmp_path / "gone.json"
-    result = run_gpucheck("fleet", str(nope), str(gone))
-    assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr == f"gpucheck: no such file or folder: {nope} {gone}\n"
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    result = run_gpucheck("fleet", str(empty), str(nope))
-    assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr == (
-        f"gpucheck: no reports found in {empty} (looked for *.json files); "
-        f"no such file or folder: {nope}\n"
-    )
-    # With a report read, the missing path is a bad report named in the output, as before.
-    (empty / "a.json").write_text(report_text(node("node-a")))
-    result = run_gpucheck("fleet", str(empty), str(nope))
-    assert result.returncode == 1, result.stderr
-    assert "node-a" in result.stdout and f"{nope}: no such file or folder" in result.stdout
-
-
 def test_records_are_small(fleet_dir: Path) -> None:
     # What travels back from a worker and is kept per host: no findings' evidence, no facts.
     (blob,) = read_all(items([str(fleet_dir)]), Settings(), 1)
