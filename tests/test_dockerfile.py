@@ -9,7 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from builders import h100, node, workstation
+from builders import h100, no_gpu_machine, node, workstation
 
 from gpucheck.dockerfile import judge_file
 from gpucheck.dockerfile.recipe import read_recipe
@@ -171,6 +171,32 @@ def test_the_command_gives_the_doctors_formats_and_exit_codes(tmp_path: Path) ->
     assert ET.fromstring(junit.stdout).find(".//failure") is not None
     recipe.write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n")
     assert gpucheck(str(recipe), "--from", str(snap)).returncode == 0
+
+
+def test_a_host_whose_driver_is_unknown_could_not_tell(tmp_path: Path) -> None:
+    # A CI runner without a GPU: no driver answered, so whether the image's CUDA runs was not
+    # judged; "Ready" would pass a recipe nobody checked.
+    snap = tmp_path / "host.json"
+    snap.write_text(dumps(no_gpu_machine()))
+    recipe = tmp_path / "Dockerfile"
+    recipe.write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN pip install torch==2.5.1\n")
+    done = gpucheck(str(recipe), "--from", str(snap))
+    assert done.returncode == 5, done.stdout
+    assert done.stdout.splitlines()[-1] == (
+        "? Could not tell: the host's driver is unknown (no NVML answer); judge the recipe "
+        "against the machine it will run on: --from SNAPSHOT; 0 passed, 1 skipped, 1 info"
+    )
+    summary = json.loads(gpucheck(str(recipe), "--from", str(snap), "--json").stdout)["summary"]
+    assert (summary["ready"], summary["exit_code"]) == (False, 5)
+    assert summary["reason"].startswith("the host's driver is unknown")
+    # What fails whatever the driver still fails (1), as does a warning with --strict.
+    recipe.write_text(
+        "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nENV NVIDIA_VISIBLE_DEVICES=none\n"
+    )
+    assert gpucheck(str(recipe), "--from", str(snap)).returncode == 1
+    recipe.write_text("FROM tensorflow/tensorflow:2.16.1\n")
+    assert gpucheck(str(recipe), "--from", str(snap)).returncode == 5
+    assert gpucheck(str(recipe), "--from", str(snap), "--strict").returncode == 1
 
 
 def test_bad_recipes_are_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -288,3 +288,28 @@ def test_a_report_named_as_a_pipe_is_read_to_its_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     (row,) = csv.DictReader(io.StringIO(out))
     assert (row["host"], row["ready"]) == ("node-p", "yes")
+
+
+# --- paths that do not exist ----------------------------------------------------------------
+
+
+def test_paths_that_do_not_exist_are_an_input_error_not_a_failed_host(tmp_path: Path) -> None:
+    # Exit 1 says a host is not ready; a mistyped path is the caller's mistake (2, as for
+    # a folder with no report in it), named in one line.
+    nope, gone = tmp_path / "nope", tmp_path / "gone.json"
+    result = run_gpucheck("fleet", str(nope), str(gone))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"gpucheck: no such file or folder: {nope} {gone}\n"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_gpucheck("fleet", str(empty), str(nope))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"gpucheck: no reports found in {empty} (looked for *.json files); "
+        f"no such file or folder: {nope}\n"
+    )
+    # With a report read, the missing path is a bad report named in the output, as before.
+    (empty / "a.json").write_text(line(node("node-a", "mid-a")))
+    result = run_gpucheck("fleet", str(empty), str(nope))
+    assert result.returncode == 1, result.stderr
+    assert "node-a" in result.stdout and f"{nope}: no such file or folder" in result.stdout

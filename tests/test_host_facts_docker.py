@@ -89,6 +89,35 @@ def test_no_cli_config_is_the_default_context_and_no_docker_no_context(tmp_path:
     assert probe_container_host(empty, {"HOME": "/home/ana"}).docker_context is None
 
 
+def test_under_sudo_the_invoking_users_cli_config_is_read_not_roots(tmp_path: Path) -> None:
+    # `sudo gpucheck doctor`: sudo sets HOME to /root, but the docker CLI judged is the one
+    # the invoking user (SUDO_USER) runs, with the context in their ~/.docker.
+    _host(tmp_path)
+    _desktop_config(tmp_path)
+    (tmp_path / "root/.docker").mkdir(parents=True)
+    (tmp_path / "root/.docker/config.json").write_text('{"currentContext": "default"}')
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/passwd").write_text(
+        "root:x:0:0:root:/root:/bin/bash\nana:x:1000:1000:Ana,,,:/home/ana:/bin/bash\n"
+    )
+    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "ana"})
+    assert (facts.docker_context, facts.docker_context_source, facts.docker_endpoint) == (
+        "desktop-linux",
+        "config",
+        DESKTOP_SOCKET,
+    )
+    # sudo run by root itself: root's own config.
+    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "root"})
+    assert (facts.docker_context, facts.docker_context_source) == ("default", "config")
+    # A user the passwd file does not know: which context is not known, never root's.
+    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "ghost"})
+    assert (facts.docker_context, facts.docker_context_source, facts.docker_endpoint) == (
+        None,
+        None,
+        None,
+    )
+
+
 def _docker(context: str, endpoint: str | None, *, dockerd: bool | None = True) -> Snapshot:
     snap = builders.workstation()
     snap.system.container_host = ContainerHostFacts(

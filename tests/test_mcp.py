@@ -87,3 +87,48 @@ def test_the_tools_are_read_only_typed_and_answer_with_the_clis_json(tmp_path: P
     )
     assert option.is_error is True
     assert "a value may not start with '-'" in option.content[0].text
+
+
+def test_a_client_that_closes_stdin_still_gets_every_answer_it_asked_for() -> None:
+    # A script's client writes its requests and closes stdin (`echo ... | gpucheck mcp`, a
+    # half-closed pipe): the tool calls still running then must still be answered on stdout.
+    requests: list[dict[str, Any]] = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "compat", "arguments": {"topic": "driver", "subject": "550.54.14"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "compat", "arguments": {"topic": "torch", "subject": "2.5"}},
+        },
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "gpucheck", "mcp"],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3, 4], done.stdout
+    assert answers[2]["result"]["structuredContent"]["max_cuda"] == "12.4"
+    assert answers[3]["result"]["isError"] is False
+    assert [t["name"] for t in answers[4]["result"]["tools"]] == TOOLS

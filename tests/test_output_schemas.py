@@ -53,6 +53,18 @@ def test_unknown_schema_name_is_a_usage_error() -> None:
     result = run_gpucheck("schema", "reports")
     assert result.returncode == 2 and result.stderr.startswith("gpucheck: schema: 'reports'")
     assert run_gpucheck("schema", "--procs").stdout == run_gpucheck("schema", "procs").stdout
+    assert json.loads(run_gpucheck("schema", "procs", "--procs").stdout) == schema("procs")
+
+
+@pytest.mark.parametrize("other", ["fit", "report"])
+def test_procs_flag_with_another_name_is_a_usage_error(other: str) -> None:
+    # `schema fit --procs` printed the procs schema under the name fit.
+    for argv in (["schema", other, "--procs"], ["schema", "--procs", other]):
+        result = run_gpucheck(*argv)
+        assert (result.returncode, result.stdout) == (2, ""), argv
+        assert result.stderr == (
+            f"gpucheck: schema: --procs names the procs schema, NAME names {other}: give one\n"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +80,11 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_and_snapshot_outputs_validate(saved: Path) -> None:
     validate("report", output("doctor", "--from", str(saved / "ecc.json"), "--json"))
     validate("report", output("doctor", "--json", "--timeout", "10"))  # this machine, no GPU
+    recipe = saved / "Dockerfile"
+    recipe.write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n")
+    (saved / "no-gpu.json").write_text(dumps(builders.no_gpu_machine()))
+    nogpu = str(saved / "no-gpu.json")
+    validate("report", output("dockerfile", str(recipe), "--from", nogpu, "--json", codes=(5,)))
     snapshot = output("snapshot", "--timeout", "10")
     validate("snapshot", snapshot)
     validate("snapshot", json.loads((saved / "ecc.json").read_text()))

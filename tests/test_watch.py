@@ -84,6 +84,19 @@ def test_duration_ends_the_watch(simulate: Simulate) -> None:
     assert time.monotonic() - start < 20
 
 
+def test_duration_in_scientific_notation_is_a_number_of_seconds(simulate: Simulate) -> None:
+    # `-d 1e3` is 1000 s, as every other number option reads it (`--interval 1e-1`).
+    machine = simulate(Scenario(gpus=[h100(0)]))
+    result = watch(machine, "-i", "1e-1", "-d", "1e3", "-c", "2")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert len(rows_of(result.stdout)) == 2
+    start = time.monotonic()
+    result = watch(machine, "-i", "0.1", "--duration", "5E-1s")
+    assert result.returncode == 0, result.stderr
+    assert 3 <= len(rows_of(result.stdout)) <= 8
+    assert time.monotonic() - start < 20
+
+
 def test_jsonl_rows_are_typed_and_name_errors(simulate: Simulate) -> None:
     g1 = h100(1)
     scenario = Scenario(gpus=[h100(0), g1], timeline=[Step(1, 1, replace(g1, lost=True))])
@@ -187,6 +200,14 @@ def test_rotation_moves_a_full_log_aside(simulate: Simulate, tmp_path: Path) -> 
             ["--duration", "soon"],
             "gpucheck: --duration soon: use seconds, or a number with s, m or h (5m)",
         ),
+        (["-d", "nan"], "gpucheck: --duration nan: use seconds, or a number with s, m or h (5m)"),
+        (["-d", "inf"], "gpucheck: --duration inf: use seconds, or a number with s, m or h (5m)"),
+        (["-d", "1e"], "gpucheck: --duration 1e: use seconds, or a number with s, m or h (5m)"),
+        (
+            ["-d", "1e400"],
+            "gpucheck: --duration 1e400: too long (leave it out to watch until stopped)",
+        ),
+        (["-d", "0e5"], "gpucheck: --duration 0e5: must be more than 0"),
         (["--rotate", "10M"], "gpucheck: --rotate goes with --output FILE"),
         (
             ["--from", "x.csv", "--count", "3"],

@@ -45,7 +45,8 @@ def dockerfile(
     """Judge a Dockerfile or Compose file against the machine it will run on.
 
     Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or an
-    unreadable recipe or snapshot, 3 gpucheck itself broke.
+    unreadable recipe or snapshot, 3 gpucheck itself broke, 5 could not tell (the host's driver
+    is unknown: judge against a snapshot of the machine it will run on with --from).
     """
     from gpucheck.report.formats import FORMATS
 
@@ -53,7 +54,7 @@ def dockerfile(
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     try:
-        from gpucheck.dockerfile import RECIPE_LIMIT, RecipeError, judge_file
+        from gpucheck.dockerfile import RECIPE_LIMIT, RecipeError, host_unknown, judge_file
     except ImportError as exc:
         raise UserError(
             f"gpucheck dockerfile needs {exc.name}: pip install 'gpucheck-doctor[docker]'"
@@ -75,6 +76,7 @@ def dockerfile(
         ) from None
     from gpucheck.report.core import Report
 
-    report = Report(snapshot, findings, strict=strict, from_file=from_file)
+    unknown = host_unknown(snapshot)
+    report = Report(snapshot, findings, strict=strict, from_file=from_file, unknown=unknown)
     write_output(output, lambda stream: FORMATS[fmt](report, stream, verbose))
     raise typer.Exit(report.exit_code)

@@ -59,7 +59,8 @@ def fleet(
     """Summarise many saved reports: inventory, problems across hosts, versions, GPUs to act on.
 
     Exit codes: 0 every host ready and every report read, 1 a host not ready or a report
-    unreadable (named in the output), 2 usage error or no report found, 4 the output (or the
+    unreadable (named in the output), 2 usage error or no report found (paths that do not
+    exist named), 4 the output (or the
     temporary store of the hosts, in $TMPDIR) could not be written.
     """
     from gpucheck.fleet.reading import Settings, read_all
@@ -72,6 +73,8 @@ def fleet(
     if reports.count("-") > 1:
         raise UserError("- (stdin) can be given once")
     avoid = _output_file(output)
+    # Each missing path is read as one bad report; with nothing else read, it is an input error.
+    missing = [r for r in reports if r != "-" and not os.path.exists(r)]
     load_compat(compat_dir)  # bad --compat-dir: one usage error now, not one per report
     settings = Settings(recheck=recheck, compat_dirs=tuple(compat_dir or ()))
     builder = FleetBuilder()
@@ -91,8 +94,8 @@ def fleet(
             ) from None
         if shown:
             sys.stderr.write("\r\x1b[K")
-        if builder.reports == 0:
-            raise UserError(f"no reports found in {' '.join(reports)} (looked for *.json files)")
+        if builder.reports == len(missing):  # nothing read but the missing paths' failures
+            raise UserError(_nothing_found(reports, missing))
         summary = build(builder, fmt)
         write_output(output, lambda stream: FORMATS[fmt](summary, stream))
     except sqlite3.Error as exc:  # the hosts' store, a file in $TMPDIR: full, or unwritable
@@ -105,6 +108,14 @@ def fleet(
     finally:
         builder.close()
     raise typer.Exit(summary.exit_code)
+
+
+def _nothing_found(reports: list[str], missing: list[str]) -> str:
+    """Why no report was read: the paths that do not exist, and the ones holding none."""
+    found = [r for r in reports if r not in missing]
+    empty = f"no reports found in {' '.join(found)} (looked for *.json files)" if found else ""
+    lost = f"no such file or folder: {' '.join(missing)}" if missing else ""
+    return "; ".join(part for part in (empty, lost) if part)
 
 
 def _output_file(output: str | None) -> tuple[int, int] | None:

@@ -39,21 +39,24 @@ def schema_text(name: str) -> str:
 
 def schema(
     name: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="[NAME]",
             help="Which output: report (doctor --json), snapshot, procs, watch (one jsonl "
-            "record), bench, fit, fleet, compat, fix-plan.",
+            "record), bench, fit, fleet, compat, fix-plan; report if not given.",
             autocompletion=lambda: list(SCHEMAS),
+            show_default=False,
         ),
-    ] = "report",
+    ] = None,
     procs: Annotated[
         bool, typer.Option("--procs", help="Same as NAME procs (kept for older scripts).")
     ] = False,
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of a JSON output; doctor reports by default."""
-    if procs:
-        name = "procs"
+    if procs and name not in (None, "procs"):
+        # Each flag names a schema: printing one of two would be the wrong one to someone.
+        raise UserError(f"schema: --procs names the procs schema, NAME names {name}: give one")
+    name = "procs" if procs else "report" if name is None else name
     if name not in SCHEMAS:
         raise UserError(f"schema: {name!r} is not one of {', '.join(SCHEMAS)}")
     text = schema_text(name)

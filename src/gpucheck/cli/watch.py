@@ -171,7 +171,8 @@ def watch(
 
 
 def parse_duration(text: str) -> float:
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(s|m|h)?\s*", text)
+    # A number as every number option reads it (1e3 included); nan and inf match no digits.
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(s|m|h)?\s*", text)
     if not match:
         raise UserError(f"--duration {text}: use seconds, or a number with s, m or h (5m)")
     value = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2) or "s"]

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from gpucheck.model.finding import Finding
     from gpucheck.model.snapshot import Snapshot
 
-__all__ = ["RecipeError", "judge_file"]
+__all__ = ["RecipeError", "host_unknown", "judge_file"]
 
 RECIPE_LIMIT = 4 << 20  # a Dockerfile or Compose file larger than this is not one
 
@@ -35,6 +35,18 @@ def judge_file(path: str, text: str, snapshot: Snapshot, compat: Compat) -> list
                     findings.append(finding)
         return findings
     return _judge_stage(host, path, read_recipe(path, text).final)
+
+
+def host_unknown(snapshot: Snapshot) -> str | None:
+    """Why the recipe could not be judged against the host, or None: without its driver, whether
+    the image's CUDA and the framework builds run there is not known (a CI runner without a
+    GPU), and a report saying "ready" would pass a recipe nobody checked."""
+    if snapshot.nvml.driver_version is not None:
+        return None
+    return (
+        "the host's driver is unknown (no NVML answer); judge the recipe against the machine "
+        "it will run on: --from SNAPSHOT"
+    )
 
 
 def _service_stage(image: str | None, dockerfile: str | None, where: str) -> Stage | None:

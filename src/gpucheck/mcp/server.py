@@ -94,4 +94,7 @@ def build_server() -> MCPServer:
 
 
 def serve() -> None:
-    build_server().run("stdio")
+    from gpucheck.mcp.stdio import serve_relayed
+
+    server = build_server()
+    serve_relayed(lambda: server.run("stdio"))

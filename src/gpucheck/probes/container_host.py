@@ -98,17 +98,53 @@ def _json(path: Path) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
+def _home_of(root: Path, user: str) -> str | None:
+    """`user`'s home folder: the root's passwd file, else (on this machine's own root) the
+    system's user database, which also knows directory users (LDAP, SSSD)."""
+    try:
+        lines = (root / "etc/passwd").read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        fields = line.split(":")
+        if len(fields) >= 7 and fields[0] == user and fields[5].startswith("/"):
+            return fields[5]
+    if root != Path("/"):
+        return None
+    import pwd
+
+    try:
+        return pwd.getpwnam(user).pw_dir or None
+    except KeyError:
+        return None
+
+
+def _cli_home(root: Path, env: Mapping[str, str]) -> tuple[str | None, bool]:
+    """The home whose .docker the CLI reads, and whether it is known. Under sudo it is the
+    invoking user's (SUDO_USER): sudo points HOME at /root, but `sudo gpucheck doctor` judges
+    the docker CLI that user runs, not root's configuration."""
+    user = env.get("SUDO_USER")
+    if not user or user == "root":
+        return env.get("HOME"), True
+    home = _home_of(root, user)
+    return home, home is not None
+
+
 def docker_context(root: Path, env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
     """(context, where it came from, endpoint) as the docker CLI resolves them, from files:
     DOCKER_HOST wins (the default context, pointed there), then DOCKER_CONTEXT, then
-    config.json's currentContext ($DOCKER_CONFIG, else ~/.docker), else the default context.
-    A named context's endpoint is in contexts/meta/<sha256 of its name>/meta.json."""
+    config.json's currentContext ($DOCKER_CONFIG, else ~/.docker: the invoking user's under
+    sudo), else the default context. A named context's endpoint is in
+    contexts/meta/<sha256 of its name>/meta.json. Under sudo for a user whose home is not
+    known: (None, None, None), never root's context in its place."""
     if env.get("DOCKER_HOST"):
         return "default", "DOCKER_HOST", env["DOCKER_HOST"]
-    home = env.get("HOME")
+    home, known = _cli_home(root, env)
     config = env.get("DOCKER_CONFIG") or (f"{home.rstrip('/')}/.docker" if home else None)
     config_dir = root / config.lstrip("/") if config else None
     name, source = env.get("DOCKER_CONTEXT"), "DOCKER_CONTEXT"
+    if not name and not known and config_dir is None:
+        return None, None, None
     if not name and config_dir is not None:
         current = (_json(config_dir / "config.json") or {}).get("currentContext")
         name, source = (current, "config") if isinstance(current, str) else (None, "")

@@ -56,13 +56,21 @@ class Report(Struct):
     # What the job asked (--min-gpus ...): written with the report, so a later recheck judges
     # the same requirements.
     requirements: Requirements = field(default_factory=Requirements)
+    # Set by a command whose question rests on a fact the snapshot lacks (dockerfile: the host
+    # driver): with nothing failed, the answer is "could not tell" (exit 5), not ready.
+    unknown: str | None = None
     created_at: str = field(
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
     )
 
     @property
     def exit_code(self) -> int:
-        return exit_code(self.findings, self.strict)
+        code = exit_code(self.findings, self.strict)
+        if self.unknown is None or code == ExitStatus.INTERNAL:
+            return code
+        # A failure stands whatever the unknown fact; "judged nothing" becomes could not tell.
+        failed = code == ExitStatus.FAILED and not_judged(self.findings) is None
+        return code if failed else ExitStatus.UNKNOWN
 
     @property
     def counts(self) -> dict[str, int]:
@@ -99,7 +107,10 @@ class Report(Struct):
 
     @property
     def not_ready_reason(self) -> str | None:
-        """Why a report without failures is still not ready (it judged nothing)."""
+        """Why a report without failures is still not ready (it judged nothing, or could not
+        tell)."""
+        if self.exit_code == ExitStatus.UNKNOWN:
+            return self.unknown
         return None if self.counts["fail"] or self.counts["error"] else not_judged(self.findings)
 
     def to_dict(self) -> dict[str, Any]:

@@ -90,7 +90,8 @@ class PrometheusFormat:
             ),
             self._scalar(
                 "exit_code",
-                "The exit code of this report: 0 ready, 1 a check failed, 3 gpucheck itself broke.",
+                "The exit code of this report: 0 ready, 1 a check failed, 3 gpucheck itself broke, "
+                "5 could not tell.",
                 self.report.exit_code,
             ),
             self._counts(),

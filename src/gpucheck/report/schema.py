@@ -71,13 +71,14 @@ def report_body(extra: dict[str, Any] | None = None) -> dict[str, Any]:
                 "required": ["ready", "exit_code", "strict", "problems", "counts", "reason"],
                 "properties": {
                     "ready": {"type": "boolean"},
-                    "exit_code": {"enum": [0, 1, 3]},
+                    "exit_code": {"enum": [0, 1, 3, 5]},
                     "strict": {"type": "boolean"},
                     "problems": {"type": "integer", "minimum": 0},
                     "reason": {
                         "type": ["string", "null"],
                         "description": "why a report with no failure is not ready: it judged "
-                        "nothing (every selected check skipped)",
+                        "nothing (every selected check skipped), or could not tell (exit 5: "
+                        "dockerfile without the host's driver)",
                     },
                     "counts": {
                         "type": "object",

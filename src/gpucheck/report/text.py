@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
+from gpucheck.exit_status import ExitStatus
 from gpucheck.model.finding import PROBLEM, Section, Status
 from gpucheck.report.topology import matrix
 from gpucheck.version import __version__
@@ -110,6 +111,8 @@ def summary(report: Report, unicode_ok: bool) -> tuple[str, str]:
     if report.ready:
         warn = f", {c['warn']} warning(s)" if c["warn"] else ""
         return f"{'✓' if unicode_ok else '+'} Ready: {tail}{warn}", "bold green"
+    if report.exit_code == ExitStatus.UNKNOWN:
+        return f"? Could not tell: {report.not_ready_reason}; {tail}", "bold yellow"
     cross = "✗" if unicode_ok else "x"
     if report.not_ready_reason:
         return f"{cross} Not ready: {report.not_ready_reason}; {tail}", "bold red"
