@@ -23,7 +23,7 @@ from gpucheck.version import __version__
 # record (text and commands) and added `subjects` to findings; 3.0 made the fix ordered steps
 # (model/fix.py), each with its command, tool, package changes, GPUs and layer, and added
 # summary.requirements (what the job asked, judged again by fleet --recheck).
-REPORT_SCHEMA_VERSION = "3.0"
+REPORT_SCHEMA_VERSION = "3.1"
 
 
 def exit_code(findings: list[Finding], strict: bool = False) -> int:

@@ -114,7 +114,8 @@ def report_schema() -> dict[str, Any]:
         REPORT_SCHEMA_VERSION,
         "gpucheck doctor report",
         f"Output of `gpucheck doctor --json`, report schema {REPORT_SCHEMA_VERSION}. A minor "
-        "version adds optional fields only; readers must ignore fields they do not know. "
+        "version adds optional fields and values only; readers must ignore fields they do not "
+        "know. "
         "The snapshot inside carries its own schema_version.",
         report_body(),
     )
