@@ -66,9 +66,7 @@ class _Commands(MutableMapping[str, "Command"]):
         if name not in self._built:
             if name not in COMMANDS:
                 raise KeyError(name)
-            group = typer.main.get_command(_app([name]))
-            assert isinstance(group, TyperGroup)
-            self._built[name] = group.commands[name]
+            self._built[name] = _command(name)
         return self._built[name]
 
     def __setitem__(self, name: str, command: Command) -> None:
@@ -121,6 +119,23 @@ def _app(names: list[str], group: type[TyperGroup] = TyperGroup) -> typer.Typer:
         else:
             app.command(name=name, short_help=summary)(target)
     return app
+
+
+def _command(name: str) -> Command:
+    """The command `name`, built now. A plain command is built alone: typer gives an app of one
+    command and no callback back as that command, without the group, the callback's options
+    and the completion options it would build around it only to be dropped (~0.4 ms)."""
+    import importlib
+
+    module, attribute, summary = COMMANDS[name]
+    target = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, typer.Typer):  # a group of its own (compat)
+        group = typer.main.get_command(_app([name]))
+        assert isinstance(group, TyperGroup)
+        return group.commands[name]
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    app.command(name=name, short_help=summary)(target)
+    return typer.main.get_command(app)
 
 
 def build_app() -> typer.Typer:
