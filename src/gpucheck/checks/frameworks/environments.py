@@ -87,7 +87,8 @@ def python_unsupported(
     )
 
 
-_PIP = re.compile(r"(?<![\w./\\-])(?<!-m )pip (?=install|uninstall)")
+# (Patterns as text: re compiles one on first use, not at every start-up.)
+_PIP = r"(?<![\w./\\-])(?<!-m )pip (?=install|uninstall)"
 
 
 def pip(ctx: Context, env: PythonEnvironment, command: str) -> str:
@@ -96,7 +97,7 @@ def pip(ctx: Context, env: PythonEnvironment, command: str) -> str:
     if not (many_envs(ctx) or env.origin == "--python"):
         return command
     python = f'"{env.python}"' if " " in env.python else env.python
-    return _PIP.sub(lambda _: f"{python} -m pip ", command)
+    return re.sub(_PIP, lambda _: f"{python} -m pip ", command)
 
 
 def pip_step(
