@@ -15,6 +15,7 @@ modules it imports beyond the typer app's, with what they cost on their own):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -129,6 +130,10 @@ def main() -> None:
     py = sys.executable
     gpucheck = program() or [py, "-m", "gpucheck"]
     print(f"gpucheck is {' '.join(gpucheck)}; load average {os.getloadavg()[0]:.2f} at the start")
+    # msgspec imports typing_extensions where it is installed (~1.5 ms); gpucheck's own
+    # dependencies do not bring it, the mcp extra and the test tools do: say which this is.
+    here = "installed" if importlib.util.find_spec("typing_extensions") else "not installed"
+    print(f"typing_extensions is {here} beside it (msgspec imports it where it is: ~1.5 ms)")
     fd, app = tempfile.mkstemp(suffix=".py")
     with os.fdopen(fd, "w") as fh:
         fh.write(TYPER_APP)
