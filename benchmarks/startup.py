@@ -2,8 +2,9 @@
 in one run: a minimal one-command typer app that reads a file and writes it out, with the
 same tricks as gpucheck's entry point (GC thresholds raised, os._exit past the teardown), and
 plain `python -c "import typer"`. Prints medians, the ratios the re-cut aims at (figures, not
-a pass/fail: machines differ), and the import profile of `doctor --from FILE --json`
-(`-X importtime`: the modules that cost most, with what they pulled in):
+a pass/fail: machines differ), the load average, and the import profile of `doctor --from
+FILE --json` (`-X importtime`: the modules that cost most, with what they pulled in, and the
+modules it imports beyond the typer app's, with what they cost on their own):
 
     doctor --from FILE (json, and text to a pipe)  <= 1.5x the typer app
     gpucheck --help, gpucheck compat ...           <= 1.2x the typer app
@@ -14,6 +15,7 @@ a pass/fail: machines differ), and the import profile of `doctor --from FILE --j
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -66,34 +68,44 @@ os._exit(0)
 """
 
 
-def import_profile(cmd: list[str], top: int) -> list[str]:
-    """`-X importtime` of one run of `cmd` (a python -m command): the `top` modules by their
-    cumulative time, each with its own time (median of 5 runs per module: one run is noisy)."""
-    runs: list[dict[str, tuple[int, int, int]]] = []
+def import_times(cmd: list[str]) -> dict[str, tuple[float, float]]:
+    """`-X importtime` of `cmd` (a python script or -m and its arguments): each module's own
+    and cumulative microseconds, medians of 5 runs (one run is noisy); only the modules every
+    run imported."""
+    runs: list[dict[str, tuple[int, int]]] = []
     for _ in range(5):
         proc = subprocess.run(
             [sys.executable, "-X", "importtime", *cmd], env=ENV, capture_output=True, check=False
         )
-        found: dict[str, tuple[int, int, int]] = {}
+        found: dict[str, tuple[int, int]] = {}
         for line in proc.stderr.decode(errors="replace").splitlines():
             if not line.startswith("import time:") or "| imported package" in line:
                 continue
             own, total, name = line[len("import time:") :].split("|")
-            depth = (len(name) - len(name.lstrip())) // 2
-            found[name.strip()] = (int(own), int(total), depth)
+            found[name.strip()] = (int(own), int(total))
         runs.append(found)
     names = [n for n in runs[0] if all(n in r for r in runs)]
-    median = {
-        n: (
-            statistics.median(r[n][0] for r in runs),
-            statistics.median(r[n][1] for r in runs),
-        )
+    return {
+        n: (statistics.median(r[n][0] for r in runs), statistics.median(r[n][1] for r in runs))
         for n in names
     }
-    ordered = sorted(names, key=lambda n: -median[n][1])[:top]
-    return [
-        f"  {median[n][1] / 1000:7.1f} ms  (own {median[n][0] / 1000:5.1f})  {n}" for n in ordered
+
+
+def import_profile(times: dict[str, tuple[float, float]], floor: set[str], top: int) -> list[str]:
+    """The `top` modules by cumulative time, each with its own time; then what the modules
+    the typer app does not import (`floor`: the ones it does) cost in all, and the costliest."""
+    ordered = sorted(times, key=lambda n: -times[n][1])[:top]
+    lines = [
+        f"  {times[n][1] / 1000:7.1f} ms  (own {times[n][0] / 1000:5.1f})  {n}" for n in ordered
     ]
+    beyond = sorted((n for n in times if n not in floor), key=lambda n: -times[n][0])
+    total = sum(times[n][0] for n in beyond) / 1000
+    lines.append(
+        f"beyond the typer app's imports: {len(beyond)} modules, {total:.1f} ms of their own "
+        "time (-X importtime adds its own overhead to each); the costliest:"
+    )
+    lines += [f"  {times[n][0] / 1000:7.1f} ms  {n}" for n in beyond[:top]]
+    return lines
 
 
 def snapshot_file() -> str:
@@ -117,7 +129,11 @@ def main() -> None:
     snap = snapshot_file()
     py = sys.executable
     gpucheck = program() or [py, "-m", "gpucheck"]
-    print(f"gpucheck is {' '.join(gpucheck)}")
+    print(f"gpucheck is {' '.join(gpucheck)}; load average {os.getloadavg()[0]:.2f} at the start")
+    # msgspec imports typing_extensions where it is installed (~1.5 ms); gpucheck's own
+    # dependencies do not bring it, the mcp extra and the test tools do: say which this is.
+    here = "installed" if importlib.util.find_spec("typing_extensions") else "not installed"
+    print(f"typing_extensions is {here} beside it (msgspec imports it where it is: ~1.5 ms)")
     fd, app = tempfile.mkstemp(suffix=".py")
     with os.fdopen(fd, "w") as fh:
         fh.write(TYPER_APP)
@@ -136,16 +152,16 @@ def main() -> None:
     for _, cmd in rows:  # warm the page cache for all alike
         timed(cmd, 2)
     medians: dict[str, float] = {}
-    print(f"{'command':34} {'median s':>9} {'min s':>7}   ({args.runs} runs, interleaved)")
+    print(f"{'command':34} {'median ms':>9} {'min ms':>7}   ({args.runs} runs, interleaved)")
     samples: dict[str, list[float]] = {label: [] for label, _ in rows}
     for _ in range(args.runs):  # interleaved, so that load on the machine hits all alike
         for label, cmd in rows:
             samples[label] += timed(cmd, 1)
     for label, _ in rows:
         medians[label] = statistics.median(samples[label])
-        print(f"{label:34} {medians[label]:9.3f} {min(samples[label]):7.3f}")
+        print(f"{label:34} {medians[label] * 1e3:9.1f} {min(samples[label]) * 1e3:7.1f}")
     floor = medians["typer app (floor)"]
-    print()
+    print(f"(load average {os.getloadavg()[0]:.2f} at the end of the rounds)\n")
     for label, goal in (
         ("gpucheck --help", 1.2),
         ("gpucheck compat torch 2.5.1", 1.2),
@@ -159,7 +175,11 @@ def main() -> None:
             f"{plain:5.3f}x import typer)"
         )
     print("\nimport profile of doctor --from FILE --json (cumulative ms, median of 5 runs):")
-    for line in import_profile(["-m", "gpucheck", "doctor", "--from", snap, "--json"], args.top):
+    # (The console script where there is one: `-m` would add runpy's imports to the profile.)
+    script = gpucheck[-1:] if program() else ["-m", "gpucheck"]
+    times = import_times([*script, "doctor", "--from", snap, "--json"])
+    floor_modules = set(import_times([app, snap]))
+    for line in import_profile(times, floor_modules, args.top):
         print(line)
     os.unlink(snap)
     os.unlink(app)

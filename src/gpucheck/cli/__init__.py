@@ -58,9 +58,7 @@ class _Commands(MutableMapping[str, "Command"]):
         if name not in self._built:
             if name not in COMMANDS:
                 raise KeyError(name)
-            group = typer.main.get_command(_app([name]))
-            assert isinstance(group, TyperGroup)
-            self._built[name] = group.commands[name]
+            self._built[name] = _command(name)
         return self._built[name]
 
     def __setitem__(self, name: str, command: Command) -> None:
@@ -89,14 +87,11 @@ class _CommandLine(TyperGroup):
             formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
 
 
-def _app(names: list[str], group: type[TyperGroup] = TyperGroup) -> typer.Typer:
-    """The command line with the commands `names`, built now (typer imports what it is given),
-    as a `group`."""
-    import importlib
-
+def build_app() -> typer.Typer:
+    """The command line: every command, each built when first looked up."""
     app = typer.Typer(
         name="gpucheck",
-        cls=group,
+        cls=_CommandLine,
         help="Is this machine ready to run deep learning on its NVIDIA GPUs? If not, what to "
         "change.",
         add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, pwsh)
@@ -105,19 +100,26 @@ def _app(names: list[str], group: type[TyperGroup] = TyperGroup) -> typer.Typer:
         rich_markup_mode=None,
     )
     app.callback()(_main)
-    for name in names:
-        attribute, summary = COMMANDS[name]
-        target = getattr(importlib.import_module(f"gpucheck.cli.{name}"), attribute)
-        if isinstance(target, typer.Typer):
-            app.add_typer(target, name=name, short_help=summary)
-        else:
-            app.command(name=name, short_help=summary)(target)
     return app
 
 
-def build_app() -> typer.Typer:
-    """The command line: every command, each built when first looked up."""
-    return _app([], group=_CommandLine)
+def _command(name: str) -> Command:
+    """The command `name`, built now (typer imports what it is given), alone: not inside the
+    whole command line, whose callback and completion options it would build again only to
+    drop them (~0.5 ms). Typer gives an app of one command and no callback back as that
+    command; a group of its own (compat) comes inside a bare group."""
+    import importlib
+
+    attribute, summary = COMMANDS[name]
+    target = getattr(importlib.import_module(f"gpucheck.cli.{name}"), attribute)
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    if isinstance(target, typer.Typer):
+        app.add_typer(target, name=name, short_help=summary)
+        group = typer.main.get_command(app)
+        assert isinstance(group, TyperGroup)
+        return group.commands[name]
+    app.command(name=name, short_help=summary)(target)
+    return typer.main.get_command(app)
 
 
 def _version(value: bool) -> None:

@@ -1,7 +1,8 @@
 """What the commands' parsers share: option types, and the input and output helpers they name
 (inputs.py, outputs.py), re-exported for the command modules."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads the callbacks' annotations on every run
+# (get_type_hints), and strings it would compile and evaluate each time.
 
 from typing import Annotated, Any
 

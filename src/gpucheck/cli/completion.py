@@ -3,7 +3,8 @@ and sections for --only/--skip, and interpreter paths for --python. Each returns
 (with a help line for zsh and fish), so bash, zsh and fish complete them alike; each imports
 what it lists only when the shell asks."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads the callbacks' annotations on every run
+# (get_type_hints), and strings it would compile and evaluate each time.
 
 import os
 from collections.abc import Iterable

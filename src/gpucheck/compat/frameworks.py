@@ -233,13 +233,14 @@ def _next_minor(version: Version) -> Version:
     return Version(f"{version.major}.{version.minor + 1}")
 
 
-_CONDA_CUDA = re.compile(r"(?:^|_)cuda([0-9]{2})([0-9])?")
+# (Patterns as text: re compiles one on first use, not at every start-up.)
+_CONDA_CUDA = r"(?:^|_)cuda([0-9]{2})([0-9])?"
 
 
 def conda_cuda(build: str | None) -> str | None:
     """The CUDA a conda-forge build string names: cuda120py312h... -> 12.0, cuda12_py311... ->
     12 (None: a CPU build, cpu_py311..., or not from conda)."""
-    match = _CONDA_CUDA.search(build or "")
+    match = re.search(_CONDA_CUDA, build or "")
     if match is None:
         return None
     major, minor = match.groups()

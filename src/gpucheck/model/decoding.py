@@ -38,7 +38,8 @@ _TYPE_NAMES = {
     "object": "object",
     "null": "null",
 }
-_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+# (Patterns as text: re compiles one on first use, not at every start-up.)
+_AT = r"(?s)^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$"
 
 
 def _type_text(names: str) -> str:
@@ -48,7 +49,7 @@ def _type_text(names: str) -> str:
 
 
 def _readable(error: msgspec.ValidationError) -> DecodeError:
-    match = _AT.match(str(error))
+    match = re.match(_AT, str(error))
     what = match.group("what") if match else str(error)
     path = (match.group("path") or "").lstrip(".") if match else ""
     if m := re.match(r"Expected `([^`]*)`, got `([^`]*)`", what):

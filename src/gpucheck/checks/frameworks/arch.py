@@ -19,7 +19,8 @@ from gpucheck.model.finding import Outcome
 
 # --- compiled GPU architectures -------------------------------------------------------------------
 
-_ARCH = re.compile(r"^(sm|compute)_([0-9]+)([0-9])([a-z]?)$")
+# (Patterns as text: re compiles one on first use, not at every start-up.)
+_ARCH = r"^(sm|compute)_([0-9]+)([0-9])([a-z]?)$"
 
 
 class Compiled(Struct, frozen=True):
@@ -59,7 +60,7 @@ def parse_arch_list(items: Iterable[str], source: str) -> Compiled | None:
     sass: list[tuple[Version, bool]] = []
     ptx: list[Version] = []
     for item in items:
-        match = _ARCH.match(item.strip())
+        match = re.match(_ARCH, item.strip())
         if match is None:
             return None
         kind, major, minor, suffix = match.groups()

@@ -87,7 +87,8 @@ def python_unsupported(
     )
 
 
-_PIP = re.compile(r"(?<![\w./\\-])(?<!-m )pip (?=install|uninstall)")
+# (Patterns as text: re compiles one on first use, not at every start-up.)
+_PIP = r"(?<![\w./\\-])(?<!-m )pip (?=install|uninstall)"
 
 
 def pip(ctx: Context, env: PythonEnvironment, command: str) -> str:
@@ -95,7 +96,7 @@ def pip(ctx: Context, env: PythonEnvironment, command: str) -> str:
     one (the active one), else that interpreter's own pip, so the fix lands where it should."""
     if not (many_envs(ctx) or env.origin == "--python"):
         return command
-    return _PIP.sub(lambda _: interpreter_pip(env.python) + " ", command)
+    return re.sub(_PIP, lambda _: interpreter_pip(env.python) + " ", command)
 
 
 def pip_step(

@@ -11,8 +11,9 @@ from gpucheck.compat.frameworks import conda_cuda
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.frameworks import JAX
 
-_JAX_PLUGIN = re.compile(r"^jax-cuda([0-9]+)-(plugin|pjrt)$")
-_JAXLIB_CUDA = re.compile(r"\+cuda([0-9]+)")
+# (Patterns as text: re compiles one on first use, not at every start-up.)
+_JAX_PLUGIN = r"^jax-cuda([0-9]+)-(plugin|pjrt)$"
+_JAXLIB_CUDA = r"\+cuda([0-9]+)"
 
 
 class JaxFacts(Struct, frozen=True):
@@ -23,7 +24,7 @@ class JaxFacts(Struct, frozen=True):
 
     @property
     def majors(self) -> list[int]:
-        found = {int(m.group(1)) for d in self.plugins if (m := _JAX_PLUGIN.match(d.name))}
+        found = {int(m.group(1)) for d in self.plugins if (m := re.match(_JAX_PLUGIN, d.name))}
         if self.monolithic is not None:
             found.add(self.monolithic)
         return sorted(found)
@@ -35,7 +36,7 @@ class JaxFacts(Struct, frozen=True):
 
 def jax_facts(env: PythonEnvironment) -> JaxFacts | None:
     jax, jaxlib = (env.dist(name) for name in JAX.dists)
-    plugins = tuple(d for d in env.distributions if _JAX_PLUGIN.match(d.name))
+    plugins = tuple(d for d in env.distributions if re.match(_JAX_PLUGIN, d.name))
     if jax is None and jaxlib is None and not plugins:
         return None
     version = jaxlib.version if jaxlib else None
@@ -47,7 +48,7 @@ def jaxlib_cuda(version: str | None) -> str | None:
     """The CUDA a monolithic jaxlib's local tag names. The 0.1.x wheels wrote MAJOR and MINOR
     run together (+cuda112: CUDA 11.2, +cuda102: 10.2, +cuda92: 9.2); later ones the major
     alone (+cuda11.cudnn82: CUDA 11, +cuda12.cudnn89: 12). Never "CUDA 112"."""
-    match = _JAXLIB_CUDA.search(version or "")
+    match = re.search(_JAXLIB_CUDA, version or "")
     if match is None:
         return None
     digits = match.group(1)
@@ -58,13 +59,13 @@ def jaxlib_cuda(version: str | None) -> str | None:
     return str(int(digits))
 
 
-_JAXLIB_CUDNN = re.compile(r"\+cuda[0-9]+\.cudnn([0-9])([0-9]+)$")
+_JAXLIB_CUDNN = r"\+cuda[0-9]+\.cudnn([0-9])([0-9]+)$"
 
 
 def jaxlib_cudnn(version: str | None) -> str | None:
     """The cuDNN a monolithic jaxlib was built for, the least it loads: 0.4.14+cuda11.cudnn86
     -> 8.6; the 0.1.x tag cudnn805 -> 8.0.5."""
-    match = _JAXLIB_CUDNN.search(version or "")
+    match = re.search(_JAXLIB_CUDNN, version or "")
     if match is None:
         return None
     major, rest = match.groups()
@@ -73,12 +74,12 @@ def jaxlib_cudnn(version: str | None) -> str | None:
     return f"{major}.{int(rest)}"
 
 
-_CUPY = re.compile(r"^cupy-cuda([0-9]+?)(x|[0-9])$")
+_CUPY = r"^cupy-cuda([0-9]+?)(x|[0-9])$"
 
 
 def cupy_cuda(name: str) -> tuple[str, bool] | None:
     """cupy-cuda12x -> ('12.0', True: any 12.x); cupy-cuda102 -> ('10.2', False)."""
-    match = _CUPY.match(name)
+    match = re.match(_CUPY, name)
     if match is None:
         return None
     major, rest = match.groups()

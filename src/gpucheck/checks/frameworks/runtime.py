@@ -34,9 +34,8 @@ from gpucheck.model.finding import Outcome, Section, Status
 from gpucheck.model.fix import Fix, Layer, Step
 from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH, installed_frameworks
 
-_MISSING_LIB = re.compile(
-    r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
-)
+# (Patterns as text: re compiles one on first use, not at every start-up.)
+_MISSING_LIB = r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
 
 
 def _label(rt: FrameworkRuntime) -> str:
@@ -258,7 +257,7 @@ def _step_from_facts(rt: FrameworkRuntime) -> str:
 
 def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -> Outcome:
     error = rt.error or "import failed"
-    missing = _MISSING_LIB.search(error)
+    missing = re.search(_MISSING_LIB, error)
     if missing:
         soname = missing.group(1)
         return Outcome.fail(

@@ -21,8 +21,9 @@ from gpucheck.model.finding import Outcome, Section
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.frameworks import TENSORRT
 
-_CU = re.compile(r"^tensorrt-cu(\d+)(?:-|$)")
-_REQ_CU = re.compile(r"-cu(\d+)\b")
+# (Patterns as text: re compiles one on first use, not at every start-up.)
+_CU = r"^tensorrt-cu(\d+)(?:-|$)"
+_REQ_CU = r"-cu(\d+)\b"
 MAIN_DISTS = ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11", "tensorrt-libs")
 
 
@@ -37,12 +38,11 @@ def trt_facts(env: PythonEnvironment) -> Trt | None:
     main = next((d for n in MAIN_DISTS for d in dists if d.name == n), None)
     if main is None:
         return None
-    majors = sorted({int(m.group(1)) for d in dists if (m := _CU.match(d.name))})
+    majors = sorted({int(m.group(1)) for d in dists if (m := re.match(_CU, d.name))})
     how = "its package names"
     if not majors:  # tensorrt-libs 8.6: the CUDA wheels it requires
-        majors = sorted(
-            {int(m.group(1)) for d in dists for line in d.requires if (m := _REQ_CU.search(line))}
-        )
+        requires = [line for d in dists for line in d.requires]
+        majors = sorted({int(m.group(1)) for line in requires if (m := re.search(_REQ_CU, line))})
         how = "the nvidia-*-cuNN wheels it requires"
     names = ", ".join(f"{d.name} {d.version}" for d in dists)
     return Trt(main, majors, f"{names} (CUDA major from {how})")
@@ -151,7 +151,7 @@ def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome 
                 )
             )
     if row is not None:
-        spec = next((d.name for d in env.distributions if _CU.match(d.name)), "tensorrt")
+        spec = next((d.name for d in env.distributions if re.match(_CU, d.name)), "tensorrt")
         gpus = _gpu_outcome(ctx, name, row, spec, env)
         if gpus is None and targets(ctx):
             span = f"{row.min_cc or '?'} to {row.max_cc or '?'}"
