@@ -208,6 +208,8 @@ class JaxRelease(Struct, frozen=True):
     python_min: Version | None
     cuda_majors: tuple[str, ...]
     packages: tuple[str, ...]
+    cuda_built: dict[str, str]  # a monolithic wheel's cuDNN tag ("cudnn82") -> its build's CUDA
+    sass: tuple[str, ...]  # capabilities its CUDA kernels carry SASS for (empty: not known)
     source: str
 
 
@@ -216,7 +218,7 @@ class JaxData(Releases[JaxRelease]):
     def from_data(cls, path: Path, data: dict[str, Any]) -> JaxData:
         return cls(
             [
-                r.struct(JaxRelease, optional=("cuda_majors", "packages"))
+                r.struct(JaxRelease, optional=("cuda_majors", "packages", "sass"))
                 for r in Rows(path, data).table("release")
             ]
         )
@@ -225,8 +227,14 @@ class JaxData(Releases[JaxRelease]):
         wanted = parse_version(version)
         if wanted is None or not self.releases or wanted >= _next_minor(self.releases[-1].version):
             return None  # newer than the data: unknown, not assumed unchanged
-        rows = [r for r in self.releases if r.version <= wanted]
+        # A row holds within its own minor line only: jax 0.2.x (which went with jaxlib 0.1.x)
+        # is not answered by the jaxlib 0.1.76 row.
+        rows = [r for r in self.releases if r.version <= wanted and _same_line(r.version, wanted)]
         return rows[-1] if rows else None
+
+
+def _same_line(a: Version, b: Version) -> bool:
+    return (a.major, a.minor) == (b.major, b.minor)
 
 
 def _next_minor(version: Version) -> Version:
