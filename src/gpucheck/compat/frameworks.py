@@ -241,14 +241,27 @@ def _next_minor(version: Version) -> Version:
     return Version(f"{version.major}.{version.minor + 1}")
 
 
-_CONDA_CUDA = re.compile(r"(?:^|_)cuda([0-9]{2})([0-9])?")
+# conda build strings: conda-forge writes the CUDA compiler's major and minor run together
+# (jaxlib cuda120py312h..., tensorflow cuda112py310h..., pytorch cuda118_py311h...; cuda12_ the
+# major alone); the pytorch channel writes it dotted (py3.10_cuda12.1_cudnn8.9.2_0, and once
+# with its patch: py3.7_cuda10.1.243_cudnn7.6.3_0).
+_CONDA_CUDA = re.compile(r"(?:^|_)cuda(?:([0-9]{1,2})\.([0-9]+)|([0-9]{2})([0-9])?)(?![0-9])")
+_CONDA_CPU = re.compile(r"(?:^|_)cpu(?:_|$)")
 
 
 def conda_cuda(build: str | None) -> str | None:
-    """The CUDA a conda-forge build string names: cuda120py312h... -> 12.0, cuda12_py311... ->
-    12 (None: a CPU build, cpu_py311..., or not from conda)."""
+    """The CUDA a conda build string names: cuda120py312h... -> 12.0, cuda12_py311... -> 12,
+    py3.10_cuda12.1_cudnn8.9.2_0 -> 12.1 (None: a CPU build, cpu_py311..., or not from conda)."""
     match = _CONDA_CUDA.search(build or "")
     if match is None:
         return None
-    major, minor = match.groups()
+    dotted_major, dotted_minor, major, minor = match.groups()
+    if dotted_major is not None:
+        return f"{int(dotted_major)}.{int(dotted_minor)}"
     return f"{int(major)}.{minor}" if minor else str(int(major))
+
+
+def conda_cpu(build: str | None) -> bool:
+    """A conda build string of a CPU-only variant: conda-forge's cpu_py311h..., cpu_generic_...,
+    cpu_mkl_...; the pytorch channel's py3.10_cpu_0."""
+    return bool(build) and conda_cuda(build) is None and _CONDA_CPU.search(build or "") is not None
