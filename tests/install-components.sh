@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the real components the slow tests run, from Debian's archive (bookworm):
 # promtool (package prometheus), node_exporter, Slurm's controller and node daemons with their
-# client commands, and munge (Slurm's authentication). Idempotent: installs only what is
+# client commands, munge (Slurm's authentication), and rpm with rpmbuild (an RPM database in
+# the simulator's fake root). Idempotent: installs only what is
 # missing, so a second run costs a few `command -v`. Needs root (or sudo) and apt-get.
 set -eu
 
@@ -15,6 +16,8 @@ want slurmctld slurmctld
 want slurmd slurmd
 want scontrol slurm-client
 want munged munge
+want rpm rpm
+want rpmbuild rpm
 
 [ -z "$missing" ] && exit 0
 

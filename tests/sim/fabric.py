@@ -9,7 +9,8 @@
     topo <a> <b> <level>                nvmlDeviceGetTopologyCommonAncestor (nvmlGpuTopologyLevel_t)
 
 `Fabric.write_root(root)` lays out the host's side: NVSwitch PCI devices (class 0x068000) and
-/dev/nvidia-nvswitch* nodes, dpkg's status entry and the unit file of nvidia-fabricmanager,
+/dev/nvidia-nvswitch* nodes, dpkg's status entry (or, with fabricmanager_rpm, a real RPM
+database: sim/rpmdb.py) and the unit file of nvidia-fabricmanager,
 the daemons' processes (/proc/<pid>/comm), IOMMU groups and /proc/cmdline.
 """
 
@@ -19,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pynvml as nv
+
+from sim import rpmdb
 
 # An HGX H100 board's four NVSwitches (bus numbers as `lspci` shows them on a DGX H100).
 HGX_NVSWITCHES = ("0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0")
@@ -37,6 +40,8 @@ class Fabric:
     nvswitches: tuple[str, ...] = ()
     fabricmanager_package: str | None = None  # "nvidia-fabricmanager-590"
     fabricmanager_version: str | None = None  # dpkg's Version: "590.48.01-1"
+    # Installed as an RPM (a real RPM database under /var/lib/rpm) instead of in dpkg's status
+    fabricmanager_rpm: bool = False
     fabricmanager_unit: bool = False
     fabricmanager_enabled: bool = False
     fabricmanager_running: bool = False
@@ -61,7 +66,9 @@ class Fabric:
             _write(root / f"dev/nvidia-nvswitch{i}", "")
         if self.nvswitches:
             _write(root / "dev/nvidia-nvswitchctl", "")
-        if self.fabricmanager_package and self.fabricmanager_version:
+        if self.fabricmanager_package and self.fabricmanager_version and self.fabricmanager_rpm:
+            rpmdb.install(root, self.fabricmanager_package, self.fabricmanager_version)
+        elif self.fabricmanager_package and self.fabricmanager_version:
             _write(
                 root / "var/lib/dpkg/status",
                 "Package: libc6\nStatus: install ok installed\nVersion: 2.35-0ubuntu3.8\n\n"

@@ -208,6 +208,8 @@ class JaxRelease(Struct, frozen=True):
     python_min: Version | None
     cuda_majors: tuple[str, ...]
     packages: tuple[str, ...]
+    cuda_built: dict[str, str]  # a monolithic wheel's cuDNN tag ("cudnn82") -> its build's CUDA
+    sass: tuple[str, ...]  # capabilities its CUDA kernels carry SASS for (empty: not known)
     source: str
 
 
@@ -216,7 +218,7 @@ class JaxData(Releases[JaxRelease]):
     def from_data(cls, path: Path, data: dict[str, Any]) -> JaxData:
         return cls(
             [
-                r.struct(JaxRelease, optional=("cuda_majors", "packages"))
+                r.struct(JaxRelease, optional=("cuda_majors", "packages", "sass"))
                 for r in Rows(path, data).table("release")
             ]
         )
@@ -225,23 +227,43 @@ class JaxData(Releases[JaxRelease]):
         wanted = parse_version(version)
         if wanted is None or not self.releases or wanted >= _next_minor(self.releases[-1].version):
             return None  # newer than the data: unknown, not assumed unchanged
-        rows = [r for r in self.releases if r.version <= wanted]
+        # A row holds within its own minor line only: jax 0.2.x (which went with jaxlib 0.1.x)
+        # is not answered by the jaxlib 0.1.76 row.
+        rows = [r for r in self.releases if r.version <= wanted and _same_line(r.version, wanted)]
         return rows[-1] if rows else None
+
+
+def _same_line(a: Version, b: Version) -> bool:
+    return (a.major, a.minor) == (b.major, b.minor)
 
 
 def _next_minor(version: Version) -> Version:
     return Version(f"{version.major}.{version.minor + 1}")
 
 
+# conda build strings: conda-forge writes the CUDA compiler's major and minor run together
+# (jaxlib cuda120py312h..., tensorflow cuda112py310h..., pytorch cuda118_py311h...; cuda12_ the
+# major alone); the pytorch channel writes it dotted (py3.10_cuda12.1_cudnn8.9.2_0, and once
+# with its patch: py3.7_cuda10.1.243_cudnn7.6.3_0).
 # (Patterns as text: re compiles one on first use, not at every start-up.)
-_CONDA_CUDA = r"(?:^|_)cuda([0-9]{2})([0-9])?"
+_CONDA_CUDA = r"(?:^|_)cuda(?:([0-9]{1,2})\.([0-9]+)|([0-9]{2})([0-9])?)(?![0-9])"
+_CONDA_CPU = r"(?:^|_)cpu(?:_|$)"
 
 
 def conda_cuda(build: str | None) -> str | None:
-    """The CUDA a conda-forge build string names: cuda120py312h... -> 12.0, cuda12_py311... ->
-    12 (None: a CPU build, cpu_py311..., or not from conda)."""
+    """The CUDA a conda build string names: cuda120py312h... -> 12.0, cuda12_py311... -> 12,
+    py3.10_cuda12.1_cudnn8.9.2_0 -> 12.1 (None: a CPU build, cpu_py311..., or not from conda)."""
     match = re.search(_CONDA_CUDA, build or "")
     if match is None:
         return None
-    major, minor = match.groups()
+    dotted_major, dotted_minor, major, minor = match.groups()
+    if dotted_major is not None:
+        return f"{int(dotted_major)}.{int(dotted_minor)}"
     return f"{int(major)}.{minor}" if minor else str(int(major))
+
+
+def conda_cpu(build: str | None) -> bool:
+    """A conda build string of a CPU-only variant: conda-forge's cpu_py311h..., cpu_generic_...,
+    cpu_mkl_...; the pytorch channel's py3.10_cpu_0."""
+    cpu = re.search(_CONDA_CPU, build or "") is not None
+    return bool(build) and conda_cuda(build) is None and cpu

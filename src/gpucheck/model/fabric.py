@@ -18,8 +18,9 @@ class FabricHostFacts(Struct):
     # NVIDIA PCI devices of class 0x0680 (bridge, other): the NVSwitches of an HGX/DGX board.
     nvswitch_pci: list[str] = field(default_factory=list)
     nvswitch_nodes: list[str] = field(default_factory=list)  # /dev/nvidia-nvswitch*
-    # The nvidia-fabricmanager package dpkg lists as installed, and its upstream version
-    # ("570.86.15", the Debian revision left out); None: not installed or not known.
+    # The nvidia-fabricmanager package dpkg lists as installed (else, on an RPM system, the
+    # nvidia-fabric-manager rpm lists), and its upstream version ("570.86.15", the Debian
+    # revision or RPM release left out); None: not installed or not known.
     fabricmanager_package: str | None = None
     fabricmanager_version: str | None = None
     fabricmanager_unit: bool | None = None  # its systemd unit file exists

@@ -1,13 +1,17 @@
-"""The host's side of NVSwitch systems, read from files only (relative to `root`, as the
-system probe): NVSwitch PCI devices and device nodes, the fabric manager's package (dpkg's
-status file), unit file and process, the persistence daemon's process, and the IOMMU.
-Nothing is run, nothing is loaded, nothing can hang."""
+"""The host's side of NVSwitch systems, read from files (relative to `root`, as the system
+probe): NVSwitch PCI devices and device nodes, the fabric manager's package (dpkg's status
+file), unit file and process, the persistence daemon's process, and the IOMMU. Nothing is
+loaded. One thing is run, and only where it matters: on an RPM system (no dpkg entry, an RPM
+database under `root`) with NVSwitches or the manager's unit file, `rpm -qa` reads the
+package's version from the database (no network), killed after RPM_TIMEOUT seconds; without
+rpm on PATH the version stays unknown."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+import shutil
 from pathlib import Path
 
 from gpucheck.model.fabric import FabricHostFacts
@@ -21,6 +25,13 @@ PERSISTENCED_COMM = "nvidia-persiste"
 PACKAGE = re.compile(r"nvidia-fabricmanager(-[0-9]+)?")
 IOMMU_ARG = re.compile(r"(intel_iommu|amd_iommu|iommu|iommu\.passthrough|iommu\.strict)=\S+")
 READ_LIMIT = 32 << 20  # dpkg's status file: tens of MiB on a full desktop
+# RPM names: NVIDIA's spec names it nvidia-fabric-manager (it was nvidia-fabricmanager-BRANCH,
+# and Amazon Linux 2023 lists nvidia-fabricmanager); -devel and cuda-drivers-* are not it.
+RPM_PACKAGE = re.compile(r"nvidia-fabric-?manager(-[0-9]+)?")
+# The database: /usr/lib/sysimage/rpm (Fedora 36+, openSUSE; /var/lib/rpm links there), else
+# /var/lib/rpm (RHEL 7-9).
+RPM_DBPATHS = ("usr/lib/sysimage/rpm", "var/lib/rpm")
+RPM_TIMEOUT = 5.0  # seconds: a query by name takes milliseconds; a locked database waits
 
 
 def _read(path: Path, limit: int = 1 << 16) -> str | None:
@@ -47,6 +58,8 @@ def probe_fabric_host(
         _read(root / "var/lib/dpkg/status", READ_LIMIT)
     )
     facts.fabricmanager_unit = any((root / d / UNIT).exists() for d in UNIT_DIRS)
+    if facts.fabricmanager_version is None and (nvswitch_pci or facts.fabricmanager_unit):
+        facts.fabricmanager_package, facts.fabricmanager_version = rpm_fabricmanager(root)
     facts.fabricmanager_enabled = (
         root / "etc/systemd/system/multi-user.target.wants" / UNIT
     ).exists()
@@ -82,6 +95,45 @@ def dpkg_fabricmanager(status: str | None) -> tuple[str | None, str | None]:
         upstream = version.split(":", 1)[-1].split("-", 1)[0] or None
         return name, upstream
     return None, None
+
+
+def rpm_fabricmanager(root: Path, timeout: float = RPM_TIMEOUT) -> tuple[str | None, str | None]:
+    """(package, version) of an installed fabric manager in the RPM database under `root`, as
+    `rpm --root ROOT --dbpath DB -qa 'nvidia-fabric*'` lists it; (None, None) where there is no
+    database, no rpm on PATH, or rpm fails or runs past `timeout` seconds."""
+    dbpath = next((d for d in RPM_DBPATHS if _has_files(root / d)), None)
+    rpm = shutil.which("rpm") if dbpath else None
+    if rpm is None:
+        return None, None
+    import subprocess  # only here: most machines never get this far
+
+    command = [rpm, "--root", str(root), "--dbpath", f"/{dbpath}", "-qa"]
+    command += ["--queryformat", "%{NAME}\t%{VERSION}\n", "nvidia-fabric*"]
+    try:
+        out = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    for line in out.stdout.splitlines():
+        name, _, version = line.partition("\t")
+        if RPM_PACKAGE.fullmatch(name) and version.strip():
+            return name, version.strip()
+    return None, None
+
+
+def _has_files(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return False
 
 
 def _stanzas_of(status: str, prefix: str) -> list[str]:

@@ -20,7 +20,7 @@ from gpucheck.checks.frameworks.jax_builds import jax_facts
 from gpucheck.checks.frameworks.packages import canonical, requirements_of
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
-from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
+from gpucheck.compat.frameworks import conda_cpu, conda_cuda, cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Change, Fix, Step
@@ -68,7 +68,12 @@ def torch_facts(env: PythonEnvironment) -> TorchFacts | None:
         cuda = build.cuda or tag_cuda
     else:
         evidence = f"installed version {version}"
-        cuda = tag_cuda or (deep.cuda_version if deep else None)
+        # conda's pytorch has no local tag; its build string names the variant
+        built = dist.build if dist else None
+        cuda = tag_cuda or conda_cuda(built) or (deep.cuda_version if deep else None)
+        if built and (conda_cuda(built) or conda_cpu(built)):
+            evidence += f", conda build {built}"
+            kind = kind or ("cpu" if conda_cpu(built) else None)
         if kind is None and cuda:
             kind = "cuda"
     return TorchFacts(version, kind, cuda if kind == "cuda" else None, evidence)
@@ -289,6 +294,7 @@ class TfFacts(Struct, frozen=True):
     cudnn: str | None
     archs: tuple[str, ...]
     evidence: str
+    cuda_from: str = "its build_info"  # where `cuda` was read
 
     @property
     def name(self) -> str:
@@ -315,15 +321,33 @@ def tf_facts(env: PythonEnvironment) -> TfFacts | None:
         kind = "rocm"
     elif names & set(TENSORFLOW.cpu_dists) and not names - set(TENSORFLOW.cpu_dists):
         kind = "cpu"
+    elif (conda := _conda_variant(dists)) is not None:
+        kind, conda_text = conda  # conda-forge's tensorflow: cuda120py311h... / cpu_py311h...
+        evidence += f" (conda build {conda_text})"
     elif deep is not None and deep.cuda_version:
         kind = "cuda"
     cuda = tf_cuda_text(build.cuda_version if build else None)
     cuda = cuda or tf_cuda_text(deep.cuda_version if deep else None)
+    cuda_from = "its build_info"
+    if cuda is None and kind == "cuda":
+        cuda = next((c for d in dists if (c := conda_cuda(d.build))), None)
+        cuda_from = "its conda build string"
     cudnn = (build.cudnn_version if build else None) or (deep.cudnn_version if deep else None)
     archs = tuple(build.cuda_compute_capabilities if build else ()) or tuple(
         deep.arch_list if deep else ()
     )
-    return TfFacts(version, dists, kind, cuda, cudnn, archs, evidence)
+    return TfFacts(version, dists, kind, cuda, cudnn, archs, evidence, cuda_from)
+
+
+def _conda_variant(dists: tuple[Distribution, ...]) -> tuple[str, str] | None:
+    """('cuda' or 'cpu', the build string) where conda installed TensorFlow and its build string
+    names the variant."""
+    for dist in dists:
+        if conda_cuda(dist.build):
+            return "cuda", dist.build or ""
+        if conda_cpu(dist.build):
+            return "cpu", dist.build or ""
+    return None
 
 
 def pick_tensorflow(

@@ -7,7 +7,7 @@ import re
 
 from msgspec import Struct
 
-from gpucheck.compat.frameworks import conda_cuda
+from gpucheck.compat.frameworks import JaxData, JaxRelease, conda_cuda
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.frameworks import JAX
 
@@ -57,6 +57,19 @@ def jaxlib_cuda(version: str | None) -> str | None:
     if len(digits) == 2 and int(digits) >= 90:
         return f"{digits[0]}.{digits[1]}"
     return str(int(digits))
+
+
+_JAXLIB_WHEEL = r"\+cuda[0-9]+\.(cudnn[0-9]+)$"
+
+
+def jaxlib_built(jax: JaxData, version: str | None) -> tuple[str, JaxRelease] | None:
+    """The CUDA toolkit a monolithic jaxlib whose tag names the CUDA major only (+cuda11.cudnn82)
+    was built with, from the compat data, with the row saying so: 0.1.74+cuda11.cudnn82 -> 11.4.
+    None where the tag is not of that kind or the data does not know the wheel."""
+    match = re.search(_JAXLIB_WHEEL, version or "")
+    row = jax.release(version) if match and version else None
+    built = row.cuda_built.get(match.group(1)) if row and match else None
+    return (built, row) if built and row else None
 
 
 _JAXLIB_CUDNN = r"\+cuda[0-9]+\.cudnn([0-9])([0-9]+)$"

@@ -3,11 +3,15 @@ the CUDA of JAX's plugin and of CuPy's wheel runs on this driver."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import cannot_use_gpus, satisfies_text
 from gpucheck.checks.frameworks.driver import (
+    arch_name,
     cc_list,
     driver_outcome,
+    judge_driver,
     targets,
     upgrade_driver,
     upgrade_or_keep,
@@ -21,12 +25,12 @@ from gpucheck.checks.frameworks.environments import (
     pip_step,
     runtime,
 )
-from gpucheck.checks.frameworks.jax_builds import JaxFacts, cupy_cuda, jax_facts
+from gpucheck.checks.frameworks.jax_builds import JaxFacts, cupy_cuda, jax_facts, jaxlib_built
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import cuda_targets
-from gpucheck.compat.frameworks import major_minor
+from gpucheck.compat.frameworks import JaxRelease, code_for, major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
-from gpucheck.model.finding import Outcome
+from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.frameworks import CUPY
 
@@ -210,13 +214,18 @@ def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcom
         mm = major_minor(dist.version) if dist else None
         # Without its pip runtime, only the major is known: judged at the major's floor.
         tagged = j.monolithic_cuda if j.monolithic == major else None
+        # +cuda11.cudnn82 names the major only; the compat data knows some wheels' build CUDA.
+        built = jaxlib_built(ctx.compat.jax, j.jaxlib) if tagged == str(major) else None
+        source = f"its CUDA runtime: {dist.name} {dist.version}" if dist else None
         if mm is not None and mm.major == major:
             cuda = str(mm)
         elif tagged is not None and "." in tagged:
             cuda = tagged  # the 0.1.x tag names the minor too: +cuda112 is CUDA 11.2
+        elif built is not None:
+            cuda = built[0]
+            source = f"jaxlib {j.jaxlib} was built with CUDA {cuda} (jax.toml, {built[1].version})"
         else:
             cuda = f"{major}.0"
-        source = f"its CUDA runtime: {dist.name} {dist.version}" if dist else None
         plugins = [p.name for p in j.plugins if p.name.startswith(f"jax-cuda{major}-")]
 
         def fix(major: int = major, cuda: str = cuda, plugins: list[str] = plugins) -> Fix:
@@ -225,9 +234,46 @@ def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcom
             return upgrade_or_keep(ctx, cuda, keep)
 
         name = f"JAX's CUDA {major} " + ("plugin" if plugins else "jaxlib")
-        items.append((None, driver_outcome(ctx, name, cuda, fix, *([source] if source else []))))
+        evidence = [source] if source else []
+        jit = _kernel_ptx(ctx, name, cuda, built[1], fix, evidence) if built else None
+        items.append((None, jit or driver_outcome(ctx, name, cuda, fix, *evidence)))
         items.append((None, _ptxas(ctx, env, major)))
     return merge(items)
+
+
+def _kernel_ptx(
+    ctx: Context,
+    name: str,
+    cuda: str,
+    row: JaxRelease,
+    fix: Callable[[], Fix],
+    evidence: list[str],
+) -> Outcome | None:
+    """FAIL where a monolithic jaxlib's CUDA runs through minor version compatibility only but a
+    GPU here has no SASS in the wheel: the driver must JIT-compile jaxlib's own kernels from PTX
+    written by a newer CUDA than its own, and refuses ('the provided PTX was compiled with an
+    unsupported toolchain'). JAX's README of Jan 2022 (compat data) asked such GPUs for the
+    driver of the wheels' CUDA."""
+    verdict = judge_driver(ctx, cuda)
+    sass = [(v, False) for v in map(parse_version, row.sass) if v is not None]
+    if verdict is None or verdict[0] is not Status.INFO or not sass:
+        return None
+    jit = [t for t in targets(ctx) if code_for(t.cc, sass, []) is None]
+    if not jit:
+        return None
+    gpus = "; ".join(f"{t.label}, {arch_name(ctx, t.cc)}" for t in jit)
+    have = major_minor(ctx.driver_cuda)
+    return Outcome.fail(
+        f"{name} (CUDA {major_minor(cuda)}) needs a newer NVIDIA driver than "
+        f"{ctx.driver_version}: its kernels are JIT-compiled from PTX on {gpus}",
+        f"jaxlib {row.version}+ carries SASS for compute capability {', '.join(row.sass)} "
+        f"only; on other GPUs the driver JIT-compiles its kernels' PTX, written by CUDA "
+        f"{major_minor(cuda)}, which driver {ctx.driver_version}"
+        + (f" (CUDA {have})" if have else "")
+        + " cannot ('the provided PTX was compiled with an unsupported toolchain')",
+        *evidence,
+        fix=fix(),
+    )
 
 
 def _ptxas_dist(env: PythonEnvironment, major: int) -> Distribution | None:

@@ -170,7 +170,7 @@ def windows(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
 def _tf_cuda(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     """(CUDA version, where it comes from)."""
     if t.cuda:
-        return t.cuda, "its build_info"
+        return t.cuda, t.cuda_from
     rel = tf_release(ctx, t)
     if rel is not None and rel.cuda and parse_version(rel.cuda):
         return rel.cuda, "the tested configuration in the compat data"
