@@ -243,3 +243,23 @@ def test_nvswitch_gpus_without_a_fabric_state_pass_on_a_running_manager() -> Non
         "NVSwitch system: fabric manager 590.48.01, no fault seen (the GPUs report no fabric "
         "state)",
     )
+
+
+def test_on_the_rhel_family_the_fabric_manager_is_installed_with_dnf_at_the_driver_s_version() -> (
+    None
+):
+    # NVIDIA's RPM is nvidia-fabric-manager, versioned as the driver (yum-packaging-fabric-manager's
+    # fabricmanager.spec); apt's nvidia-fabricmanager-590 does not exist on Rocky Linux.
+    snap = hgx(healthy_fabric(fabricmanager_version="590.44.01"))
+    snap.system.os_release = "Rocky Linux 9.4 (Blue Onyx)"
+    f = the(snap, "driver.fabric-manager")
+    assert f.fix is not None
+    step = f.fix.steps[0]
+    assert step.command == (
+        "sudo dnf install -y nvidia-fabric-manager-590.48.01 && "
+        "sudo systemctl enable --now nvidia-fabricmanager"
+    )
+    assert step.tool is not None and step.tool.value == "dnf"
+    assert [(c.name, c.to_version) for c in step.changes] == [
+        ("nvidia-fabric-manager", "590.48.01")
+    ]

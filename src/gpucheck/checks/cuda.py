@@ -131,7 +131,7 @@ def driver_api(ctx: Context) -> Outcome | None:
         elif name == "CUDA_ERROR_SYSTEM_NOT_READY" and driver:
             # The fabric manager must be this exact driver release: name it, with the package.
             fix = Fix.of(
-                install_fabric_manager(driver),
+                install_fabric_manager(ctx, driver),
                 *fix.steps,
             )
         if ctx.nvml_ok:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, sentence
 from gpucheck.checks.registry import check
+from gpucheck.model.distros import linux_family
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.finding import Outcome, Section, Status
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
@@ -33,15 +34,29 @@ def nvswitch_system(ctx: Context) -> bool:
     return host or any(g.fabric_state in FABRIC_STARTED for g in ctx.gpus)
 
 
-def install_fabric_manager(driver: str) -> Step:
-    """The step that installs and starts the fabric manager of exactly this driver release."""
+def install_fabric_manager(ctx: Context, driver: str) -> Step:
+    """The step that installs and starts the fabric manager of exactly this driver release,
+    with this machine's package manager. Its version must equal the driver's; NVIDIA's packages
+    carry it: nvidia-fabricmanager-BRANCH on Ubuntu/Debian, nvidia-fabric-manager on the RHEL
+    family (github.com/NVIDIA/yum-packaging-fabric-manager, fabricmanager.spec, which renamed
+    nvidia-fabricmanager-BRANCH to it)."""
+    start = "sudo systemctl enable --now nvidia-fabricmanager"
+    if linux_family(ctx.snapshot.system.os_release) == "rpm":
+        return Step.run(
+            f"install the fabric manager of driver {driver} exactly (RHEL family: "
+            f"nvidia-fabric-manager {driver}; `dnf list --showduplicates nvidia-fabric-manager` "
+            "lists the versions), then start it",
+            f"sudo dnf install -y nvidia-fabric-manager-{driver} && {start}",
+            Tool.DNF,
+            changes=[Change("nvidia-fabric-manager", None, driver)],
+            layer=Layer.DRIVER,
+        )
     branch = driver.split(".")[0]
     return Step.run(
         f"install the fabric manager of driver {driver} exactly (Ubuntu/Debian: "
         f"nvidia-fabricmanager-{branch}; `apt-cache policy nvidia-fabricmanager-{branch}` "
         f"must show {driver}), then start it",
-        f"sudo apt-get install -y nvidia-fabricmanager-{branch} && "
-        "sudo systemctl enable --now nvidia-fabricmanager",
+        f"sudo apt-get install -y nvidia-fabricmanager-{branch} && {start}",
         Tool.APT,
         changes=[Change(f"nvidia-fabricmanager-{branch}", None, driver)],
         layer=Layer.DRIVER,
@@ -81,7 +96,9 @@ def fabric_cause(ctx: Context) -> tuple[str, list[str], Fix] | None:
     installed = fab.fabricmanager_version is not None or bool(fab.fabricmanager_unit)
     if not installed:
         fix = (
-            Fix.of(install_fabric_manager(driver)) if driver else Fix.of(Step.manual("install it"))
+            Fix.of(install_fabric_manager(ctx, driver))
+            if driver
+            else Fix.of(Step.manual("install it"))
         )
         return "the fabric manager (nvidia-fabricmanager) is not installed", evidence, fix
     fm = fab.fabricmanager_version
@@ -90,7 +107,7 @@ def fabric_cause(ctx: Context) -> tuple[str, list[str], Fix] | None:
             f"the fabric manager is version {fm} and the driver {driver}: it refuses to run "
             "unless they are equal"
         )
-        return title, evidence, Fix.of(install_fabric_manager(driver), JOURNAL)
+        return title, evidence, Fix.of(install_fabric_manager(ctx, driver), JOURNAL)
     if fab.fabricmanager_running is False:
         fix = Fix.of(
             Step.run(
