@@ -100,22 +100,51 @@ def test_under_sudo_the_invoking_users_cli_config_is_read_not_roots(tmp_path: Pa
     (tmp_path / "etc/passwd").write_text(
         "root:x:0:0:root:/root:/bin/bash\nana:x:1000:1000:Ana,,,:/home/ana:/bin/bash\n"
     )
-    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "ana"})
+    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "ana"}, euid=0)
     assert (facts.docker_context, facts.docker_context_source, facts.docker_endpoint) == (
         "desktop-linux",
         "config",
         DESKTOP_SOCKET,
     )
     # sudo run by root itself: root's own config.
-    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "root"})
+    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "root"}, euid=0)
     assert (facts.docker_context, facts.docker_context_source) == ("default", "config")
     # A user the passwd file does not know: which context is not known, never root's.
-    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "ghost"})
+    facts = probe_container_host(tmp_path, {"HOME": "/root", "SUDO_USER": "ghost"}, euid=0)
     assert (facts.docker_context, facts.docker_context_source, facts.docker_endpoint) == (
         None,
         None,
         None,
     )
+
+
+def test_sudo_user_is_trusted_only_as_root_and_not_in_a_root_shell(tmp_path: Path) -> None:
+    # `sudo -u bob gpucheck doctor` keeps ana's SUDO_USER in bob's environment: bob's CLI reads
+    # bob's ~/.docker (HOME). `sudo -i` then gpucheck: root's own shell, root's own CLI.
+    _host(tmp_path)
+    _desktop_config(tmp_path)  # ana's config: the desktop-linux context
+    (tmp_path / "home/bob/.docker").mkdir(parents=True)
+    (tmp_path / "home/bob/.docker/config.json").write_text('{"currentContext": "default"}')
+    (tmp_path / "root/.docker").mkdir(parents=True)
+    (tmp_path / "root/.docker/config.json").write_text('{"currentContext": "default"}')
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/passwd").write_text(
+        "root:x:0:0:root:/root:/bin/bash\nana:x:1000:1000:Ana,,,:/home/ana:/bin/bash\n"
+    )
+    bob = {"HOME": "/home/bob", "SUDO_USER": "ana"}
+    facts = probe_container_host(tmp_path, bob, euid=1001)
+    assert (facts.docker_context, facts.docker_context_source) == ("default", "config")
+    root_shell = {"HOME": "/root", "SUDO_USER": "ana", "SUDO_COMMAND": "/bin/bash"}
+    facts = probe_container_host(tmp_path, root_shell, euid=0)
+    assert (facts.docker_context, facts.docker_context_source) == ("default", "config")
+    # The same root with `sudo gpucheck doctor`: ana's CLI.
+    sudo_gpucheck = {
+        "HOME": "/root",
+        "SUDO_USER": "ana",
+        "SUDO_COMMAND": "/usr/bin/gpucheck doctor",
+    }
+    facts = probe_container_host(tmp_path, sudo_gpucheck, euid=0)
+    assert facts.docker_context == "desktop-linux"
 
 
 def _docker(context: str, endpoint: str | None, *, dockerd: bool | None = True) -> Snapshot:

@@ -119,18 +119,28 @@ def _home_of(root: Path, user: str) -> str | None:
         return None
 
 
-def _cli_home(root: Path, env: Mapping[str, str]) -> tuple[str | None, bool]:
-    """The home whose .docker the CLI reads, and whether it is known. Under sudo it is the
-    invoking user's (SUDO_USER): sudo points HOME at /root, but `sudo gpucheck doctor` judges
-    the docker CLI that user runs, not root's configuration."""
+# A sudo that runs a shell (sudo -i, sudo -s, sudo su): what runs in it is root's own session,
+# whose docker CLI reads root's ~/.docker, whoever typed sudo.
+SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "fish", "csh", "tcsh", "su")
+
+
+def _cli_home(root: Path, env: Mapping[str, str], euid: int) -> tuple[str | None, bool]:
+    """The home whose .docker the CLI reads, and whether it is known. Under `sudo gpucheck`
+    it is the invoking user's (SUDO_USER): sudo points HOME at /root, but the doctor judges the
+    docker CLI that user runs, not root's configuration. SUDO_USER is trusted only as root (as
+    procs trusts it): `sudo -u bob` keeps ana's SUDO_USER in bob's environment, and a root
+    shell (sudo -i) runs root's own CLI."""
     user = env.get("SUDO_USER")
-    if not user or user == "root":
+    shell = os.path.basename(env.get("SUDO_COMMAND", "").split(" ", 1)[0]) in SHELLS
+    if not user or user == "root" or euid != 0 or shell:
         return env.get("HOME"), True
     home = _home_of(root, user)
     return home, home is not None
 
 
-def docker_context(root: Path, env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+def docker_context(
+    root: Path, env: Mapping[str, str], euid: int
+) -> tuple[str | None, str | None, str | None]:
     """(context, where it came from, endpoint) as the docker CLI resolves them, from files:
     DOCKER_HOST wins (the default context, pointed there), then DOCKER_CONTEXT, then
     config.json's currentContext ($DOCKER_CONFIG, else ~/.docker: the invoking user's under
@@ -139,7 +149,7 @@ def docker_context(root: Path, env: Mapping[str, str]) -> tuple[str | None, str 
     known: (None, None, None), never root's context in its place."""
     if env.get("DOCKER_HOST"):
         return "default", "DOCKER_HOST", env["DOCKER_HOST"]
-    home, known = _cli_home(root, env)
+    home, known = _cli_home(root, env, euid)
     config = env.get("DOCKER_CONFIG") or (f"{home.rstrip('/')}/.docker" if home else None)
     config_dir = root / config.lstrip("/") if config else None
     name, source = env.get("DOCKER_CONTEXT"), "DOCKER_CONTEXT"
@@ -160,13 +170,17 @@ def docker_context(root: Path, env: Mapping[str, str]) -> tuple[str | None, str 
     return name, source, host if isinstance(host, str) else None
 
 
-def probe_container_host(root: Path, env: Mapping[str, str] | None = None) -> ContainerHostFacts:
+def probe_container_host(
+    root: Path, env: Mapping[str, str] | None = None, euid: int | None = None
+) -> ContainerHostFacts:
     cgroup = root / "sys/fs/cgroup"
     version = 2 if (cgroup / "cgroup.controllers").exists() else (1 if cgroup.is_dir() else None)
     runtime_path, runtime_found = _nvidia_runtime(root)
     engines = _programs(root, ENGINES)
     context, context_source, endpoint = (
-        docker_context(root, env or {}) if "docker" in engines else (None, None, None)
+        docker_context(root, env or {}, os.geteuid() if euid is None else euid)
+        if "docker" in engines
+        else (None, None, None)
     )
     return ContainerHostFacts(
         docker_context=context,
