@@ -132,3 +132,52 @@ def test_a_client_that_closes_stdin_still_gets_every_answer_it_asked_for() -> No
     assert answers[2]["result"]["structuredContent"]["max_cuda"] == "12.4"
     assert answers[3]["result"]["isError"] is False
     assert [t["name"] for t in answers[4]["result"]["tools"]] == TOOLS
+
+
+def test_a_client_that_stops_reading_ends_the_server_without_a_traceback() -> None:
+    # `gpucheck mcp | head -c 1`: the reader goes away after one byte; the server's next
+    # answers meet a closed pipe. It must end (no hang) and say nothing on stderr.
+    import contextlib
+    import os
+    import time
+
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gpucheck", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write_end)
+    assert server.stdin is not None and server.stderr is not None
+    try:
+        server.stdin.write((json.dumps(initialize) + "\n").encode())
+        server.stdin.flush()
+        assert os.read(read_end, 1)  # the first byte of the first answer, then the reader goes
+        os.close(read_end)
+        for n in range(2, 6):
+            time.sleep(0.2)
+            ping = {"jsonrpc": "2.0", "id": n, "method": "ping"}  # small answers stay buffered
+            try:
+                server.stdin.write((json.dumps(ping) + "\n").encode())
+                server.stdin.flush()
+            except BrokenPipeError:
+                break  # the server already ended, as it should
+        with contextlib.suppress(BrokenPipeError):
+            server.stdin.close()
+        server.wait(timeout=60)
+        assert server.stderr.read().decode() == ""
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

@@ -105,6 +105,13 @@ def _relay_in(source: int, sink: int, in_flight: InFlight, gone: threading.Event
         in_flight.wait_answered()
 
 
+def _send(sink: int, data: bytes) -> None:
+    """All of `data` to `sink`, unbuffered: nothing is left to flush (and fail) at a close."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(sink, view) :]
+
+
 def _relay_out(
     source: int, sink: int, in_flight: InFlight, gone: threading.Event, stop: threading.Event
 ) -> None:
@@ -112,24 +119,22 @@ def _relay_out(
     # what is left in the pipe is read until it is empty. A client that stopped reading
     # (`gone`) ends the server; the SDK's last answers are read and dropped, never blocking it.
     pending = b""
-    with open(sink, "wb", closefd=False) as out:
-        while True:
-            if not select.select([source], [], [], 0.05)[0]:
-                if stop.is_set():
-                    return
-                continue
-            *lines, pending = (pending + os.read(source, 65536)).split(b"\n")
-            for line in lines:
-                if not gone.is_set():
-                    try:
-                        out.write(line + b"\n")
-                        out.flush()
-                    except OSError:  # the client closed its end
-                        gone.set()
-                        in_flight.abandon()
-                message = _message(line)
-                if "id" in message and ("result" in message or "error" in message):
-                    in_flight.done(message["id"])
+    while True:
+        if not select.select([source], [], [], 0.05)[0]:
+            if stop.is_set():
+                return
+            continue
+        *lines, pending = (pending + os.read(source, 65536)).split(b"\n")
+        for line in lines:
+            if not gone.is_set():
+                try:
+                    _send(sink, line + b"\n")
+                except OSError:  # the client closed its end (EPIPE): no traceback, no retry
+                    gone.set()
+                    in_flight.abandon()
+            message = _message(line)
+            if "id" in message and ("result" in message or "error" in message):
+                in_flight.done(message["id"])
 
 
 def serve_relayed(run: Callable[[], None]) -> None:
