@@ -345,3 +345,24 @@ def test_live_view_only_on_a_terminal(simulate: Simulate) -> None:
 
 
 # --- the summary -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("90", 90.0),
+        ("5m", 300.0),
+        ("2h", 7200.0),
+        ("1e3", 1000.0),
+        (".5", 0.5),  # as `--interval .5` reads it
+        ("1.", 1.0),
+        ("+5", 5.0),
+        ("1_000", 1000.0),
+        ("1.5e1m", 900.0),
+        ("5 m", 300.0),
+    ],
+)
+def test_duration_reads_its_number_as_the_number_options_do(text: str, seconds: float) -> None:
+    from gpucheck.cli.watch import parse_duration
+
+    assert parse_duration(text) == seconds

@@ -5,7 +5,7 @@ with a summary at the end or from a saved log."""
 from __future__ import annotations
 
 import io
-import re
+import math
 import sys
 from typing import Annotated
 
@@ -171,12 +171,19 @@ def watch(
 
 
 def parse_duration(text: str) -> float:
-    # A number as every number option reads it (1e3 included); nan and inf match no digits.
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(s|m|h)?\s*", text)
-    if not match:
+    """Seconds, or a number with s, m or h: the number read as float() reads it, as every number
+    option does (.5, 1e3, 1_000), and refused where it is not finite or not above 0."""
+    body = text.strip()
+    unit = body[-1:] if body[-1:] in ("s", "m", "h") else "s"
+    number = body[:-1] if body[-1:] in ("s", "m", "h") else body
+    try:
+        value = float(number) * {"s": 1, "m": 60, "h": 3600}[unit]
+    except ValueError:
+        value = math.nan
+    # Not a number, or one with no digits (nan, inf): 1e400 has digits, and is too long below.
+    if math.isnan(value) or not any(c.isdigit() for c in number):
         raise UserError(f"--duration {text}: use seconds, or a number with s, m or h (5m)")
-    value = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2) or "s"]
-    if value >= 2**53:  # (400 digits read as infinity): without --duration, it runs until stopped
+    if value >= 2**53:  # 1e400 (read as infinity): without --duration, it runs until stopped
         raise UserError(f"--duration {text}: too long (leave it out to watch until stopped)")
     if value <= 0:
         raise UserError(f"--duration {text}: must be more than 0")
