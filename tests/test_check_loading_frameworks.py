@@ -15,10 +15,13 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import builders
 import framework_builders as fb
 import pytest
+import sim.scenario as sim
+import sim_doctor
 import test_cases
 
 import gpucheck.checks.frameworks
@@ -217,3 +220,27 @@ def test_a_doctor_imports_the_framework_modules_its_snapshot_can_use(tmp_path: P
     torch = imported_framework_modules(tmp_path, fb.on(builders.h100_node(2), fb.torch_cu124()))
     assert {"torch", "extensions", "environment", "runtime", "builds"} <= torch
     assert not {"tensorflow", "jax_cupy", "tensorrt"} & torch
+
+
+# The simulator's machines (a live doctor's snapshot of each: its environment is this test's
+# interpreter), through the same comparison.
+SIM_SCENARIOS: dict[str, Callable[[], Any]] = {
+    "h100x8": lambda: sim.h100_node(8),
+    "rtx3060": lambda: sim.Scenario([sim.rtx_3060()]),
+    "a100-mig": lambda: sim.Scenario([sim.a100_mig()]),
+    "gt1030, no uvm": lambda: sim.Scenario([sim.gt_1030()], uvm_loaded=False),
+    "module not loaded": lambda: sim.h100_node(2, module_loaded=False),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", list(SIM_SCENARIOS))
+def test_the_report_on_simulated_machines_is_the_same(
+    simulate: Any, scenario: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    machine = simulate(SIM_SCENARIOS[scenario]())
+    text = json.dumps(sim_doctor.doctor(machine).snapshot)
+    assert loads(text).environments  # (the live doctor's interpreter)
+    lazy = doctor_json(text)
+    monkeypatch.setattr(registry, "held", lambda _: None)
+    assert lazy == doctor_json(text)
