@@ -7,6 +7,7 @@ FILE --json` (`-X importtime`: the modules that cost most, with what they pulled
 modules it imports beyond the typer app's, with what they cost on their own):
 
     doctor --from FILE (json, and text to a pipe)  <= 1.5x the typer app
+      (FILE: an 8-GPU node bare, and with one torch environment)
     gpucheck --help, gpucheck compat ...           <= 1.2x the typer app
 
     python benchmarks/startup.py [--runs 15] [--top 15]
@@ -108,17 +109,27 @@ def import_profile(times: dict[str, tuple[float, float]], floor: set[str], top: 
     return lines
 
 
-def snapshot_file() -> str:
-    """A realistic snapshot: the test builders' healthy 8-GPU H100 node."""
+def snapshot_files() -> tuple[str, str]:
+    """Two realistic snapshots: the test builders' healthy 8-GPU H100 node with no Python
+    environment (a bare node: no framework check has anything to judge), and the same node
+    with one environment holding torch 2.5.1+cu124 and the NVIDIA wheels it pins (the
+    framework checks that judge torch, or any environment, import and run)."""
     sys.path.insert(0, str(HERE.parent / "tests"))
     import builders
+    import framework_builders
 
     from gpucheck.model.snapshot import dumps
 
-    fd, path = tempfile.mkstemp(suffix=".json")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(dumps(builders.h100_node(8)))
-    return path
+    paths = []
+    for snap in (
+        builders.h100_node(8),
+        framework_builders.on(builders.h100_node(8), framework_builders.torch_cu124()),
+    ):
+        fd, path = tempfile.mkstemp(suffix=".json")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(dumps(snap))
+        paths.append(path)
+    return paths[0], paths[1]
 
 
 def main() -> None:
@@ -126,7 +137,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--top", type=int, default=15, help="import profile entries to show")
     args = parser.parse_args()
-    snap = snapshot_file()
+    snap, torch_snap = snapshot_files()
     py = sys.executable
     gpucheck = program() or [py, "-m", "gpucheck"]
     print(f"gpucheck is {' '.join(gpucheck)}; load average {os.getloadavg()[0]:.2f} at the start")
@@ -144,6 +155,7 @@ def main() -> None:
         ("gpucheck compat torch 2.5.1", [*gpucheck, "compat", "torch", "2.5.1"]),
         ("doctor --from --json", [*gpucheck, "doctor", "--from", snap, "--json"]),
         ("doctor --from (text)", [*gpucheck, "doctor", "--from", snap]),
+        ("doctor --from --json (torch env)", [*gpucheck, "doctor", "--from", torch_snap, "--json"]),
         (
             "doctor --from --json --only gpus",
             [*gpucheck, "doctor", "--from", snap, "--json", "--only", "gpus"],
@@ -167,6 +179,7 @@ def main() -> None:
         ("gpucheck compat torch 2.5.1", 1.2),
         ("doctor --from --json", 1.5),
         ("doctor --from (text)", 1.5),
+        ("doctor --from --json (torch env)", 1.5),
         ("doctor --from --json --only gpus", 1.5),
     ):
         plain = medians[label] / medians["import typer"]
@@ -182,6 +195,7 @@ def main() -> None:
     for line in import_profile(times, floor_modules, args.top):
         print(line)
     os.unlink(snap)
+    os.unlink(torch_snap)
     os.unlink(app)
 
 

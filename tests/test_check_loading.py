@@ -66,4 +66,8 @@ def test_doctor_only_imports_the_sections_it_names(tmp_path: Path) -> None:
     assert not {m for m in narrow if m.startswith("gpucheck.checks.frameworks")}
     assert "gpucheck.checks.gpus" not in narrow
     everything = imported_check_modules(tmp_path, "--json")
-    assert {"gpucheck.checks.frameworks.torch", "gpucheck.checks.gpus"} <= everything
+    assert {"gpucheck.checks.cudnn", "gpucheck.checks.gpus"} <= everything
+    # (The framework modules: those the snapshot can use, see test_check_loading_frameworks;
+    # asked for by name, a check is reported even with nothing to judge, so all load.)
+    torch = imported_check_modules(tmp_path, "--only", "torch.python", "--json")
+    assert {"gpucheck.checks.frameworks.torch", "gpucheck.checks.frameworks.runtime"} <= torch

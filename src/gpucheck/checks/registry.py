@@ -20,6 +20,7 @@ FRAMEWORK_KEYS = tuple(fw.key for fw in FRAMEWORKS)
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
+    from gpucheck.model.snapshot import Snapshot
 
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding gpucheck/
 
@@ -63,6 +64,30 @@ LAYER_OF: dict[Section, Layer] = {
     Section.BENCH: Layer.GPUS,
 }
 
+# What a snapshot holds that a framework check can judge (see held): an environment at all, a
+# framework (its key) in some environment, or system TensorRT libraries.
+ANY_ENVIRONMENT = "environment"
+SYSTEM_TENSORRT = "libnvinfer"
+# The modules of checks/frameworks/ that register checks, each with what a snapshot must hold
+# (any one of) for one of them to judge anything: each is a framework_check (environments.py),
+# silent for an environment without its framework, but tensorrt.libraries (system copies) and
+# frameworks.smoke-test (environments holding any framework). A doctor of a saved snapshot
+# imports only those its snapshot can use (start-up, issue #24): the rest would say nothing.
+FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "extensions": ("torch",),
+    "tensorflow": ("tensorflow",),
+    "tensorflow_libraries": ("tensorflow",),
+    "jax_cupy": ("jax", "cupy"),
+    "environment": (ANY_ENVIRONMENT,),
+    "loader_cache": (ANY_ENVIRONMENT,),
+    "tensorrt": ("tensorrt", SYSTEM_TENSORRT),
+    "xla": (ANY_ENVIRONMENT,),
+    "numpy_abi": (ANY_ENVIRONMENT,),
+    "nvml_bindings": (ANY_ENVIRONMENT,),
+    "runtime": (ANY_ENVIRONMENT,),
+}
+
 # The modules whose import registers each section's checks (their order in the report is
 # ORDER's), and the sections each id's first part belongs to: a doctor with --only imports
 # the modules of the sections it names (and of their prerequisites), no more.
@@ -80,7 +105,7 @@ SECTION_MODULES: dict[Section, tuple[str, ...]] = {
     ),
     Section.CUDA: ("gpucheck.checks.cuda", "gpucheck.checks.toolkit"),
     Section.CUDNN: ("gpucheck.checks.cudnn",),
-    Section.FRAMEWORKS: ("gpucheck.checks.frameworks",),
+    Section.FRAMEWORKS: tuple(f"gpucheck.checks.frameworks.{m}" for m in FRAMEWORK_MODULES),
     Section.REQUIREMENTS: ("gpucheck.checks.requirements",),
     Section.BENCH: (),  # gpucheck bench's verdicts: not checks of the doctor
 }
@@ -185,17 +210,44 @@ def check(
     return register
 
 
-_LOADED: set[Section] = set()
+def held(snapshot: Snapshot) -> set[str] | None:
+    """What `snapshot` holds for the framework checks (FRAMEWORK_MODULES' words): each
+    framework some environment has a distribution (or plugin), build facts or a runtime of.
+    None where a fact group is missing: a check reading it is reported unjudged, not silent."""
+    if snapshot.absent_sections:
+        return None
+    found = {SYSTEM_TENSORRT} if snapshot.cuda.tensorrt else set()
+    for env in snapshot.environments:
+        found.add(ANY_ENVIRONMENT)
+        names = [d.name for d in env.distributions]
+        found |= {fw.key for fw in FRAMEWORKS if any(fw.related(n) for n in names)}
+        found |= {rt.framework for rt in env.runtimes}
+        found |= {
+            key for key, build in (("torch", env.torch), ("tensorflow", env.tensorflow)) if build
+        }
+    return found
 
 
-def load(sections: Iterable[Section]) -> None:
-    """Register the checks of `sections` (importing their modules), once."""
+def _modules(section: Section, holds: set[str] | None) -> tuple[str, ...]:
+    """The modules of `section` whose checks can judge something where `holds` (None: all)."""
+    modules = SECTION_MODULES[section]
+    if section is not Section.FRAMEWORKS or holds is None:
+        return modules
+    return tuple(m for m in modules if holds.intersection(FRAMEWORK_MODULES[m.rsplit(".")[-1]]))
+
+
+_LOADED: set[str] = set()
+
+
+def load(sections: Iterable[Section], holds: set[str] | None = None) -> None:
+    """Register the checks of `sections` (importing their modules), once; of the framework
+    modules, with `holds` (see held), only those with something to judge."""
     for section in sections:
-        if section not in _LOADED:
-            for module in SECTION_MODULES[section]:
+        for module in _modules(section, holds):
+            if module not in _LOADED:
                 # (__import__, not importlib's: -X importtime profiles only the former.)
                 __import__(module)
-            _LOADED.add(section)
+                _LOADED.add(module)
 
 
 def all_checks() -> list[Check]:
@@ -237,18 +289,30 @@ def _matches(pattern: str, check: Check) -> bool:
     return check.id == p or check.id.startswith(p if p.endswith(".") else p + ".")
 
 
-def select(only: list[str], skip: list[str]) -> list[Check]:
+def select(only: list[str], skip: list[str], holds: set[str] | None = None) -> list[Check]:
     """The checks --only and --skip leave; with --only, only the sections they can match are
-    imported (a pattern that names none loads every section, for the error's suggestions)."""
+    imported (a pattern that names none loads every section, for the error's suggestions).
+    Without --only, `holds` (see held) leaves out the framework checks with nothing to judge
+    (with --only, a check asked for is reported even then: all are kept)."""
     named = sections_named(only + skip) if only else None
-    if named is None:
-        checks = all_checks()
-    else:
+    if named is not None:
         load(named)
         checks = _registered()
+    elif holds is None or only:
+        checks = all_checks()
+    else:
+        load(list(Section), holds)
+        modules = set(_modules(Section.FRAMEWORKS, holds))
+        checks = [
+            c
+            for c in _registered()
+            if c.section is not Section.FRAMEWORKS or c.func.__module__ in modules
+        ]
     ids = [c.id for c in checks]
     for pattern in only + skip:
         if not any(_matches(pattern, c) for c in checks):
+            if holds is not None:  # (a --skip of a check left out: known, with them all)
+                return select(only, skip)
             close = difflib.get_close_matches(pattern, ids, n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise SelectionError(f"no check matches {pattern!r}{hint}; see: gpucheck checks")

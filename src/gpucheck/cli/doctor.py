@@ -125,7 +125,7 @@ def doctor(
     try:
         # Checks, compat data and formats load while the probes run.
         from gpucheck.checks.context import Requirements
-        from gpucheck.checks.registry import SelectionError, select
+        from gpucheck.checks.registry import SelectionError, held, select
         from gpucheck.report.formats import FORMATS
 
         fmt = "json" if json_out else fmt
@@ -141,9 +141,19 @@ def doctor(
             job_pids=parse_job_pids(job_pids) if job_pids is not None else None,
         )
 
+        # A saved snapshot is read before the checks load (it is cheap), so that the framework
+        # checks with nothing to judge in it are not imported; an unreadable one is reported
+        # where it always was, after the options' errors.
+        saved: Snapshot | UserError | None = None
+        if from_file is not None and not only and not redact:
+            try:
+                saved = read_snapshot(from_file)
+            except UserError as exc:
+                saved = exc
+        holds = held(saved) if saved is not None and not isinstance(saved, UserError) else None
         # Only the check modules of the sections --only can match (all without it).
         try:
-            selected = select(only or [], skip or [])
+            selected = select(only or [], skip or [], holds)
         except SelectionError as exc:
             raise UserError(str(exc)) from None
         # While the probes run (this thread would only wait), what the checks would load on
@@ -160,6 +170,10 @@ def doctor(
         raise
     if probing is not None:
         snapshot = probing.result()
+    elif isinstance(saved, UserError):
+        raise saved
+    elif saved is not None:
+        snapshot = saved
     else:
         assert from_file is not None
         snapshot = read_snapshot(from_file)

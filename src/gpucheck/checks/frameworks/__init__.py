@@ -20,23 +20,8 @@ Shared helpers: environments.py (per-environment verdicts), builds.py (each fram
 build as facts, and the build a fix installs), driver.py (the GPUs a build must run on, its
 CUDA against the driver), arch.py (compiled architectures), packages.py (pip metadata).
 
-Importing this package registers them all; registry.ORDER sets their order in the report.
+Importing a module registers its checks: registry.FRAMEWORK_MODULES lists them, with what a
+snapshot must hold for each to have something to judge; registry.ORDER sets their order in the
+report. This package imports none of them itself (a doctor of a saved snapshot imports only
+those its snapshot can use).
 """
-
-from __future__ import annotations
-
-# isort: off
-from gpucheck.checks.frameworks import torch  # noqa: F401
-from gpucheck.checks.frameworks import extensions  # noqa: F401
-from gpucheck.checks.frameworks import tensorflow  # noqa: F401
-from gpucheck.checks.frameworks import tensorflow_libraries  # noqa: F401
-from gpucheck.checks.frameworks import jax_cupy  # noqa: F401
-from gpucheck.checks.frameworks import environment  # noqa: F401
-from gpucheck.checks.frameworks import loader_cache  # noqa: F401
-from gpucheck.checks.frameworks import tensorrt  # noqa: F401
-from gpucheck.checks.frameworks import xla  # noqa: F401
-from gpucheck.checks.frameworks import numpy_abi  # noqa: F401
-from gpucheck.checks.frameworks import nvml_bindings  # noqa: F401
-from gpucheck.checks.frameworks import runtime  # noqa: F401
-
-# isort: on

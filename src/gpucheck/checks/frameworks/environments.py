@@ -202,6 +202,7 @@ def framework_check(
                     verdicts.append((env, func(ctx, env, found)))
             return combine(ctx, verdicts)
 
+        run.__module__ = func.__module__  # the module that registers it (registry.select)
         check(id, Section.FRAMEWORKS, summary)(run)
         return func
 
@@ -214,7 +215,11 @@ def environment_check(
     """Register a check of every environment, whatever frameworks it holds."""
 
     def register(func: Callable[[Context, PythonEnvironment], Outcome | None]) -> object:
-        return framework_check(id, summary, _every)(lambda ctx, env, _: func(ctx, env))
+        def judge(ctx: Context, env: PythonEnvironment, _: PythonEnvironment) -> Outcome | None:
+            return func(ctx, env)
+
+        judge.__module__ = func.__module__
+        return framework_check(id, summary, _every)(judge)
 
     return register
 
