@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 from gpucheck.model.fabric import FabricHostFacts
+from gpucheck.probes.files import read_text as _read
 from gpucheck.probes.pci_ids import scan_pci
 
 UNIT = "nvidia-fabricmanager.service"
@@ -32,14 +33,6 @@ RPM_PACKAGE = re.compile(r"nvidia-fabric-?manager(-[0-9]+)?")
 # /var/lib/rpm (RHEL 7-9).
 RPM_DBPATHS = ("usr/lib/sysimage/rpm", "var/lib/rpm")
 RPM_TIMEOUT = 5.0  # seconds: a query by name takes milliseconds; a locked database waits
-
-
-def _read(path: Path, limit: int = 1 << 16) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
 
 
 def probe_fabric_host(

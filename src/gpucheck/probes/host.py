@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from gpucheck.model.snapshot import HostIdentity
+from gpucheck.probes.files import LIMIT, read_text
 
 # machine-id(5) is confidential; systemd derives per-application ids from it with
 # HMAC-SHA256 keyed by the machine id (sd_id128_get_machine_app_specific(3)): same here, so
@@ -28,12 +29,9 @@ PLACEHOLDERS = re.compile(
 )
 
 
-def _read(path: Path, limit: int = 1 << 16) -> str | None:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(limit).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
+def _read(path: Path, limit: int = LIMIT) -> str | None:
+    text = read_text(path, limit)
+    return None if text is None else text.strip()
 
 
 def _real(value: str | None) -> str | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucheck.model.snapshot import PciDevice
+from gpucheck.probes.files import read_text
 
 NVIDIA_VENDOR = "0x10de"
 # PCI class 0x03 = display controller: 0x0300 VGA, 0x0302 3D controller (most data-centre GPUs).
@@ -101,8 +102,8 @@ def scan_pci(root: Path) -> tuple[bool, int, list[PciDevice], list[str]]:
     switches = []
     for address in entries:
         dev = base / address
-        vendor = (_sysfs(dev / "vendor") or "").strip().lower()
-        cls = (_sysfs(dev / "class") or "").strip().lower()
+        vendor = (read_text(dev / "vendor") or "").strip().lower()
+        cls = (read_text(dev / "class") or "").strip().lower()
         if vendor == NVIDIA_VENDOR and cls.startswith(NVSWITCH_CLASS):
             switches.append(address)
         if vendor != NVIDIA_VENDOR or not cls.startswith(GPU_CLASSES):
@@ -114,21 +115,13 @@ def scan_pci(root: Path) -> tuple[bool, int, list[PciDevice], list[str]]:
             PciDevice(
                 address=address,
                 vendor_id=vendor,
-                device_id=(_sysfs(dev / "device") or "").strip().lower(),
+                device_id=(read_text(dev / "device") or "").strip().lower(),
                 class_code=cls,
-                subsystem_vendor_id=((_sysfs(dev / "subsystem_vendor") or "").strip().lower())
+                subsystem_vendor_id=((read_text(dev / "subsystem_vendor") or "").strip().lower())
                 or None,
-                subsystem_device_id=((_sysfs(dev / "subsystem_device") or "").strip().lower())
+                subsystem_device_id=((read_text(dev / "subsystem_device") or "").strip().lower())
                 or None,
                 driver=driver,
             )
         )
     return True, len(entries), gpus, switches
-
-
-def _sysfs(path: Path) -> str | None:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(1 << 16).decode("utf-8", "replace")
-    except OSError:
-        return None

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from gpucheck.model.snapshot import HostProcess, ProcessFacts
+from gpucheck.probes.files import read_bytes as _read
 
 DEVICE_PREFIX = "/dev/nvidia"
 # Container ids in cgroup paths: docker-<id>.scope, /docker/<id>, cri-containerd-<id>.scope,
@@ -26,14 +27,6 @@ _CONTAINER_ID = re.compile(r"(?:^|[/-])([0-9a-f]{64})(?:\.scope)?(?:/|$)")
 _POD_UID = re.compile(
     r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})"
 )
-
-
-def _read(path: Path, limit: int = 1 << 16) -> bytes | None:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
 
 
 def probe_processes(

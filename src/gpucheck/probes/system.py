@@ -20,6 +20,7 @@ from gpucheck.model.snapshot import DeviceNode, SystemFacts
 from gpucheck.probes import modules
 from gpucheck.probes.container_host import probe_container_host
 from gpucheck.probes.fabric import probe_fabric_host
+from gpucheck.probes.files import read_text as _read
 from gpucheck.probes.host import probe_host
 from gpucheck.probes.kernel_log import read_nvrm
 from gpucheck.probes.pci_ids import PciIds, find_pci_ids, scan_pci
@@ -69,14 +70,6 @@ ENV_ALLOWLIST = (
 )
 NVIDIA_MODULES = ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem")
 SECURE_BOOT_VAR = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
-
-
-def _read(path: Path, limit: int = 1 << 16) -> str | None:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return None
 
 
 def probe_system(
