@@ -112,7 +112,7 @@ def test_procs_accounts_for_hidden_holders_zombies_and_leaks(simulate: Simulate)
     assert gpus[2]["unaccounted"] == 20 * GIB + 479 * MIB
     assert gpus[2]["leaked"] is True
     assert "`sudo gpucheck procs`" in gpus[2]["leak_causes"]
-    assert "`sudo nvidia-smi --gpu-reset -i 2`" in gpus[2]["leak_causes"]
+    assert "`sudo nvidia-smi -r -i 2`" in gpus[2]["leak_causes"]
     assert gpus[3]["zombie_pids"] == [5555]
     assert any("host PIDs" in n for n in doc["notes"])
 

@@ -342,5 +342,5 @@ def leak_causes(account: GpuAccount, in_container: bool) -> str:
         "torn down, or one stuck in the driver (state D); an MPS server or a leaked context "
         "after a crash. As root, every holder the kernel knows shows (`sudo gpucheck procs`, "
         "or `sudo fuser -v /dev/nvidia*`); with nothing left holding it, reset the GPU: "
-        f"`sudo nvidia-smi --gpu-reset -i {account.index}`"
+        f"`sudo nvidia-smi -r -i {account.index}`"
     )
