@@ -189,6 +189,14 @@ def test_a_host_whose_driver_is_unknown_could_not_tell(tmp_path: Path) -> None:
     summary = json.loads(gpucheck(str(recipe), "--from", str(snap), "--json").stdout)["summary"]
     assert (summary["ready"], summary["exit_code"]) == (False, 5)
     assert summary["reason"].startswith("the host's driver is unknown")
+    # JUnit: no case fails, so the verdict travels as the suite's properties.
+    junit = gpucheck(str(recipe), "--from", str(snap), "--format", "junit")
+    assert junit.returncode == 5
+    suite = ET.fromstring(junit.stdout).find("testsuite")
+    assert suite is not None
+    verdict = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert verdict["exit_code"] == "5"
+    assert (verdict["reason"] or "").startswith("the host's driver is unknown")
     # What fails whatever the driver still fails (1), as does a warning with --strict.
     recipe.write_text(
         "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nENV NVIDIA_VISIBLE_DEVICES=none\n"

@@ -38,6 +38,12 @@ def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None
         timestamp=report.created_at,
         hostname=printable(report.snapshot.system.hostname or "unknown"),
     )
+    # The verdict, whose "could not tell" (exit 5) no test case carries: a CI reading only
+    # the XML would see every case pass.
+    verdict = ET.SubElement(suite, "properties")
+    ET.SubElement(verdict, "property", name="exit_code", value=str(int(report.exit_code)))
+    if report.not_ready_reason is not None:
+        ET.SubElement(verdict, "property", name="reason", value=printable(report.not_ready_reason))
     for f in report.findings:
         case = ET.SubElement(suite, "testcase", classname=f"gpucheck.{f.section.value}", name=f.id)
         props = ET.SubElement(case, "properties")
