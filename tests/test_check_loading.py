@@ -16,7 +16,7 @@ from gpucheck.checks.registry import (
     sections_named,
 )
 from gpucheck.model.finding import Section
-from gpucheck.model.snapshot import dumps
+from gpucheck.model.snapshot import Snapshot, dumps
 
 
 def test_every_check_is_found_from_its_id_and_module() -> None:
@@ -35,9 +35,13 @@ def test_patterns_name_their_sections_and_prerequisites() -> None:
     assert sections_named(["no-such-check"]) is None
 
 
-def imported_check_modules(tmp_path: Path, *args: str) -> set[str]:
+def imported_check_modules(
+    tmp_path: Path, *args: str, snapshot: Snapshot | None = None
+) -> set[str]:
+    """The gpucheck.checks modules a `doctor --from` of `snapshot` (default: a bare 2-GPU
+    node) with `args` imports."""
     snap = tmp_path / "snap.json"
-    snap.write_text(dumps(builders.h100_node(2)))
+    snap.write_text(dumps(snapshot or builders.h100_node(2)))
     result = subprocess.run(
         [
             sys.executable,

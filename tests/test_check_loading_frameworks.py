@@ -10,8 +10,6 @@ import io
 import json
 import os
 import pkgutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +21,7 @@ import pytest
 import sim.scenario as sim
 import sim_doctor
 import test_cases
+from test_check_loading import imported_check_modules
 
 import gpucheck.checks.frameworks
 from gpucheck import cli
@@ -201,18 +200,8 @@ def test_the_report_is_the_same_with_every_framework_module(
 
 
 def imported_framework_modules(tmp_path: Path, snap: Snapshot) -> set[str]:
-    path = tmp_path / "snap.json"
-    path.write_text(dumps(snap))
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "gpucheck", "doctor", "--from", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode in (0, 1), result.stderr[-2000:]
-    names = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
-    return {n.rsplit(".")[-1] for n in names if n.startswith(PACKAGE + ".")}
+    found = imported_check_modules(tmp_path, snapshot=snap)
+    return {n.rsplit(".")[-1] for n in found if n.startswith(PACKAGE + ".")}
 
 
 def test_a_doctor_imports_the_framework_modules_its_snapshot_can_use(tmp_path: Path) -> None:

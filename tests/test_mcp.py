@@ -17,6 +17,17 @@ from mcp.client.stdio import stdio_client
 
 from gpucheck.model.snapshot import dumps
 
+# The first request of every session (JSON-RPC over stdio, one a line).
+INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 TOOLS = ["doctor", "snapshot", "procs", "compat", "fit", "fix_plan", "dockerfile"]
 
 
@@ -93,16 +104,7 @@ def test_a_client_that_closes_stdin_still_gets_every_answer_it_asked_for() -> No
     # A script's client writes its requests and closes stdin (`echo ... | gpucheck mcp`, a
     # half-closed pipe): the tool calls still running then must still be answered on stdout.
     requests: list[dict[str, Any]] = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {
             "jsonrpc": "2.0",
@@ -141,16 +143,6 @@ def test_a_client_that_stops_reading_ends_the_server_without_a_traceback() -> No
     import os
     import time
 
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     read_end, write_end = os.pipe()
     server = subprocess.Popen(
         [sys.executable, "-m", "gpucheck", "mcp"],
@@ -161,7 +153,7 @@ def test_a_client_that_stops_reading_ends_the_server_without_a_traceback() -> No
     os.close(write_end)
     assert server.stdin is not None and server.stderr is not None
     try:
-        server.stdin.write((json.dumps(initialize) + "\n").encode())
+        server.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
         server.stdin.flush()
         assert os.read(read_end, 1)  # the first byte of the first answer, then the reader goes
         os.close(read_end)
