@@ -22,7 +22,8 @@ from gpucheck.version import __version__
 # The report's own format version (the snapshot inside it carries its own): 2.0 made `fix` a
 # record (text and commands) and added `subjects` to findings; 3.0 made the fix ordered steps
 # (model/fix.py), each with its command, tool, package changes, GPUs and layer, and added
-# summary.requirements (what the job asked, judged again by fleet --recheck).
+# summary.requirements (what the job asked, judged again by fleet --recheck); 3.1 lets
+# summary.exit_code be 5 (dockerfile's "could not tell", where the host driver is unknown).
 REPORT_SCHEMA_VERSION = "3.1"
 
 
