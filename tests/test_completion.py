@@ -76,6 +76,8 @@ def test_bash_completes_closed_choices() -> None:
     assert bash_values("gpucheck watch --format ") == ["csv", "jsonl"]
     assert bash_values("gpucheck fit m --optimizer ada") == ["adam", "adamw", "adafactor"]
     assert bash_values("gpucheck fit m --dtype int") == ["int8", "int4"]
+    assert bash_values("gpucheck fit m --kv-dtype f") == ["fp32", "fp16", "fp8"]
+    assert bash_values("gpucheck fit m --attention ") == ["flash", "sdpa", "eager"]
     assert bash_values("gpucheck schema f") == ["fit", "fleet", "fix-plan"]
 
 

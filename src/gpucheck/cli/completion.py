@@ -72,8 +72,19 @@ def fit_optimizers(incomplete: str) -> Choices:
 
 
 def fit_attention(incomplete: str) -> Choices:
-    about = {"flash": "fused attention (the default)", "eager": "the s x s scores kept"}
+    about = {
+        "flash": "fused attention (the default)",
+        "sdpa": "fused, as flash",
+        "eager": "the s x s scores kept",
+    }
     return _matching(about.items(), incomplete)
+
+
+def fit_kv_dtypes(incomplete: str) -> Choices:
+    from gpucheck.fit.request import KV_DTYPES
+    from gpucheck.fit.units import DTYPE_BYTES
+
+    return _matching(((n, f"{DTYPE_BYTES[n]:g} byte(s)") for n in KV_DTYPES), incomplete)
 
 
 def python_paths(incomplete: str) -> Choices:

@@ -136,7 +136,11 @@ def fit(
     ] = "flash",
     kv_dtype: Annotated[
         str | None,
-        typer.Option("--kv-dtype", help="KV cache dtype: fp16, bf16, fp8, int8 (--infer)."),
+        typer.Option(
+            "--kv-dtype",
+            help="KV cache dtype: fp16, bf16, fp8, int8 (--infer).",
+            autocompletion=completion.fit_kv_dtypes,
+        ),
     ] = None,
     gpu_memory: Annotated[
         str | None,
