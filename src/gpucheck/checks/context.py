@@ -11,7 +11,7 @@ from msgspec import Struct, field
 from gpucheck.compat import Compat, cuda_from_int, load
 from gpucheck.model.finding import GpuRef, Subjects
 from gpucheck.model.requirements import Requirements as Requirements
-from gpucheck.model.snapshot import GpuFacts, Snapshot
+from gpucheck.model.snapshot import GpuFacts, MigDevice, Snapshot
 
 
 class Visibility(Struct):
@@ -21,6 +21,7 @@ class Visibility(Struct):
     visible: list[GpuFacts] = field(default_factory=list)
     invalid_token: str | None = None  # CUDA stops at the first entry it cannot resolve
     mig_entries: int = 0  # MIG-... entries, which name slices rather than whole GPUs
+    mig_named: list[str] = field(default_factory=list)  # those entries, in order
 
 
 def parse_visible_devices(value: str | None, gpus: list[GpuFacts]) -> Visibility:
@@ -44,6 +45,7 @@ def parse_visible_devices(value: str | None, gpus: list[GpuFacts]) -> Visibility
             ]
             if len(hits) == 1:
                 vis.mig_entries += 1
+                vis.mig_named.append(token)
             match = hits[0] if len(hits) == 1 else None
         else:
             match = None
@@ -53,6 +55,20 @@ def parse_visible_devices(value: str | None, gpus: list[GpuFacts]) -> Visibility
         if match not in vis.visible:
             vis.visible.append(match)
     return vis
+
+
+def process_slice(gpu: GpuFacts, vis: Visibility) -> MigDevice | None:
+    """The MIG device a CUDA process runs on when it uses this MIG-enabled GPU: the first of
+    its slices CUDA_VISIBLE_DEVICES names by UUID, else the first slice CUDA enumerates (NVML's
+    order). One process enumerates a single MIG device (NVIDIA's MIG user guide, "CUDA Device
+    Enumeration"), never the whole GPU. None where MIG is off or no slice exists."""
+    if not gpu.mig_enabled or not gpu.mig_devices:
+        return None
+    for token in vis.mig_named:
+        for m in gpu.mig_devices:
+            if m.uuid and m.uuid.startswith(token):
+                return m
+    return gpu.mig_devices[0]
 
 
 class Context(Struct, dict=True):

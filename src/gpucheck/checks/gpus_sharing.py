@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, gpu_subjects, indices
+from gpucheck.checks.context import (
+    Context,
+    gib,
+    gpu_label,
+    gpu_refs,
+    gpu_subjects,
+    indices,
+    process_slice,
+)
 from gpucheck.checks.gpus import BUSY_UTILIZATION, healthy_reporting, known_count
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import reset_gpus, share_gpus
@@ -173,7 +181,7 @@ def mig(ctx: Context) -> Outcome | None:
         cvd = vis.value
         uuids = [m.uuid for m in slices if m.uuid]
         first = uuids[0] if uuids else "MIG-<uuid>"
-        picked = slices[0]
+        picked = process_slice(visible_on[0], vis) or slices[0]
         others = f" (the others: {', '.join(uuids[1:])})" if len(uuids) > 1 else ""
         listing = None if uuids else Step.run("list the MIG UUIDs", "nvidia-smi -L")
         choose = Fix.of(

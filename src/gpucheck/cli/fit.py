@@ -241,7 +241,8 @@ def fit(
     else:
         from gpucheck.fit.targets import machine_targets
 
-        targets, why = machine_targets(timeout)
+        targets, judged, why = machine_targets(timeout)
+        notes.extend(judged)
         if why:
             notes.append(why)
     report = FitReport(shape, setup, est, targets, notes, gate=not all_gpus)

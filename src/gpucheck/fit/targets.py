@@ -1,30 +1,78 @@
 """The GPUs a fit estimate is judged against: this machine's (NVML, read-only as the doctor
-reads it), or every GPU whose memory compat/gpus.toml records (from real captures)."""
+reads it; a MIG-enabled GPU by the one MIG device a CUDA process gets there), or every GPU whose
+memory compat/gpus.toml records (from real captures)."""
 
 from __future__ import annotations
 
+from gpucheck.checks.context import Visibility, parse_visible_devices, process_slice
 from gpucheck.compat import Compat
 from gpucheck.fit.report import Target
+from gpucheck.fit.units import gib
+from gpucheck.model.snapshot import GpuFacts
 from gpucheck.probes.nvml import probe_nvml
 from gpucheck.probes.run import ProbeOptions, driver_init_allowed
 from gpucheck.probes.system import probe_system
 
 
-def machine_targets(timeout: float) -> tuple[list[Target], str | None]:
-    """This machine's GPUs, or none and the sentence that says why."""
+def _mig_target(g: GpuFacts, cvd: str | None, vis: Visibility) -> tuple[Target | None, str]:
+    """A MIG-enabled GPU as a CUDA process sees it (the doctor's gpu.mig rule: process_slice),
+    and the note that says so."""
+    gpu = (g.name or "unknown GPU").removeprefix("NVIDIA ")
+    picked = process_slice(g, vis)
+    if picked is None or not picked.memory_total:
+        return None, (
+            f"GPU {g.index} ({gpu}) has MIG on but no MIG device CUDA can use: not judged "
+            "(nvidia-smi mig -lgip lists the profiles to create one)"
+        )
+    profile = (picked.name or "").rpartition("MIG ")[2] or "device"
+    label = f"GPU {g.index} MIG {profile} ({gpu})"
+    named = any(picked.uuid and picked.uuid.startswith(t) for t in vis.mig_named)
+    which = picked.uuid or "no UUID reported"
+    how = (
+        f"the slice CUDA_VISIBLE_DEVICES names ({which})"
+        if named
+        else f"the first slice CUDA enumerates ({which}; CUDA_VISIBLE_DEVICES "
+        f"{'unset' if cvd is None else '= ' + repr(cvd)})"
+    )
+    whole = f" of the GPU's {gib(g.memory_total)}" if g.memory_total else ""
+    note = (
+        f"MIG is on for GPU {g.index} ({len(g.mig_devices)} MIG devices): a CUDA process gets "
+        f"one, not the whole GPU; judged by {how}: {gib(picked.memory_total)}{whole}. "
+        "CUDA_VISIBLE_DEVICES=MIG-<uuid> picks another slice (nvidia-smi -L lists them)"
+    )
+    return Target(label, picked.memory_total, g.index), note
+
+
+def machine_targets(timeout: float) -> tuple[list[Target], list[str], str | None]:
+    """This machine's GPUs and notes on how they were judged, or none and the sentence that
+    says why."""
     opts = ProbeOptions(timeout=min(timeout, 15))
     system = probe_system(opts.root, opts.env)
     nvml, _ = probe_nvml(opts.timeout, opts.env, driver_init_allowed(system))
-    targets = [
-        Target(f"GPU {g.index} ({g.name or 'unknown GPU'})", g.memory_total, g.index)
-        for g in nvml.gpus
-        if g.memory_total
-    ]
+    cvd = opts.env.get("CUDA_VISIBLE_DEVICES")
+    vis = parse_visible_devices(cvd, nvml.gpus)
+    targets: list[Target] = []
+    notes: list[str] = []
+    for g in nvml.gpus:
+        if g.mig_enabled:
+            target, note = _mig_target(g, cvd, vis)
+            notes.append(note)
+            if target:
+                targets.append(target)
+        elif g.memory_total:
+            targets.append(
+                Target(f"GPU {g.index} ({g.name or 'unknown GPU'})", g.memory_total, g.index)
+            )
     if targets:
-        return targets, None
-    return [], (
-        "No GPU on this machine to judge against (NVML sees none): pass --gpu-memory 80GiB, "
-        "or --all-gpus for every GPU in the compat data"
+        return targets, notes, None
+    seen = "NVML sees none" if not nvml.gpus else "CUDA can use none of its GPUs"
+    return (
+        [],
+        notes,
+        (
+            f"No GPU on this machine to judge against ({seen}): pass --gpu-memory 80GiB, "
+            "or --all-gpus for every GPU in the compat data"
+        ),
     )
 
 
