@@ -222,7 +222,9 @@ def build_plan(findings: list[Finding], host: PlanHost, environments: list[str])
         for step in finding.fix.steps:
             if step.option != 0:
                 continue  # another way to the same end: the plan takes the recommended one
-            same = next((p for p in planned if _same(p.step, step)), None)
+            # once across fixes; but a step a fix repeats (reboot after the key, again after the
+            # driver) is planned again, after what its fix puts between
+            same = next((p for p in planned if _same(p.step, step) and p not in sequence), None)
             if same is None:
                 same = _Planned(step, step.layer or default, finding.id)
                 planned.append(same)
