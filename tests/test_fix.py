@@ -163,8 +163,9 @@ def test_prometheus_counts_a_problems_recommended_steps_by_kind() -> None:
     render_prometheus(_ecc_report(), out)
     lines = [ln for ln in out.getvalue().splitlines() if ln.startswith("gpucheck_fix_steps{")]
     assert lines == [
-        'gpucheck_fix_steps{check="gpu.ecc-errors",kind="command"} 2',
+        'gpucheck_fix_steps{check="gpu.ecc-errors",kind="command"} 1',
         'gpucheck_fix_steps{check="gpu.ecc-errors",kind="hardware"} 1',
+        'gpucheck_fix_steps{check="gpu.ecc-errors",kind="info"} 1',  # the re-check only reads
         'gpucheck_fix_steps{check="gpu.ecc-errors",kind="manual"} 1',
     ]
 
@@ -173,7 +174,7 @@ def test_findings_keep_fix_steps_in_their_json() -> None:
     finding = next(f for f in _ecc_report().findings if f.id == "gpu.ecc-errors")
     data = to_dict(finding)
     assert data["status"] == "fail" and data["error"] is None
-    assert [s["kind"] for s in data["fix"]["steps"]] == ["manual", "command", "command", "hardware"]
+    assert [s["kind"] for s in data["fix"]["steps"]] == ["manual", "command", "info", "hardware"]
     assert data["fix"]["steps"][1]["gpus"][0]["index"] == 1
     assert from_dict(Finding, data).status is Status.FAIL
 

@@ -210,7 +210,7 @@ def ecc(ctx: Context) -> Outcome | None:
             fix=Fix.of(
                 Step.manual("drain the node", Layer.JOB),
                 reset_gpus(bad, "reset the GPU (or reboot)"),
-                Step.run("then re-check", "gpucheck doctor --only gpu.ecc-errors"),
+                Step.info("then re-check", command="gpucheck doctor --only gpu.ecc-errors"),
                 Step.hardware(
                     "errors that return after a reset mean the GPU needs replacing (RMA)",
                     gpu_refs(bad),

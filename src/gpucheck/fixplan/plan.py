@@ -1,6 +1,7 @@
-"""One ordered plan from many findings' fixes: each fix's recommended steps, once each, lowest
-layer first; two steps that want one package at different versions are merged into the one that
-satisfies both, or left out together as a conflict (never both printed).
+"""One ordered plan from many findings' fixes: each fix's recommended steps, once each, in the
+fix's own order (its steps are a sequence: drain a node before resetting its GPU), and across
+fixes lowest layer first; two steps that want one package at different versions are merged into
+the one that satisfies both, or left out together as a conflict (never both printed).
 
 Which steps `--apply` may run is decided here too, from the step's data alone (its tool, its
 layer, its command), so the dry run says the same thing the apply will do.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 from datetime import datetime, timezone
+from itertools import pairwise
 
 from msgspec import Struct, field
 
@@ -141,6 +143,8 @@ def why_not_local(step: Step, layer: Layer) -> str | None:
     if step.kind is StepKind.HARDWARE:
         return "physical work on the machine"
     if step.kind is StepKind.INFO:
+        if step.command is not None:
+            return "changes nothing: a check to run yourself"
         return "nothing to run: what to look at"
     if step.kind is StepKind.MANUAL or step.command is None:
         return "a person's change: no one command makes it"
@@ -209,22 +213,31 @@ def _covers(a: Change, b: Change) -> bool:
 
 def build_plan(findings: list[Finding], host: PlanHost, environments: list[str]) -> Plan:
     planned: list[_Planned] = []
+    sequences: list[list[_Planned]] = []  # each fix's planned steps, in the fix's order
     for finding in findings:
         if finding.status not in PROBLEM or finding.fix is None:
             continue
         default = _SECTION_LAYER.get(finding.section.value, Layer.JOB)
+        sequence: list[_Planned] = []
         for step in finding.fix.steps:
             if step.option != 0:
                 continue  # another way to the same end: the plan takes the recommended one
-            same = next((p for p in planned if _same(p.step, step)), None)
-            if same is not None:
-                if finding.id not in same.findings:
-                    same.findings.append(finding.id)
-                continue
-            planned.append(_Planned(step, step.layer or default, finding.id))
-    planned, conflicts = _resolve(planned)
-    order = {layer: i for i, layer in enumerate(LAYER_ORDER)}
-    planned.sort(key=lambda p: order[p.layer])  # stable: a fix's own order within a layer
+            # once across fixes; but a step a fix repeats (reboot after the key, again after the
+            # driver) is planned again, after what its fix puts between
+            same = next((p for p in planned if _same(p.step, step) and p not in sequence), None)
+            if same is None:
+                same = _Planned(step, step.layer or default, finding.id)
+                planned.append(same)
+            elif finding.id not in same.findings:
+                same.findings.append(finding.id)
+            sequence.append(same)
+        sequences.append(sequence)
+    planned, conflicts, merged_into = _resolve(planned)
+    kept = {id(p) for p in planned}
+    sequences = [
+        [q for q in (merged_into.get(id(p), p) for p in seq) if id(q) in kept] for seq in sequences
+    ]
+    planned = _in_order(planned, sequences)
     steps = [
         PlanStep(
             number=n,
@@ -256,14 +269,43 @@ def build_plan(findings: list[Finding], host: PlanHost, environments: list[str])
     )
 
 
-def _resolve(planned: list[_Planned]) -> tuple[list[_Planned], list[Conflict]]:
+def _in_order(planned: list[_Planned], sequences: list[list[_Planned]]) -> list[_Planned]:
+    """A stable merge of the fixes' sequences: a step comes only after the steps its own fixes
+    put before it; among the steps free to come next, the lowest layer first, then the one
+    planned first. Where every fix's order already runs lowest layer first this is a plain sort
+    by layer; where one does not (drain the node [job], then reset the GPU [gpus]), its order
+    wins. Two fixes that share steps in opposite orders (a cycle) give way at the lowest step."""
+    order = {layer: i for i, layer in enumerate(LAYER_ORDER)}
+    rank = {id(p): (order[p.layer], i) for i, p in enumerate(planned)}
+    after: dict[int, set[int]] = {id(p): set() for p in planned}  # steps that must come first
+    for sequence in sequences:
+        for before, step in pairwise(sequence):
+            if before is not step:
+                after[id(step)].add(id(before))
+    placed: set[int] = set()
+    waiting = list(planned)
+    out: list[_Planned] = []
+    while waiting:
+        free = [p for p in waiting if after[id(p)] <= placed] or waiting
+        step = min(free, key=lambda p: rank[id(p)])
+        out.append(step)
+        placed.add(id(step))
+        waiting.remove(step)
+    return out
+
+
+def _resolve(
+    planned: list[_Planned],
+) -> tuple[list[_Planned], list[Conflict], dict[int, _Planned]]:
     """Steps changing one package in one environment: the one that covers the others stays
-    (the others' findings move to it); where none does, all are left out as one conflict."""
+    (the others' findings, and their places in their fixes, move to it: the third result maps
+    each merged step to it); where none does, all are left out as one conflict."""
     groups: dict[tuple[str | None, str], list[tuple[_Planned, Change]]] = {}
     for p in planned:
         for change in p.step.changes:
             groups.setdefault((p.step.environment, change.name.lower()), []).append((p, change))
     dropped: set[int] = set()
+    merged_into: dict[int, _Planned] = {}
     conflicts: list[Conflict] = []
     for (env, name), wants in groups.items():
         if len({id(p) for p, _ in wants}) < 2:
@@ -273,6 +315,7 @@ def _resolve(planned: list[_Planned]) -> tuple[list[_Planned], list[Conflict]]:
             for p, _ in wants:
                 if p is not cover:
                     dropped.add(id(p))
+                    merged_into[id(p)] = cover
                     cover.findings += [f for f in p.findings if f not in cover.findings]
             continue
         conflicts.append(
@@ -287,4 +330,4 @@ def _resolve(planned: list[_Planned]) -> tuple[list[_Planned], list[Conflict]]:
             )
         )
         dropped.update(id(p) for p, _ in wants)
-    return [p for p in planned if id(p) not in dropped], conflicts
+    return [p for p in planned if id(p) not in dropped], conflicts, merged_into

@@ -10,7 +10,7 @@ import msgspec
 
 from gpucheck.fixplan.plan import PLAN_SCHEMA_VERSION, Plan, PlanStep
 from gpucheck.model.decoding import to_dict
-from gpucheck.model.fix import Change
+from gpucheck.model.fix import Change, StepKind
 
 
 def change_text(c: Change) -> str:
@@ -22,6 +22,11 @@ def change_text(c: Change) -> str:
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _label(step: PlanStep) -> str:
+    """What the step changes: its layer; "info" for one that changes nothing (a re-check)."""
+    return "info" if step.kind is StepKind.INFO else step.layer.value
 
 
 def _where(plan: Plan) -> str:
@@ -57,7 +62,7 @@ def render_text(plan: Plan, out: IO[str], dry_run: bool = True) -> None:
 
 def _step_text(step: PlanStep, out: IO[str]) -> None:
     how = "apply runs it" if step.local else f"printed only: {step.why_not_local}"
-    out.write(f"\n{step.number:>2}. [{step.layer.value}] {step.text or step.kind.value}\n")
+    out.write(f"\n{step.number:>2}. [{_label(step)}] {step.text or step.kind.value}\n")
     if step.command:
         out.write(f"    $ {step.command}\n")
     for c in step.changes:
@@ -73,7 +78,7 @@ def render_sh(plan: Plan, out: IO[str]) -> None:
     out.write("# Steps a command cannot do are comments; run the rest in this order.\n")
     out.write("set -e\n")
     for step in plan.steps:
-        out.write(f"\n# {step.number}. [{step.layer.value}] {_one_line(step.text)}\n")
+        out.write(f"\n# {step.number}. [{_label(step)}] {_one_line(step.text)}\n")
         out.write(f"#    fixes {', '.join(step.findings)}\n")
         for c in step.changes:
             out.write(f"#    changes {change_text(c)}\n")

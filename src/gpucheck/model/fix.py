@@ -3,10 +3,12 @@
 Each step is a sentence for a person and, where one exists, the exact command with the tool it
 is for (pip, conda, apt, a shell, an environment variable), the distributions it moves from one
 version to another and the GPUs it touches. A step no command can do says what it is instead
-(`manual`, `reboot`, `hardware`, `info`). Steps of `option` 0 are the recommended way; a higher
+(`manual`, `reboot`, `hardware`, `info`; an `info` step may carry a command that only reads,
+such as a re-check). Steps of `option` 0 are the recommended way; a higher
 option is another way to the same end. So a script runs the commands, and a later planner can
-merge the fixes of many findings into one ordered, deduplicated plan (by `layer`, then by the
-distributions each step changes), without reading prose.
+merge the fixes of many findings into one ordered, deduplicated plan (each fix's steps in their
+order, across fixes by `layer`; then by the distributions each step changes), without reading
+prose.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class StepKind(str, enum.Enum):
     MANUAL = "manual"  # a person's change no one command makes: a config file, the job, a BIOS
     REBOOT = "reboot"  # restart the machine (or the VM / WSL)
     HARDWARE = "hardware"  # physical work: reseat, cooling, power, replace the GPU
-    INFO = "info"  # nothing to change: what to look at, read or report
+    INFO = "info"  # nothing to change: what to look at, read or report (a command only reads)
 
 
 class Tool(str, enum.Enum):
@@ -78,7 +80,7 @@ class Step(Struct):
 
     kind: StepKind
     text: str  # the step, for a person; a command is not repeated in it
-    command: str | None = None  # exactly what to run (kind "command")
+    command: str | None = None  # exactly what to run (kind "command"; "info": it only reads)
     tool: Tool | None = None
     changes: list[Change] = field(default_factory=list)
     gpus: list[GpuRef] = field(default_factory=list)  # the GPUs it acts on (empty: none, or all)
@@ -138,8 +140,10 @@ class Step(Struct):
         return cls(StepKind.HARDWARE, text, gpus=list(gpus), layer=Layer.GPUS)
 
     @classmethod
-    def info(cls, text: str, layer: Layer | None = None) -> Step:
-        return cls(StepKind.INFO, text, layer=layer)
+    def info(cls, text: str, layer: Layer | None = None, command: str | None = None) -> Step:
+        """Nothing to change: what to look at, or a shell `command` that only reads (a re-check),
+        so a plan neither labels it a change nor applies it."""
+        return cls(StepKind.INFO, text, command, Tool.SHELL if command else None, layer=layer)
 
 
 class Fix(Struct):
