@@ -181,6 +181,19 @@ def merge(snapshot: Snapshot, view: View | None = None) -> Holders:
             by_pid[key] = found
         return found
 
+    for lost in snapshot.nvml.gpus:
+        if lost.handle_error is not None:  # NVML could not open it: its holders are unknown
+            out.gpus.append(
+                GpuAccount(
+                    lost.index,
+                    lost.uuid,
+                    lost.name,
+                    None,
+                    None,
+                    processes_known=False,
+                    processes_error=_unopened(lost.handle_error.name, lost.handle_error.code),
+                )
+            )
     for g in gpus:
         account = GpuAccount(g.index, g.uuid, g.name, g.memory_total, g.memory_used)
         account.processes_known = g.processes is not None
@@ -217,6 +230,7 @@ def merge(snapshot: Snapshot, view: View | None = None) -> Holders:
             if index is not None and index not in h.gpus:
                 uuid = next((g.uuid for g in gpus if g.index == index), None)
                 h.uses.append(GpuUse(index, uuid))
+    out.gpus.sort(key=lambda a: a.index)
     out.holders = sorted(by_pid.values(), key=lambda h: (-h.memory, h.pid))
     out.notes = _notes(snapshot, out)
     out.unknown = _unasked(snapshot)
@@ -232,6 +246,15 @@ def _process_query_error(name: str | None) -> str:
     code = NVML_ERROR_CODES.get(name)
     return f"NVML's process query failed ({name}" + (f", error {code})" if code else ")")
 
+
+def _unopened(name: str, code: int) -> str:
+    """Why a GPU NVML could not open at all has no process list, in words."""
+    why = " (fallen off the bus or needing a reset)" if name in GONE else ""
+    return f"NVML could not open the GPU{why}: {name}, error {code}"
+
+
+# What nvmlDeviceGetHandleByIndex answers for a GPU that stopped answering (nvml.h).
+GONE = ("GpuIsLost", "ResetRequired", "GpuNotFound")
 
 # nvmlReturn_t values (nvml.h) of the failures a process query is known to give.
 NVML_ERROR_CODES = {
@@ -323,11 +346,20 @@ def select_gpu(wanted: str, gpus: list[GpuFacts]) -> int | None:
 
 
 def only_gpu(holders: Holders, index: int) -> Holders:
+    accounts = [a for a in holders.gpus if a.index == index]
+    # A GPU NVML could not open has no known minor number: a /dev/nvidiaN no GPU claims may
+    # be its, so it stays listed (as a device file of unknown GPU), never dropped.
+    unopened = any(a.uuid is None and not a.processes_known for a in accounts)
     return Holders(
-        [h for h in holders.holders if index in h.gpus],
-        [a for a in holders.gpus if a.index == index],
+        [h for h in holders.holders if index in h.gpus or (unopened and _unclaimed(h))],
+        accounts,
         holders.notes,
     )
+
+
+def _unclaimed(h: Holder) -> bool:
+    """Has a GPU's device file open that no GPU here was matched to."""
+    return not h.uses and any(d.removeprefix("/dev/nvidia").isdigit() for d in h.devices)
 
 
 def leak_causes(account: GpuAccount, in_container: bool) -> str:
