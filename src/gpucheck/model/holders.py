@@ -271,7 +271,19 @@ def _unasked(snapshot: Snapshot) -> list[str]:
     nvml = snapshot.nvml
     run = next((p for p in snapshot.probes if p.name == "nvml"), None)
     if nvml.init_skipped_reason:
-        return []  # no driver module: no process can hold a GPU context
+        pci = snapshot.system.pci_gpus
+        if not pci:
+            return []  # no GPU and no driver module: nothing to hold
+        # The same machine as one where nvmlInit was tried and failed (DriverNotLoaded): its
+        # GPUs' processes were not listed, which is never "no GPU". Another driver (vfio-pci:
+        # a VM's) may hold them.
+        others = sorted({d.driver for d in pci if d.driver and d.driver != "nvidia"})
+        bound = f", bound to {', '.join(others)}" if others else ""
+        return [
+            f"the nvidia kernel module is not loaded ({len(pci)} NVIDIA GPU(s) on the PCI bus"
+            f"{bound}): NVML was not asked, so no GPU's processes were listed (`gpucheck "
+            "doctor` says why and what to do)"
+        ]
     if nvml.init_error is not None:
         err = nvml.init_error
         return [
@@ -316,7 +328,7 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
             f"NVML is not available ({nvml.init_error.name}): processes with a CUDA context and "
             "their memory are unknown; only device-file holders from /proc are listed"
         )
-    elif nvml.init_skipped_reason:
+    elif nvml.init_skipped_reason and not snapshot.system.pci_gpus:  # else `unknown` says it
         notes.append(f"NVML not asked: {nvml.init_skipped_reason}")
     facts = snapshot.processes
     if not facts.scanned:
