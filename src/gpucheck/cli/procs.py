@@ -57,7 +57,7 @@ def procs(
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
-    from gpucheck.model.holders import merge, only_gpu, select_gpu
+    from gpucheck.model.holders import ambiguous_gpu, merge, only_gpu, select_gpu
     from gpucheck.probes.run import ProbeOptions, collect_holders
     from gpucheck.procs import render as out
 
@@ -76,10 +76,14 @@ def procs(
     holders = merge(snap, view)
     index = None
     if gpu is not None:
-        index = select_gpu(gpu, snap.nvml.gpus)
-        if index is None:
-            known = ", ".join(f"{g.index} ({g.uuid})" for g in snap.nvml.gpus) or "none answer"
+        chosen = select_gpu(gpu, snap.nvml.gpus)
+        uuids = {g.index: g.uuid or "?" for g in snap.nvml.gpus}
+        if len(chosen) > 1:
+            raise UserError(ambiguous_gpu(gpu, [(i, uuids[i]) for i in chosen]))
+        if not chosen:
+            known = ", ".join(f"{i} ({uuid})" for i, uuid in uuids.items()) or "none answer"
             raise UserError(f"--gpu {gpu}: no such GPU (GPUs: {known})")
+        index = chosen[0]
         holders = only_gpu(holders, index)
     if not acting:
         doc = out.document(holders, snap.created_at, in_container)

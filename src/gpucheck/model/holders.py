@@ -348,13 +348,22 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
     return notes
 
 
-def select_gpu(wanted: str, gpus: list[GpuFacts]) -> int | None:
-    """The NVML index `--gpu` names (an index, or a UUID or its prefix); None: no such GPU."""
+def select_gpu(wanted: str, gpus: list[GpuFacts]) -> list[int]:
+    """The NVML indices `--gpu` names (an index, or a UUID or its prefix): one; none, no such
+    GPU; several, a UUID prefix too short to tell them apart (ambiguous_gpu says so)."""
     if wanted.isdigit():
         index = int(wanted)
-        return index if any(g.index == index for g in gpus) else None
-    hits = [g.index for g in gpus if g.uuid and g.uuid.lower().startswith(wanted.lower())]
-    return hits[0] if len(hits) == 1 else None
+        return [index] if any(g.index == index for g in gpus) else []
+    return [g.index for g in gpus if g.uuid and g.uuid.lower().startswith(wanted.lower())]
+
+
+def ambiguous_gpu(wanted: str, matches: list[tuple[int, str]]) -> str:
+    """What `--gpu` (procs and watch alike) says of a UUID prefix several GPUs share."""
+    listed = ", ".join(f"{index} ({uuid})" for index, uuid in matches)
+    return (
+        f"--gpu {wanted}: ambiguous: the UUID prefix matches {len(matches)} GPUs: {listed}; "
+        "give more of the UUID, or the index"
+    )
 
 
 def only_gpu(holders: Holders, index: int) -> Holders:

@@ -236,11 +236,12 @@ class Gpu:
 
 def select(
     nv: Any, handles: dict[int, Any], count: int, wanted: list[str] | None, steps: Steps
-) -> tuple[list[int], str | None]:
+) -> tuple[list[int], str | None, list[list[Any]]]:
     """The indices --gpu names (indices, or UUIDs or their prefixes, as nvidia-smi -i takes
-    them), and the first one that names no GPU."""
+    them), the first one that names no single GPU, and the [index, uuid] of each GPU it
+    matches where it names several (a UUID prefix they share)."""
     if not wanted:
-        return list(range(count)), None
+        return list(range(count)), None, []
     uuids: dict[int, str] = {}
     for index, handle in handles.items():
         steps("nvmlDeviceGetUUID", index)
@@ -255,10 +256,10 @@ def select(
         else:
             hits = [i for i, u in uuids.items() if token and u.lower().startswith(token.lower())]
         if len(hits) != 1:
-            return [], token
+            return [], token, [[i, uuids[i]] for i in hits]
         if hits[0] not in chosen:
             chosen.append(hits[0])
-    return chosen, None
+    return chosen, None, []
 
 
 def main() -> None:
@@ -294,9 +295,10 @@ def main() -> None:
         except nv.NVMLError as exc:
             header["gpus"].append({"index": index, "error": error_name(exc)})
     header["device_count"] = count
-    chosen, unknown = select(nv, handles, count, options.get("gpus"), steps)
+    chosen, unknown, matches = select(nv, handles, count, options.get("gpus"), steps)
     if unknown:
         header["selection_error"] = unknown
+        header["selection_matches"] = matches
         emit(header)
         return
     header["selected"] = chosen
