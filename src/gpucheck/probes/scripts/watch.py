@@ -286,6 +286,7 @@ def main() -> None:
         emit(header)
         return
     handles: dict[int, Any] = {}
+    unopened: dict[int, str] = {}  # index -> what NVML answered instead of a handle
     header["gpus"] = []
     for index in range(count):
         steps("nvmlDeviceGetHandleByIndex", index)
@@ -293,7 +294,8 @@ def main() -> None:
             handles[index] = nv.nvmlDeviceGetHandleByIndex(index)
             header["gpus"].append({"index": index, "error": None})
         except nv.NVMLError as exc:
-            header["gpus"].append({"index": index, "error": error_name(exc)})
+            unopened[index] = error_name(exc)
+            header["gpus"].append({"index": index, "error": unopened[index]})
     header["device_count"] = count
     chosen, unknown, matches = select(nv, handles, count, options.get("gpus"), steps)
     if unknown:
@@ -336,7 +338,8 @@ def main() -> None:
             if gpu is not None:
                 gpus.append(gpu.sample(nv, steps))
             else:
-                gpus.append([index, [None] * width, None, "GpuNotFound"])
+                # NVML's own answer (GpuIsLost: fallen off the bus), as nvidia-smi shows it.
+                gpus.append([index, [None] * width, None, unopened.get(index, "GpuNotFound")])
         steps.at_gpu(None)
         now = time.time()
         if log_fd is not None and rows is not None:
