@@ -174,6 +174,15 @@ def test_procs_without_a_driver_says_so_not_no_gpu(simulate: Simulate) -> None:
     text = " ".join(result.stdout.split())
     assert text.startswith(f"? GPU holders unknown: {why}. Shown: only the /dev/nvidia* scan's")
     assert "No GPU" not in text
+    # --gpu 0 said "no such GPU" (exit 2): NVML was not asked, so it could not be looked up.
+    result = procs(machine, "--gpu", "0", "--json")
+    assert result.returncode == 5, result.stderr
+    assert json.loads(result.stdout)["unknown"] == [why]
+    result = procs(machine, "--gpu", "0", "--kill-mine", "--yes")
+    assert (result.returncode, result.stdout) == (5, "")
+    assert result.stderr == (
+        f"gpucheck: --gpu 0: NVML listed no GPU to match it against: {why}; nothing was ended\n"
+    )
 
 
 def test_procs_with_no_gpu_and_no_driver_says_no_gpu(simulate: Simulate) -> None:
