@@ -4,6 +4,8 @@ said in words, filters and usage errors (ending processes: test_procs_kill*.py).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import Simulate
 from procs_run import DOCKER_ID, busy_node, procs, procs_json
@@ -151,15 +153,42 @@ def test_procs_unknown_gpu_is_a_usage_error(simulate: Simulate) -> None:
     assert len(lines) == 1 and lines[0].startswith("gpucheck: --gpu 9: no such GPU (GPUs: 0 (GPU-")
 
 
-def test_procs_without_a_driver_lists_proc_holders_and_says_why(
-    simulate: Simulate,
-) -> None:
-    scenario = Scenario(gpus=[h100(0)], module_loaded=False)
+def test_procs_without_a_driver_says_so_not_no_gpu(simulate: Simulate) -> None:
+    """GPUs on the PCI bus and no nvidia module: it said "No GPU and no process holding
+    /dev/nvidia*." and exited 0, as on a machine with no GPU. Now: could not tell (5), why,
+    and the /proc holders."""
+    scenario = Scenario(gpus=[h100(0), h100(1)], module_loaded=False, uvm_loaded=False)
     scenario.host_processes = [HostProcess(3131, ["/dev/nvidiactl"], name="Xorg", cmdline=["Xorg"])]
-    doc = procs_json(simulate(scenario))
-    assert doc["gpus"] == []
+    machine = simulate(scenario)
+    why = (
+        "the nvidia kernel module is not loaded (2 NVIDIA GPU(s) on the PCI bus): NVML was not "
+        "asked, so no GPU's processes were listed (`gpucheck doctor` says why and what to do)"
+    )
+    result = procs(machine, "--json")
+    assert result.returncode == 5, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["gpus"], doc["complete"], doc["unknown"], doc["notes"]) == ([], False, [why], [])
     assert [p["pid"] for p in doc["processes"]] == [3131]
-    assert doc["notes"][0].startswith("NVML not asked: nvmlInit not called")
+    result = procs(machine)
+    assert result.returncode == 5, result.stderr
+    text = " ".join(result.stdout.split())
+    assert text.startswith(f"? GPU holders unknown: {why}. Shown: only the /dev/nvidia* scan's")
+    assert "No GPU" not in text
+    # --gpu 0 said "no such GPU" (exit 2): NVML was not asked, so it could not be looked up.
+    result = procs(machine, "--gpu", "0", "--json")
+    assert result.returncode == 5, result.stderr
+    assert json.loads(result.stdout)["unknown"] == [why]
+    result = procs(machine, "--gpu", "0", "--kill-mine", "--yes")
+    assert (result.returncode, result.stdout) == (5, "")
+    assert result.stderr == (
+        f"gpucheck: --gpu 0: NVML listed no GPU to match it against: {why}; nothing was ended\n"
+    )
+
+
+def test_procs_with_no_gpu_and_no_driver_says_no_gpu(simulate: Simulate) -> None:
+    result = procs(simulate(Scenario(gpus=[], module_loaded=False, uvm_loaded=False)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("No GPU and no process holding /dev/nvidia*.\nnote: NVML not")
 
 
 def test_force_and_yes_without_kill_are_usage_errors(simulate: Simulate) -> None:

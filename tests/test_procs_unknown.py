@@ -113,3 +113,35 @@ def test_a_healthy_listing_is_complete(simulate: Simulate) -> None:
     doc = procs_json(simulate(busy_node()))
     assert doc["complete"] is True and doc["unknown"] == []
     assert all(g["processes_known"] and g["processes_error"] is None for g in doc["gpus"])
+
+
+def test_a_gpu_nvml_could_not_open_is_unknown_not_left_out(simulate: Simulate) -> None:
+    """A GPU fallen off the bus (nvmlDeviceGetHandleByIndex: GpuIsLost) was left out of the
+    list, which said it was complete and exited 0; `--gpu 1` said "No GPU and no process"."""
+    machine = simulate(
+        Scenario(
+            gpus=[h100(0), h100(1)],
+            faults=[error("nvmlDeviceGetHandleByIndex", 15, 1)],  # NVML_ERROR_GPU_IS_LOST
+            host_processes=[HostProcess(31, ["/dev/nvidia1", "/dev/nvidiactl"])],
+        )
+    )
+    why = "NVML could not open the GPU (fallen off the bus or needing a reset): GpuIsLost, error 15"
+    for args in ((), ("--gpu", "1")):
+        result = procs(machine, "--json", *args)
+        assert result.returncode == 5, result.stderr
+        doc = json.loads(result.stdout)
+        assert doc["complete"] is False and doc["unknown"] == []
+        lost = doc["gpus"][-1]
+        assert (lost["index"], lost["processes_known"], lost["processes_error"]) == (1, False, why)
+        assert lost["unaccounted"] is None and lost["memory_used"] is None
+        assert [p["pid"] for p in doc["processes"]] == [31]
+    assert [g["index"] for g in json.loads(procs(machine, "--json").stdout)["gpus"]] == [0, 1]
+    result = procs(machine, "--gpu", "1")
+    assert result.returncode == 5, result.stderr
+    text = " ".join(result.stdout.split())
+    assert text.startswith(
+        f"GPU 1 ? who holds it is unknown: {why}; its /dev/nvidia* file is unknown too (a "
+        'process with one open that no GPU here claims is listed under "Device files open") '
+        "Device files open (which GPU, and with what context, is unknown)"
+    )
+    assert "No GPU and no process" not in text

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, Simulate, run_gpucheck
-from sim.scenario import Scenario, Step, h100, replace, sleep
+from sim.scenario import Scenario, Step, error, h100, replace, sleep
 from terminal import on_a_terminal
 from watch_run import HEADER, IDLE_H100_0, children_on, interrupt_after, rows_of, watch
 
@@ -141,6 +141,23 @@ def test_jsonl_rows_are_typed_and_name_errors(simulate: Simulate) -> None:
         "pstate": "GpuIsLost",
     }
     assert first["timestamp"][10] == "T" and first["timestamp"][-6] in "+-"
+
+
+def test_a_gpu_lost_before_the_watch_names_nvmls_error(simulate: Simulate) -> None:
+    """A GPU whose handle NVML refused at the start (GpuIsLost) read "GpuNotFound" in every
+    field of every row: the name was made up, not NVML's."""
+    scenario = Scenario(
+        gpus=[h100(0), h100(1)],
+        faults=[error("nvmlDeviceGetHandleByIndex", 15, 1)],  # NVML_ERROR_GPU_IS_LOST
+    )
+    machine = simulate(scenario)
+    args = ("-i", "0.1", "-c", "1", "--fields", "uuid,memory.used")
+    result = watch(machine, *args, "--format", "jsonl")
+    assert result.returncode == 0, result.stderr
+    lost = [json.loads(line) for line in result.stdout.splitlines()][1]
+    assert (lost["index"], lost["uuid"], lost["memory.used"]) == (1, None, None)
+    assert lost["errors"] == {"uuid": "GpuIsLost", "memory.used": "GpuIsLost"}
+    assert rows_of(watch(machine, *args).stdout)[1] == "1, [GPU is lost], [GPU is lost]"
 
 
 def test_a_log_file_is_appended_with_its_header_once(simulate: Simulate, tmp_path: Path) -> None:

@@ -107,6 +107,22 @@ def test_gpu_selection_by_index_and_uuid(simulate: Simulate) -> None:
     )
 
 
+# What both `procs --gpu` and `watch --gpu` say of a prefix the 3 GPUs share (it said "no such
+# GPU", as if none matched).
+AMBIGUOUS = (
+    "gpucheck: --gpu GPU-0000000: ambiguous: the UUID prefix matches 3 GPUs: "
+    "0 (GPU-00000000-0000-0000-0000-000000000000), 1 (GPU-00000001-0000-0000-0000-000000000000), "
+    "2 (GPU-00000002-0000-0000-0000-000000000000); give more of the UUID, or the index\n"
+)
+
+
+def test_an_ambiguous_uuid_prefix_lists_its_matches(simulate: Simulate) -> None:
+    machine = simulate(Scenario(gpus=[h100(i) for i in range(3)]))
+    for argv in (("procs",), ("watch", "-c", "1")):
+        result = run_gpucheck(*argv, "--gpu", "GPU-0000000", env=machine.env)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", AMBIGUOUS), argv
+
+
 # --- hostile names, NaN, rotation generations (issue #21) ------------------------------------
 
 

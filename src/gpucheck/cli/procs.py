@@ -57,7 +57,7 @@ def procs(
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
-    from gpucheck.model.holders import merge, only_gpu, select_gpu
+    from gpucheck.model.holders import Holders, ambiguous_gpu, merge, only_gpu, select_gpu
     from gpucheck.probes.run import ProbeOptions, collect_holders
     from gpucheck.procs import render as out
 
@@ -76,11 +76,27 @@ def procs(
     holders = merge(snap, view)
     index = None
     if gpu is not None:
-        index = select_gpu(gpu, snap.nvml.gpus)
-        if index is None:
-            known = ", ".join(f"{g.index} ({g.uuid})" for g in snap.nvml.gpus) or "none answer"
+        chosen = select_gpu(gpu, snap.nvml.gpus)
+        uuids = {g.index: g.uuid or "?" for g in snap.nvml.gpus}
+        if len(chosen) > 1:
+            raise UserError(ambiguous_gpu(gpu, [(i, uuids[i]) for i in chosen]))
+        if not chosen and holders.unknown:  # NVML listed no GPU it could be: not "no such GPU"
+            if acting:
+                sys.stderr.write(
+                    f"gpucheck: --gpu {gpu}: NVML listed no GPU to match it against: "
+                    f"{holders.unknown[0]}; nothing was ended\n"
+                )
+                raise typer.Exit(ExitStatus.UNKNOWN)
+            # Only the device files' holders no GPU was matched to: any of them may be its.
+            holders = Holders(
+                [h for h in holders.holders if not h.uses], [], holders.notes, holders.unknown
+            )
+        elif not chosen:
+            known = ", ".join(f"{i} ({uuid})" for i, uuid in uuids.items()) or "none answer"
             raise UserError(f"--gpu {gpu}: no such GPU (GPUs: {known})")
-        holders = only_gpu(holders, index)
+        else:
+            index = chosen[0]
+            holders = only_gpu(holders, index)
     if not acting:
         doc = out.document(holders, snap.created_at, in_container)
         _write(doc, json_out)

@@ -181,6 +181,19 @@ def merge(snapshot: Snapshot, view: View | None = None) -> Holders:
             by_pid[key] = found
         return found
 
+    for lost in snapshot.nvml.gpus:
+        if lost.handle_error is not None:  # NVML could not open it: its holders are unknown
+            out.gpus.append(
+                GpuAccount(
+                    lost.index,
+                    lost.uuid,
+                    lost.name,
+                    None,
+                    None,
+                    processes_known=False,
+                    processes_error=_unopened(lost.handle_error.name, lost.handle_error.code),
+                )
+            )
     for g in gpus:
         account = GpuAccount(g.index, g.uuid, g.name, g.memory_total, g.memory_used)
         account.processes_known = g.processes is not None
@@ -217,6 +230,7 @@ def merge(snapshot: Snapshot, view: View | None = None) -> Holders:
             if index is not None and index not in h.gpus:
                 uuid = next((g.uuid for g in gpus if g.index == index), None)
                 h.uses.append(GpuUse(index, uuid))
+    out.gpus.sort(key=lambda a: a.index)
     out.holders = sorted(by_pid.values(), key=lambda h: (-h.memory, h.pid))
     out.notes = _notes(snapshot, out)
     out.unknown = _unasked(snapshot)
@@ -233,6 +247,15 @@ def _process_query_error(name: str | None) -> str:
     return f"NVML's process query failed ({name}" + (f", error {code})" if code else ")")
 
 
+def _unopened(name: str, code: int) -> str:
+    """Why a GPU NVML could not open at all has no process list, in words."""
+    why = " (fallen off the bus or needing a reset)" if name in GONE else ""
+    return f"NVML could not open the GPU{why}: {name}, error {code}"
+
+
+# What nvmlDeviceGetHandleByIndex answers for a GPU that stopped answering (nvml.h).
+GONE = ("GpuIsLost", "ResetRequired", "GpuNotFound")
+
 # nvmlReturn_t values (nvml.h) of the failures a process query is known to give.
 NVML_ERROR_CODES = {
     "NotSupported": 3,
@@ -248,7 +271,19 @@ def _unasked(snapshot: Snapshot) -> list[str]:
     nvml = snapshot.nvml
     run = next((p for p in snapshot.probes if p.name == "nvml"), None)
     if nvml.init_skipped_reason:
-        return []  # no driver module: no process can hold a GPU context
+        pci = snapshot.system.pci_gpus
+        if not pci:
+            return []  # no GPU and no driver module: nothing to hold
+        # The same machine as one where nvmlInit was tried and failed (DriverNotLoaded): its
+        # GPUs' processes were not listed, which is never "no GPU". Another driver (vfio-pci:
+        # a VM's) may hold them.
+        others = sorted({d.driver for d in pci if d.driver and d.driver != "nvidia"})
+        bound = f", bound to {', '.join(others)}" if others else ""
+        return [
+            f"the nvidia kernel module is not loaded ({len(pci)} NVIDIA GPU(s) on the PCI bus"
+            f"{bound}): NVML was not asked, so no GPU's processes were listed (`gpucheck "
+            "doctor` says why and what to do)"
+        ]
     if nvml.init_error is not None:
         err = nvml.init_error
         return [
@@ -293,7 +328,7 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
             f"NVML is not available ({nvml.init_error.name}): processes with a CUDA context and "
             "their memory are unknown; only device-file holders from /proc are listed"
         )
-    elif nvml.init_skipped_reason:
+    elif nvml.init_skipped_reason and not snapshot.system.pci_gpus:  # else `unknown` says it
         notes.append(f"NVML not asked: {nvml.init_skipped_reason}")
     facts = snapshot.processes
     if not facts.scanned:
@@ -313,21 +348,39 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
     return notes
 
 
-def select_gpu(wanted: str, gpus: list[GpuFacts]) -> int | None:
-    """The NVML index `--gpu` names (an index, or a UUID or its prefix); None: no such GPU."""
+def select_gpu(wanted: str, gpus: list[GpuFacts]) -> list[int]:
+    """The NVML indices `--gpu` names (an index, or a UUID or its prefix): one; none, no such
+    GPU; several, a UUID prefix too short to tell them apart (ambiguous_gpu says so)."""
     if wanted.isdigit():
         index = int(wanted)
-        return index if any(g.index == index for g in gpus) else None
-    hits = [g.index for g in gpus if g.uuid and g.uuid.lower().startswith(wanted.lower())]
-    return hits[0] if len(hits) == 1 else None
+        return [index] if any(g.index == index for g in gpus) else []
+    return [g.index for g in gpus if g.uuid and g.uuid.lower().startswith(wanted.lower())]
+
+
+def ambiguous_gpu(wanted: str, matches: list[tuple[int, str]]) -> str:
+    """What `--gpu` (procs and watch alike) says of a UUID prefix several GPUs share."""
+    listed = ", ".join(f"{index} ({uuid})" for index, uuid in matches)
+    return (
+        f"--gpu {wanted}: ambiguous: the UUID prefix matches {len(matches)} GPUs: {listed}; "
+        "give more of the UUID, or the index"
+    )
 
 
 def only_gpu(holders: Holders, index: int) -> Holders:
+    accounts = [a for a in holders.gpus if a.index == index]
+    # A GPU NVML could not open has no known minor number: a /dev/nvidiaN no GPU claims may
+    # be its, so it stays listed (as a device file of unknown GPU), never dropped.
+    unopened = any(a.uuid is None and not a.processes_known for a in accounts)
     return Holders(
-        [h for h in holders.holders if index in h.gpus],
-        [a for a in holders.gpus if a.index == index],
+        [h for h in holders.holders if index in h.gpus or (unopened and _unclaimed(h))],
+        accounts,
         holders.notes,
     )
+
+
+def _unclaimed(h: Holder) -> bool:
+    """Has a GPU's device file open that no GPU here was matched to."""
+    return not h.uses and any(d.removeprefix("/dev/nvidia").isdigit() for d in h.devices)
 
 
 def leak_causes(account: GpuAccount, in_container: bool) -> str:

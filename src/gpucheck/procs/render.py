@@ -250,8 +250,11 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
         console.print(f"? GPU holders unknown: {why}. {DEVICE_SCAN}", style="yellow")
     for g in doc.gpus:
         head = Text(f"GPU {g.index}", style="bold")
-        head.append(f"  {printable(g.name or '?')}")
-        head.append(f"  {gib(g.memory_used)} of {gib(g.memory_total)} used", style="dim")
+        # One NVML could not open (lost) has no name or memory to show: the line below says why.
+        unopened = g.name is None and g.uuid is None and g.memory_total is None
+        if not unopened:
+            head.append(f"  {printable(g.name or '?')}")
+            head.append(f"  {gib(g.memory_used)} of {gib(g.memory_total)} used", style="dim")
         console.print(head)
         rows = sorted(
             (r for r in doc.processes if any(u.gpu == g.index for u in r.gpus)),
@@ -262,6 +265,10 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
                 f"its GPU contexts are unknown: {g.processes_error}; below: the processes "
                 "with its device file open (the /dev/nvidia* scan)"
                 if rows
+                else f"who holds it is unknown: {g.processes_error}; its /dev/nvidia* file "
+                "is unknown too (a process with one open that no GPU here claims is listed "
+                'under "Device files open")'
+                if unopened
                 else f"who holds it is unknown: {g.processes_error}; no process has its "
                 f"device file open (the /dev/nvidia* scan; {ROOT_SEES})"
             )

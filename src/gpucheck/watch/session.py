@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from gpucheck.model.holders import ambiguous_gpu
 from gpucheck.probes.child import HERE
 from gpucheck.probes.scripts.watch_shared import STEP_SIZE, step_text
 from gpucheck.watch.log import RawGpu, RawSample, value_fields
@@ -146,6 +147,12 @@ class Session:
         count = header.get("device_count")
         self.device_count = count if isinstance(count, int) else 0
         unknown = header.get("selection_error")
+        matches = header.get("selection_matches")
+        if unknown is not None and isinstance(matches, list) and len(matches) > 1:
+            self.stop()
+            raise SelectionError(
+                ambiguous_gpu(str(unknown), [(int(i), str(u)) for i, u in matches])
+            )
         if unknown is not None:
             self.stop()
             raise SelectionError(

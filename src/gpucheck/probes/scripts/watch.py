@@ -236,11 +236,12 @@ class Gpu:
 
 def select(
     nv: Any, handles: dict[int, Any], count: int, wanted: list[str] | None, steps: Steps
-) -> tuple[list[int], str | None]:
+) -> tuple[list[int], str | None, list[list[Any]]]:
     """The indices --gpu names (indices, or UUIDs or their prefixes, as nvidia-smi -i takes
-    them), and the first one that names no GPU."""
+    them), the first one that names no single GPU, and the [index, uuid] of each GPU it
+    matches where it names several (a UUID prefix they share)."""
     if not wanted:
-        return list(range(count)), None
+        return list(range(count)), None, []
     uuids: dict[int, str] = {}
     for index, handle in handles.items():
         steps("nvmlDeviceGetUUID", index)
@@ -255,10 +256,10 @@ def select(
         else:
             hits = [i for i, u in uuids.items() if token and u.lower().startswith(token.lower())]
         if len(hits) != 1:
-            return [], token
+            return [], token, [[i, uuids[i]] for i in hits]
         if hits[0] not in chosen:
             chosen.append(hits[0])
-    return chosen, None
+    return chosen, None, []
 
 
 def main() -> None:
@@ -285,6 +286,7 @@ def main() -> None:
         emit(header)
         return
     handles: dict[int, Any] = {}
+    unopened: dict[int, str] = {}  # index -> what NVML answered instead of a handle
     header["gpus"] = []
     for index in range(count):
         steps("nvmlDeviceGetHandleByIndex", index)
@@ -292,11 +294,13 @@ def main() -> None:
             handles[index] = nv.nvmlDeviceGetHandleByIndex(index)
             header["gpus"].append({"index": index, "error": None})
         except nv.NVMLError as exc:
-            header["gpus"].append({"index": index, "error": error_name(exc)})
+            unopened[index] = error_name(exc)
+            header["gpus"].append({"index": index, "error": unopened[index]})
     header["device_count"] = count
-    chosen, unknown = select(nv, handles, count, options.get("gpus"), steps)
+    chosen, unknown, matches = select(nv, handles, count, options.get("gpus"), steps)
     if unknown:
         header["selection_error"] = unknown
+        header["selection_matches"] = matches
         emit(header)
         return
     header["selected"] = chosen
@@ -334,7 +338,8 @@ def main() -> None:
             if gpu is not None:
                 gpus.append(gpu.sample(nv, steps))
             else:
-                gpus.append([index, [None] * width, None, "GpuNotFound"])
+                # NVML's own answer (GpuIsLost: fallen off the bus), as nvidia-smi shows it.
+                gpus.append([index, [None] * width, None, unopened.get(index, "GpuNotFound")])
         steps.at_gpu(None)
         now = time.time()
         if log_fd is not None and rows is not None:
