@@ -226,6 +226,11 @@ def test_unreadable_snapshots(tmp_path: Path) -> None:
     ("args", "needle"),
     [
         (["doctor", "--min-memory", "lots"], "is not a size"),
+        # The trial: a bare 40 was read as 40 bytes and passed every GPU; fit refuses it.
+        (
+            ["doctor", "--min-memory", "40"],
+            "--min-memory: '40' has no unit: write 40GiB (as nvidia-smi's MiB) or 40GB",
+        ),
         (["doctor", "--min-compute-capability", "ampere"], "is not a compute capability"),
         (["doctor", "--min-gpus", "zero"], "--min-gpus"),
         (["doctor", "--format", "yaml"], "is not one of text, json, junit"),
