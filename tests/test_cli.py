@@ -217,6 +217,14 @@ def test_unreadable_snapshots(tmp_path: Path) -> None:
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({"schema_version": "1.0", "nvml": {"gpus": [{"index": "zero"}]}}))
     one_line_error(run_gpucheck("doctor", "--from", str(wrong)), "nvml.gpus[0].index")
+    negative = tmp_path / "negative.json"  # the trial: -1 ECC errors were judged a failure
+    negative.write_text(
+        json.dumps({"schema_version": "1.0", "nvml": {"gpus": [{"index": 0, "memory_total": -5}]}})
+    )
+    one_line_error(
+        run_gpucheck("doctor", "--from", str(negative)),
+        "invalid snapshot: nvml.gpus[0].memory_total: must not be negative (a count or size)",
+    )
     future = tmp_path / "future.json"
     future.write_text(json.dumps({"schema_version": "9.0"}))
     one_line_error(run_gpucheck("doctor", "--from", str(future)), "schema 9.0 is not readable")
