@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from typing import Any
 
 import builders
 import pytest
@@ -196,7 +197,7 @@ def test_negative_counts_and_sizes_are_refused(
     where: tuple[str | int, ...], field: str, value: int
 ) -> None:
     data = builders.h100_node(1).to_dict()
-    record = data
+    record: Any = data
     for key in where:
         record = record[key]
     record[field] = value
