@@ -55,6 +55,7 @@ def test_doctor_from_a_file_with_requirements(tmp_path: Path) -> None:
     [
         ({"only": ["gpu.nope"]}, "no check matches 'gpu.nope'"),
         ({"min_memory": "lots"}, "min_memory: 'lots' is not a size"),
+        ({"min_memory": "40"}, "min_memory: '40' has no unit: write 40GiB"),
         ({"min_compute_capability": "nine"}, "is not a compute capability"),
         ({"from_file": "/nonexistent/snap.json"}, "--from: /nonexistent/snap.json: no such file"),
     ],

@@ -156,6 +156,20 @@ def test_a_run_that_did_not_finish_fails() -> None:
     assert f.status == Status.FAIL and "timed out after 180 s in matmul bf16" in f.title
 
 
+def test_an_unfinished_run_of_a_cpu_torch_points_at_its_cuda_build() -> None:
+    problem = "exited with status 1 in cuda init: AssertionError: Torch not compiled with CUDA "
+    b = BenchRun(False, "/my env/bin/python", "torch", "2.13.0+cpu", CPU, [run_of(problem=problem)])
+    f = one(findings(b, INDEX), "bench.run")
+    assert f.fix is not None
+    assert f.fix.commands == [
+        "gpucheck doctor --python '/my env/bin/python' --only torch.cpu-build"
+    ]
+    assert f.fix.text.startswith("This torch is a CPU build")
+    # Anything else that stops a run: is this GPU working at all?
+    f = one(bench(run_of(problem="crashed with SIGSEGV in matmul bf16")), "bench.run")
+    assert f.fix is not None and f.fix.commands == ["gpucheck doctor --deep"]
+
+
 def test_no_gpu_gives_the_cpu_figure_and_one_failing_line() -> None:
     b = BenchRun(
         True,

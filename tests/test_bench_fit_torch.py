@@ -54,10 +54,16 @@ def test_a_gpu_run_the_framework_cannot_do_is_a_failed_run_not_a_crash(torch_pyt
     run = BenchRun(True, str(torch_python), "torch", "2.13.0", CpuRun())
     measure_gpus(run, [h100(0)], 60, dict(os.environ), init=False)
     gpu = run.gpus[0]
-    assert gpu.problem is not None and gpu.problem.startswith("exited with status 1")
+    # The trial: the title quoted NumPy's stray warning line, stderr's last; the error the child
+    # reported is the cause.
+    assert gpu.problem == (
+        "exited with status 1 in cuda init: AssertionError: Torch not compiled with CUDA enabled"
+    )
     assert gpu.errors == ["cuda init: AssertionError: Torch not compiled with CUDA enabled"]
     f = next(f for f in findings(run, load().gpus) if f.id == "bench.run")
     assert f.status == Status.FAIL
+    assert f.fix is not None
+    assert f.fix.commands == [f"gpucheck doctor --python {torch_python} --only torch.cpu-build"]
 
 
 def test_meta_trace_of_an_mlp_counts_parameters_and_activations(torch_python: Path) -> None:

@@ -90,6 +90,44 @@ def test_runtime_13_on_a_12_driver_fails() -> None:
     assert f.fix and "no newer than CUDA 12.2" in f.fix.text
 
 
+def test_the_toolkits_own_runtime_13_on_a_12_driver_warns_as_its_nvcc_does() -> None:
+    # The trial: nvcc 13.0.88 on a 535 driver; the toolkit's libcudart.so.13 is in the ldconfig
+    # cache through its installer's /etc/ld.so.conf.d entry. cuda.toolkit warns; so does this.
+    snap = with_nvcc(mb.driver_535_node(1), "13.0.88")
+    snap.cuda.runtimes = [
+        library("cudart", "/usr/local/cuda/lib64/libcudart.so.13", "13.0", "cuda_toolkit"),
+    ]
+    snap.cuda.runtimes[0].on_loader_path = True
+    snap.cuda.runtimes[
+        0
+    ].realpath = "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13.0.96"
+    f = the(snap, "cuda.runtime-libraries")
+    assert f.status is Status.WARN
+    assert f.title == (
+        "CUDA runtime 13.0 on the loader path is newer than the driver supports: code built "
+        "with its toolkit does not run here"
+    )
+    assert the(snap, "cuda.toolkit").status is Status.WARN
+    # Found only through the cache, not in the CUDA home: still the toolkit's own.
+    snap.cuda.runtimes[0].origin = "ldconfig"
+    assert the(snap, "cuda.runtime-libraries").status is Status.WARN
+    # On LD_LIBRARY_PATH it comes before frameworks' RUNPATH: what they load. A failure.
+    snap.system.env["LD_LIBRARY_PATH"] = "/usr/local/cuda/lib64"
+    assert the(snap, "cuda.runtime-libraries").status is Status.FAIL
+
+
+def test_a_stray_runtime_13_in_the_system_folder_fails() -> None:
+    snap = with_nvcc(mb.driver_535_node(1), "13.0.88")
+    snap.cuda.runtimes = [
+        library("cudart", "/usr/lib/x86_64-linux-gnu/libcudart.so.13", "13.0.96", "system"),
+        library("cudart", "/usr/local/cuda/lib64/libcudart.so.13", "13.0.96", "cuda_toolkit"),
+    ]
+    snap.cuda.runtimes[1].on_loader_path = True
+    f = the(snap, "cuda.runtime-libraries")
+    assert f.status is Status.FAIL
+    assert f.title == "CUDA runtime 13.0.96 on the loader path is newer than the driver supports"
+
+
 def test_runtime_newer_minor_warns() -> None:
     snap = mb.driver_535_node(1)
     snap.cuda.runtimes = [library("cudart", CUDART_124, "12.4.127")]

@@ -4,6 +4,8 @@ the finding names that GPU and says what to do about it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import builders
 import more_builders as mb
 import pytest
@@ -208,7 +210,23 @@ def test_mig_with_a_whole_gpu_index_in_cuda_visible_devices_warns() -> None:
     snap.system.env["CUDA_VISIBLE_DEVICES"] = "0"
     f = the(snap, "gpu.mig")
     assert f.status is Status.WARN
+    assert f.title == (
+        "MIG is on and CUDA_VISIBLE_DEVICES names whole GPUs, not MIG slices: a CUDA process "
+        "sees one slice of 4 (NVIDIA A100-SXM4-80GB MIG 1g.20gb "
+        "MIG-00000000-1111-2222-3333-444444444444)"
+    )
     assert "CUDA_VISIBLE_DEVICES = '0'" in f.evidence
+
+
+def test_readme_says_what_gpu_mig_does_with_several_slices() -> None:
+    # The trial found the README promising a failure the check deliberately does not give:
+    # one job per slice (a scheduler's CUDA_VISIBLE_DEVICES, or none) is a healthy MIG node.
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `gpu.mig` |"))
+    assert "naming whole GPUs (warn: a CUDA process sees one slice of them" in row
+    assert "several slices with it unset (info" in row
+    assert "MIG on without MIG devices (fail)" in row
+    assert row.count("(fail") == 1
 
 
 def test_mig_with_a_single_slice_is_info() -> None:

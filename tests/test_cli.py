@@ -217,6 +217,14 @@ def test_unreadable_snapshots(tmp_path: Path) -> None:
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({"schema_version": "1.0", "nvml": {"gpus": [{"index": "zero"}]}}))
     one_line_error(run_gpucheck("doctor", "--from", str(wrong)), "nvml.gpus[0].index")
+    negative = tmp_path / "negative.json"  # the trial: -1 ECC errors were judged a failure
+    negative.write_text(
+        json.dumps({"schema_version": "1.0", "nvml": {"gpus": [{"index": 0, "memory_total": -5}]}})
+    )
+    one_line_error(
+        run_gpucheck("doctor", "--from", str(negative)),
+        "invalid snapshot: nvml.gpus[0].memory_total: must not be negative (a count or size)",
+    )
     future = tmp_path / "future.json"
     future.write_text(json.dumps({"schema_version": "9.0"}))
     one_line_error(run_gpucheck("doctor", "--from", str(future)), "schema 9.0 is not readable")
@@ -226,6 +234,11 @@ def test_unreadable_snapshots(tmp_path: Path) -> None:
     ("args", "needle"),
     [
         (["doctor", "--min-memory", "lots"], "is not a size"),
+        # The trial: a bare 40 was read as 40 bytes and passed every GPU; fit refuses it.
+        (
+            ["doctor", "--min-memory", "40"],
+            "--min-memory: '40' has no unit: write 40GiB (as nvidia-smi's MiB) or 40GB",
+        ),
         (["doctor", "--min-compute-capability", "ampere"], "is not a compute capability"),
         (["doctor", "--min-gpus", "zero"], "--min-gpus"),
         (["doctor", "--format", "yaml"], "is not one of text, json, junit"),

@@ -146,3 +146,48 @@ def test_a_row_becomes_its_struct_field_by_field() -> None:
     with pytest.raises(CompatError, match=r"cuda_majors must be a list of integers"):
         bad = {**cudnn, "cuda_majors": [12, "13"]}
         Row(Path("cudnn.toml"), "release", 0, bad).struct(CudnnRelease, lists)
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("RTX 4090", "GeForce RTX 4090"),  # the trial: "closest known: RTX A4000..."
+        ("4090", "GeForce RTX 4090"),
+        ("GeForce RTX 4090", "GeForce RTX 4090"),
+        ("H100", "NVIDIA H100"),
+        ("A100", "NVIDIA A100"),
+        ("Tesla K80", "Tesla K80"),
+    ],
+)
+def test_compat_gpu_resolves_a_name_whose_words_one_known_gpu_holds(query: str, name: str) -> None:
+    from gpucheck.compat import answers
+
+    assert answers.gpu(load(), query).data["name"] == name
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            "RTX 40",
+            "GPU 'RTX 40' is not in the compat data (closest known: GeForce RTX 4090, "
+            "GeForce RTX 4080, GeForce RTX 4070)",
+        ),
+        (
+            "RTX 4090 D",
+            "GPU 'RTX 4090 D' is not in the compat data (closest known: GeForce RTX 4090, ",
+        ),
+        (
+            "Quadro Foo",
+            "GPU 'Quadro Foo' is not in the compat data (closest known: Quadro ",
+        ),
+        ("zzz", "GPU 'zzz' is not in the compat data (closest known: "),
+        ("RTX", "GPU 'RTX' names several known GPUs: GeForce RTX 2060, GeForce RTX 2070, "),
+    ],
+)
+def test_compat_gpu_unknown_or_ambiguous_names_the_known_ones(query: str, message: str) -> None:
+    from gpucheck.compat import answers
+
+    with pytest.raises(answers.UnknownVersion) as info:
+        answers.gpu(load(), query)
+    assert str(info.value).startswith(message)

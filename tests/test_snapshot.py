@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from typing import Any
 
 import builders
 import pytest
@@ -181,3 +182,34 @@ def test_unicode_digits_and_huge_numbers_are_refused_or_diagnosed() -> None:
         Snapshot.from_dict(data)
     with pytest.raises(SnapshotError, match="out of range"):
         loads('{"schema_version": "1.0", "nvml": {"device_count": ' + "9" * 5000 + "}}")
+
+
+@pytest.mark.parametrize(
+    ("where", "field", "value"),
+    [
+        (("nvml", "gpus", 0), "ecc_uncorrected_volatile", -1),  # judged a FAIL before
+        (("nvml", "gpus", 0), "memory_total", -5),  # judged "memory free" before
+        (("nvml",), "cuda_driver_version", -1),
+        (("nvml", "gpus", 0), "pcie_width_current", -16),
+    ],
+)
+def test_negative_counts_and_sizes_are_refused(
+    where: tuple[str | int, ...], field: str, value: int
+) -> None:
+    data = builders.h100_node(1).to_dict()
+    record: Any = data
+    for key in where:
+        record = record[key]
+    record[field] = value
+    with pytest.raises(SnapshotError) as info:
+        Snapshot.from_dict(data)
+    said = str(info.value)
+    assert said.startswith("invalid snapshot: nvml.")
+    assert said.endswith(f".{field}: must not be negative (a count or size)")
+
+
+def test_a_negative_temperature_or_return_code_is_still_read() -> None:
+    # NVML's signed temperature API (nvmlTemperature_t) and nvmlReturn_t are not counts.
+    data = builders.h100_node(1).to_dict()
+    data["nvml"]["gpus"][0]["temperature_c"] = -3
+    assert Snapshot.from_dict(data).nvml.gpus[0].temperature_c == -3

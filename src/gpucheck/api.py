@@ -62,7 +62,8 @@ def doctor(
     """Run every check on this machine (or on `snapshot`, or a saved one `from_file`) and return
     the report: `.findings`, `.problems`, `.ready`, `.exit_code`, `.snapshot`, `.to_dict()`.
 
-    `min_memory` is bytes, or a size as the command line takes it ("40GiB", "80GB").
+    `min_memory` is bytes (an int), or a size with its unit as the command line takes it
+    ("40GiB", "80GB"; a bare "40" is refused: GiB? GB? bytes?).
     `job_pids`: the scheduler's health profile (`--job-pids`): processes of running jobs.
     """
     from gpucheck.checks.context import Requirements
@@ -101,7 +102,7 @@ def doctor(
             min_gpus=min_gpus,
             min_memory_bytes=min_memory
             if isinstance(min_memory, int) or min_memory is None
-            else parse_size(min_memory, "min_memory"),
+            else parse_size(min_memory, "min_memory", require_unit=True),
             min_memory_text=None if min_memory is None else str(min_memory),
             min_compute_capability=None
             if min_compute_capability is None

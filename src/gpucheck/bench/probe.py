@@ -173,6 +173,12 @@ def measure_gpus(
         absorb(run, result.records)
         if not result.ok:
             run.problem = result.describe(timeout) or "it failed"
+            failure = result.failure
+            if failure is not None and failure.how == "exited" and run.errors:
+                # The error the child reported, not stderr's last line (which can be a stray
+                # warning's source line, as NumPy's from a CPU-only torch).
+                stage, _, said = run.errors[-1].partition(": ")
+                run.problem = f"exited with status {failure.exit_code} in {stage}: {said}"
         elif not run.matmuls and not run.copies and not run.errors:
             run.problem = "no figure came back"
         bench.framework_version = bench.framework_version or run.framework_version

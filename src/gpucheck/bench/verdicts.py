@@ -4,6 +4,7 @@ for a wrong answer or no GPU to measure. Pure: no I/O."""
 
 from __future__ import annotations
 
+import shlex
 import statistics
 
 from gpucheck.bench.measurements import DTYPES, BenchRun, GpuRun, Matmul
@@ -357,7 +358,22 @@ def pcie_findings(run: GpuRun, spec: GpuSpec | None) -> list[Finding]:
     return [_warn_or_pass("bench.pcie", run, low, title, evidence, True)]
 
 
-def run_findings(run: GpuRun) -> list[Finding]:
+def _unfinished_fix(run: GpuRun, bench: BenchRun) -> Fix:
+    cpu_build = (bench.framework_version or "").endswith("+cpu")
+    if cpu_build or "not compiled with CUDA" in (run.problem or ""):
+        # doctor's torch.cpu-build knows the CUDA build that fits this driver, GPU and
+        # environment (and what pins torch): point there rather than guess it here.
+        python = f" --python {shlex.quote(bench.python)}" if bench.python else ""
+        return Fix.of(
+            Step.run(
+                "this torch is a CPU build: torch.cpu-build names the CUDA build to install",
+                f"gpucheck doctor{python} --only torch.cpu-build",
+            )
+        )
+    return Fix.of(Step.run("see whether this GPU works at all", "gpucheck doctor --deep"))
+
+
+def run_findings(run: GpuRun, bench: BenchRun) -> list[Finding]:
     if run.problem is not None:
         return [
             finding(
@@ -365,7 +381,7 @@ def run_findings(run: GpuRun) -> list[Finding]:
                 Status.FAIL,
                 f"{label(run)}: the measurement did not finish: {run.problem}",
                 run.errors,
-                Fix.of(Step.run("see whether this GPU works at all", "gpucheck doctor --deep")),
+                _unfinished_fix(run, bench),
                 run,
             )
         ]
@@ -422,7 +438,7 @@ def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
     cpu_tflops = bench.cpu.matmul.tflops if bench.cpu.matmul else None
     for run in bench.gpus:
         spec = index.spec(run.facts.name or "")
-        out += run_findings(run)
+        out += run_findings(run, bench)
         out += matmul_findings(run, spec, cpu_tflops)
         out += sustained_findings(run)
         out += memory_findings(run, spec)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import defaultdict
 from typing import Literal
 
@@ -344,15 +345,21 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
             ),
         )
     on_path = [c for c in copies if c.on_loader_path and c.version]
-    problems = [
-        (c, verdict) for c in on_path if (verdict := needs_newer_driver(ctx, c.version or ""))
-    ]
+    problems = [(c, v) for c in on_path if (v := needs_newer_driver(ctx, c.version or ""))]
     if problems:
-        c, (severity, why) = problems[0]
-        maker = Outcome.fail if severity == "fail" else Outcome.warn
+        # A failure the frameworks would meet first; the toolkit's own only warns.
+        c, (severity, why) = min(
+            problems, key=lambda p: p[1][0] != "fail" or _toolkit_own(ctx, p[0])
+        )
+        own = severity == "fail" and _toolkit_own(ctx, c)
+        maker = Outcome.fail if severity == "fail" and not own else Outcome.warn
         return maker(
-            f"CUDA runtime {c.version} on the loader path is newer than the driver supports",
+            f"CUDA runtime {c.version} on the loader path is newer than the driver supports"
+            + (": code built with its toolkit does not run here" if own else ""),
             why,
+            *["only what its toolkit builds loads it: pip and conda frameworks bring their own"][
+                :own
+            ],
             *evidence,
             fix=Fix.of(
                 upgrade_driver(ctx, c.version or ""),
@@ -370,6 +377,20 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
         # Nothing to judge their fit against: worth knowing, not a pass.
         return Outcome.info(f"CUDA runtime {versions} installed (no driver to run it)", *evidence)
     return Outcome.passed(f"CUDA runtime {versions} found", *evidence)
+
+
+# A toolkit's library folder: /usr/local/cuda-13.0/lib64, .../targets/x86_64-linux/lib.
+_TOOLKIT_LIB = re.compile(r"/cuda(-\d+(\.\d+)*)?/(lib64|lib|targets)/")
+
+
+def _toolkit_own(ctx: Context, c: LibraryCopy) -> bool:
+    """A toolkit's own runtime, in its folder or the ldconfig entry its installer wrote: only
+    what that toolkit builds loads it (frameworks' RUNPATH finds their own first), so a too-new
+    one warns as cuda.toolkit does. LD_LIBRARY_PATH beats RUNPATH: there it is a failure."""
+    ld_path = {d.rstrip("/") for d in ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")}
+    if c.origin == "ld_library_path" or os.path.dirname(c.path) in ld_path:
+        return False
+    return c.origin == "cuda_toolkit" or _TOOLKIT_LIB.search(c.realpath) is not None
 
 
 def _behind_toolkit(ctx: Context, on_path: list[LibraryCopy]) -> Outcome | None:

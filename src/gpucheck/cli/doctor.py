@@ -133,7 +133,9 @@ def doctor(
             raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
         requirements = Requirements(
             min_gpus=min_gpus,
-            min_memory_bytes=parse_size(min_memory) if min_memory is not None else None,
+            min_memory_bytes=parse_size(min_memory, "--min-memory", require_unit=True)
+            if min_memory is not None
+            else None,
             min_memory_text=min_memory,
             min_compute_capability=(
                 parse_compute_capability(min_cc) if min_cc is not None else None

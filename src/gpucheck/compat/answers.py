@@ -361,7 +361,13 @@ def cuda(compat: Compat, version: str) -> Answer:
 
 
 def gpu(compat: Compat, name: str) -> Answer:
-    model = compat.gpus.lookup(name)
+    model, several = compat.gpus.find(name)
+    if model is None and several:
+        raise UnknownVersion(
+            f"GPU {name!r} names several known GPUs: {', '.join(several[:6])}"
+            + (f" and {len(several) - 6} more" if len(several) > 6 else "")
+            + ": name one"
+        )
     if model is None:
         close = compat.gpus.suggestions(name)
         hint = f" (closest known: {', '.join(close)})" if close else ""

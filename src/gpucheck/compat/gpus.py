@@ -218,6 +218,46 @@ class GpuIndex:
         model = self.lookup(name)
         return model.spec_for(name) if model is not None else None
 
+    def find(self, query: str) -> tuple[GpuModel | None, list[str]]:
+        """What a person typed (`compat gpu`): lookup's match; else the one known name holding
+        every word of the query ("RTX 4090": GeForce RTX 4090), where a name adding only brand
+        words wins over longer ones ("GeForce RTX 4090 D"); else no model and the names of the
+        several that hold the words, fewest extra words first (none: [])."""
+        model = self.lookup(query)
+        words = _words(query)
+        if model is not None or not words:
+            return model, []
+        extra: dict[str, tuple[int, GpuModel]] = {}
+        for m in self.models:
+            for name in (m.name, *m.aliases):
+                have = _words(name)
+                if words <= have:
+                    n = len(have - words - _BRANDS)
+                    extra[m.name] = min(extra.get(m.name, (n, m)), (n, m), key=lambda e: e[0])
+        exact = [m for n, m in extra.values() if n == 0]
+        if len(extra) == 1 or len(exact) == 1:
+            return (exact or [m for _, m in extra.values()])[0], []
+        return None, sorted(extra, key=lambda k: (extra[k][0], k))
+
     def suggestions(self, name: str, n: int = 3) -> list[str]:
-        keys = difflib.get_close_matches(normalise(name), list(self._exact), n=n, cutoff=0.6)
-        return list(dict.fromkeys(self._exact[k][0].name for k in keys))
+        """The closest known names, always some: those sharing most product words with it,
+        then by spelling (brand words aside: "RTX 4090 D" is closest to GeForce RTX 4090)."""
+        said = _words(name)
+        words = said - _BRANDS
+        bare = " ".join(sorted(words))
+
+        def closeness(key: str) -> tuple[int, int, float]:
+            have = _words(key) - _BRANDS
+            spelling = difflib.SequenceMatcher(None, bare, " ".join(sorted(have))).ratio()
+            return len(words & have), len(said & _BRANDS & _words(key)), spelling
+
+        ranked = sorted(self._exact, key=closeness, reverse=True)
+        return list(dict.fromkeys(self._exact[k][0].name for k in ranked))[:n]
+
+
+# Words that name a brand, not a product: "RTX 4090" is the GeForce RTX 4090.
+_BRANDS = frozenset({"nvidia", "tesla", "geforce", "quadro"})
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in re.split(r"[\s_-]+", normalise(text)) if w)

@@ -56,6 +56,8 @@ def _readable(error: msgspec.ValidationError) -> DecodeError:
         return DecodeError(path, f"expected {_type_text(m.group(1))}, got {_type_text(m.group(2))}")
     if m := re.match(r"Object missing required field `([^`]*)`", what):
         return DecodeError(f"{path}.{m.group(1)}" if path else m.group(1), "is required")
+    if what.startswith("Expected `int` >= 0"):  # types.Count: a count or size
+        return DecodeError(path, "must not be negative (a count or size)")
     if re.match(r"Expected `(int|float)` [<>]=?", what) or what.startswith("Number out of range"):
         number = "integer" if "int" in what else "number"
         return DecodeError(path, f"{number} out of range")

@@ -6,7 +6,7 @@ Part of the snapshot (model/snapshot.py), kept apart to keep each file readable.
 # annotation when it first decodes these records (~2 ms of each `doctor --from`).
 from msgspec import Struct, field
 
-from gpucheck.model.types import ChildFailure, ImportStatus, Int
+from gpucheck.model.types import ChildFailure, Count, ImportStatus
 
 # --- frameworks, per Python environment ---------------------------------------------------------
 
@@ -88,7 +88,7 @@ class FrameworkRuntime(Struct):
     import_seconds: float | None = None
     version: str | None = None
     cuda_available: bool | None = None
-    device_count: Int | None = None
+    device_count: Count | None = None
     devices: list[str] = field(default_factory=list)
     backend: str | None = None  # jax: default backend
     arch_list: list[str] = field(default_factory=list)  # compiled: "sm_80", "compute_90"

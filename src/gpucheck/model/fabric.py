@@ -9,7 +9,7 @@ NVML. `None` is unknown, as everywhere in the snapshot.
 # annotation when it first decodes these records (~2 ms of each `doctor --from`).
 from msgspec import Struct, field
 
-from gpucheck.model.types import Int
+from gpucheck.model.types import Count
 
 
 class FabricHostFacts(Struct):
@@ -32,15 +32,15 @@ class FabricHostFacts(Struct):
     # IOMMU groups in /sys/kernel/iommu_groups (None: unreadable), and the kernel command
     # line's IOMMU settings (intel_iommu=on, iommu=pt, ...): a translating IOMMU routes PCIe
     # peer-to-peer through the root complex, where NCCL's P2P transfers hang or crawl.
-    iommu_groups: Int | None = None
+    iommu_groups: Count | None = None
     iommu_cmdline: list[str] = field(default_factory=list)
 
 
 class GpuPair(Struct):
     """Two GPUs (NVML indices, a < b) as NVML sees the path between them."""
 
-    gpu_a: Int
-    gpu_b: Int
+    gpu_a: Count
+    gpu_b: Count
     # nvmlDeviceGetP2PStatus for read, write and NVLink: ok | chipset_not_supported |
     # gpu_not_supported | topology_not_supported | disabled_by_regkey | not_supported |
     # unknown; None: the call failed (its error in `errors`).

@@ -21,7 +21,7 @@ from gpucheck.model.environments import (
     PythonEnvironment,
 )
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
-from gpucheck.model.types import ChildFailure, Int, RunStatus
+from gpucheck.model.types import ChildFailure, Count, Int, RunStatus
 from gpucheck.version import __version__
 
 SCHEMA_VERSION = "1.4"  # 1.1: frameworks (Python environments, static and deep facts)
@@ -94,8 +94,8 @@ class ContainerHostFacts(Struct):
     # PATH; the GPU Operator registers /usr/local/nvidia/toolkit/...), and whether it exists.
     docker_nvidia_runtime_path: str | None = None
     docker_nvidia_runtime_found: bool | None = None
-    dev_char_links: Int | None = None  # /dev/char links to nvidia nodes; None: unreadable
-    cgroup_version: Int | None = None
+    dev_char_links: Count | None = None  # /dev/char links to nvidia nodes; None: unreadable
+    cgroup_version: Count | None = None
     # The engine the docker CLI talks to, as the CLI resolves it (DOCKER_HOST, DOCKER_CONTEXT,
     # ~/.docker/config.json's currentContext, else "default"): its context name, where that
     # came from (DOCKER_HOST | DOCKER_CONTEXT | config | default) and its endpoint. Docker
@@ -130,7 +130,7 @@ class SystemFacts(Struct):
     container_evidence: str | None = None
     wsl: bool = False
     pci_scanned: bool = False  # False: /sys/bus/pci could not be read (no facts, not "no GPU")
-    pci_device_count: Int = 0  # all PCI devices seen; 0 with pci_scanned means a hidden bus
+    pci_device_count: Count = 0  # all PCI devices seen; 0 with pci_scanned means a hidden bus
     pci_gpus: list[PciDevice] = field(default_factory=list)
     pci_ids_path: str | None = None
     nvidia_module_loaded: bool | None = None
@@ -166,56 +166,56 @@ class NvmlError(Struct):
 
 
 class MigDevice(Struct):
-    index: Int
+    index: Count
     uuid: str | None = None
     name: str | None = None
-    memory_total: Int | None = None
+    memory_total: Count | None = None
 
 
 class GpuProcess(Struct):
-    pid: Int  # as NVML reports it: in a container, usually the host's PID
+    pid: Count  # as NVML reports it: in a container, usually the host's PID
     name: str | None = None
-    used_memory: Int | None = None  # bytes; None where the driver does not say (WDDM, MIG)
+    used_memory: Count | None = None  # bytes; None where the driver does not say (WDDM, MIG)
     kind: str | None = None  # "compute" | "graphics"; None in snapshots before 1.2
-    gpu_instance_id: Int | None = None  # MIG: the GPU instance the context lives in
-    compute_instance_id: Int | None = None
+    gpu_instance_id: Count | None = None  # MIG: the GPU instance the context lives in
+    compute_instance_id: Count | None = None
 
 
 class GpuFacts(Struct):
-    index: Int
+    index: Count
     name: str | None = None
     uuid: str | None = None
     serial: str | None = None
     pci_bus_id: str | None = None
-    minor_number: Int | None = None  # N of its /dev/nvidiaN (not always the NVML index)
+    minor_number: Count | None = None  # N of its /dev/nvidiaN (not always the NVML index)
     brand: str | None = None  # "NVIDIA" (data centre), "Tesla", "GeForce", "Quadro", ...
-    memory_total: Int | None = None  # bytes
-    memory_used: Int | None = None
-    memory_free: Int | None = None
+    memory_total: Count | None = None  # bytes
+    memory_used: Count | None = None
+    memory_free: Count | None = None
     compute_capability: str | None = None  # "9.0"
     architecture: str | None = None  # "Hopper"
-    utilization_gpu: Int | None = None  # percent
+    utilization_gpu: Count | None = None  # percent
     temperature_c: Int | None = None
-    temperature_slowdown_c: Int | None = None
-    temperature_shutdown_c: Int | None = None
-    fan_speed_pct: Int | None = None  # None on passively cooled (data-centre) GPUs
+    temperature_slowdown_c: Count | None = None
+    temperature_shutdown_c: Count | None = None
+    fan_speed_pct: Count | None = None  # None on passively cooled (data-centre) GPUs
     power_draw_w: float | None = None
     power_limit_w: float | None = None
-    clock_sm_mhz: Int | None = None  # the SM clock now (bench follows it under load)
+    clock_sm_mhz: Count | None = None  # the SM clock now (bench follows it under load)
     clock_event_reasons: list[str] | None = None  # active reasons: "hw_slowdown", ...
-    pcie_gen_current: Int | None = None
-    pcie_gen_max: Int | None = None  # of the GPU and the slot together
-    pcie_width_current: Int | None = None
-    pcie_width_max: Int | None = None
+    pcie_gen_current: Count | None = None
+    pcie_gen_max: Count | None = None  # of the GPU and the slot together
+    pcie_width_current: Count | None = None
+    pcie_width_max: Count | None = None
     ecc_enabled: bool | None = None
     ecc_enabled_pending: bool | None = None
-    ecc_uncorrected_volatile: Int | None = None
-    ecc_uncorrected_aggregate: Int | None = None
-    retired_pages_sbe: Int | None = None
-    retired_pages_dbe: Int | None = None
+    ecc_uncorrected_volatile: Count | None = None
+    ecc_uncorrected_aggregate: Count | None = None
+    retired_pages_sbe: Count | None = None
+    retired_pages_dbe: Count | None = None
     retired_pages_pending: bool | None = None
-    remapped_rows_correctable: Int | None = None
-    remapped_rows_uncorrectable: Int | None = None
+    remapped_rows_correctable: Count | None = None
+    remapped_rows_uncorrectable: Count | None = None
     remap_pending: bool | None = None
     remap_failed: bool | None = None
     persistence_mode: bool | None = None
@@ -240,9 +240,9 @@ class NvmlFacts(Struct):
     init_error: NvmlError | None = None
     init_skipped_reason: str | None = None  # nvmlInit deliberately not called (read-only)
     driver_version: str | None = None
-    cuda_driver_version: Int | None = None  # 12020 = CUDA 12.2
+    cuda_driver_version: Count | None = None  # 12020 = CUDA 12.2
     nvml_version: str | None = None
-    device_count: Int | None = None
+    device_count: Count | None = None
     gpus: list[GpuFacts] = field(default_factory=list)
     pairs: list[GpuPair] | None = None  # each GPU pair's P2P and topology; None: not probed
 
@@ -253,18 +253,18 @@ class NvmlFacts(Struct):
 class HostProcess(Struct):
     """A process as /proc shows it: one that has a /dev/nvidia* file open, or one NVML lists."""
 
-    pid: Int  # in the PID namespace of the /proc that was read
+    pid: Count  # in the PID namespace of the /proc that was read
     devices: list[str] = field(default_factory=list)  # /dev/nvidia* files it has open
     name: str | None = None  # comm
     # None: not read (the doctor's snapshots never hold them) or unreadable; [] for a kernel
     # thread or a zombie
     cmdline: list[str] | None = None
-    uid: Int | None = None  # real uid
+    uid: Count | None = None  # real uid
     user: str | None = None
     state: str | None = None  # R, S, D, Z (zombie), T (stopped), ... from /proc/PID/status
-    ppid: Int | None = None
+    ppid: Count | None = None
     start_time: str | None = None  # ISO 8601, from the boot time and the start tick
-    nspid: list[Int] = field(default_factory=list)  # this PID in each nested PID namespace
+    nspid: list[Count] = field(default_factory=list)  # this PID in each nested PID namespace
     cgroup: str | None = None  # the unified (or first) cgroup path
     container_id: str | None = None  # from the cgroup path (docker, containerd, CRI-O, podman)
     pod_uid: str | None = None  # Kubernetes pod, from the cgroup path
@@ -273,10 +273,10 @@ class HostProcess(Struct):
 
 class ProcessFacts(Struct):
     scanned: bool = False  # False: /proc could not be listed (no facts, not "no holder")
-    caller_uid: Int | None = None
-    caller_pid: Int | None = None
+    caller_uid: Count | None = None
+    caller_pid: Count | None = None
     processes: list[HostProcess] = field(default_factory=list)
-    fds_unreadable: Int = 0  # processes whose open files this user may not see
+    fds_unreadable: Count = 0  # processes whose open files this user may not see
 
 
 # --- CUDA and cuDNN -------------------------------------------------------------------------
@@ -314,10 +314,10 @@ class LibraryCopy(Struct):
 
 
 class CudaDevice(Struct):
-    index: Int
+    index: Count
     name: str | None = None
     compute_capability: str | None = None
-    memory_total: Int | None = None
+    memory_total: Count | None = None
 
 
 class CudaDriverFacts(Struct):
@@ -326,8 +326,8 @@ class CudaDriverFacts(Struct):
     init_result: Int | None = None  # cuInit's CUresult
     init_error_name: str | None = None  # "CUDA_ERROR_NO_DEVICE"
     init_skipped_reason: str | None = None
-    driver_version: Int | None = None  # cuDriverGetVersion: 12020
-    device_count: Int | None = None
+    driver_version: Count | None = None  # cuDriverGetVersion: 12020
+    device_count: Count | None = None
     devices: list[CudaDevice] = field(default_factory=list)
 
 

@@ -10,6 +10,10 @@ from msgspec import Struct
 # Integers as C drivers report them (64-bit): a larger one in a snapshot is corrupt, and would
 # overflow the float arithmetic of the checks.
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+# What can only be zero or more (counts, sizes, indices, PIDs, percentages, clocks: unsigned in
+# NVML's API): a negative one in a snapshot is corrupt, and would be judged (-1 ECC errors a
+# failure, -5 bytes "free"). Temperatures, return codes and exit statuses stay Int.
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 
 # How a probe ran (`ProbeRun.status`): "skipped" means deliberately not run, and why is said.
 RunStatus = Literal["ok", "error", "timeout", "crashed", "skipped"]
