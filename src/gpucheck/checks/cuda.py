@@ -357,9 +357,11 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
             f"CUDA runtime {c.version} on the loader path is newer than the driver supports"
             + (": code built with its toolkit does not run here" if own else ""),
             why,
-            *["only what its toolkit builds loads it: pip and conda frameworks bring their own"][
-                :own
-            ],
+            *(
+                ["only what its toolkit builds loads it: pip and conda frameworks bring their own"]
+                if own
+                else []
+            ),
             *evidence,
             fix=Fix.of(
                 upgrade_driver(ctx, c.version or ""),
@@ -379,8 +381,9 @@ def runtime_libraries(ctx: Context) -> Outcome | None:
     return Outcome.passed(f"CUDA runtime {versions} found", *evidence)
 
 
-# A toolkit's library folder: /usr/local/cuda-13.0/lib64, .../targets/x86_64-linux/lib.
-_TOOLKIT_LIB = re.compile(r"/cuda(-\d+(\.\d+)*)?/(lib64|lib|targets)/")
+# A toolkit's library folder: /usr/local/cuda-13.0/lib64, .../targets/x86_64-linux/lib. (As
+# text: re compiles it on first use, not at every start-up.)
+_TOOLKIT_LIB = r"/cuda(-\d+(\.\d+)*)?/(lib64|lib|targets)/"
 
 
 def _toolkit_own(ctx: Context, c: LibraryCopy) -> bool:
@@ -390,7 +393,7 @@ def _toolkit_own(ctx: Context, c: LibraryCopy) -> bool:
     ld_path = {d.rstrip("/") for d in ctx.snapshot.system.env.get("LD_LIBRARY_PATH", "").split(":")}
     if c.origin == "ld_library_path" or os.path.dirname(c.path) in ld_path:
         return False
-    return c.origin == "cuda_toolkit" or _TOOLKIT_LIB.search(c.realpath) is not None
+    return c.origin == "cuda_toolkit" or re.search(_TOOLKIT_LIB, c.realpath) is not None
 
 
 def _behind_toolkit(ctx: Context, on_path: list[LibraryCopy]) -> Outcome | None:
