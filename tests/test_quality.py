@@ -53,7 +53,7 @@ def test_every_module_is_under_the_line_limit() -> None:
             if GENERATED_MARK in head:
                 continue
             count = lines_of(path)
-            if count > MAX_LINES:
+            if count >= MAX_LINES:  # under the limit: 449 at the most
                 over[path.relative_to(REPO).as_posix()] = count
     assert {p: n for p, n in over.items() if p not in BEING_SPLIT} == {}, (
         f"modules over {MAX_LINES} lines: split them by topic"

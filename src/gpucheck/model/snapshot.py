@@ -17,9 +17,7 @@ import msgspec
 from msgspec import Struct, field
 
 from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
-from gpucheck.model.environments import (
-    PythonEnvironment,
-)
+from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.types import ChildFailure, Count, Int, RunStatus
 from gpucheck.version import __version__
