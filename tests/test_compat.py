@@ -183,6 +183,7 @@ def test_compat_gpu_resolves_a_name_whose_words_one_known_gpu_holds(query: str, 
         ),
         ("zzz", "GPU 'zzz' is not in the compat data (closest known: "),
         ("RTX", "GPU 'RTX' names several known GPUs: GeForce RTX 2060, GeForce RTX 2070, "),
+        ("  ", "GPU name is empty"),  # not three GPUs picked at random as "closest"
     ],
 )
 def test_compat_gpu_unknown_or_ambiguous_names_the_known_ones(query: str, message: str) -> None:
