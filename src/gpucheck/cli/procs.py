@@ -77,7 +77,7 @@ def procs(
     index = None
     if gpu is not None:
         chosen = select_gpu(gpu, snap.nvml.gpus)
-        uuids = {g.index: g.uuid or "?" for g in snap.nvml.gpus}
+        uuids = {g.index: g.uuid or "UUID unknown" for g in snap.nvml.gpus}
         if len(chosen) > 1:
             raise UserError(ambiguous_gpu(gpu, [(i, uuids[i]) for i in chosen]))
         if not chosen and holders.unknown:  # NVML listed no GPU it could be: not "no such GPU"
