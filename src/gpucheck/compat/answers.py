@@ -362,7 +362,7 @@ def cuda(compat: Compat, version: str) -> Answer:
 
 def gpu(compat: Compat, name: str) -> Answer:
     if not name.strip():  # (every known GPU would be as close as any other)
-        raise UnknownVersion("GPU name is empty: give one as nvidia-smi names it (\"H100\")")
+        raise UnknownVersion('GPU name is empty: give one as nvidia-smi names it ("H100")')
     model, several = compat.gpus.find(name)
     if model is None and several:
         raise UnknownVersion(
