@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import UserError, number_option
+from gpucheck.cli.common import UserError, number_option, refuse_input_as_output
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size, unreadable
 from gpucheck.watch.log import LogError, parse_fields
@@ -122,6 +122,7 @@ def watch(
     if fmt is not None and fmt not in FORMATS:
         raise UserError(f"--format {fmt}: use csv or jsonl")
     if from_log is not None:
+        refuse_input_as_output(output, [from_log])
         given = [
             name
             for name, value in (

@@ -18,12 +18,13 @@ from typing import Any
 
 from gpucheck.fit.shape import ModelError, ModelShape, read_json
 from gpucheck.fit.units import SAFETENSORS_BYTES
-from gpucheck.inputs import unreadable
+from gpucheck.inputs import note_input, unreadable
 
 HEADER_LIMIT = 100 * 1024 * 1024  # bytes; the format itself caps the header at 100 MB
 
 
 def read_header(path: Path) -> dict[str, Any]:
+    note_input(path)
     try:
         with path.open("rb") as fh:
             prefix = fh.read(8)
