@@ -206,7 +206,8 @@ def _format_of(output: str | None) -> str:
 
 def _summarise_log(path: str) -> None:
     """A saved log's summary, read as a stream: memory stays the same whatever its size."""
-    from gpucheck.watch.reading import read_samples
+    from gpucheck.report.text import printable
+    from gpucheck.watch.reading import Skipped, read_samples
     from gpucheck.watch.summary import render_text, summarize
 
     try:
@@ -218,7 +219,8 @@ def _summarise_log(path: str) -> None:
         raise UserError(f"--from: {unreadable(path, exc)}") from None
     try:
         with stream:
-            summary = summarize(read_samples(stream))
+            skipped = Skipped()
+            summary = summarize(read_samples(stream, skipped))
     except LogError as exc:
         raise UserError(f"--from: {path}: {exc}") from None
     except OSError as exc:
@@ -226,3 +228,5 @@ def _summarise_log(path: str) -> None:
     if not summary.samples:
         raise UserError(f"--from: {path}: no samples in it")
     sys.stdout.write(render_text(summary))
+    if skipped.count:  # (a value a GPU cannot show, or no number: counted, never averaged)
+        sys.stdout.write("".join(printable(line) + "\n" for line in skipped.lines()))
