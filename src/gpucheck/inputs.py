@@ -210,10 +210,15 @@ def probe_here(
     return snap
 
 
+# A number as a duration (--duration, read by float()) takes it: 80, 0.5, .5, 1e3, 1_000;
+# a sign only to say "must be above zero" (nan and inf are no size).
+NUMBER = r"[+-]?(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?"
+
+
 def parse_size(text: str, option: str = "--min-memory", require_unit: bool = False) -> int:
     """A size in bytes (see SIZE_UNITS); a bad one is a UserError naming the option. With
     require_unit, a bare number ('80': GiB? GB? bytes?) is refused."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    match = re.fullmatch(rf"\s*({NUMBER})\s*([a-zA-Z]*)\s*", text)
     unit = match.group(2).lower() if match else None
     if not match or unit not in SIZE_UNITS:
         raise UserError(f"{option}: {text!r} is not a size (examples: 80GiB, 24G, 80GB, 16384MiB)")
