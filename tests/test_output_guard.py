@@ -166,3 +166,20 @@ def test_a_file_read_from_a_model_folder_is_an_input_too(tmp_path: Path) -> None
         f"gpucheck: --output: {config} is one of the inputs ({config}): it would be overwritten\n",
     )
     assert config.read_bytes() == before
+
+
+def test_the_dockerfile_a_compose_file_builds_is_an_input_too(tmp_path: Path) -> None:
+    dockerfile = _dockerfile(tmp_path)
+    before = dockerfile.read_bytes()
+    compose = tmp_path / "compose.yaml"
+    compose.write_text("services:\n  train:\n    build: .\n")
+    snap = _snapshot(tmp_path)
+    code, _, err = in_process(
+        ["dockerfile", str(compose), "--from", str(snap), "-o", str(dockerfile)]
+    )
+    assert (code, err) == (
+        2,
+        f"gpucheck: --output: {dockerfile} is one of the inputs ({dockerfile}): it would be "
+        "overwritten\n",
+    )
+    assert dockerfile.read_bytes() == before
