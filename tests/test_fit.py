@@ -4,6 +4,7 @@ published figures (each cited where it is used) and real model configs (tests/fi
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from gpucheck.fit.config import from_config
 from gpucheck.fit.estimate import Setup, estimate, largest_batch
 from gpucheck.fit.safetensors import from_safetensors
 from gpucheck.fit.shape import ModelError, ModelShape
-from gpucheck.fit.units import UnitError, parse_count, parse_size
+from gpucheck.fit.units import SAFETENSORS_BYTES, UnitError, parse_count, parse_size
 
 MODELS = REPO / "tests" / "fixtures" / "models"
 GB = 10**9
@@ -107,12 +108,19 @@ def test_largest_batch_fits_and_one_more_does_not() -> None:
 
 
 def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
-    header: dict[str, object] = {
-        name: {"dtype": d, "shape": s, "data_offsets": [0, 0]} for name, (d, s) in tensors.items()
-    }
+    """A well-formed file: each tensor's data_offsets span its bytes, and the data is there
+    (as a hole: a sparse file, no disk used; only the header is read)."""
+    header: dict[str, object] = {}
+    end = 0
+    for name, (dtype, shape) in tensors.items():
+        size = math.ceil(math.prod(shape) * SAFETENSORS_BYTES[dtype])
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [end, end + size]}
+        end += size
     header["__metadata__"] = {"format": "pt"}
     raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw)  # no data: only the header is read
+    with path.open("wb") as fh:
+        fh.write(struct.pack("<Q", len(raw)) + raw)
+        fh.truncate(8 + len(raw) + end)
 
 
 def test_safetensors_header_gives_exact_counts_per_dtype(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ and quantised weights. Expected values are worked by hand from the configs' lite
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from conftest import REPO
 from gpucheck.fit.config import from_config
 from gpucheck.fit.estimate import Setup, estimate
 from gpucheck.fit.training import lora_params
+from gpucheck.fit.units import SAFETENSORS_BYTES
 
 FIT = REPO / "tests" / "fixtures" / "fit"
 GIB = 1024**3
@@ -117,9 +119,17 @@ def test_qlora_trains_adapters_only(gpucheck) -> None:  # type: ignore[no-untype
 
 
 def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
-    header = {n: {"dtype": d, "shape": s, "data_offsets": [0, 0]} for n, (d, s) in tensors.items()}
+    """Each tensor's data_offsets span its bytes; the data is a hole (a sparse file)."""
+    header: dict[str, object] = {}
+    end = 0
+    for name, (dtype, shape) in tensors.items():
+        size = math.ceil(math.prod(shape) * SAFETENSORS_BYTES[dtype])
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [end, end + size]}
+        end += size
     raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw)
+    with path.open("wb") as fh:
+        fh.write(struct.pack("<Q", len(raw)) + raw)
+        fh.truncate(8 + len(raw) + end)
 
 
 def test_a_quantised_checkpoint_is_served_at_the_bytes_its_files_hold(  # type: ignore[no-untyped-def]

@@ -200,7 +200,7 @@ def test_bad_reports_are_counted_and_named_never_fatal(tmp_path: Path) -> None:
     reasons = {Path(b.source).name: b.reason for b in fleet.bad_reports}
     assert reasons == {
         "array.json": "not a gpucheck report or snapshot: expected a JSON object",
-        "empty.json": "not valid JSON: input data was truncated",
+        "empty.json": "the file is empty",
         "future.json": "invalid report: snapshot schema 9.0 is not readable by gpucheck 0.1.0 "
         "(reads 1.x): use a gpucheck of the same major schema",
         "garbage.json": "not valid JSON: invalid character (byte 0)",

@@ -5,7 +5,9 @@ for the user (the command line exits 2 with it; the Python API raises ValueError
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 import sys
 from typing import TYPE_CHECKING
 
@@ -31,18 +33,57 @@ def unreadable(path: object, exc: OSError, folder: str = "is a folder") -> str:
     return f"cannot read {path}: {exc.strerror}"
 
 
+# The regular files this command has read, as the user named them -> (device, inode): no
+# -o writes over one (outputs.refuse_input_as_output). The command line starts each command
+# with none (forget_inputs); every reader of a user's file notes it (note_input).
+_INPUTS: dict[str, tuple[int, int]] = {}
+
+
+def note_input(path: str | os.PathLike[str]) -> None:
+    """Remember that this command reads `path` (a regular file; `-`, a pipe or a device is
+    not one a report could replace)."""
+    name = os.fspath(path)
+    if name == "-":
+        return
+    try:
+        st = os.stat(name)
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(st.st_mode):
+        _INPUTS[name] = (st.st_dev, st.st_ino)
+
+
+def inputs_read() -> dict[str, tuple[int, int]]:
+    """The regular files noted as read so far (name -> (device, inode))."""
+    return dict(_INPUTS)
+
+
+def forget_inputs() -> None:
+    _INPUTS.clear()
+
+
+def empty_input(path: str) -> str:
+    """What an input with nothing in it is called: said so, not "not valid JSON: Input data
+    was truncated" from a decoder that was handed nothing."""
+    return "-: standard input is empty" if path == "-" else f"{path} is empty"
+
+
 def read_input(path: str, limit: int, too_large: str, option: str = "--from") -> bytes:
-    """A file's bytes (`-`: standard input), read up to `limit`: more is `too_large`."""
+    """A file's bytes (`-`: standard input), read up to `limit`: more is `too_large`; none at
+    all (or only blanks) is an empty input, refused."""
     try:
         if path == "-":
             data = sys.stdin.buffer.read(limit + 1)
         else:
+            note_input(path)
             with open(path, "rb") as fh:
                 data = fh.read(limit + 1)
     except OSError as exc:
         raise UserError(f"{option}: {unreadable(path, exc)}") from None
     if len(data) > limit:
         raise UserError(f"{option}: {path} {too_large}")
+    if not data.removeprefix(b"\xef\xbb\xbf").strip():
+        raise UserError(f"{option}: {empty_input(path)}")
     return data
 
 
@@ -98,6 +139,13 @@ def check_number(
     return number
 
 
+def python_inputs(python: str | Sequence[str] | None) -> list[str]:
+    """The files --python names, inputs of the command that no -o may replace: an @FILE list
+    of interpreters, an interpreter given by its path."""
+    values = [python] if isinstance(python, str) else list(python or [])
+    return [os.path.expanduser(v[1:] if v.startswith("@") else v) for v in values]
+
+
 def probe_options(
     timeout: float,
     python: str | Sequence[str] | None,
@@ -112,6 +160,8 @@ def probe_options(
     if host_id is not None and not (0 < len(host_id) <= 256 and host_id.isprintable()):
         raise UserError("--host-id: expected 1 to 256 printable characters")
     values = [python] if isinstance(python, str) else list(python or [])
+    for named in python_inputs(values):
+        note_input(named)
     try:
         pythons = expand_pythons(values)
     except PythonNotFound as exc:
@@ -160,10 +210,15 @@ def probe_here(
     return snap
 
 
+# A number as a duration (--duration, read by float()) takes it: 80, 0.5, .5, 1e3, 1_000;
+# a sign only to say "must be above zero" (nan and inf are no size).
+NUMBER = r"[+-]?(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?"
+
+
 def parse_size(text: str, option: str = "--min-memory", require_unit: bool = False) -> int:
     """A size in bytes (see SIZE_UNITS); a bad one is a UserError naming the option. With
     require_unit, a bare number ('80': GiB? GB? bytes?) is refused."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    match = re.fullmatch(rf"\s*({NUMBER})\s*([a-zA-Z]*)\s*", text)
     unit = match.group(2).lower() if match else None
     if not match or unit not in SIZE_UNITS:
         raise UserError(f"{option}: {text!r} is not a size (examples: 80GiB, 24G, 80GB, 16384MiB)")

@@ -9,10 +9,10 @@ import io
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO
 
-from gpucheck.inputs import UserError
+from gpucheck.inputs import UserError, inputs_read
 
 # What a file written with -o does with a character UTF-8 cannot hold (a lone surrogate: the
 # undecodable bytes of a path given on the command line): escaped, never an error mid-report.
@@ -183,14 +183,49 @@ def replace_atomically(
         raise
 
 
-def write_output(path: str | None, write: Callable[[IO[str]], object]) -> None:
-    """Write to stdout, or to `path` (see output_target). A reader that goes away early
-    (`gpucheck doctor | head`) is not an error: the exit code still tells the result."""
+def input_as_output(output: str, name: str) -> str:
+    """The one refusal of an output that is one of the command's inputs (every command)."""
+    return f"--output: {output} is one of the inputs ({name}): it would be overwritten"
+
+
+def refuse_input_as_output(output: str | None, inputs: Iterable[str | None] = ()) -> None:
+    """UserError if `-o output` names a file this command reads: one of `inputs` (named by the
+    caller before reading them) or any file noted as read (inputs.note_input). The same file
+    is caught by its resolved path (a symbolic link, `./x`) and by its (device, inode) (a
+    hard link), as it was when read: a file swapped since then is still refused."""
+    if output is None or output == "-":
+        return
+    try:
+        st = os.stat(output)
+    except (OSError, ValueError):
+        return  # a new file is nobody's input
+    if not stat.S_ISREG(st.st_mode):
+        return  # a terminal or a pipe (/dev/stdout) is written, never replaced
+    real = os.path.realpath(output)
+    noted = inputs_read()
+    for name in inputs:
+        if name is not None and name != "-":
+            with contextlib.suppress(OSError, ValueError):
+                sub = os.stat(name)
+                noted.setdefault(name, (sub.st_dev, sub.st_ino))
+    for name, identity in noted.items():
+        if identity == (st.st_dev, st.st_ino) or os.path.realpath(name) == real:
+            raise UserError(input_as_output(output, name))
+
+
+def write_output(
+    path: str | None, write: Callable[[IO[str]], object], inputs: Iterable[str | None] = ()
+) -> None:
+    """Write to stdout, or to `path` (see output_target), which is never one of the command's
+    inputs (refuse_input_as_output: `inputs`, and every file noted as read). A reader that
+    goes away early (`gpucheck doctor | head`) is not an error: the exit code still tells
+    the result."""
     try:
         if path is None or path == "-":
             write(sys.stdout)
             sys.stdout.flush()
         else:
+            refuse_input_as_output(path, inputs)
             target, replace = output_target(path)
             if replace:
                 try:
@@ -216,10 +251,3 @@ def quiet_stdout() -> None:
     fails on a pipe whose reader has gone."""
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 from gpucheck.cli.common import OutputError, UserError
 from gpucheck.exit_status import ExitStatus
+from gpucheck.inputs import forget_inputs
 from gpucheck.outputs import StdoutError
 from gpucheck.version import __version__
 
@@ -149,6 +150,7 @@ def run(argv: list[str]) -> int:
     """Run the command line; returns the exit code (exit_status.py). KeyboardInterrupt
     and a closed stdout are the entry point's (gpucheck/entry.py)."""
     command = typer.main.get_command(build_app())
+    forget_inputs()  # (what an earlier command in this process read is not this one's input)
     try:
         code = command.main(args=argv, prog_name="gpucheck", standalone_mode=False)
     except UserError as exc:

@@ -19,6 +19,8 @@ from gpucheck.cli.common import (
     load_compat,
     number_option,
     probe_options,
+    python_inputs,
+    refuse_input_as_output,
     write_output,
 )
 from gpucheck.model.frameworks import CUPY, TORCH
@@ -71,6 +73,7 @@ def bench(
     from gpucheck.probes.run import collect, driver_init_allowed
     from gpucheck.report.formats import render_json
 
+    refuse_input_as_output(output, python_inputs(python))
     compat = load_compat(compat_dir)
     options = probe_options(15.0, python, False)
     snapshot = collect(options)

@@ -14,12 +14,14 @@ from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
 from gpucheck.inputs import probe_here as probe_here
 from gpucheck.inputs import probe_options as probe_options
+from gpucheck.inputs import python_inputs as python_inputs
 from gpucheck.inputs import read_input as read_input
 from gpucheck.inputs import read_snapshot as read_snapshot
 from gpucheck.outputs import OutputError as OutputError
+from gpucheck.outputs import input_as_output as input_as_output
 from gpucheck.outputs import output_target as output_target
 from gpucheck.outputs import quiet_stdout as quiet_stdout
-from gpucheck.outputs import same_file as same_file
+from gpucheck.outputs import refuse_input_as_output as refuse_input_as_output
 from gpucheck.outputs import write_output as write_output
 
 

@@ -20,6 +20,7 @@ from gpucheck.cli.common import (
     probe_here,
     read_input,
     read_snapshot,
+    refuse_input_as_output,
     write_output,
 )
 
@@ -59,6 +60,7 @@ def dockerfile(
         raise UserError(
             f"gpucheck dockerfile needs {exc.name}: pip install 'gpucheck-doctor[docker]'"
         ) from None
+    refuse_input_as_output(output, [path, from_file])
     raw = read_input(path, RECIPE_LIMIT, "is too large to be a Dockerfile (over 4 MiB)", "PATH")
     try:
         text = raw.decode("utf-8-sig")

@@ -30,8 +30,9 @@ from gpucheck.cli.common import (
     load_compat,
     number_option,
     probe_options,
+    python_inputs,
     read_snapshot,
-    same_file,
+    refuse_input_as_output,
     write_output,
 )
 from gpucheck.inputs import MIN_GPUS, parse_compute_capability, parse_job_pids, parse_size
@@ -115,8 +116,7 @@ def doctor(
     if len(from_files or []) > 1:
         raise UserError("--from takes one snapshot (for many reports: gpucheck fleet)")
     from_file = from_files[0] if from_files else None
-    if from_file is not None and output is not None and same_file(from_file, output):
-        raise UserError(f"--output {output} is the --from snapshot: it would be overwritten")
+    refuse_input_as_output(output, [from_file, *python_inputs(python)])
     if from_file is not None and (deep or python or host_id):
         raise UserError(
             "--from diagnoses a saved snapshot; --deep, --python and --host-id probe this one"

@@ -17,6 +17,8 @@ from gpucheck.cli.common import (
     PythonOpt,
     TimeoutOpt,
     UserError,
+    python_inputs,
+    refuse_input_as_output,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
@@ -176,6 +178,7 @@ def fit(
         kv_dtype=kv_dtype, lora=lora, lora_targets=lora_targets, loss=loss, timeout=timeout,
     )  # fmt: skip
     try:
+        refuse_input_as_output(output, [model, *python_inputs(python)])
         if dtype is not None:
             parse_dtype(dtype)
         if measure and torch_module is None:

@@ -18,8 +18,10 @@ from gpucheck.cli.common import (
     format_option,
     load_compat,
     probe_here,
+    python_inputs,
     read_input,
     read_snapshot,
+    refuse_input_as_output,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
@@ -83,6 +85,7 @@ def fix(
             raise UserError("--from and --plan: give one")
         if apply and (fmt != "text" or output is not None):
             raise UserError("--apply prints its plan and what it did as text: drop --json/-o")
+        refuse_input_as_output(output, [from_file, plan_file, *python_inputs(python)])
         plan = _plan(from_file, plan_file, python, timeout, compat_dir)
         if not apply:
             from gpucheck.fixplan.render import FORMATS

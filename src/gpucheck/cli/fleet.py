@@ -16,6 +16,7 @@ from gpucheck.cli.common import (
     OutputOpt,
     UserError,
     format_option,
+    input_as_output,
     load_compat,
     write_output,
 )
@@ -89,9 +90,7 @@ def fleet(
                     sys.stderr.write(f"\rgpucheck: read {shown} reports")
                     sys.stderr.flush()
         except OutputIsInput as exc:
-            raise UserError(
-                f"--output: {output} is one of the inputs ({exc.path}): it would be overwritten"
-            ) from None
+            raise UserError(input_as_output(str(output), exc.path)) from None
         if shown:
             sys.stderr.write("\r\x1b[K")
         if builder.reports == len(missing):  # nothing read but the missing paths' failures

@@ -22,6 +22,10 @@ GpuOpt = Annotated[
 ]
 
 
+# The largest process id Linux gives (pid_max's ceiling, 2**22).
+PID_MAX = 4194304
+
+
 def procs(
     json_out: Annotated[bool, typer.Option("--json", help="Answer as JSON.")] = False,
     gpu: GpuOpt = None,
@@ -61,6 +65,10 @@ def procs(
     from gpucheck.probes.run import ProbeOptions, collect_holders
     from gpucheck.procs import render as out
 
+    for pid in kill or ():
+        # -5 is no process: os.kill would read it as a process group (or, -1, every process).
+        if not 0 < pid <= PID_MAX:
+            raise UserError(f"--kill: {pid} is not a process id (give one from 1 to {PID_MAX})")
     acting = bool(kill) or kill_mine
     if not acting:
         for name, given in (("--force", force), ("--yes", yes)):

@@ -10,6 +10,8 @@ from gpucheck.cli.common import (
     RedactOpt,
     TimeoutOpt,
     probe_here,
+    python_inputs,
+    refuse_input_as_output,
     write_output,
 )
 
@@ -25,5 +27,6 @@ def snapshot(
     """Write the facts alone, as JSON (for `doctor --from` here or on another machine)."""
     from gpucheck.model.snapshot import dumps
 
+    refuse_input_as_output(output, python_inputs(python))
     snap = probe_here(timeout, python, deep, host_id, redact)
     write_output(output, lambda stream: stream.write(dumps(snap)))

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import UserError, number_option
+from gpucheck.cli.common import UserError, number_option, refuse_input_as_output
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size, unreadable
 from gpucheck.watch.log import LogError, parse_fields
@@ -122,6 +122,7 @@ def watch(
     if fmt is not None and fmt not in FORMATS:
         raise UserError(f"--format {fmt}: use csv or jsonl")
     if from_log is not None:
+        refuse_input_as_output(output, [from_log])
         given = [
             name
             for name, value in (
@@ -205,7 +206,8 @@ def _format_of(output: str | None) -> str:
 
 def _summarise_log(path: str) -> None:
     """A saved log's summary, read as a stream: memory stays the same whatever its size."""
-    from gpucheck.watch.reading import read_samples
+    from gpucheck.report.text import printable
+    from gpucheck.watch.reading import Skipped, read_samples
     from gpucheck.watch.summary import render_text, summarize
 
     try:
@@ -217,7 +219,8 @@ def _summarise_log(path: str) -> None:
         raise UserError(f"--from: {unreadable(path, exc)}") from None
     try:
         with stream:
-            summary = summarize(read_samples(stream))
+            skipped = Skipped()
+            summary = summarize(read_samples(stream, skipped))
     except LogError as exc:
         raise UserError(f"--from: {path}: {exc}") from None
     except OSError as exc:
@@ -225,3 +228,5 @@ def _summarise_log(path: str) -> None:
     if not summary.samples:
         raise UserError(f"--from: {path}: no samples in it")
     sys.stdout.write(render_text(summary))
+    if skipped.count:  # (a value a GPU cannot show, or no number: counted, never averaged)
+        sys.stdout.write("".join(printable(line) + "\n" for line in skipped.lines()))

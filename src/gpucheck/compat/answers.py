@@ -227,6 +227,14 @@ def torch(compat: Compat, version: str) -> Answer:
                 "cuda": tag_cuda,
             }
         )
+    published = [*rel.cuda_variants, *([rel.default_pypi_cuda] if rel.default_pypi_cuda else [])]
+    if tag_cuda is not None and rel.cuda_variants and tag_cuda not in published:
+        # (an empty list is "not published yet": any tag may still come, nothing is refused)
+        tags = ", ".join(f"+cu{v.replace('.', '')}" for v in rel.cuda_variants)
+        raise UnknownVersion(
+            f"PyTorch {version.strip()} is not a published build: {rel.version} was published "
+            f"for CUDA {', '.join(rel.cuda_variants)} ({tags})"
+        )
     archs: dict[str, Any] = {}
     sources = [rel.source]
     # The architectures the doctor would judge with: per published variant, and for the

@@ -9,6 +9,7 @@ from gpucheck.dockerfile.compose import is_compose, read_compose
 from gpucheck.dockerfile.containers import judge_env, judge_service
 from gpucheck.dockerfile.judge import Host, image_cuda, judge_base, judge_pips
 from gpucheck.dockerfile.recipe import Recipe, RecipeError, Stage, read_recipe
+from gpucheck.inputs import note_input
 
 if TYPE_CHECKING:
     from gpucheck.compat import Compat
@@ -51,6 +52,7 @@ def host_unknown(snapshot: Snapshot) -> str | None:
 
 def _service_stage(image: str | None, dockerfile: str | None, where: str) -> Stage | None:
     if dockerfile is not None:
+        note_input(dockerfile)
         try:
             with open(dockerfile, encoding="utf-8") as stream:
                 text = stream.read(RECIPE_LIMIT)

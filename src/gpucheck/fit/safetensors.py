@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 from collections import Counter
 from pathlib import Path
@@ -18,14 +19,17 @@ from typing import Any
 
 from gpucheck.fit.shape import ModelError, ModelShape, read_json
 from gpucheck.fit.units import SAFETENSORS_BYTES
-from gpucheck.inputs import unreadable
+from gpucheck.inputs import note_input, unreadable
 
 HEADER_LIMIT = 100 * 1024 * 1024  # bytes; the format itself caps the header at 100 MB
 
 
-def read_header(path: Path) -> dict[str, Any]:
+def read_header(path: Path) -> tuple[dict[str, Any], int]:
+    """The header, and how many bytes of tensor data follow it in the file."""
+    note_input(path)
     try:
         with path.open("rb") as fh:
+            file_size = os.fstat(fh.fileno()).st_size
             prefix = fh.read(8)
             if len(prefix) < 8:
                 raise ModelError(f"{path} is not a safetensors file (shorter than its header)")
@@ -45,11 +49,13 @@ def read_header(path: Path) -> dict[str, Any]:
         raise ModelError(f"{path} is not a safetensors file (header is not JSON)") from None
     if not isinstance(header, dict):
         raise ModelError(f"{path} is not a safetensors file (header is not an object)")
-    return header
+    return header, file_size - 8 - size
 
 
-def count_header(path: Path, header: dict[str, Any]) -> tuple[Counter[str], float]:
-    """(elements per dtype, bytes) of the tensors a header lists."""
+def count_header(path: Path, header: dict[str, Any], data_size: int) -> tuple[Counter[str], float]:
+    """(elements per dtype, bytes) of the tensors a header lists, each of which must lie in
+    the `data_size` bytes after the header: a shape its data cannot hold is a broken file,
+    not a model of 10**12 parameters."""
     counts: Counter[str] = Counter()
     nbytes = 0.0
     for name, entry in header.items():
@@ -65,16 +71,42 @@ def count_header(path: Path, header: dict[str, Any]) -> tuple[Counter[str], floa
         ):
             raise ModelError(f"{path}: tensor {name!r} has a malformed shape {shape!r}")
         n = math.prod(shape)
+        _check_data(
+            path, name, entry.get("data_offsets"), n * SAFETENSORS_BYTES[str(dtype)], data_size
+        )
         counts[str(dtype)] += n
         nbytes += n * SAFETENSORS_BYTES[str(dtype)]
     return counts, nbytes
+
+
+def _check_data(path: Path, name: str, offsets: object, needed: float, data_size: int) -> None:
+    """ModelError unless the tensor's data_offsets [begin, end] hold its shape's bytes (a
+    sub-byte dtype rounds to a whole byte) inside the file's data."""
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+        and offsets[0] <= offsets[1]
+    ):
+        raise ModelError(f"{path}: tensor {name!r} has malformed data_offsets {offsets!r}")
+    begin, end = offsets
+    if abs((end - begin) - needed) >= 1:
+        raise ModelError(
+            f"{path}: tensor {name!r} does not fit its data: its shape needs {needed:,.0f} "
+            f"bytes, its data_offsets hold {end - begin:,}"
+        )
+    if end > data_size:
+        raise ModelError(
+            f"{path}: tensor {name!r} does not fit its data: it ends at byte {end:,} of the "
+            f"data, the file holds {max(data_size, 0):,}"
+        )
 
 
 def from_safetensors(path: Path) -> ModelShape:
     """A .safetensors file or a *.safetensors.index.json -> exact counts per dtype."""
     if path.name.endswith(".json"):
         return _from_index(path)
-    counts, nbytes = count_header(path, read_header(path))
+    counts, nbytes = count_header(path, *read_header(path))
     return _shape(str(path), counts, nbytes)
 
 
@@ -89,7 +121,7 @@ def _from_index(path: Path) -> ModelShape:
         counts: Counter[str] = Counter()
         nbytes = 0.0
         for shard in present:
-            c, b = count_header(shard, read_header(shard))
+            c, b = count_header(shard, *read_header(shard))
             counts.update(c)
             nbytes += b
         return _shape(f"{path} ({len(shards)} shards)", counts, nbytes)

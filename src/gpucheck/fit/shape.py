@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpucheck.inputs import unreadable
+from gpucheck.inputs import empty_input, note_input, unreadable
 
 CONFIG_LIMIT = 4 * 1024 * 1024  # bytes: configs are a few KB; anything larger is not one
 
@@ -117,6 +117,7 @@ class ModelShape:
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
+    note_input(path)
     try:
         with path.open("rb") as fh:
             raw = fh.read(CONFIG_LIMIT + 1)
@@ -124,6 +125,8 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
         raise ModelError(unreadable(path, exc, "is a folder (pass its config.json)")) from None
     if len(raw) > CONFIG_LIMIT:
         raise ModelError(f"{path} is too large to be a {what} (over 4 MiB)")
+    if not raw.removeprefix(b"\xef\xbb\xbf").strip():
+        raise ModelError(empty_input(str(path)))
     try:
         data = json.loads(raw)
     except ValueError as exc:

@@ -193,6 +193,8 @@ def parse(source: str, data: bytes) -> Result:
     if len(data) > SNAPSHOT_LIMIT:
         return BadReport(source, TOO_LARGE)
     data = data.removeprefix(b"\xef\xbb\xbf")
+    if not data.strip():  # (not "not valid JSON: input data was truncated")
+        return BadReport(source, "the file is empty")
     if not _settings.recheck and (lean := _lean(source, data)) is not None:
         return lean
     try:

@@ -14,6 +14,7 @@ same types (report/schema.py), so decoder and schema cannot disagree.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -72,6 +73,23 @@ def from_dict(cls: type[T], data: Any) -> T:
         return msgspec.convert(data, type=cls, strict=True)
     except msgspec.ValidationError as exc:
         raise _readable(exc) from None
+
+
+def refuse_repeats(path: str, items: Sequence[Any], *keys: str) -> None:
+    """DecodeError naming the first of `items` whose `key` repeats an earlier one's: one thing
+    listed twice (a GPU by its index or UUID) would be judged as two, or as none."""
+    for key in keys:
+        seen: dict[object, int] = {}
+        for position, item in enumerate(items):
+            value = getattr(item, key)
+            if value is None or value == "":
+                continue
+            if value in seen:
+                raise DecodeError(
+                    f"{path}[{position}].{key}",
+                    f"{value!r} is listed twice (also {path}[{seen[value]}]): one entry each",
+                )
+            seen[value] = position
 
 
 def from_json(cls: type[T], data: bytes) -> T:

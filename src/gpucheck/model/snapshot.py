@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct, field
 
-from gpucheck.model.decoding import DecodeError, from_dict, to_dict, to_json
+from gpucheck.model.decoding import DecodeError, from_dict, refuse_repeats, to_dict, to_json
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.types import ChildFailure, Count, Int, RunStatus
@@ -403,6 +403,7 @@ class Snapshot(Struct):
         absent = [group for group in FACT_GROUPS if group not in data]
         try:
             snapshot = from_dict(cls, data)
+            refuse_repeats("nvml.gpus", snapshot.nvml.gpus, "index", "uuid")
         except DecodeError as exc:
             raise SnapshotError(f"invalid snapshot: {exc}") from None
         snapshot.absent_sections = sorted({*snapshot.absent_sections, *absent})

@@ -32,13 +32,67 @@ if TYPE_CHECKING:
     import _csv
 
 LINE_LIMIT = 1 << 20  # characters in one line: a log's rows are a few hundred
+# What a GPU can show, by field name or else by unit (log.FIELDS): a value outside is not a
+# reading (a corrupted line, a hand-edited log) and is skipped, never averaged.
+LIMITS: dict[str, tuple[float, float]] = {
+    "temperature.gpu": (-273, 1000),  # degrees C
+    "%": (0, 100),
+    "MiB": (0, 1e9),  # a petabyte
+    "W": (0, 1e6),
+    "MHz": (0, 1e6),
+    "": (0, 2**64),  # PCIe link, error counts, the event-reason bit mask
+}
+SHOWN = 10  # skipped values named one by one; the rest counted
+
+
+class Skipped:
+    """The values of a log that were not used, each with its line: not a number, or beyond
+    what a GPU can show (LIMITS)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: list[str] = []
+
+    def add(self, line: int, name: str, value: object, why: str) -> None:
+        self.count += 1
+        if len(self.first) < SHOWN:
+            self.first.append(f"line {line}: {name} {value!r} {why}")
+
+    def lines(self) -> list[str]:
+        """The report, for a person: empty when every value was used."""
+        if not self.count:
+            return []
+        more = [f"  ... and {self.count - len(self.first)} more"] if self.count > SHOWN else []
+        head = f"Skipped {self.count} value(s) of the log, not in the figures above:"
+        return [head, *(f"  {line}" for line in self.first), *more]
+
+
+def checked(name: str, value: Value, line: int, skipped: Skipped | None) -> Value:
+    """`value` of the number field `name` if it is a reading a GPU can give; else None,
+    counted in `skipped`."""
+    if value is None or name in TEXT_FIELDS:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        why = "is not a number"
+    else:
+        low, high = LIMITS.get(name) or LIMITS.get(FIELDS.get(name, ""), LIMITS[""])
+        if low <= value <= high:
+            return value
+        unit = f" {FIELDS[name]}" if FIELDS.get(name) else ""
+        why = f"is beyond what a GPU shows ({low:g} to {high:g}{unit})"
+    if skipped is not None:
+        skipped.add(line, name, value, why)
+    return None
+
+
 _UNIT = re.compile(r"\s*(%|MiB|W|MHz)$")
 _HEADER_UNIT = re.compile(r"\s*\[.*\]$")
 
 
-def read_samples(stream: TextIO) -> Iterator[Sample]:
+def read_samples(stream: TextIO, skipped: Skipped | None = None) -> Iterator[Sample]:
     """The samples of a CSV or JSON-lines log (opened with newline=""), as they are read;
-    LogError says why it cannot be read, with the line."""
+    LogError says why it cannot be read, with the line. A value that is not a reading
+    (checked) is None in its sample and counted in `skipped`."""
     lines = _lines(stream)
     first = ""
     for first in lines:
@@ -48,8 +102,8 @@ def read_samples(stream: TextIO) -> Iterator[Sample]:
         raise LogError("the log is empty")
     rest = _chain(first, lines)
     if first.lstrip().startswith("{"):
-        return _jsonl_log(rest)
-    return _csv_log(rest)
+        return _jsonl_log(rest, skipped)
+    return _csv_log(rest, skipped)
 
 
 def _lines(stream: TextIO) -> Iterator[str]:
@@ -85,11 +139,11 @@ def _grouped(rows: Iterator[tuple[str, GpuSample]], iso: bool) -> Iterator[Sampl
         yield current
 
 
-def _jsonl_log(lines: Iterator[str]) -> Iterator[Sample]:
-    return _grouped(_jsonl_rows(lines), iso=True)
+def _jsonl_log(lines: Iterator[str], skipped: Skipped | None) -> Iterator[Sample]:
+    return _grouped(_jsonl_rows(lines, skipped), iso=True)
 
 
-def _jsonl_rows(lines: Iterator[str]) -> Iterator[tuple[str, GpuSample]]:
+def _jsonl_rows(lines: Iterator[str], skipped: Skipped | None) -> Iterator[tuple[str, GpuSample]]:
     bad: str | None = None  # a line that failed: fatal unless it is the last
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -105,14 +159,18 @@ def _jsonl_rows(lines: Iterator[str]) -> Iterator[tuple[str, GpuSample]]:
             raise LogError(f"line {number} is not a gpucheck watch row")
         raw_errors = row.get("errors")
         errors = raw_errors if isinstance(raw_errors, dict) else {}
-        values = {k: v for k, v in row.items() if k in FIELDS and k not in IDENTITY}
+        values = {
+            k: checked(k, v, number, skipped)
+            for k, v in row.items()
+            if k in FIELDS and k not in IDENTITY
+        }
         yield (
             str(row.get("timestamp", number)),
             GpuSample(row["index"], values, {str(k): str(v) for k, v in errors.items()}),
         )
 
 
-def _csv_log(lines: Iterator[str]) -> Iterator[Sample]:
+def _csv_log(lines: Iterator[str], skipped: Skipped | None) -> Iterator[Sample]:
     reader = csv.reader(lines, skipinitialspace=True)
     try:
         names = [ALIASES.get(n, n) for n in (_HEADER_UNIT.sub("", c.strip()) for c in next(reader))]
@@ -120,10 +178,12 @@ def _csv_log(lines: Iterator[str]) -> Iterator[Sample]:
         raise LogError("the log has no header line") from None
     if "index" not in names:
         raise LogError("not a GPU log: no index column (write it with --query-gpu=index,...)")
-    return _grouped(_csv_rows(reader, names), iso=False)
+    return _grouped(_csv_rows(reader, names, skipped), iso=False)
 
 
-def _csv_rows(reader: _csv.Reader, names: list[str]) -> Iterator[tuple[str, GpuSample]]:
+def _csv_rows(
+    reader: _csv.Reader, names: list[str], skipped: Skipped | None
+) -> Iterator[tuple[str, GpuSample]]:
     wanted = [(i, n) for i, n in enumerate(names) if n in FIELDS and n not in IDENTITY]
     at_index = names.index("index")
     at_time = names.index("timestamp") if "timestamp" in names else None
@@ -154,18 +214,19 @@ def _csv_rows(reader: _csv.Reader, names: list[str]) -> Iterator[tuple[str, GpuS
                 if cell != NOT_SUPPORTED:
                     gpu.errors[name] = cell.strip("[]")
                 continue
-            gpu.values[name] = _parse(name, cell)
+            gpu.values[name] = checked(name, _parse(name, cell), number, skipped)
         yield stamp, gpu
 
 
 def _parse(name: str, cell: str) -> Value:
+    """The cell's value; a cell that is no number stays text (checked says so)."""
     if name in TEXT_FIELDS:
         return cell
     if name == "clocks_event_reasons.active":
         try:
             return int(_UNIT.sub("", cell), 16)
         except ValueError:
-            return None
+            return cell
     try:
         return int(cell)  # most cells: no unit, no regular expression needed
     except ValueError:
@@ -174,14 +235,14 @@ def _parse(name: str, cell: str) -> Value:
         return float(cell)
     except ValueError:
         pass
-    cell = _UNIT.sub("", cell)  # nvidia-smi's own CSV: "100 %", "631.95 W"
+    number = _UNIT.sub("", cell)  # nvidia-smi's own CSV: "100 %", "631.95 W"
     try:
-        return int(cell)
+        return int(number)
     except ValueError:
         try:
-            return float(cell)
+            return float(number)
         except ValueError:
-            return None
+            return cell
 
 
 def _int(cell: str, line: int) -> int:
