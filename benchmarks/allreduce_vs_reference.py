@@ -1,4 +1,4 @@
-"""gpucheck bench's all-reduce harness (probes/scripts/allreduce.py) against a hand-written
+"""gpucheck bench's all-reduce harness (bench/scripts/allreduce.py) against a hand-written
 `torch.distributed.all_reduce` loop, side by side in one run, alternated: the same ranks, sizes
 and backend. Prints each size's bus bandwidth, the reference's, and their ratio (the harness
 should be within 10%: its extra is a barrier and one MAX reduction per size).
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CHILD = REPO / "src" / "gpucheck" / "probes" / "scripts" / "allreduce.py"
+CHILD = REPO / "src" / "gpucheck" / "bench" / "scripts" / "allreduce.py"
 SIZES = [2**20, 2**24]
 
 # The loop a person would write: spawn the ranks, all_reduce N times, time rank 0's wall clock.

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CHILD = REPO / "src" / "gpucheck" / "probes" / "scripts" / "bench.py"
+CHILD = REPO / "src" / "gpucheck" / "bench" / "scripts" / "bench.py"
 
 # The reference: the loop a person would write by hand. Warm-up, then N back-to-back runs
 # between two synchronisations, timed with the wall clock; the median of 5 such loops.

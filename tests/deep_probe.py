@@ -8,11 +8,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from gpucheck.child.run import ChildResult, run_script
 from gpucheck.model.decoding import from_dict
 from gpucheck.model.environments import FrameworkRuntime
-from gpucheck.probes.child import HERE, ChildResult, run_script
 
-SCRIPT = HERE / "scripts/framework_deep.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "src/gpucheck/probes/scripts/framework_deep.py"
 TORCH_VERSION = "2.13.0"
 TIMEOUT = 120.0  # seconds for one probe run; torch's CPU build imports in one or two
 

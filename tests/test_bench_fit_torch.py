@@ -128,7 +128,7 @@ CHILD_LOGIC = r"""
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("bench_child", sys.argv[1])
 child = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = child  # the package of its relative imports (child_protocol)
+sys.modules[spec.name] = child  # the package of its relative imports (protocol)
 spec.loader.exec_module(child)
 fw = child.Torch()
 plan = child.Plan(True, "cpu")
@@ -148,7 +148,7 @@ def test_the_childs_reference_check_passes_real_low_precision_and_catches_wrong_
 ) -> None:
     # The child's matmul and CPU check on real torch arithmetic in each dtype (on the CPU
     # device: torch 2.13 has fp16, bf16 and float8 _scaled_mm kernels there too).
-    script = REPO / "src" / "gpucheck" / "probes" / "scripts" / "bench.py"
+    script = REPO / "src" / "gpucheck" / "bench" / "scripts" / "bench.py"
     proc = subprocess.run(
         [str(torch_python), "-c", CHILD_LOGIC, str(script)],
         capture_output=True, text=True, timeout=600, check=True,

@@ -17,8 +17,8 @@ from venvs import require
 
 from gpucheck.bench.measurements import DuringRun, GpuRun, Matmul, Sample, SustainedPoint, absorb
 from gpucheck.bench.probe import SCRIPT, merge_sample, numa_node
+from gpucheck.bench.scripts.bench_common import numa_cpus
 from gpucheck.model.finding import Status
-from gpucheck.probes.scripts.bench_common import numa_cpus
 
 
 def points(*tflops: float) -> list[SustainedPoint]:

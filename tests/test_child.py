@@ -10,9 +10,9 @@ from pathlib import Path
 
 from conftest import require_python38
 
+from gpucheck.child.run import run_script
 from gpucheck.model.frameworks import static_probe_options
 from gpucheck.probes import nvml
-from gpucheck.probes.child import run_script
 
 
 def script(tmp_path: Path, body: str) -> Path:
@@ -152,17 +152,19 @@ def test_nvml_probe_retries_without_a_crashing_call(tmp_path: Path, monkeypatch)
     assert run.error is not None and "SIGSEGV" in run.error and "nvmlDeviceGetEccMode" in run.error
 
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "src/gpucheck/probes/scripts"
-# The scripts run as children; the others are modules they import.
+PACKAGE = Path(__file__).resolve().parents[1] / "src/gpucheck"
+# Each package keeps the scripts it runs as children in its own scripts/ folder; the other
+# files there are modules they import.
 RUN_AS_CHILDREN = (
-    "bench.py",
-    "extension_deep.py",
-    "fit_trace.py",
-    "framework_deep.py",
-    "framework_static.py",
-    "native.py",
-    "nvml.py",
-    "watch.py",
+    "bench/scripts/allreduce.py",
+    "bench/scripts/bench.py",
+    "fit/scripts/fit_trace.py",
+    "probes/scripts/extension_deep.py",
+    "probes/scripts/framework_deep.py",
+    "probes/scripts/framework_static.py",
+    "probes/scripts/native.py",
+    "probes/scripts/nvml.py",
+    "watch/scripts/watch.py",
 )
 
 
@@ -175,16 +177,22 @@ def _imports(path: Path) -> list[ast.ImportFrom | ast.Import]:
 
 
 def test_child_scripts_use_only_the_standard_library() -> None:
-    """The probe scripts run under other interpreters (no gpucheck there): they import the
-    standard library, each other (relatively), the NVML binding (nvml.py, watch.py), and the
-    frameworks they probe by name only (importlib.import_module)."""
-    scripts = sorted(p.name for p in SCRIPTS.glob("*.py") if p.name != "__init__.py")
+    """The child scripts run under other interpreters (no gpucheck there): they import the
+    standard library, each other and the shared protocol (relatively), the NVML binding
+    (nvml.py, watch.py), and the frameworks they probe by name only (importlib.import_module).
+    The same holds for protocol.py, which they all import."""
+    scripts = sorted(
+        p.relative_to(PACKAGE).as_posix()
+        for p in PACKAGE.glob("*/scripts/*.py")
+        if p.name != "__init__.py"
+    )
     assert set(RUN_AS_CHILDREN) <= set(scripts)
+    assert "bench/scripts/bench_common.py" in scripts and "watch/scripts/watch_shared.py" in scripts
     stdlib = sys.stdlib_module_names
-    for name in scripts:
-        for node in _imports(SCRIPTS / name):
+    for name in [*scripts, "child/protocol.py"]:
+        for node in _imports(PACKAGE / name):
             if isinstance(node, ast.ImportFrom) and node.level == 1:
-                continue  # a module of this folder
+                continue  # a module of its folder, or the protocol
             modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             modules += [] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
             for module in modules:
@@ -193,62 +201,98 @@ def test_child_scripts_use_only_the_standard_library() -> None:
 
 
 def test_child_scripts_share_one_protocol_module() -> None:
-    """Each script speaks the protocol through child_protocol.py: none defines its own step,
+    """Each script speaks the protocol through child/protocol.py: none defines its own step,
     emit or exception-line helpers (they were copied into six scripts once)."""
     for name in RUN_AS_CHILDREN:
-        tree = ast.parse((SCRIPTS / name).read_text())
+        tree = ast.parse((PACKAGE / name).read_text())
         relative = {
             a.name
             for n in ast.walk(tree)
             if isinstance(n, ast.ImportFrom) and n.level == 1
             for a in n.names
         }
-        assert "child_protocol" in relative, name
+        assert "protocol" in relative, name
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         assert not defined & {"step", "emit", "one_line", "describe", "error_name"}, name
-    helpers = ast.parse((SCRIPTS / "deep_capture.py").read_text()).body
+    helpers = ast.parse((PACKAGE / "probes/scripts/deep_capture.py").read_text()).body
     assert not {n.name for n in helpers if isinstance(n, ast.FunctionDef)} & {"step", "trim"}
 
 
 def test_a_script_finds_its_protocol_module_without_sys_path(tmp_path: Path) -> None:
-    """Run as a script, each finds child_protocol.py beside it by its own path: not through
-    sys.path, which PYTHONSAFEPATH (3.11+) leaves without the script's folder, and where a
-    module of the same name in the working folder must not win."""
+    """Run as a script, each finds child/protocol.py by its own path (its folder's package,
+    extended with gpucheck/child): not through sys.path, which PYTHONSAFEPATH (3.11+) leaves
+    without the script's folder, and where a module of the same name must not win."""
     import json
     import os
 
-    from gpucheck.probes.child import HERE
-
-    (tmp_path / "child_protocol.py").write_text("raise SystemExit('the wrong module')\n")
+    (tmp_path / "protocol.py").write_text("raise SystemExit('the wrong module')\n")
     env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(tmp_path)}
     task = [{"id": "y", "kind": "cudart", "path": str(tmp_path / "libcudart.so.12")}]
-    native = run_script(HERE / "scripts/native.py", [json.dumps(task)], 30, env=env)
+    native = run_script(PACKAGE / "probes/scripts/native.py", [json.dumps(task)], 30, env=env)
     assert native.ok, native.message
     assert native.last_step == "task y"
     assert native.records[0]["id"] == "y"
+    # A feature's script, in a folder of its own: the same protocol module, two folders up.
+    bench = run_script(PACKAGE / "bench/scripts/bench.py", [], 30, env=env)
+    assert bench.returncode == 2 and bench.message == "", bench.message
+    assert [r["kind"] for r in bench.records] == ["error"]
+    assert bench.records[0]["what"] == "arguments"
+
+
+def test_a_script_run_by_path_has_its_folder_taken_off_sys_path(tmp_path: Path) -> None:
+    """Python puts a script's folder first on sys.path; the protocol module takes it off (so
+    that nothing beside the scripts shadows a module of the target interpreter), for a script
+    in any package's scripts/ folder, while the folder's own modules still import."""
+    import json
+    import os
+    import subprocess
+
+    package = tmp_path / "gpucheck"
+    (package / "child").mkdir(parents=True)
+    (package / "child" / "protocol.py").write_bytes((PACKAGE / "child/protocol.py").read_bytes())
+    folder = package / "feature" / "scripts"
+    folder.mkdir(parents=True)
+    (folder / "helper.py").write_text("VALUE = 'the helper beside the script'\n")
+    preamble = (PACKAGE / "fit/scripts/fit_trace.py").read_text()
+    start = preamble.index("if not __package__:")
+    end = preamble.index("from . import protocol")
+    (folder / "child.py").write_text(
+        "import json, os, sys\n"
+        + preamble[start:end]
+        + "from . import protocol\n"
+        + "from .helper import VALUE\n"
+        + "protocol.emit({'path': sys.path, 'helper': VALUE, 'protocol': protocol.__file__})\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(folder / "child.py")],
+        capture_output=True, text=True, timeout=60, check=True, cwd=tmp_path,
+    )  # fmt: skip
+    record = json.loads(proc.stdout)
+    assert record["helper"] == "the helper beside the script"
+    assert os.path.realpath(record["protocol"]) == str(package.resolve() / "child/protocol.py")
+    assert str(folder.resolve()) not in [os.path.realpath(p or ".") for p in record["path"]]
 
 
 def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
-    """The probe scripts must run under the user's interpreter, however old (3.8+), as
-    gpucheck runs them (-S where it does), each with its own folder's protocol module."""
+    """The child scripts must run under the user's interpreter, however old (3.8+), as
+    gpucheck runs them (-S where it does), each with the shared protocol module."""
     import json
 
-    from gpucheck.probes.child import HERE
-
     python = require_python38()
+    probes = PACKAGE / "probes/scripts"
     task = [{"id": "x", "kind": "cudart", "path": str(tmp_path / "libcudart.so.12")}]
     native = run_script(
-        HERE / "scripts/native.py", [json.dumps(task)], 30, python=python, stdlib_only=True
+        probes / "native.py", [json.dumps(task)], 30, python=python, stdlib_only=True
     )
     assert native.ok, native.message
     assert native.last_step == "task x"
     assert native.records[0]["id"] == "x"
     assert "OSError" in str(native.records[0]["result"])
-    nvml_child = run_script(HERE / "scripts/nvml.py", ['{"init": false}'], 30, python=python)
+    nvml_child = run_script(probes / "nvml.py", ['{"init": false}'], 30, python=python)
     assert nvml_child.ok, nvml_child.message
     assert nvml_child.records[0]["kind"] == "header"
     # This 3.8 has no pynvml: the watch child says so in its header.
-    watch = run_script(HERE / "scripts/watch.py", ['{"interval": 1}'], 30, python=python)
+    watch = run_script(PACKAGE / "watch/scripts/watch.py", ['{"interval": 1}'], 30, python=python)
     assert watch.ok, watch.message
     (header,) = watch.records
     assert header["kind"] == "header"
@@ -257,19 +301,19 @@ def test_child_scripts_run_on_python_3_8(tmp_path: Path) -> None:
         "message": "No module named 'pynvml'",
     }
     table = json.dumps(static_probe_options())
-    static = run_script(HERE / "scripts/framework_static.py", [table], 30, python=python)
+    static = run_script(probes / "framework_static.py", [table], 30, python=python)
     assert static.ok and static.last_step == "extensions", static.message
     facts = static.records[0]["facts"]
     assert isinstance(facts, dict) and facts["version"].startswith("3.8.")
     assert facts["errors"] == []
     # Asked for what they cannot do, the others answer in the protocol and exit 2.
     for name, args, record in (
-        ("bench.py", [], {"kind": "error", "what": "arguments"}),
-        ("fit_trace.py", [], {"kind": "error", "stage": "arguments"}),
-        ("extension_deep.py", [], {"kind": "extension"}),
-        ("framework_deep.py", ["paddle"], {"kind": "runtime"}),
+        ("bench/scripts/bench.py", [], {"kind": "error", "what": "arguments"}),
+        ("fit/scripts/fit_trace.py", [], {"kind": "error", "stage": "arguments"}),
+        ("probes/scripts/extension_deep.py", [], {"kind": "extension"}),
+        ("probes/scripts/framework_deep.py", ["paddle"], {"kind": "runtime"}),
     ):
-        result = run_script(HERE / "scripts" / name, args, 30, python=python)
+        result = run_script(PACKAGE / name, args, 30, python=python)
         assert result.returncode == 2, (name, result.message)
         assert result.message == "", name  # no traceback
         assert len(result.records) == 1, name

@@ -52,8 +52,8 @@ from wheel_files_torch import (
     TORCH_2_5_1_VERSION_PY,
 )
 
+from gpucheck.child.run import run_script
 from gpucheck.model.environments import PythonEnvironment
-from gpucheck.probes.child import run_script
 
 # --- other frameworks, names, duplicates ----------------------------------------------------------
 

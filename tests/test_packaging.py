@@ -25,8 +25,21 @@ def test_wheel_ships_compat_data_and_schema(tmp_path: Path) -> None:
     for data in (REPO / "compat").glob("*.toml"):
         assert f"gpucheck/compat_data/{data.name}" in names
     assert "gpucheck/report/report.schema.json" in names
-    assert "gpucheck/probes/scripts/nvml.py" in names
-    assert "gpucheck/probes/scripts/child_protocol.py" in names  # the scripts import it
+    # The child scripts, each in the package that runs it, and the protocol they all import.
+    for shipped in (
+        "probes/scripts/nvml.py",
+        "probes/scripts/framework_static.py",
+        "bench/scripts/bench.py",
+        "bench/scripts/bench_common.py",
+        "bench/scripts/allreduce.py",
+        "watch/scripts/watch.py",
+        "watch/scripts/watch_shared.py",
+        "fit/scripts/fit_trace.py",
+        "child/protocol.py",
+    ):
+        assert f"gpucheck/{shipped}" in names, shipped
+    for path in (REPO / "src" / "gpucheck").glob("*/scripts/*.py"):
+        assert path.relative_to(REPO / "src").as_posix() in names, path
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(meta).decode()
     requires = [

@@ -36,7 +36,8 @@ from reallibs_fixtures import (
     ldconfig_has,
 )
 
-from gpucheck.probes import child, native, nvml
+from gpucheck.child import run as child
+from gpucheck.probes import native, nvml
 
 pytestmark = pytest.mark.reallibs
 

@@ -25,8 +25,9 @@ from reallibs_fixtures import (
     three_parts,
 )
 
+from gpucheck.child import run as child
 from gpucheck.model.snapshot import LibraryCopy
-from gpucheck.probes import child, native
+from gpucheck.probes import native
 from gpucheck.probes.libraries import SearchScope, find_copies
 
 pytestmark = pytest.mark.reallibs

@@ -249,8 +249,8 @@ def test_keep_without_rotation_is_a_usage_error(args: list[str], message: str) -
 def test_the_childs_escaping_is_report_texts() -> None:
     """The sampling child cannot import gpucheck: its copy of printable() must escape exactly
     what the report's does, for every code point."""
-    from gpucheck.probes.scripts.watch_shared import printable as child_printable
     from gpucheck.report.text import printable
+    from gpucheck.watch.scripts.watch_shared import printable as child_printable
 
     every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
     assert child_printable(every) == printable(every)

@@ -72,7 +72,7 @@ _SEEN: list[int] = []  # a Ctrl-C arrived (even one some library code swallowed)
 def _on_sigint(signum: int, frame: "FrameType | None") -> None:
     # Probe children run in their own sessions (so that a timeout kills their whole group),
     # hence do not get the terminal's Ctrl-C: end them now, or waiting threads would wait.
-    child = sys.modules.get("gpucheck.probes.child")
+    child = sys.modules.get("gpucheck.child.run")
     if child is not None:
         child.kill_all()
     if _SEEN:  # the second Ctrl-C: the first one's unwinding is not waited for
@@ -85,7 +85,7 @@ def _on_termination(signum: int, frame: "FrameType | None") -> None:
     """SIGTERM or SIGHUP (a scheduler's timeout, a closed terminal): the probe children, in
     sessions of their own, would outlive us (a hung driver call holds them); end them, then
     end as the signal would have, so the exit status stays the one shells report (128+N)."""
-    child = sys.modules.get("gpucheck.probes.child")
+    child = sys.modules.get("gpucheck.child.run")
     if child is not None:
         child.kill_all()
     _signal.signal(signum, _signal.SIG_DFL)

@@ -24,13 +24,13 @@ from gpucheck.bench.measurements import (
     cpu_from,
     peers_from,
 )
+from gpucheck.child.run import run_script, script
 from gpucheck.model.frameworks import TORCH
 from gpucheck.model.snapshot import GpuFacts
-from gpucheck.probes.child import HERE, run_script
 from gpucheck.probes.nvml import probe_nvml
 
-SCRIPT = HERE / "scripts/bench.py"
-ALLREDUCE_SCRIPT = HERE / "scripts/allreduce.py"
+SCRIPT = script("gpucheck.bench", "bench.py")
+ALLREDUCE_SCRIPT = script("gpucheck.bench", "allreduce.py")
 # All-reduce sizes: nccl-tests' range tops out in the hundreds of MiB, where busbw plateaus.
 ALLREDUCE_SIZES = {False: [2**20, 2**24, 2**28], True: [2**20, 2**24]}
 SAMPLE_EVERY = 1.0  # seconds between NVML samples during a GPU's run

@@ -222,7 +222,7 @@ def _start_probes(
 
 def _stop_probes(probing: "Future[Snapshot]") -> None:
     """A usage error found while probing: end the probe children, the answer is not needed."""
-    from gpucheck.probes.child import kill_all
+    from gpucheck.child.run import kill_all
 
     probing.cancel()
     kill_all()

@@ -1,4 +1,4 @@
-"""Run probes/scripts/fit_trace.py in the model's environment and turn its records into a
+"""Run scripts/fit_trace.py in the model's environment and turn its records into a
 ModelShape (and, with --measure, the measured peak)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpucheck.child.run import run_script, script
 from gpucheck.fit.shape import ModelError, ModelShape
-from gpucheck.probes.child import HERE, run_script
 
-SCRIPT = HERE / "scripts/fit_trace.py"
+SCRIPT = script("gpucheck.fit", "fit_trace.py")
 
 
 @dataclass

@@ -1,3 +1,3 @@
 """Probes gather facts and never judge: `run.collect()` runs them side by side, each bounded
-in time; `child.py` runs the driver calls in child processes, whose scripts (standard
+in time; the driver calls run in child processes (gpucheck.child), whose scripts (standard
 library only) live in `scripts/`."""

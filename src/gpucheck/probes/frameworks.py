@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gpucheck.child.run import ChildResult, Gate, run_script, script
 from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.environments import ExtensionImport, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.frameworks import (
@@ -34,11 +35,10 @@ from gpucheck.model.frameworks import (
 )
 from gpucheck.model.snapshot import ProbeRun
 from gpucheck.model.types import ImportStatus, RunStatus
-from gpucheck.probes.child import HERE, ChildResult, Gate, run_script
 
-STATIC_SCRIPT = HERE / "scripts/framework_static.py"
-DEEP_SCRIPT = HERE / "scripts/framework_deep.py"
-EXTENSION_SCRIPT = HERE / "scripts/extension_deep.py"
+STATIC_SCRIPT = script("gpucheck.probes", "framework_static.py")
+DEEP_SCRIPT = script("gpucheck.probes", "framework_deep.py")
+EXTENSION_SCRIPT = script("gpucheck.probes", "extension_deep.py")
 # Importing TensorFlow from a cold disk or initialising CUDA on eight GPUs takes a while.
 DEEP_MIN_TIMEOUT = 60.0
 MAX_CHILDREN = 8  # framework children running at once, default and deep pass alike

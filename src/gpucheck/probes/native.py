@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gpucheck.child.run import ChildResult, run_script, script
 from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.snapshot import (
     LIBRARY_FAMILIES,
@@ -23,11 +24,10 @@ from gpucheck.model.snapshot import (
     ProbeRun,
 )
 from gpucheck.model.types import RunStatus
-from gpucheck.probes.child import HERE, ChildResult, run_script
 from gpucheck.probes.cuda_tools import probe_cuda_tools, probe_tensorrt_libraries, tool_version_of
 from gpucheck.probes.libraries import SearchScope, cuda_homes, find_copies, ldconfig_cache
 
-SCRIPT = HERE / "scripts/native.py"
+SCRIPT = script("gpucheck.probes", "native.py")
 
 
 def _run_task(task: dict[str, object], timeout: float, env: Mapping[str, str]) -> ChildResult:

@@ -6,13 +6,13 @@ import json
 import time
 from collections.abc import Mapping
 
+from gpucheck.child.run import ChildResult, run_script, script
 from gpucheck.model.decoding import DecodeError, from_dict
 from gpucheck.model.fabric import GpuPair
 from gpucheck.model.snapshot import GpuFacts, NvmlError, NvmlFacts, ProbeRun
 from gpucheck.model.types import RunStatus
-from gpucheck.probes.child import HERE, ChildResult, run_script
 
-SCRIPT = HERE / "scripts/nvml.py"
+SCRIPT = script("gpucheck.probes", "nvml.py")
 MAX_ATTEMPTS = 3
 
 

@@ -17,6 +17,8 @@ from typing import TypeVar
 
 from msgspec import Struct, field
 
+from gpucheck.child import run as child
+from gpucheck.child.run import Gate
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.frameworks import BY_KEY, installed_frameworks
 from gpucheck.model.snapshot import (
@@ -29,8 +31,6 @@ from gpucheck.model.snapshot import (
     Snapshot,
     SystemFacts,
 )
-from gpucheck.probes import child
-from gpucheck.probes.child import Gate
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT = 15.0

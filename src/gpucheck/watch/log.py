@@ -19,12 +19,12 @@ from typing import Any
 
 # The CSV rows are made by the sampling child (standard library only), which holds the writer
 # and its constants; the rows this process makes itself (a hung sample) use the same class.
-from gpucheck.probes.scripts.watch_shared import ERROR_TEXT as ERROR_TEXT
-from gpucheck.probes.scripts.watch_shared import IDENTITY as IDENTITY
-from gpucheck.probes.scripts.watch_shared import NOT_SUPPORTED as NOT_SUPPORTED
-from gpucheck.probes.scripts.watch_shared import TEXT_FIELDS as TEXT_FIELDS
-from gpucheck.probes.scripts.watch_shared import CsvRows as CsvRows
-from gpucheck.probes.scripts.watch_shared import csv_text as csv_text
+from gpucheck.watch.scripts.watch_shared import ERROR_TEXT as ERROR_TEXT
+from gpucheck.watch.scripts.watch_shared import IDENTITY as IDENTITY
+from gpucheck.watch.scripts.watch_shared import NOT_SUPPORTED as NOT_SUPPORTED
+from gpucheck.watch.scripts.watch_shared import TEXT_FIELDS as TEXT_FIELDS
+from gpucheck.watch.scripts.watch_shared import CsvRows as CsvRows
+from gpucheck.watch.scripts.watch_shared import csv_text as csv_text
 
 # name -> unit in the CSV header (nvidia-smi's "[MiB]" etc.); "" for none.
 FIELDS: dict[str, str] = {

@@ -26,12 +26,12 @@ from typing import Any
 
 import msgspec
 
+from gpucheck.child.run import script
 from gpucheck.model.holders import ambiguous_gpu
-from gpucheck.probes.child import HERE
-from gpucheck.probes.scripts.watch_shared import STEP_SIZE, step_text
 from gpucheck.watch.log import RawGpu, RawSample, value_fields
+from gpucheck.watch.scripts.watch_shared import STEP_SIZE, step_text
 
-SCRIPT = HERE / "scripts/watch.py"
+SCRIPT = script("gpucheck.watch", "watch.py")
 _decode = msgspec.json.Decoder().decode  # a quarter of json.loads' cost per sample
 START_BOUND = 15.0  # seconds for nvmlInit and the handles: as long as the doctor gives NVML
 

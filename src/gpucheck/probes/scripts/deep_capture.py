@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from . import child_protocol as protocol
+from . import protocol
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ LIBRARY_PREFIXES = (
 
 MAX_WARNINGS = 50
 MAX_CAPTURE = 4 * 1024 * 1024  # bytes of stderr kept for `warnings`
+STEP_MARK = protocol.STEP_MARK.encode()  # how a step line starts (a library's is indented)
 
 # Lines that mention one of these are kept whatever else is dropped.
 KEYWORDS = ("cuda", "cudnn", "dlopen", "gpu", "driver", "library", "nccl", "cublas", "device")
@@ -162,7 +163,7 @@ def relay(source: int, parent: int, keep: int) -> None:
             if line.startswith(SYNC):
                 write_all(keep, line + b"\n")
                 continue
-            if line.startswith(b"@ "):
+            if line.startswith(STEP_MARK):
                 line = b" " + line  # only this script names steps
             data = line + b"\n"
             write_all(parent, data)

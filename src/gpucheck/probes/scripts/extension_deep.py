@@ -1,4 +1,4 @@
-"""Deep probe of one extension, run in a child process (see probes/child.py for the protocol).
+"""Deep probe of one extension, run in a child process (protocol: child/protocol.py).
 
 `python scripts/extension_deep.py DIST MODULE`, under the interpreter of the environment being
 diagnosed: import MODULE (an extension built against torch, or TensorRT) and record how that
@@ -14,13 +14,15 @@ from __future__ import annotations
 import os
 import sys
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
 import importlib
 import time
 
-from . import child_protocol as protocol
+from . import protocol
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Deep framework probe, run in a child process (see probes/child.py for the protocol).
+"""Deep framework probe, run in a child process (protocol: child/protocol.py).
 
 `python scripts/framework_deep.py FRAMEWORK` (torch | tensorflow | jax | cupy), under the
 interpreter of the environment being diagnosed: import the framework, list its devices and run
@@ -29,11 +29,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-from . import child_protocol as protocol
 from . import deep_capture as cap
+from . import protocol
 
 SIZE = 64  # the smoke test multiplies SIZE x SIZE float32 matrices
 RTOL = ATOL = 1e-2  # TF32 (the default for float32 matmuls on Ampere+ in TF and JAX) is ~1e-3
@@ -69,7 +71,7 @@ class Probe:
         word on GPUCHECK_GATE_FD ("go" once NVML has read the GPUs, so that this process's
         CUDA context is not taken for another job's; "stop REASON" where CUDA must not start).
         No gate (run by hand, or by an older gpucheck): go."""
-        fd = os.environ.get("GPUCHECK_GATE_FD")
+        fd = os.environ.get(protocol.GATE_FD_ENV)
         if self.gated or not fd:
             return True
         self.gated = True

@@ -1,4 +1,4 @@
-"""Static framework probe, run by the TARGET interpreter (see probes/child.py for the protocol).
+"""Static framework probe, run by the TARGET interpreter (protocol: child/protocol.py).
 
 The default (fast) framework pass: it reads what is installed and imports no framework.
 argv[1] is gpucheck's framework table as JSON (gpucheck.model.frameworks.static_probe_options:
@@ -22,8 +22,10 @@ from __future__ import annotations
 import os
 import sys
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
 # _ast, not ast: the C module alone; `ast` costs 5 ms to import, a sixth of this child.
 import _ast
@@ -32,9 +34,9 @@ import json
 import re
 import site
 
-from . import child_protocol as protocol
 from . import conda_meta as CONDA  # conda's build strings and depends
 from . import dist_info as DISTS  # the installed distributions, from their metadata
+from . import protocol
 from . import torch_static as TORCH  # torch and the extensions built against it
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time

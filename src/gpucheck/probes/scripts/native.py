@@ -1,4 +1,4 @@
-"""Native-library probe, run in a child process (see probes/child.py for the protocol).
+"""Native-library probe, run in a child process (protocol: child/protocol.py).
 
 argv[1] is a JSON list of tasks: {"id": ..., "kind": "cuda_driver" | "cudart" | "cudnn",
 "path": ...}. One JSON line per finished task on stdout; "@ task <id>" on stderr before each,
@@ -13,10 +13,12 @@ import ctypes
 import os
 import sys
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-from . import child_protocol as protocol
+from . import protocol
 
 TYPE_CHECKING = False  # mypy treats this name as True; typing is not imported at run time
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """NVML probe, run in a child process so that a hanging or crashing driver call cannot take
 the doctor with it.
 
-Protocol (see probes/child.py): one JSON object per line on stdout as facts become known
+Protocol (see child/run.py): one JSON object per line on stdout as facts become known
 (a "header" record, then one "gpu" record per GPU), and "@ <call> gpu=<i>" on stderr before
 every NVML call, so that the parent can say where a crash or a hang happened. argv[1], if
 given, is a JSON object: "skip", NVML function names not to call (ones that crashed on an
@@ -18,10 +18,12 @@ import ctypes
 import os
 import sys
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-from . import child_protocol as protocol
+from . import protocol
 from .nvml_links import probe_links, probe_pairs
 from .nvml_names import ARCHITECTURES, BRANDS, CLOCK_EVENT_BITS, COMPUTE_MODES
 

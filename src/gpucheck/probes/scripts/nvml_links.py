@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 
-from . import child_protocol as protocol
+from . import protocol
 from .nvml_names import FABRIC_STATES, P2P_STATUSES, TOPOLOGY_LEVELS
 
 TYPE_CHECKING = False

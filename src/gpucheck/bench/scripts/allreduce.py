@@ -1,6 +1,6 @@
 """All-reduce bus bandwidth through torch.distributed, for `gpucheck bench` on several GPUs: what
 cluster health suites run before admitting a node (nccl-tests' all_reduce_perf, NHC's
-check_nccl_allreduce). Run in a child process (probes/child.py) under the probed environment's
+check_nccl_allreduce). Run in a child process (child/run.py) under the probed environment's
 interpreter.
 
 `python allreduce.py '{"world": 2, "backend": "nccl" | "gloo", "device": "cuda" | "cpu",
@@ -30,10 +30,12 @@ import sys
 import time
 from typing import Any
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-from . import child_protocol as protocol
+from . import protocol
 
 emit = protocol.emit
 step = protocol.step

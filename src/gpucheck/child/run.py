@@ -2,11 +2,14 @@
 
 Driver calls can hang (a GPU fallen off the bus), crash (a driver bug) or abort the process
 (cuDNN 9's loader calls abort() when a sub-library is missing). A child process is the only
-isolation that survives all three. The child speaks a tiny protocol:
+isolation that survives all three. The child speaks a tiny protocol (its side: protocol.py):
 
 - stdout: one JSON object per line, as facts become known (so a crash loses only the rest);
 - stderr: "@ <step>" lines written before each risky call, so the parent can say where it
   hung or died; any other stderr text is kept as the child's own message.
+
+A child script belongs to the package that runs it, in that package's `scripts/` folder, and
+is found through `script()`, never by a path of the caller's own making.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from typing import Literal
 
 from msgspec import Struct, field
 
+from gpucheck.child.protocol import GATE_FD_ENV, STEP_MARK
 from gpucheck.model.types import ChildFailure
 
-HERE = Path(__file__).resolve().parent
+PACKAGES = Path(__file__).resolve().parent.parent  # gpucheck's own folder
 KILL_GRACE = 2.0  # seconds a killed child gets to hand over what it printed
 
 # Children still running, for kill_all(): they run in sessions of their own, so the
@@ -37,6 +41,16 @@ _LIVE_LOCK = threading.Lock()
 # that want the probes running before they do work of their own (wait_spawned).
 _SPAWNS = threading.Condition()
 _spawned = 0
+
+
+def script(package: str, name: str) -> Path:
+    """The child script `name` of `package` (dotted, the caller's own: "gpucheck.bench"), in
+    that package's `scripts/` folder. tests/test_architecture.py holds every caller to its own
+    package and to a script that exists."""
+    top, _, inner = package.partition(".")
+    if top != "gpucheck" or not inner:
+        raise ValueError(f"not a gpucheck package: {package!r}")
+    return PACKAGES.joinpath(*inner.split("."), "scripts", name)
 
 
 def spawned() -> int:
@@ -122,9 +136,6 @@ class ChildResult(Struct):
         if failure.how == "crashed":
             return f"crashed with {failure.signal}{where}{tail}"
         return f"exited with status {failure.exit_code}{where}{tail}"
-
-
-GATE_FD_ENV = "GPUCHECK_GATE_FD"
 
 
 class Gate:
@@ -263,8 +274,8 @@ def _parse_stderr(err: bytes) -> tuple[str | None, str]:
     last_step = None
     message = []
     for line in err.decode("utf-8", "replace").splitlines():
-        if line.startswith("@ "):
-            last_step = line[2:].strip()
+        if line.startswith(STEP_MARK):
+            last_step = line[len(STEP_MARK) :].strip()
         elif line.strip():
             message.append(line.rstrip())
     return last_step, "\n".join(message[-20:])

@@ -3,7 +3,7 @@ per sample on stdout (flushed), and before each NVML call the call's name ("<cal
 in a small shared memory page the parent reads when a sample hangs or the child dies: a
 memory write per call, where a line on stderr cost a system call here and a wake-up and a
 read in the parent (most of a sample's cost). Without a page ("step_fd" absent, the script
-run by hand) the names go to stderr as "@ <call>" lines (see probes/child.py).
+run by hand) the names go to stderr as "@ <call>" lines (see child/run.py).
 
 argv[1] is a JSON object: "interval" (seconds between samples), "fields" (the nvidia-smi
 names to read), "gpus" (--gpu), "step_fd" (the page's file descriptor, STEP_SIZE bytes),
@@ -45,10 +45,12 @@ if TYPE_CHECKING:  # this script runs on Python 3.8: the aliases exist for the c
     # the sample's values, place in the reader's tuple, field name).
     Plan: TypeAlias = list[tuple[str, int, Reader, int, list[tuple[int, int, str]]]]
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-from . import child_protocol as protocol
+from . import protocol
 from .watch_shared import IDENTITY, STEP_CODE, CsvRows, Steps
 
 MIB = 1024 * 1024

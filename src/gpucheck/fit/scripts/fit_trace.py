@@ -1,4 +1,4 @@
-"""Trace a PyTorch model for `gpucheck fit`, run in a child process (see probes/child.py).
+"""Trace a PyTorch model for `gpucheck fit`, run in a child process (see child/run.py).
 
 `python fit_trace.py '{"module": "pkg.mod:build", "input": [3, 224, 224], ...}'` under the
 interpreter of the environment that has the model's code and torch. It builds the model on the
@@ -24,10 +24,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-from . import child_protocol as protocol
+from . import protocol
 
 # Annotations are never evaluated (the __future__ import), so list[int] and X | None are safe on
 # Python 3.8; runtime code stays 3.8-compatible. torch is imported by name so that type checkers

@@ -1,4 +1,4 @@
-"""Measure one GPU (or the CPU) for `gpucheck bench`, run in a child process (probes/child.py).
+"""Measure one GPU (or the CPU) for `gpucheck bench`, run in a child process (child/run.py).
 
 `python bench.py '{"device": "cuda" | "cpu" | "peers", "quick": false, "framework": "torch",
 "duration": 0, "numa_node": null}'` under the interpreter of the probed environment, with
@@ -43,10 +43,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-if not __package__:  # run as a script: it is the package its relative imports come from
-    __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+if not __package__:  # run as a script: the package of its relative imports is its own
+    # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+    _FOLDER = os.path.dirname(os.path.realpath(__file__))
+    __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-from . import child_protocol as protocol
+from . import protocol
 from .bench_common import (
     CHECK,
     SKINNY_DTYPES,

@@ -1,5 +1,5 @@
-"""The child side of the probe protocol (the parent's side is probes/child.py), shared by every
-script in this folder:
+"""The child side of the probe protocol (the parent's side is run.py, beside it), shared by
+every child script, whichever package owns it:
 
 - stdout: one JSON object per line, flushed at once (a crash loses only what came after);
 - stderr: "@ <step>" written unbuffered before each risky call, so the parent can say where the
@@ -7,16 +7,20 @@ script in this folder:
 - argv[1]: the parent's options as one JSON value, where a script takes any.
 
 Standard library only; no gpucheck imports; Python 3.8+ (the scripts run under the user's
-interpreter, with -S). A script imports it relatively (`from . import child_protocol`); run as
-a script, it first makes itself the package those imports come from, in two lines:
+interpreter, with -S). A child script lives in its package's `scripts/` folder and imports this
+module relatively (`from . import protocol`): imported as a module, that folder's `__init__`
+hands it this module; run as a script, it first makes itself the package those imports come
+from, its own folder first and this one (gpucheck/child, two folders up) second:
 
-    if not __package__:  # run as a script: it is the package its relative imports come from
-        __package__, __path__ = __name__, [os.path.dirname(os.path.realpath(__file__))]
+    if not __package__:  # run as a script: the package of its relative imports is its own
+        # folder, then gpucheck/child/ (protocol.py, which every child script shares)
+        _FOLDER = os.path.dirname(os.path.realpath(__file__))
+        __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-so the modules of this folder load as `__main__.child_protocol` ...: never through sys.path
+so the modules load as `__main__.protocol`, `__main__.bench_common` ...: never through sys.path
 (where a file beside the scripts could shadow a module of the target interpreter, and which
-PYTHONSAFEPATH leaves without this folder), and under names no module of the target uses.
-"""
+PYTHONSAFEPATH leaves without the script's folder), and under names no module of the target
+uses. A script's folder holds no protocol.py of its own (the architecture test keeps it so)."""
 
 from __future__ import annotations
 
@@ -31,15 +35,21 @@ if TYPE_CHECKING:
 
 MAX_LINE = 500  # characters of an error kept in one line
 OUT_FD = 1
+STEP_MARK = "@ "  # a stderr line that starts so names the step just begun
+# The file descriptor a gated child waits on for the parent's word (run.Gate): "go", or
+# "stop <reason>"; end of file (a dead parent) reads as stop.
+GATE_FD_ENV = "GPUCHECK_GATE_FD"
 # Where "@ step" lines go: the parent's stderr, even while a script captures fd 2 itself
 # (deep_capture.Capture points this at its saved copy of the parent's pipe).
 STEP_FD = 2
 
-# Run as a script, Python put this folder first on sys.path: take it off, so that nothing
-# beside the scripts shadows a module of the target interpreter and the folder is not
-# reported as part of the environment.
-_HERE = os.path.dirname(os.path.realpath(__file__))
-if sys.path and os.path.realpath(sys.path[0] or os.curdir) == _HERE:
+# Run as a script, Python put the script's folder first on sys.path: take it off, so that
+# nothing beside the scripts shadows a module of the target interpreter and the folder is not
+# reported as part of the environment. That folder is the first of the package this module is
+# imported from (the script itself, as `__main__`); imported on its own, this one's.
+_PACKAGE = sys.modules.get(__name__.rpartition(".")[0])
+_FOLDERS = getattr(_PACKAGE, "__path__", None) or [os.path.dirname(os.path.realpath(__file__))]
+if sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(_FOLDERS[0]):
     del sys.path[0]
 
 
@@ -47,7 +57,7 @@ def step(name: str, gpu: int | None = None) -> None:
     """Announce the next risky call ("@ nvmlInit", "@ nvmlDeviceGetName gpu=1")."""
     where = "" if gpu is None else f" gpu={gpu:d}"
     with contextlib.suppress(OSError):
-        os.write(STEP_FD, f"@ {name}{where}\n".encode("utf-8", "replace"))
+        os.write(STEP_FD, f"{STEP_MARK}{name}{where}\n".encode("utf-8", "replace"))
 
 
 def emit(record: Any) -> bool:
