@@ -94,13 +94,53 @@ hostile = st.lists(st.sampled_from(PARTS), min_size=1, max_size=6).map("".join)
 STUB = '#!/bin/sh\nprintf \'%s\\0\' "$#" "$0" "$@" >> "$STUB_LOG"\nexit 0\n'
 MARKER_STUB = '#!/bin/sh\n: > "$PWNED_MARKER"\n' + STUB.split("\n", 1)[1]
 # The programs fix commands start with (a name not here fails the run: "not found").
-PROGRAMS = (
-    "sudo pip pip3 python python3 conda uv apt apt-get apt-cache dnf nvidia-smi modprobe "
-    "rmmod systemctl usermod tee ldconfig ps gpucheck git make curl lsof dkms "
-    "update-initramfs dracut nvidia-ctk nvidia-container-cli nvidia-modprobe docker podman "
-    "mokutil reboot nvidia-persistenced ubuntu-drivers grep dmesg journalctl ls cat find "
-    "dcgmi nvcc env"
-).split()
+PROGRAMS = [
+    "sudo",
+    "pip",
+    "pip3",
+    "python",
+    "python3",
+    "conda",
+    "uv",
+    "apt",
+    "apt-get",
+    "apt-cache",
+    "dnf",
+    "nvidia-smi",
+    "modprobe",
+    "rmmod",
+    "systemctl",
+    "usermod",
+    "tee",
+    "ldconfig",
+    "ps",
+    "gpucheck",
+    "git",
+    "make",
+    "curl",
+    "lsof",
+    "dkms",
+    "update-initramfs",
+    "dracut",
+    "nvidia-ctk",
+    "nvidia-container-cli",
+    "nvidia-modprobe",
+    "docker",
+    "podman",
+    "mokutil",
+    "reboot",
+    "nvidia-persistenced",
+    "ubuntu-drivers",
+    "grep",
+    "dmesg",
+    "journalctl",
+    "ls",
+    "cat",
+    "find",
+    "dcgmi",
+    "nvcc",
+    "env",
+]
 SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")"}
 
 
