@@ -12,6 +12,7 @@ whose stub leaves a marker file. Snapshots come from the test builders and the r
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -302,21 +303,17 @@ def _host(root: Path, h: str) -> tuple[Snapshot, list[str]]:
 TARGETED = {"env": _two_envs, "nvcc": _nvcc, "cudnn": _cudnn, "group": _group, "host": _host}
 
 
-def _case_snapshots() -> list[Callable[[Path], Snapshot]]:
-    from test_cases import load_cases, snapshot_for
+def _case(case: dict[str, Any], root: Path) -> Snapshot:
+    from test_cases import snapshot_for
 
-    wanted = (
-        "pytorch-110153-h100-torch201-cu117",
-        "nougat-115-wsl2-cudnn8-libcuda-so",
-        "pytorch-103832-image-cublaslt-in-loader-cache",
-        "aws-dlami-33-fabricmanager-missing",
-    )
-    cases = {c["_slug"]: c for c in load_cases()}
-    return [
-        lambda root, c=cases[slug]: msgspec.convert(snapshot_for(c), Snapshot)
-        for slug in wanted
-        if slug in cases
-    ]
+    return msgspec.convert(snapshot_for(case), Snapshot)
+
+
+def _case_snapshots() -> list[Callable[[Path], Snapshot]]:
+    """Every real case's snapshot (tests/cases), as test_cases builds it."""
+    from test_cases import load_cases
+
+    return [functools.partial(_case, case) for case in load_cases()]
 
 
 BASES: list[Callable[[Path], Snapshot]] = [
@@ -465,7 +462,28 @@ def test_hostile_strings_anywhere_in_a_snapshot_run_nothing(
     """Any string field of a snapshot (from the builders or a real case), with the hostile
     value added: every output stays free of raw control characters, and the plan and every
     fix command run nothing but their programs."""
-    box = sandbox()
+    _anywhere(sandbox(), h, base, which)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    h=hostile,
+    base=st.integers(0, len(BASES) - 1),
+    which=st.randoms(use_true_random=False),
+)
+def test_hostile_strings_anywhere_in_many_snapshots_run_nothing(
+    sandbox: Callable[[], Sandbox], h: str, base: int, which: Any
+) -> None:
+    """The same, over many more examples (every real case gets its turn)."""
+    _anywhere(sandbox(), h, base, which)
+
+
+def _anywhere(box: Sandbox, h: str, base: int, which: Any) -> None:
     snap = BASES[base](box.root)
     _rooted(snap, box.root)
     share = which.choice([0.1, 0.5, 1.0])
