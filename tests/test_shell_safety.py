@@ -538,3 +538,22 @@ def test_mcp_answers_carry_commands_that_run_nothing(
     interpreters = {call[0] for call in box.calls()}
     assert f"{box.root}/env{h}/bin/python" in interpreters
     assert os.path.exists(box.log)
+
+
+@pytest.mark.parametrize(
+    ("python", "command"),
+    [
+        (r"C:\Users\me\venv\Scripts\python.exe", r"C:\Users\me\venv\Scripts\python.exe -m pip"),
+        (r"C:\Program Files\Py\python.exe", r"& 'C:\Program Files\Py\python.exe' -m pip"),
+        ("C:\\it\u2019s;$(x)\\python.exe", "& 'C:\\it\u2019\u2019s;$(x)\\python.exe' -m pip"),
+        ("/opt/env x/bin/python$(touch P)", "'/opt/env x/bin/python$(touch P)' -m pip"),
+        ("/opt/it's/bin/python", "'/opt/it'\"'\"'s/bin/python' -m pip"),
+        ("/usr/bin/python3", "/usr/bin/python3 -m pip"),
+    ],
+)
+def test_an_interpreter_is_one_word_of_its_own_shell(python: str, command: str) -> None:
+    """POSIX paths by sh's rule; a Windows path by PowerShell's (a quote doubled, the
+    typographic ones too, and `&` to run a quoted path)."""
+    from gpucheck.checks.context import interpreter_pip
+
+    assert interpreter_pip(python) == command
