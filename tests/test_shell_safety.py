@@ -557,3 +557,17 @@ def test_an_interpreter_is_one_word_of_its_own_shell(python: str, command: str) 
     from gpucheck.checks.context import interpreter_pip
 
     assert interpreter_pip(python) == command
+
+
+def test_a_pip_step_with_a_quoted_interpreter_is_still_an_installer_step() -> None:
+    """--apply runs pip steps whose interpreter is quoted (sh's or PowerShell's way); a
+    command with anything else in it stays printed only."""
+    from gpucheck.fixplan.plan import installer_commands
+
+    assert installer_commands(r"& 'C:\Program Files\Py\python.exe' -m pip install x==1") == [
+        ["install", "x==1"]
+    ]
+    assert installer_commands("'/opt/env x/bin/python' -m pip install 'a<2'") == [
+        ["install", "a<2"]
+    ]
+    assert installer_commands("'/opt/x;y/bin/python' -m pip install a; touch P") is None
