@@ -196,7 +196,9 @@ class Sandbox:
             if word in SEPARATORS:
                 first = True
                 continue
-            if first and "/" in word:
+            if first and re.fullmatch(r"(python|pip)[0-9.]*", word):
+                self._write(self.bin / word, STUB)  # python3.12 -m venv ...
+            elif first and "/" in word:
                 if word.startswith("~/"):
                     path = self.home / word[2:]
                 elif word.startswith("/"):
@@ -467,7 +469,7 @@ def test_hostile_strings_anywhere_in_a_snapshot_run_nothing(
 
 @pytest.mark.slow
 @settings(
-    max_examples=400,
+    max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -479,7 +481,7 @@ def test_hostile_strings_anywhere_in_a_snapshot_run_nothing(
 def test_hostile_strings_anywhere_in_many_snapshots_run_nothing(
     sandbox: Callable[[], Sandbox], h: str, base: int, which: Any
 ) -> None:
-    """The same, over many more examples (every real case gets its turn)."""
+    """The same, over many more examples."""
     _anywhere(sandbox(), h, base, which)
 
 
