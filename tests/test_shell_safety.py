@@ -573,3 +573,18 @@ def test_a_pip_step_with_a_quoted_interpreter_is_still_an_installer_step() -> No
         ["install", "a<2"]
     ]
     assert installer_commands("'/opt/x;y/bin/python' -m pip install a; touch P") is None
+
+
+def test_a_companion_pinned_with_the_new_torch_is_quoted_once() -> None:
+    """torchvision beside a nightly torch on a Pascal GPU: the fix installs another release
+    line with the torchvision paired to it, as one word of the command (not quoted twice)."""
+    from more_builders import the
+
+    env = fb.with_torch(fb.environment(), "2.10.0.dev20251101+cu130", "13.0")
+    fb.add(env, "torchvision", "0.25.0.dev20251101+cu130", ["torch==2.10.0.dev20251101"])
+    f = the(fb.on(fb.pascal_workstation(), env), "torch.arch-support")
+    assert f.fix is not None
+    words = shlex.split(f.fix.commands[0])
+    assert words[:5] == ["pip", "uninstall", "-y", "torch", "&&"]
+    assert [w for w in words if w.startswith("torchvision==0.")], words
+    assert not [w for w in words if "'" in w], words

@@ -190,7 +190,7 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
         if row and row.versions:
             v = row.versions[0]  # a prefix: "0.20" is any 0.20.x
             spec = f"=={v}.*" if v.count(".") < 2 else f"=={v}"
-            companions.append(f"'{name}{spec}'")
+            companions.append(f"{name}{spec}")
             changes.append(change(env, name, requirement=spec))
         else:
             companions.append(name)
@@ -211,7 +211,7 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
         # Same command, same index: pip resolves torch and what pins it together.
         head, sep, tail = install.partition(" --index-url ")
         install = f"{head} {join(companions)}{sep}{tail}"
-    named = ", ".join(c.strip("'") for c in companions)
+    named = ", ".join(companions)
     return pip_step(
         ctx,
         env,

@@ -336,7 +336,7 @@ def _conflicts_fix(ctx: Context, env: PythonEnvironment, shared: Needs) -> Fix:
             f"python3 -m venv {folder} && {folder}/bin/pip install {quote(spec)}",
             Tool.PIP,
             changes=[Change(move.name, None, move.version)],
-            environment=f"{folder}/bin/python",
+            environment=f"~/venvs/{move.name}/bin/python",
         ),
         pip_step(
             ctx,
