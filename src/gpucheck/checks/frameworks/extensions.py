@@ -159,7 +159,7 @@ def import_outcome(
             [change(env, dist.name)],
             Layer.EXTENSIONS,
         )
-        build.command = f"TORCH_CUDA_ARCH_LIST='{ccs}' {build.command}"
+        build.command = f"TORCH_CUDA_ARCH_LIST={quote(ccs)} {build.command}"
         return Outcome.fail(
             f"{name} has no code for compute capability {ccs} (no kernel image)",
             error,
