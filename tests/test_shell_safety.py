@@ -588,3 +588,30 @@ def test_a_companion_pinned_with_the_new_torch_is_quoted_once() -> None:
     assert words[:5] == ["pip", "uninstall", "-y", "torch", "&&"]
     assert [w for w in words if w.startswith("torchvision==0.")], words
     assert not [w for w in words if "'" in w], words
+
+
+def test_the_user_s_command_line_writes_a_plan_that_runs_nothing(
+    sandbox: Callable[[], Sandbox], tmp_path: Path
+) -> None:
+    """`gpucheck fix --from node7.json --format sh -o fix.sh`, as reported, then `sh fix.sh`;
+    and the text plan on stdout carries no raw escape sequence."""
+    from conftest import run_gpucheck
+
+    from gpucheck.model.snapshot import dumps
+
+    box = sandbox()
+    snap, _ = _two_envs(box.root, "$(touch PWNED2)\x1b]0;x\x07")
+    snap.system.hostname = "node7\ntouch PWNED\n#"
+    source = tmp_path / "node7.json"
+    source.write_text(dumps(snap))
+    plan = box.root / "fix.sh"
+    done = run_gpucheck("fix", "--from", str(source), "--format", "sh", "-o", str(plan))
+    assert done.returncode == 0, done.stderr
+    assert plan.read_text().splitlines()[3] == "set -e"
+    for step in json.loads(run_gpucheck("fix", "--from", str(source), "--json").stdout)["steps"]:
+        if step["command"]:
+            box.provide(step["command"])
+    box.assert_nothing_ran("sh fix.sh", box.run(["/bin/sh", str(plan)]))
+    text = run_gpucheck("fix", "--from", str(source)).stdout
+    assert "host node7\\x0atouch PWNED\\x0a#" in text
+    assert "\x1b" not in text and "\\x1b]0;x\\x07" in text
