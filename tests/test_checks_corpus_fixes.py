@@ -46,7 +46,7 @@ def test_a_jax_plugin_is_aligned_to_a_four_part_jaxlib_version() -> None:
     f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
     assert f.status is Status.FAIL
     assert f.fix is not None
-    assert f.fix.commands == ['pip install "jax-cuda12-pjrt==0.9.0.1" "jax-cuda12-plugin==0.9.0.1"']
+    assert f.fix.commands == ["pip install jax-cuda12-pjrt==0.9.0.1 jax-cuda12-plugin==0.9.0.1"]
 
 
 def test_a_plugin_one_post_release_apart_is_stale() -> None:

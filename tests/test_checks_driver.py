@@ -336,5 +336,5 @@ def test_nvml_binding_missing_names_gpucheck_s_own_interpreter() -> None:
     )
     f = the(snap, "driver.nvml")
     assert f.fix and [(s.command, s.environment) for s in f.fix.steps] == [
-        ('"/opt/my tools/bin/python3" -m pip install nvidia-ml-py', "/opt/my tools/bin/python3")
+        ("'/opt/my tools/bin/python3' -m pip install nvidia-ml-py", "/opt/my tools/bin/python3")
     ]

@@ -77,7 +77,7 @@ def test_several_environments_are_named_and_fixed_with_their_own_pip() -> None:
         for e in f.evidence
     )
     assert f.fix and f.fix.commands[0] == (
-        "/home/user/proj/.venv/bin/python -m pip install 'torch==2.9.1+cu130' --index-url "
+        "/home/user/proj/.venv/bin/python -m pip install torch==2.9.1+cu130 --index-url "
         "https://download.pytorch.org/whl/cu130"
     )
 
@@ -85,7 +85,7 @@ def test_several_environments_are_named_and_fixed_with_their_own_pip() -> None:
 def test_an_interpreter_given_with_python_is_fixed_with_its_own_pip() -> None:
     env = fb.torch_cpu(fb.environment(prefix="/srv/job/env", origin="--python"))
     f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
-    assert f.fix and f.fix.commands[0].startswith("/srv/job/env/bin/python -m pip install 'torch==")
+    assert f.fix and f.fix.commands[0].startswith("/srv/job/env/bin/python -m pip install torch==")
 
 
 def test_odd_facts_never_break_a_check() -> None:
@@ -122,7 +122,7 @@ def test_torch_cpu_build_on_an_h100_fails_with_the_same_version_built_for_cuda()
     # not the newest torch.
     assert f.fix is not None
     assert f.fix.commands[0] == (
-        "pip install 'torch==2.9.1+cu130' --index-url https://download.pytorch.org/whl/cu130"
+        "pip install torch==2.9.1+cu130 --index-url https://download.pytorch.org/whl/cu130"
     )
     assert "the same PyTorch 2.9.1, built with CUDA 13.0" in f.fix.text
 
@@ -140,7 +140,7 @@ def test_torch_rocm_build_on_an_nvidia_machine_fails() -> None:
     assert "a ROCm (AMD GPU) build" in f.title
     # torch.toml, release 2.5: cuda_variants 11.8, 12.1, 12.4
     assert f.fix and f.fix.commands == [
-        "pip install 'torch==2.5.1+cu124' --index-url https://download.pytorch.org/whl/cu124"
+        "pip install torch==2.5.1+cu124 --index-url https://download.pytorch.org/whl/cu124"
     ]
 
 
@@ -178,7 +178,7 @@ def test_torch_cu130_on_driver_535_fails_with_the_driver_and_a_build_for_it() ->
     # minor version compatibility (cuda.toml [[minor_compat]] 12: >= 525)
     assert f.fix and f.fix.steps[-1].option == 1
     assert f.fix.commands[-1] == (
-        "pip install 'torch==2.9.1+cu128' --index-url https://download.pytorch.org/whl/cu128"
+        "pip install torch==2.9.1+cu128 --index-url https://download.pytorch.org/whl/cu128"
     )
 
 
@@ -215,7 +215,7 @@ def test_pascal_gtx_1080_with_torch_cu128_fails_naming_a_build_that_still_has_6_
     assert any("6.1 (Pascal), older than this build supports (dropped)" in e for e in f.evidence)
     # torch.toml, release 2.7: cuda_variants 11.8, 12.6, 12.8; the 12.6 build still has sm_61
     assert f.fix is not None and f.fix.commands[0] == (
-        "pip install 'torch==2.7.1+cu126' --index-url https://download.pytorch.org/whl/cu126"
+        "pip install torch==2.7.1+cu126 --index-url https://download.pytorch.org/whl/cu126"
     )
 
 

@@ -45,7 +45,7 @@ def test_jax_with_its_plugin_passes_and_a_stale_plugin_fails_with_the_aligning_c
     # JAX does not load it at all: no GPU (issue 23). jaxlib stays; the plugin moves to it.
     assert f.status is Status.FAIL and "does not match jaxlib 0.4.31" in f.title
     assert f.fix is not None
-    assert f.fix.commands == ['pip install "jax-cuda12-plugin==0.4.31"']
+    assert f.fix.commands == ["pip install jax-cuda12-plugin==0.4.31"]
     (step,) = f.fix.steps
     assert [(c.name, c.from_version, c.to_version) for c in step.changes] == [
         ("jax-cuda12-plugin", "0.4.30", "0.4.31")

@@ -93,7 +93,7 @@ def test_no_kernel_image_points_to_the_same_version_built_with_the_gpu() -> None
     assert f.status is Status.FAIL and "no kernel image for compute capability 6.1" in f.title
     # torch.toml, release 2.7: the cu126 variant still carries sm_61
     assert f.fix and (
-        "pip install 'torch==2.7.1+cu126' --index-url https://download.pytorch.org/whl/cu126"
+        "pip install torch==2.7.1+cu126 --index-url https://download.pytorch.org/whl/cu126"
         in f.fix.text
     )
 
@@ -184,7 +184,7 @@ def test_an_import_error_without_a_missing_library_reinstalls_from_the_right_ind
     assert f.status is Status.FAIL
     assert any("LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64" in e for e in f.evidence)
     assert f.fix and f.fix.text == (
-        "Reinstall it: `pip install --force-reinstall 'torch==2.5.1' "
+        "Reinstall it: `pip install --force-reinstall torch==2.5.1 "
         "--index-url https://download.pytorch.org/whl/cu124`"
     )
 

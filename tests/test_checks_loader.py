@@ -149,7 +149,7 @@ def test_a_system_cudnn_older_than_the_jaxlib_tag_fails() -> None:
     assert f.status is Status.FAIL
     assert f.title.startswith("jaxlib 0.4.14+cuda11.cudnn86 is built for cuDNN 8.6, but")
     assert f.fix and f.fix.commands == [
-        'pip install --upgrade "jax[cuda11_pip]==0.4.14" '
+        "pip install --upgrade 'jax[cuda11_pip]==0.4.14' "
         "-f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
     ]
     system.version = "8.6.0"

@@ -257,7 +257,7 @@ def test_nova_core_bound_to_the_gpu_fails_like_nouveau_with_its_own_blacklist() 
     assert f.title.startswith("nova_core, not NVIDIA's driver")
     assert f.fix is not None
     assert f.fix.commands == [
-        'printf "blacklist nova_core\\nblacklist nova_drm\\n" | sudo tee '
+        "printf 'blacklist nova_core\\nblacklist nova_drm\\n' | sudo tee "
         "/etc/modprobe.d/blacklist-nova-core.conf",
         "sudo update-initramfs -u",
     ]

@@ -40,7 +40,7 @@ def test_a_cpu_torch_on_a_gpu_machine_plans_one_local_reinstall() -> None:
     # The same torch 2.9.1 as a CUDA build this 570 driver runs (torch.toml, release 2.9:
     # cuda_variants 12.6, 12.8, 13.0; driver 570.124.04 is CUDA 12.8's).
     assert plan.steps[0].command == (
-        "pip install 'torch==2.9.1+cu128' --index-url https://download.pytorch.org/whl/cu128"
+        "pip install torch==2.9.1+cu128 --index-url https://download.pytorch.org/whl/cu128"
     )
     assert plan.steps[0].changes == [Change("torch", "2.9.1+cpu", "2.9.1+cu128")]
 

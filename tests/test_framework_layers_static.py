@@ -80,5 +80,5 @@ def test_real_torchvision_wheels_beside_the_real_torch_2_13(
     assert f.status is status, f
     if status is Status.FAIL:
         assert f.fix is not None
-        assert "pip install 'torch==2.13.0' 'torchvision==0.28.*'" in f.fix.text
+        assert "pip install torch==2.13.0 'torchvision==0.28.*'" in f.fix.text
         assert "--index-url https://download.pytorch.org/whl/cpu" in f.fix.text

@@ -70,5 +70,5 @@ def test_a_cudnn_below_the_conda_jaxlib_s_floor_fails_with_the_conda_install() -
     f = the(fb.on(builders.h100_node(1), _conda_jax("9.1.1.17")), "jax.cpu-build")
     assert f.status is Status.FAIL
     assert "needs cuDNN >=9.3.0.75,<10.0a0; conda's cudnn here is 9.1.1.17" in f.title
-    assert f.fix and f.fix.commands == ['conda install -c conda-forge "cudnn>=9.3.0.75,<10.0a0"']
+    assert f.fix and f.fix.commands == ["conda install -c conda-forge 'cudnn>=9.3.0.75,<10.0a0'"]
     assert [c.name for c in f.fix.steps[0].changes] == ["cudnn"]

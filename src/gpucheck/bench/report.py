@@ -12,7 +12,7 @@ from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
 from gpucheck.report.core import Report
-from gpucheck.report.text import MARKS
+from gpucheck.report.text import MARKS, printable
 from gpucheck.version import __version__
 
 BENCH_FORMAT_VERSION = "1.1"  # of the "bench" object inside the report (1.1: m, sustained,
@@ -42,20 +42,24 @@ def render_text(report: BenchReport, stream: IO[str], verbose: bool = False) -> 
         via = f"{run.framework} {run.framework_version or ''}".strip() if run.framework else "-"
         head += f" · {via} · {run.python or 'no framework found'}"
         head += " · --quick" if run.quick else ""
-    console.print(Text(head, style="bold"))
+    console.print(Text(printable(head), style="bold"))
     for f in report.findings:
         mark, ascii_mark, style = MARKS[f.status]
         line = Text("  ")
         line.append(mark if unicode_ok else ascii_mark, style=style)
         line.append(" ")
-        line.append(f.title, style=style if f.status in (Status.FAIL, Status.ERROR) else "")
+        line.append(
+            printable(f.title), style=style if f.status in (Status.FAIL, Status.ERROR) else ""
+        )
         if f.status in (Status.WARN, Status.FAIL) or verbose:
             line.append(f"  [{f.id}]", style="dim")
         console.print(line)
         for ev in f.evidence:
-            console.print(Text(f"      {ev}", style="" if f.status != Status.PASS else "dim"))
+            console.print(
+                Text(printable(f"      {ev}"), style="" if f.status != Status.PASS else "dim")
+            )
         if f.fix and f.status in (Status.WARN, Status.FAIL, Status.ERROR):
-            console.print(Text(f"      fix: {f.fix.text}"))
+            console.print(Text(printable(f"      fix: {f.fix.text}")))
     c = report.counts
     console.print()
     if report.ready:

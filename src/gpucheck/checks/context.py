@@ -11,6 +11,7 @@ from msgspec import Struct, field
 from gpucheck.compat import Compat, cuda_from_int, load
 from gpucheck.model.finding import GpuRef, Subjects
 from gpucheck.model.requirements import Requirements as Requirements
+from gpucheck.model.shell import is_windows_path, join, quote_powershell
 from gpucheck.model.snapshot import GpuFacts, MigDevice, Snapshot
 
 
@@ -177,9 +178,13 @@ def indices(gpus: list[GpuFacts]) -> str:
 
 
 def interpreter_pip(python: str) -> str:
-    """`PYTHON -m pip`: this interpreter's own pip, its path quoted where it has a space (the
-    one spelling every check's pip command uses)."""
-    return f'"{python}" -m pip' if " " in python else f"{python} -m pip"
+    """`PYTHON -m pip`: this interpreter's own pip, its path one shell word (the one spelling
+    every check's pip command uses); a Windows path one PowerShell word, run by `&` where
+    it is quoted."""
+    if is_windows_path(python):
+        word = quote_powershell(python)
+        return f"{'& ' if word.startswith(chr(39)) else ''}{word} -m pip"
+    return join([python, "-m", "pip"])
 
 
 def gib(value: int | None) -> str:

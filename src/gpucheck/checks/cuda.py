@@ -19,6 +19,7 @@ from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.finding import Outcome, Section, Subjects
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.shell import join
 from gpucheck.model.snapshot import LibraryCopy
 
 
@@ -78,7 +79,7 @@ def driver_api(ctx: Context) -> Outcome | None:
                 Step.run(
                     "install the driver's CUDA library, from the same driver release "
                     "(Ubuntu/Debian)",
-                    f"sudo apt install libnvidia-compute-{branch}",
+                    join(["sudo", "apt", "install", f"libnvidia-compute-{branch}"]),
                     Tool.APT,
                     changes=[Change(f"libnvidia-compute-{branch}", None, ctx.driver_version)],
                     layer=Layer.DRIVER,

@@ -9,6 +9,7 @@ from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section, Subjects
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.shell import join
 
 
 def _pip_for(ctx: Context, path: str, why: str, command: str, changes: list[Change]) -> Step:
@@ -57,8 +58,16 @@ def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
             env,
             f"give it cuDNN {want} or newer: the pip cuDNN wheels (a fresh environment is "
             "cleanest)",
-            f'pip install --upgrade "jax[cuda{cuda}_pip]=={release}" '
-            "-f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
+            join(
+                [
+                    "pip",
+                    "install",
+                    "--upgrade",
+                    f"jax[cuda{cuda}_pip]=={release}",
+                    "-f",
+                    "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
+                ]
+            ),
             [change(env, "jax", release), change(env, "jaxlib", requirement=f"=={release}")],
         )
         return Outcome.fail(
@@ -101,7 +110,7 @@ def libraries(ctx: Context) -> Outcome:
                     ctx,
                     c.path,
                     "reinstall it",
-                    f"pip install --force-reinstall {name}=={version}",
+                    join(["pip", "install", "--force-reinstall", f"{name}=={version}"]),
                     [Change(name, version, version)],
                 )
             )

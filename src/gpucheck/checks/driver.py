@@ -21,6 +21,7 @@ from gpucheck.checks.system import container_fix, container_steps
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section, Subjects
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.shell import join, quote
 
 NO_GPU = "No NVIDIA GPU, so no driver is needed"
 
@@ -199,7 +200,15 @@ def nvml(ctx: Context) -> Outcome:
                 Step.run(
                     "install the user-space driver matching kernel module "
                     f"{sysf.nvidia_module_version} (Ubuntu/Debian)",
-                    f"sudo apt install libnvidia-compute-{branch} nvidia-utils-{branch}",
+                    join(
+                        [
+                            "sudo",
+                            "apt",
+                            "install",
+                            f"libnvidia-compute-{branch}",
+                            f"nvidia-utils-{branch}",
+                        ]
+                    ),
                     Tool.APT,
                     changes=[
                         Change(f"libnvidia-compute-{branch}"),
@@ -357,7 +366,7 @@ def device_nodes(ctx: Context) -> Outcome | None:
             "No permission on GPU device nodes for this user",
             *[f"{n.path} {n.mode} group {n.owner_group}" for n in denied],
             fix=Fix.of(
-                Step.run("add this user to their group", f"sudo usermod -aG {group} $USER"),
+                Step.run("add this user to their group", f"sudo usermod -aG {quote(group)} $USER"),
                 Step.manual("log in again"),
                 OR,
                 Step.manual("fix the udev rule / NVreg_DeviceFileMode that sets these permissions"),

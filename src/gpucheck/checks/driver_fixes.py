@@ -8,6 +8,7 @@ from typing import Literal
 from gpucheck.checks.context import Context, interpreter_pip
 from gpucheck.model.distros import linux_family
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.shell import join
 
 # Unload order: each module before the ones it depends on.
 UNLOAD_ORDER = ("nvidia_peermem", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia")
@@ -89,7 +90,7 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
             fix_broken,
             Step.run(
                 "reinstall one driver for both (its DKMS package rebuilds the module)",
-                f"sudo apt install --reinstall nvidia-driver-{branch}",
+                join(["sudo", "apt", "install", "--reinstall", f"nvidia-driver-{branch}"]),
                 Tool.APT,
                 changes=[Change(f"nvidia-driver-{branch}", version, version)],
             ),
@@ -121,7 +122,7 @@ def package_steps(os_release: str | None, version: str | None) -> list[Step]:
         Step.run(
             "reinstall one driver version for both, with the package manager or installer that "
             "put them there (NVIDIA's installer shown)",
-            f"sudo sh NVIDIA-Linux-x86_64-{version or '<version>'}.run",
+            join(["sudo", "sh", f"NVIDIA-Linux-x86_64-{version or '<version>'}.run"]),
         ),
         Step.reboot(),
     ]
@@ -141,7 +142,7 @@ def userspace_of(os_release: str | None, module: str) -> Fix:
             Step.run(
                 f"install the user-space driver of the module's version {module} (apt-cache "
                 f"policy {pkg} must offer {module})",
-                f"sudo apt install {pkg} {utils}",
+                join(["sudo", "apt", "install", pkg, utils]),
                 Tool.APT,
                 changes=[Change(pkg, None, module), Change(utils, None, module)],
                 layer=Layer.DRIVER,
@@ -152,7 +153,7 @@ def userspace_of(os_release: str | None, module: str) -> Fix:
         Step.run(
             f"install driver {module}'s user space with NVIDIA's installer (the module is "
             "already there)",
-            f"sudo sh NVIDIA-Linux-x86_64-{module}.run --no-kernel-modules",
+            join(["sudo", "sh", f"NVIDIA-Linux-x86_64-{module}.run", "--no-kernel-modules"]),
             layer=Layer.DRIVER,
         )
     )

@@ -14,6 +14,7 @@ from gpucheck.model.distros import linux_family
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.finding import Outcome, Section, Status
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.shell import join
 from gpucheck.model.snapshot import GpuFacts
 
 # NCCL's troubleshooting guide (GPU Direct; PCI Access Control Services) says P2P through an
@@ -46,7 +47,8 @@ def install_fabric_manager(ctx: Context, driver: str) -> Step:
             f"install the fabric manager of driver {driver} exactly (RHEL family: "
             f"nvidia-fabric-manager {driver}; `dnf list --showduplicates nvidia-fabric-manager` "
             "lists the versions), then start it",
-            f"sudo dnf install -y nvidia-fabric-manager-{driver} && {start}",
+            join(["sudo", "dnf", "install", "-y", f"nvidia-fabric-manager-{driver}"])
+            + f" && {start}",
             Tool.DNF,
             changes=[Change("nvidia-fabric-manager", None, driver)],
             layer=Layer.DRIVER,
@@ -56,7 +58,8 @@ def install_fabric_manager(ctx: Context, driver: str) -> Step:
         f"install the fabric manager of driver {driver} exactly (Ubuntu/Debian: "
         f"nvidia-fabricmanager-{branch}; `apt-cache policy nvidia-fabricmanager-{branch}` "
         f"must show {driver}), then start it",
-        f"sudo apt-get install -y nvidia-fabricmanager-{branch} && {start}",
+        join(["sudo", "apt-get", "install", "-y", f"nvidia-fabricmanager-{branch}"])
+        + f" && {start}",
         Tool.APT,
         changes=[Change(f"nvidia-fabricmanager-{branch}", None, driver)],
         layer=Layer.DRIVER,

@@ -7,6 +7,7 @@ from gpucheck.checks.registry import check
 from gpucheck.model.distros import linux_family
 from gpucheck.model.finding import Outcome, Section
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.shell import quote
 from gpucheck.model.snapshot import ContainerHostFacts
 
 
@@ -318,7 +319,7 @@ def nouveau(ctx: Context) -> Outcome | None:
         fix=Fix.of(
             Step.run(
                 f"keep {' and '.join(culprits)} from loading",
-                f'printf "{lines}\\n" | sudo tee {conf}',
+                "printf " + quote(lines + "\\n") + " | sudo tee " + quote(conf),
                 layer=Layer.DRIVER,
             ),
             Step.run(

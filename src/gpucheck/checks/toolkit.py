@@ -11,6 +11,7 @@ from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
 from gpucheck.model.finding import Outcome, Section, Subjects
 from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.shell import join
 
 
 @check("cuda.toolkit", Section.CUDA, "the CUDA toolkit (nvcc) fits the driver and the GPUs")
@@ -46,7 +47,7 @@ def toolkit(ctx: Context) -> Outcome | None:
             f"nvcc at {nvcc.path} does not say its version",
             str(nvcc.error),
             fix=Fix.of(
-                Step.run("see why", f"{nvcc.path} --version"),
+                Step.run("see why", join([nvcc.path, "--version"])),
                 Step.manual("reinstall the toolkit if it is broken"),
             ),
         )
@@ -65,8 +66,9 @@ def toolkit(ctx: Context) -> Outcome | None:
             OR,
             Step.set_env(
                 "PATH",
-                f"/usr/local/cuda-{ctx.driver_cuda}/bin:$PATH",
+                f"/usr/local/cuda-{ctx.driver_cuda}/bin",
                 f"use a toolkit no newer than CUDA {ctx.driver_cuda} (where one is installed)",
+                then=":$PATH",
             ),
         ]
         jit = []

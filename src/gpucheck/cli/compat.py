@@ -45,13 +45,18 @@ def _answer(
 
 
 def _print_json(data: object) -> None:
-    import msgspec
+    from gpucheck.model.decoding import to_json
 
-    _print(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
+    write_output(None, lambda stream: stream.write(to_json(data).decode() + "\n"))
 
 
 def _print(text: str) -> None:
-    write_output(None, lambda stream: stream.write(text))
+    """Lines for a terminal: what the user asked about is echoed with its control
+    characters escaped (printable)."""
+    from gpucheck.report.text import printable
+
+    safe = "\n".join(printable(line) for line in text.split("\n"))
+    write_output(None, lambda stream: stream.write(safe))
 
 
 def _plain(value: object) -> str:

@@ -25,6 +25,7 @@ from gpucheck.cli.common import (
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.report.text import printable
 
 if TYPE_CHECKING:
     from gpucheck.fixplan.plan import Plan
@@ -96,7 +97,7 @@ def fix(
     except RecordError as exc:
         raise UserError(str(exc)) from None
     except ApplyError as exc:
-        print(f"gpucheck: {exc}", file=sys.stderr)
+        print(f"gpucheck: {printable(str(exc))}", file=sys.stderr)
         raise typer.Exit(ExitStatus.FAILED) from None
 
 
@@ -129,8 +130,13 @@ def _plan(
     return plan_for(snapshot, diagnose(snapshot, load_compat(compat_dir)), from_file)
 
 
+def _print(text: str) -> None:
+    """A line of what --apply or --undo did: paths and names in it escaped (printable)."""
+    print(printable(text))
+
+
 def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(printable(text), file=sys.stderr, flush=True)
 
 
 def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeout: float) -> None:
@@ -160,7 +166,7 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
         raise UserError(f"--record: {folder} is not empty: name a new folder")
     default_python = python or (plan.environments[0] if plan.environments else sys.executable)
     journal = apply_plan(plan, folder, default_python, _say)
-    print(
+    _print(
         f"Applied {len(journal.steps)} steps (record: {folder}; undo: gpucheck fix --undo {folder})"
     )
     _recheck(plan, default_python, timeout)
@@ -175,7 +181,9 @@ def _recheck(plan: Plan, python: str, timeout: float) -> None:
     now = {f.id for f in diagnose(snapshot, load_compat(None)) if f.status in PROBLEM}
     gone = [f.id for f in plan.findings if f.id not in now]
     remain = [f.id for f in plan.findings if f.id in now]
-    print(f"Doctor again: gone: {', '.join(gone) or 'none'}; remain: {', '.join(remain) or 'none'}")
+    _print(
+        f"Doctor again: gone: {', '.join(gone) or 'none'}; remain: {', '.join(remain) or 'none'}"
+    )
 
 
 def _undo(path: str, yes: bool) -> None:
@@ -186,8 +194,8 @@ def _undo(path: str, yes: bool) -> None:
         if not sys.stdin.isatty():
             raise UserError("--undo asks before changing anything: answer on a terminal, or --yes")
         envs = ", ".join(journal.environments) or "no environment"
-        if not typer.confirm(f"Restore {envs} as recorded in {folder}?", default=False):
+        if not typer.confirm(printable(f"Restore {envs} as recorded in {folder}?"), default=False):
             print("Nothing was changed.")
             return
     undo(path, _say)
-    print(f"Undone: every environment is as {folder} recorded it.")
+    _print(f"Undone: every environment is as {folder} recorded it.")

@@ -10,6 +10,7 @@ from gpucheck.exit_status import ExitStatus
 from gpucheck.fit.parts import Estimate, Setup, compute_dtype, largest_batch, verdict
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES, gib, human_count
+from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
 FIT_SCHEMA_VERSION = "1.1"  # 1.1: active params, lower_bound, "may fit", serving split
@@ -123,7 +124,12 @@ class FitReport:
 
 def render_text(report: FitReport, stream: IO[str]) -> None:
     shape, setup, est = report.shape, report.setup, report.estimate
-    w = stream.write
+
+    def w(text: str) -> None:
+        # A model's name, path or family from its config file, a GPU's name from a snapshot:
+        # control characters escaped (printable), the lines this function ends kept.
+        stream.write("\n".join(printable(line) for line in text.split("\n")))
+
     mode = "training" if setup.mode == "train" else "inference"
     count = f"{human_count(shape.params)} parameters"
     if shape.active_params is not None:

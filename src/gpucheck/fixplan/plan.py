@@ -102,6 +102,8 @@ def installer_commands(command: str) -> list[list[str]] | None:
     """Each installer command of `command` (one, or several joined by `&&`), as the arguments
     after `pip` (install/uninstall ...), or `conda install/remove ...` whole; None where any
     part is something else (a pipe, `;`, sudo, another program)."""
+    if command.startswith("& '"):  # PowerShell's call operator before a quoted interpreter
+        command = command[2:]
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
         lexer.whitespace_split = True

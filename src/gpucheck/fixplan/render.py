@@ -11,6 +11,7 @@ import msgspec
 from gpucheck.fixplan.plan import PLAN_SCHEMA_VERSION, Plan, PlanStep
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.fix import Change, StepKind
+from gpucheck.report.text import printable
 
 
 def change_text(c: Change) -> str:
@@ -35,67 +36,79 @@ def _where(plan: Plan) -> str:
 
 
 def render_text(plan: Plan, out: IO[str], dry_run: bool = True) -> None:
+    """The plan for a person: every line through printable(), so a host name, a path or a
+    version from a snapshot shows its control characters escaped and never ends a line."""
+    out.write("".join(printable(line) + "\n" for line in text_lines(plan, dry_run)))
+
+
+def text_lines(plan: Plan, dry_run: bool = True) -> list[str]:
+    """The text report's lines, as built (not yet escaped: render_text escapes each)."""
     problems = len(plan.findings)
     if not plan.steps and not plan.conflicts:
         fixless = [f.id for f in plan.findings]
         tail = f" ({problems} without a fix: {', '.join(fixless)})" if fixless else ""
-        out.write(f"gpucheck fix: nothing to do ({_where(plan)}){tail}\n")
-        return
+        return [f"gpucheck fix: nothing to do ({_where(plan)}){tail}"]
     local = len(plan.local_steps)
-    out.write(
+    lines = [
         f"gpucheck fix: {_n(len(plan.steps), 'step')} for {_n(problems, 'problem')} "
         f"({_where(plan)}); {local} can be applied here (--apply), "
-        f"{len(plan.steps) - local} are yours to do\n"
-    )
+        f"{len(plan.steps) - local} are yours to do"
+    ]
     for step in plan.steps:
-        _step_text(step, out)
+        lines += _step_lines(step)
     for conflict in plan.conflicts:
-        out.write(f"\nconflict: {conflict.package} (not planned: choose one)\n")
-        for want in conflict.wants:
-            out.write(f"    {want}\n")
+        lines += ["", f"conflict: {conflict.package} (not planned: choose one)"]
+        lines += [f"    {want}" for want in conflict.wants]
     unfixed = [f.id for f in plan.findings if not f.fixed_by]
     if unfixed:
-        out.write(f"\nno step for: {', '.join(unfixed)}\n")
+        lines += ["", f"no step for: {', '.join(unfixed)}"]
     if dry_run:
-        out.write("\nNothing was changed (a dry run).\n")
+        lines += ["", "Nothing was changed (a dry run)."]
+    return lines
 
 
-def _step_text(step: PlanStep, out: IO[str]) -> None:
+def _step_lines(step: PlanStep) -> list[str]:
     how = "apply runs it" if step.local else f"printed only: {step.why_not_local}"
-    out.write(f"\n{step.number:>2}. [{_label(step)}] {step.text or step.kind.value}\n")
+    lines = ["", f"{step.number:>2}. [{_label(step)}] {step.text or step.kind.value}"]
     if step.command:
-        out.write(f"    $ {step.command}\n")
-    for c in step.changes:
-        out.write(f"    changes {change_text(c)}\n")
+        lines.append(f"    $ {step.command}")
+    lines += [f"    changes {change_text(c)}" for c in step.changes]
     if step.environment:
-        out.write(f"    in {step.environment}\n")
-    out.write(f"    fixes {', '.join(step.findings)}; {how}\n")
+        lines.append(f"    in {step.environment}")
+    lines.append(f"    fixes {', '.join(step.findings)}; {how}")
+    return lines
 
 
 def render_sh(plan: Plan, out: IO[str]) -> None:
+    """The plan as a script. A command is written as the fix built it (every value in it one
+    quoted word); everything else is a comment, through comment(), so no value ends it."""
     out.write("#!/bin/sh\n")
-    out.write(f"# gpucheck fix plan ({_where(plan)}, {plan.created_at}): read before running.\n")
+    out.write(f"# gpucheck fix plan ({comment(_where(plan))}, {comment(plan.created_at)}): ")
+    out.write("read before running.\n")
     out.write("# Steps a command cannot do are comments; run the rest in this order.\n")
     out.write("set -e\n")
     for step in plan.steps:
-        out.write(f"\n# {step.number}. [{_label(step)}] {_one_line(step.text)}\n")
-        out.write(f"#    fixes {', '.join(step.findings)}\n")
+        out.write(f"\n# {step.number}. [{_label(step)}] {comment(step.text)}\n")
+        out.write(f"#    fixes {comment(', '.join(step.findings))}\n")
         for c in step.changes:
-            out.write(f"#    changes {change_text(c)}\n")
+            out.write(f"#    changes {comment(change_text(c))}\n")
         if step.command:
             if not step.local:
-                out.write(f"#    {step.why_not_local}\n")
+                out.write(f"#    {comment(step.why_not_local or '')}\n")
             out.write(f"{step.command}\n")
         else:
-            out.write(f"#    ({step.kind.value}: {step.why_not_local})\n")
+            out.write(f"#    ({step.kind.value}: {comment(step.why_not_local or '')})\n")
     for conflict in plan.conflicts:
-        out.write(f"\n# conflict, not planned: {conflict.package}: choose one of\n")
+        out.write(f"\n# conflict, not planned: {comment(conflict.package)}: choose one of\n")
         for want in conflict.wants:
-            out.write(f"#    {_one_line(want)}\n")
+            out.write(f"#    {comment(want)}\n")
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def comment(text: str) -> str:
+    """`text` as the rest of one shell comment line: its line breaks and other control
+    characters escaped (printable), its runs of white space one space. Nothing in it can end
+    the comment and start a command."""
+    return " ".join(printable(text).split())
 
 
 def plan_dict(plan: Plan) -> dict[str, Any]:

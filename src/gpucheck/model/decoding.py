@@ -117,6 +117,18 @@ def to_dict(obj: Any) -> Any:
     return msgspec.to_builtins(obj)
 
 
+# What JSON may hold raw but a terminal must not see: DEL, the C1 controls (0x9b starts an
+# escape sequence on some terminals), the bidi controls and the line separators. (msgspec
+# already escapes C0.) Raw, they can only be inside a string, where \uXXXX reads the same.
+_TERMINAL_UNSAFE = "[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+
+
 def to_json(obj: Any, indent: int = 2) -> bytes:
-    """JSON text of a model object, indented for people and diffs."""
-    return msgspec.json.format(msgspec.json.encode(obj), indent=indent)
+    """JSON text of a model object, indented for people and diffs; a text value's control
+    characters written as escapes, so a terminal showing the JSON executes none."""
+    data = msgspec.json.format(msgspec.json.encode(obj), indent=indent)
+    if data.isascii() and b"\x7f" not in data:
+        return data
+    return re.sub(
+        _TERMINAL_UNSAFE, lambda m: f"\\u{ord(m.group()):04x}", data.decode("utf-8")
+    ).encode("utf-8")

@@ -20,6 +20,7 @@ from typing import Literal
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from gpucheck.model.shell import quote
 from gpucheck.model.types import GpuRef
 
 
@@ -113,19 +114,27 @@ class Step(Struct):
         )
 
     @classmethod
-    def set_env(cls, name: str, value: str, text: str = "", layer: Layer | None = None) -> Step:
-        return cls.run(text, f"export {name}={value}", Tool.ENV, layer=layer)
+    def set_env(
+        cls, name: str, value: str, text: str = "", layer: Layer | None = None, *, then: str = ""
+    ) -> Step:
+        """`export NAME=VALUE`, the value one shell word whatever it holds (a path from a
+        snapshot is data); `then`, this code's own shell text after it (":$PATH"), never a
+        fact."""
+        word = quote(value) if value else ""
+        return cls.run(text, f"export {quote(name)}={word}{then}", Tool.ENV, layer=layer)
 
     @classmethod
     def prepend_loader_path(
         cls, folders: Iterable[str], text: str = "", layer: Layer | None = None
     ) -> Step:
         """Put `folders` first on LD_LIBRARY_PATH, before what the loader would take."""
-        return cls.set_env("LD_LIBRARY_PATH", f"{':'.join(folders)}:$LD_LIBRARY_PATH", text, layer)
+        return cls.set_env(
+            "LD_LIBRARY_PATH", ":".join(folders), text, layer, then=":$LD_LIBRARY_PATH"
+        )
 
     @classmethod
     def unset_env(cls, name: str, text: str = "", layer: Layer | None = None) -> Step:
-        return cls.run(text, f"unset {name}", Tool.ENV, layer=layer)
+        return cls.run(text, f"unset {quote(name)}", Tool.ENV, layer=layer)
 
     @classmethod
     def manual(cls, text: str, layer: Layer | None = None, gpus: Iterable[GpuRef] = ()) -> Step:

@@ -31,10 +31,12 @@ MARKS = {
     Status.ERROR: ("✗", "x", "bold magenta"),
 }
 
-# C0 and C1 controls, DEL, the bidirectional overrides that can reorder what is shown, and
-# lone surrogates (a path's bytes that are not UTF-8, as Python decodes them from argv).
+# C0 and C1 controls, DEL, the bidirectional controls that can reorder what is shown (the
+# marks U+061C, U+200E-200F, the embeddings and overrides U+202A-202E, the isolates
+# U+2066-2069), the line and paragraph separators some viewers break lines at, and lone
+# surrogates (a path's bytes that are not UTF-8, as Python decodes them from argv).
 # (As text: re compiles it, 0.5 ms, only for a text with something Python cannot print.)
-_UNSAFE = "[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 
 
 def printable(text: str) -> str:

@@ -25,6 +25,7 @@ from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Change, Fix, Step
 from gpucheck.model.frameworks import ON_TORCH_INDEX, TENSORFLOW, TORCH
+from gpucheck.model.shell import join, quote
 
 # --- the build a fix installs --------------------------------------------------------------------
 
@@ -150,14 +151,14 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
         # already satisfied by 2.5.1+cpu, and pip would change nothing.
         digits = same.cuda.replace(".", "")
         tag = f"cu{digits}"
-        wanted = [f"'torch=={public}+{tag}'"]
+        wanted = [quote(f"torch=={public}+{tag}")]
         changes = [change(env, "torch", f"{public}+{tag}")]
         kept = []
         for name in TORCH_COMPANIONS:
             dist = env.dist(name)
             if dist is not None:
                 version = dist.version.split("+", 1)[0]
-                wanted.append(f"'{name}=={version}+{tag}'")
+                wanted.append(quote(f"{name}=={version}+{tag}"))
                 changes.append(change(env, name, f"{version}+{tag}"))
                 kept.append(f"{name} {version}")
         # A local tag still satisfies the pins of what requires torch (==2.5.1 holds for
@@ -189,7 +190,7 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
         if row and row.versions:
             v = row.versions[0]  # a prefix: "0.20" is any 0.20.x
             spec = f"=={v}.*" if v.count(".") < 2 else f"=={v}"
-            companions.append(f"'{name}{spec}'")
+            companions.append(f"{name}{spec}")
             changes.append(change(env, name, requirement=spec))
         else:
             companions.append(name)
@@ -209,8 +210,8 @@ def torch_switch(ctx: Context, env: PythonEnvironment, ccs: list[str]) -> Step |
     if companions:
         # Same command, same index: pip resolves torch and what pins it together.
         head, sep, tail = install.partition(" --index-url ")
-        install = f"{head} {' '.join(companions)}{sep}{tail}"
-    named = ", ".join(c.strip("'") for c in companions)
+        install = f"{head} {join(companions)}{sep}{tail}"
+    named = ", ".join(companions)
     return pip_step(
         ctx,
         env,

@@ -26,6 +26,7 @@ from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.frameworks import TENSORFLOW
+from gpucheck.model.shell import join, quote
 from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
 
 if TYPE_CHECKING:
@@ -260,10 +261,9 @@ def _ld_fix(ctx: Context, races: list[Race]) -> Fix:
     drop = {posixpath.normpath(f) for f in folders}
     keep = [p for p in value.split(":") if p and posixpath.normpath(p) not in drop]
     why = f"remove {', '.join(folders)} from LD_LIBRARY_PATH{where}"
-    import shlex  # (only a fix that keeps some folders quotes them: 0.2 ms of every start-up)
 
     steps: list[Step | Literal["or"]] = [
-        Step.set_env("LD_LIBRARY_PATH", shlex.quote(":".join(keep)), why)
+        Step.set_env("LD_LIBRARY_PATH", ":".join(keep), why)
         if keep
         else Step.unset_env("LD_LIBRARY_PATH", why)
     ]
@@ -329,20 +329,20 @@ def _conflicts_fix(ctx: Context, env: PythonEnvironment, shared: Needs) -> Fix:
     move = tf or sorted(frameworks.values(), key=lambda d: d.name)[-1]
     extra = "[and-cuda]" if "and-cuda" in GPU_EXTRAS.get(move.name, ()) else ""
     spec = f"{move.name}{extra}=={move.version}"
-    folder = f"~/venvs/{move.name}"
+    folder = f"~/venvs/{quote(move.name)}"  # ~ unquoted: the shell expands it
     steps: list[Step | Literal["or"]] = [
         Step.run(
             "give each framework its own environment",
-            f"python3 -m venv {folder} && {folder}/bin/pip install '{spec}'",
+            f"python3 -m venv {folder} && {folder}/bin/pip install {quote(spec)}",
             Tool.PIP,
             changes=[Change(move.name, None, move.version)],
-            environment=f"{folder}/bin/python",
+            environment=f"~/venvs/{move.name}/bin/python",
         ),
         pip_step(
             ctx,
             env,
             "then remove it here",
-            f"pip uninstall -y {move.name}",
+            join(["pip", "uninstall", "-y", move.name]),
             [change(env, move.name, remove=True)],
         ),
     ]

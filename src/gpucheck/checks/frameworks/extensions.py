@@ -21,6 +21,7 @@ from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
 from gpucheck.checks.frameworks.driver import cc_list, targets
 from gpucheck.checks.frameworks.environments import change, framework_check, merge, pip_step
 from gpucheck.checks.frameworks.packages import requirements_of, satisfies
+from gpucheck.checks.frameworks.runtime_fixes import import_command
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX
 from gpucheck.compat.extensions import matches
@@ -34,6 +35,7 @@ from gpucheck.model.environments import (
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step
 from gpucheck.model.frameworks import TENSORRT, TORCH, TORCH_EXTENSIONS
+from gpucheck.model.shell import join, quote
 
 EXTENSIONS = tuple(e.dist for e in TORCH_EXTENSIONS)  # in the order findings name them
 PAIRED = tuple(e.dist for e in TORCH_EXTENSIONS if e.paired)
@@ -95,11 +97,13 @@ def keep_torch_step(ctx: Context, env: PythonEnvironment, inst: Installed, name:
             ctx,
             env,
             f"build it against the torch {torch} installed here (needs nvcc)",
-            f"pip uninstall -y {name} && pip install --no-build-isolation {name}",
+            join(["pip", "uninstall", "-y", name])
+            + " && "
+            + join(["pip", "install", "--no-build-isolation", name]),
             [change(env, name)],
             Layer.EXTENSIONS,
         )
-    want, requirement = f"'{name}'", None
+    want, requirement = quote(name), None
     row = ctx.compat.extensions.pairing(name, inst.torch_dist.version) if name in PAIRED else None
     if row is not None:
         requirement = (
@@ -107,8 +111,8 @@ def keep_torch_step(ctx: Context, env: PythonEnvironment, inst: Installed, name:
             if row.versions[-1].count(".") < 2
             else f"=={row.versions[-1]}"
         )
-        want = f"'{name}{requirement}'"
-    command = f"pip install 'torch=={torch}' {want}{index_flag(inst.torch)}"
+        want = quote(f"{name}{requirement}")
+    command = f"pip install {quote(f'torch=={torch}')} {want}{index_flag(inst.torch)}"
     kept = inst.torch_dist.version
     return pip_step(
         ctx,
@@ -151,11 +155,11 @@ def import_outcome(
             ctx,
             env,
             "build it for this GPU",
-            f"pip install --no-build-isolation --no-binary {dist.name} {dist.name}",
+            join(["pip", "install", "--no-build-isolation", "--no-binary", dist.name, dist.name]),
             [change(env, dist.name)],
             Layer.EXTENSIONS,
         )
-        build.command = f"TORCH_CUDA_ARCH_LIST='{ccs}' {build.command}"
+        build.command = f"TORCH_CUDA_ARCH_LIST={quote(ccs)} {build.command}"
         return Outcome.fail(
             f"{name} has no code for compute capability {ccs} (no kernel image)",
             error,
@@ -173,7 +177,7 @@ def import_outcome(
         fix=Fix.of(
             Step.run(
                 "run it by hand to see the whole error",
-                f"python -c 'import {imp.module}'",
+                import_command(imp.module),
                 environment=env.python,
                 layer=Layer.EXTENSIONS,
             ),

@@ -33,6 +33,7 @@ from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.frameworks import CUPY
+from gpucheck.model.shell import join
 
 # --- JAX ------------------------------------------------------------------------------------------
 
@@ -85,7 +86,7 @@ def jax_step(ctx: Context, env: PythonEnvironment, remove: list[str] | None = No
         upgrade = upgrade_driver(ctx, f"{majors[-1]}.0")
         upgrade.text = f"no JAX CUDA wheels in gpucheck's compat data run here: {upgrade.text}"
         return upgrade
-    uninstall = f"pip uninstall -y {' '.join(remove)} && " if remove else ""
+    uninstall = join(["pip", "uninstall", "-y", *remove]) + " && " if remove else ""
     changes = [change(env, name, remove=True) for name in remove or []]
     return pip_step(
         ctx,
@@ -129,7 +130,7 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
                 and (v := parse_version(p.version)) is not None
                 and v.release != lib.release
             )
-            wanted = " ".join(f'"{n}=={version}"' for n in names)
+            wanted = join(f"{n}=={version}" for n in names)
             return Outcome.fail(
                 f"{stale[0].name} {stale[0].version} does not match {j.name}: JAX does not "
                 "load a CUDA plugin built for another jaxlib, and runs on the CPU",
@@ -156,7 +157,7 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
                     Step.run(
                         "install the cuDNN this jaxlib was built for (in its conda "
                         f"environment, {env.prefix})",
-                        f'conda install -c conda-forge "cudnn{spec}"',
+                        join(["conda", "install", "-c", "conda-forge", f"cudnn{spec}"]),
                         Tool.CONDA,
                         changes=[Change("cudnn", have, None, requirement=spec)],
                         environment=env.python,
@@ -348,7 +349,7 @@ def _cupy_switch(ctx: Context, env: PythonEnvironment, dist: Distribution) -> St
                 ctx,
                 env,
                 "keep this driver and install the CuPy for it",
-                f"pip uninstall -y {dist.name} && pip install {package}",
+                join(["pip", "uninstall", "-y", dist.name]) + f" && pip install {package}",
                 [change(env, dist.name, remove=True), change(env, package)],
             )
     return None

@@ -13,6 +13,7 @@ from gpucheck.compat import parse_version
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Change, Fix
+from gpucheck.model.shell import join
 
 OFFICIAL = "nvidia-ml-py"
 # Distributions that ship their own `pynvml` module (pynvml only until it became a wrapper).
@@ -43,7 +44,7 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     ]
     items: list[tuple[str | None, Outcome | None]] = []
     if copies and (official or len(copies) > 1):
-        names = " ".join(d.name for d in [*copies, *others])
+        names = join(d.name for d in [*copies, *others])
         items.append(
             (
                 None,
@@ -65,7 +66,7 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
             )
         )
     elif copies or others:
-        names = " ".join(d.name for d in [*copies, *others])
+        names = join(d.name for d in [*copies, *others])
         items.append(
             (
                 None,

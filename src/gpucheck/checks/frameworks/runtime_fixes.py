@@ -22,11 +22,20 @@ from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.fix import Fix, Layer, Step
 from gpucheck.model.frameworks import BY_KEY, CUPY, JAX, TENSORFLOW, TORCH
+from gpucheck.model.shell import join
 
 
 def by_hand(framework: str) -> str:
     known = BY_KEY.get(framework)
-    return known.smoke if known and known.smoke else f"python -c 'import {framework}'"
+    return known.smoke if known and known.smoke else import_command(framework)
+
+
+def import_command(module: str) -> str:
+    """`python -c 'import MODULE'`; for a name no import can spell (it would be Python code,
+    not a module), what pip knows of it instead."""
+    if all(part.isidentifier() for part in module.split(".")):
+        return join(["python", "-c", f"import {module}"])
+    return join(["python", "-m", "pip", "show", module])
 
 
 def by_hand_step(env: PythonEnvironment, framework: str, why: str = "see the whole error") -> Step:
@@ -49,20 +58,26 @@ def reinstall_step(
     name = main.name if main else rt.framework
     version = (main.version if main else None) or rt.version
     if version is None:
-        return pip_step(ctx, env, why, f"pip install --force-reinstall {name}", [change(env, name)])
+        return pip_step(
+            ctx, env, why, join(["pip", "install", "--force-reinstall", name]), [change(env, name)]
+        )
     same = [change(env, name, version)]
     tag = cuda_of_local_tag(version)
     if rt.framework == TORCH.key and tag:
         index = TORCH_INDEX.format(tag=tag.replace(".", ""))
         base = version.split("+", 1)[0]
-        command = f"pip install --force-reinstall 'torch=={base}' --index-url {index}"
+        command = join(
+            ["pip", "install", "--force-reinstall", f"torch=={base}", "--index-url", index]
+        )
         return pip_step(ctx, env, why, command, same)
     line = major_minor(version)
     pip_era = line is not None and line >= TF_AND_CUDA_FIRST
     if name == TENSORFLOW.key and pip_era and env_os(ctx, env) == "linux":
-        command = f"pip install --force-reinstall 'tensorflow[and-cuda]=={version}'"
+        command = join(["pip", "install", "--force-reinstall", f"tensorflow[and-cuda]=={version}"])
         return pip_step(ctx, env, why, command, same)
-    return pip_step(ctx, env, why, f"pip install --force-reinstall '{name}=={version}'", same)
+    return pip_step(
+        ctx, env, why, join(["pip", "install", "--force-reinstall", f"{name}=={version}"]), same
+    )
 
 
 def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, soname: str) -> Fix:
@@ -108,7 +123,7 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
                     ctx,
                     env,
                     f"install TensorFlow's CUDA wheels (it brings {pin})",
-                    f"pip install 'tensorflow[and-cuda]=={t.version}'",
+                    join(["pip", "install", f"tensorflow[and-cuda]=={t.version}"]),
                     [change(env, "tensorflow", t.version)],
                 )
             )
@@ -130,7 +145,7 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
             ctx,
             env,
             f"install the wheel that brings {soname}",
-            f"pip install '{wheel}{spec}'",
+            join(["pip", "install", f"{wheel}{spec}"]),
             [change(env, wheel, requirement=spec or None)],
             Layer.CUDA,
         )

@@ -20,6 +20,7 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.shell import join
 
 
 def tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:
@@ -41,7 +42,7 @@ def past_windows_gpu(ctx: Context, t: TfFacts) -> bool:
 
 def tf_uninstall(t: TfFacts, also: tuple[str, ...] = ()) -> str:
     names = list(dict.fromkeys([*(d.name for d in t.dists), *also]))
-    return f"pip uninstall -y {' '.join(names)} && " if names else ""
+    return join(["pip", "uninstall", "-y", *names]) + " && " if names else ""
 
 
 def tf_removed(env: PythonEnvironment, t: TfFacts, also: tuple[str, ...] = ()) -> list[Change]:

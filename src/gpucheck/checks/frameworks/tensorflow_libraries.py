@@ -30,6 +30,7 @@ from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.frameworks import TENSORFLOW
+from gpucheck.model.shell import join
 from gpucheck.model.snapshot import LibraryCopy
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one
@@ -117,7 +118,7 @@ def _and_cuda_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
             ctx,
             env,
             "install TensorFlow's CUDA wheels",
-            f"pip install 'tensorflow[and-cuda]=={t.version}'",
+            join(["pip", "install", f"tensorflow[and-cuda]=={t.version}"]),
             [change(env, "tensorflow", t.version)],
         )
     )
@@ -221,9 +222,10 @@ def _loader_gap(
         fix=Fix.of(
             Step.set_env(
                 "LD_LIBRARY_PATH",
-                f"{':'.join(dirs)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+                ":".join(dirs),
                 "name the wheels' library folders on the loader path (in the environment's "
                 "activation script to keep it)",
+                then="${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
             )
         ),
     )
@@ -262,13 +264,24 @@ def _system_fix(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Fix:
             Step.run(
                 f"install CUDA {cuda} and cuDNN {cudnn} where the loader finds them, e.g. "
                 "with conda",
-                f"conda install -c conda-forge cudatoolkit={cuda} cudnn={cudnn}",
+                join(
+                    [
+                        "conda",
+                        "install",
+                        "-c",
+                        "conda-forge",
+                        f"cudatoolkit={cuda}",
+                        f"cudnn={cudnn}",
+                    ]
+                ),
                 Tool.CONDA,
                 changes=[Change("cudatoolkit", None, cuda), Change("cudnn", None, cudnn)],
                 environment=env.python,
                 layer=Layer.CUDA,
             ),
-            Step.set_env("LD_LIBRARY_PATH", "$CONDA_PREFIX/lib:$LD_LIBRARY_PATH", layer=Layer.CUDA),
+            Step.set_env(
+                "LD_LIBRARY_PATH", "", layer=Layer.CUDA, then="$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"
+            ),
         ]
     else:
         steps.append(

@@ -20,6 +20,7 @@ from gpucheck.model.environments import Distribution, ExtensionImport, PythonEnv
 from gpucheck.model.finding import Outcome, Section
 from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
 from gpucheck.model.frameworks import TENSORRT
+from gpucheck.model.shell import join, quote
 
 # (Patterns as text: re compiles one on first use, not at every start-up.)
 _CU = r"^tensorrt-cu(\d+)(?:-|$)"
@@ -79,7 +80,7 @@ def _pip_pin(
     flag = "-U " if upgrade else ""
     return (
         text,
-        f"pip install {flag}'{spec}{requirement}'",
+        f"pip install {flag}{quote(spec + requirement)}",
         Change(spec, installed, None, requirement),
     )
 
@@ -214,7 +215,7 @@ def _engine(
         ctx,
         env,
         "reinstall it",
-        f"pip install --force-reinstall '{trt.dist.name}=={trt.dist.version}'",
+        join(["pip", "install", "--force-reinstall", f"{trt.dist.name}=={trt.dist.version}"]),
         [change(env, trt.dist.name, trt.dist.version)],
     )
     if "cannot open shared object file" in low:

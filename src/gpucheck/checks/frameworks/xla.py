@@ -15,6 +15,7 @@ from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import OR, Fix, Layer, Step
 from gpucheck.model.frameworks import FRAMEWORKS
+from gpucheck.model.shell import join
 
 # What the flags people set most do; a flag not listed is shown as set, without comment.
 FLAGS = {
@@ -97,7 +98,7 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
             ctx,
             env,
             "keep this driver and install a ptxas no newer than it",
-            f"pip install '{wheel.name}{below}'",
+            join(["pip", "install", f"{wheel.name}{below}"]),
             [change(env, wheel.name, requirement=below)],
             Layer.CUDA,
         )

@@ -37,9 +37,10 @@ ERROR_TEXT = {
     "Unknown": "[Unknown Error]",
     "NotSupported": NOT_SUPPORTED,
 }
-# Control characters (C0, DEL, C1) and the bidirectional overrides: the same set as
-# report/text.py's printable(), which this script cannot import (a test holds them equal).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Control characters (C0, DEL, C1), the bidirectional controls and the line separators: the
+# same set as report/text.py's printable(), which this script cannot import (a test holds them
+# equal).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
