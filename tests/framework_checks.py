@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from more_builders import run_checks
 
-from gpucheck.model.finding import Section
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot
 
 H100_DRIVER = "590.48.01"
@@ -42,7 +42,7 @@ FRAMEWORK_CHECKS = (
 
 
 def framework_findings(snap: Snapshot) -> list:  # type: ignore[type-arg]
-    return [f for f in run_checks(snap) if f.section is Section.FRAMEWORKS]
+    return [f for f in run_checks(snap) if f.section is Layer.FRAMEWORKS]
 
 
 # The newest builds that fit, read off compat/torch.toml and compat/tensorflow.toml by hand:

@@ -15,7 +15,7 @@ from gpucheck.checks.registry import (
     all_checks,
     sections_named,
 )
-from gpucheck.model.finding import Section
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot, dumps
 
 
@@ -29,9 +29,9 @@ def test_every_check_is_found_from_its_id_and_module() -> None:
 
 
 def test_patterns_name_their_sections_and_prerequisites() -> None:
-    assert sections_named(["gpus"]) == {Section.GPUS, Section.SYSTEM, Section.DRIVER}
-    assert sections_named(["torch.*"]) == {Section.FRAMEWORKS, Section.SYSTEM}
-    assert sections_named(["cudnn"]) == {Section.CUDNN}
+    assert sections_named(["gpus"]) == {Layer.GPUS, Layer.SYSTEM, Layer.DRIVER}
+    assert sections_named(["torch.*"]) == {Layer.FRAMEWORKS, Layer.SYSTEM}
+    assert sections_named(["cudnn"]) == {Layer.CUDNN}
     assert sections_named(["no-such-check"]) is None
 
 

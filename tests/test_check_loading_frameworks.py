@@ -36,7 +36,7 @@ from gpucheck.checks.registry import (
 )
 from gpucheck.compat import load
 from gpucheck.model.environments import PythonEnvironment
-from gpucheck.model.finding import Section
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot, dumps, loads
 
 PACKAGE = "gpucheck.checks.frameworks"
@@ -55,7 +55,7 @@ def test_every_module_registering_framework_checks_is_in_the_table() -> None:
     assert {"torch", "environments", "runtime"} <= set(names)
     for name in names:
         __import__(f"{PACKAGE}.{name}")
-    registering = {module_of(c) for c in all_checks() if c.section is Section.FRAMEWORKS}
+    registering = {module_of(c) for c in all_checks() if c.section is Layer.FRAMEWORKS}
     assert registering == set(FRAMEWORK_MODULES)
 
 
@@ -105,7 +105,7 @@ def snapshots_without(needs: tuple[str, ...]) -> list[tuple[str, Snapshot]]:
 def test_a_module_left_out_had_nothing_to_judge(module: str) -> None:
     needs = FRAMEWORK_MODULES[module]
     __import__(f"{PACKAGE}.{module}")
-    checks = [c for c in all_checks() if c.section is Section.FRAMEWORKS and module_of(c) == module]
+    checks = [c for c in all_checks() if c.section is Layer.FRAMEWORKS and module_of(c) == module]
     assert checks, module
     compat = load(())
     for label, snap in snapshots_without(needs):

@@ -6,7 +6,8 @@ import pytest
 
 from gpucheck import checks
 from gpucheck.checks.registry import ORDER, check
-from gpucheck.model.finding import Outcome, Section
+from gpucheck.model.finding import Outcome
+from gpucheck.model.layers import Layer
 
 
 def test_every_check_is_in_the_order_once_and_the_order_names_only_checks() -> None:
@@ -19,8 +20,8 @@ def test_every_check_is_in_the_order_once_and_the_order_names_only_checks() -> N
 def test_the_order_keeps_each_section_together_in_section_order() -> None:
     sections = [c.section for c in checks.all_checks()]
     runs = [s for i, s in enumerate(sections) if i == 0 or sections[i - 1] != s]
-    assert runs == [s for s in Section if s in sections]  # one run per section, in order
-    assert runs[:3] == [Section.SYSTEM, Section.DRIVER, Section.GPUS]
+    assert runs == [s for s in Layer if s in sections]  # one run per section, in order
+    assert runs[:3] == [Layer.SYSTEM, Layer.DRIVER, Layer.GPUS]
 
 
 def test_a_check_missing_from_the_order_cannot_register() -> None:
@@ -28,5 +29,5 @@ def test_a_check_missing_from_the_order_cannot_register() -> None:
         return None
 
     with pytest.raises(ValueError, match=r"gpu\.new-thing is not in registry\.ORDER"):
-        check("gpu.new-thing", Section.GPUS, "a check nobody placed")(new_check)
+        check("gpu.new-thing", Layer.GPUS, "a check nobody placed")(new_check)
     assert "gpu.new-thing" not in [c.id for c in checks.all_checks()]

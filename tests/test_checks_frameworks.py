@@ -18,7 +18,8 @@ from framework_checks import (
 from more_builders import finding, run_checks, the
 
 from gpucheck.model.environments import PythonEnvironment
-from gpucheck.model.finding import Section, Status
+from gpucheck.model.finding import Status
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import NvccFacts, Snapshot
 from gpucheck.report.core import exit_code
 
@@ -30,7 +31,7 @@ def test_every_framework_check_is_registered_in_report_order_and_tested_here() -
 
     from gpucheck import checks
 
-    ids = [c.id for c in checks.all_checks() if c.section is Section.FRAMEWORKS]
+    ids = [c.id for c in checks.all_checks() if c.section is Layer.FRAMEWORKS]
     assert tuple(ids) == FRAMEWORK_CHECKS
     # This module and its topic siblings, and the layers above the frameworks (extensions,
     # NumPy, NVML bindings, TensorRT, XLA).
@@ -58,9 +59,9 @@ def test_every_framework_check_is_silent_for_a_framework_that_is_not_installed()
 
 
 def test_frameworks_is_a_section_of_its_own() -> None:
-    assert Section.FRAMEWORKS.label == "Frameworks"
+    assert Layer.FRAMEWORKS.label == "Frameworks"
     snap = fb.on(builders.h100_node(1), fb.torch_cu124())
-    assert the(snap, "torch.cpu-build").section is Section.FRAMEWORKS
+    assert the(snap, "torch.cpu-build").section is Layer.FRAMEWORKS
 
 
 def test_several_environments_are_named_and_fixed_with_their_own_pip() -> None:

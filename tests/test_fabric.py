@@ -28,7 +28,7 @@ Version: 550.54.15-1
 Package: nvidia-fabricmanager-570
 Status: install ok installed
 Priority: optional
-Section: multiverse/utils
+Layer: multiverse/utils
 Version: 570.86.15-1
 Description: Fabric Manager for NVSwitch based systems.
  A long description line.

@@ -13,7 +13,8 @@ from gpucheck import checks
 from gpucheck.checks.registry import Check
 from gpucheck.model.decoding import from_dict, to_dict
 from gpucheck.model.finding import Finding, FindingV2, Outcome, Status
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, StepKind, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, StepKind, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.report.core import Report
 from gpucheck.report.formats import render_junit, render_prometheus
 

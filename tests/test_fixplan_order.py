@@ -17,8 +17,9 @@ from sim_doctor import doctor
 
 from gpucheck.fixplan import report_findings
 from gpucheck.fixplan.plan import PlanHost, PlanStep, build_plan
-from gpucheck.model.finding import PROBLEM, Finding, Section, Status
-from gpucheck.model.fix import LAYER_ORDER, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import PROBLEM, Finding, Status
+from gpucheck.model.fix import Change, Fix, Step, Tool
+from gpucheck.model.layers import LAYER_ORDER, Layer
 
 PY = "/home/user/.venv/bin/python"
 
@@ -113,7 +114,7 @@ def test_fix_on_the_ecc_machine_itself_keeps_the_order(simulate: Simulate) -> No
 # --- the rule, on built findings -------------------------------------------------------------
 
 
-def finding(id: str, section: Section, *steps: Step) -> Finding:
+def finding(id: str, section: Layer, *steps: Step) -> Finding:
     return Finding(id, section, Status.FAIL, id, fix=Fix.of(*steps))
 
 
@@ -133,9 +134,9 @@ def test_across_fixes_lower_layers_still_come_first_where_no_fix_says_otherwise(
     torch = pip("pip install 'torch==2.5.1'", Change("torch", "2.4.0", "2.5.1"))
     plan = build_plan(
         [
-            finding("torch.old", Section.FRAMEWORKS, torch),
-            finding("gpu.ecc", Section.GPUS, drain, reset),
-            finding("driver.old", Section.DRIVER, driver, reboot),  # reboot [system] after it
+            finding("torch.old", Layer.FRAMEWORKS, torch),
+            finding("gpu.ecc", Layer.GPUS, drain, reset),
+            finding("driver.old", Layer.DRIVER, driver, reboot),  # reboot [system] after it
         ],
         PlanHost("h"),
         [PY],
@@ -156,8 +157,8 @@ def test_a_step_merged_into_anothers_keeps_its_place_in_its_own_fix() -> None:
     clean = Step.run("clear the cache", "rm -rf ~/.cache/torch_extensions", layer=Layer.SYSTEM)
     plan = build_plan(
         [
-            finding("a", Section.FRAMEWORKS, exact),
-            finding("b", Section.FRAMEWORKS, below, clean),  # its install is a's, then the clean
+            finding("a", Layer.FRAMEWORKS, exact),
+            finding("b", Layer.FRAMEWORKS, below, clean),  # its install is a's, then the clean
         ],
         PlanHost("h"),
         [PY],
@@ -172,7 +173,7 @@ def test_two_fixes_sharing_steps_in_opposite_orders_plan_each_step_once() -> Non
     stop = Step.run("stop the service", "sudo systemctl stop nvidia-persistenced")
     unload = Step.run("unload the module", "sudo rmmod nvidia_uvm")
     plan = build_plan(
-        [finding("a", Section.DRIVER, stop, unload), finding("b", Section.DRIVER, unload, stop)],
+        [finding("a", Layer.DRIVER, stop, unload), finding("b", Layer.DRIVER, unload, stop)],
         PlanHost("h"),
         [],
     )
@@ -189,9 +190,9 @@ def test_a_step_a_fix_repeats_is_planned_each_time_it_is_needed() -> None:
     install = Step.run("install the driver", "sudo ubuntu-drivers install")
     plan = build_plan(
         [
-            finding("driver.kernel-module", Section.DRIVER, enrol, Step.reboot(), install,
+            finding("driver.kernel-module", Layer.DRIVER, enrol, Step.reboot(), install,
                     Step.reboot()),
-            finding("driver.nvml", Section.DRIVER, Step.reboot()),  # shares the first reboot
+            finding("driver.nvml", Layer.DRIVER, Step.reboot()),  # shares the first reboot
         ],
         PlanHost("h"),
         [],

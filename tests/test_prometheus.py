@@ -15,7 +15,8 @@ from components import free_port, get, program, run, serving, wait_for
 from conftest import REPO, run_gpucheck
 
 from gpucheck.model.environments import Distribution, PythonEnvironment
-from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
+from gpucheck.model.finding import Finding, GpuRef, Status, Subjects
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import ProbeRun, Snapshot, dumps
 from gpucheck.report.core import Report
 from gpucheck.report.prometheus import render_prometheus
@@ -48,10 +49,10 @@ def awkward_report() -> Report:
     snap.probes = [ProbeRun("nvml", "ok", 81.5), ProbeRun("libraries", "timeout", 15000.0)]
     gpus = [GpuRef(g.index, g.uuid, g.pci_bus_id) for g in snap.nvml.gpus]
     findings = [
-        Finding("driver.nvml", Section.DRIVER, Status.PASS, "NVML answers"),
-        Finding("gpu.ecc-errors", Section.GPUS, Status.FAIL, "ECC", subjects=Subjects(gpus)),
+        Finding("driver.nvml", Layer.DRIVER, Status.PASS, "NVML answers"),
+        Finding("gpu.ecc-errors", Layer.GPUS, Status.FAIL, "ECC", subjects=Subjects(gpus)),
         # The same GPU named twice must not give a duplicate series.
-        Finding("gpu.lost", Section.GPUS, Status.PASS, "ok", subjects=Subjects([gpus[0]] * 2)),
+        Finding("gpu.lost", Layer.GPUS, Status.PASS, "ok", subjects=Subjects([gpus[0]] * 2)),
     ]
     # Facts gathered an hour before the report was made (a `doctor --from`).
     snap.created_at = "2026-11-21T09:00:00+00:00"

@@ -18,8 +18,9 @@ from gpucheck.bench.spec import (
     matmul_expectation,
 )
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
-from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.finding import Finding, GpuRef, Status, Subjects
+from gpucheck.model.fix import Fix, Step
+from gpucheck.model.layers import Layer
 
 SLOWDOWNS = {
     "sw_power_cap": "the power cap held the clocks down (sw_power_cap)",
@@ -56,7 +57,7 @@ def finding(
 ) -> Finding:
     return Finding(
         id_,
-        Section.BENCH,
+        Layer.BENCH,
         status,
         title,
         evidence,

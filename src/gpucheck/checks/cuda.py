@@ -17,12 +17,13 @@ from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.checks.system import container_steps
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome, Subjects
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import LibraryCopy
 
 
-@check("cuda.driver-api", Section.CUDA, "libcuda loads and cuInit succeeds")
+@check("cuda.driver-api", Layer.CUDA, "libcuda loads and cuInit succeeds")
 def driver_api(ctx: Context) -> Outcome | None:
     drv = ctx.snapshot.cuda.driver
     probe = ctx.snapshot.probe("cuda_driver")
@@ -310,7 +311,7 @@ def loader_conflicts(copies: list[LibraryCopy]) -> list[list[LibraryCopy]]:
 
 @check(
     "cuda.runtime-libraries",
-    Section.CUDA,
+    Layer.CUDA,
     "CUDA runtime copies on the loader path agree and fit the driver",
 )
 def runtime_libraries(ctx: Context) -> Outcome | None:

@@ -8,7 +8,8 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.driver import library_version
 from gpucheck.checks.driver_fixes import LOAD_UVM, reload_steps, userspace_of
 from gpucheck.compat import parse_version
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
 CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {

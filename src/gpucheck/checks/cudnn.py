@@ -7,8 +7,9 @@ from gpucheck.checks.cuda import copies_line, loader_conflicts, needs_newer_driv
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
-from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome, Subjects
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 
 
 def _pip_for(ctx: Context, path: str, why: str, command: str, changes: list[Change]) -> Step:
@@ -79,7 +80,7 @@ def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
     return None
 
 
-@check("cudnn.libraries", Section.CUDNN, "cuDNN copies load, agree, and fit the driver")
+@check("cudnn.libraries", Layer.CUDNN, "cuDNN copies load, agree, and fit the driver")
 def libraries(ctx: Context) -> Outcome:
     copies = ctx.snapshot.cudnn.libraries
     if not copies:

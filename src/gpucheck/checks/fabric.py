@@ -12,8 +12,9 @@ from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, 
 from gpucheck.checks.registry import check
 from gpucheck.model.distros import linux_family
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
-from gpucheck.model.finding import Outcome, Section, Status
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import GpuFacts
 
 # NCCL's troubleshooting guide (GPU Direct; PCI Access Control Services) says P2P through an
@@ -160,7 +161,7 @@ def _evidence(ctx: Context, fab: FabricHostFacts) -> list[str]:
 
 @check(
     "driver.fabric-manager",
-    Section.DRIVER,
+    Layer.DRIVER,
     "NVSwitch systems: the fabric manager runs, at the driver's version, and the fabric is up",
 )
 def fabric_manager(ctx: Context) -> Outcome | None:
@@ -208,7 +209,7 @@ def _iommu_translating(fab: FabricHostFacts | None) -> bool:
     return bool(fab and fab.iommu_groups and not any(a in PASSTHROUGH for a in fab.iommu_cmdline))
 
 
-@check("gpu.p2p", Section.GPUS, "peer-to-peer between GPUs: NVLink, PCIe, and what blocks it")
+@check("gpu.p2p", Layer.GPUS, "peer-to-peer between GPUs: NVLink, PCIe, and what blocks it")
 def p2p(ctx: Context) -> Outcome | None:
     pairs = ctx.snapshot.nvml.pairs
     if not pairs:
@@ -273,7 +274,7 @@ def _pair_text(p: GpuPair) -> str:
     )
 
 
-@check("gpu.nvlink", Section.GPUS, "every NVLink link of each GPU is up")
+@check("gpu.nvlink", Layer.GPUS, "every NVLink link of each GPU is up")
 def nvlink(ctx: Context) -> Outcome | None:
     linked = [g for g in ctx.gpus if g.nvlink_active]
     if not linked:

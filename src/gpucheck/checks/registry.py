@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 from msgspec.structs import replace
 
-from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Section, Status
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Status
+from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import FRAMEWORKS
+from gpucheck.model.layers import Layer
 
 FRAMEWORK_KEYS = tuple(fw.key for fw in FRAMEWORKS)
 
@@ -29,40 +30,27 @@ CheckFunc = Callable[["Context"], "Outcome | None"]
 
 # The snapshot's fact groups each layer's checks read: a saved snapshot without one of them
 # (a partial file, an older version) leaves those checks unjudged, never failed.
-READS: dict[Section, tuple[str, ...]] = {
-    Section.SYSTEM: ("system",),
-    Section.DRIVER: ("system", "nvml"),
-    Section.GPUS: ("nvml",),
-    Section.CUDA: ("cuda",),
-    Section.CUDNN: ("cudnn",),
-    Section.FRAMEWORKS: ("environments",),
-    Section.REQUIREMENTS: ("nvml",),
+READS: dict[Layer, tuple[str, ...]] = {
+    Layer.SYSTEM: ("system",),
+    Layer.DRIVER: ("system", "nvml"),
+    Layer.GPUS: ("nvml",),
+    Layer.CUDA: ("cuda",),
+    Layer.CUDNN: ("cudnn",),
+    Layer.FRAMEWORKS: ("environments",),
+    Layer.REQUIREMENTS: ("nvml",),
 }
 # The checks a layer's verdicts rest on. With --only, a selected check that has nothing to
 # judge says which of these failed, and their failures are reported with it.
-PREREQUISITES: dict[Section, tuple[str, ...]] = {
-    Section.SYSTEM: (),
-    Section.DRIVER: ("system.gpu-present",),
-    Section.GPUS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
-    Section.CUDA: ("system.gpu-present", "driver.kernel-module"),
-    Section.CUDNN: (),
-    Section.FRAMEWORKS: ("system.gpu-present",),
-    Section.REQUIREMENTS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
+PREREQUISITES: dict[Layer, tuple[str, ...]] = {
+    Layer.SYSTEM: (),
+    Layer.DRIVER: ("system.gpu-present",),
+    Layer.GPUS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
+    Layer.CUDA: ("system.gpu-present", "driver.kernel-module"),
+    Layer.CUDNN: (),
+    Layer.FRAMEWORKS: ("system.gpu-present",),
+    Layer.REQUIREMENTS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
 }
 
-
-# The layer a fix's step changes when its check does not say (a framework check's extension
-# steps say so; a requirement's fix changes the job).
-LAYER_OF: dict[Section, Layer] = {
-    Section.SYSTEM: Layer.SYSTEM,
-    Section.DRIVER: Layer.DRIVER,
-    Section.GPUS: Layer.GPUS,
-    Section.CUDA: Layer.CUDA,
-    Section.CUDNN: Layer.CUDNN,
-    Section.FRAMEWORKS: Layer.FRAMEWORKS,
-    Section.REQUIREMENTS: Layer.JOB,
-    Section.BENCH: Layer.GPUS,
-}
 
 # What a snapshot holds that a framework check can judge (see held): an environment at all, a
 # framework (its key) in some environment, or system TensorRT libraries.
@@ -91,47 +79,47 @@ FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = {
 # The modules whose import registers each section's checks (their order in the report is
 # ORDER's), and the sections each id's first part belongs to: a doctor with --only imports
 # the modules of the sections it names (and of their prerequisites), no more.
-SECTION_MODULES: dict[Section, tuple[str, ...]] = {
-    Section.SYSTEM: ("gpucheck.checks.system",),
-    Section.DRIVER: (
+SECTION_MODULES: dict[Layer, tuple[str, ...]] = {
+    Layer.SYSTEM: ("gpucheck.checks.system",),
+    Layer.DRIVER: (
         "gpucheck.checks.driver",
         "gpucheck.checks.driver_services",
         "gpucheck.checks.fabric",
     ),
-    Section.GPUS: (
+    Layer.GPUS: (
         "gpucheck.checks.gpus",
         "gpucheck.checks.gpus_sharing",
         "gpucheck.checks.fabric",
     ),
-    Section.CUDA: ("gpucheck.checks.cuda", "gpucheck.checks.toolkit"),
-    Section.CUDNN: ("gpucheck.checks.cudnn",),
-    Section.FRAMEWORKS: tuple(f"gpucheck.checks.frameworks.{m}" for m in FRAMEWORK_MODULES),
-    Section.REQUIREMENTS: ("gpucheck.checks.requirements",),
-    Section.BENCH: (),  # gpucheck bench's verdicts: not checks of the doctor
+    Layer.CUDA: ("gpucheck.checks.cuda", "gpucheck.checks.toolkit"),
+    Layer.CUDNN: ("gpucheck.checks.cudnn",),
+    Layer.FRAMEWORKS: tuple(f"gpucheck.checks.frameworks.{m}" for m in FRAMEWORK_MODULES),
+    Layer.REQUIREMENTS: ("gpucheck.checks.requirements",),
+    Layer.BENCH: (),  # gpucheck bench's verdicts: not checks of the doctor
 }
-ID_SECTIONS: dict[str, Section] = {
-    "system": Section.SYSTEM,
-    "driver": Section.DRIVER,
-    "gpu": Section.GPUS,
-    "cuda": Section.CUDA,
-    "cudnn": Section.CUDNN,
+ID_SECTIONS: dict[str, Layer] = {
+    "system": Layer.SYSTEM,
+    "driver": Layer.DRIVER,
+    "gpu": Layer.GPUS,
+    "cuda": Layer.CUDA,
+    "cudnn": Layer.CUDNN,
     # The framework checks' ids begin with the framework's key (model/frameworks.py), or
     # "frameworks" / "xla" for those about several.
-    **{first: Section.FRAMEWORKS for first in ("frameworks", "xla", *FRAMEWORK_KEYS)},
-    "require": Section.REQUIREMENTS,
+    **{first: Layer.FRAMEWORKS for first in ("frameworks", "xla", *FRAMEWORK_KEYS)},
+    "require": Layer.REQUIREMENTS,
 }
 
 
 class Check(Struct, frozen=True):
     id: str
-    section: Section
+    section: Layer
     summary: str  # what it looks at, for `gpucheck checks` and the README
     func: CheckFunc
     reads: tuple[str, ...] = ()  # snapshot fact groups; default: the section's (READS)
 
 
 REGISTRY: list[Check] = []
-# Every check, in report order (sections in Section's order, then within each the order a
+# Every check, in report order (sections in Layer's order, then within each the order a
 # reader follows: root causes first). This list, not the order modules are imported in,
 # decides the order; a check missing from it cannot register.
 ORDER: tuple[str, ...] = (
@@ -195,7 +183,7 @@ ORDER: tuple[str, ...] = (
 
 
 def check(
-    id: str, section: Section, summary: str, reads: tuple[str, ...] | None = None
+    id: str, section: Layer, summary: str, reads: tuple[str, ...] | None = None
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check (its place in the report is its place in ORDER)."""
 
@@ -228,10 +216,10 @@ def held(snapshot: Snapshot) -> set[str] | None:
     return found
 
 
-def _modules(section: Section, holds: set[str] | None) -> tuple[str, ...]:
+def _modules(section: Layer, holds: set[str] | None) -> tuple[str, ...]:
     """The modules of `section` whose checks can judge something where `holds` (None: all)."""
-    modules = SECTION_MODULES[section]
-    if section is not Section.FRAMEWORKS or holds is None:
+    modules = SECTION_MODULES.get(section, ())  # (a fix step's layer holds no checks)
+    if section is not Layer.FRAMEWORKS or holds is None:
         return modules
     return tuple(m for m in modules if holds.intersection(FRAMEWORK_MODULES[m.rsplit(".")[-1]]))
 
@@ -239,7 +227,7 @@ def _modules(section: Section, holds: set[str] | None) -> tuple[str, ...]:
 _LOADED: set[str] = set()
 
 
-def load(sections: Iterable[Section], holds: set[str] | None = None) -> None:
+def load(sections: Iterable[Layer], holds: set[str] | None = None) -> None:
     """Register the checks of `sections` (importing their modules), once; of the framework
     modules, with `holds` (see held), only those with something to judge."""
     for section in sections:
@@ -251,7 +239,7 @@ def load(sections: Iterable[Section], holds: set[str] | None = None) -> None:
 
 
 def all_checks() -> list[Check]:
-    load(list(Section))
+    load(list(Layer))
     return _registered()
 
 
@@ -260,14 +248,14 @@ def _registered() -> list[Check]:
     return sorted(REGISTRY, key=lambda c: ORDER.index(c.id))
 
 
-def sections_named(patterns: Iterable[str]) -> set[Section] | None:
+def sections_named(patterns: Iterable[str]) -> set[Layer] | None:
     """The sections --only/--skip patterns can match, told from the patterns alone (a section's
     name, or an id or prefix whose first part is in ID_SECTIONS); None where one cannot be."""
-    found: set[Section] = set()
+    found: set[Layer] = set()
     for pattern in patterns:
         p = pattern.rstrip("*")
-        if p in {s.value for s in Section}:
-            found.add(Section(p))
+        if p in {s.value for s in SECTION_MODULES}:
+            found.add(Layer(p))
         elif p.split(".")[0] in ID_SECTIONS:
             found.add(ID_SECTIONS[p.split(".")[0]])
         else:
@@ -301,12 +289,12 @@ def select(only: list[str], skip: list[str], holds: set[str] | None = None) -> l
     elif holds is None or only:
         checks = all_checks()
     else:
-        load(list(Section), holds)
-        modules = set(_modules(Section.FRAMEWORKS, holds))
+        load(list(Layer), holds)
+        modules = set(_modules(Layer.FRAMEWORKS, holds))
         checks = [
             c
             for c in _registered()
-            if c.section is not Section.FRAMEWORKS or c.func.__module__ in modules
+            if c.section is not Layer.FRAMEWORKS or c.func.__module__ in modules
         ]
     ids = [c.id for c in checks]
     for pattern in only + skip:
@@ -344,7 +332,7 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
         return None
     fix = outcome.fix
     if fix is not None:  # a step's layer, where the check left it: the check's own
-        layer = LAYER_OF[chk.section]
+        layer = chk.section.step_layer
         fix = Fix(fix.text, [s if s.layer else replace(s, layer=layer) for s in fix.steps])
     return Finding(
         chk.id,

@@ -9,11 +9,12 @@ from gpucheck.checks.cuda import needs_newer_driver
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
-from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.finding import Outcome, Subjects
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 
 
-@check("cuda.toolkit", Section.CUDA, "the CUDA toolkit (nvcc) fits the driver and the GPUs")
+@check("cuda.toolkit", Layer.CUDA, "the CUDA toolkit (nvcc) fits the driver and the GPUs")
 def toolkit(ctx: Context) -> Outcome | None:
     cuda = ctx.snapshot.cuda
     env = ctx.snapshot.system.env

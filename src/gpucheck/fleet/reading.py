@@ -26,7 +26,8 @@ from gpucheck.fleet.records import BadReport, HostRecord, record
 from gpucheck.fleet.sources import Item
 from gpucheck.fleet.store import Folded, HostRow, host_row
 from gpucheck.model.decoding import DecodeError, from_json
-from gpucheck.model.finding import Finding, FindingV2, GpuRef, Section, Subjects
+from gpucheck.model.finding import Finding, FindingV2, GpuRef, Subjects
+from gpucheck.model.layers import Layer
 from gpucheck.model.requirements import Requirements
 from gpucheck.model.snapshot import SNAPSHOT_LIMIT, Snapshot, SnapshotError, check_version, loads
 from gpucheck.report.core import REPORT_SCHEMA_VERSION, exit_code
@@ -135,7 +136,7 @@ def _requirement_findings(raw: msgspec.Raw) -> list[Finding]:
     return [
         Finding(
             f.id,
-            Section.REQUIREMENTS,
+            Layer.REQUIREMENTS,
             f.status,
             f.title,
             subjects=Subjects(

@@ -32,8 +32,9 @@ from gpucheck.model.environments import (
     PythonEnvironment,
 )
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step
+from gpucheck.model.fix import OR, Change, Fix, Step
 from gpucheck.model.frameworks import TENSORRT, TORCH, TORCH_EXTENSIONS
+from gpucheck.model.layers import Layer
 
 EXTENSIONS = tuple(e.dist for e in TORCH_EXTENSIONS)  # in the order findings name them
 PAIRED = tuple(e.dist for e in TORCH_EXTENSIONS if e.paired)

@@ -31,8 +31,9 @@ from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import JaxRelease, code_for, major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.frameworks import CUPY
+from gpucheck.model.layers import Layer
 
 # --- JAX ------------------------------------------------------------------------------------------
 

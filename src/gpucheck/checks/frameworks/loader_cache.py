@@ -30,7 +30,8 @@ from gpucheck.checks.frameworks.packages import same_version
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import LibraryCopy
 
 

@@ -30,9 +30,10 @@ from gpucheck.checks.frameworks.tensorflow_libraries import essential_loader_war
 from gpucheck.checks.registry import check
 from gpucheck.checks.remedies import share_gpus
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.finding import Outcome, Section, Status
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH, installed_frameworks
+from gpucheck.model.layers import Layer
 
 # (Patterns as text: re compiles one on first use, not at every start-up.)
 _MISSING_LIB = r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
@@ -142,7 +143,7 @@ def _count_causes(
 
 @check(
     "frameworks.smoke-test",
-    Section.FRAMEWORKS,
+    Layer.FRAMEWORKS,
     "each framework imports, sees the GPUs and multiplies matrices on each (doctor --deep)",
 )
 def smoke_test(ctx: Context) -> Outcome | None:

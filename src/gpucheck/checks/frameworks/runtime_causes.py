@@ -19,8 +19,9 @@ from gpucheck.checks.frameworks.environments import pip_step
 from gpucheck.checks.remedies import share_gpus
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.frameworks import TENSORFLOW, TORCH
+from gpucheck.model.layers import Layer
 
 XID = Step.run("look for Xid errors", "sudo dmesg | grep -i xid", layer=Layer.GPUS)
 

@@ -20,8 +20,9 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import BY_KEY, CUPY, JAX, TENSORFLOW, TORCH
+from gpucheck.model.layers import Layer
 
 
 def by_hand(framework: str) -> str:

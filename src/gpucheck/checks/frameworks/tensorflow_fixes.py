@@ -19,7 +19,8 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
 from gpucheck.model.environments import PythonEnvironment
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 
 
 def tf_release(ctx: Context, t: TfFacts) -> TfRelease | None:

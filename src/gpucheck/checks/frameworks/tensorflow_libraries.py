@@ -28,8 +28,9 @@ from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.frameworks import TENSORFLOW
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import LibraryCopy
 
 # The libraries TensorFlow dlopens to use a GPU ("Cannot dlopen some GPU libraries" when one

@@ -17,9 +17,10 @@ from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import TensorrtRelease
 from gpucheck.model.environments import Distribution, ExtensionImport, PythonEnvironment
-from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.frameworks import TENSORRT
+from gpucheck.model.layers import Layer
 
 # (Patterns as text: re compiles one on first use, not at every start-up.)
 _CU = r"^tensorrt-cu(\d+)(?:-|$)"
@@ -254,7 +255,7 @@ def _engine(
 
 @check(
     "tensorrt.libraries",
-    Section.FRAMEWORKS,
+    Layer.FRAMEWORKS,
     "system TensorRT (libnvinfer) copies support the GPUs here",
 )
 def tensorrt_libraries(ctx: Context) -> Outcome | None:

@@ -42,8 +42,9 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.frameworks import TORCH
+from gpucheck.model.layers import Layer
 
 
 @framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)

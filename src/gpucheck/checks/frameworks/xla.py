@@ -13,8 +13,9 @@ from gpucheck.checks.frameworks.environments import change, environment_check, m
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.frameworks import FRAMEWORKS
+from gpucheck.model.layers import Layer
 
 # What the flags people set most do; a flag not listed is shown as set, without comment.
 FLAGS = {
