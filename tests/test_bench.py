@@ -244,7 +244,7 @@ def test_the_doctors_pcie_check_points_to_bench() -> None:
     import builders
 
     from gpucheck.checks.context import Context
-    from gpucheck.checks.gpus import pcie_link
+    from gpucheck.checks.gpus.health import pcie_link
 
     snap = builders.workstation()  # the RTX 3060 capture: gen 1 of 4 ...
     snap.nvml.gpus[0].utilization_gpu = 97  # ... under load

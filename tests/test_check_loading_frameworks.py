@@ -1,5 +1,6 @@
 """A doctor of a saved snapshot imports only the framework check modules the snapshot can use
-(registry.FRAMEWORK_MODULES and held; start-up, issue #24 item 4). Left out, a module must
+(the frameworks layer's module_needs, registry.FRAMEWORK_MODULES, and held: start-up time).
+Left out, a module must
 have had nothing to say: its checks judge nothing on a snapshot without what the table says
 they need, and the report is the same byte for byte with every module loaded."""
 
@@ -27,13 +28,8 @@ import gpucheck.checks.frameworks
 from gpucheck import cli
 from gpucheck.checks import registry
 from gpucheck.checks.context import Context, Requirements
-from gpucheck.checks.registry import (
-    ANY_ENVIRONMENT,
-    FRAMEWORK_MODULES,
-    SYSTEM_TENSORRT,
-    all_checks,
-    held,
-)
+from gpucheck.checks.declarations import ANY_ENVIRONMENT, SYSTEM_TENSORRT
+from gpucheck.checks.registry import FRAMEWORK_MODULES, all_checks, held
 from gpucheck.compat import load
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.layers import Layer
@@ -52,7 +48,7 @@ def test_every_module_registering_framework_checks_is_in_the_table() -> None:
     # from the table registers checks whose module is not in it.
     folder = Path(gpucheck.checks.frameworks.__file__).parent
     names = [m.name for m in pkgutil.iter_modules([str(folder)])]
-    assert {"torch", "environments", "runtime"} <= set(names)
+    assert {"torch", "per_environment", "runtime"} <= set(names)
     for name in names:
         __import__(f"{PACKAGE}.{name}")
     registering = {module_of(c) for c in all_checks() if c.section is Layer.FRAMEWORKS}
@@ -207,7 +203,7 @@ def imported_framework_modules(tmp_path: Path, snap: Snapshot) -> set[str]:
 def test_a_doctor_imports_the_framework_modules_its_snapshot_can_use(tmp_path: Path) -> None:
     assert imported_framework_modules(tmp_path, builders.h100_node(2)) == set()
     torch = imported_framework_modules(tmp_path, fb.on(builders.h100_node(2), fb.torch_cu124()))
-    assert {"torch", "extensions", "environment", "runtime", "builds"} <= torch
+    assert {"torch", "extensions", "conflicts", "runtime", "builds"} <= torch
     assert not {"tensorflow", "jax_cupy", "tensorrt"} & torch
 
 

@@ -1,4 +1,5 @@
-"""The report's check order is one explicit list (checks.registry.ORDER), not import order."""
+"""The report's check order is the layers' declarations (each layer package's DECLARED, in
+Layer's order), not import order; a check registers only as its declaration says."""
 
 from __future__ import annotations
 
@@ -24,10 +25,42 @@ def test_the_order_keeps_each_section_together_in_section_order() -> None:
     assert runs[:3] == [Layer.SYSTEM, Layer.DRIVER, Layer.GPUS]
 
 
-def test_a_check_missing_from_the_order_cannot_register() -> None:
+def test_a_check_missing_from_the_declarations_cannot_register() -> None:
     def new_check(ctx: checks.Context) -> Outcome | None:
         return None
 
-    with pytest.raises(ValueError, match=r"gpu\.new-thing is not in registry\.ORDER"):
-        check("gpu.new-thing", Layer.GPUS, "a check nobody placed")(new_check)
+    with pytest.raises(ValueError, match=r"gpu\.new-thing is not declared in its layer"):
+        check("gpu.new-thing", "a check nobody placed")(new_check)
     assert "gpu.new-thing" not in [c.id for c in checks.all_checks()]
+
+
+def test_a_check_registers_only_from_the_module_its_declaration_names() -> None:
+    # Lazy loading imports the declared module for an id: a check written elsewhere would
+    # never be loaded by a doctor --only naming it.
+    def ecc(ctx: checks.Context) -> Outcome | None:
+        return None
+
+    with pytest.raises(ValueError, match=r"declared in gpucheck\.checks\.gpus\.health"):
+        check("gpu.ecc-errors", "ECC, registered from a test")(ecc)
+
+
+def test_the_order_and_layers_come_from_the_layer_packages_declarations() -> None:
+    registered = checks.all_checks()
+    gpus = [c for c in registered if c.section is Layer.GPUS]
+    assert [c.id for c in gpus] == [
+        "gpu.lost",
+        "gpu.ecc-errors",
+        "gpu.memory-remapping",
+        "gpu.throttling",
+        "gpu.pcie-link",
+        "gpu.nvlink",
+        "gpu.p2p",
+        "gpu.compute-mode",
+        "gpu.mig",
+        "gpu.memory-in-use",
+    ]
+    modules = {c.id: c.func.__module__ for c in registered}
+    assert modules["gpu.p2p"] == "gpucheck.checks.gpus.interconnect"
+    assert modules["driver.fabric-manager"] == "gpucheck.checks.driver.fabric_manager"
+    assert modules["torch.cpu-build"] == "gpucheck.checks.frameworks.torch"
+    assert {c.section for c in registered if c.id.startswith("require.")} == {Layer.REQUIREMENTS}

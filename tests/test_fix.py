@@ -183,7 +183,7 @@ def test_findings_keep_fix_steps_in_their_json() -> None:
 def test_a_driver_is_installed_with_the_machines_own_package_manager() -> None:
     from packaging.version import Version
 
-    from gpucheck.checks.remedies import install_driver
+    from gpucheck.checks.fixes import install_driver
 
     want = Version("580.65.06")
     expected = {

@@ -23,7 +23,7 @@ from gpucheck.model.layers import LAYER_ORDER, Layer
 
 PY = "/home/user/.venv/bin/python"
 
-# The ECC fix (checks/gpus.py), in the order it must run, as the doctor's sentence says it:
+# The ECC fix (checks/gpus/health.py), in the order it must run, as the doctor's sentence says it:
 # "Drain the node; reset the GPU (or reboot): `sudo nvidia-smi -r -i 0`; then re-check: ...".
 ECC_STEPS = [
     (1, "manual", "job", "drain the node", None),

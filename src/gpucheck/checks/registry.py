@@ -1,5 +1,9 @@
-"""The check registry: every check's id, section and function, selection by id/prefix/section
-(`--only`, `--skip`), and the runner that turns outcomes into findings."""
+"""The check registry: every check's id, layer and function, selection by id/prefix/layer
+(`--only`, `--skip`), and the runner that turns outcomes into findings.
+
+What it knows of the checks it reads from the layer packages' declarations (each package's
+DECLARED, see declarations.py): the report order, the module that registers each id, the layer
+an id belongs to, the facts a layer reads and its prerequisites."""
 
 from __future__ import annotations
 
@@ -12,12 +16,12 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 from msgspec.structs import replace
 
+from gpucheck.checks import cuda, cudnn, driver, frameworks, gpus, requirements, system
+from gpucheck.checks.declarations import ANY_ENVIRONMENT, SYSTEM_TENSORRT, LayerChecks
 from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Status
 from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import FRAMEWORKS
 from gpucheck.model.layers import Layer
-
-FRAMEWORK_KEYS = tuple(fw.key for fw in FRAMEWORKS)
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -27,87 +31,40 @@ _PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding gpuc
 
 CheckFunc = Callable[["Context"], "Outcome | None"]
 
-
-# The snapshot's fact groups each layer's checks read: a saved snapshot without one of them
-# (a partial file, an older version) leaves those checks unjudged, never failed.
-READS: dict[Layer, tuple[str, ...]] = {
-    Layer.SYSTEM: ("system",),
-    Layer.DRIVER: ("system", "nvml"),
-    Layer.GPUS: ("nvml",),
-    Layer.CUDA: ("cuda",),
-    Layer.CUDNN: ("cudnn",),
-    Layer.FRAMEWORKS: ("environments",),
-    Layer.REQUIREMENTS: ("nvml",),
-}
-# The checks a layer's verdicts rest on. With --only, a selected check that has nothing to
-# judge says which of these failed, and their failures are reported with it.
-PREREQUISITES: dict[Layer, tuple[str, ...]] = {
-    Layer.SYSTEM: (),
-    Layer.DRIVER: ("system.gpu-present",),
-    Layer.GPUS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
-    Layer.CUDA: ("system.gpu-present", "driver.kernel-module"),
-    Layer.CUDNN: (),
-    Layer.FRAMEWORKS: ("system.gpu-present",),
-    Layer.REQUIREMENTS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
-}
-
-
-# What a snapshot holds that a framework check can judge (see held): an environment at all, a
-# framework (its key) in some environment, or system TensorRT libraries.
-ANY_ENVIRONMENT = "environment"
-SYSTEM_TENSORRT = "libnvinfer"
-# The modules of checks/frameworks/ that register checks, each with what a snapshot must hold
-# (any one of) for one of them to judge anything: each is a framework_check (environments.py),
-# silent for an environment without its framework, but tensorrt.libraries (system copies) and
-# frameworks.smoke-test (environments holding any framework). A doctor of a saved snapshot
-# imports only those its snapshot can use (start-up, issue #24): the rest would say nothing.
-FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = {
-    "torch": ("torch",),
-    "extensions": ("torch",),
-    "tensorflow": ("tensorflow",),
-    "tensorflow_libraries": ("tensorflow",),
-    "jax_cupy": ("jax", "cupy"),
-    "environment": (ANY_ENVIRONMENT,),
-    "loader_cache": (ANY_ENVIRONMENT,),
-    "tensorrt": ("tensorrt", SYSTEM_TENSORRT),
-    "xla": (ANY_ENVIRONMENT,),
-    "numpy_abi": (ANY_ENVIRONMENT,),
-    "nvml_bindings": (ANY_ENVIRONMENT,),
-    "runtime": (ANY_ENVIRONMENT,),
-}
-
-# The modules whose import registers each section's checks (their order in the report is
-# ORDER's), and the sections each id's first part belongs to: a doctor with --only imports
-# the modules of the sections it names (and of their prerequisites), no more.
+# The layers that hold checks, in the report's order (Layer's).
+DECLARED: tuple[LayerChecks, ...] = tuple(
+    sorted(
+        (
+            system.DECLARED,
+            driver.DECLARED,
+            gpus.DECLARED,
+            cuda.DECLARED,
+            cudnn.DECLARED,
+            frameworks.DECLARED,
+            requirements.DECLARED,
+        ),
+        key=lambda d: list(Layer).index(d.layer),
+    )
+)
+_OF_LAYER = {d.layer: d for d in DECLARED}
+# Every check, in report order: the layers in Layer's order, each in its declaration's order.
+# This list, not the order modules are imported in, decides the order; a check missing from
+# it cannot register.
+ORDER: tuple[str, ...] = tuple(id for d in DECLARED for id, _ in d.checks)
+# The module whose import registers each check, and the layer each check belongs to.
+MODULE_OF: dict[str, str] = {id: d.module(name) for d in DECLARED for id, name in d.checks}
+LAYER_OF_ID: dict[str, Layer] = {id: d.layer for d in DECLARED for id, _ in d.checks}
+READS: dict[Layer, tuple[str, ...]] = {d.layer: d.reads for d in DECLARED}
+PREREQUISITES: dict[Layer, tuple[str, ...]] = {d.layer: d.prerequisites for d in DECLARED}
+# The modules whose import registers each layer's checks: a doctor with --only imports the
+# modules of the layers it names (and of their prerequisites), no more.
 SECTION_MODULES: dict[Layer, tuple[str, ...]] = {
-    Layer.SYSTEM: ("gpucheck.checks.system",),
-    Layer.DRIVER: (
-        "gpucheck.checks.driver",
-        "gpucheck.checks.driver_services",
-        "gpucheck.checks.fabric",
-    ),
-    Layer.GPUS: (
-        "gpucheck.checks.gpus",
-        "gpucheck.checks.gpus_sharing",
-        "gpucheck.checks.fabric",
-    ),
-    Layer.CUDA: ("gpucheck.checks.cuda", "gpucheck.checks.toolkit"),
-    Layer.CUDNN: ("gpucheck.checks.cudnn",),
-    Layer.FRAMEWORKS: tuple(f"gpucheck.checks.frameworks.{m}" for m in FRAMEWORK_MODULES),
-    Layer.REQUIREMENTS: ("gpucheck.checks.requirements",),
-    Layer.BENCH: (),  # gpucheck bench's verdicts: not checks of the doctor
+    d.layer: tuple(dict.fromkeys(d.module(name) for _, name in d.checks)) for d in DECLARED
 }
-ID_SECTIONS: dict[str, Layer] = {
-    "system": Layer.SYSTEM,
-    "driver": Layer.DRIVER,
-    "gpu": Layer.GPUS,
-    "cuda": Layer.CUDA,
-    "cudnn": Layer.CUDNN,
-    # The framework checks' ids begin with the framework's key (model/frameworks.py), or
-    # "frameworks" / "xla" for those about several.
-    **{first: Layer.FRAMEWORKS for first in ("frameworks", "xla", *FRAMEWORK_KEYS)},
-    "require": Layer.REQUIREMENTS,
-}
+# The layer an id's first word names ("gpu.ecc-errors": gpus).
+ID_SECTIONS: dict[str, Layer] = {id.split(".")[0]: layer for id, layer in LAYER_OF_ID.items()}
+# The framework modules, each with what a snapshot must hold for its checks to judge anything.
+FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = frameworks.DECLARED.module_needs
 
 
 class Check(Struct, frozen=True):
@@ -115,84 +72,25 @@ class Check(Struct, frozen=True):
     section: Layer
     summary: str  # what it looks at, for `gpucheck checks` and the README
     func: CheckFunc
-    reads: tuple[str, ...] = ()  # snapshot fact groups; default: the section's (READS)
+    reads: tuple[str, ...] = ()  # snapshot fact groups: its layer's (READS)
 
 
 REGISTRY: list[Check] = []
-# Every check, in report order (sections in Layer's order, then within each the order a
-# reader follows: root causes first). This list, not the order modules are imported in,
-# decides the order; a check missing from it cannot register.
-ORDER: tuple[str, ...] = (
-    "system.gpu-present",
-    "system.container-gpu-access",
-    "system.nouveau",
-    "system.cuda-visible-devices",
-    "system.cuda-launch-blocking",
-    "system.probes",
-    "driver.kernel-module",
-    "driver.nvml",
-    "driver.device-nodes",
-    "driver.uvm",
-    "driver.persistence-mode",
-    "driver.fabric-manager",
-    "gpu.lost",
-    "gpu.ecc-errors",
-    "gpu.memory-remapping",
-    "gpu.throttling",
-    "gpu.pcie-link",
-    "gpu.nvlink",
-    "gpu.p2p",
-    "gpu.compute-mode",
-    "gpu.mig",
-    "gpu.memory-in-use",
-    "cuda.driver-api",
-    "cuda.toolkit",
-    "cuda.runtime-libraries",
-    "cudnn.libraries",
-    "torch.cpu-build",
-    "torch.cuda-driver",
-    "torch.arch-support",
-    "torch.python",
-    "torch.extension-toolkit",
-    "torch.extensions",
-    "tensorflow.cpu-build",
-    "tensorflow.legacy-gpu-package",
-    "tensorflow.windows-native",
-    "tensorflow.cuda-driver",
-    "tensorflow.arch-support",
-    "tensorflow.python",
-    "tensorflow.keras",
-    "tensorflow.cuda-libraries",
-    "jax.cpu-build",
-    "jax.cuda-driver",
-    "cupy.cuda-driver",
-    "frameworks.library-shadowing",
-    "frameworks.loader-cache",
-    "frameworks.nvidia-conflicts",
-    "tensorrt.support",
-    "tensorrt.libraries",
-    "xla.compiler",
-    "frameworks.numpy-abi",
-    "frameworks.nvml-bindings",
-    "frameworks.device-count",
-    "frameworks.smoke-test",
-    "require.min-gpus",
-    "require.min-memory",
-    "require.min-compute-capability",
-)
 
 
-def check(
-    id: str, section: Layer, summary: str, reads: tuple[str, ...] | None = None
-) -> Callable[[CheckFunc], CheckFunc]:
-    """Register a check (its place in the report is its place in ORDER)."""
+def check(id: str, summary: str) -> Callable[[CheckFunc], CheckFunc]:
+    """Register a check declared in its layer's declaration (which gives its layer and its
+    place in the report), from the module the declaration names."""
 
     def register(func: CheckFunc) -> CheckFunc:
+        if id not in MODULE_OF:
+            raise ValueError(f"check {id} is not declared in its layer's package (checks/*/)")
+        if func.__module__ != MODULE_OF[id]:
+            raise ValueError(f"check {id} is declared in {MODULE_OF[id]}, not {func.__module__}")
         if any(c.id == id for c in REGISTRY):
             raise ValueError(f"duplicate check id {id}")
-        if id not in ORDER:
-            raise ValueError(f"check {id} is not in registry.ORDER (the report order)")
-        REGISTRY.append(Check(id, section, summary, func, reads or READS[section]))
+        layer = LAYER_OF_ID[id]
+        REGISTRY.append(Check(id, layer, summary, func, READS[layer]))
         return func
 
     return register
@@ -218,10 +116,18 @@ def held(snapshot: Snapshot) -> set[str] | None:
 
 def _modules(section: Layer, holds: set[str] | None) -> tuple[str, ...]:
     """The modules of `section` whose checks can judge something where `holds` (None: all)."""
-    modules = SECTION_MODULES.get(section, ())  # (a fix step's layer holds no checks)
-    if section is not Layer.FRAMEWORKS or holds is None:
+    declared = _OF_LAYER.get(section)
+    if declared is None:
+        return ()  # a layer only fix steps change: it holds no checks
+    modules = SECTION_MODULES[section]
+    if holds is None:
         return modules
-    return tuple(m for m in modules if holds.intersection(FRAMEWORK_MODULES[m.rsplit(".")[-1]]))
+    needs = declared.module_needs
+    return tuple(
+        m
+        for m in modules
+        if (need := needs.get(m.rsplit(".")[-1])) is None or holds.intersection(need)
+    )
 
 
 _LOADED: set[str] = set()
@@ -261,7 +167,7 @@ def sections_named(patterns: Iterable[str]) -> set[Layer] | None:
         else:
             return None
     # The checks their verdicts rest on run too (see run()).
-    found |= {ID_SECTIONS[i.split(".")[0]] for s in list(found) for i in PREREQUISITES[s]}
+    found |= {LAYER_OF_ID[i] for s in list(found) for i in PREREQUISITES[s]}
     return found
 
 
@@ -381,7 +287,7 @@ def run(ctx: Context, checks: list[Check] | None = None, only: bool = False) -> 
     and a failing prerequisite of theirs is reported with them."""
     chosen = checks if checks is not None else all_checks()
     wanted = {p for c in chosen for p in PREREQUISITES[c.section]} if only else set()
-    load(ID_SECTIONS[p.split(".")[0]] for p in wanted)
+    load(LAYER_OF_ID[p] for p in wanted)
     registered_now = _registered()  # (what select() loaded: the chosen and their prerequisites)
     prereqs = {
         c.id: f for c in registered_now if c.id in wanted and (f := _evaluate(ctx, c)) is not None

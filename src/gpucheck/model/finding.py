@@ -139,7 +139,7 @@ class Outcome(Struct):
 class Frame(Struct):
     """One frame of a crashed check's traceback, innermost last."""
 
-    file: str  # gpucheck's own files relative to the package ("gpucheck/checks/gpus.py")
+    file: str  # gpucheck's own files relative to the package ("gpucheck/checks/gpus/health.py")
     line: int
     function: str
     code: str | None = None  # the source line, where Python had it

@@ -18,9 +18,9 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
-from gpucheck.checks.frameworks.driver import cc_list, targets
-from gpucheck.checks.frameworks.environments import change, framework_check, merge, pip_step
+from gpucheck.checks.frameworks.driver_fit import cc_list, targets
 from gpucheck.checks.frameworks.packages import requirements_of, satisfies
+from gpucheck.checks.frameworks.per_environment import change, framework_check, merge, pip_step
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX
 from gpucheck.compat.extensions import matches

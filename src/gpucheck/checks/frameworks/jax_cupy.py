@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import cannot_use_gpus, satisfies_text
-from gpucheck.checks.frameworks.driver import (
+from gpucheck.checks.frameworks.driver_fit import (
     arch_name,
     cc_list,
     driver_outcome,
@@ -16,7 +16,8 @@ from gpucheck.checks.frameworks.driver import (
     upgrade_driver,
     upgrade_or_keep,
 )
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.jax_builds import JaxFacts, cupy_cuda, jax_facts, jaxlib_built
+from gpucheck.checks.frameworks.per_environment import (
     change,
     env_os,
     environment_check,
@@ -25,7 +26,6 @@ from gpucheck.checks.frameworks.environments import (
     pip_step,
     runtime,
 )
-from gpucheck.checks.frameworks.jax_builds import JaxFacts, cupy_cuda, jax_facts, jaxlib_built
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import JaxRelease, code_for, major_minor

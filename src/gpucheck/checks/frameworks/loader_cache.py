@@ -13,7 +13,7 @@ import posixpath
 from typing import Literal
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environment import (
+from gpucheck.checks.frameworks.conflicts import (
     STEMS,
     Need,
     _copies,
@@ -25,8 +25,8 @@ from gpucheck.checks.frameworks.environment import (
     _major,
     _races,
 )
-from gpucheck.checks.frameworks.environments import environment_check
 from gpucheck.checks.frameworks.packages import same_version
+from gpucheck.checks.frameworks.per_environment import environment_check
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects

@@ -8,17 +8,18 @@ from __future__ import annotations
 import re
 
 from gpucheck.checks.context import Context
+from gpucheck.checks.fixes import share_gpus
 from gpucheck.checks.frameworks.arch import parse_arch_list
 from gpucheck.checks.frameworks.builds import tf_facts, torch_facts
-from gpucheck.checks.frameworks.driver import judge_driver, targets
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.driver_fit import judge_driver, targets
+from gpucheck.checks.frameworks.jax_builds import jax_facts
+from gpucheck.checks.frameworks.numpy_abi import numpy_cause
+from gpucheck.checks.frameworks.per_environment import (
     env_label,
     environment_check,
     merge,
     runtime,
 )
-from gpucheck.checks.frameworks.jax_builds import jax_facts
-from gpucheck.checks.frameworks.numpy_abi import numpy_cause
 from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
 from gpucheck.checks.frameworks.runtime_fixes import (
     by_hand,
@@ -28,7 +29,6 @@ from gpucheck.checks.frameworks.runtime_fixes import (
 )
 from gpucheck.checks.frameworks.tensorflow_libraries import essential_loader_warning
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import share_gpus
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import Fix, Step
@@ -143,7 +143,6 @@ def _count_causes(
 
 @check(
     "frameworks.smoke-test",
-    Layer.FRAMEWORKS,
     "each framework imports, sees the GPUs and multiplies matrices on each (doctor --deep)",
 )
 def smoke_test(ctx: Context) -> Outcome | None:

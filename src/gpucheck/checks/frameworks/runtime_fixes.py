@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import tf_facts
-from gpucheck.checks.frameworks.environments import change, env_os, pip_step
 from gpucheck.checks.frameworks.jax_builds import cupy_cuda, jax_facts
 from gpucheck.checks.frameworks.packages import (
     canonical,
@@ -15,6 +14,7 @@ from gpucheck.checks.frameworks.packages import (
     requirements_of,
     soname_major,
 )
+from gpucheck.checks.frameworks.per_environment import change, env_os, pip_step
 from gpucheck.checks.frameworks.runtime_causes import built_cuda
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX

@@ -19,14 +19,14 @@ from gpucheck.checks.frameworks.builds import (
     pick_tensorflow,
     tf_facts,
 )
-from gpucheck.checks.frameworks.driver import (
+from gpucheck.checks.frameworks.driver_fit import (
     arch_name,
     cc_list,
     driver_outcome,
     upgrade_driver,
     upgrade_or_keep,
 )
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.per_environment import (
     change,
     framework_check,
     in_range,

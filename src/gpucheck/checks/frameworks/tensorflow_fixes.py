@@ -8,8 +8,8 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow, pinners, satisfies_text
-from gpucheck.checks.frameworks.driver import cc_list, targets, upgrade_driver
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.driver_fit import cc_list, targets, upgrade_driver
+from gpucheck.checks.frameworks.per_environment import (
     change,
     env_os,
     in_range,

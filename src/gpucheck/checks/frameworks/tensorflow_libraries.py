@@ -10,18 +10,18 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow, tf_facts
-from gpucheck.checks.frameworks.driver import (
+from gpucheck.checks.frameworks.driver_fit import (
     cc_list,
     targets,
 )
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.packages import parse_requirement, same_version
+from gpucheck.checks.frameworks.per_environment import (
     change,
     env_os,
     framework_check,
     pip_step,
     runtime,
 )
-from gpucheck.checks.frameworks.packages import parse_requirement, same_version
 from gpucheck.checks.frameworks.tensorflow_fixes import tf_line, tf_release, tf_uninstall
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST

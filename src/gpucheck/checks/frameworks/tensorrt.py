@@ -11,8 +11,8 @@ from msgspec import Struct
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import tf_facts
-from gpucheck.checks.frameworks.driver import Target, driver_outcome, targets, upgrade_driver
-from gpucheck.checks.frameworks.environments import change, framework_check, merge, pip_step
+from gpucheck.checks.frameworks.driver_fit import Target, driver_outcome, targets, upgrade_driver
+from gpucheck.checks.frameworks.per_environment import change, framework_check, merge, pip_step
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import TensorrtRelease
@@ -255,7 +255,6 @@ def _engine(
 
 @check(
     "tensorrt.libraries",
-    Layer.FRAMEWORKS,
     "system TensorRT (libnvinfer) copies support the GPUs here",
 )
 def tensorrt_libraries(ctx: Context) -> Outcome | None:

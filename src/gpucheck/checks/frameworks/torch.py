@@ -24,13 +24,13 @@ from gpucheck.checks.frameworks.builds import (
     torch_fix,
     torch_switch,
 )
-from gpucheck.checks.frameworks.driver import (
+from gpucheck.checks.frameworks.driver_fit import (
     cc_list,
     driver_outcome,
     targets,
     upgrade_or_keep,
 )
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.per_environment import (
     framework_check,
     in_range,
     linux_x86_64,

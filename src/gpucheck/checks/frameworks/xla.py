@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.driver import judge_driver, upgrade_driver
-from gpucheck.checks.frameworks.environments import change, environment_check, merge, pip_step
+from gpucheck.checks.frameworks.driver_fit import judge_driver, upgrade_driver
+from gpucheck.checks.frameworks.per_environment import change, environment_check, merge, pip_step
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status

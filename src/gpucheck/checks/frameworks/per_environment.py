@@ -204,7 +204,7 @@ def framework_check(
             return combine(ctx, verdicts)
 
         run.__module__ = func.__module__  # the module that registers it (registry.select)
-        check(id, Layer.FRAMEWORKS, summary)(run)
+        check(id, summary)(run)
         return func
 
     return register

@@ -31,7 +31,7 @@ def usable_memory(gpu: GpuFacts) -> int | None:
     return gpu.memory_total
 
 
-@check("require.min-gpus", Layer.REQUIREMENTS, "at least N usable GPUs (--min-gpus)")
+@check("require.min-gpus", "at least N usable GPUs (--min-gpus)")
 def min_gpus(ctx: Context) -> Outcome | None:
     want = ctx.requirements.min_gpus
     if want is None:
@@ -104,7 +104,6 @@ def _every_gpu(
 
 @check(
     "require.min-memory",
-    Layer.REQUIREMENTS,
     "every usable GPU has at least this memory (--min-memory)",
 )
 def min_memory(ctx: Context) -> Outcome | None:
@@ -134,7 +133,6 @@ def min_memory(ctx: Context) -> Outcome | None:
 
 @check(
     "require.min-compute-capability",
-    Layer.REQUIREMENTS,
     "every usable GPU has at least this compute capability (--min-compute-capability)",
 )
 def min_cc(ctx: Context) -> Outcome | None:

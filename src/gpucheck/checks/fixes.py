@@ -1,4 +1,4 @@
-"""Fix steps more than one check gives: installing a driver by this machine's OS, resetting
+"""Fix steps more than one layer's checks give: installing a driver by this machine's OS, resetting
 GPUs, and returning them to the default compute mode."""
 
 from __future__ import annotations
