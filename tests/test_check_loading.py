@@ -31,7 +31,7 @@ def test_every_check_is_found_from_its_id_and_module() -> None:
 
 def test_patterns_name_their_sections_and_prerequisites() -> None:
     assert sections_named(["gpus"]) == {Layer.GPUS, Layer.SYSTEM, Layer.DRIVER}
-    assert sections_named(["torch.*"]) == {Layer.FRAMEWORKS, Layer.SYSTEM}
+    assert sections_named(["frameworks.torch.*"]) == {Layer.FRAMEWORKS, Layer.SYSTEM}
     assert sections_named(["cudnn"]) == {Layer.CUDNN}
     assert sections_named(["no-such-check"]) is None
 
@@ -74,5 +74,5 @@ def test_doctor_only_imports_the_sections_it_names(tmp_path: Path) -> None:
     assert {"gpucheck.checks.cudnn.libraries", "gpucheck.checks.gpus.health"} <= everything
     # (The framework modules: those the snapshot can use, see test_check_loading_frameworks;
     # asked for by name, a check is reported even with nothing to judge, so all load.)
-    torch = imported_check_modules(tmp_path, "--only", "torch.python", "--json")
+    torch = imported_check_modules(tmp_path, "--only", "frameworks.torch.python", "--json")
     assert {"gpucheck.checks.frameworks.torch", "gpucheck.checks.frameworks.runtime"} <= torch

@@ -186,10 +186,10 @@ def test_the_report_is_the_same_with_every_framework_module(
             patched.setattr(registry, "held", lambda _: None)  # every module, every check
             every = doctor_json(text)
         assert lazy == every, label
-        skipped = doctor_json(text, "--skip", "torch.python")
+        skipped = doctor_json(text, "--skip", "frameworks.torch.python")
         with monkeypatch.context() as patched:
             patched.setattr(registry, "held", lambda _: None)
-            assert skipped == doctor_json(text, "--skip", "torch.python"), label
+            assert skipped == doctor_json(text, "--skip", "frameworks.torch.python"), label
 
 
 # --- what a doctor imports -----------------------------------------------------------------------

@@ -41,26 +41,28 @@ def test_a_check_registers_only_from_the_module_its_declaration_names() -> None:
         return None
 
     with pytest.raises(ValueError, match=r"declared in gpucheck\.checks\.gpus\.health"):
-        check("gpu.ecc-errors", "ECC, registered from a test")(ecc)
+        check("gpus.ecc-errors", "ECC, registered from a test")(ecc)
 
 
 def test_the_order_and_layers_come_from_the_layer_packages_declarations() -> None:
     registered = checks.all_checks()
     gpus = [c for c in registered if c.section is Layer.GPUS]
     assert [c.id for c in gpus] == [
-        "gpu.lost",
-        "gpu.ecc-errors",
-        "gpu.memory-remapping",
-        "gpu.throttling",
-        "gpu.pcie-link",
-        "gpu.nvlink",
-        "gpu.p2p",
-        "gpu.compute-mode",
-        "gpu.mig",
-        "gpu.memory-in-use",
+        "gpus.lost",
+        "gpus.ecc-errors",
+        "gpus.memory-remapping",
+        "gpus.throttling",
+        "gpus.pcie-link",
+        "gpus.nvlink",
+        "gpus.p2p",
+        "gpus.compute-mode",
+        "gpus.mig",
+        "gpus.memory-in-use",
     ]
     modules = {c.id: c.func.__module__ for c in registered}
-    assert modules["gpu.p2p"] == "gpucheck.checks.gpus.interconnect"
+    assert modules["gpus.p2p"] == "gpucheck.checks.gpus.interconnect"
     assert modules["driver.fabric-manager"] == "gpucheck.checks.driver.fabric_manager"
-    assert modules["torch.cpu-build"] == "gpucheck.checks.frameworks.torch"
-    assert {c.section for c in registered if c.id.startswith("require.")} == {Layer.REQUIREMENTS}
+    assert modules["frameworks.torch.cpu-build"] == "gpucheck.checks.frameworks.torch"
+    assert {c.section for c in registered if c.id.startswith("requirements.")} == {
+        Layer.REQUIREMENTS
+    }

@@ -36,7 +36,7 @@ def test_a_cpu_torch_on_a_gpu_machine_plans_one_local_reinstall() -> None:
     snap = on(workstation(), torch_cpu())
     plan = plan_for(snap, diagnose(snap, load_compat(None)), None)
     assert [(s.layer, s.local, s.findings) for s in plan.steps] == [
-        (Layer.FRAMEWORKS, True, ["torch.cpu-build"])
+        (Layer.FRAMEWORKS, True, ["frameworks.torch.cpu-build"])
     ]
     # The same torch 2.9.1 as a CUDA build this 570 driver runs (torch.toml, release 2.9:
     # cuda_variants 12.6, 12.8, 13.0; driver 570.124.04 is CUDA 12.8's).
@@ -195,7 +195,7 @@ def test_a_reports_own_findings_are_planned_as_written(tmp_path: Path) -> None:
     from gpucheck.api import doctor
 
     report = doctor(snapshot=on(workstation(), torch_cpu())).to_dict()
-    torch_finding = next(f for f in report["findings"] if f["id"] == "torch.cpu-build")
+    torch_finding = next(f for f in report["findings"] if f["id"] == "frameworks.torch.cpu-build")
     torch_finding["fix"]["steps"][0]["command"] = "pip install 'torch==2.5.1'"  # as written then
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))

@@ -28,7 +28,7 @@ PY = "/home/user/.venv/bin/python"
 ECC_STEPS = [
     (1, "manual", "job", "drain the node", None),
     (2, "command", "gpus", "reset the GPU (or reboot)", "sudo nvidia-smi -r -i 0"),
-    (3, "info", "gpus", "then re-check", "gpucheck doctor --only gpu.ecc-errors"),
+    (3, "info", "gpus", "then re-check", "gpucheck doctor --only gpus.ecc-errors"),
     (4, "hardware", "gpus", "errors that return after a reset mean the GPU needs replacing (RMA)",
      None),
 ]  # fmt: skip
@@ -42,7 +42,7 @@ def ecc_report(simulate: Simulate, tmp_path: Path) -> Path:
     machine = simulate(Scenario(gpus=[replace(h100(0), ecc_uncorrected=(2, 2))]))
     report = doctor(machine).report
     assert [f["id"] for f in report["findings"] if f["status"] in ("warn", "fail")] == [
-        "gpu.ecc-errors"
+        "gpus.ecc-errors"
     ]
     path = tmp_path / "ecc.json"
     path.write_text(json.dumps(report))
@@ -81,21 +81,21 @@ def test_the_ecc_plan_drains_the_node_before_resetting_the_gpu(ecc_report: Path)
         "set -e",
         "",
         "# 1. [job] drain the node",
-        "#    fixes gpu.ecc-errors",
+        "#    fixes gpus.ecc-errors",
         "#    (manual: a person's change: no one command makes it)",
         "",
         "# 2. [gpus] reset the GPU (or reboot)",
-        "#    fixes gpu.ecc-errors",
+        "#    fixes gpus.ecc-errors",
         "#    changes the gpus, outside the Python environment",
         "sudo nvidia-smi -r -i 0",
         "",
         "# 3. [info] then re-check",
-        "#    fixes gpu.ecc-errors",
+        "#    fixes gpus.ecc-errors",
         "#    changes nothing: a check to run yourself",
-        "gpucheck doctor --only gpu.ecc-errors",
+        "gpucheck doctor --only gpus.ecc-errors",
         "",
         "# 4. [gpus] errors that return after a reset mean the GPU needs replacing (RMA)",
-        "#    fixes gpu.ecc-errors",
+        "#    fixes gpus.ecc-errors",
         "#    (hardware: physical work on the machine)",
     ]
 
@@ -107,7 +107,7 @@ def test_fix_on_the_ecc_machine_itself_keeps_the_order(simulate: Simulate) -> No
     done = run_gpucheck("fix", "--json", env=machine.env)
     assert done.returncode == 0, done.stderr
     steps = json.loads(done.stdout)["steps"]
-    ecc = [(s["kind"], s["text"]) for s in steps if "gpu.ecc-errors" in s["findings"]]
+    ecc = [(s["kind"], s["text"]) for s in steps if "gpus.ecc-errors" in s["findings"]]
     assert ecc == [(kind, text) for _, kind, _, text, _ in ECC_STEPS]
 
 

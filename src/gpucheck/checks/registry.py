@@ -18,6 +18,7 @@ from msgspec.structs import replace
 
 from gpucheck.checks import cuda, cudnn, driver, frameworks, gpus, requirements, system
 from gpucheck.checks.declarations import ANY_ENVIRONMENT, SYSTEM_TENSORRT, LayerChecks
+from gpucheck.checks.renamed import current_pattern
 from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Status
 from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import FRAMEWORKS
@@ -61,7 +62,7 @@ PREREQUISITES: dict[Layer, tuple[str, ...]] = {d.layer: d.prerequisites for d in
 SECTION_MODULES: dict[Layer, tuple[str, ...]] = {
     d.layer: tuple(dict.fromkeys(d.module(name) for _, name in d.checks)) for d in DECLARED
 }
-# The layer an id's first word names ("gpu.ecc-errors": gpus).
+# The layer an id's first word names ("gpus.ecc-errors": gpus).
 ID_SECTIONS: dict[str, Layer] = {id.split(".")[0]: layer for id, layer in LAYER_OF_ID.items()}
 # The framework modules, each with what a snapshot must hold for its checks to judge anything.
 FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = frameworks.DECLARED.module_needs
@@ -176,7 +177,7 @@ class SelectionError(ValueError):
 
 
 def _matches(pattern: str, check: Check) -> bool:
-    # An id, an id prefix ("gpu", "gpu.", "gpu.*"), or a section name ("gpus", "cudnn").
+    # An id, an id prefix ("gpus.", "gpus.*", "frameworks.torch"), or a layer's name ("gpus").
     p = pattern.rstrip("*")
     if p == check.section.value:
         return True
@@ -187,7 +188,11 @@ def select(only: list[str], skip: list[str], holds: set[str] | None = None) -> l
     """The checks --only and --skip leave; with --only, only the sections they can match are
     imported (a pattern that names none loads every section, for the error's suggestions).
     Without --only, `holds` (see held) leaves out the framework checks with nothing to judge
-    (with --only, a check asked for is reported even then: all are kept)."""
+    (with --only, a check asked for is reported even then: all are kept). A 3.x check id or
+    prefix selects what it names now (checks/renamed.py)."""
+    asked = {current_pattern(p): p for p in only + skip}  # (the errors name these)
+    only = [current_pattern(p) for p in only]
+    skip = [current_pattern(p) for p in skip]
     named = sections_named(only + skip) if only else None
     if named is not None:
         load(named)
@@ -209,7 +214,8 @@ def select(only: list[str], skip: list[str], holds: set[str] | None = None) -> l
                 return select(only, skip)
             close = difflib.get_close_matches(pattern, ids, n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise SelectionError(f"no check matches {pattern!r}{hint}; see: gpucheck checks")
+            shown = asked.get(pattern, pattern)
+            raise SelectionError(f"no check matches {shown!r}{hint}; see: gpucheck checks")
     if only:
         checks = [c for c in checks if any(_matches(p, c) for p in only)]
     return [c for c in checks if not any(_matches(p, c) for p in skip)]

@@ -18,7 +18,7 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
         Fix.of(
             Step.info(
                 "check CUDA_VISIBLE_DEVICES (system.cuda-visible-devices), MIG devices "
-                "(gpu.mig) and /dev/nvidia-uvm (driver.uvm)"
+                "(gpus.mig) and /dev/nvidia-uvm (driver.uvm)"
             ),
             Step.run(
                 "see what CUDA may use",
@@ -79,7 +79,9 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
     "CUDA_ERROR_NOT_PERMITTED": (
         "CUDA is not permitted on this device",
         Fix.of(
-            Step.run("check the GPU's compute mode (gpu.compute-mode)", "nvidia-smi -q -d COMPUTE"),
+            Step.run(
+                "check the GPU's compute mode (gpus.compute-mode)", "nvidia-smi -q -d COMPUTE"
+            ),
             Step.manual("check the container's device access"),
         ),
     ),

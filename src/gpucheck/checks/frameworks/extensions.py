@@ -365,7 +365,7 @@ def cuda_mismatch(
 
 
 @framework_check(
-    "torch.extensions",
+    "frameworks.torch.extensions",
     "extensions built against torch (torchvision, torchaudio, xformers, flash-attn, vllm, ...) "
     "match the torch installed",
     installed,

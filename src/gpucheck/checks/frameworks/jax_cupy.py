@@ -101,7 +101,9 @@ def jax_fix(ctx: Context, env: PythonEnvironment, remove: list[str] | None = Non
     return Fix.of(jax_step(ctx, env, remove))
 
 
-@framework_check("jax.cpu-build", "JAX has its CUDA plugin where NVIDIA GPUs are", jax_facts)
+@framework_check(
+    "frameworks.jax.cpu-build", "JAX has its CUDA plugin where NVIDIA GPUs are", jax_facts
+)
 def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
     if j.jaxlib is None:
         return Outcome.skip("jax without jaxlib cannot be imported (see frameworks.smoke-test)")
@@ -205,7 +207,7 @@ def _cuda_runtime_dist(env: PythonEnvironment, major: int) -> Distribution | Non
     )
 
 
-@framework_check("jax.cuda-driver", "JAX's CUDA runs on this driver", jax_facts)
+@framework_check("frameworks.jax.cuda-driver", "JAX's CUDA runs on this driver", jax_facts)
 def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome | None:
     if not j.majors or ctx.has_gpu is False:
         return None
@@ -313,7 +315,7 @@ def _ptxas(ctx: Context, env: PythonEnvironment, major: int) -> Outcome | None:
 # --- CuPy -----------------------------------------------------------------------------------------
 
 
-@environment_check("cupy.cuda-driver", "CuPy's CUDA runs on this driver")
+@environment_check("frameworks.cupy.cuda-driver", "CuPy's CUDA runs on this driver")
 def cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     wheels = [(d, found) for d in env.distributions if (found := cupy_cuda(d.name)) is not None]
     if not wheels or ctx.has_gpu is False:

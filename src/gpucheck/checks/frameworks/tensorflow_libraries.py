@@ -1,5 +1,6 @@
-"""tensorflow.cuda-libraries: the CUDA and cuDNN libraries TensorFlow will load, from the pip
-`tensorflow[and-cuda]` wheels or the system, against what the release was built with."""
+"""frameworks.tensorflow.cuda-libraries: the CUDA and cuDNN libraries TensorFlow will load,
+from the pip `tensorflow[and-cuda]` wheels or the system, against what the release was built
+with."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def _loader_warnings(env: PythonEnvironment) -> list[str]:
 
 
 @framework_check(
-    "tensorflow.cuda-libraries",
+    "frameworks.tensorflow.cuda-libraries",
     "the CUDA and cuDNN libraries TensorFlow loads are installed",
     tf_facts,
 )

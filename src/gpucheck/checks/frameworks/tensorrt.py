@@ -127,7 +127,9 @@ def _gpu_outcome(
 
 
 @framework_check(
-    "tensorrt.support", "TensorRT's CUDA runs on this driver and supports the GPUs", trt_facts
+    "frameworks.tensorrt.support",
+    "TensorRT's CUDA runs on this driver and supports the GPUs",
+    trt_facts,
 )
 def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome | None:
     name = f"TensorRT {trt.dist.version}"
@@ -254,7 +256,7 @@ def _engine(
 
 
 @check(
-    "tensorrt.libraries",
+    "frameworks.tensorrt.libraries",
     "system TensorRT (libnvinfer) copies support the GPUs here",
 )
 def tensorrt_libraries(ctx: Context) -> Outcome | None:

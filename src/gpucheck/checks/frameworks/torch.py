@@ -47,7 +47,9 @@ from gpucheck.model.frameworks import TORCH
 from gpucheck.model.layers import Layer
 
 
-@framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)
+@framework_check(
+    "frameworks.torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts
+)
 def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
     if t.kind is None:
         return Outcome.skip(f"{t.name}: whether it is a CUDA build is not known", t.evidence)
@@ -62,10 +64,12 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
     return cannot_use_gpus(ctx, env, "torch", title, t.evidence, fix)
 
 
-@framework_check("torch.cuda-driver", "PyTorch's CUDA runs on this driver", torch_facts)
+@framework_check("frameworks.torch.cuda-driver", "PyTorch's CUDA runs on this driver", torch_facts)
 def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
     if t.kind != "cuda" or ctx.has_gpu is False:
-        return None  # torch.cpu-build speaks for other builds; no GPU, no driver to judge
+        return (
+            None  # frameworks.torch.cpu-build speaks for other builds; no GPU, no driver to judge
+        )
     cuda = t.cuda
     if cuda is None:
         return Outcome.skip(f"{t.name}: the CUDA it was built with is not known", t.evidence)
@@ -105,7 +109,7 @@ def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compi
 
 
 @framework_check(
-    "torch.arch-support",
+    "frameworks.torch.arch-support",
     "PyTorch carries code (SASS or PTX) for every GPU's architecture",
     torch_facts,
 )
@@ -136,7 +140,9 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome
     )
 
 
-@framework_check("torch.python", "the environment's Python is one PyTorch supports", torch_facts)
+@framework_check(
+    "frameworks.torch.python", "the environment's Python is one PyTorch supports", torch_facts
+)
 def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
     py = python_mm(env)
     if py is None or t.version is None:
@@ -165,7 +171,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | Non
 
 
 @framework_check(
-    "torch.extension-toolkit",
+    "frameworks.torch.extension-toolkit",
     "the local CUDA toolkit matches PyTorch's CUDA (for building extensions)",
     torch_facts,
 )

@@ -137,7 +137,7 @@ def _devices(ctx: Context, env: PythonEnvironment) -> list[tuple[str | None, Out
                     fix=Fix.of(
                         Step.info(
                             "check XLA_FLAGS/TF_XLA_FLAGS and the framework's CUDA plugin (see "
-                            "jax.cpu-build, tensorflow.cuda-libraries)"
+                            "frameworks.jax.cpu-build, frameworks.tensorflow.cuda-libraries)"
                         ),
                         Step.run(
                             "see what XLA lists",
@@ -151,7 +151,9 @@ def _devices(ctx: Context, env: PythonEnvironment) -> list[tuple[str | None, Out
     return items
 
 
-@environment_check("xla.compiler", "XLA's flags, the ptxas it compiles with, its GPU devices")
+@environment_check(
+    "frameworks.xla.compiler", "XLA's flags, the ptxas it compiles with, its GPU devices"
+)
 def xla(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     if not _uses_xla(env):
         return None

@@ -68,7 +68,7 @@ def _per_gpu(
     return bad, evidence
 
 
-@check("gpu.lost", "every GPU answers (none fallen off the bus or needing reset)")
+@check("gpus.lost", "every GPU answers (none fallen off the bus or needing reset)")
 def lost(ctx: Context) -> Outcome | None:
     if not ctx.gpus:
         unseen = _pci_not_in_nvml(ctx)
@@ -180,7 +180,7 @@ def _pci_not_in_nvml(ctx: Context) -> Outcome | None:
     )
 
 
-@check("gpu.ecc-errors", "no uncorrectable ECC memory errors")
+@check("gpus.ecc-errors", "no uncorrectable ECC memory errors")
 def ecc(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     if not gpus:
@@ -211,7 +211,7 @@ def ecc(ctx: Context) -> Outcome | None:
             fix=Fix.of(
                 Step.manual("drain the node", Layer.JOB),
                 reset_gpus(bad, "reset the GPU (or reboot)"),
-                Step.info("then re-check", command="gpucheck doctor --only gpu.ecc-errors"),
+                Step.info("then re-check", command="gpucheck doctor --only gpus.ecc-errors"),
                 Step.hardware(
                     "errors that return after a reset mean the GPU needs replacing (RMA)",
                     gpu_refs(bad),
@@ -227,7 +227,7 @@ def ecc(ctx: Context) -> Outcome | None:
     )
 
 
-@check("gpu.memory-remapping", "no pending or failed row remaps / page retirements")
+@check("gpus.memory-remapping", "no pending or failed row remaps / page retirements")
 def remapping(ctx: Context) -> Outcome | None:
     gpus = [g for g in ctx.healthy_handles if g.ecc_enabled]
     if not gpus:
@@ -282,7 +282,7 @@ def remapping(ctx: Context) -> Outcome | None:
     )
 
 
-@check("gpu.throttling", "no thermal, power-brake or hardware clock slowdown")
+@check("gpus.throttling", "no thermal, power-brake or hardware clock slowdown")
 def throttling(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "clock_event_reasons", "Clock slowdown reasons")
     if not gpus or unknown:
@@ -362,7 +362,7 @@ def _temp(g: GpuFacts) -> str:
     return f" ({g.temperature_c} °C{limit})"
 
 
-@check("gpu.pcie-link", "each GPU's PCIe link runs at its full width")
+@check("gpus.pcie-link", "each GPU's PCIe link runs at its full width")
 def pcie_link(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "pcie_width_current", "PCIe link")
     if not gpus or unknown:

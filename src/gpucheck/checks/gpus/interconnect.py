@@ -29,7 +29,7 @@ def _iommu_translating(fab: FabricHostFacts | None) -> bool:
     return bool(fab and fab.iommu_groups and not any(a in PASSTHROUGH for a in fab.iommu_cmdline))
 
 
-@check("gpu.p2p", "peer-to-peer between GPUs: NVLink, PCIe, and what blocks it")
+@check("gpus.p2p", "peer-to-peer between GPUs: NVLink, PCIe, and what blocks it")
 def p2p(ctx: Context) -> Outcome | None:
     pairs = ctx.snapshot.nvml.pairs
     if not pairs:
@@ -94,7 +94,7 @@ def _pair_text(p: GpuPair) -> str:
     )
 
 
-@check("gpu.nvlink", "every NVLink link of each GPU is up")
+@check("gpus.nvlink", "every NVLink link of each GPU is up")
 def nvlink(ctx: Context) -> Outcome | None:
     linked = [g for g in ctx.gpus if g.nvlink_active]
     if not linked:

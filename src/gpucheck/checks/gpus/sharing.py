@@ -48,7 +48,7 @@ def _holder(g: GpuFacts, jobs: frozenset[int] | None = None) -> str | None:
     return None
 
 
-@check("gpu.compute-mode", "compute mode lets CUDA programs use the GPU")
+@check("gpus.compute-mode", "compute mode lets CUDA programs use the GPU")
 def compute_mode(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "compute_mode", "Compute mode")
     if not gpus or unknown:
@@ -125,7 +125,7 @@ def _slices(g: GpuFacts) -> str:
     )
 
 
-@check("gpu.mig", "MIG mode, and what it means for CUDA_VISIBLE_DEVICES")
+@check("gpus.mig", "MIG mode, and what it means for CUDA_VISIBLE_DEVICES")
 def mig(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     on = [g for g in gpus if g.mig_enabled]
@@ -229,7 +229,7 @@ def mig(ctx: Context) -> Outcome | None:
     return Outcome.info(f"MIG is on for {len(on)} GPU(s)", *evidence, subjects=gpu_subjects(on))
 
 
-@check("gpu.memory-in-use", "no other process holds most of a GPU's memory")
+@check("gpus.memory-in-use", "no other process holds most of a GPU's memory")
 def memory_in_use(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "memory_used", "Memory in use")
     if not gpus or unknown:

@@ -10,9 +10,9 @@ DECLARED = LayerChecks(
     Layer.REQUIREMENTS,
     __name__,
     checks=(
-        ("require.min-gpus", "minimums"),
-        ("require.min-memory", "minimums"),
-        ("require.min-compute-capability", "minimums"),
+        ("requirements.min-gpus", "minimums"),
+        ("requirements.min-memory", "minimums"),
+        ("requirements.min-compute-capability", "minimums"),
     ),
     reads=("nvml",),
     prerequisites=("system.gpu-present", "driver.kernel-module", "driver.nvml"),

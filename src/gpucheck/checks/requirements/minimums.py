@@ -31,7 +31,7 @@ def usable_memory(gpu: GpuFacts) -> int | None:
     return gpu.memory_total
 
 
-@check("require.min-gpus", "at least N usable GPUs (--min-gpus)")
+@check("requirements.min-gpus", "at least N usable GPUs (--min-gpus)")
 def min_gpus(ctx: Context) -> Outcome | None:
     want = ctx.requirements.min_gpus
     if want is None:
@@ -103,7 +103,7 @@ def _every_gpu(
 
 
 @check(
-    "require.min-memory",
+    "requirements.min-memory",
     "every usable GPU has at least this memory (--min-memory)",
 )
 def min_memory(ctx: Context) -> Outcome | None:
@@ -132,7 +132,7 @@ def min_memory(ctx: Context) -> Outcome | None:
 
 
 @check(
-    "require.min-compute-capability",
+    "requirements.min-compute-capability",
     "every usable GPU has at least this compute capability (--min-compute-capability)",
 )
 def min_cc(ctx: Context) -> Outcome | None:
