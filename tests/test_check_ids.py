@@ -3,10 +3,12 @@ rename (checks/renamed.py) maps every old id, read back by --only/--skip and old
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from gpucheck.checks.registry import ORDER, all_checks, select
 from gpucheck.checks.renamed import RENAMED, current_id, current_pattern, renamed_notices
+from gpucheck.fixplan import report_findings
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "check-ids-4.0.md"
 
@@ -49,3 +51,12 @@ def test_the_docs_fragment_lists_the_whole_table() -> None:
     text = DOCS.read_text(encoding="utf-8")
     for old, new in RENAMED.items():
         assert f"| `{old}` | `{new}` |" in text, old
+
+
+def test_fix_from_a_3_x_report_reads_its_findings_under_their_4_0_ids() -> None:
+    finding = {"id": "torch.cpu-build", "section": "frameworks", "status": "fail", "title": "t"}
+    report = {"schema_version": "3.1", "findings": [finding]}
+    read = report_findings(json.dumps(report).encode())
+    assert read is not None
+    assert [f.id for f in read] == ["frameworks.torch.cpu-build"]
+    assert report_findings(json.dumps({**report, "schema_version": "1.1"}).encode()) is None
