@@ -5,35 +5,35 @@ from __future__ import annotations
 
 from more_builders import run_checks
 
-from gpucheck.model.finding import Section
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot
 
 H100_DRIVER = "590.48.01"
 # Every framework check, in report order: what the test_checks_frameworks*.py modules cover.
 FRAMEWORK_CHECKS = (
-    "torch.cpu-build",
-    "torch.cuda-driver",
-    "torch.arch-support",
-    "torch.python",
-    "torch.extension-toolkit",
-    "torch.extensions",
-    "tensorflow.cpu-build",
-    "tensorflow.legacy-gpu-package",
-    "tensorflow.windows-native",
-    "tensorflow.cuda-driver",
-    "tensorflow.arch-support",
-    "tensorflow.python",
-    "tensorflow.keras",
-    "tensorflow.cuda-libraries",
-    "jax.cpu-build",
-    "jax.cuda-driver",
-    "cupy.cuda-driver",
+    "frameworks.torch.cpu-build",
+    "frameworks.torch.cuda-driver",
+    "frameworks.torch.arch-support",
+    "frameworks.torch.python",
+    "frameworks.torch.extension-toolkit",
+    "frameworks.torch.extensions",
+    "frameworks.tensorflow.cpu-build",
+    "frameworks.tensorflow.legacy-gpu-package",
+    "frameworks.tensorflow.windows-native",
+    "frameworks.tensorflow.cuda-driver",
+    "frameworks.tensorflow.arch-support",
+    "frameworks.tensorflow.python",
+    "frameworks.tensorflow.keras",
+    "frameworks.tensorflow.cuda-libraries",
+    "frameworks.jax.cpu-build",
+    "frameworks.jax.cuda-driver",
+    "frameworks.cupy.cuda-driver",
     "frameworks.library-shadowing",
     "frameworks.loader-cache",
     "frameworks.nvidia-conflicts",
-    "tensorrt.support",
-    "tensorrt.libraries",
-    "xla.compiler",
+    "frameworks.tensorrt.support",
+    "frameworks.tensorrt.libraries",
+    "frameworks.xla.compiler",
     "frameworks.numpy-abi",
     "frameworks.nvml-bindings",
     "frameworks.device-count",
@@ -42,7 +42,7 @@ FRAMEWORK_CHECKS = (
 
 
 def framework_findings(snap: Snapshot) -> list:  # type: ignore[type-arg]
-    return [f for f in run_checks(snap) if f.section is Section.FRAMEWORKS]
+    return [f for f in run_checks(snap) if f.section is Layer.FRAMEWORKS]
 
 
 # The newest builds that fit, read off compat/torch.toml and compat/tensorflow.toml by hand:

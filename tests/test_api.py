@@ -36,7 +36,7 @@ def test_doctor_on_a_snapshot_returns_the_report_and_prints_nothing(
     report = gpucheck.doctor(snapshot=ecc_node())
     assert isinstance(report, gpucheck.Report)
     assert (report.ready, report.exit_code) == (False, 1)
-    assert [f.id for f in report.problems] == ["gpu.ecc-errors"]
+    assert [f.id for f in report.problems] == ["gpus.ecc-errors"]
     assert capsys.readouterr() == ("", "")
     assert repr(report).startswith("<Report not ready: exit 1, 1 failed, 0 warned,")
 
@@ -46,7 +46,7 @@ def test_doctor_from_a_file_with_requirements(tmp_path: Path) -> None:
     path.write_text(dumps(builders.h100_node(8)))
     report = gpucheck.doctor(from_file=path, min_gpus=16, min_memory="80GB")
     status = {f.id: f.status.value for f in report.findings}
-    assert status["require.min-gpus"] == "fail" and status["require.min-memory"] == "pass"
+    assert status["requirements.min-gpus"] == "fail" and status["requirements.min-memory"] == "pass"
     assert report.from_file == str(path)
 
 
@@ -149,7 +149,7 @@ def test_the_report_renders_in_a_notebook() -> None:
     assert html.startswith("<pre style=")
     assert "Uncorrectable ECC memory errors on 1 GPU(s)" in html
     assert "color: #" in html  # rich's colours, as inline styles
-    assert "[gpu.ecc-errors]" in text and "\x1b[" not in text
+    assert "[gpus.ecc-errors]" in text and "\x1b[" not in text
 
 
 def test_snapshot_of_this_machine_and_redacted() -> None:
@@ -170,6 +170,6 @@ def test_only_gates_the_same_way_as_the_command() -> None:
     report = gpucheck.doctor(snapshot=builders.no_gpu_machine(), only=["gpus"])
     by_id = {f.id: f for f in report.findings}
     assert by_id["system.gpu-present"].status.value == "fail"
-    assert by_id["gpu.ecc-errors"].status.value == "skip"
-    assert "system.gpu-present" in by_id["gpu.ecc-errors"].title
+    assert by_id["gpus.ecc-errors"].status.value == "skip"
+    assert "system.gpu-present" in by_id["gpus.ecc-errors"].title
     assert report.ready is False

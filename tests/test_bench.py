@@ -162,7 +162,7 @@ def test_an_unfinished_run_of_a_cpu_torch_points_at_its_cuda_build() -> None:
     f = one(findings(b, INDEX), "bench.run")
     assert f.fix is not None
     assert f.fix.commands == [
-        "gpucheck doctor --python '/my env/bin/python' --only torch.cpu-build"
+        "gpucheck doctor --python '/my env/bin/python' --only frameworks.torch.cpu-build"
     ]
     assert f.fix.text.startswith("This torch is a CPU build")
     # Anything else that stops a run: is this GPU working at all?
@@ -244,7 +244,7 @@ def test_the_doctors_pcie_check_points_to_bench() -> None:
     import builders
 
     from gpucheck.checks.context import Context
-    from gpucheck.checks.gpus import pcie_link
+    from gpucheck.checks.gpus.health import pcie_link
 
     snap = builders.workstation()  # the RTX 3060 capture: gen 1 of 4 ...
     snap.nvml.gpus[0].utilization_gpu = 97  # ... under load

@@ -63,7 +63,9 @@ def test_a_gpu_run_the_framework_cannot_do_is_a_failed_run_not_a_crash(torch_pyt
     f = next(f for f in findings(run, load().gpus) if f.id == "bench.run")
     assert f.status == Status.FAIL
     assert f.fix is not None
-    assert f.fix.commands == [f"gpucheck doctor --python {torch_python} --only torch.cpu-build"]
+    assert f.fix.commands == [
+        f"gpucheck doctor --python {torch_python} --only frameworks.torch.cpu-build"
+    ]
 
 
 def test_meta_trace_of_an_mlp_counts_parameters_and_activations(torch_python: Path) -> None:

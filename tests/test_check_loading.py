@@ -1,5 +1,6 @@
 """The doctor imports the check modules of the sections --only names (and of their
-prerequisites), no more: start-up of a narrow doctor (issue #24, item 4)."""
+prerequisites), no more: a narrow doctor starts fast. (Each layer's package, holding only its
+declaration, is always imported: the registry reads the declarations.)"""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from gpucheck.checks.registry import (
     all_checks,
     sections_named,
 )
-from gpucheck.model.finding import Section
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot, dumps
 
 
@@ -29,9 +30,9 @@ def test_every_check_is_found_from_its_id_and_module() -> None:
 
 
 def test_patterns_name_their_sections_and_prerequisites() -> None:
-    assert sections_named(["gpus"]) == {Section.GPUS, Section.SYSTEM, Section.DRIVER}
-    assert sections_named(["torch.*"]) == {Section.FRAMEWORKS, Section.SYSTEM}
-    assert sections_named(["cudnn"]) == {Section.CUDNN}
+    assert sections_named(["gpus"]) == {Layer.GPUS, Layer.SYSTEM, Layer.DRIVER}
+    assert sections_named(["frameworks.torch.*"]) == {Layer.FRAMEWORKS, Layer.SYSTEM}
+    assert sections_named(["cudnn"]) == {Layer.CUDNN}
     assert sections_named(["no-such-check"]) is None
 
 
@@ -66,12 +67,12 @@ def imported_check_modules(
 
 def test_doctor_only_imports_the_sections_it_names(tmp_path: Path) -> None:
     narrow = imported_check_modules(tmp_path, "--only", "cudnn", "--json")
-    assert "gpucheck.checks.cudnn" in narrow
-    assert not {m for m in narrow if m.startswith("gpucheck.checks.frameworks")}
-    assert "gpucheck.checks.gpus" not in narrow
+    assert "gpucheck.checks.cudnn.libraries" in narrow
+    assert not {m for m in narrow if m.startswith("gpucheck.checks.frameworks.")}
+    assert "gpucheck.checks.gpus.health" not in narrow
     everything = imported_check_modules(tmp_path, "--json")
-    assert {"gpucheck.checks.cudnn", "gpucheck.checks.gpus"} <= everything
+    assert {"gpucheck.checks.cudnn.libraries", "gpucheck.checks.gpus.health"} <= everything
     # (The framework modules: those the snapshot can use, see test_check_loading_frameworks;
     # asked for by name, a check is reported even with nothing to judge, so all load.)
-    torch = imported_check_modules(tmp_path, "--only", "torch.python", "--json")
+    torch = imported_check_modules(tmp_path, "--only", "frameworks.torch.python", "--json")
     assert {"gpucheck.checks.frameworks.torch", "gpucheck.checks.frameworks.runtime"} <= torch

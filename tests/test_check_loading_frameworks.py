@@ -1,5 +1,6 @@
 """A doctor of a saved snapshot imports only the framework check modules the snapshot can use
-(registry.FRAMEWORK_MODULES and held; start-up, issue #24 item 4). Left out, a module must
+(the frameworks layer's module_needs, registry.FRAMEWORK_MODULES, and held: start-up time).
+Left out, a module must
 have had nothing to say: its checks judge nothing on a snapshot without what the table says
 they need, and the report is the same byte for byte with every module loaded."""
 
@@ -27,16 +28,11 @@ import gpucheck.checks.frameworks
 from gpucheck import cli
 from gpucheck.checks import registry
 from gpucheck.checks.context import Context, Requirements
-from gpucheck.checks.registry import (
-    ANY_ENVIRONMENT,
-    FRAMEWORK_MODULES,
-    SYSTEM_TENSORRT,
-    all_checks,
-    held,
-)
+from gpucheck.checks.declarations import ANY_ENVIRONMENT, SYSTEM_TENSORRT
+from gpucheck.checks.registry import FRAMEWORK_MODULES, all_checks, held
 from gpucheck.compat import load
 from gpucheck.model.environments import PythonEnvironment
-from gpucheck.model.finding import Section
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot, dumps, loads
 
 PACKAGE = "gpucheck.checks.frameworks"
@@ -52,10 +48,10 @@ def test_every_module_registering_framework_checks_is_in_the_table() -> None:
     # from the table registers checks whose module is not in it.
     folder = Path(gpucheck.checks.frameworks.__file__).parent
     names = [m.name for m in pkgutil.iter_modules([str(folder)])]
-    assert {"torch", "environments", "runtime"} <= set(names)
+    assert {"torch", "per_environment", "runtime"} <= set(names)
     for name in names:
         __import__(f"{PACKAGE}.{name}")
-    registering = {module_of(c) for c in all_checks() if c.section is Section.FRAMEWORKS}
+    registering = {module_of(c) for c in all_checks() if c.section is Layer.FRAMEWORKS}
     assert registering == set(FRAMEWORK_MODULES)
 
 
@@ -105,7 +101,7 @@ def snapshots_without(needs: tuple[str, ...]) -> list[tuple[str, Snapshot]]:
 def test_a_module_left_out_had_nothing_to_judge(module: str) -> None:
     needs = FRAMEWORK_MODULES[module]
     __import__(f"{PACKAGE}.{module}")
-    checks = [c for c in all_checks() if c.section is Section.FRAMEWORKS and module_of(c) == module]
+    checks = [c for c in all_checks() if c.section is Layer.FRAMEWORKS and module_of(c) == module]
     assert checks, module
     compat = load(())
     for label, snap in snapshots_without(needs):
@@ -190,10 +186,10 @@ def test_the_report_is_the_same_with_every_framework_module(
             patched.setattr(registry, "held", lambda _: None)  # every module, every check
             every = doctor_json(text)
         assert lazy == every, label
-        skipped = doctor_json(text, "--skip", "torch.python")
+        skipped = doctor_json(text, "--skip", "frameworks.torch.python")
         with monkeypatch.context() as patched:
             patched.setattr(registry, "held", lambda _: None)
-            assert skipped == doctor_json(text, "--skip", "torch.python"), label
+            assert skipped == doctor_json(text, "--skip", "frameworks.torch.python"), label
 
 
 # --- what a doctor imports -----------------------------------------------------------------------
@@ -207,7 +203,7 @@ def imported_framework_modules(tmp_path: Path, snap: Snapshot) -> set[str]:
 def test_a_doctor_imports_the_framework_modules_its_snapshot_can_use(tmp_path: Path) -> None:
     assert imported_framework_modules(tmp_path, builders.h100_node(2)) == set()
     torch = imported_framework_modules(tmp_path, fb.on(builders.h100_node(2), fb.torch_cu124()))
-    assert {"torch", "extensions", "environment", "runtime", "builds"} <= torch
+    assert {"torch", "extensions", "conflicts", "runtime", "builds"} <= torch
     assert not {"tensorflow", "jax_cupy", "tensorrt"} & torch
 
 

@@ -19,7 +19,7 @@ def test_tensorflow_with_only_ptx_for_compute_capability_12_fails() -> None:
         cuda="12.5.1",
         archs=["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
     )
-    f = the(fb.on(fb.blackwell_workstation(), env), "tensorflow.arch-support")
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.tensorflow.arch-support")
     assert f.status is Status.FAIL and "CUDA_ERROR_INVALID_PTX" in f.title
     assert f.fix is not None and "nvcr.io/nvidia/tensorflow" in f.fix.text
     assert "TF_CUDA_COMPUTE_CAPABILITIES=12.0" in f.fix.text
@@ -33,7 +33,7 @@ def test_tensorflow_ptx_on_hopper_still_runs_through_jit() -> None:
         cuda="12.5.1",
         archs=["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
     )
-    f = the(fb.on(builders.h100_node(1), env), "tensorflow.arch-support")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.tensorflow.arch-support")
     assert f.status is Status.INFO
 
 
@@ -43,7 +43,7 @@ def test_a_jax_plugin_is_aligned_to_a_four_part_jaxlib_version() -> None:
     env = fb.with_jax(fb.environment(), "0.9.0.1")
     fb.add(env, "jax-cuda12-plugin", "0.9.2")
     fb.add(env, "jax-cuda12-pjrt", "0.9.2")
-    f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.jax.cpu-build")
     assert f.status is Status.FAIL
     assert f.fix is not None
     assert f.fix.commands == ["pip install jax-cuda12-pjrt==0.9.0.1 jax-cuda12-plugin==0.9.0.1"]
@@ -55,7 +55,7 @@ def test_a_plugin_one_post_release_apart_is_stale() -> None:
     env = fb.with_jax(fb.environment(), "0.9.0.1")
     fb.add(env, "jax-cuda12-plugin", "0.9.0")
     fb.add(env, "jax-cuda12-pjrt", "0.9.0")
-    assert the(fb.on(builders.h100_node(1), env), "jax.cpu-build").status is Status.FAIL
+    assert the(fb.on(builders.h100_node(1), env), "frameworks.jax.cpu-build").status is Status.FAIL
 
 
 def test_error_802_names_the_fabric_manager_of_the_drivers_version() -> None:
@@ -82,7 +82,7 @@ def _vllm_on(gpu_cc: str, vllm: str) -> Finding:
     snap.nvml.gpus[0].compute_capability = gpu_cc
     env = fb.with_torch(fb.environment(), "2.7.0+cu126", "12.6")
     fb.add(env, "vllm", vllm, ["torch==2.7.0"])
-    return the(fb.on(snap, env), "torch.extensions")
+    return the(fb.on(snap, env), "frameworks.torch.extensions")
 
 
 def test_vllm_on_a_gpu_below_its_wheels_floor_fails() -> None:
@@ -103,5 +103,5 @@ def test_vllm_beside_a_supported_gpu_only_warns() -> None:
     snap.nvml.gpus[1].compute_capability = "6.1"
     env = fb.with_torch(fb.environment(), "2.7.0+cu126", "12.6")
     fb.add(env, "vllm", "0.9.1", ["torch==2.7.0"])
-    f = the(fb.on(snap, env), "torch.extensions")
+    f = the(fb.on(snap, env), "frameworks.torch.extensions")
     assert f.status is Status.WARN and f.fix is not None and "CUDA_VISIBLE_DEVICES" in f.fix.text

@@ -294,7 +294,7 @@ def test_nvml_probe_timeout_fails_mentioning_the_time() -> None:
     assert f.fix and "nvidia-smi -pm 1" in f.fix.text and "xid" in f.fix.text
     # the GPU facts of a timed-out probe are not trusted: no per-GPU findings either
     ids = {x.id for x in run_checks(snap)}
-    assert "gpu.ecc-errors" not in ids
+    assert "gpus.ecc-errors" not in ids
 
 
 def test_nvml_probe_crashed_with_facts_warns() -> None:

@@ -219,7 +219,7 @@ def test_pci_device_bound_to_nouveau_and_module_unloaded_is_fully_explained() ->
 def test_reload_command_unloads_only_what_is_loaded(
     modules: list[str], unload: str, load: str
 ) -> None:
-    from gpucheck.checks.driver_fixes import reload_fix
+    from gpucheck.checks.driver.fixes import reload_fix
 
     assert f"sudo rmmod {unload} && sudo modprobe -a {load}" in reload_fix(modules).commands
 

@@ -36,14 +36,14 @@ def machine(gpu: GpuFacts, driver: str = H100_DRIVER, cuda: int = 13010) -> Snap
     return builders.node([gpu], driver=driver, cuda=cuda)
 
 
-# --- torch.extensions --------------------------------------------------------------------------
+# --- frameworks.torch.extensions --------------------------------------------------------------------------
 
 
 def test_torchvision_pinned_to_another_torch_fails_with_the_one_built_for_this_torch() -> None:
     # torchvision 0.19.1+cu124 (for torch 2.4.1) beside torch 2.5.1+cu124.
     env = torch_251()
     fb.add(env, "torchvision", "0.19.1+cu124", ["numpy", "torch==2.4.1", "pillow!=8.3.*,>=5.3.0"])
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert f.title.startswith("torchvision 0.19.1+cu124 is built for another torch")
     assert "torchvision 0.19.1+cu124: Requires-Dist: torch==2.4.1" in f.evidence
@@ -58,7 +58,7 @@ def test_torchvision_pinned_to_another_torch_fails_with_the_one_built_for_this_t
 def test_torchvision_for_this_torch_passes() -> None:
     env = torch_251()
     fb.add(env, "torchvision", "0.20.1+cu124", ["numpy", "torch==2.5.1"])
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.PASS
     assert f.title == "torchvision 0.20.1+cu124 matches torch 2.5.1+cu124"
 
@@ -67,7 +67,7 @@ def test_torchaudio_without_a_pin_is_judged_by_the_pairing_table() -> None:
     # A conda torchaudio (no Requires-Dist) 2.5.0 beside torch 2.4.1.
     env = fb.with_torch(fb.environment(), "2.4.1+cu124", "12.4")
     fb.add(env, "torchaudio", "2.5.0")
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert "torchaudio 2.5.0 goes with torch 2.5, not torch 2.4.1+cu124" in f.title
     assert any("docs.pytorch.org/audio/2.11.0" in e for e in f.evidence)
@@ -77,7 +77,7 @@ def test_torchaudio_without_a_pin_is_judged_by_the_pairing_table() -> None:
 def test_torchaudio_2_11_runs_with_every_later_torch() -> None:
     env = fb.with_torch(fb.environment(), "2.13.0+cu130", "13.0")
     fb.add(env, "torchaudio", "2.11.0")
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.PASS
 
 
@@ -90,7 +90,7 @@ def test_xformers_built_against_another_torch_fails() -> None:
             "xformers", "0.0.27.post2", cuda="12.1", torch="2.4.0+cu121", source="cpp_lib.json"
         )
     )
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert "built against torch 2.4.0+cu121; torch 2.5.1+cu124 is installed" in f.title
 
@@ -102,7 +102,7 @@ def test_flash_attn_wheel_for_another_torch_is_rebuilt_against_this_one() -> Non
     env.extensions.append(
         ExtensionBuild("flash-attn", "2.6.3", "12.3", "2.4", False, "https://github.com/...whl")
     )
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert f.fix is not None
     assert "pip uninstall -y flash-attn && pip install --no-build-isolation flash-attn" in (
@@ -113,7 +113,7 @@ def test_flash_attn_wheel_for_another_torch_is_rebuilt_against_this_one() -> Non
 def test_torchvision_for_another_cuda_major_fails() -> None:
     env = torch_251()
     fb.add(env, "torchvision", "0.20.1+cu118", ["torch==2.5.1"])
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert "built for CUDA 11.8, torch 2.5.1+cu124 for CUDA 12.4" in f.title
 
@@ -121,7 +121,7 @@ def test_torchvision_for_another_cuda_major_fails() -> None:
 def test_triton_other_than_torch_pins_fails() -> None:
     env = fb.with_torch(fb.environment(), pins=(*fb.TORCH_251_CU124_PINS, "triton==3.1.0"))
     fb.add(env, "triton", "3.0.0")
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert f.fix is not None and "pip install 'triton==3.1.0'" in f.fix.text
 
@@ -137,7 +137,7 @@ def test_deep_import_undefined_symbol_names_the_build_for_this_torch() -> None:
             "ImportError: vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
         )
     )
-    f = the(fb.on(builders.h100_node(1), env, deep=True), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert "built against another torch (or C++ ABI)" in f.title
     assert f.fix is not None and "torch==2.5.1 vllm" in f.fix.text
@@ -148,14 +148,14 @@ def test_torch_tensorrt_pinned_to_another_tensorrt_fails() -> None:
     env = torch_251()
     fb.add(env, "torch-tensorrt", "2.5.0", ["torch<2.6.0,>=2.5.0", "tensorrt-cu12<10.4.0,>=10.3.0"])
     fb.add(env, "tensorrt-cu12", "10.8.0.43")
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert "built against another TensorRT" in f.title
     assert f.fix is not None and f.fix.commands == ["pip install 'tensorrt-cu12<10.4.0,>=10.3.0'"]
 
 
 def test_no_extension_no_finding() -> None:
-    assert finding(fb.on(builders.h100_node(1), torch_251()), "torch.extensions") is None
+    assert finding(fb.on(builders.h100_node(1), torch_251()), "frameworks.torch.extensions") is None
 
 
 # --- frameworks.numpy-abi ----------------------------------------------------------------------
@@ -232,7 +232,7 @@ def test_a_binding_of_an_older_branch_of_the_same_major_is_info() -> None:
     assert "NVML functions newer than R580 are missing from it" in f.title
 
 
-# --- tensorrt.support, tensorrt.libraries --------------------------------------------------------
+# --- frameworks.tensorrt.support, frameworks.tensorrt.libraries --------------------------------------------------------
 
 
 def tensorrt(env: PythonEnvironment, version: str, major: int = 12) -> PythonEnvironment:
@@ -245,13 +245,16 @@ def tensorrt(env: PythonEnvironment, version: str, major: int = 12) -> PythonEnv
 
 
 def test_tensorrt_on_an_h100_passes() -> None:
-    f = the(fb.on(builders.h100_node(1), tensorrt(fb.environment(), "10.3.0")), "tensorrt.support")
+    f = the(
+        fb.on(builders.h100_node(1), tensorrt(fb.environment(), "10.3.0")),
+        "frameworks.tensorrt.support",
+    )
     assert f.status is Status.PASS
 
 
 def test_tensorrt_10_8_on_a_v100_fails_with_the_last_release_for_volta() -> None:
     env = tensorrt(fb.environment(), "10.8.0")
-    f = the(fb.on(machine(v100()), env), "tensorrt.support")
+    f = the(fb.on(machine(v100()), env), "frameworks.tensorrt.support")
     assert f.status is Status.FAIL
     assert "supports compute capability 7.5 to 12.0" in f.title
     # tensorrt.toml [[release]] 10.5.0: min_cc = "7.5" (Volta removed), the first without 7.0
@@ -260,14 +263,14 @@ def test_tensorrt_10_8_on_a_v100_fails_with_the_last_release_for_volta() -> None
 
 def test_tensorrt_10_3_on_an_rtx_5090_fails_with_the_first_release_for_blackwell() -> None:
     env = tensorrt(fb.environment(), "10.3.0")
-    f = the(fb.on(machine(fb.rtx_5090()), env), "tensorrt.support")
+    f = the(fb.on(machine(fb.rtx_5090()), env), "frameworks.tensorrt.support")
     assert f.status is Status.FAIL
     assert f.fix is not None and "pip install -U 'tensorrt-cu12>=10.8.0'" in f.fix.text
 
 
 def test_tensorrt_cuda_12_build_on_a_cuda_11_driver_fails() -> None:
     snap = machine(builders.h100(0), driver="470.256.02", cuda=11040)
-    f = the(fb.on(snap, tensorrt(fb.environment(), "10.3.0")), "tensorrt.support")
+    f = the(fb.on(snap, tensorrt(fb.environment(), "10.3.0")), "frameworks.tensorrt.support")
     assert f.status is Status.FAIL
     # cuda.toml [[toolkit]] 12.0.0: min_driver_linux = "525.60.13"
     assert f.fix is not None and "525.60.13" in f.fix.text
@@ -275,7 +278,7 @@ def test_tensorrt_cuda_12_build_on_a_cuda_11_driver_fails() -> None:
 
 def test_tf_trt_is_gone_from_tensorflow_2_18() -> None:
     env = tensorrt(fb.with_tensorflow(fb.environment(), "2.18.0"), "10.3.0")
-    f = the(fb.on(builders.h100_node(1), env), "tensorrt.support")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.tensorrt.support")
     assert f.status is Status.INFO
     assert f.title.startswith("TensorFlow 2.18.0 has no TF-TRT (disabled from 2.18.0)")
     assert "TensorRT 10.3.0 (CUDA 12.0) runs on driver 590.48.01" in f.evidence
@@ -294,20 +297,20 @@ def test_a_system_libnvinfer_for_newer_gpus_only_fails() -> None:
             version_source="filename",
         )
     ]
-    f = the(snap, "tensorrt.libraries")
+    f = the(snap, "frameworks.tensorrt.libraries")
     assert f.status is Status.FAIL
     assert "compute 6.1" in f.title
     # 10.1.0 is the first row with a floor above 6.1 (7.0); 10.0's floor was not read.
     assert f.fix is not None and "pip install 'tensorrt<10.1.0'" in f.fix.text
 
 
-# --- xla.compiler ------------------------------------------------------------------------------
+# --- frameworks.xla.compiler ------------------------------------------------------------------------------
 
 
 def test_xla_flags_are_explained() -> None:
     snap = fb.on(builders.h100_node(1), fb.with_jax(fb.environment()))
     snap.system.env["XLA_FLAGS"] = "--xla_gpu_cuda_data_dir=/opt/cuda --xla_dump_to=/tmp/x"
-    f = the(snap, "xla.compiler")
+    f = the(snap, "frameworks.xla.compiler")
     assert any(
         e == "XLA_FLAGS: --xla_gpu_cuda_data_dir=/opt/cuda: where XLA looks for ptxas, nvlink "
         "and libdevice (a CUDA home)"
@@ -321,7 +324,7 @@ def test_ptxas_newer_than_the_driver_warns() -> None:
     snap = machine(builders.h100(0), driver="550.54.15", cuda=12040)
     env = fb.with_jax(fb.environment())
     fb.add(env, "nvidia-cuda-nvcc-cu12", "12.6.85")
-    f = the(fb.on(snap, env), "xla.compiler")
+    f = the(fb.on(snap, env), "frameworks.xla.compiler")
     assert f.status is Status.WARN and "serial compilation" in f.title
     # cuda.toml [[toolkit]] 12.6.0: min_driver_linux = "560.28.03"
     assert f.fix is not None and "560.28.03" in f.fix.text
@@ -331,12 +334,12 @@ def test_ptxas_newer_than_the_driver_warns() -> None:
 def test_ptxas_the_driver_supports_passes() -> None:
     snap = fb.on(builders.h100_node(1), fb.with_jax(fb.environment()))
     snap.cuda.ptxas = [ToolVersion("ptxas", "/usr/local/cuda/bin/ptxas", "cuda_home", "12.4.131")]
-    assert the(snap, "xla.compiler").status is Status.PASS
+    assert the(snap, "frameworks.xla.compiler").status is Status.PASS
 
 
 def test_xla_seeing_fewer_gpus_than_cuda_fails() -> None:
     env = fb.with_jax(fb.environment())
     fb.imported(env, "jax", 2, version="0.4.35", xla_devices=["cuda(id=0)"])
-    f = the(fb.on(builders.h100_node(2), env, deep=True), "xla.compiler")
+    f = the(fb.on(builders.h100_node(2), env, deep=True), "frameworks.xla.compiler")
     assert f.status is Status.FAIL
     assert "XLA sees 1 GPU(s) while CUDA shows 2" in f.title

@@ -12,18 +12,19 @@ from more_builders import finding, the
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import Snapshot
 
-# --- jax.cpu-build and jax.cuda-driver -----------------------------------------------------------------
+# --- frameworks.jax.cpu-build and frameworks.jax.cuda-driver -----------------------------------------------------------------
 
 
 def test_jax_without_its_cuda_plugin_fails_choosing_the_cuda_major_for_the_driver() -> None:
     env = fb.with_jax(fb.environment(), plugin=None)
-    f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.jax.cpu-build")
     assert f.status is Status.FAIL
     assert f.fix and f.fix.commands[0].startswith(
         'pip install -U "jax[cuda13]"'
     )  # driver 590: CUDA 13.1
     f = the(
-        fb.on(mb.driver_535_node(1), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
+        fb.on(mb.driver_535_node(1), fb.with_jax(fb.environment(), plugin=None)),
+        "frameworks.jax.cpu-build",
     )
     # cuda.toml: 13.0.0 needs 580.65.06 and [[minor_compat]] 13 needs 580, so 535 cannot run it
     assert f.fix and f.fix.commands[0].startswith('pip install -U "jax[cuda12]"')
@@ -31,17 +32,18 @@ def test_jax_without_its_cuda_plugin_fails_choosing_the_cuda_major_for_the_drive
 
 def test_jax_cuda13_is_not_offered_to_a_gpu_older_than_cuda_13_supports() -> None:
     f = the(
-        fb.on(fb.pascal_workstation(), fb.with_jax(fb.environment(), plugin=None)), "jax.cpu-build"
+        fb.on(fb.pascal_workstation(), fb.with_jax(fb.environment(), plugin=None)),
+        "frameworks.jax.cpu-build",
     )
     # cuda.toml [[toolkit_arch]] 13.0: min_cc = "7.5", above this Pascal's 6.1
     assert f.fix and '"jax[cuda12]"' in f.fix.text
 
 
 def test_jax_with_its_plugin_passes_and_a_stale_plugin_fails_with_the_aligning_command() -> None:
-    f = the(fb.on(builders.h100_node(1), fb.with_jax(fb.environment())), "jax.cpu-build")
+    f = the(fb.on(builders.h100_node(1), fb.with_jax(fb.environment())), "frameworks.jax.cpu-build")
     assert f.status is Status.PASS
     env = fb.add(fb.with_jax(fb.environment(), "0.4.31"), "jax-cuda12-plugin", "0.4.30")
-    f = the(fb.on(builders.h100_node(1), env), "jax.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.jax.cpu-build")
     # JAX does not load it at all: no GPU (issue 23). jaxlib stays; the plugin moves to it.
     assert f.status is Status.FAIL and "does not match jaxlib 0.4.31" in f.title
     assert f.fix is not None
@@ -54,7 +56,7 @@ def test_jax_with_its_plugin_passes_and_a_stale_plugin_fails_with_the_aligning_c
 
 def test_jax_cuda13_plugin_on_driver_535_fails_with_the_cuda12_plugin_as_way_out() -> None:
     env = fb.with_jax(fb.environment(), "0.8.0", plugin=13)
-    f = the(fb.on(mb.driver_535_node(1), env), "jax.cuda-driver")
+    f = the(fb.on(mb.driver_535_node(1), env), "frameworks.jax.cuda-driver")
     assert f.status is Status.FAIL
     assert f"Upgrade the NVIDIA driver to {min_driver('13.0')} or newer" in (
         f.fix.text if f.fix else ""
@@ -65,16 +67,16 @@ def test_jax_cuda13_plugin_on_driver_535_fails_with_the_cuda12_plugin_as_way_out
     env = fb.add(
         fb.with_jax(fb.environment(), "0.8.0", plugin=12), "nvidia-cuda-runtime-cu12", "12.9.79"
     )
-    f = the(fb.on(builders.h100_node(1), env), "jax.cuda-driver")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.jax.cuda-driver")
     assert f.status is Status.PASS and "12.9" in f.title
 
 
-# --- cupy.cuda-driver ----------------------------------------------------------------------------------
+# --- frameworks.cupy.cuda-driver ----------------------------------------------------------------------------------
 
 
 def test_cupy_for_cuda_13_on_driver_535_fails_with_the_cuda_12_wheel() -> None:
     env = fb.add(fb.environment(), "cupy-cuda13x", "13.6.0")
-    f = the(fb.on(mb.driver_535_node(1), env), "cupy.cuda-driver")
+    f = the(fb.on(mb.driver_535_node(1), env), "frameworks.cupy.cuda-driver")
     assert f.status is Status.FAIL
     assert f.fix and f.fix.steps[-1].option == 1
     assert f.fix.commands[-1] == "pip uninstall -y cupy-cuda13x && pip install cupy-cuda12x"
@@ -82,7 +84,7 @@ def test_cupy_for_cuda_13_on_driver_535_fails_with_the_cuda_12_wheel() -> None:
 
 def test_cupy_wheels_that_fit_the_driver_pass() -> None:
     env = fb.add(fb.add(fb.environment(), "cupy-cuda12x", "13.6.0"), "cupy-cuda102", "9.6.0")
-    f = the(fb.on(mb.driver_535_node(1), env), "cupy.cuda-driver")
+    f = the(fb.on(mb.driver_535_node(1), env), "frameworks.cupy.cuda-driver")
     assert f.status is Status.PASS
 
 

@@ -159,7 +159,7 @@ def test_no_gpu_for_torch_while_the_driver_has_some_fails_unless_another_check_n
     env = fb.torch_cpu()
     fb.imported(env, "torch", 0, available=False)
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
-    assert f.status is Status.SKIP and "torch.cpu-build" in f.title
+    assert f.status is Status.SKIP and "frameworks.torch.cpu-build" in f.title
 
 
 def test_no_gpu_machine_deep_pass_is_info() -> None:
@@ -219,13 +219,13 @@ def test_cupy_runtime_too_new_for_the_driver_is_reported_once_by_cupy_cuda_drive
         error="cupy.cuda.runtime.getDeviceCount: CUDARuntimeError: cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version",
     )
     snap = fb.on(mb.t4_vm(), env, deep=True)
-    f = the(snap, "cupy.cuda-driver")
+    f = the(snap, "frameworks.cupy.cuda-driver")
     assert f.status is Status.FAIL and "cupy-cuda12x 13.6.0 (CUDA 12.8)" in f.title
     assert f"Upgrade the NVIDIA driver to {min_driver('12.8')} or newer" in (
         f.fix.text if f.fix else ""
     )
     smoke = the(snap, "frameworks.smoke-test")
-    assert smoke.status is Status.SKIP and "cupy.cuda-driver" in smoke.title
+    assert smoke.status is Status.SKIP and "frameworks.cupy.cuda-driver" in smoke.title
 
 
 def test_tensorflow_skipping_a_gpu_it_has_no_code_for_is_named_as_the_cause() -> None:
@@ -240,7 +240,7 @@ def test_tensorflow_skipping_a_gpu_it_has_no_code_for_is_named_as_the_cause() ->
     assert any(
         e.startswith("TensorFlow ignores GPUs it has no code for: GPU 1") for e in f.evidence
     )
-    assert f.fix and "tensorflow.arch-support" in f.fix.text
+    assert f.fix and "frameworks.tensorflow.arch-support" in f.fix.text
 
 
 # --- several frameworks in one environment (issue 23: FAIL only when the job cannot run) -------
@@ -250,7 +250,7 @@ def test_an_incidental_cpu_jaxlib_beside_a_cuda_torch_warns_on_jax_only() -> Non
     # A CUDA torch (the framework the user runs) and a CPU-only jaxlib another package pulled in.
     env = fb.with_jax(fb.with_torch(fb.environment()), plugin=None)
     snap = fb.on(builders.h100_node(1), env)
-    f = the(snap, "jax.cpu-build")
+    f = the(snap, "frameworks.jax.cpu-build")
     assert f.status is Status.WARN
     assert f.title.endswith("(code using torch 2.5.1+cu124 here can)")
     assert f.fix is not None and "jax[cuda" in f.fix.text
@@ -259,7 +259,7 @@ def test_an_incidental_cpu_jaxlib_beside_a_cuda_torch_warns_on_jax_only() -> Non
 
 def test_a_cpu_jaxlib_alone_still_fails() -> None:
     snap = fb.on(builders.h100_node(1), fb.with_jax(fb.environment(), plugin=None))
-    assert the(snap, "jax.cpu-build").status is Status.FAIL
+    assert the(snap, "frameworks.jax.cpu-build").status is Status.FAIL
 
 
 def test_a_cpu_torch_beside_a_cuda_torch_that_saw_no_gpu_still_fails() -> None:
@@ -267,7 +267,7 @@ def test_a_cpu_torch_beside_a_cuda_torch_that_saw_no_gpu_still_fails() -> None:
     env = fb.with_tensorflow(fb.with_torch(fb.environment(), version="2.5.1+cpu", cuda=None))
     fb.imported(env, "tensorflow", 0)
     snap = fb.on(builders.h100_node(1), env, deep=True)
-    assert the(snap, "torch.cpu-build").status is Status.FAIL
+    assert the(snap, "frameworks.torch.cpu-build").status is Status.FAIL
 
 
 # --- forward compatibility: judge against the libcuda that is loaded (issue 23) ------------------
@@ -285,7 +285,7 @@ def _forward_compat_node() -> Snapshot:
 
 def test_a_cuda_13_torch_runs_on_r570_through_a_forward_compatible_libcuda() -> None:
     env = fb.with_torch(fb.environment(), version="2.9.0+cu130", cuda="13.0")
-    f = the(fb.on(_forward_compat_node(), env), "torch.cuda-driver")
+    f = the(fb.on(_forward_compat_node(), env), "frameworks.torch.cuda-driver")
     assert f.status is Status.PASS
     assert "/usr/local/cuda-13.0/compat/libcuda.so.1" in " ".join([f.title, *f.evidence])
 
@@ -294,7 +294,7 @@ def test_without_the_compat_libcuda_the_same_torch_fails_on_r570() -> None:
     snap = _forward_compat_node()
     snap.cuda.driver.driver_version = 12080  # the driver's own libcuda
     env = fb.with_torch(fb.environment(), version="2.9.0+cu130", cuda="13.0")
-    assert the(fb.on(snap, env), "torch.cuda-driver").status is Status.FAIL
+    assert the(fb.on(snap, env), "frameworks.torch.cuda-driver").status is Status.FAIL
 
 
 # --- old jaxlib local versions (issue 23) ----------------------------------------------------------
@@ -321,6 +321,6 @@ def test_a_cuda112_jaxlib_is_judged_as_cuda_11_2_not_112() -> None:
     fb.add(env, "jaxlib", "0.1.65+cuda112")
     # Driver 450.80.02: CUDA 11.0's; CUDA 11.2 runs there through minor version compatibility.
     snap = builders.node([builders.h100(0)], driver="450.80.02", cuda=11000)
-    f = the(fb.on(snap, env), "jax.cuda-driver")
+    f = the(fb.on(snap, env), "frameworks.jax.cuda-driver")
     text = " ".join([f.title, *f.evidence])
     assert "CUDA 11.2" in text and "112" not in text.replace("0.1.65+cuda112", "")

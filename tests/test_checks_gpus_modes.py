@@ -18,11 +18,11 @@ from gpucheck.model.snapshot import GpuProcess, MigDevice
 GIB = 1024**3
 
 
-# --- gpu.pcie-link -----------------------------------------------------------------------------
+# --- gpus.pcie-link -----------------------------------------------------------------------------
 
 
 def test_full_width_links_pass() -> None:
-    f = the(builders.h100_node(8), "gpu.pcie-link")
+    f = the(builders.h100_node(8), "gpus.pcie-link")
     assert f.status is Status.PASS
     assert f.evidence == []
 
@@ -30,14 +30,14 @@ def test_full_width_links_pass() -> None:
 def test_x4_of_x16_fails() -> None:
     snap = builders.h100_node(8)
     snap.nvml.gpus[7].pcie_width_current = 4
-    f = the(snap, "gpu.pcie-link")
+    f = the(snap, "gpus.pcie-link")
     assert f.status is Status.FAIL
     assert f.evidence == ["GPU 7 (NVIDIA H100 80GB HBM3, 00000000:88:00.0): x4 of x16"]
     assert f.fix and "Reseat" in f.fix.text
 
 
 def test_x8_of_x16_warns() -> None:
-    f = the(mb.t4_vm(), "gpu.pcie-link")  # the real T4 capture: x8 of x16 in a cloud VM
+    f = the(mb.t4_vm(), "gpus.pcie-link")  # the real T4 capture: x8 of x16 in a cloud VM
     assert f.status is Status.WARN
     assert f.evidence == ["GPU 0 (Tesla T4, 00000000:00:1E.0): x8 of x16"]
     assert f.fix and "hypervisor" in f.fix.text
@@ -45,7 +45,7 @@ def test_x8_of_x16_warns() -> None:
 
 def test_idle_gpu_at_gen1_of_4_passes_with_a_note() -> None:
     snap = builders.workstation()  # RTX 3060 idle at gen 1 of 4
-    f = the(snap, "gpu.pcie-link")
+    f = the(snap, "gpus.pcie-link")
     assert f.status is Status.PASS
     assert f.evidence == [
         "GPU 0 (NVIDIA GeForce RTX 3060, 00000000:01:00.0): gen 1 of 4 at 0% utilisation "
@@ -56,7 +56,7 @@ def test_idle_gpu_at_gen1_of_4_passes_with_a_note() -> None:
 def test_gen1_of_4_under_load_warns() -> None:
     snap = builders.workstation()
     snap.nvml.gpus[0].utilization_gpu = 90
-    f = the(snap, "gpu.pcie-link")
+    f = the(snap, "gpus.pcie-link")
     assert f.status is Status.WARN
     assert f.evidence == [
         "GPU 0 (NVIDIA GeForce RTX 3060, 00000000:01:00.0): gen 1 of 4 at 90% utilisation "
@@ -69,7 +69,7 @@ def test_gen1_of_5_with_the_load_unknown_warns_how_to_recheck_under_load() -> No
     snap = builders.workstation()
     snap.nvml.gpus[0].pcie_gen_max = 5
     snap.nvml.gpus[0].utilization_gpu = None
-    f = the(snap, "gpu.pcie-link")
+    f = the(snap, "gpus.pcie-link")
     assert f.status is Status.WARN
     assert f.evidence == [
         "GPU 0 (NVIDIA GeForce RTX 3060, 00000000:01:00.0): gen 1 of 5 at unknown utilisation "
@@ -87,21 +87,21 @@ def test_pcie_unknown_skips() -> None:
     snap = builders.workstation()
     snap.nvml.gpus[0].pcie_width_current = None
     snap.nvml.gpus[0].field_errors["pcie_width_current"] = "NotSupported"
-    assert the(snap, "gpu.pcie-link").status is Status.SKIP
+    assert the(snap, "gpus.pcie-link").status is Status.SKIP
 
 
-# --- gpu.compute-mode --------------------------------------------------------------------------
+# --- gpus.compute-mode --------------------------------------------------------------------------
 
 
 def test_default_compute_mode_passes() -> None:
-    f = the(builders.h100_node(8), "gpu.compute-mode")
+    f = the(builders.h100_node(8), "gpus.compute-mode")
     assert f.status is Status.PASS
 
 
 def test_exclusive_process_warns_with_the_command_for_that_gpu() -> None:
     snap = builders.h100_node(8)
     snap.nvml.gpus[3].compute_mode = "exclusive_process"
-    f = the(snap, "gpu.compute-mode")
+    f = the(snap, "gpus.compute-mode")
     assert f.status is Status.WARN
     assert f.evidence == ["GPU 3 (NVIDIA H100 80GB HBM3, 00000000:48:00.0): exclusive_process"]
     assert f.fix and f.fix.commands == ["sudo nvidia-smi -i 3 -c DEFAULT"]
@@ -113,7 +113,7 @@ def test_prohibited_fails_with_the_command_for_those_gpus() -> None:
     snap.nvml.gpus[1].compute_mode = "prohibited"
     snap.nvml.gpus[6].compute_mode = "prohibited"
     snap.nvml.gpus[3].compute_mode = "exclusive_process"  # the worse one is reported
-    f = the(snap, "gpu.compute-mode")
+    f = the(snap, "gpus.compute-mode")
     assert f.status is Status.FAIL
     assert "prohibited on 2 GPU(s)" in f.title
     assert f.fix and f.fix.commands == ["sudo nvidia-smi -i 1,6 -c DEFAULT"]
@@ -128,7 +128,7 @@ def test_exclusive_gpu_held_by_a_process_fails_naming_it() -> None:
     snap = builders.h100_node(2)
     snap.nvml.gpus[0].compute_mode = "exclusive_process"
     builders.with_process(snap.nvml.gpus[0], 4711, "digits", 74)
-    f = the(snap, "gpu.compute-mode")
+    f = the(snap, "gpus.compute-mode")
     assert f.status is Status.FAIL
     assert "already held by another process" in f.title
     assert "busy or unavailable" in f.title
@@ -150,7 +150,7 @@ def test_exclusive_gpu_busy_with_no_process_listed_fails_too() -> None:
     snap = builders.h100_node(1)
     gpu = snap.nvml.gpus[0]
     gpu.compute_mode, gpu.memory_used, gpu.utilization_gpu = "exclusive_process", 9 * GIB, 98
-    f = the(snap, "gpu.compute-mode")
+    f = the(snap, "gpus.compute-mode")
     assert f.status is Status.FAIL
     assert "a context not listed here (9.0 GiB used, 98% busy" in f.evidence[0]
     assert f.fix and "the host" in f.fix.text
@@ -161,20 +161,20 @@ def test_exclusive_gpu_with_processes_unknown_only_warns() -> None:
     snap.nvml.gpus[0].compute_mode = "exclusive_process"
     snap.nvml.gpus[0].processes = None
     snap.nvml.gpus[0].memory_used = 9 * GIB
-    assert the(snap, "gpu.compute-mode").status is Status.WARN
+    assert the(snap, "gpus.compute-mode").status is Status.WARN
 
 
-# --- gpu.mig -----------------------------------------------------------------------------------
+# --- gpus.mig -----------------------------------------------------------------------------------
 
 
 def test_mig_off_says_nothing() -> None:
-    assert finding(builders.h100_node(2), "gpu.mig") is None
+    assert finding(builders.h100_node(2), "gpus.mig") is None
 
 
 def test_mig_on_with_a_slice_named_is_info_about_mig_uuids() -> None:
     snap = builders.node([builders.a100_mig(0)])
     snap.system.env["CUDA_VISIBLE_DEVICES"] = "MIG-00000002-1111-2222-3333-444444444444"
-    f = the(snap, "gpu.mig")
+    f = the(snap, "gpus.mig")
     assert f.status is Status.INFO
     assert "MIG is on for 1 GPU(s)" in f.title
     assert "4 MIG device(s)" in f.evidence[0]
@@ -188,7 +188,7 @@ def test_mig_with_cuda_visible_devices_unset_is_information_naming_the_slice() -
     # A single-slice job runs (on the first slice): information with the way to choose,
     # never a failure of a healthy MIG machine (issue 23).
     snap = builders.node([builders.a100_mig(0)])
-    f = the(snap, "gpu.mig")
+    f = the(snap, "gpus.mig")
     assert f.status is Status.INFO
     assert f.title == (
         "MIG is on: with CUDA_VISIBLE_DEVICES unset, a CUDA process sees one slice of 4 "
@@ -208,7 +208,7 @@ def test_mig_with_cuda_visible_devices_unset_is_information_naming_the_slice() -
 def test_mig_with_a_whole_gpu_index_in_cuda_visible_devices_warns() -> None:
     snap = builders.node([builders.a100_mig(0)])
     snap.system.env["CUDA_VISIBLE_DEVICES"] = "0"
-    f = the(snap, "gpu.mig")
+    f = the(snap, "gpus.mig")
     assert f.status is Status.WARN
     assert f.title == (
         "MIG is on and CUDA_VISIBLE_DEVICES names whole GPUs, not MIG slices: a CUDA process "
@@ -222,7 +222,9 @@ def test_readme_says_what_gpu_mig_does_with_several_slices() -> None:
     # The trial found the README promising a failure the check deliberately does not give:
     # one job per slice (a scheduler's CUDA_VISIBLE_DEVICES, or none) is a healthy MIG node.
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    row = next(line for line in readme.splitlines() if line.startswith("| `gpu.mig` |"))
+    # (The README's check table may still name the check by its 3.x id, gpu.mig.)
+    rows = ("| `gpus.mig` |", "| `gpu.mig` |")
+    row = next(line for line in readme.splitlines() if line.startswith(rows))
     assert "naming whole GPUs (warn: a CUDA process sees one slice of them" in row
     assert "several slices with it unset (info" in row
     assert "MIG on without MIG devices (fail)" in row
@@ -232,7 +234,7 @@ def test_readme_says_what_gpu_mig_does_with_several_slices() -> None:
 def test_mig_with_a_single_slice_is_info() -> None:
     gpu = builders.a100_mig(0)
     gpu.mig_devices = gpu.mig_devices[:1]
-    assert the(builders.node([gpu]), "gpu.mig").status is Status.INFO
+    assert the(builders.node([gpu]), "gpus.mig").status is Status.INFO
 
 
 def test_mig_with_many_devices_lists_four_then_an_ellipsis() -> None:
@@ -241,7 +243,7 @@ def test_mig_with_many_devices_lists_four_then_an_ellipsis() -> None:
         MigDevice(i, f"MIG-{i:08d}-1111-2222-3333-444444444444", "1g.10gb", 9728 * MIB)
         for i in range(4, 7)
     ]
-    f = the(builders.node([gpu]), "gpu.mig")
+    f = the(builders.node([gpu]), "gpus.mig")
     assert "7 MIG device(s)" in f.evidence[0]
     assert f.evidence[0].endswith(" ...")
     assert "MIG-00000004" not in f.evidence[0]
@@ -250,7 +252,7 @@ def test_mig_with_many_devices_lists_four_then_an_ellipsis() -> None:
 def test_mig_on_without_devices_fails() -> None:
     gpu = builders.a100_mig(0)
     gpu.mig_devices = []
-    f = the(builders.node([builders.h100(1), gpu]), "gpu.mig")
+    f = the(builders.node([builders.h100(1), gpu]), "gpus.mig")
     assert f.status is Status.FAIL
     assert f.evidence == ["GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:01:00.0)"]
     assert f.fix and "sudo nvidia-smi mig -i 0 -cgi" in f.fix.text and "-mig 0" in f.fix.text
@@ -259,7 +261,7 @@ def test_mig_on_without_devices_fails() -> None:
 def test_mig_change_pending_warns() -> None:
     snap = builders.h100_node(2)
     snap.nvml.gpus[1].mig_enabled_pending = True
-    f = the(snap, "gpu.mig")
+    f = the(snap, "gpus.mig")
     assert f.status is Status.WARN
     assert f.evidence == [
         "GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): MIG off now, on after reset"
@@ -267,13 +269,13 @@ def test_mig_change_pending_warns() -> None:
     assert f.fix and "nvidia-smi -r" in f.fix.text
 
 
-# --- gpu.memory-in-use -------------------------------------------------------------------------
+# --- gpus.memory-in-use -------------------------------------------------------------------------
 
 
 def test_free_memory_passes_and_notes_running_processes() -> None:
     snap = builders.h100_node(2)
     builders.with_process(snap.nvml.gpus[0], 1234, "python", 2048)
-    f = the(snap, "gpu.memory-in-use")
+    f = the(snap, "gpus.memory-in-use")
     assert f.status is Status.PASS
     assert f.evidence == [
         "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 1 process(es), 2.1 GiB used"
@@ -283,7 +285,7 @@ def test_free_memory_passes_and_notes_running_processes() -> None:
 def test_a_process_holding_most_memory_warns_naming_its_pid() -> None:
     snap = builders.h100_node(2)
     builders.with_process(snap.nvml.gpus[1], 4242, "python", 70 * 1024)  # 70 GiB of 80
-    f = the(snap, "gpu.memory-in-use")
+    f = the(snap, "gpus.memory-in-use")
     assert f.status is Status.WARN
     assert f.title.startswith("1 GPU(s)")
     assert len(f.evidence) == 1
@@ -299,7 +301,7 @@ def test_memory_held_by_no_listed_process_says_look_on_the_host() -> None:
     snap = builders.h100_node(1)
     gpu = snap.nvml.gpus[0]
     gpu.memory_used = 60 * GIB
-    f = the(snap, "gpu.memory-in-use")
+    f = the(snap, "gpus.memory-in-use")
     assert f.status is Status.WARN
     assert "no process listed" in f.evidence[0]
     assert f.fix and "nvidia-smi on the host" in f.fix.text
@@ -315,7 +317,7 @@ def test_the_biggest_processes_come_first() -> None:
         GpuProcess(30, "mid", 10 * GIB),
     ]
     gpu.memory_used = 61 * GIB
-    f = the(snap, "gpu.memory-in-use")
+    f = the(snap, "gpus.memory-in-use")
     assert f.status is Status.WARN
     ev = f.evidence[0]
     assert ev.index("PID 20 big") < ev.index("PID 30 mid") < ev.index("PID 10 small")
@@ -329,10 +331,10 @@ def test_consumer_gpu_unsupported_facts_skip_and_nothing_fails() -> None:
     gpu = snap.nvml.gpus[0]
     assert gpu.ecc_enabled is None and gpu.mig_enabled is None and gpu.serial is None
     findings = {f.id: f for f in run_checks(snap)}
-    assert findings["gpu.ecc-errors"].status is Status.SKIP
+    assert findings["gpus.ecc-errors"].status is Status.SKIP
     assert not [f.id for f in findings.values() if f.status in (Status.FAIL, Status.ERROR)]
     # the unknowns (ECC, remapping behind it, MIG) are never reported as passes
-    for check_id in ("gpu.ecc-errors", "gpu.memory-remapping", "gpu.mig"):
+    for check_id in ("gpus.ecc-errors", "gpus.memory-remapping", "gpus.mig"):
         f = findings.get(check_id)
         assert f is None or f.status is not Status.PASS, check_id
     passes = [f for f in findings.values() if f.status is Status.PASS]
@@ -346,15 +348,15 @@ def test_consumer_gpu_with_more_unknowns_still_never_passes_them() -> None:
     gpu.pcie_width_current = gpu.pcie_width_max = None
     gpu.pcie_gen_current = gpu.pcie_gen_max = None
     findings = {f.id: f for f in run_checks(snap)}
-    assert findings["gpu.throttling"].status is Status.SKIP
-    assert findings["gpu.pcie-link"].status is Status.SKIP
+    assert findings["gpus.throttling"].status is Status.SKIP
+    assert findings["gpus.pcie-link"].status is Status.SKIP
 
 
 def test_compute_mode_unknown_is_not_a_pass() -> None:
     snap = builders.workstation()
     snap.nvml.gpus[0].compute_mode = None
     snap.nvml.gpus[0].field_errors["compute_mode"] = "NotSupported"
-    f = finding(snap, "gpu.compute-mode")
+    f = finding(snap, "gpus.compute-mode")
     assert f is None or f.status is not Status.PASS
 
 
@@ -363,18 +365,18 @@ def test_memory_use_unknown_is_not_a_pass() -> None:
     snap.nvml.gpus[0].memory_used = None
     snap.nvml.gpus[0].memory_free = None
     snap.nvml.gpus[0].field_errors["memory_used"] = "Unknown"
-    f = finding(snap, "gpu.memory-in-use")
+    f = finding(snap, "gpus.memory-in-use")
     assert f is None or f.status is not Status.PASS
 
 
 @pytest.mark.parametrize(
     ("check_id", "field"),
     [
-        ("gpu.ecc-errors", "ecc_uncorrected_volatile"),
-        ("gpu.throttling", "clock_event_reasons"),
-        ("gpu.pcie-link", "pcie_width_current"),
-        ("gpu.compute-mode", "compute_mode"),
-        ("gpu.memory-in-use", "memory_used"),
+        ("gpus.ecc-errors", "ecc_uncorrected_volatile"),
+        ("gpus.throttling", "clock_event_reasons"),
+        ("gpus.pcie-link", "pcie_width_current"),
+        ("gpus.compute-mode", "compute_mode"),
+        ("gpus.memory-in-use", "memory_used"),
     ],
 )
 def test_a_pass_counts_only_the_gpus_whose_fact_is_known(check_id: str, field: str) -> None:

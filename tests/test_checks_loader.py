@@ -12,7 +12,7 @@ from gpucheck import compat
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import LibraryCopy
 
-# --- tensorflow.cuda-libraries: a release whose loader misses its wheels --------------------
+# --- frameworks.tensorflow.cuda-libraries: a release whose loader misses its wheels --------------------
 
 
 def test_tensorflow_2_16_1_with_its_wheels_fails_until_ld_library_path_names_them() -> None:
@@ -20,7 +20,7 @@ def test_tensorflow_2_16_1_with_its_wheels_fails_until_ld_library_path_names_the
     # tensorflow.toml [[and_cuda]] 2.16.1: loader_gap = true
     env = fb.with_tensorflow(fb.environment(), "2.16.1", and_cuda=True)
     snap = fb.on(builders.h100_node(1), env)
-    f = the(snap, "tensorflow.cuda-libraries")
+    f = the(snap, "frameworks.tensorflow.cuda-libraries")
     assert f.status is Status.FAIL
     assert "will not find its tensorflow[and-cuda] libraries" in f.title
     assert "LD_LIBRARY_PATH is unset" in f.evidence
@@ -33,12 +33,12 @@ def test_tensorflow_2_16_1_with_its_wheels_fails_until_ld_library_path_names_the
     assert "cuda_nvcc" not in command  # ptxas, not a library
     # Once they are named, it finds them.
     snap.system.env["LD_LIBRARY_PATH"] = command.split("=", 1)[1].split("$")[0].rstrip(":")
-    assert the(snap, "tensorflow.cuda-libraries").status is Status.PASS
+    assert the(snap, "frameworks.tensorflow.cuda-libraries").status is Status.PASS
 
 
 def test_tensorflow_2_17_finds_its_wheels_by_itself() -> None:
     env = fb.with_tensorflow(fb.environment(), "2.17.0", and_cuda=True)
-    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cuda-libraries")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.tensorflow.cuda-libraries")
     assert f.status is Status.PASS
 
 
@@ -115,7 +115,7 @@ def test_a_copy_of_unknown_version_fails_only_when_the_import_error_names_it() -
     assert f.fix and f.fix.commands == ["unset LD_LIBRARY_PATH"]
 
 
-# --- jax.cuda-driver: XLA's pip ptxas against the driver -------------------------------------
+# --- frameworks.jax.cuda-driver: XLA's pip ptxas against the driver -------------------------------------
 
 
 def test_a_pip_ptxas_newer_than_the_driver_warns_xla_compiles_serially() -> None:
@@ -123,7 +123,7 @@ def test_a_pip_ptxas_newer_than_the_driver_warns_xla_compiles_serially() -> None
     # "XLA is disabling parallel compilation"; it runs.
     env = fb.add(fb.with_jax(fb.environment(), "0.4.31"), "nvidia-cuda-nvcc-cu12", "12.6.85")
     snap = fb.on(builders.node([builders.h100(0)], driver="550.54.15", cuda=12040), env)
-    f = the(snap, "jax.cuda-driver")
+    f = the(snap, "frameworks.jax.cuda-driver")
     assert f.status is Status.WARN
     assert "nvidia-cuda-nvcc-cu12 12.6.85" in f.title and "CUDA 12.4" in f.title
     # CUDA 12.6's minimum Linux driver, as NVIDIA's release notes print it (compat/cuda.toml).
@@ -131,7 +131,7 @@ def test_a_pip_ptxas_newer_than_the_driver_warns_xla_compiles_serially() -> None
     # A ptxas no newer than the driver's CUDA says nothing of it.
     env = fb.add(fb.with_jax(fb.environment(), "0.4.31"), "nvidia-cuda-nvcc-cu12", "12.4.131")
     snap = fb.on(builders.node([builders.h100(0)], driver="550.54.15", cuda=12040), env)
-    assert the(snap, "jax.cuda-driver").status is Status.PASS
+    assert the(snap, "frameworks.jax.cuda-driver").status is Status.PASS
 
 
 # --- cudnn.libraries: the cuDNN a monolithic jaxlib loads, against its +cudnnNN tag ----------
@@ -164,13 +164,13 @@ def test_jaxlib_cudnn_tags() -> None:
     assert jaxlib_cudnn("0.4.30") is None
 
 
-# --- torch.arch-support: a nightly of a line the compat data has no row for -------------------
+# --- frameworks.torch.arch-support: a nightly of a line the compat data has no row for -------------------
 
 
 def test_a_cu124_nightly_is_judged_by_the_cu124_wheels_before_it_and_fails_on_sm_120() -> None:
     # pytorch#167244: torch 2.7.0.dev20250310+cu124 on an RTX 5090 (sm_120).
     env = fb.with_torch(fb.environment(), "2.7.0.dev20250310+cu124", "12.4")
-    f = the(fb.on(fb.blackwell_workstation(), env), "torch.arch-support")
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.arch-support")
     assert f.status is Status.FAIL
     assert "no kernel image" in f.title
     assert any("PyTorch 2.4-2.6 cu124 wheels, the nearest release line" in e for e in f.evidence)
@@ -190,17 +190,17 @@ def test_tensorflow_before_2_14_with_an_older_cudnn_minor_than_its_build_fails()
     ]
     cudnn = builders.library("cudnn", "/usr/local/cuda-11.8/lib64/libcudnn.so.8", "8.5.0")
     snap.cudnn.libraries = [cudnn]
-    f = the(snap, "tensorflow.cuda-libraries")
+    f = the(snap, "frameworks.tensorflow.cuda-libraries")
     assert f.status is Status.FAIL
     assert "older than the cuDNN 8.6 it was built with" in f.title
     cudnn.version = "8.9.7"  # a newer minor is accepted
-    assert the(snap, "tensorflow.cuda-libraries").status is Status.PASS
+    assert the(snap, "frameworks.tensorflow.cuda-libraries").status is Status.PASS
 
 
 def test_tensorflow_with_an_older_nvidia_cudnn_wheel_than_its_pin_fails() -> None:
     # tensorflow 2.15.0 pins nvidia-cudnn-cu12==8.9.4.25; 8.6.0.163 installed by another package.
     env = fb.add(fb.with_tensorflow(fb.environment()), "nvidia-cudnn-cu12", "8.6.0.163")
-    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cuda-libraries")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.tensorflow.cuda-libraries")
     assert f.status is Status.FAIL
     assert any(
         "(8.6.0.163 installed: older than the 8.9.4.25 it was built with)" in e for e in f.evidence

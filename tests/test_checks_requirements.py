@@ -24,7 +24,11 @@ from gpucheck.report.text import render_plain
 MIB = 1024**2
 GIB = 1024**3
 
-REQUIREMENT_CHECKS = ("require.min-gpus", "require.min-memory", "require.min-compute-capability")
+REQUIREMENT_CHECKS = (
+    "requirements.min-gpus",
+    "requirements.min-memory",
+    "requirements.min-compute-capability",
+)
 
 
 def test_no_requirement_no_finding() -> None:
@@ -32,11 +36,11 @@ def test_no_requirement_no_finding() -> None:
     assert not ids & set(REQUIREMENT_CHECKS)
 
 
-# --- require.min-gpus --------------------------------------------------------------------------
+# --- requirements.min-gpus --------------------------------------------------------------------------
 
 
 def test_min_gpus_met_passes() -> None:
-    f = the(builders.h100_node(8), "require.min-gpus", Requirements(min_gpus=8))
+    f = the(builders.h100_node(8), "requirements.min-gpus", Requirements(min_gpus=8))
     assert f.status is Status.PASS
     assert "8 usable GPU(s)" in f.title
 
@@ -44,7 +48,7 @@ def test_min_gpus_met_passes() -> None:
 def test_min_gpus_counts_only_what_cuda_visible_devices_shows() -> None:
     snap = builders.h100_node(8)
     snap.system.env["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"
-    f = the(snap, "require.min-gpus", Requirements(min_gpus=8))
+    f = the(snap, "requirements.min-gpus", Requirements(min_gpus=8))
     assert f.status is Status.FAIL
     assert f.title == "Needs 8 GPU(s), has 4"
     assert "4 usable GPU(s) of 8 (CUDA_VISIBLE_DEVICES)" in f.evidence
@@ -54,19 +58,19 @@ def test_min_gpus_counts_only_what_cuda_visible_devices_shows() -> None:
 def test_min_gpus_does_not_count_a_lost_gpu() -> None:
     snap = builders.h100_node(8)
     snap.nvml.gpus[2].handle_error = NvmlError(15, "GpuIsLost", "GPU is lost")
-    f = the(snap, "require.min-gpus", Requirements(min_gpus=8))
+    f = the(snap, "requirements.min-gpus", Requirements(min_gpus=8))
     assert f.status is Status.FAIL
     assert f.title == "Needs 8 GPU(s), has 7"
 
 
 def test_min_gpus_without_a_driver_fails_saying_why() -> None:
     snap = mb.nvml_fails(builders.h100_node(8), "DriverNotLoaded")
-    f = the(snap, "require.min-gpus", Requirements(min_gpus=1))
+    f = the(snap, "requirements.min-gpus", Requirements(min_gpus=1))
     assert f.status is Status.FAIL
     assert "the driver gives no GPU list (see driver checks)" in f.evidence
 
 
-# --- require.min-memory ------------------------------------------------------------------------
+# --- requirements.min-memory ------------------------------------------------------------------------
 
 
 def test_min_memory_80gb_decimal_passes_on_h100() -> None:
@@ -74,7 +78,7 @@ def test_min_memory_80gb_decimal_passes_on_h100() -> None:
     snap = builders.h100_node(8)
     assert snap.nvml.gpus[0].memory_total == 81559 * MIB
     req = Requirements(min_memory_bytes=80 * 10**9, min_memory_text="80GB")
-    f = the(snap, "require.min-memory", req)
+    f = the(snap, "requirements.min-memory", req)
     assert f.status is Status.PASS
     assert f.title == "All 8 usable GPU(s) have at least 80GB"
 
@@ -83,7 +87,7 @@ def test_min_memory_80gib_fails_on_h100() -> None:
     """80 GiB = 81920 MiB is more than the H100's 81559 MiB."""
     snap = builders.h100_node(2)
     req = Requirements(min_memory_bytes=80 * GIB, min_memory_text="80GiB")
-    f = the(snap, "require.min-memory", req)
+    f = the(snap, "requirements.min-memory", req)
     assert f.status is Status.FAIL
     assert f.title == "2 GPU(s) have less than 80GiB of memory"
     assert "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 79.6 GiB" in f.evidence
@@ -92,7 +96,7 @@ def test_min_memory_80gib_fails_on_h100() -> None:
 
 def test_min_memory_without_text_shows_gib() -> None:
     snap = builders.workstation()  # 12 GiB RTX 3060
-    f = the(snap, "require.min-memory", Requirements(min_memory_bytes=16 * GIB))
+    f = the(snap, "requirements.min-memory", Requirements(min_memory_bytes=16 * GIB))
     assert f.status is Status.FAIL
     assert "less than 16.0 GiB" in f.title
 
@@ -100,7 +104,7 @@ def test_min_memory_without_text_shows_gib() -> None:
 def test_min_memory_counts_unknown_memory_as_too_small() -> None:
     snap = builders.h100_node(2)
     snap.nvml.gpus[1].memory_total = None
-    f = the(snap, "require.min-memory", Requirements(min_memory_bytes=40 * GIB))
+    f = the(snap, "requirements.min-memory", Requirements(min_memory_bytes=40 * GIB))
     assert f.status is Status.FAIL
     assert f.evidence == ["GPU 1 (NVIDIA H100 80GB HBM3, 00000000:28:00.0): unknown"]
 
@@ -108,7 +112,9 @@ def test_min_memory_counts_unknown_memory_as_too_small() -> None:
 def test_min_memory_with_no_usable_gpu_fails() -> None:
     snap = builders.h100_node(2)
     snap.system.env["CUDA_VISIBLE_DEVICES"] = "9"
-    f = the(snap, "require.min-memory", Requirements(min_memory_bytes=GIB, min_memory_text="1GiB"))
+    f = the(
+        snap, "requirements.min-memory", Requirements(min_memory_bytes=GIB, min_memory_text="1GiB")
+    )
     assert f.status is Status.FAIL
     assert "no usable GPU" in f.title
 
@@ -116,18 +122,18 @@ def test_min_memory_with_no_usable_gpu_fails() -> None:
 def test_min_memory_on_a_mig_gpu_counts_the_mig_device() -> None:
     snap = builders.node([builders.a100_mig(0)])  # 4 x 1g.20gb MIG devices
     req = Requirements(min_memory_bytes=40 * 10**9, min_memory_text="40GB")
-    f = the(snap, "require.min-memory", req)
+    f = the(snap, "requirements.min-memory", req)
     assert f.status is Status.FAIL
 
 
-# --- require.min-compute-capability ------------------------------------------------------------
+# --- requirements.min-compute-capability ------------------------------------------------------------
 
 
 def test_min_cc_on_an_a100_fails_for_hopper() -> None:
     snap = builders.node([builders.a100_mig(0)])
     snap.nvml.gpus[0].mig_enabled = snap.nvml.gpus[0].mig_enabled_pending = False
     snap.nvml.gpus[0].mig_devices = []
-    f = the(snap, "require.min-compute-capability", Requirements(min_compute_capability="9.0"))
+    f = the(snap, "requirements.min-compute-capability", Requirements(min_compute_capability="9.0"))
     assert f.status is Status.FAIL
     assert "below compute capability 9.0" in f.title
     assert f.evidence == ["GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:01:00.0): 8.0"]
@@ -135,19 +141,19 @@ def test_min_cc_on_an_a100_fails_for_hopper() -> None:
 
 def test_min_cc_met_passes_and_compares_numerically() -> None:
     snap = builders.h100_node(2)
-    f = the(snap, "require.min-compute-capability", Requirements(min_compute_capability="8.6"))
+    f = the(snap, "requirements.min-compute-capability", Requirements(min_compute_capability="8.6"))
     assert f.status is Status.PASS
     # 10.0 > 9.0 as numbers, not as strings
     for g in snap.nvml.gpus:
         g.compute_capability = "10.0"
-    f = the(snap, "require.min-compute-capability", Requirements(min_compute_capability="9.0"))
+    f = the(snap, "requirements.min-compute-capability", Requirements(min_compute_capability="9.0"))
     assert f.status is Status.PASS
 
 
 def test_min_cc_unknown_is_below() -> None:
     snap = builders.h100_node(1)
     snap.nvml.gpus[0].compute_capability = None
-    f = the(snap, "require.min-compute-capability", Requirements(min_compute_capability="7.0"))
+    f = the(snap, "requirements.min-compute-capability", Requirements(min_compute_capability="7.0"))
     assert f.status is Status.FAIL
     assert f.evidence == ["GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): unknown"]
 
@@ -172,7 +178,7 @@ def test_requirements_on_the_no_gpu_machine_fail_with_a_fix(req: Requirements) -
 
 def test_a_check_that_raises_becomes_an_error_and_exit_code_3() -> None:
     registered = checks.all_checks()
-    target = next(c for c in registered if c.id == "gpu.ecc-errors")
+    target = next(c for c in registered if c.id == "gpus.ecc-errors")
 
     def broken(ctx: checks.Context) -> Outcome | None:
         raise KeyError("ecc_uncorrected_volatile")
@@ -180,11 +186,11 @@ def test_a_check_that_raises_becomes_an_error_and_exit_code_3() -> None:
     patched = [Check(c.id, c.section, c.summary, broken) if c is target else c for c in registered]
     snap = builders.h100_node(2)
     findings = checks.run(checks.Context(snap), patched)
-    f = next(x for x in findings if x.id == "gpu.ecc-errors")
+    f = next(x for x in findings if x.id == "gpus.ecc-errors")
     assert f.status is Status.ERROR
-    assert "KeyError" in f.title and "gpu.ecc-errors" in f.title
+    assert "KeyError" in f.title and "gpus.ecc-errors" in f.title
     assert f.fix and "gpucheck bug" in f.fix.text
-    assert "gpucheck doctor --json --only gpu.ecc-errors -o gpucheck-report.json" in f.fix.commands
+    assert "gpucheck doctor --json --only gpus.ecc-errors -o gpucheck-report.json" in f.fix.commands
     # The traceback stays with the finding (the JSON report), innermost frame last.
     assert f.error is not None and (f.error.type, f.error.message) == (
         "KeyError",
@@ -200,14 +206,14 @@ def test_a_check_that_raises_becomes_an_error_and_exit_code_3() -> None:
     # The text report names the check and how to report it, not the traceback.
     text = io.StringIO()
     render_plain(Report(snap, findings), text, False)
-    assert "gpucheck's check gpu.ecc-errors failed: KeyError" in text.getvalue()
-    assert "gpucheck doctor --json --only gpu.ecc-errors" in text.getvalue()
+    assert "gpucheck's check gpus.ecc-errors failed: KeyError" in text.getvalue()
+    assert "gpucheck doctor --json --only gpus.ecc-errors" in text.getvalue()
     assert "Traceback" not in text.getvalue() and "raise KeyError" not in text.getvalue()
     # the other checks still ran
-    assert {x.id for x in findings} >= {"gpu.lost", "gpu.throttling", "cuda.driver-api"}
+    assert {x.id for x in findings} >= {"gpus.lost", "gpus.throttling", "cuda.driver-api"}
     assert exit_code(findings) == 3  # the README's documented code for a broken check
     # the registry itself is untouched
-    assert next(c for c in checks.all_checks() if c.id == "gpu.ecc-errors").func is target.func
+    assert next(c for c in checks.all_checks() if c.id == "gpus.ecc-errors").func is target.func
     assert exit_code(checks.run(checks.Context(snap))) == ExitStatus.OK
 
 
@@ -237,16 +243,16 @@ def test_every_registered_check_is_exercised_by_these_modules() -> None:
         "driver.uvm",
         "driver.persistence-mode",
         "driver.fabric-manager",  # test_fabric.py, test_fabric_sim.py
-        "gpu.lost",
-        "gpu.ecc-errors",
-        "gpu.memory-remapping",
-        "gpu.throttling",
-        "gpu.pcie-link",
-        "gpu.nvlink",  # test_fabric.py, test_fabric_sim.py
-        "gpu.p2p",
-        "gpu.compute-mode",
-        "gpu.mig",
-        "gpu.memory-in-use",
+        "gpus.lost",
+        "gpus.ecc-errors",
+        "gpus.memory-remapping",
+        "gpus.throttling",
+        "gpus.pcie-link",
+        "gpus.nvlink",  # test_fabric.py, test_fabric_sim.py
+        "gpus.p2p",
+        "gpus.compute-mode",
+        "gpus.mig",
+        "gpus.memory-in-use",
         "cuda.driver-api",
         "cuda.toolkit",
         "cuda.runtime-libraries",
@@ -257,4 +263,4 @@ def test_every_registered_check_is_exercised_by_these_modules() -> None:
 
 
 def test_finding_helper_sees_absent_findings() -> None:
-    assert finding(builders.h100_node(1), "require.min-gpus") is None
+    assert finding(builders.h100_node(1), "requirements.min-gpus") is None

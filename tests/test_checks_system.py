@@ -146,7 +146,7 @@ def test_no_gpu_machine_first_failure_is_gpu_present_and_nothing_else_fails() ->
 
 def test_no_gpu_machine_reports_no_gpu_health_and_no_cuda_failure() -> None:
     ids = {f.id: f for f in run_checks(builders.no_gpu_machine())}
-    assert not [i for i in ids if i.startswith("gpu.")]
+    assert not [i for i in ids if i.startswith("gpus.")]
     assert "cuda.driver-api" not in ids
     # nvcc 13.0 with no driver: worth knowing, not a problem
     assert ids["cuda.toolkit"].status is Status.INFO

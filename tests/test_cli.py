@@ -90,7 +90,7 @@ def test_verbose_shows_evidence_of_passing_checks(tmp_path: Path) -> None:
     quiet = run_gpucheck("doctor", "--from", path).stdout
     loud = run_gpucheck("doctor", "--from", path, "-v").stdout
     assert "GPU 1 (NVIDIA H100 80GB HBM3" not in quiet
-    assert "[gpu.ecc-errors]" in loud and len(loud.splitlines()) > len(quiet.splitlines())
+    assert "[gpus.ecc-errors]" in loud and len(loud.splitlines()) > len(quiet.splitlines())
 
 
 def test_failure_exit_code_and_fix_in_every_format(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_failure_exit_code_and_fix_in_every_format(tmp_path: Path) -> None:
     assert "Uncorrectable ECC memory errors on 1 GPU(s)" in text.stdout
     assert "GPU 2 (NVIDIA H100 80GB HBM3" in text.stdout
     data = json.loads(run_gpucheck("doctor", "--from", path, "--json").stdout)
-    ecc = next(f for f in data["findings"] if f["id"] == "gpu.ecc-errors")
+    ecc = next(f for f in data["findings"] if f["id"] == "gpus.ecc-errors")
     assert ecc["status"] == "fail" and "nvidia-smi -r" in ecc["fix"]["text"]
     assert data["summary"] == {
         "ready": False,
@@ -124,7 +124,7 @@ def test_failure_exit_code_and_fix_in_every_format(tmp_path: Path) -> None:
     suite = ET.fromstring(junit.stdout).find("testsuite")
     assert suite is not None and suite.get("failures") == "1"
     failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
-    assert failed == ["gpu.ecc-errors"]
+    assert failed == ["gpus.ecc-errors"]
 
 
 def test_strict_turns_warnings_into_failure(tmp_path: Path) -> None:
@@ -153,8 +153,8 @@ def test_requirements_are_checks_with_their_own_findings(tmp_path: Path) -> None
     )
     assert ok.returncode == 0
     found = {f["id"]: f["status"] for f in json.loads(ok.stdout)["findings"]}
-    assert found["require.min-gpus"] == found["require.min-memory"] == "pass"
-    assert found["require.min-compute-capability"] == "pass"
+    assert found["requirements.min-gpus"] == found["requirements.min-memory"] == "pass"
+    assert found["requirements.min-compute-capability"] == "pass"
     short = run_gpucheck("doctor", "--from", path, "--min-gpus", "16", "--min-memory", "80GiB")
     assert short.returncode == 1
     assert "Needs 16 GPU(s), has 8" in short.stdout
@@ -170,11 +170,29 @@ def test_only_and_skip_select_checks(tmp_path: Path) -> None:
     snap = builders.h100_node(2)
     snap.nvml.gpus[0].compute_mode = "prohibited"
     path = save(tmp_path, snap)
-    only = json.loads(run_gpucheck("doctor", "--from", path, "--json", "--only", "gpu.").stdout)
-    assert {f["id"].split(".")[0] for f in only["findings"]} == {"gpu"}
-    skipped = run_gpucheck("doctor", "--from", path, "--skip", "gpu.compute-mode")
+    only = json.loads(run_gpucheck("doctor", "--from", path, "--json", "--only", "gpus.").stdout)
+    assert {f["id"].split(".")[0] for f in only["findings"]} == {"gpus"}
+    skipped = run_gpucheck("doctor", "--from", path, "--skip", "gpus.compute-mode")
     assert skipped.returncode == 0
     assert "compute-mode" not in skipped.stdout
+
+
+def test_an_id_from_before_4_0_selects_its_check_and_names_the_new_id(tmp_path: Path) -> None:
+    snap = builders.h100_node(2)
+    snap.nvml.gpus[0].compute_mode = "prohibited"
+    path = save(tmp_path, snap)
+    result = run_gpucheck("doctor", "--from", path, "--json", "--only", "gpu.compute-mode")
+    assert [f["id"] for f in json.loads(result.stdout)["findings"]] == ["gpus.compute-mode"]
+    assert result.stderr.strip() == (
+        "gpucheck: 'gpu.compute-mode' is a check id from before report schema 4.0; "
+        "it now reads 'gpus.compute-mode'"
+    )
+    skipped = run_gpucheck("doctor", "--from", path, "--skip", "gpu", "--skip", "torch")
+    assert skipped.returncode == 0  # the GPU checks (the failing one too) are skipped
+    assert "'gpu' is a check id from before report schema 4.0; it now reads 'gpus'" in (
+        skipped.stderr
+    )
+    assert "it now reads 'frameworks.torch'" in skipped.stderr
 
 
 def test_output_file_is_written_whole(tmp_path: Path) -> None:
@@ -242,7 +260,7 @@ def test_unreadable_snapshots(tmp_path: Path) -> None:
         (["doctor", "--min-compute-capability", "ampere"], "is not a compute capability"),
         (["doctor", "--min-gpus", "zero"], "--min-gpus"),
         (["doctor", "--format", "yaml"], "is not one of text, json, junit"),
-        (["doctor", "--only", "gpu.eccc-errors"], "did you mean gpu.ecc-errors"),
+        (["doctor", "--only", "gpu.eccc-errors"], "did you mean gpus.ecc-errors"),
         (["doctor", "--timeout", "0"], "--timeout"),
         (["doctor", "--bogus"], "--bogus"),
         (["frobnicate"], "frobnicate"),

@@ -62,7 +62,7 @@ def values(files: dict[str, str]) -> st.SearchStrategy[str]:
             "x.y",
             "gpus",
             "gpu.",
-            "gpu.ecc-errors",
+            "gpus.ecc-errors",
             "nope",
             "text",
             "json",

@@ -82,9 +82,9 @@ def test_bash_completes_closed_choices() -> None:
 
 
 def test_bash_completes_check_ids_sections_and_prefixes() -> None:
-    assert bash_values("gpucheck doctor --only gpu.ecc") == ["gpu.ecc-errors"]
+    assert bash_values("gpucheck doctor --only gpus.ecc") == ["gpus.ecc-errors"]
     skip = bash_values("gpucheck doctor --skip gpu")
-    assert skip[:2] == ["gpus", "gpu."] and "gpu.memory-in-use" in skip and "gpu.lost" in skip
+    assert skip[:2] == ["gpus", "gpus."] and "gpus.memory-in-use" in skip and "gpus.lost" in skip
     assert "requirements" in bash_values("gpucheck doctor --only req")
 
 
@@ -120,11 +120,11 @@ def test_zsh_and_fish_complete_values_with_their_help() -> None:
     assert '"prometheus":"metrics for node_exporter' in out and '"json"' not in out
     env = {
         "_GPUCHECK_COMPLETE": "complete_fish",
-        "_TYPER_COMPLETE_ARGS": "gpucheck doctor --only gpu.ecc",
+        "_TYPER_COMPLETE_ARGS": "gpucheck doctor --only gpus.ecc",
         "_TYPER_COMPLETE_FISH_ACTION": "get-args",
     }
     assert run_gpucheck(env=env).stdout.splitlines() == [
-        "gpu.ecc-errors\tno uncorrectable ECC memory errors"
+        "gpus.ecc-errors\tno uncorrectable ECC memory errors"
     ]
     env["_TYPER_COMPLETE_ARGS"] = "gpucheck fleet --format "
     assert [line.split("\t")[0] for line in run_gpucheck(env=env).stdout.splitlines()] == [

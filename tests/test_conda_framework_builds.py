@@ -98,36 +98,36 @@ def _conda_env(name: str, version: str, build: str) -> PythonEnvironment:
 
 def test_a_pytorch_channel_cuda_build_is_a_cuda_12_1_build() -> None:
     env = _conda_env("torch", "2.2.0", "py3.10_cuda12.1_cudnn8.9.2_0")
-    f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.cpu-build")
     assert f.status is Status.PASS and "CUDA 12.1" in f.title
 
 
 def test_a_pytorch_channel_cuda_12_1_build_fails_on_a_cuda_11_4_driver() -> None:
     env = _conda_env("torch", "2.2.0", "py3.10_cuda12.1_cudnn8.9.2_0")
     snap = builders.node([builders.h100(0)], driver="470.82.01", cuda=11040)
-    f = the(fb.on(snap, env), "torch.cuda-driver")
+    f = the(fb.on(snap, env), "frameworks.torch.cuda-driver")
     assert f.status is Status.FAIL and "CUDA 12.1" in f.title
 
 
 def test_a_conda_forge_cpu_pytorch_is_a_cpu_build() -> None:
     env = _conda_env("torch", "2.1.0", "cpu_generic_py311hf9c669c_2")
-    f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.cpu-build")
     assert f.status is Status.FAIL
     assert "cpu_generic_py311hf9c669c_2" in " ".join([f.title, *f.evidence])
 
 
 def test_a_conda_forge_cuda_tensorflow_is_a_cuda_12_0_build() -> None:
     env = _conda_env("tensorflow", "2.17.0", "cuda120py311h013dac2_0")
-    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.tensorflow.cpu-build")
     assert f.status is Status.PASS and "CUDA 12.0" in f.title
     snap = builders.node([builders.h100(0)], driver="470.82.01", cuda=11040)
-    f = the(fb.on(snap, env), "tensorflow.cuda-driver")
+    f = the(fb.on(snap, env), "frameworks.tensorflow.cuda-driver")
     assert f.status is Status.FAIL
     assert "CUDA 12.0 from its conda build string" in " ".join(f.evidence)
 
 
 def test_a_conda_forge_cpu_tensorflow_is_a_cpu_build() -> None:
     env = _conda_env("tensorflow", "2.19.1", "cpu_py311hf06be6a_55")
-    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.tensorflow.cpu-build")
     assert f.status is Status.FAIL
     assert "cpu_py311hf06be6a_55" in " ".join([f.title, *f.evidence])

@@ -7,9 +7,9 @@ from __future__ import annotations
 import builders
 
 from gpucheck import checks
-from gpucheck.checks.driver_fixes import package_steps, userspace_of
-from gpucheck.checks.remedies import distro
-from gpucheck.checks.system import toolkit_install
+from gpucheck.checks.driver.fixes import package_steps, userspace_of
+from gpucheck.checks.fixes import distro
+from gpucheck.checks.system.machine import toolkit_install
 from gpucheck.model.distros import linux_family
 
 # PRETTY_NAME as each distribution's /etc/os-release ships it.

@@ -75,7 +75,7 @@ def test_tensorrt_failing_to_build_keeps_its_loggers_words_and_is_mapped(tmp_pat
     env = tensorrt(fb.environment(), "10.3.0")
     env.extension_imports.append(found)
     snap = builders.node([builders.h100(0)], driver="470.256.02", cuda=11040)
-    f = the(fb.on(snap, env, deep=True), "tensorrt.support")
+    f = the(fb.on(snap, env, deep=True), "frameworks.tensorrt.support")
     assert f.status is Status.FAIL
     assert "TensorRT 10.3.0 cannot start CUDA: the driver is too old for its CUDA build" in (
         f.evidence
@@ -131,7 +131,7 @@ def test_the_real_torchvision_for_torch_2_14_in_the_real_torch_2_13(tmp_path: Pa
     env = fb.with_torch(fb.environment(), "2.13.0+cpu", None)
     fb.add(env, "torchvision", "0.29.1", ["numpy", "torch>=2.14.0"])
     env.extension_imports.append(found)
-    f = the(fb.on(builders.h100_node(1), env, deep=True), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
     assert "built against another torch" in f.title
     assert f.fix is not None

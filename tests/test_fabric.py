@@ -28,7 +28,7 @@ Version: 550.54.15-1
 Package: nvidia-fabricmanager-570
 Status: install ok installed
 Priority: optional
-Section: multiverse/utils
+Layer: multiverse/utils
 Version: 570.86.15-1
 Description: Fabric Manager for NVSwitch based systems.
  A long description line.
@@ -166,7 +166,7 @@ def test_a_snapshot_1_3_still_reads_and_its_unknown_facts_judge_nothing() -> Non
         del gpu["fabric_state"], gpu["fabric_status"], gpu["nvlink_active"]
     snap = loads(json.dumps(data))
     assert snap.system.fabric is None and snap.nvml.pairs is None
-    for check_id in ("driver.fabric-manager", "gpu.p2p", "gpu.nvlink"):
+    for check_id in ("driver.fabric-manager", "gpus.p2p", "gpus.nvlink"):
         assert finding(snap, check_id) is None
 
 
@@ -174,7 +174,7 @@ def test_pcie_p2p_without_iommu_on_data_centre_gpus_passes() -> None:
     snap = b.h100_node(2)
     snap.system.fabric = FabricHostFacts(iommu_groups=0)
     snap.nvml.pairs = [GpuPair(0, 1, "ok", "ok", "not_supported", "hostbridge")]
-    f = the(snap, "gpu.p2p")
+    f = the(snap, "gpus.p2p")
     assert f.status is Status.PASS
     assert f.title == "Peer-to-peer: 1 GPU pair(s): 0 over NVLink, 1 over PCIe, 0 without P2P"
 
@@ -183,9 +183,9 @@ def test_iommu_passthrough_is_not_translating() -> None:
     snap = b.h100_node(2)
     snap.system.fabric = FabricHostFacts(iommu_groups=40, iommu_cmdline=["iommu=pt"])
     snap.nvml.pairs = [GpuPair(0, 1, "ok", "ok", "not_supported", "node")]
-    assert the(snap, "gpu.p2p").status is Status.PASS
+    assert the(snap, "gpus.p2p").status is Status.PASS
     snap.system.fabric.iommu_cmdline = ["intel_iommu=on"]
-    assert the(snap, "gpu.p2p").status is Status.WARN
+    assert the(snap, "gpus.p2p").status is Status.WARN
 
 
 def test_the_matrix_reads_like_nvidia_smi_topo() -> None:

@@ -49,9 +49,9 @@ def test_a_healthy_hgx_h100_reports_its_fabric_links_and_pairs(simulate: Any) ->
         "errors": {},
     }
     assert d.status("driver.fabric-manager") == "pass"
-    assert d.status("gpu.nvlink") == "pass"
-    assert d.status("gpu.p2p") == "pass"
-    assert "28 GPU pair(s): 28 over NVLink" in d.text("gpu.p2p")
+    assert d.status("gpus.nvlink") == "pass"
+    assert d.status("gpus.p2p") == "pass"
+    assert "28 GPU pair(s): 28 over NVLink" in d.text("gpus.p2p")
     assert d.status("cuda.driver-api") == "pass"
     assert d.statuses("fail") == set()
 
@@ -129,9 +129,9 @@ def test_a_gpu_with_nvlinks_down_is_named(simulate: Any) -> None:
     fabric = hgx_fabric()
     fabric.nvlinks[3] = (18, ((1 << 18) - 1) & ~(1 << 5) & ~(1 << 11))
     d = doctor(simulate(hgx(fabric)))
-    assert d.status("gpu.nvlink") == "warn"
+    assert d.status("gpus.nvlink") == "warn"
     assert "GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): link(s) 5, 11 down" in d.text(
-        "gpu.nvlink"
+        "gpus.nvlink"
     )
 
 
@@ -152,7 +152,7 @@ def two_4090s(iommu_groups: int, cmdline: str) -> sim.Scenario:
 
 def test_pcie_p2p_through_a_translating_iommu_is_the_nccl_hang_warning(simulate: Any) -> None:
     d = doctor(simulate(two_4090s(42, "BOOT_IMAGE=/vmlinuz ro amd_iommu=on")))
-    f = d.finding("gpu.p2p")
+    f = d.finding("gpus.p2p")
     assert f["status"] == "warn"
     assert "IOMMU on (42 IOMMU groups; amd_iommu=on)" in f["title"]
     assert "export NCCL_P2P_DISABLE=1" in commands(f)
@@ -168,7 +168,7 @@ def test_unknown_pair_facts_stay_unknown(simulate: Any) -> None:
     assert pair["p2p_read"] is None and pair["errors"]["p2p_read"] == "NotSupported"
     assert d.snapshot["nvml"]["gpus"][0]["fabric_state"] is None
     assert d.snapshot["nvml"]["gpus"][0]["field_errors"]["fabric_state"] == "NotSupported"
-    assert d.status("gpu.p2p") is None  # nothing known about any pair: nothing said
+    assert d.status("gpus.p2p") is None  # nothing known about any pair: nothing said
 
 
 def test_a_crashing_p2p_call_costs_only_the_pairs(simulate: Any) -> None:

@@ -1,6 +1,6 @@
 """`gpucheck fit` on a simulated MIG machine (tests/sim): a CUDA process gets one MIG device, not
 the whole GPU (NVIDIA's MIG user guide, "CUDA Device Enumeration"), so the verdict is on that
-slice's memory, as NVML reports it, never the card's. The slice is the doctor's (gpu.mig): the
+slice's memory, as NVML reports it, never the card's. The slice is the doctor's (gpus.mig): the
 one CUDA_VISIBLE_DEVICES names, else the first CUDA enumerates."""
 
 from __future__ import annotations

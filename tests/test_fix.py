@@ -13,7 +13,8 @@ from gpucheck import checks
 from gpucheck.checks.registry import Check
 from gpucheck.model.decoding import from_dict, to_dict
 from gpucheck.model.finding import Finding, FindingV2, Outcome, Status
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, StepKind, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, StepKind, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.report.core import Report
 from gpucheck.report.formats import render_junit, render_prometheus
 
@@ -91,7 +92,7 @@ def test_a_fix_survives_the_json_round_trip_strictly() -> None:
 
 def test_a_2_x_finding_decodes_and_its_commands_become_shell_steps() -> None:
     v2 = {
-        "id": "gpu.ecc-errors",
+        "id": "gpus.ecc-errors",
         "section": "gpus",
         "status": "fail",
         "title": "Uncorrectable ECC memory errors on 1 GPU(s)",
@@ -122,7 +123,7 @@ def test_a_2_x_finding_decodes_and_its_commands_become_shell_steps() -> None:
 
 def test_the_runner_gives_unplaced_steps_their_checks_layer() -> None:
     shared = Step.manual("look at the fans")
-    target = next(c for c in checks.all_checks() if c.id == "gpu.throttling")
+    target = next(c for c in checks.all_checks() if c.id == "gpus.throttling")
 
     def hot(ctx: checks.Context) -> Outcome | None:
         return Outcome.warn("hot", fix=Fix.of(shared, Step.reboot()))
@@ -133,7 +134,7 @@ def test_the_runner_gives_unplaced_steps_their_checks_layer() -> None:
     found = next(
         f
         for f in checks.run(checks.Context(builders.h100_node(1)), patched)
-        if f.id == "gpu.throttling"
+        if f.id == "gpus.throttling"
     )
     assert found.fix is not None
     assert [s.layer for s in found.fix.steps] == [Layer.GPUS, Layer.SYSTEM]
@@ -163,15 +164,15 @@ def test_prometheus_counts_a_problems_recommended_steps_by_kind() -> None:
     render_prometheus(_ecc_report(), out)
     lines = [ln for ln in out.getvalue().splitlines() if ln.startswith("gpucheck_fix_steps{")]
     assert lines == [
-        'gpucheck_fix_steps{check="gpu.ecc-errors",kind="command"} 1',
-        'gpucheck_fix_steps{check="gpu.ecc-errors",kind="hardware"} 1',
-        'gpucheck_fix_steps{check="gpu.ecc-errors",kind="info"} 1',  # the re-check only reads
-        'gpucheck_fix_steps{check="gpu.ecc-errors",kind="manual"} 1',
+        'gpucheck_fix_steps{check="gpus.ecc-errors",kind="command"} 1',
+        'gpucheck_fix_steps{check="gpus.ecc-errors",kind="hardware"} 1',
+        'gpucheck_fix_steps{check="gpus.ecc-errors",kind="info"} 1',  # the re-check only reads
+        'gpucheck_fix_steps{check="gpus.ecc-errors",kind="manual"} 1',
     ]
 
 
 def test_findings_keep_fix_steps_in_their_json() -> None:
-    finding = next(f for f in _ecc_report().findings if f.id == "gpu.ecc-errors")
+    finding = next(f for f in _ecc_report().findings if f.id == "gpus.ecc-errors")
     data = to_dict(finding)
     assert data["status"] == "fail" and data["error"] is None
     assert [s["kind"] for s in data["fix"]["steps"]] == ["manual", "command", "info", "hardware"]
@@ -182,7 +183,7 @@ def test_findings_keep_fix_steps_in_their_json() -> None:
 def test_a_driver_is_installed_with_the_machines_own_package_manager() -> None:
     from packaging.version import Version
 
-    from gpucheck.checks.remedies import install_driver
+    from gpucheck.checks.fixes import install_driver
 
     want = Version("580.65.06")
     expected = {

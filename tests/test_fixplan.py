@@ -17,13 +17,14 @@ from gpucheck.fixplan import diagnose, plan_for
 from gpucheck.fixplan.plan import PlanHost, build_plan
 from gpucheck.fixplan.render import plan_dict, plan_schema, render_sh, render_text
 from gpucheck.inputs import load_compat
-from gpucheck.model.finding import Finding, Section, Status
-from gpucheck.model.fix import Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Finding, Status
+from gpucheck.model.fix import Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 
 PY = "/home/user/.venv/bin/python"
 
 
-def finding(id: str, section: Section, *steps: Step) -> Finding:
+def finding(id: str, section: Layer, *steps: Step) -> Finding:
     return Finding(id, section, Status.FAIL, id, fix=Fix.of(*steps))
 
 
@@ -35,7 +36,7 @@ def test_a_cpu_torch_on_a_gpu_machine_plans_one_local_reinstall() -> None:
     snap = on(workstation(), torch_cpu())
     plan = plan_for(snap, diagnose(snap, load_compat(None)), None)
     assert [(s.layer, s.local, s.findings) for s in plan.steps] == [
-        (Layer.FRAMEWORKS, True, ["torch.cpu-build"])
+        (Layer.FRAMEWORKS, True, ["frameworks.torch.cpu-build"])
     ]
     # The same torch 2.9.1 as a CUDA build this 570 driver runs (torch.toml, release 2.9:
     # cuda_variants 12.6, 12.8, 13.0; driver 570.124.04 is CUDA 12.8's).
@@ -49,9 +50,9 @@ def test_steps_run_lowest_layer_first_and_each_once() -> None:
     driver = Step.run("", "sudo apt-get install -y nvidia-driver-570", Tool.APT)
     reinstall = pip("pip install 'torch==2.5.1'", Change("torch", "2.4.0", "2.5.1"))
     findings = [
-        finding("torch.a", Section.FRAMEWORKS, reinstall),
-        finding("torch.b", Section.FRAMEWORKS, reinstall),
-        finding("driver.old", Section.DRIVER, driver),
+        finding("torch.a", Layer.FRAMEWORKS, reinstall),
+        finding("torch.b", Layer.FRAMEWORKS, reinstall),
+        finding("driver.old", Layer.DRIVER, driver),
     ]
     plan = build_plan(findings, PlanHost("h"), [PY])
     assert [(s.number, s.layer, s.findings) for s in plan.steps] == [
@@ -69,7 +70,7 @@ def test_a_pin_that_satisfies_the_other_wins_and_carries_both_findings() -> None
     exact = pip("pip install 'numpy==1.26.4'", Change("numpy", "2.1.0", "1.26.4"))
     below = pip("pip install 'numpy<2'", Change("numpy", "2.1.0", None, "<2"))
     plan = build_plan(
-        [finding("a", Section.FRAMEWORKS, below), finding("b", Section.FRAMEWORKS, exact)],
+        [finding("a", Layer.FRAMEWORKS, below), finding("b", Layer.FRAMEWORKS, exact)],
         PlanHost("h"),
         [PY],
     )
@@ -83,7 +84,7 @@ def test_wants_no_one_step_gives_are_a_conflict_and_neither_is_printed() -> None
     low = pip("pip install 'numpy<2'", Change("numpy", "2.1.0", None, "<2"))
     high = pip("pip install 'numpy>=2.1'", Change("numpy", "1.26.4", None, ">=2.1"))
     plan = build_plan(
-        [finding("a", Section.FRAMEWORKS, low), finding("b", Section.FRAMEWORKS, high)],
+        [finding("a", Layer.FRAMEWORKS, low), finding("b", Layer.FRAMEWORKS, high)],
         PlanHost("h"),
         [PY],
     )
@@ -99,7 +100,7 @@ def test_other_ways_are_not_planned() -> None:
     first = pip("pip install 'torch==2.5.1'")
     other = pip("pip install 'torch==2.4.1'")
     plan = build_plan(
-        [Finding("t", Section.FRAMEWORKS, Status.WARN, "t", fix=Fix.of(first, "or", other))],
+        [Finding("t", Layer.FRAMEWORKS, Status.WARN, "t", fix=Fix.of(first, "or", other))],
         PlanHost("h"),
         [PY],
     )
@@ -110,9 +111,9 @@ def test_the_script_runs_commands_under_set_e_and_comments_a_persons_steps() -> 
     snap = on(workstation(), tensorflow_cpu())
     plan = plan_for(snap, diagnose(snap, load_compat(None)), None)
     plan.steps.append(
-        build_plan(
-            [finding("x", Section.GPUS, Step.manual("reseat the GPU"))], PlanHost(), []
-        ).steps[0]
+        build_plan([finding("x", Layer.GPUS, Step.manual("reseat the GPU"))], PlanHost(), []).steps[
+            0
+        ]
     )
     out = io.StringIO()
     render_sh(plan, out)
@@ -173,7 +174,7 @@ def test_apply_refuses_a_plan_of_another_machine(tmp_path: Path) -> None:
 
 def test_apply_asks_first_and_changes_nothing_without_an_answer(tmp_path: Path) -> None:
     step = pip("pip install 'demo-pkg==2.0'", Change("demo-pkg", "1.0", "2.0"))
-    plan = build_plan([finding("a", Section.FRAMEWORKS, step)], PlanHost(socket.gethostname()), [])
+    plan = build_plan([finding("a", Layer.FRAMEWORKS, step)], PlanHost(socket.gethostname()), [])
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan_dict(plan)))
     done = gpucheck("fix", "--plan", str(path), "--apply", "--record", str(tmp_path / "r"))
@@ -194,7 +195,7 @@ def test_a_reports_own_findings_are_planned_as_written(tmp_path: Path) -> None:
     from gpucheck.api import doctor
 
     report = doctor(snapshot=on(workstation(), torch_cpu())).to_dict()
-    torch_finding = next(f for f in report["findings"] if f["id"] == "torch.cpu-build")
+    torch_finding = next(f for f in report["findings"] if f["id"] == "frameworks.torch.cpu-build")
     torch_finding["fix"]["steps"][0]["command"] = "pip install 'torch==2.5.1'"  # as written then
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
@@ -221,7 +222,7 @@ def test_only_installer_commands_are_local_and_each_is_aimed_at_its_interpreter(
     uv = Step.run("", "uv pip install 'numpy<2'", Tool.UV, environment=PY)
     conda = Step.run("", "conda install -c nvidia cuda-nvcc", Tool.CONDA, environment=PY)
     plan = build_plan(
-        [finding("a", Section.FRAMEWORKS, uv), finding("b", Section.CUDA, conda)], PlanHost(), []
+        [finding("a", Layer.FRAMEWORKS, uv), finding("b", Layer.CUDA, conda)], PlanHost(), []
     )
     assert [step_argvs(s, None) for s in plan.steps] == [
         [

@@ -19,8 +19,9 @@ import pytest
 
 from gpucheck.fixplan.plan import PlanHost, build_plan
 from gpucheck.fixplan.render import plan_dict
-from gpucheck.model.finding import Finding, Section, Status
+from gpucheck.model.finding import Finding, Status
 from gpucheck.model.fix import Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +88,7 @@ def plan_file(tmp_path: Path, python: Path, *commands: str) -> Path:
         for c in commands
     ]
     findings = [
-        Finding(f"demo.{n}", Section.FRAMEWORKS, Status.FAIL, "demo", fix=Fix.of(step))
+        Finding(f"demo.{n}", Layer.FRAMEWORKS, Status.FAIL, "demo", fix=Fix.of(step))
         for n, step in enumerate(steps)
     ]
     # Each step its own package (no merging): the names differ per command.

@@ -17,17 +17,18 @@ from sim_doctor import doctor
 
 from gpucheck.fixplan import report_findings
 from gpucheck.fixplan.plan import PlanHost, PlanStep, build_plan
-from gpucheck.model.finding import PROBLEM, Finding, Section, Status
-from gpucheck.model.fix import LAYER_ORDER, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import PROBLEM, Finding, Status
+from gpucheck.model.fix import Change, Fix, Step, Tool
+from gpucheck.model.layers import LAYER_ORDER, Layer
 
 PY = "/home/user/.venv/bin/python"
 
-# The ECC fix (checks/gpus.py), in the order it must run, as the doctor's sentence says it:
+# The ECC fix (checks/gpus/health.py), in the order it must run, as the doctor's sentence says it:
 # "Drain the node; reset the GPU (or reboot): `sudo nvidia-smi -r -i 0`; then re-check: ...".
 ECC_STEPS = [
     (1, "manual", "job", "drain the node", None),
     (2, "command", "gpus", "reset the GPU (or reboot)", "sudo nvidia-smi -r -i 0"),
-    (3, "info", "gpus", "then re-check", "gpucheck doctor --only gpu.ecc-errors"),
+    (3, "info", "gpus", "then re-check", "gpucheck doctor --only gpus.ecc-errors"),
     (4, "hardware", "gpus", "errors that return after a reset mean the GPU needs replacing (RMA)",
      None),
 ]  # fmt: skip
@@ -41,7 +42,7 @@ def ecc_report(simulate: Simulate, tmp_path: Path) -> Path:
     machine = simulate(Scenario(gpus=[replace(h100(0), ecc_uncorrected=(2, 2))]))
     report = doctor(machine).report
     assert [f["id"] for f in report["findings"] if f["status"] in ("warn", "fail")] == [
-        "gpu.ecc-errors"
+        "gpus.ecc-errors"
     ]
     path = tmp_path / "ecc.json"
     path.write_text(json.dumps(report))
@@ -80,21 +81,21 @@ def test_the_ecc_plan_drains_the_node_before_resetting_the_gpu(ecc_report: Path)
         "set -e",
         "",
         "# 1. [job] drain the node",
-        "#    fixes gpu.ecc-errors",
+        "#    fixes gpus.ecc-errors",
         "#    (manual: a person's change: no one command makes it)",
         "",
         "# 2. [gpus] reset the GPU (or reboot)",
-        "#    fixes gpu.ecc-errors",
+        "#    fixes gpus.ecc-errors",
         "#    changes the gpus, outside the Python environment",
         "sudo nvidia-smi -r -i 0",
         "",
         "# 3. [info] then re-check",
-        "#    fixes gpu.ecc-errors",
+        "#    fixes gpus.ecc-errors",
         "#    changes nothing: a check to run yourself",
-        "gpucheck doctor --only gpu.ecc-errors",
+        "gpucheck doctor --only gpus.ecc-errors",
         "",
         "# 4. [gpus] errors that return after a reset mean the GPU needs replacing (RMA)",
-        "#    fixes gpu.ecc-errors",
+        "#    fixes gpus.ecc-errors",
         "#    (hardware: physical work on the machine)",
     ]
 
@@ -106,14 +107,14 @@ def test_fix_on_the_ecc_machine_itself_keeps_the_order(simulate: Simulate) -> No
     done = run_gpucheck("fix", "--json", env=machine.env)
     assert done.returncode == 0, done.stderr
     steps = json.loads(done.stdout)["steps"]
-    ecc = [(s["kind"], s["text"]) for s in steps if "gpu.ecc-errors" in s["findings"]]
+    ecc = [(s["kind"], s["text"]) for s in steps if "gpus.ecc-errors" in s["findings"]]
     assert ecc == [(kind, text) for _, kind, _, text, _ in ECC_STEPS]
 
 
 # --- the rule, on built findings -------------------------------------------------------------
 
 
-def finding(id: str, section: Section, *steps: Step) -> Finding:
+def finding(id: str, section: Layer, *steps: Step) -> Finding:
     return Finding(id, section, Status.FAIL, id, fix=Fix.of(*steps))
 
 
@@ -133,9 +134,9 @@ def test_across_fixes_lower_layers_still_come_first_where_no_fix_says_otherwise(
     torch = pip("pip install 'torch==2.5.1'", Change("torch", "2.4.0", "2.5.1"))
     plan = build_plan(
         [
-            finding("torch.old", Section.FRAMEWORKS, torch),
-            finding("gpu.ecc", Section.GPUS, drain, reset),
-            finding("driver.old", Section.DRIVER, driver, reboot),  # reboot [system] after it
+            finding("torch.old", Layer.FRAMEWORKS, torch),
+            finding("gpu.ecc", Layer.GPUS, drain, reset),
+            finding("driver.old", Layer.DRIVER, driver, reboot),  # reboot [system] after it
         ],
         PlanHost("h"),
         [PY],
@@ -156,8 +157,8 @@ def test_a_step_merged_into_anothers_keeps_its_place_in_its_own_fix() -> None:
     clean = Step.run("clear the cache", "rm -rf ~/.cache/torch_extensions", layer=Layer.SYSTEM)
     plan = build_plan(
         [
-            finding("a", Section.FRAMEWORKS, exact),
-            finding("b", Section.FRAMEWORKS, below, clean),  # its install is a's, then the clean
+            finding("a", Layer.FRAMEWORKS, exact),
+            finding("b", Layer.FRAMEWORKS, below, clean),  # its install is a's, then the clean
         ],
         PlanHost("h"),
         [PY],
@@ -172,7 +173,7 @@ def test_two_fixes_sharing_steps_in_opposite_orders_plan_each_step_once() -> Non
     stop = Step.run("stop the service", "sudo systemctl stop nvidia-persistenced")
     unload = Step.run("unload the module", "sudo rmmod nvidia_uvm")
     plan = build_plan(
-        [finding("a", Section.DRIVER, stop, unload), finding("b", Section.DRIVER, unload, stop)],
+        [finding("a", Layer.DRIVER, stop, unload), finding("b", Layer.DRIVER, unload, stop)],
         PlanHost("h"),
         [],
     )
@@ -189,9 +190,9 @@ def test_a_step_a_fix_repeats_is_planned_each_time_it_is_needed() -> None:
     install = Step.run("install the driver", "sudo ubuntu-drivers install")
     plan = build_plan(
         [
-            finding("driver.kernel-module", Section.DRIVER, enrol, Step.reboot(), install,
+            finding("driver.kernel-module", Layer.DRIVER, enrol, Step.reboot(), install,
                     Step.reboot()),
-            finding("driver.nvml", Section.DRIVER, Step.reboot()),  # shares the first reboot
+            finding("driver.nvml", Layer.DRIVER, Step.reboot()),  # shares the first reboot
         ],
         PlanHost("h"),
         [],

@@ -102,9 +102,9 @@ def test_inventory_problems_versions_and_gpus_to_act_on(fleet_dir: Path) -> None
     assert (a.driver, a.cuda, a.frameworks) == ("590.48.01", "13.1", ["torch 2.5.1+cu124"])
     assert fleet.ready == 1 and fleet.exit_code == 1
     groups = {(g.check, g.status): hosts for g, hosts in fleet.problems}
-    assert groups[("gpu.ecc-errors", "fail")] == ["node-b", "node-d"]
+    assert groups[("gpus.ecc-errors", "fail")] == ["node-b", "node-d"]
     assert groups[("driver.nvml", "fail")] == ["node-c"]
-    assert fleet.problems[0][0].check == "gpu.ecc-errors"  # most hosts first among failures
+    assert fleet.problems[0][0].check == "gpus.ecc-errors"  # most hosts first among failures
     assert fleet.versions["driver"] == {"590.48.01": 4}
     assert fleet.versions["cuda"] == {"13.1": 3, "unknown": 1}
     assert fleet.versions["torch"] == {"2.5.1+cu124": 4}
@@ -120,7 +120,7 @@ def test_a_snapshot_is_diagnosed_here(tmp_path: Path) -> None:
     path.write_text(dumps(ecc_node("node-s")))
     (host,) = summarise(path).hosts
     assert host.rechecked and not host.ready
-    assert [p.check for p in host.problems] == ["gpu.ecc-errors"]
+    assert [p.check for p in host.problems] == ["gpus.ecc-errors"]
 
 
 def test_recheck_judges_the_snapshot_again(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_a_report_of_an_older_major_is_judged_from_its_snapshot(tmp_path: Path) 
     path = tmp_path / "old.json"
     path.write_text(json.dumps(report))
     (host,) = summarise(path).hosts
-    assert host.rechecked and [p.check for p in host.problems] == ["gpu.ecc-errors"]
+    assert host.rechecked and [p.check for p in host.problems] == ["gpus.ecc-errors"]
 
 
 def test_a_2_x_report_keeps_its_own_findings_its_fixes_read_as_text_and_commands(
@@ -154,7 +154,8 @@ def test_a_2_x_report_keeps_its_own_findings_its_fixes_read_as_text_and_commands
 ) -> None:
     # Report schema 2.x wrote a fix as {"text", "commands"}: it still decodes, and the report's
     # own verdict stands (its snapshot is not judged again). Here the snapshot is healthy and
-    # the 2.0 report says gpu.ecc-errors failed: only the report's word can say so.
+    # the 2.0 report says gpu.ecc-errors failed: only the report's word can say so, under the
+    # id report schema 4.0 gives it.
     report = json.loads(report_text(node("node-2")))
     report["schema_version"] = "2.0"
     report["summary"]["exit_code"] = 1
@@ -179,7 +180,7 @@ def test_a_2_x_report_keeps_its_own_findings_its_fixes_read_as_text_and_commands
     path.write_text(json.dumps(report))
     (host,) = summarise(path).hosts
     assert not host.rechecked
-    assert [p.check for p in host.problems] == ["gpu.ecc-errors"]
+    assert [p.check for p in host.problems] == ["gpus.ecc-errors"]
 
 
 def test_bad_reports_are_counted_and_named_never_fatal(tmp_path: Path) -> None:
@@ -260,10 +261,10 @@ def test_cli_table_names_problems_and_hosts(fleet_dir: Path) -> None:
     assert result.returncode == 1, result.stderr
     out = result.stdout
     assert "4 report(s), 4 host(s): 1 ready, 3 not ready" in out
-    assert "✗ gpu.ecc-errors failed on 2 host(s): Uncorrectable ECC memory errors" in out
+    assert "✗ gpus.ecc-errors failed on 2 host(s): Uncorrectable ECC memory errors" in out
     assert "      node-b, node-d\n" in out
     assert "driver.nvml failed on 1 host(s): Driver/library version mismatch" in out
-    assert "GPU-00000002-0000-0000-0000-000000000000  1650000000002  gpu.ecc-errors" in out
+    assert "GPU-00000002-0000-0000-0000-000000000000  1650000000002  gpus.ecc-errors" in out
 
 
 def test_cli_json_and_csv(fleet_dir: Path) -> None:
@@ -286,7 +287,7 @@ def test_cli_json_and_csv(fleet_dir: Path) -> None:
         "node-b",
         "no",
         "4x NVIDIA H100 80GB HBM3",
-        "gpu.ecc-errors",
+        "gpus.ecc-errors",
     )
     assert rows[-1]["host"] == "node-a" and rows[-1]["ready"] == "yes"
 
@@ -384,7 +385,7 @@ def test_cli_recheck_and_a_bad_compat_dir(tmp_path: Path) -> None:
     result = run_gpucheck("fleet", str(tmp_path), "-f", "csv", "--recheck", "--jobs", "2")
     assert result.returncode == 1
     (row,) = csv.DictReader(io.StringIO(result.stdout))
-    assert row["problems"] == "gpu.ecc-errors"
+    assert row["problems"] == "gpus.ecc-errors"
     bad = run_gpucheck("fleet", str(tmp_path), "--compat-dir", str(tmp_path / "nope"))
     assert bad.returncode == 2 and bad.stderr.startswith("gpucheck: compat data:")
 

@@ -92,7 +92,7 @@ def test_recheck_judges_the_report_s_requirements_again(tmp_path: Path) -> None:
         result = run_gpucheck("fleet", str(tmp_path), "-f", "csv", *recheck)
         assert result.returncode == 1, (recheck, result.stdout)
         (row,) = csv.DictReader(io.StringIO(result.stdout))
-        assert (row["ready"], row["problems"]) == ("no", "require.min-gpus"), recheck
+        assert (row["ready"], row["problems"]) == ("no", "requirements.min-gpus"), recheck
 
 
 def test_doctor_records_its_requirements_and_recheck_judges_them(tmp_path: Path) -> None:
@@ -122,20 +122,50 @@ def test_doctor_records_its_requirements_and_recheck_judges_them(tmp_path: Path)
     }
     result = run_gpucheck("fleet", str(report.parent), "--recheck", "-f", "csv")
     (row,) = csv.DictReader(io.StringIO(result.stdout))
-    assert (row["ready"], row["problems"], row["rechecked"]) == ("no", "require.min-gpus", "yes")
+    assert (row["ready"], row["problems"], row["rechecked"]) == (
+        "no",
+        "requirements.min-gpus",
+        "yes",
+    )
 
 
 def test_recheck_of_a_report_without_recorded_requirements_keeps_their_findings(
     tmp_path: Path,
 ) -> None:
-    # A 2.0 report (before requirements were recorded): its require.* findings stand as written.
+    # A 2.0 report (before requirements were recorded): its require.* findings stand as
+    # written, under their 4.0 ids.
     report = json.loads(line(node("node-o", "mid-o"), Requirements(min_gpus=8)))
     report["schema_version"] = "2.0"
+    for finding in report["findings"]:
+        finding["id"] = finding["id"].replace("requirements.", "require.")
+    assert "require.min-gpus" in [f["id"] for f in report["findings"]]
     del report["summary"]["requirements"]
     (tmp_path / "o.json").write_text(json.dumps(report))
     result = run_gpucheck("fleet", str(tmp_path), "-f", "csv", "--recheck")
     (row,) = csv.DictReader(io.StringIO(result.stdout))
-    assert (row["ready"], row["problems"], row["rechecked"]) == ("no", "require.min-gpus", "yes")
+    assert (row["ready"], row["problems"], row["rechecked"]) == (
+        "no",
+        "requirements.min-gpus",
+        "yes",
+    )
+
+
+def test_a_3_x_report_keeps_its_own_findings_under_their_4_0_ids(tmp_path: Path) -> None:
+    # Report schema 3.x named checks by their old ids (gpu.*, torch.*, require.*): its own
+    # verdicts stand (nothing is judged again), each under the id 4.0 gives it.
+    report = json.loads(line(node("node-3", "mid-3"), Requirements(min_gpus=8)))
+    report["schema_version"] = "3.1"
+    for finding in report["findings"]:
+        finding["id"] = finding["id"].replace("requirements.", "require.")
+    assert "require.min-gpus" in [f["id"] for f in report["findings"]]
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    result = run_gpucheck("fleet", str(tmp_path), "-f", "csv")
+    (row,) = csv.DictReader(io.StringIO(result.stdout))
+    assert (row["ready"], row["problems"], row["rechecked"]) == (
+        "no",
+        "requirements.min-gpus",
+        "no",
+    )
 
 
 # --- 3. hosts that share a hostname ----------------------------------------------------------

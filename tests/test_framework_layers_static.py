@@ -76,7 +76,7 @@ def test_real_torchvision_wheels_beside_the_real_torch_2_13(
         }
     ]
     env = decode(facts)
-    f = the(fb.on(builders.h100_node(1), env), "torch.extensions")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.extensions")
     assert f.status is status, f
     if status is Status.FAIL:
         assert f.fix is not None

@@ -15,7 +15,7 @@ from conftest import run_gpucheck
 from sim_doctor import doctor
 
 pytestmark = pytest.mark.frameworks
-FRAMEWORK_SECTIONS = ("torch.", "tensorflow.", "jax.", "cupy.", "frameworks.")
+FRAMEWORK_SECTIONS = ("frameworks.",)
 
 
 @pytest.fixture(scope="session")
@@ -58,8 +58,8 @@ def test_torch_cpu_wheel_default_pass(torch_python: Path) -> None:
     assert data["snapshot"]["deep"] is False and env["runtimes"] == []
     found = findings(data)
     # No NVIDIA GPU here: a CPU build is worth knowing, not a problem.
-    assert found["torch.cpu-build"]["status"] == "info"
-    assert found["torch.python"]["status"] == "pass"
+    assert found["frameworks.torch.cpu-build"]["status"] == "info"
+    assert found["frameworks.torch.python"]["status"] == "pass"
     assert "--deep" in found["frameworks.smoke-test"]["title"] + " ".join(
         found["frameworks.smoke-test"]["evidence"]
     )
@@ -84,8 +84,8 @@ def test_tensorflow_cpu_default_and_deep_pass(tf_python: Path) -> None:
     assert env["tensorflow"]["is_cuda_build"] is False
     assert {"tensorflow-cpu", "keras"} <= {d["name"] for d in env["distributions"]}
     found = findings(data)
-    assert found["tensorflow.cpu-build"]["status"] == "info"
-    assert found["tensorflow.keras"]["status"] == "pass"
+    assert found["frameworks.tensorflow.cpu-build"]["status"] == "info"
+    assert found["frameworks.tensorflow.keras"]["status"] == "pass"
     deep = report("--python", str(tf_python), "--deep")
     (runtime,) = deep["snapshot"]["environments"][0]["runtimes"]
     assert runtime["framework"] == "tensorflow" and runtime["status"] == "ok"
@@ -108,7 +108,7 @@ def test_a_cpu_wheel_on_a_gpu_node_fails_with_the_build_that_fits(
 ) -> None:
     machine = simulate(sim.h100_node(2))
     d = doctor(machine, "--python", str(torch_python))
-    f = d.finding("torch.cpu-build")
+    f = d.finding("frameworks.torch.cpu-build")
     assert f["status"] == "fail" and d.returncode == 1
     # The same torch 2.13.0 as a CUDA build (torch.toml, release 2.13: its newest CUDA
     # variant, 13.2, runs on R590), not the newest torch: the smallest change (issue 23).

@@ -168,15 +168,15 @@ def test_action_gate_fails_a_failing_node_and_records_why(tmp_path: Path) -> Non
     failing = {"from": str(FIXTURES / "ecc-h100x2.json"), "package": "preinstalled"}
     code, out, summary = run_action(tmp_path, **failing)
     assert code == 1 and out["exit-code"] == "1" and out["ready"] == "false", out
-    assert "| `gpu.ecc-errors` | fail |" in summary and "nvidia-smi -r -i 1" in summary
+    assert "| `gpus.ecc-errors` | fail |" in summary and "nvidia-smi -r -i 1" in summary
     # fail: "false" records the same answer and lets the job go on.
     code, out, _ = run_action(tmp_path, fail="false", **failing)
     assert code == 0 and out["exit-code"] == "1"
     # Requirements and extra options reach the gate and the views rendered from its report.
     code, out, summary = run_action(
-        tmp_path, args="--skip gpu.ecc-errors --timeout 5", **failing, **{"min-gpus": "4"}
+        tmp_path, args="--skip gpus.ecc-errors --timeout 5", **failing, **{"min-gpus": "4"}
     )
-    assert code == 1 and "require.min-gpus" in summary and "gpu.ecc-errors" not in summary
+    assert code == 1 and "requirements.min-gpus" in summary and "gpus.ecc-errors" not in summary
 
 
 @pytest.mark.parametrize("bad", [{"min-memory": "lots"}, {"from": "/nonexistent.json"}])

@@ -81,7 +81,7 @@ def test_output_through_a_link_replaces_the_target_and_keeps_link_and_mode(
     assert result.returncode == 0, result.stderr
     assert link.is_symlink()
     assert stat.S_IMODE(real.stat().st_mode) == 0o600
-    assert json.loads(real.read_text())["schema_version"] == "3.1"
+    assert json.loads(real.read_text())["schema_version"] == "4.0"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json", "snap.json"]
 
 
@@ -133,13 +133,15 @@ def test_only_gpus_on_a_machine_without_gpu_is_not_ready(tmp_path: Path) -> None
 
 def test_only_one_check_under_a_failed_nvml_is_not_ready_even_strict(tmp_path: Path) -> None:
     path = save(tmp_path, mb.nvml_fails(builders.h100_node(2), "DriverNotLoaded"))
-    result = run_gpucheck("doctor", "--from", path, "--only", "gpu.ecc-errors", "--strict")
+    result = run_gpucheck("doctor", "--from", path, "--only", "gpus.ecc-errors", "--strict")
     assert result.returncode == 1
     assert "driver.nvml" in result.stdout and "Ready" not in result.stdout
 
 
 def test_only_a_requirement_that_was_not_asked_for_is_not_ready(snap_file: str) -> None:
-    result = run_gpucheck("doctor", "--from", snap_file, "--only", "require.min-gpus", "--json")
+    result = run_gpucheck(
+        "doctor", "--from", snap_file, "--only", "requirements.min-gpus", "--json"
+    )
     assert result.returncode == 1
     data = json.loads(result.stdout)
     assert [f["status"] for f in data["findings"]] == ["skip"]

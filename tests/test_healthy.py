@@ -93,7 +93,7 @@ def test_a_vgpu_guests_desktop_memory_warns_naming_its_holders() -> None:
     """tesla_p4.xml: a GRID P4-1Q guest on Windows, 807 of 1024 MiB used by C+G processes whose
     sizes WDDM does not report. A warning, and its fix names the PIDs (it had no fix at all)."""
     capture = next(c for c in CAPTURES if c.name == "telegraf/tesla_p4.xml")
-    found = more_builders.the(machine(capture), "gpu.memory-in-use")
+    found = more_builders.the(machine(capture), "gpus.memory-in-use")
     assert found.status is Status.WARN
     assert found.fix is not None
     assert "PID(s) 1188, 2124, 3696" in found.fix.text and "gpucheck procs" in found.fix.text

@@ -70,8 +70,8 @@ def test_a_workstation_with_an_rtx_4090_and_pip_torch_is_ready(
     no_fail(d)
     (env,) = d.snapshot["environments"]
     assert env["torch"]["version"] == "2.5.1+cu124" and env["torch"]["cuda"] == "12.4"
-    assert d.status("torch.cpu-build") == "pass"
-    assert d.status("torch.cuda-driver") == "pass"
+    assert d.status("frameworks.torch.cpu-build") == "pass"
+    assert d.status("frameworks.torch.cuda-driver") == "pass"
 
 
 def tesla_t4() -> sim.Gpu:
@@ -99,7 +99,7 @@ def colab_venv(where: Path) -> Path:
     """torch 2.5.1 (CUDA 12.4) and jax/jaxlib with the jax[cuda12] plugin pair, in one
     environment as a Colab image preinstalls them. TensorFlow is left out: Colab's TF loads the
     image's system cuDNN 8, which the simulated root does not provide (a TF 2.15 beside torch's
-    cuDNN 9 wheel alone rightly fails tensorflow.cuda-libraries)."""
+    cuDNN 9 wheel alone rightly fails frameworks.tensorflow.cuda-libraries)."""
     venv = wheels.make_venv(where)
     wheels.install_torch_2_5_1_stack(venv.site)
     for name, top in (("jax", "jax"), ("jaxlib", "jaxlib")):

@@ -61,13 +61,13 @@ def _conda_jax(cudnn: str) -> PythonEnvironment:
 
 
 def test_a_conda_forge_cuda_jaxlib_is_a_cuda_build() -> None:
-    f = the(fb.on(builders.h100_node(1), _conda_jax("9.3.0.75")), "jax.cpu-build")
+    f = the(fb.on(builders.h100_node(1), _conda_jax("9.3.0.75")), "frameworks.jax.cpu-build")
     assert f.status is Status.PASS
     assert "a CUDA jaxlib for CUDA 12" in f.title
 
 
 def test_a_cudnn_below_the_conda_jaxlib_s_floor_fails_with_the_conda_install() -> None:
-    f = the(fb.on(builders.h100_node(1), _conda_jax("9.1.1.17")), "jax.cpu-build")
+    f = the(fb.on(builders.h100_node(1), _conda_jax("9.1.1.17")), "frameworks.jax.cpu-build")
     assert f.status is Status.FAIL
     assert "needs cuDNN >=9.3.0.75,<10.0a0; conda's cudnn here is 9.1.1.17" in f.title
     assert f.fix and f.fix.commands == ["conda install -c conda-forge 'cudnn>=9.3.0.75,<10.0a0'"]

@@ -24,7 +24,7 @@ def _with_pinners(env: PythonEnvironment) -> PythonEnvironment:
 
 def test_the_same_torch_s_cuda_build_keeps_what_pins_it() -> None:
     env = _with_pinners(fb.torch_cpu(version="2.5.1+cpu"))
-    f = the(fb.on(builders.h100_node(1), env), "torch.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.torch.cpu-build")
     assert f.fix is not None
     step = f.fix.steps[0]
     assert step.command is not None and " torch==2.5.1+cu124 " in step.command
@@ -36,7 +36,7 @@ def test_the_same_torch_s_cuda_build_keeps_what_pins_it() -> None:
 def test_a_newer_torch_from_pypi_moves_every_pinner_in_the_same_command() -> None:
     # torch 2.5.1 has no sm_120 code; on driver 590 the newest fit is PyPI's own wheel.
     env = _with_pinners(fb.with_torch(fb.environment(), pins=fb.TORCH_251_CU124_PINS))
-    f = the(fb.on(fb.blackwell_workstation(), env), "torch.arch-support")
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.arch-support")
     assert f.status is Status.FAIL and f.fix is not None
     step = next(s for s in f.fix.steps if s.command and "pip install" in s.command)
     assert step.command is not None and step.command.endswith("'torch==2.15.*' xformers vllm")
@@ -49,7 +49,7 @@ def test_a_newer_torch_from_its_index_names_what_the_index_lacks() -> None:
     env = _with_pinners(fb.with_torch(fb.environment(), pins=fb.TORCH_251_CU124_PINS))
     snap = builders.node([fb.rtx_5090()], driver="570.124.06", cuda=12080)
     snap.system.nvidia_module_version = "570.124.06"
-    f = the(fb.on(snap, env), "torch.arch-support")
+    f = the(fb.on(snap, env), "frameworks.torch.arch-support")
     assert f.status is Status.FAIL and f.fix is not None
     step = next(s for s in f.fix.steps if s.command and "pip install" in s.command)
     assert step.command is not None and " xformers --index-url " in step.command
@@ -63,13 +63,13 @@ def test_a_newer_torch_from_its_index_names_what_the_index_lacks() -> None:
 def test_tensorflow_s_same_line_keeps_tf_keras_and_a_newer_line_moves_tensorflow_text() -> None:
     env = fb.tensorflow_cpu(version="2.15.0")
     fb.add(env, "tf-keras", "2.15.0", ["tensorflow<2.16,>=2.15"])
-    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.tensorflow.cpu-build")
     step = next(s for s in f.fix.steps if s.command) if f.fix else None
     assert step is not None and step.command is not None
     assert "tensorflow[and-cuda]==2.15" in step.command and "tf-keras" not in step.command
     env = fb.tensorflow_cpu(version="2.12.0")
     fb.add(env, "tensorflow-text", "2.12.1", ["tensorflow<2.13,>=2.12.0"])
-    f = the(fb.on(builders.h100_node(1), env), "tensorflow.cpu-build")
+    f = the(fb.on(builders.h100_node(1), env), "frameworks.tensorflow.cpu-build")
     step = next(s for s in f.fix.steps if s.command) if f.fix else None
     assert step is not None and step.command is not None
     assert step.command.endswith(" tensorflow-text")

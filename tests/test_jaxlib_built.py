@@ -1,6 +1,6 @@
 """The CUDA the monolithic jaxlib 0.1.73+ `+cuda11.cudnnXY` wheels were built with (compat/jax.toml,
 from jax's commits e6e81ba885 and 5efa28566e and .bazelrc / build/build.py at the jaxlib tags), and
-jax.cuda-driver on a driver older than that CUDA: a GPU without SASS in the wheel fails (the
+frameworks.jax.cuda-driver on a driver older than that CUDA: a GPU without SASS in the wheel fails (the
 driver cannot JIT the newer PTX: jax-ml/jax#8731), one with SASS runs through minor version
 compatibility."""
 
@@ -57,7 +57,7 @@ def _finding(cc: str, name: str, jaxlib: str, driver: str, cuda: int) -> tuple[S
     fb.add(env, "jax", "0.2.25")
     fb.add(env, "jaxlib", jaxlib)
     snap = builders.node([_gpu(cc, name)], driver=driver, cuda=cuda)
-    f = the(fb.on(snap, env), "jax.cuda-driver")
+    f = the(fb.on(snap, env), "frameworks.jax.cuda-driver")
     return f.status, " ".join([f.title, *f.evidence, f.fix.text if f.fix else ""])
 
 

@@ -30,28 +30,28 @@ def busy_node() -> Snapshot:
 
 def test_without_the_profile_a_busy_node_looks_sick() -> None:
     snap = busy_node()
-    assert the(snap, "gpu.memory-in-use").status is Status.WARN
-    assert the(snap, "gpu.compute-mode").status is Status.FAIL
+    assert the(snap, "gpus.memory-in-use").status is Status.WARN
+    assert the(snap, "gpus.compute-mode").status is Status.FAIL
 
 
 def test_memory_and_exclusive_gpus_of_running_jobs_are_normal() -> None:
     snap = busy_node()
-    memory = the(snap, "gpu.memory-in-use", JOB)
+    memory = the(snap, "gpus.memory-in-use", JOB)
     assert memory.status is Status.PASS
     assert memory.title == "GPU memory on 2 GPU(s) free or held by running jobs"
-    mode = the(snap, "gpu.compute-mode", JOB)
+    mode = the(snap, "gpus.compute-mode", JOB)
     assert mode.status is Status.PASS
     assert mode.title == "2 GPU(s) in exclusive-process mode, held by running jobs or free"
     # An idle node under the profile: exclusive mode without holders is the scheduler's setting.
     idle = builders.h100_node(2)
     idle.nvml.gpus[1].compute_mode = "exclusive_process"
-    assert the(idle, "gpu.compute-mode", Requirements(job_pids=frozenset())).status is Status.PASS
+    assert the(idle, "gpus.compute-mode", Requirements(job_pids=frozenset())).status is Status.PASS
 
 
 def test_a_process_of_no_running_job_is_leaked_and_named_with_its_gpu() -> None:
     snap = busy_node()
     builders.with_process(snap.nvml.gpus[1], 999, "leftover", 512)  # small, but of no job
-    f = the(snap, "gpu.memory-in-use", JOB)
+    f = the(snap, "gpus.memory-in-use", JOB)
     assert f.status is Status.WARN
     assert f.title.startswith("1 GPU(s) have memory held by no running job")
     assert [(g.index, g.uuid) for g in f.subjects.gpus] == [
@@ -65,18 +65,18 @@ def test_a_process_of_no_running_job_is_leaked_and_named_with_its_gpu() -> None:
     builders.with_process(snap.nvml.gpus[0], 1500, "Xorg", 20)
     assert snap.nvml.gpus[0].processes is not None
     snap.nvml.gpus[0].processes[-1].kind = "graphics"
-    assert the(snap, "gpu.memory-in-use", JOB).status is Status.PASS
+    assert the(snap, "gpus.memory-in-use", JOB).status is Status.PASS
     # In exclusive-process mode a process of no job holding the GPU fails compute-mode too.
     snap = builders.h100_node(1)
     snap.nvml.gpus[0].compute_mode = "exclusive_process"
     builders.with_process(snap.nvml.gpus[0], 999, "leftover", 512)
-    assert the(snap, "gpu.compute-mode", JOB).status is Status.FAIL
+    assert the(snap, "gpus.compute-mode", JOB).status is Status.FAIL
 
 
 def test_cli_job_pids(tmp_path: Path) -> None:
     path = tmp_path / "busy.json"
     path.write_text(dumps(busy_node()))
-    only = ("--only", "gpu.memory-in-use", "--only", "gpu.compute-mode", "--strict")
+    only = ("--only", "gpus.memory-in-use", "--only", "gpus.compute-mode", "--strict")
     assert run_gpucheck("doctor", "--from", str(path), *only).returncode == 1
     ok = run_gpucheck("doctor", "--from", str(path), *only, "--job-pids", "4242,4243")
     assert ok.returncode == 0, ok.stdout
@@ -103,6 +103,8 @@ def test_the_python_api_takes_the_profile_too() -> None:
 
     report = gpucheck.doctor(snapshot=busy_node(), job_pids=[4242, 4243], strict=True)
     status = {f.id: f.status for f in report.findings}
-    assert status["gpu.memory-in-use"] is Status.PASS and status["gpu.compute-mode"] is Status.PASS
+    assert (
+        status["gpus.memory-in-use"] is Status.PASS and status["gpus.compute-mode"] is Status.PASS
+    )
     report = gpucheck.doctor(snapshot=busy_node(), strict=True)
     assert report.exit_code == 1

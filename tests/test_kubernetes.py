@@ -180,7 +180,7 @@ def plugin(**env: str) -> subprocess.CompletedProcess[str]:
     ("env", "code", "message"),
     [
         ({"GPUCHECK_FROM": str(FIXTURES / "healthy-h100x2.json")}, 0, "gpucheck: ready"),
-        ({"GPUCHECK_FROM": str(FIXTURES / "ecc-h100x2.json")}, 1, "gpu.ecc-errors: "),
+        ({"GPUCHECK_FROM": str(FIXTURES / "ecc-h100x2.json")}, 1, "gpus.ecc-errors: "),
         # A gate the node misses is a problem of the node...
         (
             {
@@ -188,7 +188,7 @@ def plugin(**env: str) -> subprocess.CompletedProcess[str]:
                 "GPUCHECK_ARGS": "--min-gpus 4",
             },
             1,
-            "require.min-gpus: ",
+            "requirements.min-gpus: ",
         ),
         # ...a bad option, an unreadable snapshot or a missing gpucheck is not: Unknown.
         ({"GPUCHECK_FROM": "/nonexistent.json"}, 2, "gpucheck could not judge this node: "),
@@ -237,7 +237,7 @@ def npd_condition(plugin_exit: int, config: dict[str, Any]) -> tuple[str, str, s
 
 plugin_output = {
     0: "gpucheck: ready",
-    1: "gpu.ecc-errors: Uncorrectable ECC errors",
+    1: "gpus.ecc-errors: Uncorrectable ECC errors",
     2: "gpucheck could not judge this node: gpucheck: --min-gpus: not a number",
 }
 HEALTHY_WORDS = re.compile(r"pass|ready|healthy|\bok\b|good", re.IGNORECASE)
@@ -262,7 +262,7 @@ def test_an_unknown_condition_never_carries_a_healthy_sounding_reason() -> None:
 def test_a_lost_gpu_fails_from_inside_the_pod(sim_libs: Any, tmp_path: Path) -> None:
     """The DaemonSet's pod: KUBERNETES_SERVICE_HOST set (the pod's environment), the host's
     root at GPUCHECK_ROOT. The host's facts are judged as a host's: a GPU on the PCI bus that the
-    driver lost fails gpu.lost, which a container could not judge."""
+    driver lost fails gpus.lost, which a container could not judge."""
     from conftest import run_gpucheck
     from sim import scenario as sim
 
@@ -283,11 +283,11 @@ def test_a_lost_gpu_fails_from_inside_the_pod(sim_libs: Any, tmp_path: Path) -> 
         for e in kind("DaemonSet")["spec"]["template"]["spec"]["containers"][0]["env"]
     }
     assert env["GPUCHECK_ROOT"] == "/host"  # the manifest's; here the simulated host's root
-    result = run_gpucheck("doctor", "--json", "--only", "gpu.lost", env=pod)
+    result = run_gpucheck("doctor", "--json", "--only", "gpus.lost", env=pod)
     report = json.loads(result.stdout)
     assert report["snapshot"]["system"]["container"] is None, report["snapshot"]["system"]
     assert report["host"]["hostname"] == "gpu-node-17"  # the node's, not the pod's
-    (lost,) = [f for f in report["findings"] if f["id"] == "gpu.lost"]
+    (lost,) = [f for f in report["findings"] if f["id"] == "gpus.lost"]
     assert lost["status"] == "fail" and lost["evidence"][0] == "GPU 2: GpuIsLost", lost
     assert result.returncode == 1
     # Without GPUCHECK_ROOT the same variables do mean a container.

@@ -87,7 +87,9 @@ def test_the_tools_are_read_only_typed_and_answer_with_the_clis_json(tmp_path: P
     assert without_time(doctor.structured_content) == without_time(
         cli("doctor", "--json", "--from", str(snap))
     )
-    assert [s["findings"] for s in plan.structured_content["steps"]] == [["torch.cpu-build"]]
+    assert [s["findings"] for s in plan.structured_content["steps"]] == [
+        ["frameworks.torch.cpu-build"]
+    ]
     assert plan.structured_content["kind"] == "gpucheck-fix-plan"
     assert [(f["id"], f["status"]) for f in docker.structured_content["findings"]] == [
         ("dockerfile.base-cuda", "fail")

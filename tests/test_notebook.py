@@ -48,4 +48,4 @@ def test_doctor_as_the_last_expression_of_a_cell_is_one_html_output(tmp_path: Pa
     assert sorted(data) == ["text/html", "text/plain"]
     assert data["text/html"].startswith("<pre")
     assert "\x1b" not in data["text/plain"]  # plain text, no terminal colour codes
-    assert "gpu.ecc-errors" in data["text/plain"] and "gpu.ecc-errors" in data["text/html"]
+    assert "gpus.ecc-errors" in data["text/plain"] and "gpus.ecc-errors" in data["text/html"]

@@ -30,7 +30,7 @@ def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
 ) -> None:
     machine = simulate(busy_node())
     result = run_gpucheck(
-        "doctor", "--json", "--only", "gpu.memory-in-use", env=machine.env, timeout=60
+        "doctor", "--json", "--only", "gpus.memory-in-use", env=machine.env, timeout=60
     )
     assert result.returncode == 0, result.stderr
     (found,) = json.loads(result.stdout)["findings"]
@@ -60,7 +60,7 @@ def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Sim
     )
     machine = simulate(Scenario(gpus=[gpu, h100(1)]))
     result = run_gpucheck(
-        "doctor", "--json", "--only", "gpu.memory-in-use", env=machine.env, timeout=60
+        "doctor", "--json", "--only", "gpus.memory-in-use", env=machine.env, timeout=60
     )
     (found,) = json.loads(result.stdout)["findings"]
     assert found["evidence"] == [

@@ -15,7 +15,8 @@ from components import free_port, get, program, run, serving, wait_for
 from conftest import REPO, run_gpucheck
 
 from gpucheck.model.environments import Distribution, PythonEnvironment
-from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
+from gpucheck.model.finding import Finding, GpuRef, Status, Subjects
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import ProbeRun, Snapshot, dumps
 from gpucheck.report.core import Report
 from gpucheck.report.prometheus import render_prometheus
@@ -48,10 +49,10 @@ def awkward_report() -> Report:
     snap.probes = [ProbeRun("nvml", "ok", 81.5), ProbeRun("libraries", "timeout", 15000.0)]
     gpus = [GpuRef(g.index, g.uuid, g.pci_bus_id) for g in snap.nvml.gpus]
     findings = [
-        Finding("driver.nvml", Section.DRIVER, Status.PASS, "NVML answers"),
-        Finding("gpu.ecc-errors", Section.GPUS, Status.FAIL, "ECC", subjects=Subjects(gpus)),
+        Finding("driver.nvml", Layer.DRIVER, Status.PASS, "NVML answers"),
+        Finding("gpus.ecc-errors", Layer.GPUS, Status.FAIL, "ECC", subjects=Subjects(gpus)),
         # The same GPU named twice must not give a duplicate series.
-        Finding("gpu.lost", Section.GPUS, Status.PASS, "ok", subjects=Subjects([gpus[0]] * 2)),
+        Finding("gpus.lost", Layer.GPUS, Status.PASS, "ok", subjects=Subjects([gpus[0]] * 2)),
     ]
     # Facts gathered an hour before the report was made (a `doctor --from`).
     snap.created_at = "2026-11-21T09:00:00+00:00"
@@ -66,12 +67,12 @@ def test_series_per_check_and_gpu_with_escaped_labels() -> None:
     for index, uuid in ((0, uuid0), (1, uuid1)):
         # dcgm-exporter's label names beside ours, so that verdicts join its telemetry.
         line = (
-            f'gpucheck_check_status{{check="gpu.ecc-errors",section="gpus",status="fail",'
+            f'gpucheck_check_status{{check="gpus.ecc-errors",section="gpus",status="fail",'
             f'gpu="{index}",gpu_uuid="{uuid}",UUID="{uuid}",modelName="NVIDIA H100 80GB HBM3",'
             f'Hostname="gpu-node-01"}} 1'
         )
         assert line in lines
-    assert sum(1 for line in lines if 'check="gpu.lost"' in line) == 1
+    assert sum(1 for line in lines if 'check="gpus.lost"' in line) == 1
     assert "gpucheck_ready 0" in lines and "gpucheck_exit_code 1" in lines
     assert 'gpucheck_findings{status="fail"} 1' in lines
     # The time the facts were gathered (09:00Z), not when the report was rendered (10:00Z).
@@ -111,7 +112,7 @@ def test_cli_writes_the_textfile(tmp_path: Path) -> None:
     )
     assert result.returncode == 1 and result.stdout == "", result.stderr
     text = target.read_text()
-    assert 'check="gpu.ecc-errors",section="gpus",status="fail"' in text
+    assert 'check="gpus.ecc-errors",section="gpus",status="fail"' in text
     assert text.endswith("\n") and "gpucheck_ready 0\n" in text
     # An old snapshot read with --from is dated when its facts were gathered, not now.
     assert "gpucheck_report_timestamp_seconds 1795255200\n" in text
@@ -173,7 +174,7 @@ def test_node_exporter_serves_the_textfile(tmp_path: Path) -> None:
         assert re.search(
             # node_exporter sorts the labels
             r'gpucheck_check_status\{Hostname="gpu-node-01",UUID="GPU-00000001-0000-0000-0000-'
-            r'000000000000",check="gpu.ecc-errors",gpu="1",gpu_uuid="GPU-00000001-0000-0000-0000-'
+            r'000000000000",check="gpus.ecc-errors",gpu="1",gpu_uuid="GPU-00000001-0000-0000-0000-'
             r'000000000000",modelName="NVIDIA H100 80GB HBM3",section="gpus",status="fail"\} 1',
             metrics,
         ), metrics
@@ -182,7 +183,7 @@ def test_node_exporter_serves_the_textfile(tmp_path: Path) -> None:
         result = run_gpucheck("doctor", "--from", str(healthy), "-f", "prometheus", "-o", str(prom))
         assert result.returncode == 0, result.stderr
         metrics = get(base + "/metrics")
-        assert 'check="gpu.ecc-errors",section="gpus",status="pass"' in metrics
+        assert 'check="gpus.ecc-errors",section="gpus",status="pass"' in metrics
         assert "gpucheck_ready 1" in metrics and "node_textfile_scrape_error 0" in metrics
         assert not list(textfiles.glob(".gpucheck.prom.*"))  # no temporary file left behind
 
@@ -236,11 +237,11 @@ def test_prometheus_scrapes_it_and_the_shipped_alert_goes_pending(tmp_path: Path
         (alert,) = pending()
         assert alert["state"] == "pending"  # for: 5m
         assert (
-            alert["labels"]["check"] == "gpu.ecc-errors" and alert["labels"]["instance"] == target
+            alert["labels"]["check"] == "gpus.ecc-errors" and alert["labels"]["instance"] == target
         )
         assert alert["labels"]["severity"] == "critical"
         assert alert["annotations"]["summary"] == (
-            f"gpucheck: gpu.ecc-errors failed on {target} (GPU-00000001-0000-0000-0000-000000000000)"
+            f"gpucheck: gpus.ecc-errors failed on {target} (GPU-00000001-0000-0000-0000-000000000000)"
         )
         ready = json.loads(get(base + "/api/v1/query?query=gpucheck_ready"))["data"]["result"]
         assert [r["value"][1] for r in ready] == ["0"]

@@ -49,7 +49,7 @@ def test_a_companion_pinned_with_the_new_torch_is_quoted_once() -> None:
 
     env = fb.with_torch(fb.environment(), "2.10.0.dev20251101+cu130", "13.0")
     fb.add(env, "torchvision", "0.25.0.dev20251101+cu130", ["torch==2.10.0.dev20251101"])
-    f = the(fb.on(fb.pascal_workstation(), env), "torch.arch-support")
+    f = the(fb.on(fb.pascal_workstation(), env), "frameworks.torch.arch-support")
     assert f.fix is not None
     words = shlex.split(f.fix.commands[0])
     assert words[:5] == ["pip", "uninstall", "-y", "torch", "&&"]

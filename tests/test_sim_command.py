@@ -40,7 +40,7 @@ def test_the_printed_environment_puts_gpucheck_on_the_simulated_machine(tmp_path
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
     status = {f["id"]: f["status"] for f in report["findings"]}
-    assert status["gpu.ecc-errors"] == "fail" and status["driver.nvml"] == "pass"
+    assert status["gpus.ecc-errors"] == "fail" and status["driver.nvml"] == "pass"
     gpus = report["snapshot"]["nvml"]["gpus"]
     assert [g["name"] for g in gpus] == ["NVIDIA H100 80GB HBM3"] * 2
     assert gpus[0]["ecc_uncorrected_volatile"] == 2

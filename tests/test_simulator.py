@@ -31,7 +31,7 @@ def test_healthy_8_gpu_h100_node(simulate: Simulate) -> None:
     own = {"frameworks.nvml-bindings"}
     assert d.statuses("pass") - own == EVERYTHING_PASSES
     assert d.statuses("warn", "fail", "error", "skip") - own == set()
-    assert "gpu.mig" not in d.findings  # MIG off: nothing to say
+    assert "gpus.mig" not in d.findings  # MIG off: nothing to say
     assert d.finding("system.gpu-present")["title"] == "8 NVIDIA GPUs on the PCI bus"
     assert "GH100[H100 SXM5 80GB] at 0000:18:00.0" in d.finding("system.gpu-present")["evidence"]
     assert "590.48.01 loaded (open kernel module)" in d.finding("driver.kernel-module")["title"]
@@ -73,13 +73,17 @@ def test_healthy_node_meets_a_jobs_requirements_strictly(simulate: Simulate) -> 
         "--strict",
     )
     assert d.returncode == 0
-    for check_id in ("require.min-gpus", "require.min-memory", "require.min-compute-capability"):
+    for check_id in (
+        "requirements.min-gpus",
+        "requirements.min-memory",
+        "requirements.min-compute-capability",
+    ):
         assert d.status(check_id) == "pass", d.finding(check_id)
     # An "80GB" H100 has 81559 MiB: less than 80 GiB.
     d = doctor(machine, "--min-memory=80GiB")
     assert d.returncode == 1
-    assert d.status("require.min-memory") == "fail"
-    assert "8 GPU(s) have less than 80GiB" in d.text("require.min-memory")
+    assert d.status("requirements.min-memory") == "fail"
+    assert "8 GPU(s) have less than 80GiB" in d.text("requirements.min-memory")
 
 
 def test_healthy_node_text_report(simulate: Simulate) -> None:
@@ -103,16 +107,16 @@ def test_mixed_workstation_with_two_different_gpus(simulate: Simulate) -> None:
     assert [g["compute_capability"] for g in d.snapshot["nvml"]["gpus"]] == ["8.9", "7.5"]
     assert d.gpu(1)["architecture"] == "Turing" and d.gpu(0)["architecture"] == "Ada Lovelace"
     # Both idle at PCIe gen 1: power saving, which passes.
-    assert d.status("gpu.pcie-link") == "pass"
-    assert "gen 1 of 3 at 0% utilisation (idle: normal power saving)" in d.text("gpu.pcie-link")
-    assert d.status("gpu.ecc-errors") == "skip"
+    assert d.status("gpus.pcie-link") == "pass"
+    assert "gen 1 of 3 at 0% utilisation (idle: normal power saving)" in d.text("gpus.pcie-link")
+    assert d.status("gpus.ecc-errors") == "skip"
     assert "driver.persistence-mode" not in d.findings  # consumer cards: not judged
     assert d.finding("cuda.driver-api")["title"] == "CUDA driver API 13.2: 2 device(s)"
     assert "device 1: NVIDIA GeForce RTX 2080 SUPER (compute 7.5)" in d.text("cuda.driver-api")
     # A job that needs Ampere or newer cannot use the Turing card.
     d = doctor(machine, "--min-compute-capability=8.0")
     assert d.returncode == 1
-    req = d.finding("require.min-compute-capability")
+    req = d.finding("requirements.min-compute-capability")
     assert req["status"] == "fail" and req["title"] == "1 GPU(s) are below compute capability 8.0"
     assert req["evidence"] == ["GPU 1 (NVIDIA GeForce RTX 2080 SUPER, 00000000:0C:00.0): 7.5"]
 
@@ -136,10 +140,10 @@ def test_consumer_gpu_without_fan_ecc_and_power_limit_queries(simulate: Simulate
         "fabric_state": "NotSupported",  # not NVSwitch-attached
         "nvlink_active": "NotSupported",  # no NVLink
     }
-    ecc = d.finding("gpu.ecc-errors")
+    ecc = d.finding("gpus.ecc-errors")
     assert ecc["status"] == "skip" and ecc["title"] == "ECC: not supported by these GPUs"
-    assert "NotSupported" in d.text("gpu.ecc-errors")
-    assert "gpu.memory-remapping" not in d.findings and "gpu.mig" not in d.findings
+    assert "NotSupported" in d.text("gpus.ecc-errors")
+    assert "gpus.memory-remapping" not in d.findings and "gpus.mig" not in d.findings
     kernel = d.finding("driver.kernel-module")
     assert kernel["title"] == "nvidia kernel module 570.124.04 loaded"
     assert d.finding("cuda.driver-api")["title"] == "CUDA driver API 12.8: 1 device(s)"
@@ -149,7 +153,7 @@ def test_idle_gpu_at_pcie_gen_1_of_4_passes_but_not_under_load(simulate: Simulat
     idle = simulate(Scenario(gpus=[sim.rtx_3060()], driver="570.124.04", cuda=12080))
     d = doctor(idle)
     assert d.returncode == 0
-    link = d.finding("gpu.pcie-link")
+    link = d.finding("gpus.pcie-link")
     assert link["status"] == "pass" and link["title"] == "PCIe links at full width on 1 GPU(s)"
     assert link["evidence"] == [
         "GPU 0 (NVIDIA GeForce RTX 3060, 00000000:2D:00.0): gen 1 of 4 at 0% utilisation "
@@ -158,20 +162,20 @@ def test_idle_gpu_at_pcie_gen_1_of_4_passes_but_not_under_load(simulate: Simulat
     busy = replace(sim.rtx_3060(), utilization=97)
     d = doctor(simulate(Scenario(gpus=[busy], driver="570.124.04", cuda=12080)))
     assert d.returncode == 0  # a warning
-    assert d.status("gpu.pcie-link") == "warn"
-    assert "gen 1 of 4 at 97% utilisation (under load)" in d.text("gpu.pcie-link")
+    assert d.status("gpus.pcie-link") == "warn"
+    assert "gen 1 of 4 at 97% utilisation (under load)" in d.text("gpus.pcie-link")
 
 
 def test_pcie_link_trained_at_x4_of_x16(simulate: Simulate) -> None:
     machine = simulate(Scenario(gpus=[*map(h100, range(3)), replace(h100(3), pcie=(5, 5, 4, 16))]))
     d = doctor(machine)
     assert d.returncode == 1
-    link = d.finding("gpu.pcie-link")
+    link = d.finding("gpus.pcie-link")
     assert link["status"] == "fail"
     assert "quarter or less" in link["title"]
     assert link["evidence"] == ["GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): x4 of x16"]
     assert "Reseat the GPU" in link["fix"]["text"]
-    assert d.statuses("fail") == {"gpu.pcie-link"}
+    assert d.statuses("fail") == {"gpus.pcie-link"}
 
 
 def test_a100_with_mig_enabled_and_slices(simulate: Simulate) -> None:
@@ -180,7 +184,7 @@ def test_a100_with_mig_enabled_and_slices(simulate: Simulate) -> None:
     # information naming that slice and how to choose another, not a failed machine.
     d = doctor(machine)
     assert d.returncode == 0
-    mig = d.finding("gpu.mig")
+    mig = d.finding("gpus.mig")
     assert mig["status"] == "info" and "sees one slice of 4" in mig["title"]
     first = "export CUDA_VISIBLE_DEVICES=MIG-1b3c0f2a-5d6e-5f70-8a9b-0c1d2e3f4a50"
     assert first in [step.get("command") for step in mig["fix"]["steps"]]
@@ -188,14 +192,14 @@ def test_a100_with_mig_enabled_and_slices(simulate: Simulate) -> None:
     # A job that needs two GPUs in one process fails, pointing at the slices.
     d = doctor(machine, "--min-gpus", "2")
     assert d.returncode == 1
-    assert d.statuses("fail") == {"require.min-gpus"}
+    assert d.statuses("fail") == {"requirements.min-gpus"}
     # Naming the slice, as the fix says.
     env = {"CUDA_VISIBLE_DEVICES": "MIG-1b3c0f2a-5d6e-5f70-8a9b-0c1d2e3f4a50"}
     d = doctor(machine, env=env)
     assert d.returncode == 0, d.statuses("fail")
-    mig = d.finding("gpu.mig")
+    mig = d.finding("gpus.mig")
     assert mig["status"] == "info" and mig["title"] == "MIG is on for 1 GPU(s)"
-    text = d.text("gpu.mig")
+    text = d.text("gpus.mig")
     assert "GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:01:00.0): 4 MIG device(s)" in text
     assert "NVIDIA A100-SXM4-80GB MIG 1g.20gb MIG-1b3c0f2a-5d6e-5f70-8a9b-0c1d2e3f4a50" in text
     assert "CUDA_VISIBLE_DEVICES=MIG-<uuid>" in text
@@ -211,13 +215,13 @@ def test_a100_with_mig_enabled_and_slices(simulate: Simulate) -> None:
     # What one process gets is one slice.
     d = doctor(machine, "--min-memory=40GiB", env=env)
     assert d.returncode == 1
-    assert "19.5 GiB in its largest MIG device" in d.text("require.min-memory")
+    assert "19.5 GiB in its largest MIG device" in d.text("requirements.min-memory")
 
 
 def test_mig_enabled_without_mig_devices_fails(simulate: Simulate) -> None:
     gpu = replace(sim.a100_mig(), mig_devices=[])
     d = doctor(simulate(Scenario(gpus=[gpu], driver="535.54.03", cuda=12020)))
     assert d.returncode == 1
-    assert d.status("gpu.mig") == "fail"
-    assert "no MIG devices exist on 1 GPU(s)" in d.finding("gpu.mig")["title"]
-    assert "nvidia-smi mig -i 0 -cgi" in d.finding("gpu.mig")["fix"]["text"]
+    assert d.status("gpus.mig") == "fail"
+    assert "no MIG devices exist on 1 GPU(s)" in d.finding("gpus.mig")["title"]
+    assert "nvidia-smi mig -i 0 -cgi" in d.finding("gpus.mig")["fix"]["text"]

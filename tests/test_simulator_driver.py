@@ -29,7 +29,7 @@ def test_one_gpu_fallen_off_the_bus_among_four(simulate: Simulate) -> None:
     )
     d = doctor(machine)
     assert d.returncode == 1
-    lost = d.finding("gpu.lost")
+    lost = d.finding("gpus.lost")
     assert lost["status"] == "fail"
     assert lost["title"].startswith("1 GPU(s) do not answer: fallen off the bus")
     assert lost["evidence"] == ["GPU 2: GpuIsLost", "4 NVIDIA GPU(s) on the PCI bus"]
@@ -39,9 +39,9 @@ def test_one_gpu_fallen_off_the_bus_among_four(simulate: Simulate) -> None:
     assert d.status("driver.nvml") == "pass"
     assert "3 device(s)" in d.finding("cuda.driver-api")["title"]
     # The GPU checks judge the three that answer.
-    assert d.finding("gpu.ecc-errors")["title"].endswith("on 3 GPU(s) since boot")
+    assert d.finding("gpus.ecc-errors")["title"].endswith("on 3 GPU(s) since boot")
     d = doctor(machine, "--min-gpus=4")
-    assert d.finding("require.min-gpus")["title"] == "Needs 4 GPU(s), has 3"
+    assert d.finding("requirements.min-gpus")["title"] == "Needs 4 GPU(s), has 3"
 
 
 def test_driver_library_version_mismatch_at_init(simulate: Simulate) -> None:
@@ -66,7 +66,7 @@ def test_driver_library_version_mismatch_at_init(simulate: Simulate) -> None:
     assert "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia" in nvml["fix"]["text"]
     # The root cause is reported once: what depends on the driver is not judged.
     assert d.statuses("fail") == {"driver.nvml"}
-    assert d.finding("gpu.lost")["title"] == "No GPU facts from the driver (see driver.nvml)"
+    assert d.finding("gpus.lost")["title"] == "No GPU facts from the driver (see driver.nvml)"
     api = d.finding("cuda.driver-api")
     assert api["status"] == "skip" and "not judged" in api["title"]
     assert api["evidence"] == ["cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"]
@@ -122,10 +122,10 @@ def test_old_driver_without_the_newer_nvml_functions(simulate: Simulate) -> None
     gpu = d.gpu(0)
     assert gpu["clock_event_reasons"] == ["gpu_idle"]  # from ...ClocksThrottleReasons
     assert "clock_event_reasons" not in gpu["field_errors"]
-    assert d.status("gpu.throttling") == "pass"
+    assert d.status("gpus.throttling") == "pass"
     assert d.finding("driver.nvml")["title"] == "Driver 470.74, supports CUDA 11.4, 1 GPU(s)"
     assert gpu["power_draw_w"] is None and gpu["power_limit_w"] == 30.0
-    assert d.status("gpu.pcie-link") == "pass"  # x4 of x4: the card's own width
+    assert d.status("gpus.pcie-link") == "pass"  # x4 of x4: the card's own width
 
 
 def test_old_driver_process_list_falls_back_to_v2(simulate: Simulate) -> None:

@@ -30,7 +30,7 @@ def test_uncorrectable_ecc_errors(simulate: Simulate) -> None:
     gpus[1] = replace(gpus[1], ecc_uncorrected=(0, 3))  # errors before this boot only
     d = doctor(simulate(Scenario(gpus=gpus)))
     assert d.returncode == 1
-    ecc = d.finding("gpu.ecc-errors")
+    ecc = d.finding("gpus.ecc-errors")
     assert ecc["status"] == "fail"
     assert ecc["title"].startswith("Uncorrectable ECC memory errors on 1 GPU(s)")
     assert ecc["evidence"] == [
@@ -46,7 +46,7 @@ def test_row_remap_pending_warns(simulate: Simulate) -> None:
     gpus[6] = replace(gpus[6], remapped_rows=(0, 1, True, False))
     d = doctor(simulate(Scenario(gpus=gpus)))
     assert d.returncode == 0
-    remap = d.finding("gpu.memory-remapping")
+    remap = d.finding("gpus.memory-remapping")
     assert remap["status"] == "warn"
     assert remap["title"] == "Memory repairs pending on 1 GPU(s) until they are reset"
     assert remap["evidence"] == [
@@ -62,7 +62,7 @@ def test_row_remap_failed_fails(simulate: Simulate) -> None:
     gpus[7] = replace(gpus[7], remapped_rows=(3, 512, False, True))
     d = doctor(simulate(Scenario(gpus=gpus)), "--strict")
     assert d.returncode == 1
-    remap = d.finding("gpu.memory-remapping")
+    remap = d.finding("gpus.memory-remapping")
     assert remap["status"] == "fail"  # a failure outranks the pending one
     assert remap["evidence"] == [
         "GPU 7 (NVIDIA H100 80GB HBM3, 00000000:DB:00.0): row remapping failed (no spare rows left)"
@@ -81,7 +81,7 @@ def test_thermal_and_power_brake_slowdown(simulate: Simulate) -> None:
     )
     d = doctor(simulate(Scenario(gpus=gpus)))
     assert d.returncode == 1
-    throttle = d.finding("gpu.throttling")
+    throttle = d.finding("gpus.throttling")
     assert throttle["status"] == "fail"
     assert throttle["title"] == "2 GPU(s) are slowed down by hardware protection"
     assert throttle["evidence"] == [
@@ -97,9 +97,9 @@ def test_thermal_and_power_brake_slowdown(simulate: Simulate) -> None:
 def test_near_the_slowdown_temperature_warns(simulate: Simulate) -> None:
     gpu = replace(sim.a100_mig(), temperature=86, mig=(False, False), mig_devices=[])
     d = doctor(simulate(Scenario(gpus=[gpu], driver="535.54.03", cuda=12020)))
-    assert d.status("gpu.throttling") == "warn"
+    assert d.status("gpus.throttling") == "warn"
     assert "close to its slowdown temperature (86 °C, slowdown at 89 °C)" in d.text(
-        "gpu.throttling"
+        "gpus.throttling"
     )
 
 
@@ -112,7 +112,7 @@ def test_a_process_holding_most_of_a_gpus_memory(simulate: Simulate) -> None:
     machine = simulate(Scenario(gpus=gpus, host_processes=[holder]))
     d = doctor(machine)
     assert d.returncode == 0
-    mem = d.finding("gpu.memory-in-use")
+    mem = d.finding("gpus.memory-in-use")
     assert mem["status"] == "warn"
     assert mem["title"] == "1 GPU(s) already have most of their memory in use"
     assert mem["evidence"] == [
@@ -143,7 +143,7 @@ def test_exclusive_process_compute_mode(simulate: Simulate) -> None:
     machine = simulate(Scenario(gpus=gpus))
     d = doctor(machine)
     assert d.returncode == 0
-    mode = d.finding("gpu.compute-mode")
+    mode = d.finding("gpus.compute-mode")
     assert mode["status"] == "warn"
     assert mode["title"].startswith("2 GPU(s) in exclusive-process mode")
     assert mode["evidence"][0].endswith("00000000:18:00.0): exclusive_process")
@@ -185,7 +185,7 @@ def test_cuda_visible_devices_hiding_gpus(
 def test_cuda_visible_devices_and_a_jobs_gpu_count(simulate: Simulate) -> None:
     d = doctor(simulate(h100_node()), "--min-gpus=4", env={"CUDA_VISIBLE_DEVICES": "0,1"})
     assert d.returncode == 1
-    req = d.finding("require.min-gpus")
+    req = d.finding("requirements.min-gpus")
     assert req["title"] == "Needs 4 GPU(s), has 2"
     assert req["evidence"] == ["2 usable GPU(s) of 8 (CUDA_VISIBLE_DEVICES)"]
 
@@ -277,5 +277,6 @@ def test_nvml_errors_for_one_gpu_only(simulate: Simulate) -> None:
     assert d.gpu(1)["field_errors"]["power_draw_w"] == "Unknown"
     assert d.gpu(1)["field_errors"]["ecc_enabled"] == "CorruptedInforom"
     assert (
-        d.finding("gpu.ecc-errors")["title"] == "No uncorrectable ECC errors on 1 GPU(s) since boot"
+        d.finding("gpus.ecc-errors")["title"]
+        == "No uncorrectable ECC errors on 1 GPU(s) since boot"
     )

@@ -175,7 +175,7 @@ def test_health_check_drains_a_failing_node_and_resumes_it_when_healthy(slurm: S
     slurm.configure("health", GPUCHECK=GPUCHECK, GPUCHECK_FROM=str(FAILING))
     wait_for("the failing node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
     reason = slurm.node()[1]
-    assert reason.startswith("gpucheck: gpu.ecc-errors: "), reason
+    assert reason.startswith("gpucheck: gpus.ecc-errors: "), reason
     assert "uncorrectable ECC" in reason or "ECC" in reason, reason
     slurm.wait_health_runs()  # draining again for the same reason leaves the drain as it is
     assert slurm.node()[1] == reason
@@ -236,7 +236,7 @@ def test_prolog_drains_a_failing_node_and_the_job_waits(slurm: Slurm) -> None:
     wait_for(
         "the prolog to drain the node", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root)
     )
-    assert slurm.node()[1].startswith("gpucheck: gpu.ecc-errors: ")
+    assert slurm.node()[1].startswith("gpucheck: gpus.ecc-errors: ")
     shown = slurm.scontrol("show", "job", job)
     ran = out.exists() and "ran" in out.read_text()
     assert "JobState=PENDING" in shown and not ran, shown  # requeued, not run on this node
@@ -332,7 +332,7 @@ def test_a_node_busy_with_its_job_is_not_drained_but_a_leaked_process_is(
 
     job, pids = _running_job(slurm, "busy")
     # The job's process holds 70 GiB of GPU 0 in exclusive-process mode (as the scheduler set
-    # it): with --strict, gpucheck alone would fail gpu.compute-mode and warn memory-in-use.
+    # it): with --strict, gpucheck alone would fail gpus.compute-mode and warn memory-in-use.
     snap = builders.h100_node(2)
     for gpu in snap.nvml.gpus:
         gpu.compute_mode = "exclusive_process"
@@ -357,7 +357,7 @@ def test_a_node_busy_with_its_job_is_not_drained_but_a_leaked_process_is(
         JOB_AWARE="no",
     )
     wait_for("the busy node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
-    assert slurm.node()[1].startswith("gpucheck: gpu.compute-mode, gpu.memory-in-use: GPU 0 (")
+    assert slurm.node()[1].startswith("gpucheck: gpus.compute-mode, gpus.memory-in-use: GPU 0 (")
     slurm.configure("health")  # off while the node is resumed, so no run drains it again
     slurm.scontrol("update", f"nodename={NODE}", "state=resume")
     assert "DRAIN" not in slurm.node()[0]
@@ -371,7 +371,7 @@ def test_a_node_busy_with_its_job_is_not_drained_but_a_leaked_process_is(
     )
     wait_for("the node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
     reason = slurm.node()[1]
-    head = "gpucheck: gpu.compute-mode, gpu.memory-in-use: GPU 1 (GPU-00000001-0000-0000-0000-000000000000): "
+    head = "gpucheck: gpus.compute-mode, gpus.memory-in-use: GPU 1 (GPU-00000001-0000-0000-0000-000000000000): "
     assert reason.startswith(head), reason
     assert len(reason) <= 160 and reason.endswith("..."), reason  # the title is cut, not the GPU
     slurm.configure("health")

@@ -11,8 +11,9 @@ from __future__ import annotations
 from gpucheck.bench.measurements import BenchRun, Peer
 from gpucheck.bench.spec import Link, best_link
 from gpucheck.compat.gpus import GpuIndex
-from gpucheck.model.finding import Finding, Section, Status, Subjects
+from gpucheck.model.finding import Finding, Status, Subjects
 from gpucheck.model.fix import Fix, Step
+from gpucheck.model.layers import Layer
 
 # Below these shares of the link's rate, bench warns. A pair with peer access moves close to
 # the link's rate (CUDA's p2pBandwidthLatencyTest); nccl-tests' ring all-reduce reaches most
@@ -30,7 +31,7 @@ TOPOLOGY_FIX = Fix.of(
 def _finding(
     id_: str, status: Status, title: str, evidence: list[str], fix: Fix | None = None
 ) -> Finding:
-    return Finding(id_, Section.BENCH, status, title, evidence, fix, Subjects())
+    return Finding(id_, Layer.BENCH, status, title, evidence, fix, Subjects())
 
 
 def topology(bench: BenchRun, index: GpuIndex) -> tuple[str, float | None, Link | None]:

@@ -18,8 +18,9 @@ from gpucheck.bench.spec import (
     matmul_expectation,
 )
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
-from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.finding import Finding, GpuRef, Status, Subjects
+from gpucheck.model.fix import Fix, Step
+from gpucheck.model.layers import Layer
 
 SLOWDOWNS = {
     "sw_power_cap": "the power cap held the clocks down (sw_power_cap)",
@@ -56,7 +57,7 @@ def finding(
 ) -> Finding:
     return Finding(
         id_,
-        Section.BENCH,
+        Layer.BENCH,
         status,
         title,
         evidence,
@@ -122,7 +123,7 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, list[
             causes.append(
                 (
                     f"the PCIe link ran at gen {gen} x{width} under load, below its maximum "
-                    f"gen {g.pcie_gen_max} x{g.pcie_width_max} (see the doctor's gpu.pcie-link)",
+                    f"gen {g.pcie_gen_max} x{g.pcie_width_max} (see the doctor's gpus.pcie-link)",
                     [
                         Step.run("see the link", f"nvidia-smi -q -i {g.index} -d PCI", gpus=gpu),
                         Step.hardware(
@@ -361,13 +362,14 @@ def pcie_findings(run: GpuRun, spec: GpuSpec | None) -> list[Finding]:
 def _unfinished_fix(run: GpuRun, bench: BenchRun) -> Fix:
     cpu_build = (bench.framework_version or "").endswith("+cpu")
     if cpu_build or "not compiled with CUDA" in (run.problem or ""):
-        # doctor's torch.cpu-build knows the CUDA build that fits this driver, GPU and
+        # doctor's frameworks.torch.cpu-build knows the CUDA build that fits this driver, GPU and
         # environment (and what pins torch): point there rather than guess it here.
         python = f" --python {shlex.quote(bench.python)}" if bench.python else ""
         return Fix.of(
             Step.run(
-                "this torch is a CPU build: torch.cpu-build names the CUDA build to install",
-                f"gpucheck doctor{python} --only torch.cpu-build",
+                "this torch is a CPU build: frameworks.torch.cpu-build names the CUDA build to "
+                "install",
+                f"gpucheck doctor{python} --only frameworks.torch.cpu-build",
             )
         )
     return Fix.of(Step.run("see whether this GPU works at all", "gpucheck doctor --deep"))

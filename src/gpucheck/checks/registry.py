@@ -1,5 +1,9 @@
-"""The check registry: every check's id, section and function, selection by id/prefix/section
-(`--only`, `--skip`), and the runner that turns outcomes into findings."""
+"""The check registry: every check's id, layer and function, selection by id/prefix/layer
+(`--only`, `--skip`), and the runner that turns outcomes into findings.
+
+What it knows of the checks it reads from the layer packages' declarations (each package's
+DECLARED, see declarations.py): the report order, the module that registers each id, the layer
+an id belongs to, the facts a layer reads and its prerequisites."""
 
 from __future__ import annotations
 
@@ -12,11 +16,13 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 from msgspec.structs import replace
 
-from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Section, Status
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.checks import cuda, cudnn, driver, frameworks, gpus, requirements, system
+from gpucheck.checks.declarations import ANY_ENVIRONMENT, SYSTEM_TENSORRT, LayerChecks
+from gpucheck.checks.renamed import current_pattern
+from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Status
+from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import FRAMEWORKS
-
-FRAMEWORK_KEYS = tuple(fw.key for fw in FRAMEWORKS)
+from gpucheck.model.layers import Layer
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -26,185 +32,66 @@ _PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding gpuc
 
 CheckFunc = Callable[["Context"], "Outcome | None"]
 
-
-# The snapshot's fact groups each layer's checks read: a saved snapshot without one of them
-# (a partial file, an older version) leaves those checks unjudged, never failed.
-READS: dict[Section, tuple[str, ...]] = {
-    Section.SYSTEM: ("system",),
-    Section.DRIVER: ("system", "nvml"),
-    Section.GPUS: ("nvml",),
-    Section.CUDA: ("cuda",),
-    Section.CUDNN: ("cudnn",),
-    Section.FRAMEWORKS: ("environments",),
-    Section.REQUIREMENTS: ("nvml",),
+# The layers that hold checks, in the report's order (Layer's).
+DECLARED: tuple[LayerChecks, ...] = tuple(
+    sorted(
+        (
+            system.DECLARED,
+            driver.DECLARED,
+            gpus.DECLARED,
+            cuda.DECLARED,
+            cudnn.DECLARED,
+            frameworks.DECLARED,
+            requirements.DECLARED,
+        ),
+        key=lambda d: list(Layer).index(d.layer),
+    )
+)
+_OF_LAYER = {d.layer: d for d in DECLARED}
+# Every check, in report order: the layers in Layer's order, each in its declaration's order.
+# This list, not the order modules are imported in, decides the order; a check missing from
+# it cannot register.
+ORDER: tuple[str, ...] = tuple(id for d in DECLARED for id, _ in d.checks)
+# The module whose import registers each check, and the layer each check belongs to.
+MODULE_OF: dict[str, str] = {id: d.module(name) for d in DECLARED for id, name in d.checks}
+LAYER_OF_ID: dict[str, Layer] = {id: d.layer for d in DECLARED for id, _ in d.checks}
+READS: dict[Layer, tuple[str, ...]] = {d.layer: d.reads for d in DECLARED}
+PREREQUISITES: dict[Layer, tuple[str, ...]] = {d.layer: d.prerequisites for d in DECLARED}
+# The modules whose import registers each layer's checks: a doctor with --only imports the
+# modules of the layers it names (and of their prerequisites), no more.
+SECTION_MODULES: dict[Layer, tuple[str, ...]] = {
+    d.layer: tuple(dict.fromkeys(d.module(name) for _, name in d.checks)) for d in DECLARED
 }
-# The checks a layer's verdicts rest on. With --only, a selected check that has nothing to
-# judge says which of these failed, and their failures are reported with it.
-PREREQUISITES: dict[Section, tuple[str, ...]] = {
-    Section.SYSTEM: (),
-    Section.DRIVER: ("system.gpu-present",),
-    Section.GPUS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
-    Section.CUDA: ("system.gpu-present", "driver.kernel-module"),
-    Section.CUDNN: (),
-    Section.FRAMEWORKS: ("system.gpu-present",),
-    Section.REQUIREMENTS: ("system.gpu-present", "driver.kernel-module", "driver.nvml"),
-}
-
-
-# The layer a fix's step changes when its check does not say (a framework check's extension
-# steps say so; a requirement's fix changes the job).
-LAYER_OF: dict[Section, Layer] = {
-    Section.SYSTEM: Layer.SYSTEM,
-    Section.DRIVER: Layer.DRIVER,
-    Section.GPUS: Layer.GPUS,
-    Section.CUDA: Layer.CUDA,
-    Section.CUDNN: Layer.CUDNN,
-    Section.FRAMEWORKS: Layer.FRAMEWORKS,
-    Section.REQUIREMENTS: Layer.JOB,
-    Section.BENCH: Layer.GPUS,
-}
-
-# What a snapshot holds that a framework check can judge (see held): an environment at all, a
-# framework (its key) in some environment, or system TensorRT libraries.
-ANY_ENVIRONMENT = "environment"
-SYSTEM_TENSORRT = "libnvinfer"
-# The modules of checks/frameworks/ that register checks, each with what a snapshot must hold
-# (any one of) for one of them to judge anything: each is a framework_check (environments.py),
-# silent for an environment without its framework, but tensorrt.libraries (system copies) and
-# frameworks.smoke-test (environments holding any framework). A doctor of a saved snapshot
-# imports only those its snapshot can use (start-up, issue #24): the rest would say nothing.
-FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = {
-    "torch": ("torch",),
-    "extensions": ("torch",),
-    "tensorflow": ("tensorflow",),
-    "tensorflow_libraries": ("tensorflow",),
-    "jax_cupy": ("jax", "cupy"),
-    "environment": (ANY_ENVIRONMENT,),
-    "loader_cache": (ANY_ENVIRONMENT,),
-    "tensorrt": ("tensorrt", SYSTEM_TENSORRT),
-    "xla": (ANY_ENVIRONMENT,),
-    "numpy_abi": (ANY_ENVIRONMENT,),
-    "nvml_bindings": (ANY_ENVIRONMENT,),
-    "runtime": (ANY_ENVIRONMENT,),
-}
-
-# The modules whose import registers each section's checks (their order in the report is
-# ORDER's), and the sections each id's first part belongs to: a doctor with --only imports
-# the modules of the sections it names (and of their prerequisites), no more.
-SECTION_MODULES: dict[Section, tuple[str, ...]] = {
-    Section.SYSTEM: ("gpucheck.checks.system",),
-    Section.DRIVER: (
-        "gpucheck.checks.driver",
-        "gpucheck.checks.driver_services",
-        "gpucheck.checks.fabric",
-    ),
-    Section.GPUS: (
-        "gpucheck.checks.gpus",
-        "gpucheck.checks.gpus_sharing",
-        "gpucheck.checks.fabric",
-    ),
-    Section.CUDA: ("gpucheck.checks.cuda", "gpucheck.checks.toolkit"),
-    Section.CUDNN: ("gpucheck.checks.cudnn",),
-    Section.FRAMEWORKS: tuple(f"gpucheck.checks.frameworks.{m}" for m in FRAMEWORK_MODULES),
-    Section.REQUIREMENTS: ("gpucheck.checks.requirements",),
-    Section.BENCH: (),  # gpucheck bench's verdicts: not checks of the doctor
-}
-ID_SECTIONS: dict[str, Section] = {
-    "system": Section.SYSTEM,
-    "driver": Section.DRIVER,
-    "gpu": Section.GPUS,
-    "cuda": Section.CUDA,
-    "cudnn": Section.CUDNN,
-    # The framework checks' ids begin with the framework's key (model/frameworks.py), or
-    # "frameworks" / "xla" for those about several.
-    **{first: Section.FRAMEWORKS for first in ("frameworks", "xla", *FRAMEWORK_KEYS)},
-    "require": Section.REQUIREMENTS,
-}
+# The layer an id's first word names ("gpus.ecc-errors": gpus).
+ID_SECTIONS: dict[str, Layer] = {id.split(".")[0]: layer for id, layer in LAYER_OF_ID.items()}
+# The framework modules, each with what a snapshot must hold for its checks to judge anything.
+FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = frameworks.DECLARED.module_needs
 
 
 class Check(Struct, frozen=True):
     id: str
-    section: Section
+    section: Layer
     summary: str  # what it looks at, for `gpucheck checks` and the README
     func: CheckFunc
-    reads: tuple[str, ...] = ()  # snapshot fact groups; default: the section's (READS)
+    reads: tuple[str, ...] = ()  # snapshot fact groups: its layer's (READS)
 
 
 REGISTRY: list[Check] = []
-# Every check, in report order (sections in Section's order, then within each the order a
-# reader follows: root causes first). This list, not the order modules are imported in,
-# decides the order; a check missing from it cannot register.
-ORDER: tuple[str, ...] = (
-    "system.gpu-present",
-    "system.container-gpu-access",
-    "system.nouveau",
-    "system.cuda-visible-devices",
-    "system.cuda-launch-blocking",
-    "system.probes",
-    "driver.kernel-module",
-    "driver.nvml",
-    "driver.device-nodes",
-    "driver.uvm",
-    "driver.persistence-mode",
-    "driver.fabric-manager",
-    "gpu.lost",
-    "gpu.ecc-errors",
-    "gpu.memory-remapping",
-    "gpu.throttling",
-    "gpu.pcie-link",
-    "gpu.nvlink",
-    "gpu.p2p",
-    "gpu.compute-mode",
-    "gpu.mig",
-    "gpu.memory-in-use",
-    "cuda.driver-api",
-    "cuda.toolkit",
-    "cuda.runtime-libraries",
-    "cudnn.libraries",
-    "torch.cpu-build",
-    "torch.cuda-driver",
-    "torch.arch-support",
-    "torch.python",
-    "torch.extension-toolkit",
-    "torch.extensions",
-    "tensorflow.cpu-build",
-    "tensorflow.legacy-gpu-package",
-    "tensorflow.windows-native",
-    "tensorflow.cuda-driver",
-    "tensorflow.arch-support",
-    "tensorflow.python",
-    "tensorflow.keras",
-    "tensorflow.cuda-libraries",
-    "jax.cpu-build",
-    "jax.cuda-driver",
-    "cupy.cuda-driver",
-    "frameworks.library-shadowing",
-    "frameworks.loader-cache",
-    "frameworks.nvidia-conflicts",
-    "tensorrt.support",
-    "tensorrt.libraries",
-    "xla.compiler",
-    "frameworks.numpy-abi",
-    "frameworks.nvml-bindings",
-    "frameworks.device-count",
-    "frameworks.smoke-test",
-    "require.min-gpus",
-    "require.min-memory",
-    "require.min-compute-capability",
-)
 
 
-def check(
-    id: str, section: Section, summary: str, reads: tuple[str, ...] | None = None
-) -> Callable[[CheckFunc], CheckFunc]:
-    """Register a check (its place in the report is its place in ORDER)."""
+def check(id: str, summary: str) -> Callable[[CheckFunc], CheckFunc]:
+    """Register a check declared in its layer's declaration (which gives its layer and its
+    place in the report), from the module the declaration names."""
 
     def register(func: CheckFunc) -> CheckFunc:
+        if id not in MODULE_OF:
+            raise ValueError(f"check {id} is not declared in its layer's package (checks/*/)")
+        if func.__module__ != MODULE_OF[id]:
+            raise ValueError(f"check {id} is declared in {MODULE_OF[id]}, not {func.__module__}")
         if any(c.id == id for c in REGISTRY):
             raise ValueError(f"duplicate check id {id}")
-        if id not in ORDER:
-            raise ValueError(f"check {id} is not in registry.ORDER (the report order)")
-        REGISTRY.append(Check(id, section, summary, func, reads or READS[section]))
+        layer = LAYER_OF_ID[id]
+        REGISTRY.append(Check(id, layer, summary, func, READS[layer]))
         return func
 
     return register
@@ -228,18 +115,26 @@ def held(snapshot: Snapshot) -> set[str] | None:
     return found
 
 
-def _modules(section: Section, holds: set[str] | None) -> tuple[str, ...]:
+def _modules(section: Layer, holds: set[str] | None) -> tuple[str, ...]:
     """The modules of `section` whose checks can judge something where `holds` (None: all)."""
+    declared = _OF_LAYER.get(section)
+    if declared is None:
+        return ()  # a layer only fix steps change: it holds no checks
     modules = SECTION_MODULES[section]
-    if section is not Section.FRAMEWORKS or holds is None:
+    if holds is None:
         return modules
-    return tuple(m for m in modules if holds.intersection(FRAMEWORK_MODULES[m.rsplit(".")[-1]]))
+    needs = declared.module_needs
+    return tuple(
+        m
+        for m in modules
+        if (need := needs.get(m.rsplit(".")[-1])) is None or holds.intersection(need)
+    )
 
 
 _LOADED: set[str] = set()
 
 
-def load(sections: Iterable[Section], holds: set[str] | None = None) -> None:
+def load(sections: Iterable[Layer], holds: set[str] | None = None) -> None:
     """Register the checks of `sections` (importing their modules), once; of the framework
     modules, with `holds` (see held), only those with something to judge."""
     for section in sections:
@@ -251,7 +146,7 @@ def load(sections: Iterable[Section], holds: set[str] | None = None) -> None:
 
 
 def all_checks() -> list[Check]:
-    load(list(Section))
+    load(list(Layer))
     return _registered()
 
 
@@ -260,20 +155,20 @@ def _registered() -> list[Check]:
     return sorted(REGISTRY, key=lambda c: ORDER.index(c.id))
 
 
-def sections_named(patterns: Iterable[str]) -> set[Section] | None:
+def sections_named(patterns: Iterable[str]) -> set[Layer] | None:
     """The sections --only/--skip patterns can match, told from the patterns alone (a section's
     name, or an id or prefix whose first part is in ID_SECTIONS); None where one cannot be."""
-    found: set[Section] = set()
+    found: set[Layer] = set()
     for pattern in patterns:
         p = pattern.rstrip("*")
-        if p in {s.value for s in Section}:
-            found.add(Section(p))
+        if p in {s.value for s in SECTION_MODULES}:
+            found.add(Layer(p))
         elif p.split(".")[0] in ID_SECTIONS:
             found.add(ID_SECTIONS[p.split(".")[0]])
         else:
             return None
     # The checks their verdicts rest on run too (see run()).
-    found |= {ID_SECTIONS[i.split(".")[0]] for s in list(found) for i in PREREQUISITES[s]}
+    found |= {LAYER_OF_ID[i] for s in list(found) for i in PREREQUISITES[s]}
     return found
 
 
@@ -282,7 +177,7 @@ class SelectionError(ValueError):
 
 
 def _matches(pattern: str, check: Check) -> bool:
-    # An id, an id prefix ("gpu", "gpu.", "gpu.*"), or a section name ("gpus", "cudnn").
+    # An id, an id prefix ("gpus.", "gpus.*", "frameworks.torch"), or a layer's name ("gpus").
     p = pattern.rstrip("*")
     if p == check.section.value:
         return True
@@ -293,7 +188,11 @@ def select(only: list[str], skip: list[str], holds: set[str] | None = None) -> l
     """The checks --only and --skip leave; with --only, only the sections they can match are
     imported (a pattern that names none loads every section, for the error's suggestions).
     Without --only, `holds` (see held) leaves out the framework checks with nothing to judge
-    (with --only, a check asked for is reported even then: all are kept)."""
+    (with --only, a check asked for is reported even then: all are kept). A 3.x check id or
+    prefix selects what it names now (checks/renamed.py)."""
+    asked = {current_pattern(p): p for p in only + skip}  # (the errors name these)
+    only = [current_pattern(p) for p in only]
+    skip = [current_pattern(p) for p in skip]
     named = sections_named(only + skip) if only else None
     if named is not None:
         load(named)
@@ -301,12 +200,12 @@ def select(only: list[str], skip: list[str], holds: set[str] | None = None) -> l
     elif holds is None or only:
         checks = all_checks()
     else:
-        load(list(Section), holds)
-        modules = set(_modules(Section.FRAMEWORKS, holds))
+        load(list(Layer), holds)
+        modules = set(_modules(Layer.FRAMEWORKS, holds))
         checks = [
             c
             for c in _registered()
-            if c.section is not Section.FRAMEWORKS or c.func.__module__ in modules
+            if c.section is not Layer.FRAMEWORKS or c.func.__module__ in modules
         ]
     ids = [c.id for c in checks]
     for pattern in only + skip:
@@ -315,7 +214,8 @@ def select(only: list[str], skip: list[str], holds: set[str] | None = None) -> l
                 return select(only, skip)
             close = difflib.get_close_matches(pattern, ids, n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise SelectionError(f"no check matches {pattern!r}{hint}; see: gpucheck checks")
+            shown = asked.get(pattern, pattern)
+            raise SelectionError(f"no check matches {shown!r}{hint}; see: gpucheck checks")
     if only:
         checks = [c for c in checks if any(_matches(p, c) for p in only)]
     return [c for c in checks if not any(_matches(p, c) for p in skip)]
@@ -344,7 +244,7 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
         return None
     fix = outcome.fix
     if fix is not None:  # a step's layer, where the check left it: the check's own
-        layer = LAYER_OF[chk.section]
+        layer = chk.section.step_layer
         fix = Fix(fix.text, [s if s.layer else replace(s, layer=layer) for s in fix.steps])
     return Finding(
         chk.id,
@@ -393,7 +293,7 @@ def run(ctx: Context, checks: list[Check] | None = None, only: bool = False) -> 
     and a failing prerequisite of theirs is reported with them."""
     chosen = checks if checks is not None else all_checks()
     wanted = {p for c in chosen for p in PREREQUISITES[c.section]} if only else set()
-    load(ID_SECTIONS[p.split(".")[0]] for p in wanted)
+    load(LAYER_OF_ID[p] for p in wanted)
     registered_now = _registered()  # (what select() loaded: the chosen and their prerequisites)
     prereqs = {
         c.id: f for c in registered_now if c.id in wanted and (f := _evaluate(ctx, c)) is not None

@@ -29,12 +29,17 @@ def doctor_formats(incomplete: str) -> Choices:
 
 
 def check_selectors(incomplete: str) -> Choices:
-    """--only/--skip: every check id, every section, and each id prefix ("gpu.")."""
+    """--only/--skip: every check id, every section, and each id prefix ("gpus.",
+    "frameworks.torch.")."""
     from gpucheck.checks.registry import all_checks
 
     checks = all_checks()
     sections = {c.section.value: f"every {c.section.label} check" for c in checks}
-    prefixes = {c.id.split(".")[0] + ".": f"checks named {c.id.split('.')[0]}.*" for c in checks}
+    prefixes = {
+        prefix: f"checks named {prefix}*"
+        for c in checks
+        for prefix in (".".join(c.id.split(".")[: n + 1]) + "." for n in range(c.id.count(".")))
+    }
     ids = {c.id: c.summary for c in checks}
     return _matching([*sections.items(), *prefixes.items(), *ids.items()], incomplete)
 

@@ -4,6 +4,7 @@ exit with the report's code."""
 # No `from __future__ import annotations` here: typer reads the options from the annotations,
 # and string annotations it must compile and evaluate (get_type_hints) on every start-up, ~5 ms
 # of a `doctor --from`; evaluated once, as the module runs, they are objects it takes as they are.
+import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -126,6 +127,7 @@ def doctor(
         # Checks, compat data and formats load while the probes run.
         from gpucheck.checks.context import Requirements
         from gpucheck.checks.registry import SelectionError, held, select
+        from gpucheck.checks.renamed import renamed_notices
         from gpucheck.report.formats import FORMATS
 
         fmt = "json" if json_out else fmt
@@ -158,6 +160,9 @@ def doctor(
             selected = select(only or [], skip or [], holds)
         except SelectionError as exc:
             raise UserError(str(exc)) from None
+        # A check id from before report schema 4.0 still selects its check; say its new name.
+        for notice in renamed_notices([*(only or []), *(skip or [])]):
+            print(f"gpucheck: {notice}", file=sys.stderr)
         # While the probes run (this thread would only wait), what the checks would load on
         # first use: every compat topic and packaging's requirement parser, ~20 ms that
         # would otherwise come after the last probe.

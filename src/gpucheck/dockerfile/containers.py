@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from gpucheck.dockerfile.compose import Service
 from gpucheck.dockerfile.judge import Host, worst
-from gpucheck.model.finding import Finding, Section, Status, Subjects
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.finding import Finding, Status, Subjects
+from gpucheck.model.fix import Fix, Step
+from gpucheck.model.layers import Layer
 
 
 def judge_env(where: str, env: dict[str, str], origin: str) -> Finding | None:
@@ -23,7 +24,7 @@ def judge_env(where: str, env: dict[str, str], origin: str) -> Finding | None:
     if visible is not None and visible.strip().lower() in ("", "none", "void"):
         return Finding(
             "dockerfile.nvidia-env",
-            Section.GPUS,
+            Layer.GPUS,
             Status.FAIL,
             f"NVIDIA_VISIBLE_DEVICES={visible or '(empty)'} hides every GPU from the container",
             evidence,
@@ -34,7 +35,7 @@ def judge_env(where: str, env: dict[str, str], origin: str) -> Finding | None:
     if "all" not in wanted and "compute" not in wanted:
         return Finding(
             "dockerfile.nvidia-env",
-            Section.GPUS,
+            Layer.GPUS,
             Status.FAIL,
             f"NVIDIA_DRIVER_CAPABILITIES={caps} leaves out compute: no CUDA in the container",
             evidence,
@@ -43,7 +44,7 @@ def judge_env(where: str, env: dict[str, str], origin: str) -> Finding | None:
         )
     return Finding(
         "dockerfile.nvidia-env",
-        Section.GPUS,
+        Layer.GPUS,
         Status.PASS,
         "the NVIDIA container variables expose the GPU and CUDA",
         evidence,
@@ -130,7 +131,7 @@ def judge_service(host: Host, where: str, service: Service) -> Finding:
     if not problems:
         return Finding(
             "compose.gpu-reservation",
-            Section.GPUS,
+            Layer.GPUS,
             Status.PASS,
             f"service {service.name}: GPUs reserved",
             evidence,
@@ -140,7 +141,7 @@ def judge_service(host: Host, where: str, service: Service) -> Finding:
     status = worst([s for s, _, _ in problems])
     return Finding(
         "compose.gpu-reservation",
-        Section.GPUS,
+        Layer.GPUS,
         status,
         f"service {service.name}: {problems[0][1]}",
         evidence + [p for _, p, _ in problems[1:]],

@@ -17,8 +17,9 @@ from packaging.version import Version
 from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.images import ImageCuda
 from gpucheck.dockerfile.recipe import PipInstall, Stage, split_image
-from gpucheck.model.finding import Finding, Section, Status, Subjects, severity
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.finding import Finding, Status, Subjects, severity
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot
 
 
@@ -82,7 +83,7 @@ def judge_base(host: Host, where: str, stage: Stage) -> Finding:
     if said.cpu_only:
         return Finding(
             "dockerfile.base-cuda",
-            Section.CUDA,
+            Layer.CUDA,
             Status.WARN,
             f"{title} is a CPU-only image: the GPU goes unused",
             [f"data: {said.source}"],
@@ -94,7 +95,7 @@ def judge_base(host: Host, where: str, stage: Stage) -> Finding:
     if cuda is None:
         return Finding(
             "dockerfile.base-cuda",
-            Section.CUDA,
+            Layer.CUDA,
             Status.INFO,
             f"{title}: carries no CUDA gpucheck knows of (frameworks bring their own)",
             [_from(stage)],
@@ -108,7 +109,7 @@ def judge_base(host: Host, where: str, stage: Stage) -> Finding:
     if host.driver is None or host.driver_cuda is None or wants is None:
         return Finding(
             "dockerfile.base-cuda",
-            Section.CUDA,
+            Layer.CUDA,
             Status.SKIP,
             f"{title}: CUDA {cuda}; the host's driver is unknown (no NVML answer)",
             evidence,
@@ -119,7 +120,7 @@ def judge_base(host: Host, where: str, stage: Stage) -> Finding:
     if wants <= host.driver_cuda:
         return Finding(
             "dockerfile.base-cuda",
-            Section.CUDA,
+            Layer.CUDA,
             Status.PASS,
             f"{title}: CUDA {cuda} runs on driver {host.driver}",
             evidence,
@@ -141,7 +142,7 @@ def judge_base(host: Host, where: str, stage: Stage) -> Finding:
         evidence.append("data-centre GPUs and the image's cuda-compat: forward compatibility")
         return Finding(
             "dockerfile.base-cuda",
-            Section.CUDA,
+            Layer.CUDA,
             Status.WARN,
             f"{title}: CUDA {cuda} runs on driver {host.driver} only through forward "
             "compatibility (cuda-compat)",
@@ -151,7 +152,7 @@ def judge_base(host: Host, where: str, stage: Stage) -> Finding:
         )
     return Finding(
         "dockerfile.base-cuda",
-        Section.CUDA,
+        Layer.CUDA,
         Status.FAIL,
         f"{title}: CUDA {cuda} needs a newer driver than the host's {host.driver} "
         "(the container will not start)",
@@ -208,7 +209,7 @@ def judge_pips(host: Host, where: str, stage: Stage, image_cuda_text: str | None
     fix = Fix.of(*steps) if steps and status in (Status.WARN, Status.FAIL) else None
     return Finding(
         "dockerfile.pip-framework",
-        Section.FRAMEWORKS,
+        Layer.FRAMEWORKS,
         status,
         title,
         [t for _, t in lines],

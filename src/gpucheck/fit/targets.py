@@ -15,7 +15,7 @@ from gpucheck.probes.system import probe_system
 
 
 def _mig_target(g: GpuFacts, cvd: str | None, vis: Visibility) -> tuple[Target | None, str]:
-    """A MIG-enabled GPU as a CUDA process sees it (the doctor's gpu.mig rule: process_slice),
+    """A MIG-enabled GPU as a CUDA process sees it (the doctor's gpus.mig rule: process_slice),
     and the note that says so."""
     gpu = (g.name or "unknown GPU").removeprefix("NVIDIA ")
     picked = process_slice(g, vis)

@@ -27,12 +27,15 @@ def diagnose(snapshot: Snapshot, compat: Compat) -> list[Finding]:
 
 
 def report_findings(data: bytes) -> list[Finding] | None:
-    """A `doctor --json` report's own findings (report schema 3.x), as the report wrote them;
-    None for a snapshot or another major (its snapshot is diagnosed instead)."""
+    """A `doctor --json` report's own findings (report schema 3.x or 4.x; 3.x's check ids read
+    as 4.0 names them), as the report wrote them; None for a snapshot or another major (its
+    snapshot is diagnosed instead)."""
     import json
 
     import msgspec
+    from msgspec.structs import replace
 
+    from gpucheck.checks.renamed import current_id
     from gpucheck.model.finding import Finding
 
     try:
@@ -41,12 +44,13 @@ def report_findings(data: bytes) -> list[Finding] | None:
         return None
     if not isinstance(raw, dict) or not isinstance(raw.get("findings"), list):
         return None
-    if str(raw.get("schema_version", "")).split(".")[0] != "3":
+    if str(raw.get("schema_version", "")).split(".")[0] not in ("3", "4"):
         return None
     try:
-        return msgspec.convert(raw["findings"], list[Finding])
+        findings = msgspec.convert(raw["findings"], list[Finding])
     except msgspec.ValidationError:
         return None
+    return [replace(f, id=current_id(f.id)) for f in findings]
 
 
 def plan_for(snapshot: Snapshot, findings: list[Finding], from_file: str | None) -> Plan:

@@ -16,23 +16,13 @@ from itertools import pairwise
 from msgspec import Struct, field
 
 from gpucheck.model.finding import PROBLEM, Finding
-from gpucheck.model.fix import LAYER_ORDER, Change, Layer, Step, StepKind, Tool
+from gpucheck.model.fix import Change, Step, StepKind, Tool
+from gpucheck.model.layers import LAYER_ORDER, Layer
 from gpucheck.model.types import GpuRef
 from gpucheck.version import __version__
 
 PLAN_KIND = "gpucheck-fix-plan"  # a file without this is not one of our plans
 PLAN_SCHEMA_VERSION = "1.0"
-
-# The section a finding belongs to, as the layer its steps change where a step does not say.
-_SECTION_LAYER = {
-    "system": Layer.SYSTEM,
-    "driver": Layer.DRIVER,
-    "gpus": Layer.GPUS,
-    "cuda": Layer.CUDA,
-    "cudnn": Layer.CUDNN,
-    "frameworks": Layer.FRAMEWORKS,
-    "requirements": Layer.JOB,
-}
 
 
 class PlanHost(Struct):
@@ -219,7 +209,7 @@ def build_plan(findings: list[Finding], host: PlanHost, environments: list[str])
     for finding in findings:
         if finding.status not in PROBLEM or finding.fix is None:
             continue
-        default = _SECTION_LAYER.get(finding.section.value, Layer.JOB)
+        default = finding.section.step_layer  # where a step does not say
         sequence: list[_Planned] = []
         for step in finding.fix.steps:
             if step.option != 0:

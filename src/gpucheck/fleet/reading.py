@@ -20,13 +20,16 @@ from multiprocessing.pool import AsyncResult
 from typing import TYPE_CHECKING
 
 import msgspec
+from msgspec.structs import replace
 
+from gpucheck.checks.renamed import current_id
 from gpucheck.fleet.lean import LeanFinding, LeanReport
 from gpucheck.fleet.records import BadReport, HostRecord, record
 from gpucheck.fleet.sources import Item
 from gpucheck.fleet.store import Folded, HostRow, host_row
 from gpucheck.model.decoding import DecodeError, from_json
-from gpucheck.model.finding import Finding, FindingV2, GpuRef, Section, Subjects
+from gpucheck.model.finding import Finding, FindingV2, GpuRef, Subjects
+from gpucheck.model.layers import Layer
 from gpucheck.model.requirements import Requirements
 from gpucheck.model.snapshot import SNAPSHOT_LIMIT, Snapshot, SnapshotError, check_version, loads
 from gpucheck.report.core import REPORT_SCHEMA_VERSION, exit_code
@@ -85,8 +88,13 @@ class _ReportV2(msgspec.Struct):
     snapshot: Snapshot
 
 
-# The report majors whose findings are used as they are (each decoded by its own shape).
-READABLE: dict[str, type[_Report] | type[_ReportV2]] = {str(REPORT_MAJOR): _Report, "2": _ReportV2}
+# The report majors whose findings are used as they are (each decoded by its own shape; the
+# check ids of those before 4.0 read as 4.0 names them, checks/renamed.py).
+READABLE: dict[str, type[_Report] | type[_ReportV2]] = {
+    str(REPORT_MAJOR): _Report,
+    "3": _Report,
+    "2": _ReportV2,
+}
 
 
 class Settings(msgspec.Struct):
@@ -126,16 +134,16 @@ def _diagnose(snapshot: Snapshot, requirements: Requirements) -> list[Finding]:
 
 
 def _requirement_findings(raw: msgspec.Raw) -> list[Finding]:
-    """The require.* findings of a report that did not record its requirements (before report
-    schema 2.1): they cannot be judged again, so they stand as written."""
+    """The requirements.* findings of a report that did not record its requirements (before
+    report schema 2.1): they cannot be judged again, so they stand as written (ids mapped)."""
     try:
         written = msgspec.json.decode(raw, type=list[LeanFinding])
     except (msgspec.ValidationError, msgspec.DecodeError):
         return []
     return [
         Finding(
-            f.id,
-            Section.REQUIREMENTS,
+            current_id(f.id),
+            Layer.REQUIREMENTS,
             f.status,
             f.title,
             subjects=Subjects(
@@ -143,7 +151,7 @@ def _requirement_findings(raw: msgspec.Raw) -> list[Finding]:
             ),
         )
         for f in written
-        if f.id.startswith("require.")
+        if current_id(f.id).startswith("requirements.")
     ]
 
 
@@ -217,6 +225,7 @@ def parse(source: str, data: bytes) -> Result:
             return BadReport(source, _json_error(str(exc)))
         code = report.summary.exit_code
         findings = [f.upgraded() if isinstance(f, FindingV2) else f for f in report.findings]
+        findings = [replace(f, id=current_id(f.id)) for f in findings]
         return record(source, report.snapshot, findings, code, report.created_at, False)
     # A snapshot, a report of an older major (1.x: its findings' shape differs), or --recheck: the
     # snapshot inside is what today's checks judge.

@@ -17,7 +17,7 @@ from gpucheck.model.snapshot import HostIdentity, Snapshot
 
 # Findings whose GPUs need a person with hands or an RMA, not a software change: the GPUs a
 # fleet operator drains and replaces.
-HARDWARE_CHECKS = ("gpu.lost", "gpu.ecc-errors", "gpu.memory-remapping", "gpu.throttling")
+HARDWARE_CHECKS = ("gpus.lost", "gpus.ecc-errors", "gpus.memory-remapping", "gpus.throttling")
 
 
 class Problem(Struct):

@@ -14,6 +14,7 @@ from typing import TypeVar
 from msgspec import Struct, field
 
 from gpucheck.model.fix import Fix, FixV2
+from gpucheck.model.layers import Layer
 from gpucheck.model.types import GpuRef
 
 T = TypeVar("T")
@@ -27,7 +28,6 @@ __all__ = [
     "Fix",
     "GpuRef",
     "Outcome",
-    "Section",
     "Status",
     "Subjects",
     "severity",
@@ -60,23 +60,6 @@ PROBLEM: tuple[Status, ...] = SEVERITY[SEVERITY.index(Status.WARN) :]
 def severity(status: Status) -> int:
     """The status's rank in SEVERITY: higher is worse."""
     return SEVERITY.index(status)
-
-
-class Section(str, enum.Enum):
-    SYSTEM = "system"
-    DRIVER = "driver"
-    GPUS = "gpus"
-    CUDA = "cuda"
-    CUDNN = "cudnn"
-    FRAMEWORKS = "frameworks"
-    REQUIREMENTS = "requirements"
-    BENCH = "bench"  # gpucheck bench's measurements
-
-    @property
-    def label(self) -> str:
-        return {"gpus": "GPUs", "cuda": "CUDA", "cudnn": "cuDNN"}.get(
-            self.value, self.value.title()
-        )
 
 
 class Subjects(Struct):
@@ -156,7 +139,7 @@ class Outcome(Struct):
 class Frame(Struct):
     """One frame of a crashed check's traceback, innermost last."""
 
-    file: str  # gpucheck's own files relative to the package ("gpucheck/checks/gpus.py")
+    file: str  # gpucheck's own files relative to the package ("gpucheck/checks/gpus/health.py")
     line: int
     function: str
     code: str | None = None  # the source line, where Python had it
@@ -175,7 +158,7 @@ class _Verdict(Struct):
     """What every report schema's finding holds, whatever its fix is."""
 
     id: str
-    section: Section
+    section: Layer
     status: Status
     title: str
     evidence: list[str] = field(default_factory=list)

@@ -20,6 +20,7 @@ from typing import Literal
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import quote
 from gpucheck.model.types import GpuRef
 
@@ -43,23 +44,6 @@ class Tool(str, enum.Enum):
     SHELL = "shell"  # a POSIX shell command (nvidia-smi, modprobe, systemctl, ...)
     ENV = "env"  # set or unset an environment variable (`export X=Y`, `unset X`)
     POWERSHELL = "powershell"  # Windows
-
-
-class Layer(str, enum.Enum):
-    """The layer a step changes. A plan runs lower layers first: a framework build is chosen
-    for the driver, an extension for the framework."""
-
-    SYSTEM = "system"
-    DRIVER = "driver"
-    GPUS = "gpus"
-    CUDA = "cuda"
-    CUDNN = "cudnn"
-    FRAMEWORKS = "frameworks"
-    EXTENSIONS = "extensions"
-    JOB = "job"  # the workload itself: its batch size, its GPU count, where it runs
-
-
-LAYER_ORDER: tuple[Layer, ...] = tuple(Layer)  # the order a plan runs steps in, lowest first
 
 
 class Change(Struct, frozen=True):

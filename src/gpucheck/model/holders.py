@@ -1,6 +1,6 @@
 """Who holds each GPU: NVML's processes and /proc's device holders merged per PID, and the
 memory that no process here accounts for. Pure functions of a snapshot, so `gpucheck procs`,
-the doctor's gpu.memory-in-use and the tests agree on one reading.
+the doctor's gpus.memory-in-use and the tests agree on one reading.
 
 Two blind spots shape this. The driver knows nothing of PID namespaces: inside a container
 NVML lists host PIDs, which the container's /proc does not have (NVIDIA/nvidia-docker#179,

@@ -23,8 +23,10 @@ from gpucheck.version import __version__
 # record (text and commands) and added `subjects` to findings; 3.0 made the fix ordered steps
 # (model/fix.py), each with its command, tool, package changes, GPUs and layer, and added
 # summary.requirements (what the job asked, judged again by fleet --recheck); 3.1 lets
-# summary.exit_code be 5 (dockerfile's "could not tell", where the host driver is unknown).
-REPORT_SCHEMA_VERSION = "3.1"
+# summary.exit_code be 5 (dockerfile's "could not tell", where the host driver is unknown);
+# 4.0 renamed check ids so each begins with its layer's name (checks/renamed.py: 3.x reports
+# are read with their ids mapped) and made a finding's section and a step's layer one enum.
+REPORT_SCHEMA_VERSION = "4.0"
 
 
 def exit_code(findings: list[Finding], strict: bool = False) -> int:

@@ -15,7 +15,8 @@ from typing import IO, TYPE_CHECKING
 from msgspec import Struct
 
 from gpucheck.exit_status import ExitStatus
-from gpucheck.model.finding import PROBLEM, Section, Status
+from gpucheck.model.finding import PROBLEM, Status
+from gpucheck.model.layers import Layer
 from gpucheck.report.topology import matrix
 from gpucheck.version import __version__
 
@@ -83,7 +84,7 @@ def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
     for env in report.snapshot.environments:
         version = f" (Python {env.version})" if env.version else ""
         lines.append(Line("", printable(f"python {env.python}{version}, {env.origin}"), "", "dim"))
-    for section in Section:
+    for section in Layer:
         items = [f for f in report.findings if f.section == section]
         if not items:
             continue
@@ -102,7 +103,7 @@ def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
                 ]
             if f.fix and (problem or verbose):
                 lines.append(Line("      fix: ", printable(f.fix.text), "bold"))
-        if section == Section.GPUS:
+        if section == Layer.GPUS:
             topo = matrix(report.snapshot.nvml)
             if topo:  # a multi-GPU machine: how its GPUs reach each other
                 lines.append(Line("  ", "GPU topology (as nvidia-smi topo -m)", "", "bold"))

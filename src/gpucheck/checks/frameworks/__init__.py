@@ -1,27 +1,84 @@
-"""Framework checks (section "frameworks"), one finding per check over every Python
-environment (see environments.py: `framework_check`).
+"""The frameworks layer: one finding per check over every Python environment (see
+per_environment.py: `framework_check`).
 
-One module per framework, each holding its checks:
+Checks, one module per framework or concern:
 - torch.py: the build (CUDA, CPU-only, ROCm), CUDA against the driver, GPU architectures,
-  Python, building extensions;
+  Python, building extensions; extensions.py: extensions built against torch (torchvision,
+  flash-attn, vllm, ...) vs the torch installed;
 - tensorflow.py: the build and package names, native Windows, CUDA against the driver, GPU
   architectures, Python, Keras; tensorflow_libraries.py: the CUDA libraries it loads;
 - jax_cupy.py: JAX's CUDA plugin, JAX's and CuPy's CUDA against the driver;
-- environment.py: libraries shadowed through LD_LIBRARY_PATH, NVIDIA pip packages two
+- conflicts.py: libraries shadowed through LD_LIBRARY_PATH, NVIDIA pip packages two
   frameworks want in different versions; loader_cache.py: older copies in ld.so.cache;
-- extensions.py: extensions built against torch (torchvision, flash-attn, vllm, ...) vs the
-  torch installed; numpy_abi.py: builds for NumPy 1 under NumPy 2; nvml_bindings.py: competing
-  or old NVML Python bindings;
+- numpy_abi.py: builds for NumPy 1 under NumPy 2; nvml_bindings.py: competing or old NVML
+  Python bindings;
 - tensorrt.py: TensorRT wheels and system libnvinfer vs the driver and GPUs, TF-TRT;
   xla.py: XLA's flags, the ptxas it compiles with, XLA devices under --deep;
-- runtime.py: what importing them showed (doctor --deep): devices seen, a smoke test per GPU.
+- runtime.py: what importing them showed (doctor --deep): devices seen, a smoke test per GPU
+  (runtime_causes.py: what a failure means; runtime_fixes.py: its steps).
 
-Shared helpers: environments.py (per-environment verdicts), builds.py (each framework's
-build as facts, and the build a fix installs), driver.py (the GPUs a build must run on, its
-CUDA against the driver), arch.py (compiled architectures), packages.py (pip metadata).
+Shared: per_environment.py (per-environment verdicts), builds.py and jax_builds.py (each
+framework's build as facts, and the build a fix installs), driver_fit.py (the GPUs a build must
+run on, its CUDA against the driver), arch.py (compiled architectures), packages.py (pip
+metadata), tensorflow_fixes.py (TensorFlow's install steps).
 
-Importing a module registers its checks: registry.FRAMEWORK_MODULES lists them, with what a
-snapshot must hold for each to have something to judge; registry.ORDER sets their order in the
-report. This package imports none of them itself (a doctor of a saved snapshot imports only
-those its snapshot can use).
+This package imports none of its modules itself: a doctor of a saved snapshot imports only
+those its snapshot can use (DECLARED.module_needs).
 """
+
+from __future__ import annotations
+
+from gpucheck.checks.declarations import ANY_ENVIRONMENT, SYSTEM_TENSORRT, LayerChecks
+from gpucheck.model.layers import Layer
+
+DECLARED = LayerChecks(
+    Layer.FRAMEWORKS,
+    __name__,
+    checks=(
+        ("frameworks.torch.cpu-build", "torch"),
+        ("frameworks.torch.cuda-driver", "torch"),
+        ("frameworks.torch.arch-support", "torch"),
+        ("frameworks.torch.python", "torch"),
+        ("frameworks.torch.extension-toolkit", "torch"),
+        ("frameworks.torch.extensions", "extensions"),
+        ("frameworks.tensorflow.cpu-build", "tensorflow"),
+        ("frameworks.tensorflow.legacy-gpu-package", "tensorflow"),
+        ("frameworks.tensorflow.windows-native", "tensorflow"),
+        ("frameworks.tensorflow.cuda-driver", "tensorflow"),
+        ("frameworks.tensorflow.arch-support", "tensorflow"),
+        ("frameworks.tensorflow.python", "tensorflow"),
+        ("frameworks.tensorflow.keras", "tensorflow"),
+        ("frameworks.tensorflow.cuda-libraries", "tensorflow_libraries"),
+        ("frameworks.jax.cpu-build", "jax_cupy"),
+        ("frameworks.jax.cuda-driver", "jax_cupy"),
+        ("frameworks.cupy.cuda-driver", "jax_cupy"),
+        ("frameworks.library-shadowing", "conflicts"),
+        ("frameworks.loader-cache", "loader_cache"),
+        ("frameworks.nvidia-conflicts", "conflicts"),
+        ("frameworks.tensorrt.support", "tensorrt"),
+        ("frameworks.tensorrt.libraries", "tensorrt"),
+        ("frameworks.xla.compiler", "xla"),
+        ("frameworks.numpy-abi", "numpy_abi"),
+        ("frameworks.nvml-bindings", "nvml_bindings"),
+        ("frameworks.device-count", "runtime"),
+        ("frameworks.smoke-test", "runtime"),
+    ),
+    reads=("environments",),
+    prerequisites=("system.gpu-present",),
+    # Each is a framework_check, silent for an environment without its framework, but
+    # frameworks.tensorrt.libraries (system copies) and the checks of any environment.
+    module_needs={
+        "torch": ("torch",),
+        "extensions": ("torch",),
+        "tensorflow": ("tensorflow",),
+        "tensorflow_libraries": ("tensorflow",),
+        "jax_cupy": ("jax", "cupy"),
+        "conflicts": (ANY_ENVIRONMENT,),
+        "loader_cache": (ANY_ENVIRONMENT,),
+        "tensorrt": ("tensorrt", SYSTEM_TENSORRT),
+        "xla": (ANY_ENVIRONMENT,),
+        "numpy_abi": (ANY_ENVIRONMENT,),
+        "nvml_bindings": (ANY_ENVIRONMENT,),
+        "runtime": (ANY_ENVIRONMENT,),
+    },
+)

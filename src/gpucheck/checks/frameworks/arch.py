@@ -11,8 +11,8 @@ from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.driver import Target, arch_name, targets
-from gpucheck.checks.frameworks.environments import version_key
+from gpucheck.checks.frameworks.driver_fit import Target, arch_name, targets
+from gpucheck.checks.frameworks.per_environment import version_key
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import code_for, major_minor
 from gpucheck.model.finding import Outcome

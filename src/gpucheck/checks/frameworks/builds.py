@@ -8,16 +8,16 @@ from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.driver import gpus_line, upgrade_driver
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.driver_fit import gpus_line, upgrade_driver
+from gpucheck.checks.frameworks.jax_builds import jax_facts
+from gpucheck.checks.frameworks.packages import canonical, requirements_of
+from gpucheck.checks.frameworks.per_environment import (
     change,
     compat_os,
     pip_step,
     python_mm,
     runtime,
 )
-from gpucheck.checks.frameworks.jax_builds import jax_facts
-from gpucheck.checks.frameworks.packages import canonical, requirements_of
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
 from gpucheck.compat.frameworks import conda_cpu, conda_cuda, cuda_of_local_tag, major_minor

@@ -18,9 +18,9 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
-from gpucheck.checks.frameworks.driver import cc_list, targets
-from gpucheck.checks.frameworks.environments import change, framework_check, merge, pip_step
+from gpucheck.checks.frameworks.driver_fit import cc_list, targets
 from gpucheck.checks.frameworks.packages import requirements_of, satisfies
+from gpucheck.checks.frameworks.per_environment import change, framework_check, merge, pip_step
 from gpucheck.checks.frameworks.runtime_fixes import import_command
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX
@@ -33,8 +33,9 @@ from gpucheck.model.environments import (
     PythonEnvironment,
 )
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step
+from gpucheck.model.fix import OR, Change, Fix, Step
 from gpucheck.model.frameworks import TENSORRT, TORCH, TORCH_EXTENSIONS
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join, quote
 
 EXTENSIONS = tuple(e.dist for e in TORCH_EXTENSIONS)  # in the order findings name them
@@ -368,7 +369,7 @@ def cuda_mismatch(
 
 
 @framework_check(
-    "torch.extensions",
+    "frameworks.torch.extensions",
     "extensions built against torch (torchvision, torchaudio, xformers, flash-attn, vllm, ...) "
     "match the torch installed",
     installed,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import cannot_use_gpus, satisfies_text
-from gpucheck.checks.frameworks.driver import (
+from gpucheck.checks.frameworks.driver_fit import (
     arch_name,
     cc_list,
     driver_outcome,
@@ -16,7 +16,8 @@ from gpucheck.checks.frameworks.driver import (
     upgrade_driver,
     upgrade_or_keep,
 )
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.jax_builds import JaxFacts, cupy_cuda, jax_facts, jaxlib_built
+from gpucheck.checks.frameworks.per_environment import (
     change,
     env_os,
     environment_check,
@@ -25,14 +26,14 @@ from gpucheck.checks.frameworks.environments import (
     pip_step,
     runtime,
 )
-from gpucheck.checks.frameworks.jax_builds import JaxFacts, cupy_cuda, jax_facts, jaxlib_built
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import JaxRelease, code_for, major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.frameworks import CUPY
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 # --- JAX ------------------------------------------------------------------------------------------
@@ -101,7 +102,9 @@ def jax_fix(ctx: Context, env: PythonEnvironment, remove: list[str] | None = Non
     return Fix.of(jax_step(ctx, env, remove))
 
 
-@framework_check("jax.cpu-build", "JAX has its CUDA plugin where NVIDIA GPUs are", jax_facts)
+@framework_check(
+    "frameworks.jax.cpu-build", "JAX has its CUDA plugin where NVIDIA GPUs are", jax_facts
+)
 def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
     if j.jaxlib is None:
         return Outcome.skip("jax without jaxlib cannot be imported (see frameworks.smoke-test)")
@@ -205,7 +208,7 @@ def _cuda_runtime_dist(env: PythonEnvironment, major: int) -> Distribution | Non
     )
 
 
-@framework_check("jax.cuda-driver", "JAX's CUDA runs on this driver", jax_facts)
+@framework_check("frameworks.jax.cuda-driver", "JAX's CUDA runs on this driver", jax_facts)
 def jax_cuda_driver(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome | None:
     if not j.majors or ctx.has_gpu is False:
         return None
@@ -313,7 +316,7 @@ def _ptxas(ctx: Context, env: PythonEnvironment, major: int) -> Outcome | None:
 # --- CuPy -----------------------------------------------------------------------------------------
 
 
-@environment_check("cupy.cuda-driver", "CuPy's CUDA runs on this driver")
+@environment_check("frameworks.cupy.cuda-driver", "CuPy's CUDA runs on this driver")
 def cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     wheels = [(d, found) for d in env.distributions if (found := cupy_cuda(d.name)) is not None]
     if not wheels or ctx.has_gpu is False:

@@ -13,7 +13,7 @@ import posixpath
 from typing import Literal
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environment import (
+from gpucheck.checks.frameworks.conflicts import (
     STEMS,
     Need,
     _copies,
@@ -25,12 +25,13 @@ from gpucheck.checks.frameworks.environment import (
     _major,
     _races,
 )
-from gpucheck.checks.frameworks.environments import environment_check
 from gpucheck.checks.frameworks.packages import same_version
+from gpucheck.checks.frameworks.per_environment import environment_check
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import LibraryCopy
 
 

@@ -7,7 +7,7 @@ here too (`numpy_cause`)."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.per_environment import (
     change,
     env_os,
     environment_check,

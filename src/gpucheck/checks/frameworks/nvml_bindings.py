@@ -8,7 +8,7 @@ one older than the driver lacks the newer functions."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environments import change, environment_check, merge, pip_step
+from gpucheck.checks.frameworks.per_environment import change, environment_check, merge, pip_step
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome

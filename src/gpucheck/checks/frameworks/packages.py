@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environments import env_os
+from gpucheck.checks.frameworks.per_environment import env_os
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import Distribution, PythonEnvironment

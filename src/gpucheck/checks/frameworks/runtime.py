@@ -8,17 +8,18 @@ from __future__ import annotations
 import re
 
 from gpucheck.checks.context import Context
+from gpucheck.checks.fixes import share_gpus
 from gpucheck.checks.frameworks.arch import parse_arch_list
 from gpucheck.checks.frameworks.builds import tf_facts, torch_facts
-from gpucheck.checks.frameworks.driver import judge_driver, targets
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.driver_fit import judge_driver, targets
+from gpucheck.checks.frameworks.jax_builds import jax_facts
+from gpucheck.checks.frameworks.numpy_abi import numpy_cause
+from gpucheck.checks.frameworks.per_environment import (
     env_label,
     environment_check,
     merge,
     runtime,
 )
-from gpucheck.checks.frameworks.jax_builds import jax_facts
-from gpucheck.checks.frameworks.numpy_abi import numpy_cause
 from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
 from gpucheck.checks.frameworks.runtime_fixes import (
     by_hand,
@@ -28,11 +29,11 @@ from gpucheck.checks.frameworks.runtime_fixes import (
 )
 from gpucheck.checks.frameworks.tensorflow_libraries import essential_loader_warning
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import share_gpus
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.finding import Outcome, Section, Status
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.finding import Outcome, Status
+from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH, installed_frameworks
+from gpucheck.model.layers import Layer
 
 # (Patterns as text: re compiles one on first use, not at every start-up.)
 _MISSING_LIB = r"(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.[0-9]+)*): cannot open shared object file"
@@ -119,7 +120,9 @@ def _count_causes(
                 + "; ".join(f"{g.label}, compute {g.cc}" for g in skipped)
             )
             fixes.append(
-                Step.info("see tensorflow.arch-support for a TensorFlow with code for them")
+                Step.info(
+                    "see frameworks.tensorflow.arch-support for a TensorFlow with code for them"
+                )
             )
     if ctx.snapshot.system.container:
         env_vars = ctx.snapshot.system.env
@@ -142,7 +145,6 @@ def _count_causes(
 
 @check(
     "frameworks.smoke-test",
-    Section.FRAMEWORKS,
     "each framework imports, sees the GPUs and multiplies matrices on each (doctor --deep)",
 )
 def smoke_test(ctx: Context) -> Outcome | None:
@@ -289,13 +291,17 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
     name = _label(rt)
     t, tf, j = torch_facts(env), tf_facts(env), jax_facts(env)
     if rt.framework == TORCH.key and t is not None and t.kind not in ("cuda", None):
-        return Outcome.skip(f"{name} sees no GPU: it is not a CUDA build (see torch.cpu-build)")
+        return Outcome.skip(
+            f"{name} sees no GPU: it is not a CUDA build (see frameworks.torch.cpu-build)"
+        )
     if rt.framework == TENSORFLOW.key and tf is not None and tf.kind not in ("cuda", None):
         return Outcome.skip(
-            f"{name} sees no GPU: it is not a CUDA build (see tensorflow.cpu-build)"
+            f"{name} sees no GPU: it is not a CUDA build (see frameworks.tensorflow.cpu-build)"
         )
     if rt.framework == JAX.key and j is not None and not j.majors:
-        return Outcome.skip(f"{name} sees no GPU: no CUDA plugin is installed (see jax.cpu-build)")
+        return Outcome.skip(
+            f"{name} sees no GPU: no CUDA plugin is installed (see frameworks.jax.cpu-build)"
+        )
     vis = ctx.visibility
     if vis.value is not None and not vis.visible:
         return Outcome.skip(
@@ -312,14 +318,14 @@ def _not_available(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) -
     if verdict is not None and verdict[0] is Status.FAIL:
         return Outcome.skip(
             f"{name} sees no GPU: its CUDA {cuda} needs a newer driver "
-            f"(see {rt.framework}.cuda-driver)"
+            f"(see frameworks.{rt.framework}.cuda-driver)"
         )
     keys = ("cuda", "gpu", "driver", "backend", "dlopen", "dynamic library")
     hints = [w for w in rt.warnings if any(k in w.lower() for k in keys)]
     if rt.framework == TENSORFLOW.key and any(essential_loader_warning(w) for w in hints):
         return Outcome.skip(
             f"{name} sees no GPU: it could not load its CUDA libraries "
-            "(see tensorflow.cuda-libraries)"
+            "(see frameworks.tensorflow.cuda-libraries)"
         )
     shown = len(targets(ctx)) or ctx.pci_gpu_count
     cause = cause_of(ctx, env, rt, " ".join([rt.error or "", *hints]), None)

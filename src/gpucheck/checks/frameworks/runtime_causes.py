@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.cuda_causes import CUINIT_CAUSES
+from gpucheck.checks.cuda.causes import CUINIT_CAUSES
+from gpucheck.checks.fixes import share_gpus
 from gpucheck.checks.frameworks.builds import (
     pick_change,
     pick_tensorflow,
@@ -14,13 +15,13 @@ from gpucheck.checks.frameworks.builds import (
     torch_facts,
     torch_fix,
 )
-from gpucheck.checks.frameworks.driver import Target, cc_list, targets, upgrade_driver
-from gpucheck.checks.frameworks.environments import pip_step
-from gpucheck.checks.remedies import share_gpus
+from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets, upgrade_driver
+from gpucheck.checks.frameworks.per_environment import pip_step
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.frameworks import TENSORFLOW, TORCH
+from gpucheck.model.layers import Layer
 
 XID = Step.run("look for Xid errors", "sudo dmesg | grep -i xid", layer=Layer.GPUS)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import tf_facts
-from gpucheck.checks.frameworks.environments import change, env_os, pip_step
 from gpucheck.checks.frameworks.jax_builds import cupy_cuda, jax_facts
 from gpucheck.checks.frameworks.packages import (
     canonical,
@@ -15,13 +14,15 @@ from gpucheck.checks.frameworks.packages import (
     requirements_of,
     soname_major,
 )
+from gpucheck.checks.frameworks.per_environment import change, env_os, pip_step
 from gpucheck.checks.frameworks.runtime_causes import built_cuda
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
-from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import BY_KEY, CUPY, JAX, TENSORFLOW, TORCH
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 

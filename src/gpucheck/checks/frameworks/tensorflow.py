@@ -19,14 +19,14 @@ from gpucheck.checks.frameworks.builds import (
     pick_tensorflow,
     tf_facts,
 )
-from gpucheck.checks.frameworks.driver import (
+from gpucheck.checks.frameworks.driver_fit import (
     arch_name,
     cc_list,
     driver_outcome,
     upgrade_driver,
     upgrade_or_keep,
 )
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.per_environment import (
     change,
     framework_check,
     in_range,
@@ -54,7 +54,7 @@ from gpucheck.model.fix import OR, Fix, Step
 
 
 @framework_check(
-    "tensorflow.cpu-build", "TensorFlow is a GPU build where NVIDIA GPUs are", tf_facts
+    "frameworks.tensorflow.cpu-build", "TensorFlow is a GPU build where NVIDIA GPUs are", tf_facts
 )
 def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     if t.kind is None:
@@ -69,7 +69,7 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     if windows_native(ctx, env) and past_windows_gpu(ctx, t):
         return Outcome.skip(
             f"{t.name} is {what}: on native Windows that is all it can be (see "
-            "tensorflow.windows-native)"
+            "frameworks.tensorflow.windows-native)"
         )
     fix = windows_fix(ctx, env) if windows_native(ctx, env) else tf_gpu_fix(ctx, env, t)
     title = f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
@@ -90,7 +90,9 @@ def _note(ctx: Context, name: str, sentences: int = 2) -> str | None:
 
 
 @framework_check(
-    "tensorflow.legacy-gpu-package", "the removed tensorflow-gpu package is not installed", tf_facts
+    "frameworks.tensorflow.legacy-gpu-package",
+    "the removed tensorflow-gpu package is not installed",
+    tf_facts,
 )
 def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     legacy = env.dist("tensorflow-gpu")
@@ -135,7 +137,7 @@ def legacy(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
 
 
 @framework_check(
-    "tensorflow.windows-native",
+    "frameworks.tensorflow.windows-native",
     "TensorFlow on native Windows is a release that still had GPU support there",
     tf_facts,
 )
@@ -177,7 +179,9 @@ def _tf_cuda(ctx: Context, t: TfFacts) -> tuple[str, str] | None:
     return None
 
 
-@framework_check("tensorflow.cuda-driver", "TensorFlow's CUDA runs on this driver", tf_facts)
+@framework_check(
+    "frameworks.tensorflow.cuda-driver", "TensorFlow's CUDA runs on this driver", tf_facts
+)
 def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     if t.kind != "cuda" or ctx.has_gpu is False:
         return None
@@ -203,7 +207,7 @@ def _major(cc: str) -> int:
 
 
 @framework_check(
-    "tensorflow.arch-support",
+    "frameworks.tensorflow.arch-support",
     "TensorFlow carries code (SASS or PTX) for every GPU's architecture",
     tf_facts,
 )
@@ -302,7 +306,7 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
 
 
 @framework_check(
-    "tensorflow.python", "the environment's Python is one TensorFlow supports", tf_facts
+    "frameworks.tensorflow.python", "the environment's Python is one TensorFlow supports", tf_facts
 )
 def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
     py = python_mm(env)
@@ -348,7 +352,9 @@ def _keras3_from(compat: Compat) -> Version | None:
     return row.keras3_default_from if row else None
 
 
-@framework_check("tensorflow.keras", "Keras and tf-keras match the TensorFlow release", tf_facts)
+@framework_check(
+    "frameworks.tensorflow.keras", "Keras and tf-keras match the TensorFlow release", tf_facts
+)
 def keras(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | None:
     line = tf_line(t)
     k, tfk = env.dist("keras"), env.dist("tf-keras")

@@ -8,8 +8,8 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow, pinners, satisfies_text
-from gpucheck.checks.frameworks.driver import cc_list, targets, upgrade_driver
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.driver_fit import cc_list, targets, upgrade_driver
+from gpucheck.checks.frameworks.per_environment import (
     change,
     env_os,
     in_range,
@@ -19,7 +19,8 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfRelease, major_minor
 from gpucheck.model.environments import PythonEnvironment
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 

@@ -1,5 +1,6 @@
-"""tensorflow.cuda-libraries: the CUDA and cuDNN libraries TensorFlow will load, from the pip
-`tensorflow[and-cuda]` wheels or the system, against what the release was built with."""
+"""frameworks.tensorflow.cuda-libraries: the CUDA and cuDNN libraries TensorFlow will load,
+from the pip `tensorflow[and-cuda]` wheels or the system, against what the release was built
+with."""
 
 from __future__ import annotations
 
@@ -10,26 +11,27 @@ from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TfFacts, pick_tensorflow, tf_facts
-from gpucheck.checks.frameworks.driver import (
+from gpucheck.checks.frameworks.driver_fit import (
     cc_list,
     targets,
 )
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.packages import parse_requirement, same_version
+from gpucheck.checks.frameworks.per_environment import (
     change,
     env_os,
     framework_check,
     pip_step,
     runtime,
 )
-from gpucheck.checks.frameworks.packages import parse_requirement, same_version
 from gpucheck.checks.frameworks.tensorflow_fixes import tf_line, tf_release, tf_uninstall
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST
 from gpucheck.compat.frameworks import TfAndCuda
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.frameworks import TENSORFLOW
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 from gpucheck.model.snapshot import LibraryCopy
 
@@ -86,7 +88,7 @@ def _loader_warnings(env: PythonEnvironment) -> list[str]:
 
 
 @framework_check(
-    "tensorflow.cuda-libraries",
+    "frameworks.tensorflow.cuda-libraries",
     "the CUDA and cuDNN libraries TensorFlow loads are installed",
     tf_facts,
 )

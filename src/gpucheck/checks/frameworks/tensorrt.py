@@ -11,15 +11,16 @@ from msgspec import Struct
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import tf_facts
-from gpucheck.checks.frameworks.driver import Target, driver_outcome, targets, upgrade_driver
-from gpucheck.checks.frameworks.environments import change, framework_check, merge, pip_step
+from gpucheck.checks.frameworks.driver_fit import Target, driver_outcome, targets, upgrade_driver
+from gpucheck.checks.frameworks.per_environment import change, framework_check, merge, pip_step
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import TensorrtRelease
 from gpucheck.model.environments import Distribution, ExtensionImport, PythonEnvironment
-from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.frameworks import TENSORRT
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join, quote
 
 # (Patterns as text: re compiles one on first use, not at every start-up.)
@@ -127,7 +128,9 @@ def _gpu_outcome(
 
 
 @framework_check(
-    "tensorrt.support", "TensorRT's CUDA runs on this driver and supports the GPUs", trt_facts
+    "frameworks.tensorrt.support",
+    "TensorRT's CUDA runs on this driver and supports the GPUs",
+    trt_facts,
 )
 def tensorrt_support(ctx: Context, env: PythonEnvironment, trt: Trt) -> Outcome | None:
     name = f"TensorRT {trt.dist.version}"
@@ -254,8 +257,7 @@ def _engine(
 
 
 @check(
-    "tensorrt.libraries",
-    Section.FRAMEWORKS,
+    "frameworks.tensorrt.libraries",
     "system TensorRT (libnvinfer) copies support the GPUs here",
 )
 def tensorrt_libraries(ctx: Context) -> Outcome | None:

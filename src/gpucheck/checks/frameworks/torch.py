@@ -24,13 +24,13 @@ from gpucheck.checks.frameworks.builds import (
     torch_fix,
     torch_switch,
 )
-from gpucheck.checks.frameworks.driver import (
+from gpucheck.checks.frameworks.driver_fit import (
     cc_list,
     driver_outcome,
     targets,
     upgrade_or_keep,
 )
-from gpucheck.checks.frameworks.environments import (
+from gpucheck.checks.frameworks.per_environment import (
     framework_check,
     in_range,
     linux_x86_64,
@@ -42,11 +42,14 @@ from gpucheck.checks.frameworks.environments import (
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.frameworks import TORCH
+from gpucheck.model.layers import Layer
 
 
-@framework_check("torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts)
+@framework_check(
+    "frameworks.torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts
+)
 def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
     if t.kind is None:
         return Outcome.skip(f"{t.name}: whether it is a CUDA build is not known", t.evidence)
@@ -61,10 +64,12 @@ def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
     return cannot_use_gpus(ctx, env, "torch", title, t.evidence, fix)
 
 
-@framework_check("torch.cuda-driver", "PyTorch's CUDA runs on this driver", torch_facts)
+@framework_check("frameworks.torch.cuda-driver", "PyTorch's CUDA runs on this driver", torch_facts)
 def cuda_driver(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
     if t.kind != "cuda" or ctx.has_gpu is False:
-        return None  # torch.cpu-build speaks for other builds; no GPU, no driver to judge
+        return (
+            None  # frameworks.torch.cpu-build speaks for other builds; no GPU, no driver to judge
+        )
     cuda = t.cuda
     if cuda is None:
         return Outcome.skip(f"{t.name}: the CUDA it was built with is not known", t.evidence)
@@ -104,7 +109,7 @@ def torch_compiled(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Compi
 
 
 @framework_check(
-    "torch.arch-support",
+    "frameworks.torch.arch-support",
     "PyTorch carries code (SASS or PTX) for every GPU's architecture",
     torch_facts,
 )
@@ -135,7 +140,9 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome
     )
 
 
-@framework_check("torch.python", "the environment's Python is one PyTorch supports", torch_facts)
+@framework_check(
+    "frameworks.torch.python", "the environment's Python is one PyTorch supports", torch_facts
+)
 def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
     py = python_mm(env)
     if py is None or t.version is None:
@@ -164,7 +171,7 @@ def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | Non
 
 
 @framework_check(
-    "torch.extension-toolkit",
+    "frameworks.torch.extension-toolkit",
     "the local CUDA toolkit matches PyTorch's CUDA (for building extensions)",
     torch_facts,
 )

@@ -8,13 +8,14 @@
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.driver import judge_driver, upgrade_driver
-from gpucheck.checks.frameworks.environments import change, environment_check, merge, pip_step
+from gpucheck.checks.frameworks.driver_fit import judge_driver, upgrade_driver
+from gpucheck.checks.frameworks.per_environment import change, environment_check, merge, pip_step
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.frameworks import FRAMEWORKS
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 # What the flags people set most do; a flag not listed is shown as set, without comment.
@@ -137,7 +138,7 @@ def _devices(ctx: Context, env: PythonEnvironment) -> list[tuple[str | None, Out
                     fix=Fix.of(
                         Step.info(
                             "check XLA_FLAGS/TF_XLA_FLAGS and the framework's CUDA plugin (see "
-                            "jax.cpu-build, tensorflow.cuda-libraries)"
+                            "frameworks.jax.cpu-build, frameworks.tensorflow.cuda-libraries)"
                         ),
                         Step.run(
                             "see what XLA lists",
@@ -151,7 +152,9 @@ def _devices(ctx: Context, env: PythonEnvironment) -> list[tuple[str | None, Out
     return items
 
 
-@environment_check("xla.compiler", "XLA's flags, the ptxas it compiles with, its GPU devices")
+@environment_check(
+    "frameworks.xla.compiler", "XLA's flags, the ptxas it compiles with, its GPU devices"
+)
 def xla(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     if not _uses_xla(env):
         return None

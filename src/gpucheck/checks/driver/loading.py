@@ -6,7 +6,7 @@ import re
 from typing import Literal
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.driver_fixes import (
+from gpucheck.checks.driver.fixes import (
     CGROUP_FIX,
     HUNG,
     binding_fix,
@@ -15,11 +15,11 @@ from gpucheck.checks.driver_fixes import (
     reload_steps,
     userspace_of,
 )
+from gpucheck.checks.fixes import reset_gpus
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import reset_gpus
-from gpucheck.checks.system import container_fix, container_steps
+from gpucheck.checks.system.machine import container_fix, container_steps
 from gpucheck.compat import parse_version
-from gpucheck.model.finding import Outcome, Section, Subjects
+from gpucheck.model.finding import Outcome, Subjects
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.shell import join, quote
 
@@ -39,7 +39,7 @@ def library_version(path: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-@check("driver.kernel-module", Section.DRIVER, "the nvidia kernel module is loaded")
+@check("driver.kernel-module", "the nvidia kernel module is loaded")
 def kernel_module(ctx: Context) -> Outcome:
     sysf = ctx.snapshot.system
     if sysf.os != "Linux":
@@ -126,7 +126,7 @@ def kernel_module(ctx: Context) -> Outcome:
     )
 
 
-@check("driver.nvml", Section.DRIVER, "NVML (the user-space driver) initialises and answers")
+@check("driver.nvml", "NVML (the user-space driver) initialises and answers")
 def nvml(ctx: Context) -> Outcome:
     facts = ctx.snapshot.nvml
     sysf = ctx.snapshot.system
@@ -329,7 +329,7 @@ def _mismatch(ctx: Context, evidence: list[str]) -> Outcome:
     )
 
 
-@check("driver.device-nodes", Section.DRIVER, "/dev/nvidia* nodes exist and are usable")
+@check("driver.device-nodes", "/dev/nvidia* nodes exist and are usable")
 def device_nodes(ctx: Context) -> Outcome | None:
     sysf = ctx.snapshot.system
     if sysf.os != "Linux" or sysf.wsl:

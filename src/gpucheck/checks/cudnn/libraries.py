@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.cuda import copies_line, loader_conflicts, needs_newer_driver
+from gpucheck.checks.cuda.loading import copies_line, loader_conflicts, needs_newer_driver
+from gpucheck.checks.fixes import upgrade_driver
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
-from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome, Subjects
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 
 def _pip_for(ctx: Context, path: str, why: str, command: str, changes: list[Change]) -> Step:
     """`command` aimed at the environment whose site folder holds `path` (plain pip when
     gpucheck cannot tell, or when that environment is the only one)."""
-    from gpucheck.checks.frameworks.environments import pip_step
+    from gpucheck.checks.frameworks.per_environment import pip_step
 
     env = next(
         (
@@ -34,8 +35,8 @@ def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
     """A monolithic jaxlib (+cudaNN.cudnnMM) loads the cuDNN on the loader path and refuses
     one older than its tag ('Loaded runtime CuDNN library: 8.5.0 but source was compiled
     with: 8.6.0', jax#16901): DNN library initialization fails."""
-    from gpucheck.checks.frameworks.environments import change, pip_step
     from gpucheck.checks.frameworks.jax_builds import jaxlib_cudnn
+    from gpucheck.checks.frameworks.per_environment import change, pip_step
 
     for env in ctx.snapshot.environments:
         jaxlib = env.dist("jaxlib")
@@ -88,7 +89,7 @@ def _older_than_jaxlib(ctx: Context, evidence: list[str]) -> Outcome | None:
     return None
 
 
-@check("cudnn.libraries", Section.CUDNN, "cuDNN copies load, agree, and fit the driver")
+@check("cudnn.libraries", "cuDNN copies load, agree, and fit the driver")
 def libraries(ctx: Context) -> Outcome:
     copies = ctx.snapshot.cudnn.libraries
     if not copies:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, indices
+from gpucheck.checks.fixes import install_driver, reset_gpus
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import install_driver, reset_gpus
-from gpucheck.model.finding import Outcome, Section, Status, Subjects
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.finding import Outcome, Status, Subjects
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import GpuFacts
 
 NO_GPUS = "No GPU facts from the driver (see driver.nvml)"
@@ -67,7 +68,7 @@ def _per_gpu(
     return bad, evidence
 
 
-@check("gpu.lost", Section.GPUS, "every GPU answers (none fallen off the bus or needing reset)")
+@check("gpus.lost", "every GPU answers (none fallen off the bus or needing reset)")
 def lost(ctx: Context) -> Outcome | None:
     if not ctx.gpus:
         unseen = _pci_not_in_nvml(ctx)
@@ -179,7 +180,7 @@ def _pci_not_in_nvml(ctx: Context) -> Outcome | None:
     )
 
 
-@check("gpu.ecc-errors", Section.GPUS, "no uncorrectable ECC memory errors")
+@check("gpus.ecc-errors", "no uncorrectable ECC memory errors")
 def ecc(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     if not gpus:
@@ -210,7 +211,7 @@ def ecc(ctx: Context) -> Outcome | None:
             fix=Fix.of(
                 Step.manual("drain the node", Layer.JOB),
                 reset_gpus(bad, "reset the GPU (or reboot)"),
-                Step.info("then re-check", command="gpucheck doctor --only gpu.ecc-errors"),
+                Step.info("then re-check", command="gpucheck doctor --only gpus.ecc-errors"),
                 Step.hardware(
                     "errors that return after a reset mean the GPU needs replacing (RMA)",
                     gpu_refs(bad),
@@ -226,7 +227,7 @@ def ecc(ctx: Context) -> Outcome | None:
     )
 
 
-@check("gpu.memory-remapping", Section.GPUS, "no pending or failed row remaps / page retirements")
+@check("gpus.memory-remapping", "no pending or failed row remaps / page retirements")
 def remapping(ctx: Context) -> Outcome | None:
     gpus = [g for g in ctx.healthy_handles if g.ecc_enabled]
     if not gpus:
@@ -281,7 +282,7 @@ def remapping(ctx: Context) -> Outcome | None:
     )
 
 
-@check("gpu.throttling", Section.GPUS, "no thermal, power-brake or hardware clock slowdown")
+@check("gpus.throttling", "no thermal, power-brake or hardware clock slowdown")
 def throttling(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "clock_event_reasons", "Clock slowdown reasons")
     if not gpus or unknown:
@@ -361,7 +362,7 @@ def _temp(g: GpuFacts) -> str:
     return f" ({g.temperature_c} °C{limit})"
 
 
-@check("gpu.pcie-link", Section.GPUS, "each GPU's PCIe link runs at its full width")
+@check("gpus.pcie-link", "each GPU's PCIe link runs at its full width")
 def pcie_link(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "pcie_width_current", "PCIe link")
     if not gpus or unknown:

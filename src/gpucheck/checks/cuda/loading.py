@@ -1,4 +1,4 @@
-"""CUDA checks: the driver API (libcuda) and runtime libraries (the toolkit: toolkit.py)."""
+"""CUDA checks: the driver API (libcuda, cuInit) and the runtime libraries a process loads."""
 
 from __future__ import annotations
 
@@ -10,20 +10,21 @@ from typing import Literal
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.cuda_causes import CUINIT_CAUSES, libcuda_mismatch
-from gpucheck.checks.fabric import fabric_cause, install_fabric_manager
+from gpucheck.checks.cuda.causes import CUINIT_CAUSES, libcuda_mismatch
+from gpucheck.checks.driver.fabric_manager import fabric_cause, install_fabric_manager
+from gpucheck.checks.fixes import upgrade_driver
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import upgrade_driver
-from gpucheck.checks.system import container_steps
+from gpucheck.checks.system.machine import container_steps
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
-from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome, Subjects
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 from gpucheck.model.snapshot import LibraryCopy
 
 
-@check("cuda.driver-api", Section.CUDA, "libcuda loads and cuInit succeeds")
+@check("cuda.driver-api", "libcuda loads and cuInit succeeds")
 def driver_api(ctx: Context) -> Outcome | None:
     drv = ctx.snapshot.cuda.driver
     probe = ctx.snapshot.probe("cuda_driver")
@@ -311,7 +312,6 @@ def loader_conflicts(copies: list[LibraryCopy]) -> list[list[LibraryCopy]]:
 
 @check(
     "cuda.runtime-libraries",
-    Section.CUDA,
     "CUDA runtime copies on the loader path agree and fit the driver",
 )
 def runtime_libraries(ctx: Context) -> Outcome | None:

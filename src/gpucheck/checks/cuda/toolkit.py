@@ -5,16 +5,17 @@ from __future__ import annotations
 from typing import Literal
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.cuda import needs_newer_driver
+from gpucheck.checks.cuda.loading import needs_newer_driver
+from gpucheck.checks.fixes import upgrade_driver
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import upgrade_driver
 from gpucheck.compat import parse_version
-from gpucheck.model.finding import Outcome, Section, Subjects
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.finding import Outcome, Subjects
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 
-@check("cuda.toolkit", Section.CUDA, "the CUDA toolkit (nvcc) fits the driver and the GPUs")
+@check("cuda.toolkit", "the CUDA toolkit (nvcc) fits the driver and the GPUs")
 def toolkit(ctx: Context) -> Outcome | None:
     cuda = ctx.snapshot.cuda
     env = ctx.snapshot.system.env

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Literal
 from msgspec import Struct
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.environments import change, env_os, environment_check, pip_step
 from gpucheck.checks.frameworks.packages import (
     GPU_EXTRAS,
     canonical,
@@ -21,6 +20,7 @@ from gpucheck.checks.frameworks.packages import (
     satisfies,
     soname_major,
 )
+from gpucheck.checks.frameworks.per_environment import change, env_os, environment_check, pip_step
 from gpucheck.compat import parse_version
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects

@@ -7,7 +7,8 @@ from typing import Literal
 
 from gpucheck.checks.context import Context, interpreter_pip
 from gpucheck.model.distros import linux_family
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 # Unload order: each module before the ones it depends on.

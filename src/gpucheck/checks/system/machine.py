@@ -5,8 +5,9 @@ from __future__ import annotations
 from gpucheck.checks.context import Context, gpu_label
 from gpucheck.checks.registry import check
 from gpucheck.model.distros import linux_family
-from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import quote
 from gpucheck.model.snapshot import ContainerHostFacts
 
@@ -43,7 +44,7 @@ def container_fix(kind: str | None) -> Fix:
     return Fix.of(*container_steps(kind))
 
 
-@check("system.gpu-present", Section.SYSTEM, "an NVIDIA GPU is on this machine (PCI bus, NVML)")
+@check("system.gpu-present", "an NVIDIA GPU is on this machine (PCI bus, NVML)")
 def gpu_present(ctx: Context) -> Outcome:
     sysf = ctx.snapshot.system
     pci = sysf.pci_gpus
@@ -101,7 +102,7 @@ def _any_node(ctx: Context) -> bool:
     return any(n.exists for n in ctx.snapshot.system.device_nodes if n.path != "/dev/dxg")
 
 
-@check("system.container-gpu-access", Section.SYSTEM, "a container was given the host's GPUs")
+@check("system.container-gpu-access", "a container was given the host's GPUs")
 def container_access(ctx: Context) -> Outcome | None:
     sysf = ctx.snapshot.system
     if not sysf.container:
@@ -290,7 +291,7 @@ def _open_driver(name: str | None) -> str | None:
     return key if key in OPEN_DRIVERS else None
 
 
-@check("system.nouveau", Section.SYSTEM, "no open-source driver (nouveau, nova_core) holds the GPU")
+@check("system.nouveau", "no open-source driver (nouveau, nova_core) holds the GPU")
 def nouveau(ctx: Context) -> Outcome | None:
     sysf = ctx.snapshot.system
     bound = [(d, drv) for d in sysf.pci_gpus if (drv := _open_driver(d.driver))]
@@ -336,7 +337,6 @@ def nouveau(ctx: Context) -> Outcome | None:
 
 @check(
     "system.cuda-visible-devices",
-    Section.SYSTEM,
     "CUDA_VISIBLE_DEVICES does not hide GPUs or name ones that do not exist",
 )
 def cuda_visible_devices(ctx: Context) -> Outcome | None:
@@ -386,7 +386,7 @@ def cuda_visible_devices(ctx: Context) -> Outcome | None:
     return Outcome.passed(f"CUDA_VISIBLE_DEVICES shows all {total} GPUs", shown)
 
 
-@check("system.cuda-launch-blocking", Section.SYSTEM, "CUDA_LAUNCH_BLOCKING is not left on")
+@check("system.cuda-launch-blocking", "CUDA_LAUNCH_BLOCKING is not left on")
 def cuda_launch_blocking(ctx: Context) -> Outcome | None:
     value = ctx.snapshot.system.env.get("CUDA_LAUNCH_BLOCKING")
     if value is None or value.strip() in ("", "0"):
@@ -402,7 +402,7 @@ def cuda_launch_blocking(ctx: Context) -> Outcome | None:
     )
 
 
-@check("system.probes", Section.SYSTEM, "gpucheck could gather the system and library facts")
+@check("system.probes", "gpucheck could gather the system and library facts")
 def probes(ctx: Context) -> Outcome | None:
     # NVML and libcuda probe failures are judged by their own checks; these are the rest.
     # A framework that crashed or hung in --deep is judged by frameworks.smoke-test.

@@ -19,8 +19,9 @@ from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
-from gpucheck.model.finding import Outcome, Section, Subjects, severity
-from gpucheck.model.fix import OR, Change, Fix, Layer, Step, Tool
+from gpucheck.model.finding import Outcome, Subjects, severity
+from gpucheck.model.fix import OR, Change, Fix, Step, Tool
+from gpucheck.model.layers import Layer
 
 # --- environments ------------------------------------------------------------------------------
 
@@ -203,7 +204,7 @@ def framework_check(
             return combine(ctx, verdicts)
 
         run.__module__ = func.__module__  # the module that registers it (registry.select)
-        check(id, Section.FRAMEWORKS, summary)(run)
+        check(id, summary)(run)
         return func
 
     return register

@@ -14,12 +14,13 @@ from gpucheck.checks.context import (
     indices,
     process_slice,
 )
-from gpucheck.checks.gpus import BUSY_UTILIZATION, healthy_reporting, known_count
+from gpucheck.checks.fixes import reset_gpus, share_gpus
+from gpucheck.checks.gpus.health import BUSY_UTILIZATION, healthy_reporting, known_count
 from gpucheck.checks.registry import check
-from gpucheck.checks.remedies import reset_gpus, share_gpus
-from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.holders import UNACCOUNTED_FLOOR, GpuAccount, Holder, merge
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import GpuFacts, GpuProcess
 
 # Memory in use with no process listed that means another context holds the GPU (another
@@ -47,7 +48,7 @@ def _holder(g: GpuFacts, jobs: frozenset[int] | None = None) -> str | None:
     return None
 
 
-@check("gpu.compute-mode", Section.GPUS, "compute mode lets CUDA programs use the GPU")
+@check("gpus.compute-mode", "compute mode lets CUDA programs use the GPU")
 def compute_mode(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "compute_mode", "Compute mode")
     if not gpus or unknown:
@@ -124,7 +125,7 @@ def _slices(g: GpuFacts) -> str:
     )
 
 
-@check("gpu.mig", Section.GPUS, "MIG mode, and what it means for CUDA_VISIBLE_DEVICES")
+@check("gpus.mig", "MIG mode, and what it means for CUDA_VISIBLE_DEVICES")
 def mig(ctx: Context) -> Outcome | None:
     gpus = ctx.healthy_handles
     on = [g for g in gpus if g.mig_enabled]
@@ -228,7 +229,7 @@ def mig(ctx: Context) -> Outcome | None:
     return Outcome.info(f"MIG is on for {len(on)} GPU(s)", *evidence, subjects=gpu_subjects(on))
 
 
-@check("gpu.memory-in-use", Section.GPUS, "no other process holds most of a GPU's memory")
+@check("gpus.memory-in-use", "no other process holds most of a GPU's memory")
 def memory_in_use(ctx: Context) -> Outcome | None:
     gpus, unknown = healthy_reporting(ctx, "memory_used", "Memory in use")
     if not gpus or unknown:

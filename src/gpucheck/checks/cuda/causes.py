@@ -5,10 +5,11 @@ from __future__ import annotations
 import posixpath
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.driver import library_version
-from gpucheck.checks.driver_fixes import LOAD_UVM, reload_steps, userspace_of
+from gpucheck.checks.driver.fixes import LOAD_UVM, reload_steps, userspace_of
+from gpucheck.checks.driver.loading import library_version
 from gpucheck.compat import parse_version
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 
 # Why cuInit fails, by CUresult name, when NVML (the same driver) works.
 CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
@@ -17,7 +18,7 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
         Fix.of(
             Step.info(
                 "check CUDA_VISIBLE_DEVICES (system.cuda-visible-devices), MIG devices "
-                "(gpu.mig) and /dev/nvidia-uvm (driver.uvm)"
+                "(gpus.mig) and /dev/nvidia-uvm (driver.uvm)"
             ),
             Step.run(
                 "see what CUDA may use",
@@ -78,7 +79,9 @@ CUINIT_CAUSES: dict[str, tuple[str, Fix]] = {
     "CUDA_ERROR_NOT_PERMITTED": (
         "CUDA is not permitted on this device",
         Fix.of(
-            Step.run("check the GPU's compute mode (gpu.compute-mode)", "nvidia-smi -q -d COMPUTE"),
+            Step.run(
+                "check the GPU's compute mode (gpus.compute-mode)", "nvidia-smi -q -d COMPUTE"
+            ),
             Step.manual("check the container's device access"),
         ),
     ),

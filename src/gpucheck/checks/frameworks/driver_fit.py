@@ -8,8 +8,8 @@ from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.checks.context import Context, gpu_label
-from gpucheck.checks.frameworks.environments import version_key
-from gpucheck.checks.remedies import upgrade_driver as upgrade_driver  # the frameworks' step
+from gpucheck.checks.fixes import upgrade_driver as upgrade_driver  # the frameworks' step
+from gpucheck.checks.frameworks.per_environment import version_key
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.finding import Outcome, Status

@@ -10,8 +10,9 @@ from packaging.version import Version
 from gpucheck.checks.context import Context, gib, gpu_label, gpu_refs, indices
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
-from gpucheck.model.finding import Outcome, Section
-from gpucheck.model.fix import OR, Fix, Layer, Step
+from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import GpuFacts
 
 SEE_ABOVE = Fix.of(Step.info("see the problems above"))
@@ -30,7 +31,7 @@ def usable_memory(gpu: GpuFacts) -> int | None:
     return gpu.memory_total
 
 
-@check("require.min-gpus", Section.REQUIREMENTS, "at least N usable GPUs (--min-gpus)")
+@check("requirements.min-gpus", "at least N usable GPUs (--min-gpus)")
 def min_gpus(ctx: Context) -> Outcome | None:
     want = ctx.requirements.min_gpus
     if want is None:
@@ -102,8 +103,7 @@ def _every_gpu(
 
 
 @check(
-    "require.min-memory",
-    Section.REQUIREMENTS,
+    "requirements.min-memory",
     "every usable GPU has at least this memory (--min-memory)",
 )
 def min_memory(ctx: Context) -> Outcome | None:
@@ -132,8 +132,7 @@ def min_memory(ctx: Context) -> Outcome | None:
 
 
 @check(
-    "require.min-compute-capability",
-    Section.REQUIREMENTS,
+    "requirements.min-compute-capability",
     "every usable GPU has at least this compute capability (--min-compute-capability)",
 )
 def min_cc(ctx: Context) -> Outcome | None:

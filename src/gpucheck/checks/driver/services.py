@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from gpucheck.checks.context import Context, gpu_label, gpu_refs, indices
-from gpucheck.checks.driver_fixes import UVM_FIX
+from gpucheck.checks.driver.fixes import UVM_FIX
 from gpucheck.checks.registry import check
-from gpucheck.checks.system import container_fix
-from gpucheck.model.finding import Outcome, Section
+from gpucheck.checks.system.machine import container_fix
+from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Step
 
 
-@check("driver.uvm", Section.DRIVER, "nvidia-uvm (needed by every CUDA program) is present")
+@check("driver.uvm", "nvidia-uvm (needed by every CUDA program) is present")
 def uvm(ctx: Context) -> Outcome | None:
     sysf = ctx.snapshot.system
     if sysf.os != "Linux" or sysf.wsl or not sysf.nvidia_module_loaded:
@@ -47,7 +47,7 @@ def uvm(ctx: Context) -> Outcome | None:
     )
 
 
-@check("driver.persistence-mode", Section.DRIVER, "persistence mode is on for server GPUs")
+@check("driver.persistence-mode", "persistence mode is on for server GPUs")
 def persistence_mode(ctx: Context) -> Outcome | None:
     if ctx.snapshot.system.os != "Linux" or not ctx.gpus:
         return None

@@ -1,4 +1,4 @@
-"""Fix steps more than one check gives: installing a driver by this machine's OS, resetting
+"""Fix steps more than one layer's checks give: installing a driver by this machine's OS, resetting
 GPUs, and returning them to the default compute mode."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from gpucheck.checks.context import Context, gpu_refs, indices
 from gpucheck.compat import driver_text
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.distros import LinuxFamily, linux_family
-from gpucheck.model.fix import Change, Layer, Step, Tool
+from gpucheck.model.fix import Change, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import GpuFacts
 
 
