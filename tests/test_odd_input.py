@@ -270,4 +270,4 @@ def test_min_memory_1e3gib_is_read_on_the_command_line(tmp_path: Path) -> None:
     snap.write_text(dumps(builders.h100_node(1)))
     code, out, err = in_process(["doctor", "--from", str(snap), "--min-memory", "1e3GiB"])
     assert code == 1, err
-    assert "  ✗ 1 GPU(s) have less than 1e3GiB of memory  [require.min-memory]" in out, out
+    assert "  ✗ 1 GPU(s) have less than 1e3GiB of memory  [requirements.min-memory]" in out, out
