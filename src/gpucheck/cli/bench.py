@@ -18,10 +18,21 @@ from gpucheck.cli.common import (
     UserError,
     load_compat,
     number_option,
+    one_python,
     probe_options,
     write_output,
 )
+from gpucheck.exit_status import ExitStatus
 from gpucheck.model.frameworks import CUPY, TORCH
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "every figure as expected (warnings allowed unless --strict)",
+    ExitStatus.FAILED: (
+        "a wrong result, a run that did not finish, or no GPU to measure (the CPU figure is "
+        "still shown)"
+    ),
+}
 
 
 def bench(
@@ -53,15 +64,11 @@ def bench(
             "and power over time (throttling shows as a drop; 0: off).",
         ),
     ] = 0.0,
-    python: PythonOpt = None,
+    pythons: PythonOpt = None,
     compat_dir: CompatDirOpt = None,
 ) -> None:
-    """Measure how fast this machine's GPUs really are, next to their spec and the CPU.
-
-    Exit codes: 0 every figure as expected (warnings allowed unless --strict), 1 a wrong result,
-    a run that did not finish, or no GPU to measure (the CPU figure is still shown), 2 usage
-    error.
-    """
+    """Measure how fast this machine's GPUs really are, next to their spec and the CPU."""
+    python = one_python(pythons)
     from gpucheck.bench.probe import measure_cpu, measure_gpus
     from gpucheck.bench.report import BenchReport, render_text
     from gpucheck.bench.verdicts import findings

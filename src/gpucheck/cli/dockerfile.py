@@ -22,6 +22,17 @@ from gpucheck.cli.common import (
     read_snapshot,
     write_output,
 )
+from gpucheck.exit_status import ExitStatus
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "ready: nothing failed (with --strict: nothing warned either)",
+    ExitStatus.FAILED: "a check failed (or warned, with --strict)",
+    ExitStatus.UNKNOWN: (
+        "could not tell: the host's driver is unknown (judge a snapshot of the machine it "
+        "will run on with --from)"
+    ),
+}
 
 
 def dockerfile(
@@ -42,12 +53,7 @@ def dockerfile(
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
 ) -> None:
-    """Judge a Dockerfile or Compose file against the machine it will run on.
-
-    Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or an
-    unreadable recipe or snapshot, 3 gpucheck itself broke, 5 could not tell (the host's driver
-    is unknown: judge against a snapshot of the machine it will run on with --from).
-    """
+    """Judge a Dockerfile or Compose file against the machine it will run on."""
     from gpucheck.report.formats import FORMATS
 
     fmt = "json" if json_out else fmt

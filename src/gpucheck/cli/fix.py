@@ -17,6 +17,7 @@ from gpucheck.cli.common import (
     UserError,
     format_option,
     load_compat,
+    one_python,
     probe_here,
     read_input,
     read_snapshot,
@@ -26,6 +27,13 @@ from gpucheck.exit_status import ExitStatus
 
 if TYPE_CHECKING:
     from gpucheck.fixplan.plan import Plan
+
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "planned (or applied, or undone)",
+    ExitStatus.FAILED: "the plan has conflicts or a step failed",
+}
 
 
 def fix(
@@ -61,15 +69,12 @@ def fix(
         str | None,
         typer.Option("--undo", metavar="RECORD", help="Restore what an --apply recorded."),
     ] = None,
-    python: PythonOpt = None,
+    pythons: PythonOpt = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
 ) -> None:
-    """Turn the doctor's fixes into one ordered plan; print it (text, json, sh), or --apply it.
-
-    Exit codes: 0 planned (or applied, or undone), 1 the plan has conflicts or a step failed,
-    2 usage error, unreadable input or a plan of another machine, 130 interrupted.
-    """
+    """Turn the doctor's fixes into one ordered plan; print it (text, json, sh), or --apply it."""
+    python = one_python(pythons)
     from gpucheck.fixplan.apply import ApplyError, RecordError
 
     try:

@@ -22,6 +22,16 @@ GpuOpt = Annotated[
 ]
 
 
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "listed (and every process asked for was ended)",
+    ExitStatus.FAILED: "a process was not ended (declined, refused, or still running)",
+    ExitStatus.UNKNOWN: (
+        "could not tell: NVML did not answer for a GPU (lost), so a holder may be missing"
+    ),
+}
+
+
 def procs(
     json_out: Annotated[bool, typer.Option("--json", help="Answer as JSON.")] = False,
     gpu: GpuOpt = None,

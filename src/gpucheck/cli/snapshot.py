@@ -12,6 +12,12 @@ from gpucheck.cli.common import (
     probe_here,
     write_output,
 )
+from gpucheck.exit_status import ExitStatus
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "the facts were written (a probe that failed is a recorded fact)",
+}
 
 
 def snapshot(

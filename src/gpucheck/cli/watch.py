@@ -21,6 +21,16 @@ FORMATS = ("csv", "jsonl")
 KEEP = 5  # --keep's default: full logs kept besides the one being written
 
 
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "sampled until the count, duration or Ctrl-C",
+    ExitStatus.FAILED: "the GPUs cannot be watched here (NVML fails, no GPU)",
+    ExitStatus.UNKNOWN: (
+        "could not tell: the NVIDIA driver is not loaded while GPUs are on the PCI bus"
+    ),
+}
+
+
 def watch(
     interval: Annotated[
         float,
