@@ -12,6 +12,7 @@ from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
 from gpucheck.report.core import Report
+from gpucheck.report.plural import counted
 from gpucheck.report.text import MARKS
 from gpucheck.version import __version__
 
@@ -59,9 +60,11 @@ def render_text(report: BenchReport, stream: IO[str], verbose: bool = False) -> 
     c = report.counts
     console.print()
     if report.ready:
-        warn = f", {c['warn']} warning(s)" if c["warn"] else ""
+        warn = f", {counted(c['warn'], 'warning')}" if c["warn"] else ""
         console.print(Text(f"Measured: {c['pass']} as expected{warn}", style="bold green"))
     else:
         console.print(
-            Text(f"{len(report.problems)} problem(s): {c['fail']} failed", style="bold red")
+            Text(
+                f"{counted(len(report.problems), 'problem')}: {c['fail']} failed", style="bold red"
+            )
         )

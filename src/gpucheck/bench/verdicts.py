@@ -423,6 +423,25 @@ def cpu_finding(bench: BenchRun) -> Finding:
 
 def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
     out = [cpu_finding(bench)]
+    if bench.no_framework_in:
+        python = bench.no_framework_in[0]
+        where = ", ".join(bench.no_framework_in)
+        out.append(
+            finding(
+                "bench.gpu",
+                Status.FAIL,
+                f"Not measured: torch is not installed in the probed environment ({where}), "
+                "and neither is CuPy; the GPUs were not tried",
+                ["bench measures with torch or CuPy from that environment, not its own"],
+                Fix.of(
+                    Step.run(
+                        "install torch there, or pass --python PATH of an environment that has it",
+                        f"{python} -m pip install torch",
+                    )
+                ),
+            )
+        )
+        return out
     if not bench.gpus:
         reason = bench.no_gpu_reason or "no GPU was found"
         out.append(

@@ -105,11 +105,7 @@ def bench(
     if not usable:
         run.no_gpu_reason = _no_gpu_reason(ctx)
     elif found.python is None:
-        run.no_gpu_reason = (
-            f"no torch or CuPy in {', '.join(found.looked_at)} to run the measurements: "
-            "install one there (`pip install torch`), or pass --python PATH of an environment "
-            "that has it"
-        )
+        run.no_framework_in = list(found.looked_at)
     else:
         measure_gpus(
             run, usable, timeout, options.env, driver_init_allowed(snapshot.system), progress
