@@ -43,7 +43,11 @@ def test_gpus_on_the_bus_with_no_driver_loaded_are_not_no_gpu(simulate: Simulate
     machine = simulate(sim.h100_node(2, module_loaded=False, uvm_loaded=False))
     out = run_gpucheck("fit", *JOB, env=machine.env)
     assert out.returncode == 5, out.stderr
-    assert "the NVIDIA driver is not loaded (2 NVIDIA GPUs on the PCI bus)" in out.stderr
+    assert out.stderr == (
+        "gpucheck: no GPU judged: The GPUs here could not be read: the NVIDIA driver is not "
+        "loaded (2 NVIDIA GPUs on the PCI bus; `gpucheck doctor` says how to load it): pass "
+        "--gpu-memory 80GiB, or --all-gpus for every GPU in the compat data\n"
+    )
     assert "NVML sees none" not in out.stdout + out.stderr
 
 

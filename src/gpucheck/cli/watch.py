@@ -177,7 +177,7 @@ def watch(
         run(plan)
     except WatchUnavailable as exc:
         sys.stderr.write(f"gpucheck: watch: {exc}\n")
-        raise typer.Exit(ExitStatus.FAILED) from None
+        raise typer.Exit(exc.status) from None
 
 
 def parse_duration(text: str) -> float:

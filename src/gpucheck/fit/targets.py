@@ -15,7 +15,7 @@ from gpucheck.model.snapshot import GpuFacts, NvmlFacts, SystemFacts
 from gpucheck.probes.nvml import probe_nvml
 from gpucheck.probes.run import ProbeOptions, driver_init_allowed
 from gpucheck.probes.system import probe_system
-from gpucheck.report.plural import plural
+from gpucheck.report.plural import counted
 
 
 def _mig_target(g: GpuFacts, cvd: str | None, vis: Visibility) -> tuple[Target | None, str]:
@@ -65,18 +65,18 @@ def _no_target_reason(system: SystemFacts, nvml: NvmlFacts) -> tuple[str, ExitSt
     GPUs on the PCI bus cannot be measured: could not tell)."""
     on_bus = len(system.pci_gpus)
     error = nvml.init_error.name if nvml.init_error else None
+    unread = "The GPUs here could not be read"
     if on_bus and (system.nvidia_module_loaded is False or error == "DriverNotLoaded"):
         return (
-            f"the NVIDIA driver is not loaded ({on_bus} NVIDIA "
-            f"{plural(on_bus, 'GPU')} on the PCI bus): `gpucheck doctor` says how to load it",
+            f"{unread}: the NVIDIA driver is not loaded ({counted(on_bus, 'NVIDIA GPU')} on "
+            "the PCI bus; `gpucheck doctor` says how to load it)",
             ExitStatus.UNKNOWN,
         )
     if error is not None or nvml.init_skipped_reason:
         cause = error or nvml.init_skipped_reason
-        return f"the NVIDIA driver does not answer (NVML: {cause})", ExitStatus.UNKNOWN
-    if not nvml.gpus:
-        return "NVML sees none", ExitStatus.FAILED
-    return "CUDA can use none of its GPUs", ExitStatus.FAILED
+        return f"{unread}: the NVIDIA driver does not answer (NVML: {cause})", ExitStatus.UNKNOWN
+    seen = "NVML sees none" if not nvml.gpus else "CUDA can use none of its GPUs"
+    return f"No GPU on this machine to judge against ({seen})", ExitStatus.FAILED
 
 
 def machine_targets(timeout: float) -> MachineTargets:
@@ -111,11 +111,8 @@ def machine_targets(timeout: float) -> MachineTargets:
     count = len(nvml.gpus)
     if targets:
         return MachineTargets(targets, notes, None, status, count)
-    seen, no_target = _no_target_reason(system, nvml)
-    why = (
-        f"No GPU on this machine to judge against ({seen}): pass --gpu-memory 80GiB, "
-        "or --all-gpus for every GPU in the compat data"
-    )
+    lead, no_target = _no_target_reason(system, nvml)
+    why = f"{lead}: pass --gpu-memory 80GiB, or --all-gpus for every GPU in the compat data"
     return MachineTargets([], notes, why, status or no_target, count)
 
 
