@@ -196,3 +196,25 @@ def exit_codes_help(own: Mapping[ExitStatus, str]) -> str:
         for code in sorted(meanings)
     ]
     return "\b\nExit codes:\n" + "\n".join(lines)
+
+
+def install_extra(extra: str) -> str:
+    """The command that installs an optional extra into the interpreter running gpucheck (a
+    bare `pip` may be another Python's, outside this venv or pipx env): from a source checkout
+    an editable install of that clone, else the published package."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    import gpucheck
+
+    pip = f"{shlex.quote(sys.executable)} -m pip install"
+    clone = Path(gpucheck.__file__).resolve().parents[2]  # src/gpucheck/__init__.py's root
+    pyproject = clone / "pyproject.toml"
+    try:
+        checkout = 'name = "gpucheck-doctor"' in pyproject.read_text(encoding="utf-8")
+    except OSError:
+        checkout = False
+    if checkout:
+        return f"{pip} -e {shlex.quote(f'{clone}[{extra}]')}"
+    return f"{pip} {shlex.quote(f'gpucheck-doctor[{extra}]')}"

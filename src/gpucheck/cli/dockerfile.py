@@ -16,6 +16,7 @@ from gpucheck.cli.common import (
     TimeoutOpt,
     UserError,
     format_option,
+    install_extra,
     load_compat,
     probe_here,
     read_input,
@@ -63,7 +64,7 @@ def dockerfile(
         from gpucheck.dockerfile import RECIPE_LIMIT, RecipeError, host_unknown, judge_file
     except ImportError as exc:
         raise UserError(
-            f"gpucheck dockerfile needs {exc.name}: pip install 'gpucheck-doctor[docker]'"
+            f"gpucheck dockerfile needs {exc.name}: {install_extra('docker')}"
         ) from None
     raw = read_input(path, RECIPE_LIMIT, "is too large to be a Dockerfile (over 4 MiB)", "PATH")
     try:
@@ -78,7 +79,7 @@ def dockerfile(
         raise UserError(str(exc)) from None
     except ImportError as exc:
         raise UserError(
-            f"gpucheck dockerfile needs {exc.name}: pip install 'gpucheck-doctor[docker]'"
+            f"gpucheck dockerfile needs {exc.name}: {install_extra('docker')}"
         ) from None
     from gpucheck.report.core import Report
 

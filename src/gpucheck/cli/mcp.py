@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpucheck.cli.common import UserError
+from gpucheck.cli.common import UserError, install_extra
 from gpucheck.exit_status import ExitStatus
 
 # What --help lists under "Exit codes" (with those every command shares).
@@ -19,6 +19,6 @@ def mcp() -> None:
         from gpucheck.mcp.server import serve
     except ImportError as exc:
         raise UserError(
-            f"gpucheck mcp needs the MCP SDK ({exc.name}): pip install 'gpucheck-doctor[mcp]'"
+            f"gpucheck mcp needs the MCP SDK ({exc.name}): {install_extra('mcp')}"
         ) from None
     serve()
