@@ -133,6 +133,12 @@ def test_procs_table_for_a_person(simulate: Simulate) -> None:
     assert "zombie context(s): PID 5555" in out
     assert "20.5 GiB used by no process listed" in out
     assert "Driver only (device files open, no GPU context)" in out
+    # Why this "used" is more than watch's and nvidia-smi's (NVML v1 vs v2 device memory).
+    assert (
+        "Memory: a GPU's used counts what the driver reserves; a process's is what its own "
+        "context allocated. `gpucheck watch` and nvidia-smi leave the driver's reservation out "
+        "(less used)."
+    ) in " ".join(out.split())
     assert "/usr/bin/nvidia-persistenced" in out
 
 

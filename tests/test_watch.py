@@ -71,8 +71,8 @@ def test_values_follow_the_timeline_and_a_lost_gpu_does_not_stop_the_watch(
         "1, [GPU is lost], [GPU is lost], [GPU is lost]",
     ]
     # The summary goes to stderr while the samples go to stdout.
-    assert "Summary: 4 sample(s)" in result.stderr
-    assert "! did not answer in 2 sample(s) (GpuIsLost)" in result.stderr
+    assert "Summary: 4 samples" in result.stderr
+    assert "! did not answer in 2 samples (GpuIsLost)" in result.stderr
     assert "! throttled in 50% of samples (hw_thermal_slowdown 50%)" in result.stderr
 
 
@@ -365,7 +365,7 @@ def test_live_view_only_on_a_terminal(simulate: Simulate) -> None:
     env = {**os.environ, **machine.env, "COLUMNS": "120", "TERM": "xterm"}
     code, text = on_a_terminal(["watch", "-i", "0.05", "-c", "3"], env)
     assert code == 0, text
-    assert "gpucheck watch · 3 sample(s)" in text
+    assert "gpucheck watch · 3 samples" in text
     assert "███" in text  # GPU 1's utilisation sparkline at 100%
     assert "timestamp, index" not in text  # no CSV on a terminal
 

@@ -241,6 +241,15 @@ def _command(row: ProcessRow, width: int = 48) -> str:
     return shorten(printable(text), width)
 
 
+# Why procs and watch (or nvidia-smi) disagree on used memory: NVML's device "used" (v1, read
+# here) counts the driver's reservation, watch reads v2 as nvidia-smi does and leaves it out,
+# and a process's figure is its own context's allocations only.
+MEMORY_NOTE = (
+    "Memory: a GPU's used counts what the driver reserves; a process's is what its own context "
+    "allocated. `gpucheck watch` and nvidia-smi leave the driver's reservation out (less used)."
+)
+
+
 def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
     # Names and command lines are any process's own text: never markup, controls escaped.
     console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
@@ -297,6 +306,8 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
                 f"{g.leak_causes}",
                 style="yellow",
             )
+    if any(g.memory_used is not None for g in doc.gpus):
+        console.print(MEMORY_NOTE, style="dim")
     driver_only = [r for r in doc.processes if not r.gpus and r.devices]
     if driver_only:
         title = (
