@@ -95,7 +95,7 @@ def test_other_processes_and_mig_are_named_as_causes() -> None:
     gpu.processes = [GpuProcess(pid=4242, name="python3", used_memory=10 * 2**30)]
     f = one(bench(run_of(gpu, matmuls=[matmul("bf16", 200.0)])), "bench.matmul")
     assert any(
-        "1 other process(es) were on the GPU when the run started (4242 python3)" in e
+        "1 other process was on the GPU when the run started (4242 python3)" in e
         for e in f.evidence
     )
     mig = one(bench(run_of(a100_mig(0), matmuls=[matmul("bf16", 50.0)])), "bench.matmul")

@@ -11,8 +11,8 @@ from rich.text import Text
 from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
+from gpucheck.model.plural import counted
 from gpucheck.report.core import Report
-from gpucheck.report.plural import counted
 from gpucheck.report.text import MARKS
 from gpucheck.version import __version__
 

@@ -20,6 +20,7 @@ from gpucheck.bench.spec import (
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
 from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
 from gpucheck.model.fix import Fix, Layer, Step
+from gpucheck.model.plural import counted, plural
 
 SLOWDOWNS = {
     "sw_power_cap": "the power cap held the clocks down (sw_power_cap)",
@@ -88,7 +89,8 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, list[
         pids = ", ".join(str(p.pid) + (f" {p.name}" if p.name else "") for p in others[:5])
         causes.append(
             (
-                f"{len(others)} other process(es) were on the GPU when the run started ({pids})",
+                f"{counted(len(others), 'other process', 'other processes')} "
+                f"{plural(len(others), 'was')} on the GPU when the run started ({pids})",
                 [
                     Step.run("see who uses it", f"nvidia-smi -i {g.index}", gpus=gpu),
                     Step.manual("run bench on an idle GPU", Layer.JOB),
@@ -390,7 +392,7 @@ def run_findings(run: GpuRun, bench: BenchRun) -> list[Finding]:
             finding(
                 "bench.run",
                 Status.WARN,
-                f"{label(run)}: {len(run.errors)} measurement(s) failed",
+                f"{label(run)}: {counted(len(run.errors), 'measurement')} failed",
                 run.errors,
                 Fix.of(
                     Step.info("see the errors"),

@@ -206,10 +206,10 @@ def install_extra(extra: str) -> str:
     import sys
     from pathlib import Path
 
-    import gpucheck
+    from gpucheck import version
 
     pip = f"{shlex.quote(sys.executable)} -m pip install"
-    clone = Path(gpucheck.__file__).resolve().parents[2]  # src/gpucheck/__init__.py's root
+    clone = Path(version.__file__).resolve().parents[2]  # src/gpucheck/version.py's root
     pyproject = clone / "pyproject.toml"
     try:
         checkout = 'name = "gpucheck-doctor"' in pyproject.read_text(encoding="utf-8")

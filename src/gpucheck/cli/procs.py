@@ -126,7 +126,9 @@ def procs(
                 "ending processes asks for confirmation: run on a terminal, or add --yes "
                 "(nothing was ended)"
             )
-        if not typer.confirm(f"End {len(to_end)} process(es)?", default=False, err=True):
+        from gpucheck.model.plural import counted
+
+        if not typer.confirm(f"End {counted(len(to_end), 'process')}?", default=False, err=True):
             sys.stderr.write("gpucheck: nothing was ended\n")
             raise typer.Exit(ExitStatus.FAILED)
     ender = Ender(options.root, grace)

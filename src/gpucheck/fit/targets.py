@@ -11,11 +11,11 @@ from gpucheck.compat import Compat
 from gpucheck.exit_status import ExitStatus
 from gpucheck.fit.report import Target
 from gpucheck.fit.units import gib
+from gpucheck.model.plural import counted
 from gpucheck.model.snapshot import GpuFacts, NvmlFacts, SystemFacts
 from gpucheck.probes.nvml import probe_nvml
 from gpucheck.probes.run import ProbeOptions, driver_init_allowed
 from gpucheck.probes.system import probe_system
-from gpucheck.report.plural import counted
 
 
 def _mig_target(g: GpuFacts, cvd: str | None, vis: Visibility) -> tuple[Target | None, str]:

@@ -11,6 +11,7 @@ import msgspec
 from gpucheck.fixplan.plan import PLAN_SCHEMA_VERSION, Plan, PlanStep
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.fix import Change, StepKind
+from gpucheck.model.plural import counted, plural
 
 
 def change_text(c: Change) -> str:
@@ -18,10 +19,6 @@ def change_text(c: Change) -> str:
         return f"{c.name} {c.from_version or ''} -> removed".replace("  ", " ")
     to = c.to_version or c.requirement or "the installer's choice"
     return f"{c.name} {c.from_version or 'not installed'} -> {to}"
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _label(step: PlanStep) -> str:
@@ -43,9 +40,9 @@ def render_text(plan: Plan, out: IO[str], dry_run: bool = True) -> None:
         return
     local = len(plan.local_steps)
     out.write(
-        f"gpucheck fix: {_n(len(plan.steps), 'step')} for {_n(problems, 'problem')} "
+        f"gpucheck fix: {counted(len(plan.steps), 'step')} for {counted(problems, 'problem')} "
         f"({_where(plan)}); {local} can be applied here (--apply), "
-        f"{len(plan.steps) - local} are yours to do\n"
+        f"{len(plan.steps) - local} {plural(len(plan.steps) - local, 'is', 'are')} yours to do\n"
     )
     for step in plan.steps:
         _step_text(step, out)

@@ -20,6 +20,7 @@ from gpucheck.model.holders import (
     Holders,
     leak_causes,
 )
+from gpucheck.model.plural import plural
 from gpucheck.procs.ending import Decision, Ended, shorten
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
@@ -296,8 +297,14 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
             console.print(f"  {gib(g.held_outside)} held by processes {where}", style="yellow")
         if g.zombie_pids:
             console.print(
-                f"  ! zombie context(s): PID {', '.join(map(str, g.zombie_pids))} exited but "
-                "still holds memory until its parent reaps it",
+                f"  ! zombie {plural(len(g.zombie_pids), 'context')}: "
+                f"{plural(len(g.zombie_pids), 'PID', 'PIDs')} "
+                f"{', '.join(map(str, g.zombie_pids))} exited but still "
+                + (
+                    "holds memory until its parent reaps it"
+                    if len(g.zombie_pids) == 1
+                    else "hold memory until their parents reap them"
+                ),
                 style="yellow",
             )
         if g.leaked and g.leak_causes:

@@ -16,7 +16,7 @@ from msgspec import Struct
 
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.finding import PROBLEM, Finding, Section, Status
-from gpucheck.report.plural import counted
+from gpucheck.model.plural import counted
 from gpucheck.report.topology import matrix
 from gpucheck.version import __version__
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from rich.table import Table
 from rich.text import Text
 
-from gpucheck.report.plural import counted
+from gpucheck.model.plural import counted
 from gpucheck.watch.log import Sample
 from gpucheck.watch.summary import THROTTLE_BITS
 

@@ -20,8 +20,8 @@ from typing import IO, TYPE_CHECKING
 
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import UserError
+from gpucheck.model.plural import counted
 from gpucheck.outputs import OutputError, quiet_stdout
-from gpucheck.report.plural import counted
 from gpucheck.watch.log import CsvRows, RawSample, Sample, header, jsonl_rows, value_fields
 
 if TYPE_CHECKING:

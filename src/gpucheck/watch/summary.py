@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gpucheck.model.plural import counted
 from gpucheck.probes.scripts.nvml_names import CLOCK_EVENT_BITS
-from gpucheck.report.plural import counted
 from gpucheck.report.text import printable
 from gpucheck.watch.log import FIELDS, IDENTITY, TEXT_FIELDS, LogError, Sample
 
