@@ -86,7 +86,8 @@ def _one_python(value: list[str] | None) -> list[str] | None:
 
 def one_python(value: list[str] | None) -> str | None:
     """The one --python of a command that takes one (PythonOpt), or None."""
-    return _one_python(value)[0] if value else None
+    checked = _one_python(value)
+    return checked[0] if checked else None
 
 
 PythonOpt = Annotated[
