@@ -72,6 +72,8 @@ def _no_target_reason(system: SystemFacts, nvml: NvmlFacts) -> tuple[str, ExitSt
             "the PCI bus; `gpucheck doctor` says how to load it)",
             ExitStatus.UNKNOWN,
         )
+    if system.pci_scanned and system.pci_device_count and not on_bus:
+        return "No GPU on this machine to judge against (none on the PCI bus)", ExitStatus.FAILED
     if error is not None or nvml.init_skipped_reason:
         cause = error or nvml.init_skipped_reason
         return f"{unread}: the NVIDIA driver does not answer (NVML: {cause})", ExitStatus.UNKNOWN
