@@ -17,6 +17,7 @@ from gpucheck.bench.spec import (
     best_link,
     matmul_expectation,
 )
+from gpucheck.bench.unmeasured import cpu_finding, unmeasured
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
 from gpucheck.model.finding import Finding, GpuRef, Section, Status, Subjects
 from gpucheck.model.fix import Fix, Layer, Step
@@ -408,54 +409,11 @@ def run_findings(run: GpuRun, bench: BenchRun) -> list[Finding]:
     return []
 
 
-def cpu_finding(bench: BenchRun) -> Finding:
-    cpu = bench.cpu
-    if cpu.matmul is None:
-        why = cpu.problem or "no figure came back"
-        return finding("bench.cpu", Status.SKIP, f"CPU FP32 matmul not measured: {why}", [])
-    m = cpu.matmul
-    via = cpu.framework or "?"
-    return finding(
-        "bench.cpu",
-        Status.INFO,
-        f"CPU FP32 matmul: {m.tflops * 1000:,.1f} GFLOPS ({m.n}³, {via})",
-        [f"median of {m.samples} samples, {m.median_ms:,.1f} ms a matmul"],
-    )
-
-
 def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
     out = [cpu_finding(bench)]
-    if bench.no_framework_in:
-        python = bench.no_framework_in[0]
-        where = ", ".join(bench.no_framework_in)
-        out.append(
-            finding(
-                "bench.gpu",
-                Status.FAIL,
-                f"Not measured: torch is not installed in the probed environment ({where}), "
-                "and neither is CuPy; the GPUs were not tried",
-                ["bench measures with torch or CuPy from that environment, not its own"],
-                Fix.of(
-                    Step.run(
-                        "install torch there, or pass --python PATH of an environment that has it",
-                        f"{python} -m pip install torch",
-                    )
-                ),
-            )
-        )
-        return out
-    if not bench.gpus:
-        reason = bench.no_gpu_reason or "no GPU was found"
-        out.append(
-            finding(
-                "bench.gpu",
-                Status.FAIL,
-                f"No GPU to measure: {reason}",
-                [],
-                Fix.of(Step.run("see which layer hides the GPU", "gpucheck doctor")),
-            )
-        )
-        return out
+    nothing = unmeasured(bench)
+    if nothing is not None:
+        return [*out, nothing]
     cpu_tflops = bench.cpu.matmul.tflops if bench.cpu.matmul else None
     for run in bench.gpus:
         spec = index.spec(run.facts.name or "")
