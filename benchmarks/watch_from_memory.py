@@ -105,7 +105,7 @@ def main() -> None:
             samples = generate(log, mib * MIB)
             size = log.stat().st_size
             rss, seconds, out = measure([*gpucheck, "watch", "--from", str(log)])
-            if not out.startswith(f"Summary: {samples} sample(s)"):
+            if not out.startswith(f"Summary: {samples} sample"):  # "1 sample", "N samples"
                 raise SystemExit(f"unexpected summary of {log}: {out[:200]}")
             rows.append((f"watch --from a {mib} MiB log", size, samples, rss, seconds))
             if not args.keep:

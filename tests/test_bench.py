@@ -95,7 +95,7 @@ def test_other_processes_and_mig_are_named_as_causes() -> None:
     gpu.processes = [GpuProcess(pid=4242, name="python3", used_memory=10 * 2**30)]
     f = one(bench(run_of(gpu, matmuls=[matmul("bf16", 200.0)])), "bench.matmul")
     assert any(
-        "1 other process(es) were on the GPU when the run started (4242 python3)" in e
+        "1 other process was on the GPU when the run started (4242 python3)" in e
         for e in f.evidence
     )
     mig = one(bench(run_of(a100_mig(0), matmuls=[matmul("bf16", 50.0)])), "bench.matmul")
@@ -251,3 +251,20 @@ def test_the_doctors_pcie_check_points_to_bench() -> None:
     outcome = pcie_link(Context(snap))
     assert outcome is not None and outcome.status == Status.WARN
     assert outcome.fix is not None and "gpucheck bench --quick" in outcome.fix.commands
+
+
+def test_no_torch_on_a_gpu_machine_names_torch_not_the_gpu() -> None:
+    b = BenchRun(True, "/env/bin/python", None, None, CPU, no_framework_in=["/env/bin/python"])
+    found = findings(b, INDEX)
+    gpu = one(found, "bench.gpu")
+    assert gpu.status is Status.FAIL
+    assert gpu.title == (
+        "Not measured: torch is not installed in the probed environment (/env/bin/python), "
+        "and neither is CuPy; the GPUs were not tried"
+    )
+    assert gpu.fix is not None
+    assert gpu.fix.commands == ["/env/bin/python -m pip install torch"]
+    assert gpu.fix.text == (
+        "Install torch there, or pass --python PATH of an environment that has it: "
+        "`/env/bin/python -m pip install torch`"
+    )

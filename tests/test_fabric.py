@@ -1,5 +1,5 @@
 """Fabric manager, NVLink and P2P facts judged from literal snapshots, read from fabricated
-files, and rendered as nvidia-smi's topology matrix (issue 23, item 4)."""
+files, and rendered as nvidia-smi's topology matrix (only where some pair's link is known)."""
 
 from __future__ import annotations
 
@@ -206,6 +206,17 @@ def test_the_matrix_reads_like_nvidia_smi_topo() -> None:
         "NODE: across host bridges  SYS: across CPUs  ?: unknown",
     ]
     assert matrix(b.h100_node(1).nvml) == []
+
+
+def test_a_matrix_of_nothing_but_unknown_pairs_is_not_printed() -> None:
+    # NVML answered NOT_SUPPORTED for every pair (a simulated or older node): no information.
+    snap = b.h100_node(3)
+    snap.nvml.pairs = [
+        GpuPair(0, 1, None, None, None, None),
+        GpuPair(0, 2, "not_supported", "not_supported", "not_supported", None),
+        GpuPair(1, 2, None, None, None, None),
+    ]
+    assert matrix(snap.nvml) == []
 
 
 def test_persistence_off_on_a_container_host_names_slow_container_starts() -> None:

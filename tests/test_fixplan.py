@@ -250,3 +250,40 @@ def test_undo_of_a_file_that_is_no_record_is_the_same_one_line(tmp_path: Path) -
     assert (
         done.stderr == f"gpucheck: {other}: not an apply record (no plan.json and journal.json)\n"
     )
+
+
+def test_an_environment_step_remaining_after_apply_says_to_source_the_file() -> None:
+    from gpucheck.fixplan.apply import recheck_lines
+
+    env = Step.set_env("CUDA_VISIBLE_DEVICES", "0,1", "show both GPUs", Layer.JOB)
+    plan = build_plan(
+        [
+            finding("gpu.visible", Layer.GPUS, env),
+            finding("torch.cpu-build", Layer.FRAMEWORKS, pip("pip install torch")),
+        ],
+        PlanHost("h"),
+        [PY],
+    )
+    lines = recheck_lines(plan, {"gpu.visible"}, Path("/tmp/fix record"))
+    assert lines == [
+        "Doctor again: gone: torch.cpu-build; remain: gpu.visible",
+        "gpu.visible remains until the environment is set: run `source '/tmp/fix record/env.sh'` "
+        "in your shell (the doctor ran without it)",
+    ]
+    assert recheck_lines(plan, set(), Path("r")) == [
+        "Doctor again: gone: gpu.visible, torch.cpu-build; remain: none"
+    ]
+
+
+def test_the_plan_counts_its_steps_in_words_that_agree() -> None:
+    one = build_plan(
+        [finding("a", Layer.SYSTEM, Step.run("", "apt-get install -y nvidia-utils", Tool.APT))],
+        PlanHost("h"),
+        [PY],
+    )
+    out = io.StringIO()
+    render_text(one, out)
+    assert out.getvalue().splitlines()[0] == (
+        "gpucheck fix: 1 step for 1 problem (host h); 0 can be applied here (--apply), 1 is "
+        "yours to do"
+    )

@@ -157,7 +157,7 @@ def test_a_failing_step_stops_the_plan_and_says_what_was_done(
     last = done.stderr.splitlines()[-1]
     assert last.startswith("gpucheck: step 2 failed (exit 1): ")
     assert last.endswith(
-        f"stopped, 1 steps done (record: {record}; undo: gpucheck fix --undo {record})"
+        f"stopped, 1 step done (record: {record}; undo: gpucheck fix --undo {record})"
     )
     states = [s["state"] for s in journal(record)["steps"]]  # type: ignore[attr-defined]
     assert states == ["done", "failed", "pending"]

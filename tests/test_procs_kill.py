@@ -194,7 +194,7 @@ def test_on_a_terminal_it_asks_first_and_no_means_nothing_ends(
     target = str(procs_[0].pid)
     code, out = on_a_terminal(["procs", "--kill", target], {**os.environ, **machine.env}, b"n\n")
     assert code == 1, out
-    assert f"will end  PID {target}" in out and "End 1 process(es)? [y/N]" in out
+    assert f"will end  PID {target}" in out and "End 1 process? [y/N]" in out
     assert "gpucheck: nothing was ended" in out
     assert all(running(p) for p in procs_)
     code, out = on_a_terminal(

@@ -55,3 +55,20 @@ def test_list_and_bad_uses() -> None:
         bad = sim_command(*args)
         assert bad.returncode == 2, (args, bad.stderr)
         assert bad.stderr.splitlines()[-1].startswith("python -m tests.sim: error: ")
+
+
+def test_a_python_without_the_test_extra_gets_one_line_naming_the_venv() -> None:
+    # -S: no site-packages, as a system python3 run from the clone has none of the extra.
+    ran = subprocess.run(
+        [sys.executable, "-S", "-m", "tests.sim", "--list"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 1
+    assert ran.stderr == (
+        "python -m tests.sim needs the test extra (nvidia-ml-py, ...): run it with the venv's "
+        "python (.venv/bin/python -m tests.sim ...), after pip install -e '.[test]'\n"
+    )

@@ -71,8 +71,8 @@ def test_values_follow_the_timeline_and_a_lost_gpu_does_not_stop_the_watch(
         "1, [GPU is lost], [GPU is lost], [GPU is lost]",
     ]
     # The summary goes to stderr while the samples go to stdout.
-    assert "Summary: 4 sample(s)" in result.stderr
-    assert "! did not answer in 2 sample(s) (GpuIsLost)" in result.stderr
+    assert "Summary: 4 samples" in result.stderr
+    assert "! did not answer in 2 samples (GpuIsLost)" in result.stderr
     assert "! throttled in 50% of samples (hw_thermal_slowdown 50%)" in result.stderr
 
 
@@ -240,14 +240,15 @@ def test_bad_options_are_one_line_usage_errors(args: list[str], message: str) ->
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_no_driver_is_one_line_and_exit_1_and_no_file(simulate: Simulate, tmp_path: Path) -> None:
+def test_no_driver_is_one_line_and_exit_5_and_no_file(simulate: Simulate, tmp_path: Path) -> None:
+    # A GPU on the PCI bus and no driver loaded: its state could not be read (5), not "no GPU".
     log = tmp_path / "gpu.csv"
     unloaded = simulate(Scenario(gpus=[h100(0)], module_loaded=False))
     result = watch(unloaded, "-c", "1", "-o", str(log))
-    assert (result.returncode, result.stdout) == (1, "")
+    assert (result.returncode, result.stdout) == (5, "")
     assert result.stderr == (
-        "gpucheck: watch: the NVIDIA driver is not loaded (no nvidia kernel module); run "
-        "`gpucheck doctor` for the fix\n"
+        "gpucheck: watch: the NVIDIA driver is not loaded (1 NVIDIA GPU on the PCI bus, no "
+        "nvidia kernel module): nothing to sample; run `gpucheck doctor` for the fix\n"
     )
     assert not log.exists()
     no_library = run_gpucheck(
@@ -257,6 +258,14 @@ def test_no_driver_is_one_line_and_exit_1_and_no_file(simulate: Simulate, tmp_pa
     assert no_library.stderr == (
         "gpucheck: watch: no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded; run "
         "`gpucheck doctor` for the fix\n"
+    )
+
+
+def test_no_gpu_and_no_driver_is_no_gpu_exit_1(simulate: Simulate) -> None:
+    result = watch(simulate(Scenario(gpus=[], module_loaded=False)), "-c", "1")
+    assert (result.returncode, result.stderr) == (
+        1,
+        "gpucheck: watch: this machine has no NVIDIA GPU (none on the PCI bus)\n",
     )
 
 
@@ -356,7 +365,7 @@ def test_live_view_only_on_a_terminal(simulate: Simulate) -> None:
     env = {**os.environ, **machine.env, "COLUMNS": "120", "TERM": "xterm"}
     code, text = on_a_terminal(["watch", "-i", "0.05", "-c", "3"], env)
     assert code == 0, text
-    assert "gpucheck watch · 3 sample(s)" in text
+    assert "gpucheck watch · 3 samples" in text
     assert "███" in text  # GPU 1's utilisation sparkline at 100%
     assert "timestamp, index" not in text  # no CSV on a terminal
 

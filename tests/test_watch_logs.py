@@ -64,8 +64,12 @@ def test_summary_of_nvidia_smis_own_csv() -> None:
     result = run_gpucheck("watch", "--from", str(FIXTURES / "nvsmi-h100-query-gpu.csv"))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "Summary: 2 sample(s) over 15 s"
+    assert lines[0] == "Summary: 2 samples over 15 s"
     assert lines[1] == "GPU 0  NVIDIA H100 80GB HBM3"
+    assert (
+        "  (memory.used as nvidia-smi counts it, the driver's reservation left out; "
+        "`gpucheck procs` counts it in)"
+    ) in lines
     assert "  utilization.gpu                        min 0  mean 50.0  max 100 %" in lines
     assert "  power.draw                             min 69.85  mean 350.9  max 631.95 W" in lines
     assert "  clocks.current.sm                      min 345  mean 1162.5  max 1980 MHz" in lines
@@ -149,7 +153,7 @@ def test_a_name_with_a_comma_and_quotes_is_quoted_and_read_back(
     again = run_gpucheck("watch", "--from", str(log))
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines()[:2] == [
-        "Summary: 2 sample(s) over 0 s",
+        "Summary: 2 samples over 0 s",
         'GPU 0  NVIDIA H100 80GB, HBM3 "SXM5"',
     ]
     assert "  utilization.gpu                        min 0  mean 0.0  max 0 %" in again.stdout
@@ -318,7 +322,7 @@ def test_from_streams_a_large_log_in_bounded_memory(tmp_path: Path) -> None:
     )
     text, peak = proc.stdout, int(proc.stderr.splitlines()[-1])
     assert proc.returncode == 0, text
-    assert text.startswith(f"Summary: {samples} sample(s)")
+    assert text.startswith(f"Summary: {samples} samples")
     assert "  utilization.gpu                        min 0  mean 48.0  max 96 %" in text
     assert peak < 100 << 20, peak
 
@@ -342,7 +346,7 @@ def test_a_log_cut_short_reads_up_to_the_cut_and_a_bad_row_inside_is_an_error(
     cut.write_text(head + rows + "2026/11/01 00:00:02.000, 0")
     result = run_gpucheck("watch", "--from", str(cut))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == "Summary: 2 sample(s) over 1 s"
+    assert result.stdout.splitlines()[0] == "Summary: 2 samples over 1 s"
     assert "  utilization.gpu                        min 10  mean 20.0  max 30 %" in result.stdout
     broken = tmp_path / "broken.csv"
     broken.write_text(head + "2026/11/01 00:00:02.000, 0\n" + rows)
@@ -363,7 +367,7 @@ def test_from_standard_input(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[:2] == ["Summary: 1 sample(s) over 0 s", "GPU 0  A, B"]
+    assert result.stdout.splitlines()[:2] == ["Summary: 1 sample over 0 s", "GPU 0  A, B"]
 
 
 def test_only_the_calls_the_fields_need_and_the_name_read_once(simulate: Simulate) -> None:

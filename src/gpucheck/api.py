@@ -168,7 +168,28 @@ def diagnose(
         # Judged after redaction, so that no finding quotes what was replaced.
         snapshot = redact_here(snapshot)
     findings = run(Context(snapshot, requirements, compat), selected, only=only)
-    return Report(snapshot, findings, strict=strict, from_file=from_file, requirements=requirements)
+    return Report(
+        snapshot,
+        findings,
+        strict=strict,
+        from_file=from_file,
+        requirements=requirements,
+        unknown=_unprobed_python(snapshot),
+    )
+
+
+def _unprobed_python(snapshot: Snapshot) -> str | None:
+    """Why the frameworks the user asked about were not judged: a --python whose probe did not
+    run (not a Python interpreter, or one too broken to start). A gate that could not look
+    where it was told answers "could not tell" (exit 5), never "ready"."""
+    failed = [e for e in snapshot.environments if e.origin == "--python" and e.error]
+    if not failed:
+        return None
+    env = failed[0]
+    return (
+        f"--python {env.python} could not be probed, so its frameworks were not judged (is it "
+        f"a Python interpreter? {env.error})"
+    )
 
 
 def _job_pids(pids: object) -> frozenset[int]:

@@ -12,5 +12,5 @@ class ExitStatus(enum.IntEnum):
     USAGE = 2  # bad arguments, or a snapshot/compat file that cannot be read
     INTERNAL = 3  # gpucheck itself broke: a check raised, or an unexpected error
     OUTPUT = 4  # the report could not be written (a full disk, a closed device)
-    UNKNOWN = 5  # could not tell: a question that decides the answer got none (procs: NVML)
+    UNKNOWN = 5  # could not tell: a question that decides the answer got none (lost GPU, no driver)
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it

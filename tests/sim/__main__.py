@@ -22,7 +22,13 @@ TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:  # (scenario.py imports its neighbours as the tests do)
     sys.path.insert(0, str(TESTS))
 
-import pynvml as nv  # noqa: E402
+try:
+    import pynvml as nv
+except ImportError:  # run by a Python without the test extra: one line, not a traceback
+    sys.exit(
+        "python -m tests.sim needs the test extra (nvidia-ml-py, ...): run it with the venv's "
+        "python (.venv/bin/python -m tests.sim ...), after pip install -e '.[test]'"
+    )
 import reallibs  # noqa: E402
 
 from sim import scenario as sim  # noqa: E402

@@ -140,6 +140,9 @@ class BenchRun:
     allreduce: list[AllReduce] = field(default_factory=list)  # 2+ GPUs, torch
     allreduce_problem: str | None = None
     no_gpu_reason: str | None = None  # set when there was no GPU to measure
+    # The interpreters looked in where GPUs are here but neither torch nor CuPy is: the
+    # measurements cannot run, and the GPU is not to blame.
+    no_framework_in: list[str] = field(default_factory=list)
     duration: float = 0.0  # seconds of the sustained run per GPU (--duration; 0: none)
 
 

@@ -11,6 +11,7 @@ from rich.text import Text
 from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
+from gpucheck.model.plural import counted
 from gpucheck.report.core import Report
 from gpucheck.report.text import MARKS, printable
 from gpucheck.version import __version__
@@ -63,9 +64,11 @@ def render_text(report: BenchReport, stream: IO[str], verbose: bool = False) -> 
     c = report.counts
     console.print()
     if report.ready:
-        warn = f", {c['warn']} warning(s)" if c["warn"] else ""
+        warn = f", {counted(c['warn'], 'warning')}" if c["warn"] else ""
         console.print(Text(f"Measured: {c['pass']} as expected{warn}", style="bold green"))
     else:
         console.print(
-            Text(f"{len(report.problems)} problem(s): {c['fail']} failed", style="bold red")
+            Text(
+                f"{counted(len(report.problems), 'problem')}: {c['fail']} failed", style="bold red"
+            )
         )

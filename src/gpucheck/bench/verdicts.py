@@ -17,10 +17,12 @@ from gpucheck.bench.spec import (
     best_link,
     matmul_expectation,
 )
+from gpucheck.bench.unmeasured import cpu_finding, unmeasured
 from gpucheck.compat.gpus import GpuIndex, GpuSpec
 from gpucheck.model.finding import Finding, GpuRef, Status, Subjects
 from gpucheck.model.fix import Fix, Step
 from gpucheck.model.layers import Layer
+from gpucheck.model.plural import counted, plural
 
 SLOWDOWNS = {
     "sw_power_cap": "the power cap held the clocks down (sw_power_cap)",
@@ -89,7 +91,8 @@ def likely_causes(run: GpuRun, transfers: bool = False) -> list[tuple[str, list[
         pids = ", ".join(str(p.pid) + (f" {p.name}" if p.name else "") for p in others[:5])
         causes.append(
             (
-                f"{len(others)} other process(es) were on the GPU when the run started ({pids})",
+                f"{counted(len(others), 'other process', 'other processes')} "
+                f"{plural(len(others), 'was')} on the GPU when the run started ({pids})",
                 [
                     Step.run("see who uses it", f"nvidia-smi -i {g.index}", gpus=gpu),
                     Step.manual("run bench on an idle GPU", Layer.JOB),
@@ -392,7 +395,7 @@ def run_findings(run: GpuRun, bench: BenchRun) -> list[Finding]:
             finding(
                 "bench.run",
                 Status.WARN,
-                f"{label(run)}: {len(run.errors)} measurement(s) failed",
+                f"{label(run)}: {counted(len(run.errors), 'measurement')} failed",
                 run.errors,
                 Fix.of(
                     Step.info("see the errors"),
@@ -408,35 +411,11 @@ def run_findings(run: GpuRun, bench: BenchRun) -> list[Finding]:
     return []
 
 
-def cpu_finding(bench: BenchRun) -> Finding:
-    cpu = bench.cpu
-    if cpu.matmul is None:
-        why = cpu.problem or "no figure came back"
-        return finding("bench.cpu", Status.SKIP, f"CPU FP32 matmul not measured: {why}", [])
-    m = cpu.matmul
-    via = cpu.framework or "?"
-    return finding(
-        "bench.cpu",
-        Status.INFO,
-        f"CPU FP32 matmul: {m.tflops * 1000:,.1f} GFLOPS ({m.n}³, {via})",
-        [f"median of {m.samples} samples, {m.median_ms:,.1f} ms a matmul"],
-    )
-
-
 def findings(bench: BenchRun, index: GpuIndex) -> list[Finding]:
     out = [cpu_finding(bench)]
-    if not bench.gpus:
-        reason = bench.no_gpu_reason or "no GPU was found"
-        out.append(
-            finding(
-                "bench.gpu",
-                Status.FAIL,
-                f"No GPU to measure: {reason}",
-                [],
-                Fix.of(Step.run("see which layer hides the GPU", "gpucheck doctor")),
-            )
-        )
-        return out
+    nothing = unmeasured(bench)
+    if nothing is not None:
+        return [*out, nothing]
     cpu_tflops = bench.cpu.matmul.tflops if bench.cpu.matmul else None
     for run in bench.gpus:
         spec = index.spec(run.facts.name or "")

@@ -227,8 +227,12 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
     missing = [group for group in chk.reads if group in ctx.snapshot.absent_sections]
     crash = None
     try:
-        if missing:
-            outcome: Outcome | None = Outcome.skip(
+        if missing and chk.section is Layer.REQUIREMENTS and chk.func(ctx) is None:
+            # A requirement is a check only when asked for (--min-*): unasked, it stays absent
+            # whatever facts are missing (it answers None before reading any).
+            outcome: Outcome | None = None
+        elif missing:
+            outcome = Outcome.skip(
                 f"Not judged: the snapshot has no {' or '.join(missing)} facts",
                 "missing facts are unknown, not a problem",
             )

@@ -111,15 +111,20 @@ def _command(name: str) -> Command:
     command; a group of its own (compat) comes inside a bare group."""
     import importlib
 
+    from gpucheck.cli.common import exit_codes_help
+
     attribute, summary = COMMANDS[name]
-    target = getattr(importlib.import_module(f"gpucheck.cli.{name}"), attribute)
+    module = importlib.import_module(f"gpucheck.cli.{name}")
+    target = getattr(module, attribute)
+    # Each command module's EXIT_CODES: what its --help lists, from the ExitStatus enum.
+    epilog = exit_codes_help(module.EXIT_CODES)
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     if isinstance(target, typer.Typer):
-        app.add_typer(target, name=name, short_help=summary)
+        app.add_typer(target, name=name, short_help=summary, epilog=epilog)
         group = typer.main.get_command(app)
         assert isinstance(group, TyperGroup)
         return group.commands[name]
-    app.command(name=name, short_help=summary)(target)
+    app.command(name=name, short_help=summary, epilog=epilog)(target)
     return typer.main.get_command(app)
 
 

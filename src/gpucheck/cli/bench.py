@@ -18,12 +18,23 @@ from gpucheck.cli.common import (
     UserError,
     load_compat,
     number_option,
+    one_python,
     probe_options,
     python_inputs,
     refuse_input_as_output,
     write_output,
 )
+from gpucheck.exit_status import ExitStatus
 from gpucheck.model.frameworks import CUPY, TORCH
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "every figure as expected (warnings allowed unless --strict)",
+    ExitStatus.FAILED: (
+        "a wrong result, a run that did not finish, or no GPU to measure (the CPU figure is "
+        "still shown)"
+    ),
+}
 
 
 def bench(
@@ -55,15 +66,11 @@ def bench(
             "and power over time (throttling shows as a drop; 0: off).",
         ),
     ] = 0.0,
-    python: PythonOpt = None,
+    pythons: PythonOpt = None,
     compat_dir: CompatDirOpt = None,
 ) -> None:
-    """Measure how fast this machine's GPUs really are, next to their spec and the CPU.
-
-    Exit codes: 0 every figure as expected (warnings allowed unless --strict), 1 a wrong result,
-    a run that did not finish, or no GPU to measure (the CPU figure is still shown), 2 usage
-    error.
-    """
+    """Measure how fast this machine's GPUs really are, next to their spec and the CPU."""
+    python = one_python(pythons)
     from gpucheck.bench.probe import measure_cpu, measure_gpus
     from gpucheck.bench.report import BenchReport, render_text
     from gpucheck.bench.verdicts import findings
@@ -101,11 +108,7 @@ def bench(
     if not usable:
         run.no_gpu_reason = _no_gpu_reason(ctx)
     elif found.python is None:
-        run.no_gpu_reason = (
-            f"no torch or CuPy in {', '.join(found.looked_at)} to run the measurements: "
-            "install one there (`pip install torch`), or pass --python PATH of an environment "
-            "that has it"
-        )
+        run.no_framework_in = list(found.looked_at)
     else:
         measure_gpus(
             run, usable, timeout, options.env, driver_init_allowed(snapshot.system), progress

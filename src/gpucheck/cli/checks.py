@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from gpucheck.cli.common import write_output
+from gpucheck.exit_status import ExitStatus
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "the list was printed",
+}
 
 
 def list_checks() -> None:

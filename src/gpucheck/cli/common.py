@@ -4,11 +4,14 @@
 # No `from __future__ import annotations`: typer reads the callbacks' annotations on every run
 # (get_type_hints), and strings it would compile and evaluate each time.
 
+import textwrap
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
 
 from gpucheck.cli import completion
+from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import PROBE_TIMEOUT, check_number
 from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
@@ -70,14 +73,34 @@ DeepOpt = Annotated[
         "GPU (slower: seconds).",
     ),
 ]
+
+
+def _one_python(value: list[str] | None) -> list[str] | None:
+    """A command that probes one environment refuses a second --python (rather than take the
+    last one quietly); the doctor and snapshot take several (PythonsOpt)."""
+    if value and len(value) > 1:
+        raise UserError(
+            f"--python was given {len(value)} times: this command probes one environment "
+            "(the doctor and snapshot take several)"
+        )
+    return value
+
+
+def one_python(value: list[str] | None) -> str | None:
+    """The one --python of a command that takes one (PythonOpt), or None."""
+    checked = _one_python(value)
+    return checked[0] if checked else None
+
+
 PythonOpt = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--python",
         metavar="PATH",
-        help="Probe the frameworks of this interpreter (default: gpucheck's own and the active "
-        "virtualenv/conda env).",
+        help="Probe the frameworks of this interpreter (one; default: gpucheck's own and the "
+        "active virtualenv/conda env).",
         autocompletion=completion.python_paths,
+        callback=_one_python,
     ),
 ]
 
@@ -153,3 +176,48 @@ RedactOpt = Annotated[
         "unlisted environment values) so the JSON can be shared publicly.",
     ),
 ]
+
+
+# What every command may exit with, whatever it does (cli/__init__.py's run maps them).
+_EVERY_COMMAND = {
+    ExitStatus.USAGE: "usage error, or an input that cannot be read",
+    ExitStatus.INTERNAL: "gpucheck itself broke (a bug; GPUCHECK_DEBUG=1 shows the traceback)",
+    ExitStatus.OUTPUT: "the output could not be written",
+    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def exit_codes_help(own: Mapping[ExitStatus, str]) -> str:
+    """The "Exit codes" section of a command's --help: its own meanings and the ones every
+    command shares, numbered from the one ExitStatus enum so that the help cannot drift from
+    what the command returns. Click keeps a paragraph that starts with \\b as written."""
+    meanings = {**_EVERY_COMMAND, **own}
+    lines = [
+        textwrap.fill(
+            meanings[code], 78, initial_indent=f"  {int(code):>3}  ", subsequent_indent=" " * 7
+        )
+        for code in sorted(meanings)
+    ]
+    return "\b\nExit codes:\n" + "\n".join(lines)
+
+
+def install_extra(extra: str) -> str:
+    """The command that installs an optional extra into the interpreter running gpucheck (a
+    bare `pip` may be another Python's, outside this venv or pipx env): from a source checkout
+    an editable install of that clone, else the published package."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from gpucheck import version
+
+    pip = f"{shlex.quote(sys.executable)} -m pip install"
+    clone = Path(version.__file__).resolve().parents[2]  # src/gpucheck/version.py's root
+    pyproject = clone / "pyproject.toml"
+    try:
+        checkout = 'name = "gpucheck-doctor"' in pyproject.read_text(encoding="utf-8")
+    except OSError:
+        checkout = False
+    if checkout:
+        return f"{pip} -e {shlex.quote(f'{clone}[{extra}]')}"
+    return f"{pip} {shlex.quote(f'gpucheck-doctor[{extra}]')}"

@@ -19,6 +19,12 @@ compat_app = typer.Typer(
 )
 
 
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "answered",
+}
+
+
 def _answer(
     ctx: typer.Context,
     kind: str,

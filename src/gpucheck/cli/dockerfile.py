@@ -16,6 +16,7 @@ from gpucheck.cli.common import (
     TimeoutOpt,
     UserError,
     format_option,
+    install_extra,
     load_compat,
     probe_here,
     read_input,
@@ -23,6 +24,17 @@ from gpucheck.cli.common import (
     refuse_input_as_output,
     write_output,
 )
+from gpucheck.exit_status import ExitStatus
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "ready: nothing failed (with --strict: nothing warned either)",
+    ExitStatus.FAILED: "a check failed (or warned, with --strict)",
+    ExitStatus.UNKNOWN: (
+        "could not tell: the host's driver is unknown (judge a snapshot of the machine it "
+        "will run on with --from)"
+    ),
+}
 
 
 def dockerfile(
@@ -43,12 +55,7 @@ def dockerfile(
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
 ) -> None:
-    """Judge a Dockerfile or Compose file against the machine it will run on.
-
-    Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or an
-    unreadable recipe or snapshot, 3 gpucheck itself broke, 5 could not tell (the host's driver
-    is unknown: judge against a snapshot of the machine it will run on with --from).
-    """
+    """Judge a Dockerfile or Compose file against the machine it will run on."""
     from gpucheck.report.formats import FORMATS
 
     fmt = "json" if json_out else fmt
@@ -58,7 +65,7 @@ def dockerfile(
         from gpucheck.dockerfile import RECIPE_LIMIT, RecipeError, host_unknown, judge_file
     except ImportError as exc:
         raise UserError(
-            f"gpucheck dockerfile needs {exc.name}: pip install 'gpucheck-doctor[docker]'"
+            f"gpucheck dockerfile needs {exc.name}: {install_extra('docker')}"
         ) from None
     refuse_input_as_output(output, [path, from_file])
     raw = read_input(path, RECIPE_LIMIT, "is too large to be a Dockerfile (over 4 MiB)", "PATH")
@@ -74,7 +81,7 @@ def dockerfile(
         raise UserError(str(exc)) from None
     except ImportError as exc:
         raise UserError(
-            f"gpucheck dockerfile needs {exc.name}: pip install 'gpucheck-doctor[docker]'"
+            f"gpucheck dockerfile needs {exc.name}: {install_extra('docker')}"
         ) from None
     from gpucheck.report.core import Report
 

@@ -36,7 +36,15 @@ from gpucheck.cli.common import (
     refuse_input_as_output,
     write_output,
 )
+from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import MIN_GPUS, parse_compute_capability, parse_job_pids, parse_size
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "ready: nothing failed (with --strict: nothing warned either)",
+    ExitStatus.FAILED: "a check failed (or warned, with --strict)",
+    ExitStatus.UNKNOWN: "could not tell: --python names an interpreter whose probe did not run",
+}
 
 
 def _selector(flag: str, does: str) -> Any:
@@ -107,11 +115,7 @@ def doctor(
     host_id: HostIdOpt = None,
     redact: RedactOpt = False,
 ) -> None:
-    """Check the GPU, driver, CUDA, cuDNN and the frameworks; print problems with their fixes.
-
-    Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or
-    unreadable snapshot, 3 gpucheck itself broke.
-    """
+    """Check the GPU, driver, CUDA, cuDNN and the frameworks; print problems with their fixes."""
     if json_out and fmt not in ("text", "json"):
         raise UserError(f"--json and --format {fmt} ask for two formats: give one")
     if len(from_files or []) > 1:

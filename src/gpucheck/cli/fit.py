@@ -17,6 +17,7 @@ from gpucheck.cli.common import (
     PythonOpt,
     TimeoutOpt,
     UserError,
+    one_python,
     python_inputs,
     refuse_input_as_output,
     write_output,
@@ -26,6 +27,19 @@ from gpucheck.model.frameworks import TORCH
 
 if TYPE_CHECKING:
     from gpucheck.fit.shape import ModelShape
+
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "it fits every GPU judged (or --all-gpus: a survey)",
+    ExitStatus.FAILED: (
+        'it does not fit one, only a lower bound was counted ("may fit"), no GPU was judged, '
+        "or --gpus asks for more GPUs than the machine has"
+    ),
+    ExitStatus.UNKNOWN: (
+        "could not tell: a GPU NVML cannot open (lost), or a driver that is not loaded"
+    ),
+}
 
 
 def fit(
@@ -57,6 +71,7 @@ def fit(
         str | None,
         typer.Option(
             "--dtype",
+            metavar="DTYPE",
             help="fp32, fp16, bf16, fp8, int8, int4 or nf4 (default: the checkpoint's "
             "quantisation, else bf16).",
             autocompletion=completion.fit_dtypes,
@@ -69,18 +84,23 @@ def fit(
         str | None,
         typer.Option(
             "--optimizer",
+            metavar="NAME",
             help="adamw (default), adam, sgd, adafactor or 8bit.",
             autocompletion=completion.fit_optimizers,
         ),
     ] = None,
     optimizer_states: Annotated[
         str | None,
-        typer.Option("--optimizer-states", help="fp32 (default) or bf16 optimizer states."),
+        typer.Option(
+            "--optimizer-states", metavar="DTYPE", help="fp32 (default) or bf16 optimizer states."
+        ),
     ] = None,
     layout: Annotated[
         str | None,
         typer.Option(
-            "--layout", help="zero (16 B/param, default) or trainer (HF Trainer's 18 B/param)."
+            "--layout",
+            metavar="LAYOUT",
+            help="zero (16 B/param, default) or trainer (HF Trainer's 18 B/param).",
         ),
     ] = None,
     master_weights: Annotated[
@@ -108,30 +128,41 @@ def fit(
     ] = None,
     loss: Annotated[
         str | None,
-        typer.Option("--loss", help="unfused (default: fp32 logits kept) or fused."),
+        typer.Option(
+            "--loss", metavar="KIND", help="unfused (default: fp32 logits kept) or fused."
+        ),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Batch per GPU.")] = 1,
-    seq: Annotated[int | None, typer.Option("--seq", help="Sequence length (tokens).")] = None,
+    batch: Annotated[int, typer.Option("--batch", metavar="N", help="Batch per GPU.")] = 1,
+    seq: Annotated[
+        int | None, typer.Option("--seq", metavar="TOKENS", help="Sequence length (tokens).")
+    ] = None,
     gpus: Annotated[
         int,
         typer.Option(
-            "--gpus", help="GPUs: data parallel for --train, --parallel split for --infer."
+            "--gpus",
+            metavar="N",
+            help="GPUs: data parallel for --train, --parallel split for --infer.",
         ),
     ] = 1,
     zero: Annotated[
         int | None,
-        typer.Option("--zero", help="ZeRO stage over --gpus (FSDP FULL_SHARD = 3)."),
+        typer.Option(
+            "--zero", metavar="STAGE", help="ZeRO stage over --gpus (FSDP FULL_SHARD = 3)."
+        ),
     ] = None,
     parallel: Annotated[
         str | None,
         typer.Option(
-            "--parallel", help="Serving over --gpus: tensor (default) or pipeline parallel."
+            "--parallel",
+            metavar="KIND",
+            help="Serving over --gpus: tensor (default) or pipeline parallel.",
         ),
     ] = None,
     attention: Annotated[
         str,
         typer.Option(
             "--attention",
+            metavar="KIND",
             help="flash/sdpa (fused, the default) or eager.",
             autocompletion=completion.fit_attention,
         ),
@@ -140,6 +171,7 @@ def fit(
         str | None,
         typer.Option(
             "--kv-dtype",
+            metavar="DTYPE",
             help="KV cache dtype: fp16, bf16, fp8, int8 (--infer).",
             autocompletion=completion.fit_kv_dtypes,
         ),
@@ -158,14 +190,10 @@ def fit(
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     timeout: TimeoutOpt = 120.0,
-    python: PythonOpt = None,
+    pythons: PythonOpt = None,
 ) -> None:
-    """Will this model train (or serve) on these GPUs at this batch size?
-
-    Exit codes: 0 it fits every GPU judged (or --all-gpus, a survey); 1 it does not fit one,
-    only a lower bound could be counted ("may fit"), or no GPU was judged (the estimate is still
-    printed); 2 usage error or an unreadable model file.
-    """
+    """Will this model train (or serve) on these GPUs at this batch size?"""
+    python = one_python(pythons)
     from gpucheck.fit.report import FitReport, Target, render_text
     from gpucheck.fit.request import Request, setup_from
     from gpucheck.fit.shape import ModelError
@@ -233,7 +261,8 @@ def fit(
             f"{(measured.peak_reserved or 0) / 1024**3:.2f} GiB (estimate of the tensors: "
             f"{est.tensors / 1024**3:.2f} GiB; the CUDA context is outside the allocator)"
         )
-    why = None
+    why: str | None = None
+    status: ExitStatus | None = None
     if memory is not None:
         targets = [Target(f"--gpu-memory {gpu_memory}", memory)]
     elif all_gpus:
@@ -244,10 +273,19 @@ def fit(
     else:
         from gpucheck.fit.targets import machine_targets
 
-        targets, judged, why = machine_targets(timeout)
-        notes.extend(judged)
+        machine = machine_targets(timeout)
+        targets, why, status = machine.targets, machine.why, machine.status
+        notes.extend(machine.notes)
         if why:
             notes.append(why)
+        elif gpus > machine.gpu_count:
+            # The job asks for GPUs this machine does not have: each GPU is judged as one of
+            # --gpus of its kind, not as a job that can run here.
+            notes.append(
+                f"--gpus {gpus}: judged for {gpus} GPUs of this kind; this machine has "
+                f"{machine.gpu_count}, so the job cannot run here as asked"
+            )
+            status = ExitStatus.FAILED if status is None else status
     report = FitReport(shape, setup, est, targets, notes, gate=not all_gpus)
     if json_out:
         from gpucheck.model.decoding import to_json
@@ -256,12 +294,16 @@ def fit(
     else:
         write_output(output, lambda s: render_text(report, s))
     if why:
-        # Nothing was judged: a script must not read this as "fits" (as the doctor's 1).
+        # Nothing was judged: a script must not read this as "fits" (as the doctor's 1; 5
+        # where the driver could not be asked).
         with contextlib.suppress(OSError, ValueError, AttributeError):
             sys.stderr.write(f"gpucheck: no GPU judged: {why}\n")
             sys.stderr.flush()
-        raise typer.Exit(ExitStatus.FAILED)
-    raise typer.Exit(report.exit_code)
+        raise typer.Exit(status or ExitStatus.FAILED)
+    # A GPU that does not fit decides (1); else one that could not be read (5), or a job
+    # asking for more GPUs than the machine has (1).
+    code = report.exit_code
+    raise typer.Exit(code if code != ExitStatus.OK or status is None else status)
 
 
 def _shape(

@@ -17,6 +17,7 @@ from gpucheck.cli.common import (
     UserError,
     format_option,
     load_compat,
+    one_python,
     probe_here,
     python_inputs,
     read_input,
@@ -25,10 +26,20 @@ from gpucheck.cli.common import (
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.model.plural import counted
 from gpucheck.report.text import printable
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from gpucheck.fixplan.plan import Plan
+
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "planned (or applied, or undone)",
+    ExitStatus.FAILED: "the plan has conflicts or a step failed",
+}
 
 
 def fix(
@@ -64,15 +75,12 @@ def fix(
         str | None,
         typer.Option("--undo", metavar="RECORD", help="Restore what an --apply recorded."),
     ] = None,
-    python: PythonOpt = None,
+    pythons: PythonOpt = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
 ) -> None:
-    """Turn the doctor's fixes into one ordered plan; print it (text, json, sh), or --apply it.
-
-    Exit codes: 0 planned (or applied, or undone), 1 the plan has conflicts or a step failed,
-    2 usage error, unreadable input or a plan of another machine, 130 interrupted.
-    """
+    """Turn the doctor's fixes into one ordered plan; print it (text, json, sh), or --apply it."""
+    python = one_python(pythons)
     from gpucheck.fixplan.apply import ApplyError, RecordError
 
     try:
@@ -158,7 +166,7 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
     if not yes:
         if not sys.stdin.isatty():
             raise UserError("--apply asks before changing anything: answer on a terminal, or --yes")
-        if not typer.confirm(f"Apply the {len(local)} local steps now?", default=False):
+        if not typer.confirm(f"Apply the {counted(len(local), 'local step')} now?", default=False):
             print("Nothing was changed.")
             return
     folder = Path(record or datetime.now().strftime("gpucheck-fix-%Y%m%d-%H%M%S"))
@@ -166,24 +174,21 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
         raise UserError(f"--record: {folder} is not empty: name a new folder")
     default_python = python or (plan.environments[0] if plan.environments else sys.executable)
     journal = apply_plan(plan, folder, default_python, _say)
-    _print(
-        f"Applied {len(journal.steps)} steps (record: {folder}; undo: gpucheck fix --undo {folder})"
-    )
-    _recheck(plan, default_python, timeout)
+    applied = counted(len(journal.steps), "step")
+    _print(f"Applied {applied} (record: {folder}; undo: gpucheck fix --undo {folder})")
+    _recheck(plan, default_python, timeout, folder)
 
 
-def _recheck(plan: Plan, python: str, timeout: float) -> None:
+def _recheck(plan: Plan, python: str, timeout: float, folder: Path) -> None:
     """The doctor again, on the same interpreter: which of the plan's findings are gone."""
     from gpucheck.fixplan import diagnose
+    from gpucheck.fixplan.apply import recheck_lines
     from gpucheck.model.finding import PROBLEM
 
     snapshot = probe_here(timeout, python)
     now = {f.id for f in diagnose(snapshot, load_compat(None)) if f.status in PROBLEM}
-    gone = [f.id for f in plan.findings if f.id not in now]
-    remain = [f.id for f in plan.findings if f.id in now]
-    _print(
-        f"Doctor again: gone: {', '.join(gone) or 'none'}; remain: {', '.join(remain) or 'none'}"
-    )
+    for line in recheck_lines(plan, now, folder):
+        _print(line)
 
 
 def _undo(path: str, yes: bool) -> None:

@@ -20,8 +20,16 @@ from gpucheck.cli.common import (
     load_compat,
     write_output,
 )
+from gpucheck.exit_status import ExitStatus
 
 PROGRESS_EVERY = 500  # reports between progress updates on a terminal
+
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "every host ready and every report read",
+    ExitStatus.FAILED: "a host not ready or a report unreadable (named in the output)",
+}
 
 
 def fleet(
@@ -57,13 +65,7 @@ def fleet(
     ] = None,
     compat_dir: CompatDirOpt = None,
 ) -> None:
-    """Summarise many saved reports: inventory, problems across hosts, versions, GPUs to act on.
-
-    Exit codes: 0 every host ready and every report read, 1 a host not ready or a report
-    unreadable (named in the output), 2 usage error or no report found (paths that do not
-    exist named), 4 the output (or the
-    temporary store of the hosts, in $TMPDIR) could not be written.
-    """
+    """Summarise many saved reports: inventory, problems across hosts, versions, GPUs to act on."""
     from gpucheck.fleet.reading import Settings, read_all
     from gpucheck.fleet.rendering import FORMATS, build
     from gpucheck.fleet.sources import OutputIsInput, items

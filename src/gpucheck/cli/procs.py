@@ -25,6 +25,15 @@ GpuOpt = Annotated[
 # The largest process id Linux gives (pid_max's ceiling, 2**22).
 PID_MAX = 4194304
 
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "listed (and every process asked for was ended)",
+    ExitStatus.FAILED: "a process was not ended (declined, refused, or still running)",
+    ExitStatus.UNKNOWN: (
+        "could not tell: NVML did not answer for a GPU (lost), so a holder may be missing"
+    ),
+}
+
 
 def procs(
     json_out: Annotated[bool, typer.Option("--json", help="Answer as JSON.")] = False,
@@ -124,7 +133,9 @@ def procs(
                 "ending processes asks for confirmation: run on a terminal, or add --yes "
                 "(nothing was ended)"
             )
-        if not typer.confirm(f"End {len(to_end)} process(es)?", default=False, err=True):
+        from gpucheck.model.plural import counted
+
+        if not typer.confirm(f"End {counted(len(to_end), 'process')}?", default=False, err=True):
             sys.stderr.write("gpucheck: nothing was ended\n")
             raise typer.Exit(ExitStatus.FAILED)
     ender = Ender(options.root, grace)

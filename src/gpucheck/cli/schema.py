@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from gpucheck.cli.common import UserError, write_output
+from gpucheck.exit_status import ExitStatus
 
 # name -> (module, function) making the schema of the output it names: imported only for the
 # one asked ("report" is the shipped file, generated from the code; a test keeps it current).
@@ -21,6 +22,12 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "fleet": ("gpucheck.fleet.schema", "fleet_schema"),
     "compat": ("gpucheck.compat.schema", "compat_schema"),
     "fix-plan": ("gpucheck.fixplan.render", "plan_schema"),  # fix --json
+}
+
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "the schema was printed",
 }
 
 

@@ -14,6 +14,12 @@ from gpucheck.cli.common import (
     refuse_input_as_output,
     write_output,
 )
+from gpucheck.exit_status import ExitStatus
+
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "the facts were written (a probe that failed is a recorded fact)",
+}
 
 
 def snapshot(

@@ -21,6 +21,16 @@ FORMATS = ("csv", "jsonl")
 KEEP = 5  # --keep's default: full logs kept besides the one being written
 
 
+# What --help lists under "Exit codes" (with those every command shares).
+EXIT_CODES = {
+    ExitStatus.OK: "sampled until the count, duration or Ctrl-C",
+    ExitStatus.FAILED: "the GPUs cannot be watched here (NVML fails, no GPU)",
+    ExitStatus.UNKNOWN: (
+        "could not tell: the NVIDIA driver is not loaded while GPUs are on the PCI bus"
+    ),
+}
+
+
 def watch(
     interval: Annotated[
         float,
@@ -168,7 +178,7 @@ def watch(
         run(plan)
     except WatchUnavailable as exc:
         sys.stderr.write(f"gpucheck: watch: {exc}\n")
-        raise typer.Exit(ExitStatus.FAILED) from None
+        raise typer.Exit(exc.status) from None
 
 
 def parse_duration(text: str) -> float:

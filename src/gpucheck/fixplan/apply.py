@@ -21,6 +21,7 @@ from msgspec import Struct, field
 from gpucheck.fixplan.plan import Plan, PlanStep, installer_commands
 from gpucheck.fixplan.render import loads_plan, render_json
 from gpucheck.model.fix import Tool
+from gpucheck.model.plural import counted, plural
 from gpucheck.outputs import replace_atomically
 
 
@@ -165,6 +166,7 @@ def _run_steps(
             except OSError as exc:
                 done = subprocess.CompletedProcess(argv, 127, "", str(exc))
             if done.returncode != 0:
+                finished = sum(r.state in ("done", "written") for r in journal.steps)
                 lines = (done.stderr or done.stdout).strip().splitlines()
                 record.state, record.detail = "failed", lines[-1] if lines else None
                 journal.state = "failed"
@@ -172,7 +174,7 @@ def _run_steps(
                 raise ApplyError(
                     f"step {step.number} failed (exit {done.returncode}): "
                     f"{record.detail or 'no output'}; stopped, "
-                    f"{sum(r.state in ('done', 'written') for r in journal.steps)} steps done "
+                    f"{counted(finished, 'step')} done "
                     f"(record: {folder}; undo: gpucheck fix --undo {folder})"
                 )
         record.state = "done"
@@ -254,3 +256,23 @@ def _run(argv: list[str]) -> None:
     if done.returncode != 0:
         last = ((done.stderr or done.stdout).strip().splitlines() or ["no output"])[-1]
         raise ApplyError(f"undo: {shlex.join(argv[:4])} ... failed: {last}")
+
+
+def recheck_lines(plan: Plan, problems_now: set[str], folder: Path) -> list[str]:
+    """What the doctor run again after --apply says: the plan's findings gone and remaining;
+    and, for those an environment step repairs, that they remain until the written env.sh is
+    sourced (the doctor ran in this process's environment, which a file cannot change)."""
+    gone = [f.id for f in plan.findings if f.id not in problems_now]
+    remain = [f.id for f in plan.findings if f.id in problems_now]
+    lines = [
+        f"Doctor again: gone: {', '.join(gone) or 'none'}; remain: {', '.join(remain) or 'none'}"
+    ]
+    by_env = {i for step in plan.local_steps if step.tool is Tool.ENV for i in step.findings}
+    waiting = [i for i in remain if i in by_env]
+    if waiting:
+        source = f"source {shlex.quote(str(folder / 'env.sh'))}"
+        lines.append(
+            f"{', '.join(waiting)} {plural(len(waiting), 'remains', 'remain')} until the "
+            f"environment is set: run `{source}` in your shell (the doctor ran without it)"
+        )
+    return lines

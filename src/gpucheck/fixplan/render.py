@@ -11,6 +11,7 @@ import msgspec
 from gpucheck.fixplan.plan import PLAN_SCHEMA_VERSION, Plan, PlanStep
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.fix import Change, StepKind
+from gpucheck.model.plural import counted, plural
 from gpucheck.report.text import printable
 
 
@@ -19,10 +20,6 @@ def change_text(c: Change) -> str:
         return f"{c.name} {c.from_version or ''} -> removed".replace("  ", " ")
     to = c.to_version or c.requirement or "the installer's choice"
     return f"{c.name} {c.from_version or 'not installed'} -> {to}"
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _label(step: PlanStep) -> str:
@@ -50,9 +47,9 @@ def text_lines(plan: Plan, dry_run: bool = True) -> list[str]:
         return [f"gpucheck fix: nothing to do ({_where(plan)}){tail}"]
     local = len(plan.local_steps)
     lines = [
-        f"gpucheck fix: {_n(len(plan.steps), 'step')} for {_n(problems, 'problem')} "
+        f"gpucheck fix: {counted(len(plan.steps), 'step')} for {counted(problems, 'problem')} "
         f"({_where(plan)}); {local} can be applied here (--apply), "
-        f"{len(plan.steps) - local} are yours to do"
+        f"{len(plan.steps) - local} {plural(len(plan.steps) - local, 'is', 'are')} yours to do"
     ]
     for step in plan.steps:
         lines += _step_lines(step)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from msgspec import Struct, field
 
+from gpucheck.model.plural import counted
 from gpucheck.model.snapshot import GpuFacts, HostProcess, Snapshot
 
 GIB = 1024**3
@@ -280,8 +281,8 @@ def _unasked(snapshot: Snapshot) -> list[str]:
         others = sorted({d.driver for d in pci if d.driver and d.driver != "nvidia"})
         bound = f", bound to {', '.join(others)}" if others else ""
         return [
-            f"the nvidia kernel module is not loaded ({len(pci)} NVIDIA GPU(s) on the PCI bus"
-            f"{bound}): NVML was not asked, so no GPU's processes were listed (`gpucheck "
+            f"the nvidia kernel module is not loaded ({counted(len(pci), 'NVIDIA GPU')} on the "
+            f"PCI bus{bound}): NVML was not asked, so no GPU's processes were listed (`gpucheck "
             "doctor` says why and what to do)"
         ]
     if nvml.init_error is not None:
@@ -335,7 +336,7 @@ def _notes(snapshot: Snapshot, holders: Holders) -> list[str]:
         notes.append("/proc could not be read: only NVML's view is listed")
     elif facts.fds_unreadable:
         notes.append(
-            f"the open files of {facts.fds_unreadable} process(es) of other users are not "
+            f"the open files of {counted(facts.fds_unreadable, 'process')} of other users are not "
             "readable without root: holders with no CUDA context among them are not listed"
         )
     if any(a.outside_pids for a in holders.gpus):

@@ -20,6 +20,7 @@ from gpucheck.model.holders import (
     Holders,
     leak_causes,
 )
+from gpucheck.model.plural import plural
 from gpucheck.procs.ending import Decision, Ended, shorten
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
@@ -241,6 +242,15 @@ def _command(row: ProcessRow, width: int = 48) -> str:
     return shorten(printable(text), width)
 
 
+# Why procs and watch (or nvidia-smi) disagree on used memory: NVML's device "used" (v1, read
+# here) counts the driver's reservation, watch reads v2 as nvidia-smi does and leaves it out,
+# and a process's figure is its own context's allocations only.
+MEMORY_NOTE = (
+    "Memory: a GPU's used counts what the driver reserves; a process's is what its own context "
+    "allocated. `gpucheck watch` and nvidia-smi leave the driver's reservation out (less used)."
+)
+
+
 def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
     # Names and command lines are any process's own text: never markup, controls escaped.
     console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
@@ -287,8 +297,14 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
             console.print(f"  {gib(g.held_outside)} held by processes {where}", style="yellow")
         if g.zombie_pids:
             console.print(
-                f"  ! zombie context(s): PID {', '.join(map(str, g.zombie_pids))} exited but "
-                "still holds memory until its parent reaps it",
+                f"  ! zombie {plural(len(g.zombie_pids), 'context')}: "
+                f"{plural(len(g.zombie_pids), 'PID', 'PIDs')} "
+                f"{', '.join(map(str, g.zombie_pids))} exited but still "
+                + (
+                    "holds memory until its parent reaps it"
+                    if len(g.zombie_pids) == 1
+                    else "hold memory until their parents reap them"
+                ),
                 style="yellow",
             )
         if g.leaked and g.leak_causes:
@@ -297,6 +313,8 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
                 f"{g.leak_causes}",
                 style="yellow",
             )
+    if any(g.memory_used is not None for g in doc.gpus):
+        console.print(MEMORY_NOTE, style="dim")
     driver_only = [r for r in doc.processes if not r.gpus and r.devices]
     if driver_only:
         title = (

@@ -15,8 +15,9 @@ from typing import IO, TYPE_CHECKING
 from msgspec import Struct
 
 from gpucheck.exit_status import ExitStatus
-from gpucheck.model.finding import PROBLEM, Status
+from gpucheck.model.finding import PROBLEM, Finding, Status
 from gpucheck.model.layers import Layer
+from gpucheck.model.plural import counted
 from gpucheck.report.topology import matrix
 from gpucheck.version import __version__
 
@@ -89,11 +90,19 @@ def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
         if not items:
             continue
         lines += [Line("", ""), Line("", section.label, "", "bold underline")]
+        skipped = _skipped_by_cause(items)
         for f in items:
             mark, ascii_mark, style = MARKS[f.status]
             problem = f.status in PROBLEM
             title = printable(f.title)
-            if verbose or problem:
+            if f.status == Status.SKIP:
+                # One line per cause, naming every check it left unjudged (a partial snapshot
+                # would otherwise print dozens of identical lines that say nothing apart).
+                ids = skipped.pop(f.title, None)
+                if ids is None:
+                    continue
+                title += f"  [{', '.join(ids)}]"
+            elif verbose or problem:
                 title += f"  [{f.id}]"
             strong = style if f.status in (Status.FAIL, Status.ERROR) else ""
             lines.append(Line(f"  {mark if unicode_ok else ascii_mark} ", title, style, strong))
@@ -112,11 +121,20 @@ def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
     return [*lines, Line("", ""), Line("", text, "", style)]
 
 
+def _skipped_by_cause(findings: list[Finding]) -> dict[str, list[str]]:
+    """The skipped findings' check ids by their title (the cause), in report order."""
+    causes: dict[str, list[str]] = {}
+    for f in findings:
+        if f.status == Status.SKIP:
+            causes.setdefault(f.title, []).append(f.id)
+    return causes
+
+
 def summary(report: Report, unicode_ok: bool) -> tuple[str, str]:
     c = report.counts
     tail = f"{c['pass']} passed, {c['skip']} skipped, {c['info']} info"
     if report.ready:
-        warn = f", {c['warn']} warning(s)" if c["warn"] else ""
+        warn = f", {counted(c['warn'], 'warning')}" if c["warn"] else ""
         return f"{'✓' if unicode_ok else '+'} Ready: {tail}{warn}", "bold green"
     if report.exit_code == ExitStatus.UNKNOWN:
         return f"? Could not tell: {report.not_ready_reason}; {tail}", "bold yellow"
@@ -124,11 +142,10 @@ def summary(report: Report, unicode_ok: bool) -> tuple[str, str]:
     if report.not_ready_reason:
         return f"{cross} Not ready: {report.not_ready_reason}; {tail}", "bold red"
     n = len(report.problems)
-    parts = [f"{c['fail']} failed"] + ([f"{c['warn']} warning(s)"] if c["warn"] else [])
+    parts = [f"{c['fail']} failed"] + ([counted(c["warn"], "warning")] if c["warn"] else [])
     if c["error"]:
-        parts.append(f"{c['error']} internal error(s)")
-    label = "problem" if n == 1 else "problems"
-    return f"{cross} {n} {label} ({', '.join(parts)}); {tail}", "bold red"
+        parts.append(counted(c["error"], "internal error"))
+    return f"{cross} {counted(n, 'problem')} ({', '.join(parts)}); {tail}", "bold red"
 
 
 def render_plain(report: Report, stream: IO[str], verbose: bool = False) -> None:

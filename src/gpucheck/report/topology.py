@@ -29,7 +29,8 @@ def cell(pair: GpuPair, links: dict[int, int]) -> str:
 
 
 def matrix(nvml: NvmlFacts) -> list[str]:
-    """The matrix's lines (header first, legend last); [] for fewer than two GPUs."""
+    """The matrix's lines (header first, legend last); [] for fewer than two GPUs, or where
+    no pair's link is known (a matrix of "?" says nothing a reader can use)."""
     if not nvml.pairs:
         return []
     indices = sorted({i for p in nvml.pairs for i in (p.gpu_a, p.gpu_b)})
@@ -39,6 +40,8 @@ def matrix(nvml: NvmlFacts) -> list[str]:
     cells = {}
     for p in nvml.pairs:
         cells[p.gpu_a, p.gpu_b] = cells[p.gpu_b, p.gpu_a] = cell(p, links)
+    if all(c == "?" for c in cells.values()):
+        return []
     names = [f"GPU{i}" for i in indices]
     width = max(5, *(len(n) for n in names), *(len(c) for c in cells.values())) + 1
     out = [" " * width + "".join(n.ljust(width) for n in names).rstrip()]

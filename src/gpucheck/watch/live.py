@@ -10,11 +10,19 @@ from dataclasses import dataclass, field
 from rich.table import Table
 from rich.text import Text
 
+from gpucheck.model.plural import counted
 from gpucheck.watch.log import Sample
 from gpucheck.watch.summary import THROTTLE_BITS
 
 BARS = "▁▂▃▄▅▆▇█"
 HISTORY = 40  # samples shown in a sparkline
+
+
+# Why watch and procs disagree on used memory (procs says the same from its side).
+MEMORY_CAPTION = (
+    "MEMORY: used as nvidia-smi counts it, the driver's reservation left out "
+    "(`gpucheck procs` counts it in)"
+)
 
 
 def sparkline(values: list[float | None], top: float = 100.0) -> str:
@@ -53,7 +61,8 @@ class LiveView:
 
     def table(self, sample: Sample) -> Table:
         table = Table(box=None, padding=(0, 1), pad_edge=False, title_justify="left")
-        table.title = f"gpucheck watch · {self.samples} sample(s) · Ctrl-C ends"
+        table.title = f"gpucheck watch · {counted(self.samples, 'sample')} · Ctrl-C ends"
+        table.caption = MEMORY_CAPTION
         for name in ("GPU", "UTIL", "", "MEMORY", "", "TEMP", "POWER", "SM", "NOTE"):
             table.add_column(name, no_wrap=True)
         for g in sample.gpus:

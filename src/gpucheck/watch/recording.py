@@ -18,7 +18,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING
 
+from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import UserError
+from gpucheck.model.plural import counted
 from gpucheck.outputs import OutputError, quiet_stdout
 from gpucheck.watch.log import CsvRows, RawSample, Sample, header, jsonl_rows, value_fields
 
@@ -27,7 +29,12 @@ if TYPE_CHECKING:
 
 
 class WatchUnavailable(Exception):
-    """The GPUs cannot be watched here (no driver, NVML failing): exit 1 with the reason."""
+    """The GPUs cannot be watched here: exit 1 with the reason (no GPU, NVML failing), or 5
+    (could not tell) where GPUs are on the PCI bus but the driver is not loaded to ask."""
+
+    def __init__(self, message: str, status: ExitStatus = ExitStatus.FAILED) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -205,10 +212,16 @@ def run(plan: Plan) -> None:
     from gpucheck.watch.session import SelectionError, Session, WatchError
 
     options = ProbeOptions()
-    if not driver_init_allowed(probe_system(options.root, options.env)):
+    system = probe_system(options.root, options.env)
+    if not driver_init_allowed(system):
+        if not system.pci_gpus and system.pci_scanned:
+            raise WatchUnavailable("this machine has no NVIDIA GPU (none on the PCI bus)")
+        on_bus = len(system.pci_gpus)
+        seen = f"{counted(on_bus, 'NVIDIA GPU')} on the PCI bus, " if on_bus else ""
         raise WatchUnavailable(
-            "the NVIDIA driver is not loaded (no nvidia kernel module); run `gpucheck doctor` "
-            "for the fix"
+            f"the NVIDIA driver is not loaded ({seen}no nvidia kernel module): nothing to "
+            "sample; run `gpucheck doctor` for the fix",
+            ExitStatus.UNKNOWN,
         )
     stdout_data = plan.output is None and not plan.live
     csv = plan.fmt == "csv" and (stdout_data or plan.output is not None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gpucheck.model.plural import counted
 from gpucheck.probes.scripts.nvml_names import CLOCK_EVENT_BITS
 from gpucheck.report.text import printable
 from gpucheck.watch.log import FIELDS, IDENTITY, TEXT_FIELDS, LogError, Sample
@@ -158,8 +159,8 @@ def _verdict(s: GpuSummary) -> list[str]:
     out = []
     if s.failed:
         out.append(
-            f"did not answer in {s.failed} sample(s) ({s.first_failure}): a GPU that falls off "
-            "the bus needs a reset or a reboot (`gpucheck doctor` says which)"
+            f"did not answer in {counted(s.failed, 'sample')} ({s.first_failure}): a GPU that "
+            "falls off the bus needs a reset or a reboot (`gpucheck doctor` says which)"
         )
     if s.throttled:
         why = ", ".join(
@@ -194,7 +195,7 @@ def _text(value: object) -> str | None:
 def render_text(summary: Summary) -> str:
     """The summary for a person, as plain lines; a control character read from a log (a GPU
     name is the driver's text) is shown as an escape, never sent to the terminal."""
-    lines = [f"Summary: {summary.samples} sample(s) over {summary.seconds:.0f} s"]
+    lines = [f"Summary: {counted(summary.samples, 'sample')} over {summary.seconds:.0f} s"]
     for s in summary.gpus:
         lines.append(f"GPU {s.index}  {s.name or ''}".rstrip())
         for name in FIELDS:  # every number the log has, in nvidia-smi's order
@@ -204,6 +205,11 @@ def render_text(summary: Summary) -> str:
                 lines.append(
                     f"  {name:<38} min {st.minimum:g}  mean {st.mean:.1f}  max {st.maximum:g}{unit}"
                 )
+        if "memory.used" in s.stats:
+            lines.append(
+                "  (memory.used as nvidia-smi counts it, the driver's reservation left out; "
+                "`gpucheck procs` counts it in)"
+            )
         lines += [f"  ! {v}" for v in s.verdict] or [
             "  no throttling, no idle time with memory held"
         ]
