@@ -12,6 +12,8 @@ from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
 from gpucheck.report.core import Report
+from gpucheck.report.formats import render_json
+from gpucheck.report.output_format import Format, FunctionFormat, format_table
 from gpucheck.report.text import MARKS
 from gpucheck.version import __version__
 
@@ -65,3 +67,10 @@ def render_text(report: BenchReport, stream: IO[str], verbose: bool = False) -> 
         console.print(
             Text(f"{len(report.problems)} problem(s): {c['fail']} failed", style="bold red")
         )
+
+
+# The formats of `bench --format`, by name; text is the default. JSON: the report's own.
+FORMATS: dict[str, Format[BenchReport]] = format_table(
+    FunctionFormat("text", render_text, takes_verbose=True),
+    FunctionFormat("json", render_json, takes_verbose=True),
+)

@@ -12,10 +12,13 @@ import typer
 
 from gpucheck.cli.common import (
     CompatDirOpt,
+    JsonOpt,
     OutputOpt,
     PythonOpt,
     StrictOpt,
     UserError,
+    choose_format,
+    format_option,
     load_compat,
     number_option,
     probe_options,
@@ -32,7 +35,8 @@ def bench(
         list[int] | None,
         typer.Option("--gpu", metavar="INDEX", help="Measure this GPU only (repeatable)."),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
+    json_out: JsonOpt = False,
+    fmt: Annotated[str, format_option("text or json.")] = "text",
     output: OutputOpt = None,
     strict: StrictOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show check ids.")] = False,
@@ -63,14 +67,14 @@ def bench(
     error.
     """
     from gpucheck.bench.probe import measure_cpu, measure_gpus
-    from gpucheck.bench.report import BenchReport, render_text
+    from gpucheck.bench.report import FORMATS, BenchReport
     from gpucheck.bench.verdicts import findings
     from gpucheck.checks.context import Context
     from gpucheck.probes.framework_python import find
     from gpucheck.probes.frameworks import PythonNotFound
     from gpucheck.probes.run import collect, driver_init_allowed
-    from gpucheck.report.formats import render_json
 
+    chosen = choose_format(FORMATS, fmt, json_out)
     compat = load_compat(compat_dir)
     options = probe_options(15.0, python, False)
     snapshot = collect(options)
@@ -108,10 +112,7 @@ def bench(
             run, usable, timeout, options.env, driver_init_allowed(snapshot.system), progress
         )
     report = BenchReport(snapshot, findings(run, compat.gpus), strict=strict, run=run)
-    if json_out:
-        write_output(output, lambda s: render_json(report, s))
-    else:
-        write_output(output, lambda s: render_text(report, s, verbose))
+    write_output(output, lambda s: chosen.write(report, s, verbose))
     raise typer.Exit(report.exit_code)
 
 

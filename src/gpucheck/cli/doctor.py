@@ -14,13 +14,14 @@ from gpucheck.cli.common import (
     DeepOpt,
     EvidenceOpt,
     HostIdOpt,
-    JsonFormatOpt,
+    JsonOpt,
     OutputOpt,
     PythonsOpt,
     RedactOpt,
     StrictOpt,
     TimeoutOpt,
     UserError,
+    choose_format,
     format_option,
     number_option,
     same_file,
@@ -43,7 +44,7 @@ def _selector(flag: str, does: str) -> Any:
 
 
 def doctor(
-    json_out: JsonFormatOpt = False,
+    json_out: JsonOpt = False,
     fmt: Annotated[
         str, format_option("text, json, junit or prometheus.", completion.doctor_formats)
     ] = "text",
@@ -105,8 +106,7 @@ def doctor(
     Exit codes: 0 ready, 1 a check failed (or warned, with --strict), 2 usage error or
     unreadable snapshot, 3 gpucheck itself broke.
     """
-    if json_out and fmt not in ("text", "json"):
-        raise UserError(f"--json and --format {fmt} ask for two formats: give one")
+    chosen = choose_format(FORMATS, fmt, json_out)
     if len(from_files or []) > 1:
         raise UserError("--from takes one snapshot (for many reports: gpucheck fleet)")
     from_file = from_files[0] if from_files else None
@@ -129,9 +129,6 @@ def doctor(
         redact=redact,
         caller=Caller.COMMAND_LINE,
     )
-    fmt = "json" if json_out else fmt
-    if fmt not in FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     report = run(request)
-    write_output(output, lambda stream: FORMATS[fmt](report, stream, verbose))
+    write_output(output, lambda stream: chosen.write(report, stream, verbose))
     raise typer.Exit(report.exit_code)

@@ -10,11 +10,12 @@ import typer
 
 from gpucheck.cli.common import (
     CompatDirOpt,
-    JsonFormatOpt,
+    JsonOpt,
     OutputOpt,
     PythonOpt,
     TimeoutOpt,
     UserError,
+    choose_format,
     format_option,
     load_compat,
     probe_here,
@@ -39,7 +40,7 @@ def fix(
         str | None,
         typer.Option("--plan", metavar="PLAN", help="Use a saved plan (fix --json -o PLAN)."),
     ] = None,
-    json_out: JsonFormatOpt = False,
+    json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text, json or sh.")] = "text",
     output: OutputOpt = None,
     apply: Annotated[
@@ -71,23 +72,20 @@ def fix(
     2 usage error, unreadable input or a plan of another machine, 130 interrupted.
     """
     from gpucheck.fixplan.apply import ApplyError, RecordError
+    from gpucheck.fixplan.render import FORMATS
 
     try:
         if undo is not None:
             _undo(undo, yes)
             return
-        fmt = "json" if json_out else fmt
-        if fmt not in ("text", "json", "sh"):
-            raise UserError(f"--format: {fmt!r} is not one of text, json, sh")
+        chosen = choose_format(FORMATS, fmt, json_out)
         if from_file is not None and plan_file is not None:
             raise UserError("--from and --plan: give one")
-        if apply and (fmt != "text" or output is not None):
+        if apply and (chosen.name != "text" or output is not None):
             raise UserError("--apply prints its plan and what it did as text: drop --json/-o")
         plan = _plan(from_file, plan_file, python, timeout, compat_dir)
         if not apply:
-            from gpucheck.fixplan.render import FORMATS
-
-            write_output(output, lambda stream: FORMATS[fmt](plan, stream))
+            write_output(output, lambda stream: chosen.write(plan, stream))
             raise typer.Exit(ExitStatus.FAILED if plan.conflicts else ExitStatus.OK)
         _apply(plan, yes, record, python, timeout)
     except RecordError as exc:

@@ -8,12 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucheck.cli.common import UserError, number_option, write_output
+from gpucheck.cli.common import (
+    JsonOpt,
+    UserError,
+    choose_format,
+    format_option,
+    number_option,
+    write_output,
+)
 from gpucheck.exit_status import ExitStatus
 
 if TYPE_CHECKING:
     from gpucheck.procs.ending import Decision
-    from gpucheck.procs.render import ProcsDocument
 
 
 GpuOpt = Annotated[
@@ -23,7 +29,8 @@ GpuOpt = Annotated[
 
 
 def procs(
-    json_out: Annotated[bool, typer.Option("--json", help="Answer as JSON.")] = False,
+    json_out: JsonOpt = False,
+    fmt: Annotated[str, format_option("text or json.")] = "text",
     gpu: GpuOpt = None,
     kill: Annotated[
         list[int] | None,
@@ -61,6 +68,8 @@ def procs(
     from gpucheck.probes.run import ProbeOptions, collect_holders
     from gpucheck.procs import render as out
 
+    shown_as = choose_format(out.FORMATS, fmt, json_out)
+    json_out = shown_as.name == "json"
     acting = bool(kill) or kill_mine
     if not acting:
         for name, given in (("--force", force), ("--yes", yes)):
@@ -99,7 +108,7 @@ def procs(
             holders = only_gpu(holders, index)
     if not acting:
         doc = out.document(holders, snap.created_at, in_container)
-        _write(doc, json_out)
+        write_output(None, lambda stream: shown_as.write(doc, stream))
         if not holders.complete:
             raise typer.Exit(ExitStatus.UNKNOWN)  # "no process holds it" could not be said
         return
@@ -131,25 +140,12 @@ def procs(
         if a.index == b.index
     ]
     doc = out.document(after, snap.created_at, in_container, out.actions(decisions, ended), memory)
-    if json_out:
-        _write(doc, True)
-    else:
-        _report(doc)
+    write_output(None, lambda stream: shown_as.write(doc, stream))
     done = all(e.outcome in ("terminated", "killed", "gone") for e in ended.values())
     if not done or len(to_end) < len(decisions):
         raise typer.Exit(ExitStatus.FAILED)
     if unasked:
         raise typer.Exit(ExitStatus.UNKNOWN)
-
-
-def _write(doc: ProcsDocument, json_out: bool) -> None:
-    from gpucheck.procs import render as out
-
-    if json_out:
-        text = out.to_json(doc)
-        write_output(None, lambda stream: stream.write(text))
-    else:
-        write_output(None, lambda stream: out.render(doc, stream))
 
 
 def _tell(decisions: list[Decision], json_out: bool, unasked: list[str]) -> None:
@@ -168,20 +164,3 @@ def _tell(decisions: list[Decision], json_out: bool, unasked: list[str]) -> None
         else:
             stream.write(f"not ending PID {d.pid}: {d.reason}\n")
     stream.flush()
-
-
-def _report(doc: ProcsDocument) -> None:
-    from gpucheck.procs import render as out
-
-    for a in doc.actions or []:
-        if a.outcome is not None:
-            words = out.GUARD_WORDS.get(a.guard or "")
-            guard = f" (signals sent {words})" if words else ""
-            sys.stdout.write(f"PID {a.pid}: {a.outcome}: {a.detail}{guard}\n")
-    for m in doc.memory or []:
-        if m.before is not None and m.after is not None:
-            freed = m.before - m.after
-            sys.stdout.write(
-                f"GPU {m.gpu}: {out.gib(m.before)} -> {out.gib(m.after)} used"
-                + (f" ({out.gib(freed)} freed)\n" if freed > 0 else "\n")
-            )

@@ -10,17 +10,17 @@ control characters are shown escaped, never sent to the terminal.
 from __future__ import annotations
 
 import re
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol
 
 from msgspec import Struct
 
 from gpucheck.exit_status import ExitStatus
-from gpucheck.model.finding import PROBLEM, Section, Status
+from gpucheck.model.finding import PROBLEM, Finding, Section, Status
 from gpucheck.report.topology import matrix
 from gpucheck.version import __version__
 
-if TYPE_CHECKING:  # core renders through this module (notebooks): no import back
-    from gpucheck.report.core import Report
+if TYPE_CHECKING:
+    from gpucheck.model.snapshot import Snapshot
 
 MARKS = {
     Status.PASS: ("✓", "+", "green"),
@@ -54,6 +54,28 @@ def printable(text: str) -> str:
     )
 
 
+class Judged(Protocol):
+    """What the layout reads of a report. core.Report is one, and renders itself (notebooks)
+    through this module and terminal.py: they name this, never core, so no import goes back."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+    @property
+    def findings(self) -> list[Finding]: ...
+    @property
+    def from_file(self) -> str | None: ...
+    @property
+    def counts(self) -> dict[str, int]: ...
+    @property
+    def problems(self) -> list[Finding]: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def exit_code(self) -> int: ...
+    @property
+    def not_ready_reason(self) -> str | None: ...
+
+
 class Line(Struct, frozen=True):  # (a Struct: a dataclass's code generation cost 0.4 ms)
     """One line of the report: `body` wraps (on a terminal) under the end of `lead`."""
 
@@ -63,7 +85,7 @@ class Line(Struct, frozen=True):  # (a Struct: a dataclass's code generation cos
     body_style: str = ""
 
 
-def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
+def layout(report: Judged, verbose: bool, unicode_ok: bool) -> list[Line]:
     sysf = report.snapshot.system
     where = (" · " if unicode_ok else " - ").join(
         p
@@ -109,7 +131,7 @@ def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
     return [*lines, Line("", ""), Line("", text, "", style)]
 
 
-def summary(report: Report, unicode_ok: bool) -> tuple[str, str]:
+def summary(report: Judged, unicode_ok: bool) -> tuple[str, str]:
     c = report.counts
     tail = f"{c['pass']} passed, {c['skip']} skipped, {c['info']} info"
     if report.ready:
@@ -128,7 +150,7 @@ def summary(report: Report, unicode_ok: bool) -> tuple[str, str]:
     return f"{cross} {n} {label} ({', '.join(parts)}); {tail}", "bold red"
 
 
-def render_plain(report: Report, stream: IO[str], verbose: bool = False) -> None:
+def render_plain(report: Judged, stream: IO[str], verbose: bool = False) -> None:
     unicode_ok = (getattr(stream, "encoding", None) or "utf-8").lower().startswith("utf")
     stream.write(
         "".join(f"{ln.lead}{ln.body}".rstrip() + "\n" for ln in layout(report, verbose, unicode_ok))
