@@ -16,15 +16,11 @@ from gpucheck.cli.common import (
     OutputOpt,
     PythonOpt,
     StrictOpt,
-    UserError,
     choose_format,
     format_option,
-    load_compat,
     number_option,
-    probe_options,
     write_output,
 )
-from gpucheck.model.frameworks import CUPY, TORCH
 
 
 def bench(
@@ -66,67 +62,22 @@ def bench(
     a run that did not finish, or no GPU to measure (the CPU figure is still shown), 2 usage
     error.
     """
-    from gpucheck.bench.probe import measure_cpu, measure_gpus
-    from gpucheck.bench.report import FORMATS, BenchReport
-    from gpucheck.bench.verdicts import findings
-    from gpucheck.checks.context import Context
-    from gpucheck.probes.framework_python import find
-    from gpucheck.probes.frameworks import PythonNotFound
-    from gpucheck.probes.run import collect, driver_init_allowed
+    from gpucheck.bench.flow import BenchRequest, run
+    from gpucheck.bench.report import FORMATS
 
     chosen = choose_format(FORMATS, fmt, json_out)
-    compat = load_compat(compat_dir)
-    options = probe_options(15.0, python, False)
-    snapshot = collect(options)
-    ctx = Context(snapshot, _compat=compat)
-    usable = [g for g in ctx.visibility.visible if g.handle_error is None]
-    if gpu:
-        known = {g.index for g in usable}
-        missing = [i for i in gpu if i not in known]
-        if missing:
-            have = ", ".join(str(i) for i in sorted(known)) or "none"
-            raise UserError(f"--gpu {missing[0]}: no such usable GPU (usable: {have})")
-        usable = [g for g in usable if g.index in gpu]
-    try:
-        found = find(options.env, python, (TORCH.key, CUPY.key), 15.0)
-    except PythonNotFound as exc:
-        raise UserError(str(exc)) from None
-    progress = _progress()
-    progress("measuring the CPU")
-    # The CPU figure in the probed interpreter, --python's even where it has neither torch nor
-    # CuPy (its numpy then).
-    cpu_python = found.python or (options.pythons[0] if options.pythons else None)
-    run = measure_cpu(cpu_python, found.framework, quick, timeout, options.env)
-    run.framework_version = found.version
-    run.duration = duration
-    if not usable:
-        run.no_gpu_reason = _no_gpu_reason(ctx)
-    elif found.python is None:
-        run.no_gpu_reason = (
-            f"no torch or CuPy in {', '.join(found.looked_at)} to run the measurements: "
-            "install one there (`pip install torch`), or pass --python PATH of an environment "
-            "that has it"
-        )
-    else:
-        measure_gpus(
-            run, usable, timeout, options.env, driver_init_allowed(snapshot.system), progress
-        )
-    report = BenchReport(snapshot, findings(run, compat.gpus), strict=strict, run=run)
+    request = BenchRequest(
+        quick=quick,
+        gpus=tuple(gpu or ()),
+        strict=strict,
+        timeout=timeout,
+        duration=duration,
+        python=python,
+        compat_dirs=tuple(compat_dir or ()),
+    )
+    report = run(request, _progress())
     write_output(output, lambda s: chosen.write(report, s, verbose))
     raise typer.Exit(report.exit_code)
-
-
-def _no_gpu_reason(ctx: object) -> str:
-    from gpucheck.checks.context import Context
-
-    assert isinstance(ctx, Context)
-    if ctx.gpus and not ctx.visibility.visible:
-        return "CUDA_VISIBLE_DEVICES hides every GPU"
-    if ctx.has_gpu is False or (ctx.has_gpu is None and not ctx.gpus):
-        return "this machine has no NVIDIA GPU"
-    if not ctx.nvml_ok:
-        return "the NVIDIA driver does not answer (`gpucheck doctor` says why)"
-    return "no usable GPU (`gpucheck doctor` says why)"
 
 
 def _progress() -> Callable[[str], None]:
