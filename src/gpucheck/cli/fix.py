@@ -17,10 +17,6 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
-    load_compat,
-    probe_here,
-    read_input,
-    read_snapshot,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
@@ -72,6 +68,7 @@ def fix(
     2 usage error, unreadable input or a plan of another machine, 130 interrupted.
     """
     from gpucheck.fixplan.apply import ApplyError, RecordError
+    from gpucheck.fixplan.making import PlanRequest, make_plan
     from gpucheck.fixplan.render import FORMATS
 
     try:
@@ -83,7 +80,15 @@ def fix(
             raise UserError("--from and --plan: give one")
         if apply and (chosen.name != "text" or output is not None):
             raise UserError("--apply prints its plan and what it did as text: drop --json/-o")
-        plan = _plan(from_file, plan_file, python, timeout, compat_dir)
+        plan = make_plan(
+            PlanRequest(
+                from_file=from_file,
+                plan_file=plan_file,
+                python=python,
+                timeout=timeout,
+                compat_dirs=tuple(compat_dir or ()),
+            )
+        )
         if not apply:
             write_output(output, lambda stream: chosen.write(plan, stream))
             raise typer.Exit(ExitStatus.FAILED if plan.conflicts else ExitStatus.OK)
@@ -93,35 +98,6 @@ def fix(
     except ApplyError as exc:
         print(f"gpucheck: {exc}", file=sys.stderr)
         raise typer.Exit(ExitStatus.FAILED) from None
-
-
-def _plan(
-    from_file: str | None,
-    plan_file: str | None,
-    python: str | None,
-    timeout: float,
-    compat_dir: list[str] | None,
-) -> Plan:
-    from gpucheck.fixplan import diagnose, plan_for, report_findings
-
-    if plan_file is not None:
-        from gpucheck.fixplan.render import loads_plan
-
-        try:
-            return loads_plan(read_input(plan_file, 64 << 20, "is too large", "--plan"))
-        except ValueError as exc:
-            raise UserError(f"--plan: {plan_file}: {exc}") from None
-    if from_file is not None:
-        if python is not None:
-            raise UserError("--from plans from a saved snapshot; --python probes this machine")
-        snapshot = read_snapshot(from_file)
-        if from_file != "-":  # (stdin is read once: its snapshot is diagnosed)
-            written = report_findings(read_input(from_file, 64 << 20, "is too large"))
-            if written is not None:
-                return plan_for(snapshot, written, from_file)
-    else:
-        snapshot = probe_here(timeout, python)
-    return plan_for(snapshot, diagnose(snapshot, load_compat(compat_dir)), from_file)
 
 
 def _say(text: str) -> None:
@@ -163,13 +139,9 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
 
 def _recheck(plan: Plan, python: str, timeout: float) -> None:
     """The doctor again, on the same interpreter: which of the plan's findings are gone."""
-    from gpucheck.fixplan import diagnose
-    from gpucheck.model.finding import PROBLEM
+    from gpucheck.fixplan.making import recheck
 
-    snapshot = probe_here(timeout, python)
-    now = {f.id for f in diagnose(snapshot, load_compat(None)) if f.status in PROBLEM}
-    gone = [f.id for f in plan.findings if f.id not in now]
-    remain = [f.id for f in plan.findings if f.id in now]
+    gone, remain = recheck(plan, python, timeout)
     print(f"Doctor again: gone: {', '.join(gone) or 'none'}; remain: {', '.join(remain) or 'none'}")
 
 
