@@ -351,7 +351,7 @@ def outputs_of(snap: Snapshot) -> dict[str, str]:
     out = {}
     for name, renderer in FORMATS.items():
         stream = io.StringIO()
-        renderer(report, stream, True)
+        renderer.write(report, stream, True)
         out[f"doctor {name}"] = stream.getvalue()
     plan = plan_for(snap, findings, "node7.json")
     for name, plan_renderer in (("sh", render_sh), ("text", render_text), ("json", render_json)):

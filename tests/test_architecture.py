@@ -140,8 +140,8 @@ def test_the_walk_sees_what_it_must() -> None:
     known = modules()
     native = imports(PACKAGE / "probes" / "native.py", known)
     assert any(m == "gpucheck.child.run" and runtime for m, _, runtime in native)
-    text = imports(PACKAGE / "report" / "text.py", known)
-    assert ("gpucheck.report.core", False) in [(m, r) for m, _, r in text]
+    reading = imports(PACKAGE / "inputs.py", known)
+    assert ("gpucheck.model.snapshot", False) in [(m, r) for m, _, r in reading]
     cli = imports(PACKAGE / "cli" / "procs.py", known)
     assert any(m.startswith("gpucheck.procs") for m, _, _ in cli)  # imported inside a function
     rank = {u: i for i, layer in enumerate(readme_layers()) for u in layer}

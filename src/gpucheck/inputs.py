@@ -236,13 +236,13 @@ def parse_size(text: str, option: str = "--min-memory", require_unit: bool = Fal
     return value
 
 
-def parse_job_pids(text: str) -> frozenset[int]:
+def parse_job_pids(text: str, option: str = "--job-pids") -> frozenset[int]:
     """--job-pids: PIDs separated by commas, spaces or newlines (`scontrol listpids`'s PID
-    column fits); empty means no job runs."""
+    column fits); empty means no job runs. A bad one is a UserError naming `option`."""
     pids = set()
     for word in (w for w in re.split(r"[\s,]+", text.strip()) if w):
         if not re.fullmatch(r"[0-9]{1,10}", word) or int(word) == 0:
-            raise UserError(f"--job-pids: {word!r} is not a process id")
+            raise UserError(f"{option}: {word!r} is not a process id")
         pids.add(int(word))
     return frozenset(pids)
 

@@ -13,6 +13,8 @@ from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
 from gpucheck.model.plural import counted
 from gpucheck.report.core import Report
+from gpucheck.report.formats import render_json
+from gpucheck.report.output_format import Format, FunctionFormat, format_table
 from gpucheck.report.text import MARKS, printable
 from gpucheck.version import __version__
 
@@ -72,3 +74,10 @@ def render_text(report: BenchReport, stream: IO[str], verbose: bool = False) -> 
                 f"{counted(len(report.problems), 'problem')}: {c['fail']} failed", style="bold red"
             )
         )
+
+
+# The formats of `bench --format`, by name; text is the default. JSON: the report's own.
+FORMATS: dict[str, Format[BenchReport]] = format_table(
+    FunctionFormat("text", render_text, takes_verbose=True),
+    FunctionFormat("json", render_json, takes_verbose=True),
+)

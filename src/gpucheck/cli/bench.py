@@ -12,20 +12,19 @@ import typer
 
 from gpucheck.cli.common import (
     CompatDirOpt,
+    JsonOpt,
     OutputOpt,
     PythonOpt,
     StrictOpt,
-    UserError,
-    load_compat,
+    choose_format,
+    format_option,
     number_option,
     one_python,
-    probe_options,
     python_inputs,
     refuse_input_as_output,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
-from gpucheck.model.frameworks import CUPY, TORCH
 
 # What --help lists under "Exit codes" (with those every command shares).
 EXIT_CODES = {
@@ -45,7 +44,8 @@ def bench(
         list[int] | None,
         typer.Option("--gpu", metavar="INDEX", help="Measure this GPU only (repeatable)."),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
+    json_out: JsonOpt = False,
+    fmt: Annotated[str, format_option("text or json.")] = "text",
     output: OutputOpt = None,
     strict: StrictOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show check ids.")] = False,
@@ -71,67 +71,23 @@ def bench(
 ) -> None:
     """Measure how fast this machine's GPUs really are, next to their spec and the CPU."""
     python = one_python(pythons)
-    from gpucheck.bench.probe import measure_cpu, measure_gpus
-    from gpucheck.bench.report import BenchReport, render_text
-    from gpucheck.bench.verdicts import findings
-    from gpucheck.checks.context import Context
-    from gpucheck.probes.framework_python import find
-    from gpucheck.probes.frameworks import PythonNotFound
-    from gpucheck.probes.run import collect, driver_init_allowed
-    from gpucheck.report.formats import render_json
+    from gpucheck.bench.flow import BenchRequest, run
+    from gpucheck.bench.report import FORMATS
 
+    chosen = choose_format(FORMATS, fmt, json_out)
     refuse_input_as_output(output, python_inputs(python))
-    compat = load_compat(compat_dir)
-    options = probe_options(15.0, python, False)
-    snapshot = collect(options)
-    ctx = Context(snapshot, _compat=compat)
-    usable = [g for g in ctx.visibility.visible if g.handle_error is None]
-    if gpu:
-        known = {g.index for g in usable}
-        missing = [i for i in gpu if i not in known]
-        if missing:
-            have = ", ".join(str(i) for i in sorted(known)) or "none"
-            raise UserError(f"--gpu {missing[0]}: no such usable GPU (usable: {have})")
-        usable = [g for g in usable if g.index in gpu]
-    try:
-        found = find(options.env, python, (TORCH.key, CUPY.key), 15.0)
-    except PythonNotFound as exc:
-        raise UserError(str(exc)) from None
-    progress = _progress()
-    progress("measuring the CPU")
-    # The CPU figure in the probed interpreter, --python's even where it has neither torch nor
-    # CuPy (its numpy then).
-    cpu_python = found.python or (options.pythons[0] if options.pythons else None)
-    run = measure_cpu(cpu_python, found.framework, quick, timeout, options.env)
-    run.framework_version = found.version
-    run.duration = duration
-    if not usable:
-        run.no_gpu_reason = _no_gpu_reason(ctx)
-    elif found.python is None:
-        run.no_framework_in = list(found.looked_at)
-    else:
-        measure_gpus(
-            run, usable, timeout, options.env, driver_init_allowed(snapshot.system), progress
-        )
-    report = BenchReport(snapshot, findings(run, compat.gpus), strict=strict, run=run)
-    if json_out:
-        write_output(output, lambda s: render_json(report, s))
-    else:
-        write_output(output, lambda s: render_text(report, s, verbose))
+    request = BenchRequest(
+        quick=quick,
+        gpus=tuple(gpu or ()),
+        strict=strict,
+        timeout=timeout,
+        duration=duration,
+        python=python,
+        compat_dirs=tuple(compat_dir or ()),
+    )
+    report = run(request, _progress())
+    write_output(output, lambda s: chosen.write(report, s, verbose))
     raise typer.Exit(report.exit_code)
-
-
-def _no_gpu_reason(ctx: object) -> str:
-    from gpucheck.checks.context import Context
-
-    assert isinstance(ctx, Context)
-    if ctx.gpus and not ctx.visibility.visible:
-        return "CUDA_VISIBLE_DEVICES hides every GPU"
-    if ctx.has_gpu is False or (ctx.has_gpu is None and not ctx.gpus):
-        return "this machine has no NVIDIA GPU"
-    if not ctx.nvml_ok:
-        return "the NVIDIA driver does not answer (`gpucheck doctor` says why)"
-    return "no usable GPU (`gpucheck doctor` says why)"
 
 
 def _progress() -> Callable[[str], None]:

@@ -26,6 +26,7 @@ from gpucheck.outputs import output_target as output_target
 from gpucheck.outputs import quiet_stdout as quiet_stdout
 from gpucheck.outputs import refuse_input_as_output as refuse_input_as_output
 from gpucheck.outputs import write_output as write_output
+from gpucheck.report.output_format import choose_format as choose_format
 
 
 def _checked_number(param: typer.CallbackParam, value: float | None) -> float | None:
@@ -127,8 +128,9 @@ PythonsOpt = Annotated[
 
 
 def format_option(formats: str, complete: Any = None) -> Any:
-    """--format/-f FORMAT of the commands that print a report (doctor, dockerfile, fix, fleet):
-    `formats` names the choices in --help, `complete` (completion.py) offers them."""
+    """--format/-f FORMAT, the one option every command with a machine-readable output takes
+    (with --json, JsonOpt, the same as --format json): `formats` names the choices in --help,
+    `complete` (completion.py) offers them; choose_format picks the one asked for."""
     return typer.Option("--format", "-f", metavar="FORMAT", help=formats, autocompletion=complete)
 
 
@@ -142,9 +144,8 @@ OutputOpt = Annotated[
         callback=_checked_output,
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Answer as JSON (keys are stable).")]
-# The report commands' (doctor, dockerfile, fix): --json is one of their --format values.
-JsonFormatOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+# Every command's --json: one of its --format values, the same alias with the same words.
+JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
 EvidenceOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show the evidence of passing checks too.")

@@ -4,13 +4,25 @@
 # annotations on every start-up (see cli/doctor.py).
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import IO, Annotated, Any
 
 import typer
 
-from gpucheck.cli.common import CompatDirOpt, JsonOpt, UserError, load_compat, write_output
+from gpucheck.cli.common import (
+    CompatDirOpt,
+    JsonOpt,
+    UserError,
+    choose_format,
+    format_option,
+    load_compat,
+    write_output,
+)
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
+from gpucheck.report.output_format import Format, FunctionFormat, format_table, write_json
+from gpucheck.report.text import printable
+
+FormatOpt = Annotated[str | None, format_option("text or json.")]
 
 compat_app = typer.Typer(
     help="Ask the compatibility data: which versions fit which driver, CUDA and GPU.",
@@ -30,39 +42,50 @@ def _answer(
     kind: str,
     subject: str,
     as_json: bool,
+    fmt: str | None,
     dirs: list[str] | None,
     **kw: str,
 ) -> None:
     from gpucheck.compat import CompatError, answers
 
     group = ctx.obj if isinstance(ctx.obj, dict) else {}
+    # `compat --json torch 2.5.1` and `compat torch 2.5.1 --json` ask the same.
+    chosen = choose_format(
+        ANSWER_FORMATS, fmt or group.get("format"), as_json or bool(group.get("json"))
+    )
     compat = load_compat([*group.get("compat_dir", []), *(dirs or [])])
     try:
         answer = getattr(answers, kind)(compat, subject, **kw)
     except CompatError as exc:
         raise UserError(str(exc)) from None
     data = answer.to_dict()
-    if as_json or group.get("json"):
-        _print_json(data)
-        return
+    write_output(None, lambda stream: chosen.write(data, stream))
+
+
+def _answer_text(data: dict[str, Any], stream: IO[str]) -> None:
     lines = [f"{key}: {_plain(value)}" for key, value in data.items() if key != "sources"]
     lines += [f"source: {source}" for source in data["sources"]]
-    _print("".join(line + "\n" for line in lines))
+    # What the user asked about is echoed with its control characters escaped.
+    stream.write("".join(printable(line) + "\n" for line in lines))
 
 
-def _print_json(data: object) -> None:
-    from gpucheck.model.decoding import to_json
+def _about_text(data: dict[str, Any], stream: IO[str]) -> None:
+    lines = [f"data as of: {data['data_as_of']}", f"folders: {', '.join(data['folders'])}"]
+    for name, info in data["files"].items():
+        counts = ", ".join(f"{n} {t}" for t, n in info["rows"].items())
+        lines.append(f"{name}: {counts} (as of {info['data_as_of']})")
+    lines.append(f"distinct sources cited: {data['distinct_sources']}")
+    # What the user asked about is echoed with its control characters escaped.
+    stream.write("".join(printable(line) + "\n" for line in lines))
 
-    write_output(None, lambda stream: stream.write(to_json(data).decode() + "\n"))
 
-
-def _print(text: str) -> None:
-    """Lines for a terminal: what the user asked about is echoed with its control
-    characters escaped (printable)."""
-    from gpucheck.report.text import printable
-
-    safe = "\n".join(printable(line) for line in text.split("\n"))
-    write_output(None, lambda stream: stream.write(safe))
+# The formats of an answer (compat KIND ...) and of `compat --about`; text is the default.
+ANSWER_FORMATS: dict[str, Format[dict[str, Any]]] = format_table(
+    FunctionFormat("text", _answer_text), FunctionFormat("json", write_json)
+)
+ABOUT_FORMATS: dict[str, Format[dict[str, Any]]] = format_table(
+    FunctionFormat("text", _about_text), FunctionFormat("json", write_json)
+)
 
 
 def _plain(value: object) -> str:
@@ -84,11 +107,12 @@ def compat(
         bool, typer.Option("--about", help="The data's date, files and counts.")
     ] = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     compat_dir: CompatDirOpt = None,
 ) -> None:
     """Ask the compatibility data (compat/*.toml, every row cited)."""
     # For the subcommand: `compat --compat-dir D --json torch ...` applies to it too.
-    ctx.obj = {"compat_dir": compat_dir or [], "json": as_json}
+    ctx.obj = {"compat_dir": compat_dir or [], "json": as_json, "format": fmt}
     if ctx.invoked_subcommand is not None:
         return
     if not about:
@@ -96,25 +120,22 @@ def compat(
         raise typer.Exit(ExitStatus.USAGE)
     from gpucheck.compat.answers import about as about_data
 
+    chosen = choose_format(ABOUT_FORMATS, fmt, as_json)
     data = about_data(load_compat(compat_dir))
-    if as_json:
-        _print_json(data)
-        return
-    lines = [f"data as of: {data['data_as_of']}", f"folders: {', '.join(data['folders'])}"]
-    for name, info in data["files"].items():
-        counts = ", ".join(f"{n} {t}" for t, n in info["rows"].items())
-        lines.append(f"{name}: {counts} (as of {info['data_as_of']})")
-    lines.append(f"distinct sources cited: {data['distinct_sources']}")
-    _print("".join(line + "\n" for line in lines))
+    write_output(None, lambda stream: chosen.write(data, stream))
 
 
 def _release_command(kind: str) -> Callable[..., None]:
     """`compat KIND VERSION`: one release of a framework or library, as compat.answers tells."""
 
     def command(
-        ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+        ctx: typer.Context,
+        version: str,
+        as_json: JsonOpt = False,
+        fmt: FormatOpt = None,
+        compat_dir: CompatDirOpt = None,
     ) -> None:
-        _answer(ctx, kind, version, as_json, compat_dir)
+        _answer(ctx, kind, version, as_json, fmt, compat_dir)
 
     return command
 
@@ -137,24 +158,34 @@ def compat_driver(
     ctx: typer.Context,
     version: str,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     compat_dir: CompatDirOpt = None,
     windows: Annotated[bool, typer.Option("--windows", help="A Windows driver.")] = False,
 ) -> None:
     """A driver version: the newest CUDA, torch and TensorFlow builds that run on it."""
-    _answer(ctx, "driver", version, as_json, compat_dir, os="windows" if windows else "linux")
+    os_name = "windows" if windows else "linux"
+    _answer(ctx, "driver", version, as_json, fmt, compat_dir, os=os_name)
 
 
 @compat_app.command("cuda")
 def compat_cuda(
-    ctx: typer.Context, version: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+    ctx: typer.Context,
+    version: str,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+    compat_dir: CompatDirOpt = None,
 ) -> None:
     """A CUDA release: its minimum drivers and the GPUs it can build for."""
-    _answer(ctx, "cuda", version, as_json, compat_dir)
+    _answer(ctx, "cuda", version, as_json, fmt, compat_dir)
 
 
 @compat_app.command("gpu")
 def compat_gpu(
-    ctx: typer.Context, name: str, as_json: JsonOpt = False, compat_dir: CompatDirOpt = None
+    ctx: typer.Context,
+    name: str,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+    compat_dir: CompatDirOpt = None,
 ) -> None:
     """A GPU by name (as nvidia-smi prints it): compute capability and the newest builds for it."""
-    _answer(ctx, "gpu", name, as_json, compat_dir)
+    _answer(ctx, "gpu", name, as_json, fmt, compat_dir)

@@ -10,11 +10,12 @@ import typer
 from gpucheck.cli.common import (
     CompatDirOpt,
     EvidenceOpt,
-    JsonFormatOpt,
+    JsonOpt,
     OutputOpt,
     StrictOpt,
     TimeoutOpt,
     UserError,
+    choose_format,
     format_option,
     install_extra,
     load_compat,
@@ -47,7 +48,7 @@ def dockerfile(
             help="Judge against a saved snapshot or report (the machine it will run on).",
         ),
     ] = None,
-    json_out: JsonFormatOpt = False,
+    json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text, json, junit or prometheus.")] = "text",
     output: OutputOpt = None,
     verbose: EvidenceOpt = False,
@@ -58,9 +59,7 @@ def dockerfile(
     """Judge a Dockerfile or Compose file against the machine it will run on."""
     from gpucheck.report.formats import FORMATS
 
-    fmt = "json" if json_out else fmt
-    if fmt not in FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    chosen = choose_format(FORMATS, fmt, json_out)
     try:
         from gpucheck.dockerfile import RECIPE_LIMIT, RecipeError, host_unknown, judge_file
     except ImportError as exc:
@@ -87,5 +86,5 @@ def dockerfile(
 
     unknown = host_unknown(snapshot)
     report = Report(snapshot, findings, strict=strict, from_file=from_file, unknown=unknown)
-    write_output(output, lambda stream: FORMATS[fmt](report, stream, verbose))
+    write_output(output, lambda stream: chosen.write(report, stream, verbose))
     raise typer.Exit(report.exit_code)

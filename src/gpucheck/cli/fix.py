@@ -10,18 +10,15 @@ import typer
 
 from gpucheck.cli.common import (
     CompatDirOpt,
-    JsonFormatOpt,
+    JsonOpt,
     OutputOpt,
     PythonOpt,
     TimeoutOpt,
     UserError,
+    choose_format,
     format_option,
-    load_compat,
     one_python,
-    probe_here,
     python_inputs,
-    read_input,
-    read_snapshot,
     refuse_input_as_output,
     write_output,
 )
@@ -53,7 +50,7 @@ def fix(
         str | None,
         typer.Option("--plan", metavar="PLAN", help="Use a saved plan (fix --json -o PLAN)."),
     ] = None,
-    json_out: JsonFormatOpt = False,
+    json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text, json or sh.")] = "text",
     output: OutputOpt = None,
     apply: Annotated[
@@ -82,24 +79,30 @@ def fix(
     """Turn the doctor's fixes into one ordered plan; print it (text, json, sh), or --apply it."""
     python = one_python(pythons)
     from gpucheck.fixplan.apply import ApplyError, RecordError
+    from gpucheck.fixplan.making import PlanRequest, make_plan
+    from gpucheck.fixplan.render import FORMATS
 
     try:
         if undo is not None:
             _undo(undo, yes)
             return
-        fmt = "json" if json_out else fmt
-        if fmt not in ("text", "json", "sh"):
-            raise UserError(f"--format: {fmt!r} is not one of text, json, sh")
+        chosen = choose_format(FORMATS, fmt, json_out)
         if from_file is not None and plan_file is not None:
             raise UserError("--from and --plan: give one")
-        if apply and (fmt != "text" or output is not None):
+        if apply and (chosen.name != "text" or output is not None):
             raise UserError("--apply prints its plan and what it did as text: drop --json/-o")
         refuse_input_as_output(output, [from_file, plan_file, *python_inputs(python)])
-        plan = _plan(from_file, plan_file, python, timeout, compat_dir)
+        plan = make_plan(
+            PlanRequest(
+                from_file=from_file,
+                plan_file=plan_file,
+                python=python,
+                timeout=timeout,
+                compat_dirs=tuple(compat_dir or ()),
+            )
+        )
         if not apply:
-            from gpucheck.fixplan.render import FORMATS
-
-            write_output(output, lambda stream: FORMATS[fmt](plan, stream))
+            write_output(output, lambda stream: chosen.write(plan, stream))
             raise typer.Exit(ExitStatus.FAILED if plan.conflicts else ExitStatus.OK)
         _apply(plan, yes, record, python, timeout)
     except RecordError as exc:
@@ -107,35 +110,6 @@ def fix(
     except ApplyError as exc:
         print(f"gpucheck: {printable(str(exc))}", file=sys.stderr)
         raise typer.Exit(ExitStatus.FAILED) from None
-
-
-def _plan(
-    from_file: str | None,
-    plan_file: str | None,
-    python: str | None,
-    timeout: float,
-    compat_dir: list[str] | None,
-) -> Plan:
-    from gpucheck.fixplan import diagnose, plan_for, report_findings
-
-    if plan_file is not None:
-        from gpucheck.fixplan.render import loads_plan
-
-        try:
-            return loads_plan(read_input(plan_file, 64 << 20, "is too large", "--plan"))
-        except ValueError as exc:
-            raise UserError(f"--plan: {plan_file}: {exc}") from None
-    if from_file is not None:
-        if python is not None:
-            raise UserError("--from plans from a saved snapshot; --python probes this machine")
-        snapshot = read_snapshot(from_file)
-        if from_file != "-":  # (stdin is read once: its snapshot is diagnosed)
-            written = report_findings(read_input(from_file, 64 << 20, "is too large"))
-            if written is not None:
-                return plan_for(snapshot, written, from_file)
-    else:
-        snapshot = probe_here(timeout, python)
-    return plan_for(snapshot, diagnose(snapshot, load_compat(compat_dir)), from_file)
 
 
 def _print(text: str) -> None:
@@ -181,13 +155,9 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
 
 def _recheck(plan: Plan, python: str, timeout: float, folder: Path) -> None:
     """The doctor again, on the same interpreter: which of the plan's findings are gone."""
-    from gpucheck.fixplan import diagnose
-    from gpucheck.fixplan.apply import recheck_lines
-    from gpucheck.model.finding import PROBLEM
+    from gpucheck.fixplan.making import recheck
 
-    snapshot = probe_here(timeout, python)
-    now = {f.id for f in diagnose(snapshot, load_compat(None)) if f.status in PROBLEM}
-    for line in recheck_lines(plan, now, folder):
+    for line in recheck(plan, python, timeout, folder):
         _print(line)
 
 

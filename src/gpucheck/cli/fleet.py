@@ -12,9 +12,11 @@ import typer
 from gpucheck.cli import completion
 from gpucheck.cli.common import (
     CompatDirOpt,
+    JsonOpt,
     OutputError,
     OutputOpt,
     UserError,
+    choose_format,
     format_option,
     input_as_output,
     load_compat,
@@ -42,6 +44,7 @@ def fleet(
             show_default=False,
         ),
     ],
+    json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("table, json or csv.", completion.fleet_formats)] = "table",
     output: OutputOpt = None,
     recheck: Annotated[
@@ -71,8 +74,7 @@ def fleet(
     from gpucheck.fleet.sources import OutputIsInput, items
     from gpucheck.fleet.summary import FleetBuilder
 
-    if fmt not in FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    chosen = choose_format(FORMATS, fmt, json_out)
     if reports.count("-") > 1:
         raise UserError("- (stdin) can be given once")
     avoid = _output_file(output)
@@ -97,8 +99,8 @@ def fleet(
             sys.stderr.write("\r\x1b[K")
         if builder.reports == len(missing):  # nothing read but the missing paths' failures
             raise UserError(_nothing_found(reports, missing))
-        summary = build(builder, fmt)
-        write_output(output, lambda stream: FORMATS[fmt](summary, stream))
+        summary = build(builder, chosen.name)
+        write_output(output, lambda stream: chosen.write(summary, stream))
     except sqlite3.Error as exc:  # the hosts' store, a file in $TMPDIR: full, or unwritable
         import tempfile
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucheck.cli.common import UserError, number_option, write_output
+from gpucheck.cli.common import (
+    JsonOpt,
+    UserError,
+    choose_format,
+    format_option,
+    number_option,
+    write_output,
+)
 from gpucheck.exit_status import ExitStatus
 
 if TYPE_CHECKING:
     from gpucheck.procs.ending import Decision
-    from gpucheck.procs.render import ProcsDocument
 
 
 GpuOpt = Annotated[
@@ -36,7 +41,8 @@ EXIT_CODES = {
 
 
 def procs(
-    json_out: Annotated[bool, typer.Option("--json", help="Answer as JSON.")] = False,
+    json_out: JsonOpt = False,
+    fmt: Annotated[str, format_option("text or json.")] = "text",
     gpu: GpuOpt = None,
     kill: Annotated[
         list[int] | None,
@@ -70,10 +76,11 @@ def procs(
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
-    from gpucheck.model.holders import Holders, ambiguous_gpu, merge, only_gpu, select_gpu
-    from gpucheck.probes.run import ProbeOptions, collect_holders
-    from gpucheck.procs import render as out
+    from gpucheck.procs import flow
+    from gpucheck.procs.render import FORMATS
 
+    shown_as = choose_format(FORMATS, fmt, json_out)
+    json_out = shown_as.name == "json"
     for pid in kill or ():
         # -5 is no process: os.kill would read it as a process group (or, -1, every process).
         if not 0 < pid <= PID_MAX:
@@ -83,49 +90,21 @@ def procs(
         for name, given in (("--force", force), ("--yes", yes)):
             if given:
                 raise UserError(f"{name} goes with --kill or --kill-mine")
-    from gpucheck.procs.view import read_view
-
-    options = ProbeOptions(timeout=timeout)
-    snap = collect_holders(options)
-    in_container = snap.system.container is not None
-    pids = [p.pid for p in snap.processes.processes]
-    view = read_view(options.root, os.environ, in_container, pids)
-    holders = merge(snap, view)
-    index = None
-    if gpu is not None:
-        chosen = select_gpu(gpu, snap.nvml.gpus)
-        uuids = {g.index: g.uuid or "UUID unknown" for g in snap.nvml.gpus}
-        if len(chosen) > 1:
-            raise UserError(ambiguous_gpu(gpu, [(i, uuids[i]) for i in chosen]))
-        if not chosen and holders.unknown:  # NVML listed no GPU it could be: not "no such GPU"
-            if acting:
-                sys.stderr.write(
-                    f"gpucheck: --gpu {gpu}: NVML listed no GPU to match it against: "
-                    f"{holders.unknown[0]}; nothing was ended\n"
-                )
-                raise typer.Exit(ExitStatus.UNKNOWN)
-            # Only the device files' holders no GPU was matched to: any of them may be its.
-            holders = Holders(
-                [h for h in holders.holders if not h.uses], [], holders.notes, holders.unknown
-            )
-        elif not chosen:
-            known = ", ".join(f"{i} ({uuid})" for i, uuid in uuids.items()) or "none answer"
-            raise UserError(f"--gpu {gpu}: no such GPU (GPUs: {known})")
-        else:
-            index = chosen[0]
-            holders = only_gpu(holders, index)
+    looked = flow.look(gpu, timeout)
+    if looked.unmatched is not None and acting:
+        sys.stderr.write(
+            f"gpucheck: --gpu {gpu}: NVML listed no GPU to match it against: "
+            f"{looked.unmatched}; nothing was ended\n"
+        )
+        raise typer.Exit(ExitStatus.UNKNOWN)
     if not acting:
-        doc = out.document(holders, snap.created_at, in_container)
-        _write(doc, json_out)
-        if not holders.complete:
+        doc = flow.listing(looked)
+        write_output(None, lambda stream: shown_as.write(doc, stream))
+        if not looked.holders.complete:
             raise typer.Exit(ExitStatus.UNKNOWN)  # "no process holds it" could not be said
         return
-    from gpucheck.procs.ending import Caller, Ender, Request, plan
-
-    decisions = plan(holders, Request(tuple(kill or ()), kill_mine, force, index), Caller.this())
+    decisions, unasked = flow.endings(looked, tuple(kill or ()), kill_mine, force)
     to_end = [d for d in decisions if d.end]
-    # --kill-mine finds compute contexts through NVML: where it could not ask, some may be missed.
-    unasked = holders.unasked() if kill_mine else []
     _tell(decisions, json_out, unasked)
     if to_end and not yes:
         if not sys.stdin.isatty():
@@ -138,37 +117,14 @@ def procs(
         if not typer.confirm(f"End {counted(len(to_end), 'process')}?", default=False, err=True):
             sys.stderr.write("gpucheck: nothing was ended\n")
             raise typer.Exit(ExitStatus.FAILED)
-    ender = Ender(options.root, grace)
-    ended = {d.pid: ender.end(d) for d in to_end}
-    after = merge(collect_holders(options), view) if to_end else holders
-    if index is not None:
-        after = only_gpu(after, index)
-    memory = [
-        out.MemoryChange(a.index, a.memory_used, b.memory_used)
-        for a in holders.gpus
-        for b in after.gpus
-        if a.index == b.index
-    ]
-    doc = out.document(after, snap.created_at, in_container, out.actions(decisions, ended), memory)
-    if json_out:
-        _write(doc, True)
-    else:
-        _report(doc)
-    done = all(e.outcome in ("terminated", "killed", "gone") for e in ended.values())
+    doc = flow.end(looked, decisions, grace)
+    write_output(None, lambda stream: shown_as.write(doc, stream))
+    ended = [a for a in doc.actions or [] if a.decision == "end"]
+    done = all(a.outcome in ("terminated", "killed", "gone") for a in ended)
     if not done or len(to_end) < len(decisions):
         raise typer.Exit(ExitStatus.FAILED)
     if unasked:
         raise typer.Exit(ExitStatus.UNKNOWN)
-
-
-def _write(doc: ProcsDocument, json_out: bool) -> None:
-    from gpucheck.procs import render as out
-
-    if json_out:
-        text = out.to_json(doc)
-        write_output(None, lambda stream: stream.write(text))
-    else:
-        write_output(None, lambda stream: out.render(doc, stream))
 
 
 def _tell(decisions: list[Decision], json_out: bool, unasked: list[str]) -> None:
@@ -187,20 +143,3 @@ def _tell(decisions: list[Decision], json_out: bool, unasked: list[str]) -> None
         else:
             stream.write(f"not ending PID {d.pid}: {d.reason}\n")
     stream.flush()
-
-
-def _report(doc: ProcsDocument) -> None:
-    from gpucheck.procs import render as out
-
-    for a in doc.actions or []:
-        if a.outcome is not None:
-            words = out.GUARD_WORDS.get(a.guard or "")
-            guard = f" (signals sent {words})" if words else ""
-            sys.stdout.write(f"PID {a.pid}: {a.outcome}: {a.detail}{guard}\n")
-    for m in doc.memory or []:
-        if m.before is not None and m.after is not None:
-            freed = m.before - m.after
-            sys.stdout.write(
-                f"GPU {m.gpu}: {out.gib(m.before)} -> {out.gib(m.after)} used"
-                + (f" ({out.gib(freed)} freed)\n" if freed > 0 else "\n")
-            )

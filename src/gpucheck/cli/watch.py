@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import UserError, number_option, refuse_input_as_output
+from gpucheck.cli.common import UserError, format_option, number_option, refuse_input_as_output
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size, unreadable
 from gpucheck.watch.log import LogError, parse_fields
@@ -63,12 +63,9 @@ def watch(
     ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="csv|jsonl",
-            help="Log format (default: csv; from -o FILE's extension).",
-            autocompletion=completion.watch_formats,
+        format_option(
+            "csv or jsonl: the log's format (default: csv; from -o FILE's extension).",
+            completion.watch_formats,
         ),
     ] = None,
     output: Annotated[

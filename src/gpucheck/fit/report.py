@@ -10,6 +10,7 @@ from gpucheck.exit_status import ExitStatus
 from gpucheck.fit.parts import Estimate, Setup, compute_dtype, largest_batch, verdict
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES, gib, human_count
+from gpucheck.report.output_format import Format, FunctionFormat, format_table, write_json
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
@@ -177,3 +178,13 @@ def render_text(report: FitReport, stream: IO[str]) -> None:
     w("\nAssumptions\n")
     for line in [*shape.notes, *est.assumptions]:
         w(f"  - {line}\n")
+
+
+def render_json(report: FitReport, stream: IO[str]) -> None:
+    write_json(report.to_dict(), stream)
+
+
+# The formats of `fit --format`, by name; text is the default.
+FORMATS: dict[str, Format[FitReport]] = format_table(
+    FunctionFormat("text", render_text), FunctionFormat("json", render_json)
+)

@@ -12,6 +12,7 @@ from gpucheck.fixplan.plan import PLAN_SCHEMA_VERSION, Plan, PlanStep
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.fix import Change, StepKind
 from gpucheck.model.plural import counted, plural
+from gpucheck.report.output_format import Format, FunctionFormat, format_table
 from gpucheck.report.text import printable
 
 
@@ -116,7 +117,13 @@ def render_json(plan: Plan, out: IO[str]) -> None:
     out.write(json.dumps(plan_dict(plan), indent=2) + "\n")
 
 
-FORMATS = {"text": render_text, "json": render_json, "sh": render_sh}
+# The plan's formats, by the name `fix --format` takes; text is the default. (Its JSON stays
+# json.dumps', non-ASCII escaped, not write_json's: the bytes plans have always had.)
+FORMATS: dict[str, Format[Plan]] = format_table(
+    FunctionFormat("text", render_text),
+    FunctionFormat("json", render_json),
+    FunctionFormat("sh", render_sh),
+)
 
 
 def plan_schema() -> dict[str, Any]:

@@ -19,6 +19,7 @@ from msgspec import Struct
 from gpucheck.fleet.records import HostRecord
 from gpucheck.fleet.store import ProblemGroup
 from gpucheck.fleet.summary import HOSTS_SHOWN, Fleet, FleetBuilder, HostGpu
+from gpucheck.report.output_format import Format, FunctionFormat, format_table
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
@@ -259,8 +260,10 @@ def build(builder: FleetBuilder, fmt: str) -> Fleet:
     return builder.build(_inventory_row if fmt == "table" else None)
 
 
-FORMATS: dict[str, Callable[[Fleet, IO[str]], None]] = {
-    "table": render_table,
-    "json": render_json,
-    "csv": render_csv,
-}
+# The fleet's formats, by the name `fleet --format` takes; table is the default. (Its JSON is
+# streamed from the hosts' store, not encoded whole by write_json: a fleet can be large.)
+FORMATS: dict[str, Format[Fleet]] = format_table(
+    FunctionFormat("table", render_table),
+    FunctionFormat("json", render_json),
+    FunctionFormat("csv", render_csv),
+)

@@ -126,7 +126,12 @@ _TERMINAL_UNSAFE = "[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
 def to_json(obj: Any, indent: int = 2) -> bytes:
     """JSON text of a model object, indented for people and diffs; a text value's control
     characters written as escapes, so a terminal showing the JSON executes none."""
-    data = msgspec.json.format(msgspec.json.encode(obj), indent=indent)
+    return escape_unsafe(msgspec.json.format(msgspec.json.encode(obj), indent=indent))
+
+
+def escape_unsafe(data: bytes) -> bytes:
+    """JSON text with the characters msgspec leaves raw (DEL, C1, bidi controls, line
+    separators) written as \\u escapes: the same value, safe to show on a terminal."""
     if data.isascii() and b"\x7f" not in data:
         return data
     return re.sub(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-import msgspec
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -22,6 +21,7 @@ from gpucheck.model.holders import (
 )
 from gpucheck.model.plural import plural
 from gpucheck.procs.ending import Decision, Ended, shorten
+from gpucheck.report.output_format import Format, FunctionFormat, format_table, write_json
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
@@ -199,8 +199,34 @@ def actions(decisions: list[Decision], ended: dict[int, Ended]) -> list[Action]:
     return out
 
 
-def to_json(doc: ProcsDocument) -> str:
-    return msgspec.json.encode(to_dict(doc)).decode("utf-8") + "\n"
+def render_json(doc: ProcsDocument, stream: IO[str]) -> None:
+    write_json(to_dict(doc), stream, indent=None)
+
+
+def render_text(doc: ProcsDocument, stream: IO[str]) -> None:
+    """The holders' table; after --kill/--kill-mine, what each ending did and the memory it
+    freed."""
+    if doc.actions is None and doc.memory is None:
+        render(doc, stream)
+        return
+    for a in doc.actions or []:
+        if a.outcome is not None:
+            words = GUARD_WORDS.get(a.guard or "")
+            guard = f" (signals sent {words})" if words else ""
+            stream.write(f"PID {a.pid}: {a.outcome}: {a.detail}{guard}\n")
+    for m in doc.memory or []:
+        if m.before is not None and m.after is not None:
+            freed = m.before - m.after
+            stream.write(
+                f"GPU {m.gpu}: {gib(m.before)} -> {gib(m.after)} used"
+                + (f" ({gib(freed)} freed)\n" if freed > 0 else "\n")
+            )
+
+
+# The formats of `procs --format`, by name; text is the default.
+FORMATS: dict[str, Format[ProcsDocument]] = format_table(
+    FunctionFormat("text", render_text), FunctionFormat("json", render_json)
+)
 
 
 def schema() -> dict[str, Any]:

@@ -1,21 +1,18 @@
 """Machine formats of the report: JSON (versioned schema), JUnit XML (what CI systems
-show as test results) and Prometheus metrics (report/prometheus.py). Registered by name, as
-the CLI's --format offers them."""
+show as test results) and Prometheus metrics (report/prometheus.py). Each is a Format
+(output_format.py) in FORMATS, by the name --format takes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import IO
 
 from gpucheck.model.finding import Status
 from gpucheck.report.core import Report
+from gpucheck.report.output_format import Format, FunctionFormat, format_table, write_json
 
 
 def render_json(report: Report, stream: IO[str], verbose: bool = False) -> None:
-    from gpucheck.model.decoding import to_json
-
-    stream.write(to_json(report.to_dict()).decode("utf-8"))
-    stream.write("\n")
+    write_json(report.to_dict(), stream)
 
 
 def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None:
@@ -97,10 +94,10 @@ def render_prometheus(report: Report, stream: IO[str], verbose: bool = False) ->
     render(report, stream, verbose)
 
 
-Renderer = Callable[[Report, IO[str], bool], None]
-FORMATS: dict[str, Renderer] = {
-    "text": render_text,
-    "json": render_json,
-    "junit": render_junit,
-    "prometheus": render_prometheus,
-}
+# The report's formats (doctor, dockerfile), by the name --format takes; text is the default.
+FORMATS: dict[str, Format[Report]] = format_table(
+    FunctionFormat("text", render_text, takes_verbose=True),
+    FunctionFormat("json", render_json, takes_verbose=True),
+    FunctionFormat("junit", render_junit, takes_verbose=True),
+    FunctionFormat("prometheus", render_prometheus, takes_verbose=True),
+)

@@ -4,15 +4,12 @@ hanging indent. Colour follows rich (NO_COLOR and FORCE_COLOR honoured)."""
 from __future__ import annotations
 
 import io
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.text import Text
 
-from gpucheck.report.text import layout
-
-if TYPE_CHECKING:  # core renders through this module (notebooks): no import back
-    from gpucheck.report.core import Report
+from gpucheck.report.text import Judged, layout
 
 
 class _Console(Console):
@@ -33,12 +30,12 @@ NOTEBOOK_HTML = (
 )
 
 
-def render(report: Report, stream: IO[str] | None = None, verbose: bool = False) -> None:
+def render(report: Judged, stream: IO[str] | None = None, verbose: bool = False) -> None:
     console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
     _render(console, report, verbose)
 
 
-def render_html(report: Report, verbose: bool = False) -> str:
+def render_html(report: Judged, verbose: bool = False) -> str:
     """The terminal report as an HTML fragment (for Jupyter and Colab)."""
     console = _Console(
         file=io.StringIO(),
@@ -55,7 +52,7 @@ def render_html(report: Report, verbose: bool = False) -> str:
     return console.export_html(inline_styles=True, code_format=NOTEBOOK_HTML)
 
 
-def _render(console: Console, report: Report, verbose: bool) -> None:
+def _render(console: Console, report: Judged, verbose: bool) -> None:
     unicode_ok = (console.encoding or "").lower().startswith("utf")
     for line in layout(report, verbose, unicode_ok):
         _hanging(

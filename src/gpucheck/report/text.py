@@ -10,7 +10,7 @@ control characters are shown escaped, never sent to the terminal.
 from __future__ import annotations
 
 import re
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol
 
 from msgspec import Struct
 
@@ -21,8 +21,8 @@ from gpucheck.model.plural import counted
 from gpucheck.report.topology import matrix
 from gpucheck.version import __version__
 
-if TYPE_CHECKING:  # core renders through this module (notebooks): no import back
-    from gpucheck.report.core import Report
+if TYPE_CHECKING:
+    from gpucheck.model.snapshot import Snapshot
 
 MARKS = {
     Status.PASS: ("✓", "+", "green"),
@@ -58,6 +58,28 @@ def printable(text: str) -> str:
     )
 
 
+class Judged(Protocol):
+    """What the layout reads of a report. core.Report is one, and renders itself (notebooks)
+    through this module and terminal.py: they name this, never core, so no import goes back."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+    @property
+    def findings(self) -> list[Finding]: ...
+    @property
+    def from_file(self) -> str | None: ...
+    @property
+    def counts(self) -> dict[str, int]: ...
+    @property
+    def problems(self) -> list[Finding]: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def exit_code(self) -> int: ...
+    @property
+    def not_ready_reason(self) -> str | None: ...
+
+
 class Line(Struct, frozen=True):  # (a Struct: a dataclass's code generation cost 0.4 ms)
     """One line of the report: `body` wraps (on a terminal) under the end of `lead`."""
 
@@ -67,7 +89,7 @@ class Line(Struct, frozen=True):  # (a Struct: a dataclass's code generation cos
     body_style: str = ""
 
 
-def layout(report: Report, verbose: bool, unicode_ok: bool) -> list[Line]:
+def layout(report: Judged, verbose: bool, unicode_ok: bool) -> list[Line]:
     sysf = report.snapshot.system
     where = (" · " if unicode_ok else " - ").join(
         p
@@ -130,7 +152,7 @@ def _skipped_by_cause(findings: list[Finding]) -> dict[str, list[str]]:
     return causes
 
 
-def summary(report: Report, unicode_ok: bool) -> tuple[str, str]:
+def summary(report: Judged, unicode_ok: bool) -> tuple[str, str]:
     c = report.counts
     tail = f"{c['pass']} passed, {c['skip']} skipped, {c['info']} info"
     if report.ready:
@@ -148,7 +170,7 @@ def summary(report: Report, unicode_ok: bool) -> tuple[str, str]:
     return f"{cross} {counted(n, 'problem')} ({', '.join(parts)}); {tail}", "bold red"
 
 
-def render_plain(report: Report, stream: IO[str], verbose: bool = False) -> None:
+def render_plain(report: Judged, stream: IO[str], verbose: bool = False) -> None:
     unicode_ok = (getattr(stream, "encoding", None) or "utf-8").lower().startswith("utf")
     stream.write(
         "".join(f"{ln.lead}{ln.body}".rstrip() + "\n" for ln in layout(report, verbose, unicode_ok))
