@@ -49,8 +49,8 @@ REFUSED: list[tuple[list[str], dict[str, object], str, str]] = [
     (
         ["--only", "gpu.nope"],
         {"only": ["gpu.nope"]},
-        "no check matches 'gpu.nope' (did you mean gpu.p2p, gpu.lost?); see: gpucheck checks",
-        "no check matches 'gpu.nope' (did you mean gpu.p2p, gpu.lost?); see: gpucheck checks",
+        "no check matches 'gpu.nope' (did you mean gpus.p2p, gpus.lost, gpus.compute-mode?); see: gpucheck checks",
+        "no check matches 'gpu.nope' (did you mean gpus.p2p, gpus.lost, gpus.compute-mode?); see: gpucheck checks",
     ),
     (
         ["--skip", "nothing-like-it"],

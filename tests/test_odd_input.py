@@ -168,12 +168,13 @@ def test_a_log_value_that_is_no_reading_is_reported_with_its_line_and_not_averag
     code, out, err = in_process(["watch", "--from", str(path)])
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        "Summary: 4 sample(s) over 3 s",
+        "Summary: 4 samples over 3 s",
         "GPU 0",
         "  memory.used                            min 1000  mean 1666.7  max 3000 MiB",
         "  power.draw                             min 100  mean 200.0  max 300 W",
+        "  (memory.used as nvidia-smi counts it, the driver's reservation left out; `gpucheck procs` counts it in)",
         "  no throttling, no idle time with memory held",
-        "Skipped 3 value(s) of the log, not in the figures above:",
+        "Skipped 3 values of the log, not in the figures above:",
         "  line 3: power.draw 'abc' is not a number",
         "  line 4: power.draw 1e+28 is beyond what a GPU shows (0 to 1e+06 W)",
         "  line 4: memory.used -5 is beyond what a GPU shows (0 to 1e+09 MiB)",
@@ -192,7 +193,7 @@ def test_a_json_lines_value_that_is_no_number_is_reported(tmp_path: Path) -> Non
     assert code == 0
     assert "  power.draw                             min 100  mean 100.0  max 100 W" in out
     assert out.endswith(
-        "Skipped 2 value(s) of the log, not in the figures above:\n"
+        "Skipped 2 values of the log, not in the figures above:\n"
         "  line 2: power.draw 'x' is not a number\n"
         "  line 3: power.draw nan is not a number\n"
     )

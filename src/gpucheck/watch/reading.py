@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
+from gpucheck.model.plural import counted
 from gpucheck.watch.log import (
     ALIASES,
     CSV_TIME,
@@ -63,7 +64,7 @@ class Skipped:
         if not self.count:
             return []
         more = [f"  ... and {self.count - len(self.first)} more"] if self.count > SHOWN else []
-        head = f"Skipped {self.count} value(s) of the log, not in the figures above:"
+        head = f"Skipped {counted(self.count, 'value')} of the log, not in the figures above:"
         return [head, *(f"  {line}" for line in self.first), *more]
 
 
