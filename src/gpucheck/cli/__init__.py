@@ -18,6 +18,7 @@ from typer.core import TyperGroup  # typer's documented home for custom groups
 if TYPE_CHECKING:
     from typer._click import Command  # the click typer builds on (typer vendors it)
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import OutputError, UserError
 from gpucheck.exit_status import ExitStatus
 from gpucheck.outputs import StdoutError
@@ -94,7 +95,8 @@ def build_app() -> typer.Typer:
         cls=_CommandLine,
         help="Is this machine ready to run deep learning on its NVIDIA GPUs? If not, what to "
         "change.",
-        add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, pwsh)
+        # --install-completion, --show-completion: listed in --help; completion.py answers them
+        add_completion=True,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
@@ -148,8 +150,10 @@ def _fail(message: str, code: int) -> int:
 def run(argv: list[str]) -> int:
     """Run the command line; returns the exit code (exit_status.py). KeyboardInterrupt
     and a closed stdout are the entry point's (gpucheck/entry.py)."""
-    command = typer.main.get_command(build_app())
     try:
+        if (shell_script := completion.shell_request(argv)) is not None:
+            return completion.write_shell_script(*shell_script)
+        command = typer.main.get_command(build_app())
         code = command.main(args=argv, prog_name="gpucheck", standalone_mode=False)
     except UserError as exc:
         return _fail(str(exc), ExitStatus.USAGE)
