@@ -198,3 +198,9 @@ def test_install_completion_of_a_named_shell_writes_its_script(tmp_path: Path) -
     assert result.stdout.startswith(f"bash completion installed in {script}\n")
     assert "complete -o default -F _gpucheck_completion gpucheck" in script.read_text()
     assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
+
+
+def test_help_says_the_completion_options_take_a_shell() -> None:
+    out = " ".join(run_gpucheck("--help").stdout.split())
+    assert "--install-completion Install completion for SHELL (bash, zsh, fish, powershell" in out
+    assert "--show-completion Print the completion script for SHELL, else for the shell" in out

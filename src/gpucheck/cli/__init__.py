@@ -13,7 +13,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup  # typer's documented home for custom groups
+from typer.core import TyperGroup, TyperOption  # typer's documented home for custom groups
 
 if TYPE_CHECKING:
     from typer._click import Command  # the click typer builds on (typer vendors it)
@@ -45,6 +45,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Judge a Dockerfile or Compose file against the machine it will run on.",
     ),
     "mcp": ("mcp", "Serve the read-only tools to AI agents (MCP, stdio)."),
+}
+
+
+# --install-completion / --show-completion in --help: completion.py answers them.
+SHELL_HELP = {
+    "install_completion": "Install completion for SHELL (bash, zsh, fish, powershell, pwsh), "
+    "else for the shell this runs under.",
+    "show_completion": "Print the completion script for SHELL, else for the shell this runs under.",
 }
 
 
@@ -154,6 +162,9 @@ def run(argv: list[str]) -> int:
         if (shell_script := completion.shell_request(argv)) is not None:
             return completion.write_shell_script(*shell_script)
         command = typer.main.get_command(build_app())
+        for param in command.params:  # (typer's flags, answered by completion.py: what they take)
+            if isinstance(param, TyperOption) and param.name in SHELL_HELP:
+                param.help = SHELL_HELP[param.name]
         code = command.main(args=argv, prog_name="gpucheck", standalone_mode=False)
     except UserError as exc:
         return _fail(str(exc), ExitStatus.USAGE)
