@@ -29,3 +29,18 @@ def wait_until_main_runs(proc: subprocess.Popen[bytes], limit_s: float = 60) -> 
         assert proc.poll() is None, f"gpucheck ended (exit {proc.returncode}) before main() ran"
         assert time.monotonic() < deadline, f"gpucheck's main() did not start in {limit_s} s"
         time.sleep(0.002)
+
+
+def wait_for_children(proc: subprocess.Popen[bytes], count: int, limit_s: float = 60) -> None:
+    """Until `proc` has at least `count` child processes (fleet's workers, say)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as children:
+                if len(children.read().split()) >= count:
+                    return
+        except OSError:
+            pass
+        assert proc.poll() is None, f"the command ended (exit {proc.returncode}) first"
+        assert time.monotonic() < deadline, f"no {count} child processes in {limit_s} s"
+        time.sleep(0.01)

@@ -21,6 +21,7 @@ import builders
 import pytest
 import typer
 from conftest import run_gpucheck
+from started import wait_until_main_runs
 
 import gpucheck
 from gpucheck import cli
@@ -374,7 +375,8 @@ def test_a_program_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path: Path)
         stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
-    time.sleep(1.0)  # (well into the command: waiting on stdin)
+    wait_until_main_runs(proc)
+    time.sleep(0.5)  # (well into the command: waiting on stdin)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(snap, timeout=60)
     assert (proc.returncode, err) == (0, b""), err
