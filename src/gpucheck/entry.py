@@ -75,6 +75,7 @@ def _take_sigint(handler: "Callable[[int, FrameType | None], object]") -> None:
         except ValueError:  # not the main thread (embedded): keep the default
             pass
 
+
 from gpucheck.exit_status import ExitStatus  # noqa: E402  (after the handler: see above)
 
 _SEEN: list[int] = []  # a Ctrl-C arrived (even one some library code swallowed)
