@@ -58,15 +58,14 @@ def in_sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_readme_commands_parse_as_this_test_reads_them() -> None:
+def test_the_readme_commands_are_the_ones_this_test_runs() -> None:
+    """What the slow test below relies on, checked in the fast tier: the first block installs
+    gpucheck and runs the doctor, the second installs the test extra and runs pytest."""
     install, tests = readme_commands()
-    assert install == (
-        "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/gpucheck doctor"
-    )
-    assert short_test_command(tests) == (
-        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' -c constraints-dev.txt"
-        " && .venv/bin/python -m pytest -q tests/test_completion.py"
-    )
+    assert "pip install ." in install and install.endswith(".venv/bin/gpucheck doctor"), install
+    short = short_test_command(tests)
+    assert "pip install -e '.[test]'" in short and COMPONENTS not in short, short
+    assert short.endswith(f" -m pytest -q {TEST_FILE}"), short
 
 
 @pytest.mark.slow
