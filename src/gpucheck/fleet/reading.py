@@ -10,7 +10,6 @@ diagnosed here with today's checks and compat data, and the report's requirement
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import itertools
 import multiprocessing
@@ -41,8 +40,8 @@ CHUNK = 256  # reports per task sent to a worker: fewer, larger messages cost th
 WINDOW = 2  # chunks in flight per worker: enough to keep every worker busy
 MAX_DEFAULT_JOBS = 8
 IN_PROCESS_BELOW = 2 * CHUNK  # fewer reports than this: starting workers costs more than it saves
-# Seconds the workers are given to end once the reading is over, then again once the ones
-# left are killed: a busy machine ends them in well under a second.
+# Seconds the workers are given to end once the reading is over: a busy machine ends them in
+# well under a second.
 SHUTDOWN_S = 20.0
 
 READ_FIRST = 64 * 1024  # under malloc's mmap threshold: a heap buffer, trimmed after the read
@@ -355,12 +354,12 @@ def read_all(
 
 
 def _shut_down(pool: Pool, consumed: bool) -> None:
-    """End the workers in a way that cannot wait forever. Every result read: close() lets
-    each worker take its end-of-work sentinel and exit. Pool.terminate() (what `with Pool`
-    does) can instead wait forever, on a busy machine, in join() for a worker blocked on the
-    task queue's lock, which terminate() itself holds. Work left (Ctrl-C, the reader gone,
-    an error) is abandoned with terminate(), the only way to drop it. Either way, bounded:
-    what has not ended by then is killed; the pool's workers hold nothing but their work."""
+    """End the workers without waiting on them forever. Every result read: close() lets each
+    worker take its end-of-work sentinel and exit, and join() waits for that. Pool.terminate()
+    (what `with Pool` does) could instead wait forever, on a busy machine, in join() for a
+    worker blocked on the task queue's lock, which terminate() itself holds. Work left (Ctrl-C,
+    the reader gone, an error) can only be dropped with terminate(). Either way the command
+    waits a bounded time: its exit (os._exit, entry.py) ends what is left."""
 
     def finish() -> None:
         if consumed:
@@ -372,9 +371,3 @@ def _shut_down(pool: Pool, consumed: bool) -> None:
     finishing = threading.Thread(target=finish, name="gpucheck-fleet-shutdown", daemon=True)
     finishing.start()
     finishing.join(SHUTDOWN_S)
-    if finishing.is_alive():
-        # (Pool keeps its workers in _pool alone; its handlers no longer replace them.)
-        for worker in list(getattr(pool, "_pool", ())):
-            with contextlib.suppress(OSError, ValueError):
-                worker.kill()
-        finishing.join(SHUTDOWN_S)
