@@ -4,8 +4,13 @@ _TYPER_COMPLETE_ARGS)."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from conftest import run_gpucheck
 
 
@@ -28,11 +33,7 @@ def test_zsh_completes_with_the_help_line() -> None:
 def bash_values(line: str) -> list[str]:
     """What the completion script of `gpucheck --show-completion bash`, sourced in a real bash,
     puts in COMPREPLY for the last word of `line` (empty when the line ends in a space)."""
-    import os
-    import shlex
     import shutil
-    import subprocess
-    import sys
     import tempfile
 
     from conftest import REPO
@@ -132,3 +133,74 @@ def test_zsh_and_fish_complete_values_with_their_help() -> None:
         "json",
         "csv",
     ]
+
+
+# --- the scripts: --show-completion / --install-completion SHELL --------------------------------
+
+
+def under_sh(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`gpucheck ARGS` with `sh` as its parent, as in a Dockerfile RUN, make or `sh -c`."""
+    line = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "gpucheck", *args])
+    return subprocess.run(
+        ["sh", "-c", line],  # (sh runs the program as its child: `exec` would hide it)
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("shell", "marker"),
+    [
+        ("bash", "complete -o default -F _gpucheck_completion gpucheck"),
+        ("zsh", "#compdef gpucheck"),
+        ("fish", "complete --command gpucheck --no-files"),
+        ("powershell", "Register-ArgumentCompleter -Native -CommandName gpucheck"),
+        ("pwsh", "Register-ArgumentCompleter -Native -CommandName gpucheck"),
+    ],
+)
+def test_a_named_shell_is_honoured_whatever_the_parent(shell: str, marker: str) -> None:
+    """Before: the word was ignored and the shell guessed from the parent: under sh, "Shell sh
+    not supported.", exit 1."""
+    for args in (("--show-completion", shell), (f"--show-completion={shell}",)):
+        result = under_sh(*args)
+        assert (result.returncode, result.stderr) == (0, ""), result.stderr
+        assert marker in result.stdout
+        assert "_GPUCHECK_COMPLETE" in result.stdout
+
+
+def test_a_shell_that_cannot_be_completed_is_one_line_and_exit_2() -> None:
+    for args, says in [
+        (
+            ("--show-completion", "tcsh"),
+            "--show-completion: no completion for the shell named, 'tcsh'",
+        ),
+        (
+            ("--install-completion", "csh"),
+            "--install-completion: no completion for the shell named",
+        ),
+        (("--show-completion",), "--show-completion: no completion for the shell here, 'sh'"),
+        (("--show-completion", "bash", "zsh"), "--show-completion takes one shell name"),
+    ]:
+        result = under_sh(*args)
+        assert result.returncode == 2, result.stderr
+        assert result.stdout == ""
+        assert result.stderr.startswith(f"gpucheck: {says}"), result.stderr
+        assert result.stderr.count("\n") == 1 and "bash (or zsh, fish" in result.stderr
+
+
+def test_install_completion_of_a_named_shell_writes_its_script(tmp_path: Path) -> None:
+    result = under_sh("--install-completion", "bash", env={"HOME": str(tmp_path)})
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    script = tmp_path / ".bash_completions" / "gpucheck.sh"
+    assert result.stdout.startswith(f"bash completion installed in {script}\n")
+    assert "complete -o default -F _gpucheck_completion gpucheck" in script.read_text()
+    assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
+
+
+def test_help_says_the_completion_options_take_a_shell() -> None:
+    out = " ".join(run_gpucheck("--help").stdout.split())
+    assert "--install-completion Install completion for SHELL (bash, zsh, fish, powershell" in out
+    assert "--show-completion Print the completion script for SHELL, else for the shell" in out

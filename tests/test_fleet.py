@@ -22,6 +22,7 @@ import msgspec
 import pytest
 from conftest import run_gpucheck
 from more_builders import nvml_fails, run_checks
+from started import wait_for_children
 
 from gpucheck.fleet.reading import IN_PROCESS_BELOW, Settings, read_all
 from gpucheck.fleet.records import HostRecord
@@ -413,7 +414,9 @@ def test_ctrl_c_stops_the_workers_without_tracebacks() -> None:
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
-    time.sleep(2.0)
+    # (Counted from the workers' start: a fixed 2 s once landed in the interpreter's start.)
+    wait_for_children(proc, 2)
+    time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGINT)
     proc.wait(timeout=60)  # a worker left behind would keep the command from ending
     assert proc.stderr is not None

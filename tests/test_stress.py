@@ -1,9 +1,13 @@
-"""Hundreds of `doctor` runs under load on a simulated machine whose NVML crashes in every
-run (issue 21: two runs of ~1470 once ended in SIGSEGV with nothing in the report). The
-parent must never crash; a child's crash is that child's, recorded in the report.
+"""Many runs at once, on a busy machine, where a rare race shows.
 
-Every run has faulthandler on (`python -X faulthandler`): if the parent ever died of a signal,
-its stderr would hold the Python stack of every thread at that moment, and the test shows it."""
+Hundreds of `doctor` runs on a simulated machine whose NVML crashes in every run: two runs in
+about 1470 once ended in SIGSEGV with nothing in the report. The parent must never crash; a
+child's crash is that child's, recorded in the report. Every run has faulthandler on
+(`python -X faulthandler`): if the parent ever died of a signal, its stderr would hold the
+Python stack of every thread at that moment, and the test shows it.
+
+Dozens of `fleet` runs over thousands of reports: about one run in ten once hung forever after
+the last report was read, shutting its worker pool down, and wrote nothing."""
 
 from __future__ import annotations
 
@@ -13,11 +17,19 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+import builders
+import framework_builders as fb
 import pytest
 from conftest import Simulate
+from more_builders import run_checks
 from sim import scenario as sim
+
+from gpucheck.model.decoding import to_json
+from gpucheck.model.snapshot import HostIdentity
+from gpucheck.report.core import Report
 
 RUNS = 300  # at most; fewer if the time bound comes first
 AT_LEAST = 100
@@ -96,3 +108,42 @@ def test_a_crashed_nvml_call_is_recorded_as_the_childs_crash(simulate: Simulate)
     code, out, err, _ = one_doctor(env)
     assert code == 0 and err == "", err
     child_crash_recorded(json.loads(out), code)
+
+
+FLEET_REPORTS = 3000  # enough chunks (256 reports each) for every worker to take several
+FLEET_RUNS = 24
+FLEET_PARALLEL = 6  # runs at once, 4 workers each: far more processes than cores
+FLEET_RUN_S = 240  # one run; a run that ends does so in seconds
+
+
+@pytest.mark.slow
+def test_dozens_of_fleet_runs_under_load_all_finish_with_the_whole_table(tmp_path: Path) -> None:
+    snap = fb.on(builders.h100_node(4), fb.torch_cu124())  # a healthy node
+    snap.system.hostname = "n"
+    snap.system.host = HostIdentity(host_id="mid-n", host_id_source="machine-id")
+    text = to_json(Report(snap, run_checks(snap), created_at="2026-11-21T10:00:00+00:00").to_dict())
+    for n in range(FLEET_REPORTS):
+        host = text.replace(b'"hostname": "n"', f'"hostname": "n{n:04d}"'.encode())
+        host = host.replace(b'"host_id": "mid-n"', f'"host_id": "mid-{n}"'.encode())
+        (tmp_path / f"{n:04d}.json").write_bytes(host)
+
+    def one_fleet(_: int) -> tuple[int | str, str, str]:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "gpucheck", "fleet", str(tmp_path), "--jobs", "4"],
+                capture_output=True,
+                text=True,
+                timeout=FLEET_RUN_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return "hung", str(exc.stdout or ""), str(exc.stderr or "")
+        return proc.returncode, proc.stdout, proc.stderr
+
+    with ThreadPoolExecutor(FLEET_PARALLEL) as pool:
+        results = list(pool.map(one_fleet, range(FLEET_RUNS)))
+    hung = [r for r in results if r[0] == "hung"]
+    assert not hung, f"{len(hung)} of {FLEET_RUNS} fleet runs never ended"
+    for code, out, err in results:
+        assert (code, err) == (0, ""), err[-2000:]
+        assert "3000 report(s), 3000 host(s): 3000 ready, 0 not ready" in out, out[-2000:]

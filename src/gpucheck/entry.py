@@ -46,12 +46,26 @@ def _interrupted() -> "NoReturn":
 
 
 def _on_sigint_early(signum: int, frame: "FrameType | None") -> None:
+    if globals().get("_IGNORED"):  # (between taking Ctrl-C over and giving it back: below)
+        return
     _interrupted()  # before main(): nothing started, nothing to clean up
 
 
+# Ctrl-C is taken over by this program's first call (gpucheck/__init__.py makes none): Python
+# runs the handler of a signal that came earlier when a call returns, and finds ours there. A
+# Ctrl-C at any gpucheck line is therefore gpucheck's; asking first (getsignal) would run the
+# interpreter's handler at that call, and show its traceback.
+try:
+    _PREVIOUS = _signal.signal(_signal.SIGINT, _on_sigint_early)
+    _MAIN_THREAD = True
+except ValueError:  # not the main thread (embedded): keep the default
+    _PREVIOUS = _signal.getsignal(_signal.SIGINT)
+    _MAIN_THREAD = False
 # Started with Ctrl-C ignored (`gpucheck doctor &` in a script, nohup): it is not for us, as
 # the interpreter itself judged (it installs its handler only where SIGINT was not ignored).
-_IGNORED = _signal.getsignal(_signal.SIGINT) != _signal.default_int_handler
+_IGNORED = _PREVIOUS is not _signal.default_int_handler
+if _IGNORED and _MAIN_THREAD and _PREVIOUS is not None:
+    _signal.signal(_signal.SIGINT, _PREVIOUS)
 
 
 def _take_sigint(handler: "Callable[[int, FrameType | None], object]") -> None:
@@ -61,8 +75,6 @@ def _take_sigint(handler: "Callable[[int, FrameType | None], object]") -> None:
         except ValueError:  # not the main thread (embedded): keep the default
             pass
 
-
-_take_sigint(_on_sigint_early)
 
 from gpucheck.exit_status import ExitStatus  # noqa: E402  (after the handler: see above)
 

@@ -13,11 +13,12 @@ from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup  # typer's documented home for custom groups
+from typer.core import TyperGroup, TyperOption  # typer's documented home for custom groups
 
 if TYPE_CHECKING:
     from typer._click import Command  # the click typer builds on (typer vendors it)
 
+from gpucheck.cli import completion
 from gpucheck.cli.common import OutputError, UserError
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import forget_inputs
@@ -45,6 +46,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Judge a Dockerfile or Compose file against the machine it will run on.",
     ),
     "mcp": ("mcp", "Serve the read-only tools to AI agents (MCP, stdio)."),
+}
+
+
+# --install-completion / --show-completion in --help: completion.py answers them.
+SHELL_HELP = {
+    "install_completion": "Install completion for SHELL (bash, zsh, fish, powershell, pwsh), "
+    "else for the shell this runs under.",
+    "show_completion": "Print the completion script for SHELL, else for the shell this runs under.",
 }
 
 
@@ -95,7 +104,8 @@ def build_app() -> typer.Typer:
         cls=_CommandLine,
         help="Is this machine ready to run deep learning on its NVIDIA GPUs? If not, what to "
         "change.",
-        add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, pwsh)
+        # --install-completion, --show-completion: listed in --help; completion.py answers them
+        add_completion=True,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
@@ -154,9 +164,14 @@ def _fail(message: str, code: int) -> int:
 def run(argv: list[str]) -> int:
     """Run the command line; returns the exit code (exit_status.py). KeyboardInterrupt
     and a closed stdout are the entry point's (gpucheck/entry.py)."""
-    command = typer.main.get_command(build_app())
     forget_inputs()  # (what an earlier command in this process read is not this one's input)
     try:
+        if (shell_script := completion.shell_request(argv)) is not None:
+            return completion.write_shell_script(*shell_script)
+        command = typer.main.get_command(build_app())
+        for param in command.params:  # (typer's flags, answered by completion.py: what they take)
+            if isinstance(param, TyperOption) and param.name in SHELL_HELP:
+                param.help = SHELL_HELP[param.name]
         code = command.main(args=argv, prog_name="gpucheck", standalone_mode=False)
     except UserError as exc:
         return _fail(str(exc), ExitStatus.USAGE)

@@ -7,6 +7,7 @@ what it lists only when the shell asks."""
 # (get_type_hints), and strings it would compile and evaluate each time.
 
 import os
+import sys
 from collections.abc import Iterable
 
 Choices = list[tuple[str, str]]
@@ -119,3 +120,76 @@ def python_paths(incomplete: str) -> Choices:
         elif entry.name.startswith("python") and os.access(entry.path, os.X_OK):
             found.append((prefix + entry.name, "interpreter"))
     return sorted(dict(found).items())
+
+
+# --- the shell scripts: --show-completion / --install-completion [SHELL] ---------------------
+
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+SHELL_OPTIONS = ("--show-completion", "--install-completion")
+_NAME_ONE = "name one: --show-completion bash (or zsh, fish, powershell, pwsh)"
+
+
+def shell_request(argv: list[str]) -> tuple[str, str | None] | None:
+    """(option, the shell named or None) when the command line asks for a completion script.
+    Typer's own flags take no value: they guess the shell from the parent process, so
+    `gpucheck --show-completion bash` run from `sh -c` (a Dockerfile RUN, make) said "Shell sh
+    not supported". The two options are gpucheck's own, before any command."""
+    for at, arg in enumerate(argv):
+        option, equals, value = arg.partition("=")
+        if option in SHELL_OPTIONS:
+            rest = argv[at + 1 :]
+            if not equals and rest and not rest[0].startswith("-"):
+                value, rest = rest[0], rest[1:]
+            elif not equals:
+                value = ""
+            if rest:
+                from gpucheck.inputs import UserError
+
+                shells = "bash (or zsh, fish, powershell, pwsh)"
+                raise UserError(f"{option} takes one shell name, {shells}; unexpected {rest[0]!r}")
+            return option, value if (equals or value) else None
+        if not arg.startswith("-") or arg in ("--help", "--version"):
+            return None  # a command (its options follow) or what typer answers first
+    return None
+
+
+def _parent_shell() -> str | None:
+    """The shell this runs under, as typer guesses it (shellingham, typer's dependency)."""
+    try:
+        import shellingham
+
+        name, _ = shellingham.detect_shell()
+    except Exception:  # (ShellDetectionFailure, no /proc, shellingham not installed)
+        return None
+    return str(name).lower()
+
+
+def write_shell_script(option: str, named: str | None) -> int:
+    """Print (--show-completion) or install (--install-completion) the completion script of
+    the shell named, else of the parent shell; any other shell is a usage error."""
+    from gpucheck.inputs import UserError
+    from gpucheck.outputs import OutputError
+
+    shell = named if named is not None else _parent_shell()
+    if shell is None:
+        raise UserError(f"{option}: cannot tell which shell this is; {_NAME_ONE}")
+    if shell not in SHELLS:
+        how = "named" if named is not None else "here"
+        raise UserError(f"{option}: no completion for the shell {how}, {shell!r}; {_NAME_ONE}")
+    # (typer's own functions, which its value-less flags call)
+    from typer.completion import (  # type: ignore[attr-defined]
+        get_completion_script,
+        install,
+    )
+
+    names = {"prog_name": "gpucheck", "complete_var": "_GPUCHECK_COMPLETE", "shell": shell}
+    if option == "--show-completion":
+        sys.stdout.write(get_completion_script(**names) + "\n")
+        return 0
+    try:
+        _, path = install(**names)
+    except OSError as exc:
+        raise OutputError(f"cannot install {shell} completion: {exc}") from None
+    sys.stdout.write(f"{shell} completion installed in {path}\n")
+    sys.stdout.write("Completion will take effect once you restart the terminal\n")
+    return 0

@@ -15,8 +15,9 @@ import itertools
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Iterable, Iterator
-from multiprocessing.pool import AsyncResult
+from multiprocessing.pool import AsyncResult, Pool
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -42,6 +43,9 @@ CHUNK = 256  # reports per task sent to a worker: fewer, larger messages cost th
 WINDOW = 2  # chunks in flight per worker: enough to keep every worker busy
 MAX_DEFAULT_JOBS = 8
 IN_PROCESS_BELOW = 2 * CHUNK  # fewer reports than this: starting workers costs more than it saves
+# Seconds the workers are given to end once the reading is over: a busy machine ends them in
+# well under a second.
+SHUTDOWN_S = 20.0
 
 READ_FIRST = 64 * 1024  # under malloc's mmap threshold: a heap buffer, trimmed after the read
 TOO_LARGE = "too large to be a gpucheck report (over 64 MiB)"
@@ -343,7 +347,9 @@ def read_all(
     # fork where there is one: the workers start with everything already imported.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with context.Pool(jobs, initializer=_worker_init, initargs=(settings,)) as pool:
+    pool = context.Pool(jobs, initializer=_worker_init, initargs=(settings,))
+    consumed = False
+    try:
         # A bounded window of chunks in flight: a stream on stdin is read as fast as it is
         # summarised, never gathered whole in memory (Pool.imap would queue all of it).
         pending: collections.deque[AsyncResult[bytes]] = collections.deque()
@@ -353,3 +359,26 @@ def read_all(
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+        consumed = True
+    finally:
+        _shut_down(pool, consumed)
+
+
+def _shut_down(pool: Pool, consumed: bool) -> None:
+    """End the workers without waiting on them forever. Every result read: close() lets each
+    worker take its end-of-work sentinel and exit, and join() waits for that. Pool.terminate()
+    (what `with Pool` does) could instead wait forever, on a busy machine, in join() for a
+    worker blocked on the task queue's lock, which terminate() itself holds. Work left (Ctrl-C,
+    the reader gone, an error) can only be dropped with terminate(). Either way the command
+    waits a bounded time: its exit (os._exit, entry.py) ends what is left."""
+
+    def finish() -> None:
+        if consumed:
+            pool.close()
+            pool.join()
+        else:
+            pool.terminate()
+
+    finishing = threading.Thread(target=finish, name="gpucheck-fleet-shutdown", daemon=True)
+    finishing.start()
+    finishing.join(SHUTDOWN_S)
