@@ -1,7 +1,7 @@
-"""The house rule, kept by walking the imports of src/gpucheck (README, "Architecture"): a
+"""The house rule, kept by walking the imports of src/gpucheck (docs/architecture.md): a
 module imports only its own package and the layers below it, and no import circle exists.
 
-The layer order is read from the README's own block, so the rule a newcomer reads and the rule
+The layer order is read from that page's own block, so the rule a newcomer reads and the rule
 this test holds cannot drift apart. A child script's path is an import the walk cannot see: each
 package finds its own scripts through gpucheck.child.run.script(), and this test holds every such
 reference inside the package that makes it."""
@@ -14,13 +14,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 PACKAGE = SRC / "gpucheck"
 START = "<!-- layers: bottom up -->"
 END = "<!-- /layers -->"
 
 
-def readme_layers() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def documented_layers() -> list[list[str]]:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
     block = text[text.index(START) + len(START) : text.index(END)]
     layers = []
     for line in block.splitlines():
@@ -86,17 +87,17 @@ def unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else "gpucheck"
 
 
-def test_the_readme_names_every_package_and_module_once() -> None:
-    layers = readme_layers()
+def test_the_architecture_page_names_every_package_and_module_once() -> None:
+    layers = documented_layers()
     named = [u for layer in layers for u in layer]
     assert len(named) == len(set(named)), "a unit is named in two layers"
     present = {unit(m) for m in modules()}
-    assert present - set(named) == set(), "add these to the README's layer list"
-    assert set(named) - present == set(), "the README names units that do not exist"
+    assert present - set(named) == set(), "add these to docs/architecture.md's layer list"
+    assert set(named) - present == set(), "docs/architecture.md names units that do not exist"
 
 
 def test_nothing_imports_upward_or_sideways() -> None:
-    rank = {u: i for i, layer in enumerate(readme_layers()) for u in layer}
+    rank = {u: i for i, layer in enumerate(documented_layers()) for u in layer}
     known = modules()
     wrong = []
     for name, path in sorted(known.items()):
@@ -144,7 +145,7 @@ def test_the_walk_sees_what_it_must() -> None:
     assert ("gpucheck.model.snapshot", False) in [(m, r) for m, _, r in reading]
     cli = imports(PACKAGE / "cli" / "procs.py", known)
     assert any(m.startswith("gpucheck.procs") for m, _, _ in cli)  # imported inside a function
-    rank = {u: i for i, layer in enumerate(readme_layers()) for u in layer}
+    rank = {u: i for i, layer in enumerate(documented_layers()) for u in layer}
     assert rank["model"] < rank["child"] < rank["probes"] < rank["checks"] < rank["cli"]
 
 
@@ -275,7 +276,7 @@ def test_the_child_package_is_a_shared_layer() -> None:
     """gpucheck.child imports the model alone: never a probe, a feature or the command line;
     and the scripts' folders hand their modules the one protocol module."""
     known = modules()
-    rank = {u: i for i, layer in enumerate(readme_layers()) for u in layer}
+    rank = {u: i for i, layer in enumerate(documented_layers()) for u in layer}
     targets = {
         unit(target)
         for name, path in known.items()

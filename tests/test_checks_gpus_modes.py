@@ -218,13 +218,11 @@ def test_mig_with_a_whole_gpu_index_in_cuda_visible_devices_warns() -> None:
     assert "CUDA_VISIBLE_DEVICES = '0'" in f.evidence
 
 
-def test_readme_says_what_gpu_mig_does_with_several_slices() -> None:
-    # The trial found the README promising a failure the check deliberately does not give:
-    # one job per slice (a scheduler's CUDA_VISIBLE_DEVICES, or none) is a healthy MIG node.
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    # (The README's check table may still name the check by its 3.x id, gpu.mig.)
-    rows = ("| `gpus.mig` |", "| `gpu.mig` |")
-    row = next(line for line in readme.splitlines() if line.startswith(rows))
+def test_checks_page_says_what_gpu_mig_does_with_several_slices() -> None:
+    # The page must not promise a failure the check deliberately does not give: one job per
+    # slice (a scheduler's CUDA_VISIBLE_DEVICES, or none) is a healthy MIG node.
+    page = (Path(__file__).parent.parent / "docs" / "checks.md").read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith("| `gpus.mig` |"))
     assert "naming whole GPUs (warn: a CUDA process sees one slice of them" in row
     assert "several slices with it unset (info" in row
     assert "MIG on without MIG devices (fail)" in row

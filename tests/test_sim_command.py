@@ -1,5 +1,5 @@
 """`python -m tests.sim SCENARIO --out DIR`: a simulated GPU machine from the shell, for a bug
-report's "reproduce with" (README, "Testing without a GPU")."""
+report's "reproduce with" (docs/testing.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Start a simulated GPU machine from the shell, without writing Python (README, "Testing
-without a GPU"):
+"""Start a simulated GPU machine from the shell, without writing Python (docs/testing.md,
+"Testing without a GPU"):
 
     python -m tests.sim h100-node --out /tmp/node       # from the repository root
     . /tmp/node/env.sh && gpucheck doctor               # or: eval "$(python -m tests.sim ...)"
