@@ -105,9 +105,9 @@ def test_checks_page_has_a_row_per_registered_check_with_its_prose() -> None:
     page = (DOCS / "checks.md").read_text(encoding="utf-8")
     rows = [line for line in page.splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == [c.id for c in all_checks()]
-    (ecc,) = [row for row in rows if row.startswith("| `gpu.ecc-errors` |")]
+    (ecc,) = [row for row in rows if row.startswith("| `gpus.ecc-errors` |")]
     assert ecc == (
-        "| `gpu.ecc-errors` | no uncorrectable ECC memory errors | uncorrectable ECC counts "
+        "| `gpus.ecc-errors` | no uncorrectable ECC memory errors | uncorrectable ECC counts "
         "(volatile; lifetime as evidence) | errors since boot |"
     )
 
