@@ -211,7 +211,7 @@ def test_a_check_that_raises_becomes_an_error_and_exit_code_3() -> None:
     assert "Traceback" not in text.getvalue() and "raise KeyError" not in text.getvalue()
     # the other checks still ran
     assert {x.id for x in findings} >= {"gpus.lost", "gpus.throttling", "cuda.driver-api"}
-    assert exit_code(findings) == 3  # the README's documented code for a broken check
+    assert exit_code(findings) == 3  # docs/exit-codes.md's code for a broken check
     # the registry itself is untouched
     assert next(c for c in checks.all_checks() if c.id == "gpus.ecc-errors").func is target.func
     assert exit_code(checks.run(checks.Context(snap))) == ExitStatus.OK

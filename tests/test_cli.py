@@ -325,7 +325,7 @@ def test_a_closed_pipe_keeps_the_reports_exit_code(
 
 # -- the command table --------------------------------------------------------------------------
 
-# Every command a user can run, as the README lists them.
+# Every command a user can run, as docs/index.md lists them.
 EVERY_COMMAND = ["doctor", "snapshot", "schema", "checks", "bench", "fit", "fleet", "procs"]
 EVERY_COMMAND += ["watch", "compat", "fix", "dockerfile", "mcp"]
 

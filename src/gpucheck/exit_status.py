@@ -1,5 +1,6 @@
-"""Exit statuses: one enum for every command, documented in the README; CI gates, Slurm health
-checks and scripts depend on them never changing meaning. A leaf module: it imports nothing."""
+"""Exit statuses: one enum for every command, documented in docs/exit-codes.md; CI gates, Slurm
+health checks and scripts depend on them never changing meaning. A leaf module: it imports
+nothing."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from gpucheck.model.snapshot import GpuFacts
 PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8}
 PCIE_LANE_GBS |= {5: 32 * 128 / 130 / 8, 6: 64 * 242 / 256 / 8}
 
-# Below these shares of the reference, bench warns (the README says why these values):
+# Below these shares of the reference, bench warns
+# (docs/commands/bench.md, 'Against what', says why):
 MATMUL_FRACTION = 0.5  # of the datasheet's dense peak for the dtype (full-power boards)
 MEMORY_FRACTION = 0.6  # device-to-device copy (read + write) of the datasheet's bandwidth
 PCIE_FRACTION = 0.6  # pinned host<->device copy of the link's theoretical rate, one direction

@@ -71,7 +71,7 @@ FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = frameworks.DECLARED.module_needs
 class Check(Struct, frozen=True):
     id: str
     section: Layer
-    summary: str  # what it looks at, for `gpucheck checks` and the README
+    summary: str  # what it looks at, for `gpucheck checks` and docs/checks.md
     func: CheckFunc
     reads: tuple[str, ...] = ()  # snapshot fact groups: its layer's (READS)
 

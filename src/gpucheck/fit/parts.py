@@ -3,7 +3,7 @@
 The parts are computed in training.py (weights, gradients, optimizer states, LoRA),
 activations.py (what a training step keeps for backward) and serving.py (weights, KV cache and
 buffers across tensor- or pipeline-parallel GPUs); quant.py sizes quantised weights. Sources are
-cited where each formula is; the README has the full list.
+cited where each formula is; docs/commands/fit.md has the full list.
 - CUDA context: 287,047,680 bytes measured with lazy module loading (pytorch/pytorch#86509).
 """
 

@@ -5,7 +5,7 @@
 CUDA_VISIBLE_DEVICES set by the parent to the one GPU measured (two for "peers"), so that the
 GPU is always device 0 here.
 
-Method (the README's "bench" section says the same):
+Method (docs/commands/bench.md says the same):
 - Matmul: C = A @ B on n x n matrices (n = 8192, --quick 4096; CPU 2048 / 1024) per dtype the
   GPU has (fp32 with TF32 off, tf32, fp16, bf16, fp8 through torch._scaled_mm), 2 n^3 FLOPs
   each. Warm-up first (at least 3 runs and 0.5 s; --quick 0.1 s), then `samples` timed
