@@ -135,4 +135,4 @@ def test_the_real_torchvision_for_torch_2_14_in_the_real_torch_2_13(tmp_path: Pa
     assert f.status is Status.FAIL
     assert "built against another torch" in f.title
     assert f.fix is not None
-    assert "pip install 'torch==2.13.0' 'torchvision==0.28.*' --index-url" in f.fix.text
+    assert "pip install torch==2.13.0 'torchvision==0.28.*' --index-url" in f.fix.text
