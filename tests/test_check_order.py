@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpucheck import checks
+from gpucheck.checks.declarations import declare
 from gpucheck.checks.registry import ORDER, check
 from gpucheck.model.finding import Outcome
 from gpucheck.model.layers import Layer
@@ -66,3 +67,22 @@ def test_the_order_and_layers_come_from_the_layer_packages_declarations() -> Non
     assert {c.section for c in registered if c.id.startswith("requirements.")} == {
         Layer.REQUIREMENTS
     }
+
+
+def test_a_declaration_names_its_layer_once_and_its_modules_once_a_run() -> None:
+    declared = declare(
+        "gpucheck.checks.cuda",
+        checks=(("loading", "driver-api"), ("toolkit", "toolkit", "nvcc"), ("loading", "x")),
+        reads=("cuda",),
+    )
+    assert declared.layer is Layer.CUDA
+    assert declared.checks == (
+        ("cuda.driver-api", "loading"),
+        ("cuda.toolkit", "toolkit"),
+        ("cuda.nvcc", "toolkit"),
+        ("cuda.x", "loading"),
+    )
+    assert declared.module("toolkit") == "gpucheck.checks.cuda.toolkit"
+    assert (declared.prerequisites, declared.module_needs) == ((), {})
+    with pytest.raises(ValueError, match="'widgets' is not a valid Layer"):
+        declare("gpucheck.checks.widgets", checks=(), reads=())

@@ -4,8 +4,8 @@ written in, the snapshot facts they read and the checks their verdicts rest on.
 A declaration imports no check: the registry reads every layer's declaration to know the report
 order, which module to import for an id (lazily: a doctor with --only gpus never imports the
 framework checks) and which layer an id belongs to, and a check's module registers its function
-with `registry.check` when imported. Adding a check is one function in its module plus one line
-in its layer's declaration.
+with `registry.check` when imported. Adding a check is one function in its module plus its name
+in its layer's declaration (`declare`).
 """
 
 from __future__ import annotations
@@ -42,3 +42,24 @@ class LayerChecks(Struct, frozen=True):
 # libraries (registry.held tells them from a snapshot).
 ANY_ENVIRONMENT = "environment"
 SYSTEM_TENSORRT = "libnvinfer"
+
+
+def declare(
+    package: str,
+    checks: tuple[tuple[str, ...], ...],
+    reads: tuple[str, ...],
+    prerequisites: tuple[str, ...] = (),
+    module_needs: dict[str, tuple[str, ...]] | None = None,
+) -> LayerChecks:
+    """A layer package's declaration, from its `__name__` and its checks in report order as
+    runs: (module, name, name, ...), each name an id without its layer's word ("gpus.lost" is
+    "lost" in the gpus package). The layer is the package's own name."""
+    layer = Layer(package.rsplit(".", 1)[-1])
+    return LayerChecks(
+        layer,
+        package,
+        checks=tuple((f"{layer.value}.{name}", run[0]) for run in checks for name in run[1:]),
+        reads=reads,
+        prerequisites=prerequisites,
+        module_needs=module_needs or {},
+    )

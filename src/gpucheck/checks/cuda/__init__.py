@@ -4,16 +4,14 @@ against the driver and the GPUs (toolkit.py)."""
 
 from __future__ import annotations
 
-from gpucheck.checks.declarations import LayerChecks
-from gpucheck.model.layers import Layer
+from gpucheck.checks.declarations import declare
 
-DECLARED = LayerChecks(
-    Layer.CUDA,
+DECLARED = declare(
     __name__,
     checks=(
-        ("cuda.driver-api", "loading"),
-        ("cuda.toolkit", "toolkit"),
-        ("cuda.runtime-libraries", "loading"),
+        ("loading", "driver-api"),
+        ("toolkit", "toolkit"),
+        ("loading", "runtime-libraries"),
     ),
     reads=("cuda",),
     prerequisites=("system.gpu-present", "driver.kernel-module"),

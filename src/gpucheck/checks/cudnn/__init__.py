@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from gpucheck.checks.declarations import LayerChecks
-from gpucheck.model.layers import Layer
+from gpucheck.checks.declarations import declare
 
-DECLARED = LayerChecks(
-    Layer.CUDNN,
+DECLARED = declare(
     __name__,
-    checks=(("cudnn.libraries", "libraries"),),
+    checks=(("libraries", "libraries"),),
     reads=("cudnn",),
 )

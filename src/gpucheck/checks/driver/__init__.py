@@ -5,19 +5,14 @@ repair a driver (fixes.py)."""
 
 from __future__ import annotations
 
-from gpucheck.checks.declarations import LayerChecks
-from gpucheck.model.layers import Layer
+from gpucheck.checks.declarations import declare
 
-DECLARED = LayerChecks(
-    Layer.DRIVER,
+DECLARED = declare(
     __name__,
     checks=(
-        ("driver.kernel-module", "loading"),
-        ("driver.nvml", "loading"),
-        ("driver.device-nodes", "loading"),
-        ("driver.uvm", "services"),
-        ("driver.persistence-mode", "services"),
-        ("driver.fabric-manager", "fabric_manager"),
+        ("loading", "kernel-module", "nvml", "device-nodes"),
+        ("services", "uvm", "persistence-mode"),
+        ("fabric_manager", "fabric-manager"),
     ),
     reads=("system", "nvml"),
     prerequisites=("system.gpu-present",),

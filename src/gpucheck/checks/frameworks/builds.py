@@ -390,6 +390,19 @@ def gpu_frameworks_beside(env: PythonEnvironment, framework: str) -> list[str]:
     return found
 
 
+def build_settled(
+    ctx: Context, name: str, kind: str | None, cuda_build: str, what: str, evidence: str
+) -> Outcome | None:
+    """The verdict on a framework's build where its kind or the machine settles it: not known
+    (skip), a CUDA build (pass: `cuda_build` says which), or `what` it is instead on a machine
+    with no NVIDIA GPU (no_gpu_here); None where a build that is not CUDA meets NVIDIA GPUs."""
+    if kind is None:
+        return Outcome.skip(f"{name}: whether it is a CUDA build is not known", evidence)
+    if kind == "cuda":
+        return Outcome.passed(f"{name} is {cuda_build}")
+    return no_gpu_here(ctx, f"{name} is {what}", evidence)
+
+
 def no_gpu_here(ctx: Context, subject: str, evidence: str) -> Outcome | None:
     """A build that cannot use NVIDIA GPUs on a machine without one (nothing to fix), or where
     whether it has one is not known; None where GPUs are there to use."""

@@ -17,7 +17,7 @@ from packaging.version import Version
 from gpucheck.checks.context import Context, interpreter_pip
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
-from gpucheck.compat.frameworks import major_minor
+from gpucheck.compat.frameworks import TfRelease, TorchRelease, major_minor
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
 from gpucheck.model.finding import Outcome, Subjects, severity
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
@@ -59,6 +59,32 @@ def python_mm(env: PythonEnvironment) -> Version | None:
 def in_range(py: Version, low: Version | None, high: Version | None) -> bool:
     lo, hi = major_minor(low), major_minor(high)
     return (lo is None or py >= lo) and (hi is None or py <= hi)
+
+
+def python_support(
+    name: str,
+    env: PythonEnvironment,
+    version: str | None,
+    release: Callable[[str], TorchRelease | TfRelease | None],
+    says: str,
+    package: str,
+    other: Callable[[Version], Step | None],
+) -> Outcome:
+    """A framework's verdict on the environment's Python: the framework's `version` against
+    its row in the compat data (`release` finds it). `says` words the span of Pythons the row
+    supports ({version}, {low}, {high}); `other` is the step that installs a release that
+    supports this Python, if any (see python_unsupported)."""
+    py = python_mm(env)
+    if py is None or version is None:
+        return Outcome.skip(f"{name}: the environment's Python version is not known")
+    rel = release(version)
+    if rel is None or (rel.python_min is None and rel.python_max is None):
+        return Outcome.skip(f"{name}: its supported Pythons are not in the compat data")
+    low, high = rel.python_min or "?", rel.python_max or "?"
+    span = says.format(version=rel.version, low=low, high=high)
+    if in_range(py, rel.python_min, rel.python_max):
+        return Outcome.passed(f"{name} supports Python {py}", span)
+    return python_unsupported(name, env, py, span, (low, high), package, other(py))
 
 
 def python_unsupported(

@@ -20,7 +20,7 @@ from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TF_AND_CUDA_FIRST, TORCH_INDEX
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
-from gpucheck.model.fix import Fix, Step
+from gpucheck.model.fix import Change, Fix, Step
 from gpucheck.model.frameworks import BY_KEY, CUPY, JAX, TENSORFLOW, TORCH
 from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
@@ -119,15 +119,9 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
         if pin is None:
             continue
         if t and is_package_for(canonical(pin.name), key):
-            return Fix.of(
-                pip_step(
-                    ctx,
-                    env,
-                    f"install TensorFlow's CUDA wheels (it brings {pin})",
-                    join(["pip", "install", f"tensorflow[and-cuda]=={t.version}"]),
-                    [change(env, "tensorflow", t.version)],
-                )
-            )
+            why = f"install TensorFlow's CUDA wheels (it brings {pin})"
+            requirement = f"tensorflow[and-cuda]=={t.version}"
+            return _install_fix(ctx, env, why, requirement, change(env, "tensorflow", t.version))
     major = parse_version(built_cuda(env, rt) or "")
     if rt.framework == JAX.key and (j := jax_facts(env)) is not None and j.majors:
         major = parse_version(str(j.majors[-1]))
@@ -141,13 +135,19 @@ def library_fix(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime, sona
     lib_major = soname_major(soname)
     spec = f">={lib_major},<{int(lib_major) + 1}" if key == "cudnn" and lib_major else ""
     wheel = f"nvidia-{key}-cu{major.major}"
-    return Fix.of(
-        pip_step(
-            ctx,
-            env,
-            f"install the wheel that brings {soname}",
-            join(["pip", "install", f"{wheel}{spec}"]),
-            [change(env, wheel, requirement=spec or None)],
-            Layer.CUDA,
-        )
-    )
+    changed = change(env, wheel, requirement=spec or None)
+    why = f"install the wheel that brings {soname}"
+    return _install_fix(ctx, env, why, f"{wheel}{spec}", changed, Layer.CUDA)
+
+
+def _install_fix(
+    ctx: Context,
+    env: PythonEnvironment,
+    why: str,
+    requirement: str,
+    changed: Change,
+    layer: Layer | None = None,
+) -> Fix:
+    """A fix of one step: pip installs `requirement` into this environment."""
+    command = join(["pip", "install", requirement])
+    return Fix.of(pip_step(ctx, env, why, command, [changed], layer))

@@ -14,8 +14,8 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import ArchReading, parse_arch_list, read_arch
 from gpucheck.checks.frameworks.builds import (
     TfFacts,
+    build_settled,
     cannot_use_gpus,
-    no_gpu_here,
     pick_tensorflow,
     tf_facts,
 )
@@ -29,10 +29,8 @@ from gpucheck.checks.frameworks.driver_fit import (
 from gpucheck.checks.frameworks.per_environment import (
     change,
     framework_check,
-    in_range,
     pip_step,
-    python_mm,
-    python_unsupported,
+    python_support,
 )
 from gpucheck.checks.frameworks.tensorflow_fixes import (
     past_windows_gpu,
@@ -57,15 +55,12 @@ from gpucheck.model.fix import OR, Fix, Step
     "frameworks.tensorflow.cpu-build", "TensorFlow is a GPU build where NVIDIA GPUs are", tf_facts
 )
 def cpu_build(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
-    if t.kind is None:
-        return Outcome.skip(f"{t.name}: whether it is a CUDA build is not known", t.evidence)
-    if t.kind == "cuda":
-        cudnn = f", cuDNN {t.cudnn}" if t.cudnn else ""
-        return Outcome.passed(f"{t.name} is a CUDA {t.cuda or '(version unknown)'} build{cudnn}")
+    cudnn = f", cuDNN {t.cudnn}" if t.cudnn else ""
+    cuda_build = f"a CUDA {t.cuda or '(version unknown)'} build{cudnn}"
     what = "a ROCm (AMD GPU) build" if t.kind == "rocm" else "a CPU-only build"
-    unneeded = no_gpu_here(ctx, f"{t.name} is {what}", t.evidence)
-    if unneeded is not None:
-        return unneeded
+    settled = build_settled(ctx, t.name, t.kind, cuda_build, what, t.evidence)
+    if settled is not None:
+        return settled
     if windows_native(ctx, env) and past_windows_gpu(ctx, t):
         return Outcome.skip(
             f"{t.name} is {what}: on native Windows that is all it can be (see "
@@ -309,19 +304,11 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
     "frameworks.tensorflow.python", "the environment's Python is one TensorFlow supports", tf_facts
 )
 def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
-    py = python_mm(env)
-    if py is None or t.version is None:
-        return Outcome.skip(f"{t.name}: the environment's Python version is not known")
-    rel = tf_release(ctx, t)
-    if rel is None or (rel.python_min is None and rel.python_max is None):
-        return Outcome.skip(f"{t.name}: its supported Pythons are not in the compat data")
-    low, high = rel.python_min or "?", rel.python_max or "?"
-    span = f"TensorFlow {rel.version} was tested with Python {low} to {high}"
-    if in_range(py, rel.python_min, rel.python_max):
-        return Outcome.passed(f"{t.name} supports Python {py}", span)
-    pick = pick_tensorflow(ctx, env, [], None)
-    other = (
-        tf_step(
+    def other(py: Version) -> Step | None:
+        pick = pick_tensorflow(ctx, env, [], None)
+        if pick is None:
+            return None
+        return tf_step(
             ctx,
             env,
             t,
@@ -329,10 +316,10 @@ def python(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome:
             pick.install,
             version=pick.version,
         )
-        if pick
-        else None
-    )
-    return python_unsupported(t.name, env, py, span, (low, high), "TensorFlow", other)
+
+    says = "TensorFlow {version} was tested with Python {low} to {high}"
+    release = ctx.compat.tensorflow.release
+    return python_support(t.name, env, t.version, release, says, "TensorFlow", other)
 
 
 def _tf_keras(ctx: Context, env: PythonEnvironment, line: Version, why: str) -> Step:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from packaging.version import Version
+
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.arch import (
     ArchReading,
@@ -16,8 +18,8 @@ from gpucheck.checks.frameworks.arch import (
 from gpucheck.checks.frameworks.builds import (
     KIND_TEXT,
     TorchFacts,
+    build_settled,
     cannot_use_gpus,
-    no_gpu_here,
     pick_change,
     pick_torch,
     torch_facts,
@@ -32,11 +34,9 @@ from gpucheck.checks.frameworks.driver_fit import (
 )
 from gpucheck.checks.frameworks.per_environment import (
     framework_check,
-    in_range,
     linux_x86_64,
     pip_step,
-    python_mm,
-    python_unsupported,
+    python_support,
     runtime,
 )
 from gpucheck.compat.frameworks import major_minor
@@ -51,14 +51,11 @@ from gpucheck.model.layers import Layer
     "frameworks.torch.cpu-build", "PyTorch is a CUDA build where NVIDIA GPUs are", torch_facts
 )
 def cpu_build(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome:
-    if t.kind is None:
-        return Outcome.skip(f"{t.name}: whether it is a CUDA build is not known", t.evidence)
-    if t.kind == "cuda":
-        return Outcome.passed(f"{t.name} is a CUDA {t.cuda or '(version unknown)'} build")
-    what = KIND_TEXT.get(t.kind, "not a CUDA build")
-    unneeded = no_gpu_here(ctx, f"{t.name} is {what}", t.evidence)
-    if unneeded is not None:
-        return unneeded
+    what = KIND_TEXT.get(t.kind or "", "not a CUDA build")
+    cuda_build = f"a CUDA {t.cuda or '(version unknown)'} build"
+    settled = build_settled(ctx, t.name, t.kind, cuda_build, what, t.evidence)
+    if settled is not None:
+        return settled
     title = f"{t.name} is {what}: it cannot use this machine's NVIDIA GPU(s)"
     fix = torch_fix(ctx, env, cc_list(targets(ctx)))
     return cannot_use_gpus(ctx, env, "torch", title, t.evidence, fix)
@@ -144,30 +141,23 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome
     "frameworks.torch.python", "the environment's Python is one PyTorch supports", torch_facts
 )
 def python(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Outcome | None:
-    py = python_mm(env)
-    if py is None or t.version is None:
-        return Outcome.skip(f"{t.name}: the environment's Python version is not known")
-    rel = ctx.compat.torch.release(t.version)
-    if rel is None or (rel.python_min is None and rel.python_max is None):
-        return Outcome.skip(f"{t.name}: its supported Pythons are not in the compat data")
-    low, high = rel.python_min or "?", rel.python_max or "?"
-    span = f"PyTorch {rel.version} has wheels for Python {low} to {high}"
-    if in_range(py, rel.python_min, rel.python_max):
-        return Outcome.passed(f"{t.name} supports Python {py}", span)
-    cuda = t.kind == "cuda"
-    pick = pick_torch(
-        ctx, env, cc_list(targets(ctx)) if cuda else [], ctx.driver_version if cuda else None
-    )
-    other = None
-    if pick is not None:
-        other = pip_step(
+    def other(py: Version) -> Step | None:
+        cuda = t.kind == "cuda"
+        pick = pick_torch(
+            ctx, env, cc_list(targets(ctx)) if cuda else [], ctx.driver_version if cuda else None
+        )
+        if pick is None:
+            return None
+        return pip_step(
             ctx,
             env,
             f"install a PyTorch that supports Python {py} (PyTorch {pick.version})",
             f"pip uninstall -y torch && {pick.install}",
             [pick_change(env, "torch", pick)],
         )
-    return python_unsupported(t.name, env, py, span, (low, high), "torch", other)
+
+    says = "PyTorch {version} has wheels for Python {low} to {high}"
+    return python_support(t.name, env, t.version, ctx.compat.torch.release, says, "torch", other)
 
 
 @framework_check(

@@ -4,23 +4,14 @@ and how they are shared (sharing.py: compute mode, MIG, memory other processes h
 
 from __future__ import annotations
 
-from gpucheck.checks.declarations import LayerChecks
-from gpucheck.model.layers import Layer
+from gpucheck.checks.declarations import declare
 
-DECLARED = LayerChecks(
-    Layer.GPUS,
+DECLARED = declare(
     __name__,
     checks=(
-        ("gpus.lost", "health"),
-        ("gpus.ecc-errors", "health"),
-        ("gpus.memory-remapping", "health"),
-        ("gpus.throttling", "health"),
-        ("gpus.pcie-link", "health"),
-        ("gpus.nvlink", "interconnect"),
-        ("gpus.p2p", "interconnect"),
-        ("gpus.compute-mode", "sharing"),
-        ("gpus.mig", "sharing"),
-        ("gpus.memory-in-use", "sharing"),
+        ("health", "lost", "ecc-errors", "memory-remapping", "throttling", "pcie-link"),
+        ("interconnect", "nvlink", "p2p"),
+        ("sharing", "compute-mode", "mig", "memory-in-use"),
     ),
     reads=("nvml",),
     prerequisites=("system.gpu-present", "driver.kernel-module", "driver.nvml"),

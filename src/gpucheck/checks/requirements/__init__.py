@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-from gpucheck.checks.declarations import LayerChecks
-from gpucheck.model.layers import Layer
+from gpucheck.checks.declarations import declare
 
-DECLARED = LayerChecks(
-    Layer.REQUIREMENTS,
+DECLARED = declare(
     __name__,
-    checks=(
-        ("requirements.min-gpus", "minimums"),
-        ("requirements.min-memory", "minimums"),
-        ("requirements.min-compute-capability", "minimums"),
-    ),
+    checks=(("minimums", "min-gpus", "min-memory", "min-compute-capability"),),
     reads=("nvml",),
     prerequisites=("system.gpu-present", "driver.kernel-module", "driver.nvml"),
 )

@@ -4,19 +4,20 @@ container steps other layers' fixes reuse."""
 
 from __future__ import annotations
 
-from gpucheck.checks.declarations import LayerChecks
-from gpucheck.model.layers import Layer
+from gpucheck.checks.declarations import declare
 
-DECLARED = LayerChecks(
-    Layer.SYSTEM,
+DECLARED = declare(
     __name__,
     checks=(
-        ("system.gpu-present", "machine"),
-        ("system.container-gpu-access", "machine"),
-        ("system.nouveau", "machine"),
-        ("system.cuda-visible-devices", "machine"),
-        ("system.cuda-launch-blocking", "machine"),
-        ("system.probes", "machine"),
+        (
+            "machine",
+            "gpu-present",
+            "container-gpu-access",
+            "nouveau",
+            "cuda-visible-devices",
+            "cuda-launch-blocking",
+            "probes",
+        ),
     ),
     reads=("system",),
 )
