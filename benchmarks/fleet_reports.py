@@ -66,7 +66,7 @@ def _template(snap: Snapshot) -> str:
     for g in snap.nvml.gpus:
         g.uuid = f"GPU-@UUID@-{g.index:04d}-4e1f-9a2b-3c4d5e6f7a8b"
         g.serial = f"@SERIAL@{g.index}"
-    from support.more_builders import run_checks
+    from support.evaluate import run_checks
 
     stream = io.StringIO()
     render_json(Report(snap, run_checks(snap)), stream)

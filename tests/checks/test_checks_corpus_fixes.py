@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import CU_RESULTS, the
+from support.evaluate import the
+from support.more_builders import CU_RESULTS
 
 from gpucheck.model.finding import Finding, Status
 

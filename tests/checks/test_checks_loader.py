@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import the
+from support.evaluate import the
 
 from gpucheck import compat
 from gpucheck.model.finding import Status

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run_gpucheck
 from support import builders
-from support.more_builders import the
+from support.evaluate import the
 
 from gpucheck.checks.context import Requirements
 from gpucheck.model.finding import Status

@@ -12,7 +12,7 @@ a vGPU guest with no PCIe facts, a board the driver could not name, R610's new h
 from __future__ import annotations
 
 import pytest
-from support import builders, more_builders, nvsmi_captures
+from support import builders, evaluate, nvsmi_captures
 
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import Snapshot
@@ -49,7 +49,7 @@ def machine(capture: nvsmi_captures.Capture) -> Snapshot:
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=[c.name for c in CAPTURES])
 def test_a_real_healthy_capture_has_no_fail(capture: nvsmi_captures.Capture) -> None:
-    findings = more_builders.run_checks(machine(capture))
+    findings = evaluate.run_checks(machine(capture))
     failed = [f"{f.id}: {f.title}" for f in findings if f.status is Status.FAIL]
     assert failed == [], capture.name
 
@@ -91,7 +91,7 @@ def test_a_vgpu_guests_desktop_memory_warns_naming_its_holders() -> None:
     """tesla_p4.xml: a GRID P4-1Q guest on Windows, 807 of 1024 MiB used by C+G processes whose
     sizes WDDM does not report. A warning, and its fix names the PIDs (it had no fix at all)."""
     capture = next(c for c in CAPTURES if c.name == "telegraf/tesla_p4.xml")
-    found = more_builders.the(machine(capture), "gpus.memory-in-use")
+    found = evaluate.the(machine(capture), "gpus.memory-in-use")
     assert found.status is Status.WARN
     assert found.fix is not None
     assert "PID(s) 1188, 2124, 3696" in found.fix.text and "gpucheck procs" in found.fix.text

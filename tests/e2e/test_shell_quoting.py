@@ -45,7 +45,7 @@ def test_a_pip_step_with_a_quoted_interpreter_is_still_an_installer_step() -> No
 def test_a_companion_pinned_with_the_new_torch_is_quoted_once() -> None:
     """torchvision beside a nightly torch on a Pascal GPU: the fix installs another release
     line with the torchvision paired to it, as one word of the command (not quoted twice)."""
-    from support.more_builders import the
+    from support.evaluate import the
 
     env = fb.with_torch(fb.environment(), "2.10.0.dev20251101+cu130", "13.0")
     fb.add(env, "torchvision", "0.25.0.dev20251101+cu130", ["torch==2.10.0.dev20251101"])

@@ -25,7 +25,7 @@ from conftest import Simulate
 from sim import scenario as sim
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import run_checks
+from support.evaluate import run_checks
 
 from gpucheck.model.decoding import to_json
 from gpucheck.model.snapshot import HostIdentity

@@ -21,7 +21,8 @@ import pytest
 from conftest import run_gpucheck
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import nvml_fails, run_checks
+from support.evaluate import run_checks
+from support.more_builders import nvml_fails
 from support.started import wait_for_children
 
 from gpucheck.fleet.reading import IN_PROCESS_BELOW, Settings, read_all

@@ -20,7 +20,7 @@ import pytest
 from conftest import run_gpucheck
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import run_checks
+from support.evaluate import run_checks
 
 from gpucheck.checks.context import Requirements
 from gpucheck.model.snapshot import HostIdentity, Snapshot, dumps

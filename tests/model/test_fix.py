@@ -7,7 +7,7 @@ import json
 
 import msgspec
 from support import builders
-from support.more_builders import run_checks
+from support.evaluate import run_checks
 
 from gpucheck import checks
 from gpucheck.checks.registry import Check

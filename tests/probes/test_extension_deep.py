@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import the
+from support.evaluate import the
 
 from gpucheck.model.environments import FrameworkRuntime
 from gpucheck.model.finding import Status

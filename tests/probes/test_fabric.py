@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from support import builders as b
-from support.more_builders import finding, the
+from support.evaluate import finding, the
 
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.finding import Status

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import the
+from support.evaluate import the
 from support.static_probe import TORCH_CPU_WHEEL, TRIPWIRE, decode, make_venv, probe
 
 from gpucheck.model.finding import Status

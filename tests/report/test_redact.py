@@ -13,7 +13,7 @@ from conftest import run_gpucheck
 from support import builders
 from support import framework_builders as fb
 from support import more_builders as mb
-from support.more_builders import run_checks
+from support.evaluate import run_checks
 
 from gpucheck.model.decoding import to_json
 from gpucheck.model.redact import REDACTED, redact

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot
-from support.more_builders import run_checks
+from support.evaluate import run_checks
 
 H100_DRIVER = "590.48.01"
 # Every framework check, in report order: what the test_checks_frameworks*.py modules cover.

@@ -9,7 +9,7 @@ import sys
 from packaging.version import Version
 from support import builders
 from support import more_builders as mb
-from support.more_builders import finding, the
+from support.evaluate import finding, the
 
 from gpucheck import compat
 from gpucheck.model.finding import Status

@@ -9,7 +9,7 @@ import sys
 from support import builders
 from support import more_builders as mb
 from support.builders import library
-from support.more_builders import run_checks, the
+from support.evaluate import run_checks, the
 
 from gpucheck import compat
 from gpucheck.model.finding import Status

@@ -7,7 +7,7 @@ libcudart.so.12")."""
 from __future__ import annotations
 
 from support import builders
-from support.more_builders import the
+from support.evaluate import the
 
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import NvccFacts, Snapshot

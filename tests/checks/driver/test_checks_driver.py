@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from support import builders
 from support import more_builders as mb
-from support.more_builders import run_checks, the
+from support.evaluate import run_checks, the
 
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Status

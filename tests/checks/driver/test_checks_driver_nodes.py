@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support import builders
 from support import more_builders as mb
-from support.more_builders import finding, run_checks, text, the
+from support.evaluate import finding, run_checks, text, the
 
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import DeviceNode, NvmlError, PciDevice, Snapshot

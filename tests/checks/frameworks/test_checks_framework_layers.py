@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import finding, the
+from support.evaluate import finding, the
 
 from gpucheck.model.environments import ExtensionBuild, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Status

@@ -8,6 +8,7 @@ from __future__ import annotations
 from support import builders
 from support import framework_builders as fb
 from support import more_builders as mb
+from support.evaluate import finding, run_checks, the
 from support.framework_checks import (
     FRAMEWORK_CHECKS,
     H100_DRIVER,
@@ -15,7 +16,6 @@ from support.framework_checks import (
     framework_findings,
     min_driver,
 )
-from support.more_builders import finding, run_checks, the
 
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Status

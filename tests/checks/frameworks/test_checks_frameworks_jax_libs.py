@@ -6,8 +6,8 @@ from __future__ import annotations
 from support import builders
 from support import framework_builders as fb
 from support import more_builders as mb
+from support.evaluate import finding, the
 from support.framework_checks import min_driver
-from support.more_builders import finding, the
 
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import Snapshot

@@ -7,8 +7,8 @@ import pytest
 from support import builders
 from support import framework_builders as fb
 from support import more_builders as mb
+from support.evaluate import finding, run_checks, the
 from support.framework_checks import min_driver
-from support.more_builders import finding, run_checks, the
 
 from gpucheck.checks.frameworks.jax_builds import jaxlib_cuda
 from gpucheck.model.finding import Status

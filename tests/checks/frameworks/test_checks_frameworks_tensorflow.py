@@ -7,8 +7,8 @@ from __future__ import annotations
 from support import builders
 from support import framework_builders as fb
 from support import more_builders as mb
+from support.evaluate import finding, run_checks, the
 from support.framework_checks import TF_214, TF_221, min_driver
-from support.more_builders import finding, run_checks, the
 
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Status

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import the
+from support.evaluate import the
 
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.finding import Status

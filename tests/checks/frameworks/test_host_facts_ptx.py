@@ -7,7 +7,7 @@ with 'CUDA_ERROR_INVALID_PTX'", working only in NVIDIA's NGC container."""
 from __future__ import annotations
 
 from support import framework_builders as fb
-from support.more_builders import the
+from support.evaluate import the
 
 from gpucheck.model.finding import Status
 

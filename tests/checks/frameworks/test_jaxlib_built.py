@@ -11,7 +11,7 @@ import pytest
 from packaging.version import Version
 from support import builders
 from support import framework_builders as fb
-from support.more_builders import the
+from support.evaluate import the
 
 from gpucheck.checks.frameworks.jax_builds import jaxlib_built
 from gpucheck.compat import load

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from support import builders
 from support import more_builders as mb
-from support.more_builders import finding, the
+from support.evaluate import finding, the
 
 from gpucheck.model.finding import GpuRef, Status
 from gpucheck.model.snapshot import NvmlError

@@ -10,7 +10,7 @@ import pytest
 from support import builders
 from support import more_builders as mb
 from support.builders import MIB
-from support.more_builders import finding, run_checks, the
+from support.evaluate import finding, run_checks, the
 
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import GpuProcess, MigDevice

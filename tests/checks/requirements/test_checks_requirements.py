@@ -8,8 +8,8 @@ import io
 import pytest
 from support import builders
 from support import more_builders as mb
+from support.evaluate import finding, run_checks, the
 from support.framework_checks import FRAMEWORK_CHECKS
-from support.more_builders import finding, run_checks, the
 
 from gpucheck import checks
 from gpucheck.checks import Requirements

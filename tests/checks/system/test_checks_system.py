@@ -1,13 +1,13 @@
 """System checks: is there a GPU at all, the no-GPU machine as a whole, does a container get it,
 and nouveau. Each test starts from a healthy builder and changes the one fact it is about;
-more_builders.run_checks holds every warn/fail of every fixture to having a fix."""
+evaluate.run_checks holds every warn/fail of every fixture to having a fix."""
 
 from __future__ import annotations
 
 import pytest
 from support import builders
 from support import more_builders as mb
-from support.more_builders import finding, run_checks, the
+from support.evaluate import finding, run_checks, the
 
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import DeviceNode

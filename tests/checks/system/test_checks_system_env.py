@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from support import builders
 from support import more_builders as mb
-from support.more_builders import finding, the
+from support.evaluate import finding, the
 
 from gpucheck import checks
 from gpucheck.model.finding import Status

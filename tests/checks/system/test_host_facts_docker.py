@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from support import builders
-from support.more_builders import the
+from support.evaluate import the
 
 from gpucheck.model.finding import Status
 from gpucheck.model.snapshot import ContainerHostFacts, Snapshot
