@@ -111,7 +111,7 @@ def main() -> None:
     python = args.python
     if python is None:
         sys.path.insert(0, str(REPO / "tests"))
-        from venvs import venv_python
+        from support.venvs import venv_python
 
         python = str(venv_python("torch-2.13.0"))
     ours: dict[int, list[float]] = {}

@@ -102,7 +102,7 @@ def main() -> None:
     python = args.python
     if python is None:
         sys.path.insert(0, str(REPO / "tests"))
-        from venvs import venv_python
+        from support.venvs import venv_python
 
         print("building or reusing the torch test environment ...", flush=True)
         python = str(venv_python("torch-2.13.0"))

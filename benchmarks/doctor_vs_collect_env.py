@@ -44,7 +44,7 @@ def main() -> None:
     python = args.python
     if python is None:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-        from venvs import venv_python
+        from support.venvs import venv_python
 
         print("building or reusing the torch + tensorflow-cpu test environment ...", flush=True)
         python = str(venv_python("torch-and-tensorflow"))

@@ -1,7 +1,7 @@
 """fit's training activations against a real step of Hugging Face's own model, side by side:
 the memory a training forward of `AutoModelForCausalLM` (random weights from a config.json)
-adds and keeps until backward, and fit's estimate of the same, with their ratio (issue #19 asks
-for 15%). Runs in an environment with torch and transformers:
+adds and keeps until backward, and fit's estimate of the same, with their ratio (the
+estimate must be within 15%). Runs in an environment with torch and transformers:
 
     python benchmarks/fit_vs_measured.py --python ENV/bin/python --device cuda \
         --config tests/fixtures/fit/meta-llama-3-8b/config.json --layers 4 --seq 4096
@@ -9,7 +9,7 @@ for 15%). Runs in an environment with torch and transformers:
 
 On CUDA the figure is torch.cuda.memory_allocated() after the forward (loss included) minus
 before it, and the peak of forward + backward is printed beside; on the CPU the bytes of the
-distinct storages autograd saved (tests/test_fit_measured.py's measure). --layers cuts the
+distinct storages autograd saved (tests/fit/test_fit_measured.py's measure). --layers cuts the
 model to that many layers so that a large config fits one GPU (the estimate is cut alike).
 """
 

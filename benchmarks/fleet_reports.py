@@ -1,5 +1,5 @@
 """A generator of realistic `doctor --json` reports for `gpucheck fleet`: the machines of
-tests/builders.py (property values from real nvidia-smi outputs), healthy and broken in the
+tests/support/builders.py (property values from real nvidia-smi outputs), healthy and broken in the
 ways fleets break, diagnosed by the real checks, then copied per host with its own hostname,
 host id, boot time, GPU UUIDs and serials. A few truncated files stand in for a collector
 that died mid-write.
@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import builders
-import framework_builders as fb
-import more_builders as mb
+from support import builders
+from support import framework_builders as fb
+from support import more_builders as mb
 
 from gpucheck.model.snapshot import HostIdentity, Snapshot
 from gpucheck.report.core import Report
@@ -66,7 +66,7 @@ def _template(snap: Snapshot) -> str:
     for g in snap.nvml.gpus:
         g.uuid = f"GPU-@UUID@-{g.index:04d}-4e1f-9a2b-3c4d5e6f7a8b"
         g.serial = f"@SERIAL@{g.index}"
-    from more_builders import run_checks
+    from support.evaluate import run_checks
 
     stream = io.StringIO()
     render_json(Report(snap, run_checks(snap)), stream)

@@ -115,8 +115,7 @@ def snapshot_files() -> tuple[str, str]:
     with one environment holding torch 2.5.1+cu124 and the NVIDIA wheels it pins (the
     framework checks that judge torch, or any environment, import and run)."""
     sys.path.insert(0, str(HERE.parent / "tests"))
-    import builders
-    import framework_builders
+    from support import builders, framework_builders
 
     from gpucheck.model.snapshot import dumps
 

@@ -11,7 +11,7 @@ Exit 0: nothing lacking; 1: something is (the list says what); 2: the registry c
 
 This is never run by gpucheck itself (gpucheck does no network access at run time); it is for
 whoever brings the data up to date. The test suite checks the other half offline: every file's
-`data_as_of` must be at most MAX_DATA_AGE_DAYS old (tests/test_compat_history.py).
+`data_as_of` must be at most MAX_DATA_AGE_DAYS old (tests/compat/test_compat_history.py).
 """
 
 from __future__ import annotations

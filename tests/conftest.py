@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
-import reallibs
 from sim import scenario as sim
 from sim.scenario import Machine, Scenario
+from support import reallibs
 
 # The real-library fixtures (Debian's driver packages, pip wheels), shared by the
 # test_probes_reallibs*.py modules.
-pytest_plugins = ["reallibs_fixtures"]
+pytest_plugins = ["support.reallibs_fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
 # Real nvidia-smi outputs (MIT-licensed test data from other projects, origins in its README),

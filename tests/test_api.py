@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import builders
 import pytest
+from support import builders
 
 import gpucheck
 from gpucheck.model.snapshot import dumps

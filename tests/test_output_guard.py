@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import builders
 import pytest
 import typer
+from support import builders
 
 from gpucheck import cli
 from gpucheck.model.snapshot import dumps

@@ -29,7 +29,7 @@ except ImportError:  # run by a Python without the test extra: one line, not a t
         "python -m tests.sim needs the test extra (nvidia-ml-py, ...): run it with the venv's "
         "python (.venv/bin/python -m tests.sim ...), after pip install -e '.[test]'"
     )
-import reallibs  # noqa: E402
+from support import reallibs  # noqa: E402
 
 from sim import scenario as sim  # noqa: E402
 

@@ -10,7 +10,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import reallibs
+from support import reallibs
 
 from sim.model import HERE, NVML_DEV_DIST, NVML_DEV_VERSION
 

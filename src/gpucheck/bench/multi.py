@@ -1,5 +1,5 @@
 """bench's verdicts on several GPUs together: the GPU-to-GPU copy matrix and the all-reduce
-bus bandwidth, each against the link the topology offers (issue #24, item 6). Pure: no I/O.
+bus bandwidth, each against the link the topology offers. Pure: no I/O.
 
 The link: NVML's best PCIe generation and width of the GPUs (their one-way rate), unless a
 copy between two GPUs ran faster than PCIe can carry, which only a direct link (NVLink) does;

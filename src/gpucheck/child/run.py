@@ -45,7 +45,7 @@ _spawned = 0
 
 def script(package: str, name: str) -> Path:
     """The child script `name` of `package` (dotted, the caller's own: "gpucheck.bench"), in
-    that package's `scripts/` folder. tests/test_architecture.py holds every caller to its own
+    that package's `scripts/` folder. tests/e2e/test_architecture.py holds every caller to its own
     package and to a script that exists."""
     top, _, inner = package.partition(".")
     if top != "gpucheck" or not inner:

@@ -12,7 +12,7 @@ Two layer models, chosen by the family:
   row; eager attention keeps K and V repeated to every head, the fp32 softmax and its 16-bit
   copy; an MoE layer keeps, per token and chosen expert, the gathered input and output rows
   and the routing bookkeeping. Checked against torch's saved tensors of real LlamaForCausalLM
-  and Qwen3MoeForCausalLM (tests/test_fit_measured.py).
+  and Qwen3MoeForCausalLM (tests/fit/test_fit_measured.py).
 Full recomputation keeps each layer's input only (Korthikanti section 4.1: 2*s*b*h*L), plus one
 layer rebuilt at a time.
 """

@@ -97,7 +97,7 @@ def toolkit(ctx: Context) -> Outcome | None:
                 ]
         # Only what this nvcc builds is at stake: pip and conda frameworks bring their own
         # CUDA and ignore the toolkit on PATH. A warning that names it, never a failure of
-        # the machine (issue 23: a CI gate must not block a healthy node for its nvcc).
+        # the machine: a CI gate must not block a healthy node for the nvcc on its PATH.
         return Outcome.warn(
             f"CUDA toolkit {nvcc.version} is newer than the driver supports: "
             + (

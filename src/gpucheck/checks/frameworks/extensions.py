@@ -254,7 +254,8 @@ def vllm_below_floor(ctx: Context, dist: Distribution) -> Outcome | None:
     if not low:
         return None
     ccs = ", ".join(cc_list(low))
-    # Beside GPUs it does support, vLLM still runs there: a warning (issue 23).
+    # Beside GPUs it does support, vLLM still runs there: a warning; a failure only when no
+    # GPU here is supported.
     verdict = Outcome.fail if len(low) == len(found) else Outcome.warn
     return verdict(
         f"vllm {dist.version} has no kernels for compute capability {ccs}: its wheels start at "

@@ -120,7 +120,7 @@ def jax_cpu_build(ctx: Context, env: PythonEnvironment, j: JaxFacts) -> Outcome:
             and v.release != lib.release
         ]
         if stale:
-            # JAX refuses a plugin built for another jaxlib: no GPU at all (issue 23: FAIL).
+            # JAX refuses a plugin built for another jaxlib: no GPU at all, so a FAIL.
             # The aligning fix keeps the installed jaxlib and moves the plugin pair to it.
             assert lib is not None
             # All of it: jaxlib's plugin_support compares every dotted number (0.9.0.1).

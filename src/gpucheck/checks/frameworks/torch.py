@@ -203,7 +203,8 @@ def extension_toolkit(ctx: Context, env: PythonEnvironment, t: TorchFacts) -> Ou
     if have.major == want.major:
         return Outcome.info(title, *evidence, fix=Fix.of(*steps))
     # Across majors every extension build stops (flash-attn, apex, ...): torch itself runs, so
-    # a warning that names the condition (issue 23), with the other way round as a second fix.
+    # a warning that names the condition, never a failure of a node that runs, with the other
+    # way round as a second fix.
     return Outcome.warn(
         title,
         *evidence,

@@ -104,8 +104,8 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
             Layer.CUDA,
         )
     fix = Fix.of(upgrade_driver(ctx, version), OR, keep)
-    # JAX still runs: XLA notices and falls back to the driver's compiler, serially (issue 23;
-    # jax-ml/jax#25718 ran so): a warning that names the cost, not a failure.
+    # JAX still runs: XLA notices and falls back to the driver's compiler, serially
+    # (jax-ml/jax#25718 ran so): a warning that names the cost, not a failure.
     return Outcome.warn(
         f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: XLA falls back to "
         "slower, serial compilation (code it compiled itself would not load: 'the provided PTX "

@@ -1,0 +1,1 @@
+"""Helpers the tests share: snapshot builders, real components and libraries, simulator runs."""
