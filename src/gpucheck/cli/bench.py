@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from gpucheck.bench.flow import BenchRequest, run
+from gpucheck.bench.report import FORMATS
 from gpucheck.cli.common import (
     CompatDirOpt,
     JsonOpt,
@@ -71,8 +73,6 @@ def bench(
 ) -> None:
     """Measure how fast this machine's GPUs really are, next to their spec and the CPU."""
     python = one_python(pythons)
-    from gpucheck.bench.flow import BenchRequest, run
-    from gpucheck.bench.report import FORMATS
 
     chosen = choose_format(FORMATS, fmt, json_out)
     refuse_input_as_output(output, python_inputs(python))

@@ -4,12 +4,16 @@
 # No `from __future__ import annotations`: typer reads the callbacks' annotations on every run
 # (get_type_hints), and strings it would compile and evaluate each time.
 
+import shlex
+import sys
 import textwrap
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from gpucheck import version
 from gpucheck.cli import completion
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import PROBE_TIMEOUT, check_number
@@ -206,12 +210,6 @@ def install_extra(extra: str) -> str:
     """The command that installs an optional extra into the interpreter running gpucheck (a
     bare `pip` may be another Python's, outside this venv or pipx env): from a source checkout
     an editable install of that clone, else the published package."""
-    import shlex
-    import sys
-    from pathlib import Path
-
-    from gpucheck import version
-
     pip = f"{shlex.quote(sys.executable)} -m pip install"
     clone = Path(version.__file__).resolve().parents[2]  # src/gpucheck/version.py's root
     pyproject = clone / "pyproject.toml"

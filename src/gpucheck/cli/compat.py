@@ -17,6 +17,8 @@ from gpucheck.cli.common import (
     load_compat,
     write_output,
 )
+from gpucheck.compat import CompatError, answers
+from gpucheck.compat.answers import about as about_data
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 from gpucheck.report.output_format import Format, FunctionFormat, format_table, write_json
@@ -46,8 +48,6 @@ def _answer(
     dirs: list[str] | None,
     **kw: str,
 ) -> None:
-    from gpucheck.compat import CompatError, answers
-
     group = ctx.obj if isinstance(ctx.obj, dict) else {}
     # `compat --json torch 2.5.1` and `compat torch 2.5.1 --json` ask the same.
     chosen = choose_format(
@@ -118,7 +118,6 @@ def compat(
     if not about:
         sys.stdout.write(ctx.get_help() + "\n")
         raise typer.Exit(ExitStatus.USAGE)
-    from gpucheck.compat.answers import about as about_data
 
     chosen = choose_format(ABOUT_FORMATS, fmt, as_json)
     data = about_data(load_compat(compat_dir))

@@ -26,6 +26,8 @@ from gpucheck.cli.common import (
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.report.core import Report
+from gpucheck.report.formats import FORMATS
 
 # What --help lists under "Exit codes" (with those every command shares).
 EXIT_CODES = {
@@ -57,8 +59,6 @@ def dockerfile(
     compat_dir: CompatDirOpt = None,
 ) -> None:
     """Judge a Dockerfile or Compose file against the machine it will run on."""
-    from gpucheck.report.formats import FORMATS
-
     chosen = choose_format(FORMATS, fmt, json_out)
     try:
         from gpucheck.dockerfile import RECIPE_LIMIT, RecipeError, host_unknown, judge_file
@@ -82,7 +82,6 @@ def dockerfile(
         raise UserError(
             f"gpucheck dockerfile needs {exc.name}: {install_extra('docker')}"
         ) from None
-    from gpucheck.report.core import Report
 
     unknown = host_unknown(snapshot)
     report = Report(snapshot, findings, strict=strict, from_file=from_file, unknown=unknown)

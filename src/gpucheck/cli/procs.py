@@ -16,6 +16,9 @@ from gpucheck.cli.common import (
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.model.plural import counted
+from gpucheck.procs import flow
+from gpucheck.procs.render import FORMATS
 
 if TYPE_CHECKING:
     from gpucheck.procs.ending import Decision
@@ -76,9 +79,6 @@ def procs(
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
-    from gpucheck.procs import flow
-    from gpucheck.procs.render import FORMATS
-
     shown_as = choose_format(FORMATS, fmt, json_out)
     json_out = shown_as.name == "json"
     for pid in kill or ():
@@ -112,8 +112,6 @@ def procs(
                 "ending processes asks for confirmation: run on a terminal, or add --yes "
                 "(nothing was ended)"
             )
-        from gpucheck.model.plural import counted
-
         if not typer.confirm(f"End {counted(len(to_end), 'process')}?", default=False, err=True):
             sys.stderr.write("gpucheck: nothing was ended\n")
             raise typer.Exit(ExitStatus.FAILED)
