@@ -10,6 +10,20 @@ import os
 import sys
 from collections.abc import Iterable
 
+# typer's own functions, which its value-less flags call
+from typer.completion import (  # type: ignore[attr-defined]
+    get_completion_script,
+    install,
+)
+
+from gpucheck.inputs import UserError
+from gpucheck.outputs import OutputError
+
+try:  # typer's dependency, which it imports itself where installed (typer-slim: not)
+    import shellingham
+except ImportError:
+    shellingham = None
+
 Choices = list[tuple[str, str]]
 
 
@@ -67,8 +81,6 @@ def shell_request(argv: list[str]) -> tuple[str, str | None] | None:
             elif not equals:
                 value = ""
             if rest:
-                from gpucheck.inputs import UserError
-
                 shells = "bash (or zsh, fish, powershell, pwsh)"
                 raise UserError(f"{option} takes one shell name, {shells}; unexpected {rest[0]!r}")
             return option, value if (equals or value) else None
@@ -79,11 +91,11 @@ def shell_request(argv: list[str]) -> tuple[str, str | None] | None:
 
 def _parent_shell() -> str | None:
     """The shell this runs under, as typer guesses it (shellingham, typer's dependency)."""
+    if shellingham is None:
+        return None
     try:
-        import shellingham
-
         name, _ = shellingham.detect_shell()
-    except Exception:  # (ShellDetectionFailure, no /proc, shellingham not installed)
+    except Exception:  # (ShellDetectionFailure, no /proc)
         return None
     return str(name).lower()
 
@@ -91,21 +103,12 @@ def _parent_shell() -> str | None:
 def write_shell_script(option: str, named: str | None) -> int:
     """Print (--show-completion) or install (--install-completion) the completion script of
     the shell named, else of the parent shell; any other shell is a usage error."""
-    from gpucheck.inputs import UserError
-    from gpucheck.outputs import OutputError
-
     shell = named if named is not None else _parent_shell()
     if shell is None:
         raise UserError(f"{option}: cannot tell which shell this is; {_NAME_ONE}")
     if shell not in SHELLS:
         how = "named" if named is not None else "here"
         raise UserError(f"{option}: no completion for the shell {how}, {shell!r}; {_NAME_ONE}")
-    # (typer's own functions, which its value-less flags call)
-    from typer.completion import (  # type: ignore[attr-defined]
-        get_completion_script,
-        install,
-    )
-
     names = {"prog_name": "gpucheck", "complete_var": "_GPUCHECK_COMPLETE", "shell": shell}
     if option == "--show-completion":
         sys.stdout.write(get_completion_script(**names) + "\n")
