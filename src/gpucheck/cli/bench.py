@@ -20,10 +20,12 @@ from gpucheck.cli.common import (
     StrictOpt,
     choose_format,
     format_option,
+    gpu_option,
     number_option,
     one_python,
     python_inputs,
     refuse_input_as_output,
+    timeout_option,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
@@ -44,7 +46,7 @@ def bench(
     ] = False,
     gpu: Annotated[
         list[int] | None,
-        typer.Option("--gpu", metavar="INDEX", help="Measure this GPU only (repeatable)."),
+        gpu_option("INDEX", "Measure this GPU only (repeatable)."),
     ] = None,
     json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text or json.")] = "text",
@@ -53,9 +55,7 @@ def bench(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show check ids.")] = False,
     timeout: Annotated[
         float,
-        number_option(
-            "--timeout", low=5, high=3600, metavar="SECONDS", help="Time bound of each GPU's run."
-        ),
+        timeout_option(5, 3600, "Time bound of each GPU's run."),
     ] = 180.0,
     duration: Annotated[
         float,

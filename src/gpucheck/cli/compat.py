@@ -139,7 +139,8 @@ def _release_command(kind: str) -> Callable[..., None]:
     return command
 
 
-# The subjects asked about by release, with their help; `driver` takes an option of its own.
+# The subjects asked about by release, with their help; `driver` takes an option of its own,
+# and `gpu` a name.
 for _kind, _help in (
     (TENSORFLOW.key, "A TensorFlow release: its tested CUDA, cuDNN and Python range."),
     (
@@ -166,16 +167,10 @@ def compat_driver(
     _answer(ctx, "driver", version, as_json, fmt, compat_dir, os=os_name)
 
 
-@compat_app.command("cuda")
-def compat_cuda(
-    ctx: typer.Context,
-    version: str,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
-    compat_dir: CompatDirOpt = None,
-) -> None:
-    """A CUDA release: its minimum drivers and the GPUs it can build for."""
-    _answer(ctx, "cuda", version, as_json, fmt, compat_dir)
+# After driver in --help, as the commands are listed in the order they are added.
+compat_app.command(
+    "cuda", help="A CUDA release: its minimum drivers and the GPUs it can build for."
+)(_release_command("cuda"))
 
 
 @compat_app.command("gpu")

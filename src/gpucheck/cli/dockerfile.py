@@ -17,6 +17,7 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
+    from_option,
     install_extra,
     load_compat,
     probe_here,
@@ -44,11 +45,7 @@ def dockerfile(
     path: Annotated[str, typer.Argument(metavar="PATH", help="A Dockerfile or a Compose file.")],
     from_file: Annotated[
         str | None,
-        typer.Option(
-            "--from",
-            metavar="FILE",
-            help="Judge against a saved snapshot or report (the machine it will run on).",
-        ),
+        from_option("Judge against a saved snapshot or report (the machine it will run on)."),
     ] = None,
     json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text, json, junit or prometheus.")] = "text",

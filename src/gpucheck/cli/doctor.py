@@ -22,6 +22,7 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
+    from_option,
     number_option,
     python_inputs,
     refuse_input_as_output,
@@ -91,11 +92,7 @@ def doctor(
     strict: StrictOpt = False,
     from_files: Annotated[
         list[str] | None,
-        typer.Option(
-            "--from",
-            metavar="FILE",
-            help="Diagnose a saved snapshot (from `gpucheck snapshot`, or - for stdin).",
-        ),
+        from_option("Diagnose a saved snapshot (from `gpucheck snapshot`, or - for stdin)."),
     ] = None,
     min_gpus: Annotated[
         int | None,

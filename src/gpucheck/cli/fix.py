@@ -19,6 +19,7 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
+    from_option,
     one_python,
     python_inputs,
     refuse_input_as_output,
@@ -47,9 +48,7 @@ EXIT_CODES = {
 def fix(
     from_file: Annotated[
         str | None,
-        typer.Option(
-            "--from", metavar="FILE", help="Plan from a saved report or snapshot (- for stdin)."
-        ),
+        from_option("Plan from a saved report or snapshot (- for stdin)."),
     ] = None,
     plan_file: Annotated[
         str | None,

@@ -12,7 +12,9 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
+    gpu_option,
     number_option,
+    timeout_option,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 GpuOpt = Annotated[
     str | None,
-    typer.Option("--gpu", metavar="N|UUID", help="Only this GPU (NVML index, or UUID prefix)."),
+    gpu_option("N|UUID", "Only this GPU (NVML index, or UUID prefix)."),
 ]
 
 
@@ -75,7 +77,7 @@ def procs(
     ] = 10.0,
     timeout: Annotated[
         float,
-        number_option("--timeout", low=0.5, high=600, metavar="SECONDS", help="NVML time bound."),
+        timeout_option(0.5, 600, "NVML time bound."),
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""

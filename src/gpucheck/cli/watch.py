@@ -11,7 +11,16 @@ from typing import Annotated
 
 import typer
 
-from gpucheck.cli.common import UserError, format_option, number_option, refuse_input_as_output
+from gpucheck.cli.common import (
+    UserError,
+    format_option,
+    from_option,
+    gpu_option,
+    number_option,
+    output_option,
+    refuse_input_as_output,
+    timeout_option,
+)
 from gpucheck.cli.completion import Choices, matching
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size, unreadable
@@ -90,9 +99,7 @@ def watch(
     ] = None,
     output: Annotated[
         str | None,
-        typer.Option(
-            "--output", "-o", metavar="FILE", help="Append samples to FILE (flushed every sample)."
-        ),
+        output_option("Append samples to FILE (flushed every sample).", callback=None),
     ] = None,
     rotate: Annotated[
         str | None,
@@ -119,30 +126,19 @@ def watch(
     ] = False,
     from_log: Annotated[
         str | None,
-        typer.Option(
-            "--from",
-            metavar="FILE",
-            help="Summarise a saved log (CSV or JSON lines; nvidia-smi's CSV too).",
-        ),
+        from_option("Summarise a saved log (CSV or JSON lines; nvidia-smi's CSV too)."),
     ] = None,
     gpu: Annotated[
         str | None,
-        typer.Option(
-            "--gpu",
+        gpu_option(
+            "LIST",
+            "Only these GPUs: indices or UUID prefixes, comma-separated (as nvidia-smi -i).",
             "-g",
-            metavar="LIST",
-            help="Only these GPUs: indices or UUID prefixes, comma-separated (as nvidia-smi -i).",
         ),
     ] = None,
     timeout: Annotated[
         float,
-        number_option(
-            "--timeout",
-            low=0.5,
-            high=600,
-            metavar="SECONDS",
-            help="Seconds one sample may take beyond the interval.",
-        ),
+        timeout_option(0.5, 600, "Seconds one sample may take beyond the interval."),
     ] = 5.0,
 ) -> None:
     """Sample the GPUs: a live view on a terminal, CSV/JSON lines for logs, a summary at the end."""
