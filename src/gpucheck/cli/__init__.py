@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Iterator, MutableMapping
+import textwrap
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -20,10 +21,9 @@ if TYPE_CHECKING:
     from typer._click import Command  # the click typer builds on (typer vendors it)
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import OutputError, UserError, exit_codes_help
 from gpucheck.exit_status import ExitStatus
-from gpucheck.inputs import forget_inputs
-from gpucheck.outputs import StdoutError
+from gpucheck.inputs import UserError, forget_inputs
+from gpucheck.outputs import OutputError, StdoutError
 from gpucheck.version import __version__
 
 # Every command, in --help order: name -> (its function or typer app in the module
@@ -57,6 +57,29 @@ SHELL_HELP = {
     "else for the shell this runs under.",
     "show_completion": "Print the completion script for SHELL, else for the shell this runs under.",
 }
+
+
+# What every command may exit with, whatever it does (run, below, maps them).
+_EVERY_COMMAND = {
+    ExitStatus.USAGE: "usage error, or an input that cannot be read",
+    ExitStatus.INTERNAL: "gpucheck itself broke (a bug; GPUCHECK_DEBUG=1 shows the traceback)",
+    ExitStatus.OUTPUT: "the output could not be written",
+    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def exit_codes_help(own: Mapping[ExitStatus, str]) -> str:
+    """The "Exit codes" section of a command's --help: its own meanings and the ones every
+    command shares, numbered from the one ExitStatus enum so that the help cannot drift from
+    what the command returns. Click keeps a paragraph that starts with \\b as written."""
+    meanings = {**_EVERY_COMMAND, **own}
+    lines = [
+        textwrap.fill(
+            meanings[code], 78, initial_indent=f"  {int(code):>3}  ", subsequent_indent=" " * 7
+        )
+        for code in sorted(meanings)
+    ]
+    return "\b\nExit codes:\n" + "\n".join(lines)
 
 
 class _Commands(MutableMapping[str, "Command"]):

@@ -6,8 +6,6 @@
 
 import shlex
 import sys
-import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +13,6 @@ import typer
 
 from gpucheck import version
 from gpucheck.cli import completion
-from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import PROBE_TIMEOUT, check_number
 from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
@@ -194,29 +191,6 @@ RedactOpt = Annotated[
         "unlisted environment values) so the JSON can be shared publicly.",
     ),
 ]
-
-
-# What every command may exit with, whatever it does (cli/__init__.py's run maps them).
-_EVERY_COMMAND = {
-    ExitStatus.USAGE: "usage error, or an input that cannot be read",
-    ExitStatus.INTERNAL: "gpucheck itself broke (a bug; GPUCHECK_DEBUG=1 shows the traceback)",
-    ExitStatus.OUTPUT: "the output could not be written",
-    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
-}
-
-
-def exit_codes_help(own: Mapping[ExitStatus, str]) -> str:
-    """The "Exit codes" section of a command's --help: its own meanings and the ones every
-    command shares, numbered from the one ExitStatus enum so that the help cannot drift from
-    what the command returns. Click keeps a paragraph that starts with \\b as written."""
-    meanings = {**_EVERY_COMMAND, **own}
-    lines = [
-        textwrap.fill(
-            meanings[code], 78, initial_indent=f"  {int(code):>3}  ", subsequent_indent=" " * 7
-        )
-        for code in sorted(meanings)
-    ]
-    return "\b\nExit codes:\n" + "\n".join(lines)
 
 
 def install_extra(extra: str) -> str:
