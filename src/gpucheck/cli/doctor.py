@@ -2,8 +2,8 @@
 exit with the report's code."""
 
 # No `from __future__ import annotations` here: typer reads the options from the annotations,
-# and string annotations it must compile and evaluate (get_type_hints) on every start-up, ~5 ms
-# of a `doctor --from`; evaluated once, as the module runs, they are objects it takes as they are.
+# and string annotations it must compile and evaluate (get_type_hints) on every start-up;
+# evaluated once, as the module runs, they are objects it takes as they are.
 from typing import Annotated, Any
 
 import typer
