@@ -124,23 +124,23 @@ def compat(
     write_output(None, lambda stream: chosen.write(data, stream))
 
 
-def _release_command(kind: str) -> Callable[..., None]:
-    """`compat KIND VERSION`: one release of a framework or library, as compat.answers tells."""
+def _release_command(kind: str, argument: str = "version") -> Callable[..., None]:
+    """`compat KIND VERSION` (or another `argument`: a GPU's name): what compat.answers tells
+    of one release of a framework, a library or CUDA, or of one GPU."""
 
     def command(
         ctx: typer.Context,
-        version: str,
+        subject: Annotated[str, typer.Argument(metavar=argument)],
         as_json: JsonOpt = False,
         fmt: FormatOpt = None,
         compat_dir: CompatDirOpt = None,
     ) -> None:
-        _answer(ctx, kind, version, as_json, fmt, compat_dir)
+        _answer(ctx, kind, subject, as_json, fmt, compat_dir)
 
     return command
 
 
-# The subjects asked about by release, with their help; `driver` takes an option of its own,
-# and `gpu` a name.
+# The subjects asked about by release, with their help; `driver` takes an option of its own.
 for _kind, _help in (
     (TENSORFLOW.key, "A TensorFlow release: its tested CUDA, cuDNN and Python range."),
     (
@@ -171,15 +171,8 @@ def compat_driver(
 compat_app.command(
     "cuda", help="A CUDA release: its minimum drivers and the GPUs it can build for."
 )(_release_command("cuda"))
-
-
-@compat_app.command("gpu")
-def compat_gpu(
-    ctx: typer.Context,
-    name: str,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
-    compat_dir: CompatDirOpt = None,
-) -> None:
-    """A GPU by name (as nvidia-smi prints it): compute capability and the newest builds for it."""
-    _answer(ctx, "gpu", name, as_json, fmt, compat_dir)
+compat_app.command(
+    "gpu",
+    help="A GPU by name (as nvidia-smi prints it): compute capability and the newest builds "
+    "for it.",
+)(_release_command("gpu", "name"))
