@@ -45,7 +45,7 @@ def main() -> None:
         samples: dict[str, list[float]] = {label: [] for label, _ in rows}
         for _ in range(args.runs):  # interleaved: load on the machine hits both alike
             for label, cmd in rows:
-                samples[label] += timed(cmd, 1)
+                samples[label] += [wall for wall, _ in timed(cmd, 1)]
     print(f"{'command':26} {'median s':>9} {'min s':>7}   ({args.runs} runs, interleaved)")
     medians = {label: statistics.median(times) for label, times in samples.items()}
     for label, times in samples.items():

@@ -14,6 +14,7 @@ from os import PathLike
 
 from gpucheck.diagnosis.flow import run
 from gpucheck.diagnosis.request import DoctorRequest
+from gpucheck.inputs import PROBE_TIMEOUT, UserError, check_number, probe_here
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import Report
 
@@ -28,8 +29,6 @@ def snapshot(
 ) -> Snapshot:
     """Probe this machine: the facts alone, as `gpucheck snapshot` writes them. `python`: one
     interpreter or several (paths, environment folders, globs, "@FILE"), probed side by side."""
-    from gpucheck.inputs import PROBE_TIMEOUT, UserError, check_number, probe_here
-
     timeout = check_number(timeout, "timeout", *PROBE_TIMEOUT)
     _check_pythons(python)
     _check_text(host_id, "host_id")

@@ -70,7 +70,7 @@ if _IGNORED and _MAIN_THREAD and _PREVIOUS is not None:
 
 def _take_sigint(handler: "Callable[[int, FrameType | None], object]") -> None:
     if not _IGNORED:
-        try:  # noqa: SIM105  (contextlib's import, 1.5 ms, would come before the handler)
+        try:  # noqa: SIM105  (contextlib's import would come before the handler)
             _signal.signal(_signal.SIGINT, handler)
         except ValueError:  # not the main thread (embedded): keep the default
             pass
@@ -148,8 +148,8 @@ def _run() -> int:
     import gc
 
     # Start-up creates ~100k long-lived objects (modules, classes, typer's command) and the
-    # default thresholds collect over them dozens of times for nothing (~5 ms of a doctor
-    # --from). Collections still run, rarer, so that a long watch or fleet stays bounded.
+    # default thresholds collect over them dozens of times for nothing. Collections still
+    # run, rarer, so that a long watch or fleet stays bounded.
     gc.set_threshold(50_000, 20, 10)
     _take_sigint(_on_sigint)
     for signum in (_signal.SIGTERM, _signal.SIGHUP):  # (watch puts its own clean stop on TERM)
@@ -178,7 +178,7 @@ def _run() -> int:
     # The work is done: a late Ctrl-C still ends as "interrupted", not by the signal.
     _take_sigint(lambda signum, frame: _interrupted())
     # Nothing is left to clean up (output written and closed, children reaped), so main
-    # skips the interpreter's teardown of every module and object: ~13 ms of a doctor --from.
+    # skips the interpreter's teardown of every module and object.
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.flush()
     return code

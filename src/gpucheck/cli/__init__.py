@@ -1,5 +1,5 @@
 """The `gpucheck` command line: one module per command, each parsing its options and calling
-the library. Only typer is imported at start-up; each command imports what it uses.
+the library. Each command's module is imported when the command is looked up (COMMANDS).
 
 Errors are one line on stderr and a documented exit code (exit_status.py): 2 for bad
 input, 3 when gpucheck itself broke. A traceback is shown only with GPUCHECK_DEBUG=1.
@@ -7,9 +7,11 @@ input, 3 when gpucheck itself broke. A traceback is shown only with GPUCHECK_DEB
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-from collections.abc import Iterator, MutableMapping
+import textwrap
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -19,16 +21,16 @@ if TYPE_CHECKING:
     from typer._click import Command  # the click typer builds on (typer vendors it)
 
 from gpucheck.cli import completion
-from gpucheck.cli.common import OutputError, UserError
 from gpucheck.exit_status import ExitStatus
-from gpucheck.inputs import forget_inputs
-from gpucheck.outputs import StdoutError
+from gpucheck.inputs import UserError, forget_inputs
+from gpucheck.outputs import OutputError, StdoutError
 from gpucheck.version import __version__
 
 # Every command, in --help order: name -> (its function or typer app in the module
 # gpucheck.cli.<name>, one-line summary). The summary is the command's short help, so that
-# --help lists them all without importing or building any (typer builds what it is given:
-# ~20 ms for every command).
+# --help lists them all without importing or building any: the command table is the seam
+# where each command's module is imported on demand (the start-up benchmark's rows, in
+# benchmarks/startup.py, need it: typer builds every command it is given).
 COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "Check GPUs, driver, CUDA, cuDNN, frameworks; say what to fix."),
     "snapshot": ("snapshot", "Write the facts alone, as JSON."),
@@ -55,6 +57,29 @@ SHELL_HELP = {
     "else for the shell this runs under.",
     "show_completion": "Print the completion script for SHELL, else for the shell this runs under.",
 }
+
+
+# What every command may exit with, whatever it does (run, below, maps them).
+_EVERY_COMMAND = {
+    ExitStatus.USAGE: "usage error, or an input that cannot be read",
+    ExitStatus.INTERNAL: "gpucheck itself broke (a bug; GPUCHECK_DEBUG=1 shows the traceback)",
+    ExitStatus.OUTPUT: "the output could not be written",
+    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def exit_codes_help(own: Mapping[ExitStatus, str]) -> str:
+    """The "Exit codes" section of a command's --help: its own meanings and the ones every
+    command shares, numbered from the one ExitStatus enum so that the help cannot drift from
+    what the command returns. Click keeps a paragraph that starts with \\b as written."""
+    meanings = {**_EVERY_COMMAND, **own}
+    lines = [
+        textwrap.fill(
+            meanings[code], 78, initial_indent=f"  {int(code):>3}  ", subsequent_indent=" " * 7
+        )
+        for code in sorted(meanings)
+    ]
+    return "\b\nExit codes:\n" + "\n".join(lines)
 
 
 class _Commands(MutableMapping[str, "Command"]):
@@ -117,12 +142,8 @@ def build_app() -> typer.Typer:
 def _command(name: str) -> Command:
     """The command `name`, built now (typer imports what it is given), alone: not inside the
     whole command line, whose callback and completion options it would build again only to
-    drop them (~0.5 ms). Typer gives an app of one command and no callback back as that
-    command; a group of its own (compat) comes inside a bare group."""
-    import importlib
-
-    from gpucheck.cli.common import exit_codes_help
-
+    drop them. Typer gives an app of one command and no callback back as that command; a
+    group of its own (compat) comes inside a bare group."""
     attribute, summary = COMMANDS[name]
     module = importlib.import_module(f"gpucheck.cli.{name}")
     target = getattr(module, attribute)
@@ -155,6 +176,8 @@ def _main(
 def _fail(message: str, code: int) -> int:
     # A message may quote what the user typed (a file name with a newline or an escape
     # sequence): shown escaped, so that it stays one line and the terminal executes nothing.
+    # Imported here, on the error path: the start-up benchmark's `gpucheck --help` row has no
+    # room for the report layer.
     from gpucheck.report.text import printable
 
     sys.stderr.write(f"gpucheck: {printable(message)}\n")

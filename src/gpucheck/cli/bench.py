@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from gpucheck.bench.flow import BenchRequest, run
+from gpucheck.bench.report import FORMATS
 from gpucheck.cli.common import (
     CompatDirOpt,
     JsonOpt,
@@ -18,10 +20,12 @@ from gpucheck.cli.common import (
     StrictOpt,
     choose_format,
     format_option,
+    gpu_option,
     number_option,
     one_python,
     python_inputs,
     refuse_input_as_output,
+    timeout_option,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
@@ -42,7 +46,7 @@ def bench(
     ] = False,
     gpu: Annotated[
         list[int] | None,
-        typer.Option("--gpu", metavar="INDEX", help="Measure this GPU only (repeatable)."),
+        gpu_option("INDEX", "Measure this GPU only (repeatable)."),
     ] = None,
     json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text or json.")] = "text",
@@ -51,9 +55,7 @@ def bench(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show check ids.")] = False,
     timeout: Annotated[
         float,
-        number_option(
-            "--timeout", low=5, high=3600, metavar="SECONDS", help="Time bound of each GPU's run."
-        ),
+        timeout_option(5, 3600, "Time bound of each GPU's run."),
     ] = 180.0,
     duration: Annotated[
         float,
@@ -71,8 +73,6 @@ def bench(
 ) -> None:
     """Measure how fast this machine's GPUs really are, next to their spec and the CPU."""
     python = one_python(pythons)
-    from gpucheck.bench.flow import BenchRequest, run
-    from gpucheck.bench.report import FORMATS
 
     chosen = choose_format(FORMATS, fmt, json_out)
     refuse_input_as_output(output, python_inputs(python))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpucheck.checks.registry import all_checks
 from gpucheck.cli.common import write_output
 from gpucheck.exit_status import ExitStatus
 
@@ -13,7 +14,5 @@ EXIT_CODES = {
 
 def list_checks() -> None:
     """List every check: its id (for --only / --skip), section and what it looks at."""
-    from gpucheck.checks.registry import all_checks
-
     text = "".join(f"{c.id:34} {c.section.value:13} {c.summary}\n" for c in all_checks())
     write_output(None, lambda stream: stream.write(text))

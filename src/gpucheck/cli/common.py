@@ -4,14 +4,15 @@
 # No `from __future__ import annotations`: typer reads the callbacks' annotations on every run
 # (get_type_hints), and strings it would compile and evaluate each time.
 
-import textwrap
-from collections.abc import Mapping
+import shlex
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from gpucheck import version
 from gpucheck.cli import completion
-from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import PROBE_TIMEOUT, check_number
 from gpucheck.inputs import UserError as UserError
 from gpucheck.inputs import load_compat as load_compat
@@ -56,14 +57,25 @@ def number_option(*names: str, low: float, high: float | None = None, **kwargs: 
     return typer.Option(*names, min=low, max=high, callback=_checked_number, **kwargs)
 
 
+def timeout_option(low: float, high: float, about: str) -> Any:
+    """--timeout SECONDS from `low` to `high`: every command's time bound, `about` its help."""
+    return number_option("--timeout", low=low, high=high, metavar="SECONDS", help=about)
+
+
+def from_option(about: str) -> Any:
+    """--from FILE: what a command reads instead of this machine (`about`: what FILE holds)."""
+    return typer.Option("--from", metavar="FILE", help=about)
+
+
+def gpu_option(metavar: str, about: str, *short: str) -> Any:
+    """--gpu (and `short`, if any): which GPUs a command looks at, as `metavar` says."""
+    return typer.Option("--gpu", *short, metavar=metavar, help=about)
+
+
 TimeoutOpt = Annotated[
     float,
-    number_option(
-        "--timeout",
-        low=PROBE_TIMEOUT[0],
-        high=PROBE_TIMEOUT[1],
-        metavar="SECONDS",
-        help="Seconds each probe may take (they run side by side).",
+    timeout_option(
+        PROBE_TIMEOUT[0], PROBE_TIMEOUT[1], "Seconds each probe may take (they run side by side)."
     ),
 ]
 DeepOpt = Annotated[
@@ -93,15 +105,23 @@ def one_python(value: list[str] | None) -> str | None:
     return checked[0] if checked else None
 
 
-PythonOpt = Annotated[
-    list[str] | None,
-    typer.Option(
+def _python_option(about: str, callback: Any = None) -> Any:
+    """--python PATH, completed with the interpreters on PATH and the files typed."""
+    return typer.Option(
         "--python",
         metavar="PATH",
-        help="Probe the frameworks of this interpreter (one; default: gpucheck's own and the "
-        "active virtualenv/conda env).",
+        help=about,
         autocompletion=completion.python_paths,
-        callback=_one_python,
+        callback=callback,
+    )
+
+
+PythonOpt = Annotated[
+    list[str] | None,
+    _python_option(
+        "Probe the frameworks of this interpreter (one; default: gpucheck's own and the "
+        "active virtualenv/conda env).",
+        _one_python,
     ),
 ]
 
@@ -116,13 +136,10 @@ def _checked_output(value: str | None) -> str | None:
 
 PythonsOpt = Annotated[
     list[str] | None,
-    typer.Option(
-        "--python",
-        metavar="PATH",
-        help="Probe the frameworks of these interpreters, side by side (repeatable; an env's "
+    _python_option(
+        "Probe the frameworks of these interpreters, side by side (repeatable; an env's "
         "folder, a glob such as '~/envs/*', or @FILE: one a line). Default: gpucheck's own and "
-        "the active virtualenv/conda env.",
-        autocompletion=completion.python_paths,
+        "the active virtualenv/conda env."
     ),
 ]
 
@@ -134,16 +151,13 @@ def format_option(formats: str, complete: Any = None) -> Any:
     return typer.Option("--format", "-f", metavar="FORMAT", help=formats, autocompletion=complete)
 
 
-OutputOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--output",
-        "-o",
-        metavar="FILE",
-        help="Write to FILE instead of stdout.",
-        callback=_checked_output,
-    ),
-]
+def output_option(about: str, callback: Any = _checked_output) -> Any:
+    """--output/-o FILE (`about`: what goes there), judged before any work (a command that
+    opens FILE its own way, as watch appends, passes callback=None)."""
+    return typer.Option("--output", "-o", metavar="FILE", help=about, callback=callback)
+
+
+OutputOpt = Annotated[str | None, output_option("Write to FILE instead of stdout.")]
 # Every command's --json: one of its --format values, the same alias with the same words.
 JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
@@ -179,39 +193,10 @@ RedactOpt = Annotated[
 ]
 
 
-# What every command may exit with, whatever it does (cli/__init__.py's run maps them).
-_EVERY_COMMAND = {
-    ExitStatus.USAGE: "usage error, or an input that cannot be read",
-    ExitStatus.INTERNAL: "gpucheck itself broke (a bug; GPUCHECK_DEBUG=1 shows the traceback)",
-    ExitStatus.OUTPUT: "the output could not be written",
-    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
-}
-
-
-def exit_codes_help(own: Mapping[ExitStatus, str]) -> str:
-    """The "Exit codes" section of a command's --help: its own meanings and the ones every
-    command shares, numbered from the one ExitStatus enum so that the help cannot drift from
-    what the command returns. Click keeps a paragraph that starts with \\b as written."""
-    meanings = {**_EVERY_COMMAND, **own}
-    lines = [
-        textwrap.fill(
-            meanings[code], 78, initial_indent=f"  {int(code):>3}  ", subsequent_indent=" " * 7
-        )
-        for code in sorted(meanings)
-    ]
-    return "\b\nExit codes:\n" + "\n".join(lines)
-
-
 def install_extra(extra: str) -> str:
     """The command that installs an optional extra into the interpreter running gpucheck (a
     bare `pip` may be another Python's, outside this venv or pipx env): from a source checkout
     an editable install of that clone, else the published package."""
-    import shlex
-    import sys
-    from pathlib import Path
-
-    from gpucheck import version
-
     pip = f"{shlex.quote(sys.executable)} -m pip install"
     clone = Path(version.__file__).resolve().parents[2]  # src/gpucheck/version.py's root
     pyproject = clone / "pyproject.toml"

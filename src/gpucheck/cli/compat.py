@@ -17,6 +17,8 @@ from gpucheck.cli.common import (
     load_compat,
     write_output,
 )
+from gpucheck.compat import CompatError, answers
+from gpucheck.compat.answers import about as about_data
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.frameworks import JAX, TENSORFLOW, TORCH
 from gpucheck.report.output_format import Format, FunctionFormat, format_table, write_json
@@ -46,8 +48,6 @@ def _answer(
     dirs: list[str] | None,
     **kw: str,
 ) -> None:
-    from gpucheck.compat import CompatError, answers
-
     group = ctx.obj if isinstance(ctx.obj, dict) else {}
     # `compat --json torch 2.5.1` and `compat torch 2.5.1 --json` ask the same.
     chosen = choose_format(
@@ -118,24 +118,24 @@ def compat(
     if not about:
         sys.stdout.write(ctx.get_help() + "\n")
         raise typer.Exit(ExitStatus.USAGE)
-    from gpucheck.compat.answers import about as about_data
 
     chosen = choose_format(ABOUT_FORMATS, fmt, as_json)
     data = about_data(load_compat(compat_dir))
     write_output(None, lambda stream: chosen.write(data, stream))
 
 
-def _release_command(kind: str) -> Callable[..., None]:
-    """`compat KIND VERSION`: one release of a framework or library, as compat.answers tells."""
+def _release_command(kind: str, argument: str = "version") -> Callable[..., None]:
+    """`compat KIND VERSION` (or another `argument`: a GPU's name): what compat.answers tells
+    of one release of a framework, a library or CUDA, or of one GPU."""
 
     def command(
         ctx: typer.Context,
-        version: str,
+        subject: Annotated[str, typer.Argument(metavar=argument)],
         as_json: JsonOpt = False,
         fmt: FormatOpt = None,
         compat_dir: CompatDirOpt = None,
     ) -> None:
-        _answer(ctx, kind, version, as_json, fmt, compat_dir)
+        _answer(ctx, kind, subject, as_json, fmt, compat_dir)
 
     return command
 
@@ -167,25 +167,12 @@ def compat_driver(
     _answer(ctx, "driver", version, as_json, fmt, compat_dir, os=os_name)
 
 
-@compat_app.command("cuda")
-def compat_cuda(
-    ctx: typer.Context,
-    version: str,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
-    compat_dir: CompatDirOpt = None,
-) -> None:
-    """A CUDA release: its minimum drivers and the GPUs it can build for."""
-    _answer(ctx, "cuda", version, as_json, fmt, compat_dir)
-
-
-@compat_app.command("gpu")
-def compat_gpu(
-    ctx: typer.Context,
-    name: str,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
-    compat_dir: CompatDirOpt = None,
-) -> None:
-    """A GPU by name (as nvidia-smi prints it): compute capability and the newest builds for it."""
-    _answer(ctx, "gpu", name, as_json, fmt, compat_dir)
+# After driver in --help, as the commands are listed in the order they are added.
+compat_app.command(
+    "cuda", help="A CUDA release: its minimum drivers and the GPUs it can build for."
+)(_release_command("cuda"))
+compat_app.command(
+    "gpu",
+    help="A GPU by name (as nvidia-smi prints it): compute capability and the newest builds "
+    "for it.",
+)(_release_command("gpu", "name"))

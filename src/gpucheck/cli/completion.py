@@ -1,7 +1,7 @@
-"""Shell completion of option values (typer's `autocompletion`): the closed choices, check ids
-and sections for --only/--skip, and interpreter paths for --python. Each returns plain words
-(with a help line for zsh and fish), so bash, zsh and fish complete them alike; each imports
-what it lists only when the shell asks."""
+"""Shell completion: what every command's completers share (`matching`: plain words with a
+help line for zsh and fish, so bash, zsh and fish complete them alike), interpreter paths for
+--python, and the completion scripts themselves. A command's own closed choices (check ids,
+formats, dtypes) are completed in its module, beside the data they list."""
 
 # No `from __future__ import annotations`: typer reads the callbacks' annotations on every run
 # (get_type_hints), and strings it would compile and evaluate each time.
@@ -10,87 +10,25 @@ import os
 import sys
 from collections.abc import Iterable
 
+# typer's own functions, which its value-less flags call
+from typer.completion import (  # type: ignore[attr-defined]
+    get_completion_script,
+    install,
+)
+
+from gpucheck.inputs import UserError
+from gpucheck.outputs import OutputError
+
+try:  # typer's dependency, which it imports itself where installed (typer-slim: not)
+    import shellingham
+except ImportError:
+    shellingham = None
+
 Choices = list[tuple[str, str]]
 
 
-def _matching(choices: Iterable[tuple[str, str]], incomplete: str) -> Choices:
+def matching(choices: Iterable[tuple[str, str]], incomplete: str) -> Choices:
     return [(value, about) for value, about in choices if value.startswith(incomplete)]
-
-
-def doctor_formats(incomplete: str) -> Choices:
-    from gpucheck.report.formats import FORMATS
-
-    about = {
-        "text": "the report for a person",
-        "json": "the report as JSON (gpucheck schema report)",
-        "junit": "JUnit XML for CI test views",
-        "prometheus": "metrics for node_exporter's textfile collector",
-    }
-    return _matching(((name, about.get(name, "")) for name in FORMATS), incomplete)
-
-
-def check_selectors(incomplete: str) -> Choices:
-    """--only/--skip: every check id, every section, and each id prefix ("gpus.",
-    "frameworks.torch.")."""
-    from gpucheck.checks.registry import all_checks
-
-    checks = all_checks()
-    sections = {c.section.value: f"every {c.section.label} check" for c in checks}
-    prefixes = {
-        prefix: f"checks named {prefix}*"
-        for c in checks
-        for prefix in (".".join(c.id.split(".")[: n + 1]) + "." for n in range(c.id.count(".")))
-    }
-    ids = {c.id: c.summary for c in checks}
-    return _matching([*sections.items(), *prefixes.items(), *ids.items()], incomplete)
-
-
-def fleet_formats(incomplete: str) -> Choices:
-    about = {"table": "for a person", "json": "gpucheck schema fleet", "csv": "the inventory"}
-    return _matching(about.items(), incomplete)
-
-
-def watch_formats(incomplete: str) -> Choices:
-    about = {"csv": "as nvidia-smi --format=csv writes it", "jsonl": "one JSON object a line"}
-    return _matching(about.items(), incomplete)
-
-
-def watch_fields(incomplete: str) -> Choices:
-    """--fields is a comma-separated list: complete its last name, keeping the ones before."""
-    from gpucheck.watch.log import FIELDS
-
-    done, _, last = incomplete.rpartition(",")
-    head = f"{done}," if done else ""
-    taken = set(done.split(","))
-    return [(head + name, "") for name in FIELDS if name.startswith(last) and name not in taken]
-
-
-def fit_dtypes(incomplete: str) -> Choices:
-    from gpucheck.fit.units import DTYPE_BYTES
-
-    return _matching(((name, f"{DTYPE_BYTES[name]:g} byte(s)") for name in DTYPE_BYTES), incomplete)
-
-
-def fit_optimizers(incomplete: str) -> Choices:
-    from gpucheck.fit.parts import OPTIMIZERS
-
-    return _matching(((name, "") for name in OPTIMIZERS), incomplete)
-
-
-def fit_attention(incomplete: str) -> Choices:
-    about = {
-        "flash": "fused attention (the default)",
-        "sdpa": "fused, as flash",
-        "eager": "the s x s scores kept",
-    }
-    return _matching(about.items(), incomplete)
-
-
-def fit_kv_dtypes(incomplete: str) -> Choices:
-    from gpucheck.fit.request import KV_DTYPES
-    from gpucheck.fit.units import DTYPE_BYTES
-
-    return _matching(((n, f"{DTYPE_BYTES[n]:g} byte(s)") for n in KV_DTYPES), incomplete)
 
 
 def python_paths(incomplete: str) -> Choices:
@@ -143,8 +81,6 @@ def shell_request(argv: list[str]) -> tuple[str, str | None] | None:
             elif not equals:
                 value = ""
             if rest:
-                from gpucheck.inputs import UserError
-
                 shells = "bash (or zsh, fish, powershell, pwsh)"
                 raise UserError(f"{option} takes one shell name, {shells}; unexpected {rest[0]!r}")
             return option, value if (equals or value) else None
@@ -155,11 +91,11 @@ def shell_request(argv: list[str]) -> tuple[str, str | None] | None:
 
 def _parent_shell() -> str | None:
     """The shell this runs under, as typer guesses it (shellingham, typer's dependency)."""
+    if shellingham is None:
+        return None
     try:
-        import shellingham
-
         name, _ = shellingham.detect_shell()
-    except Exception:  # (ShellDetectionFailure, no /proc, shellingham not installed)
+    except Exception:  # (ShellDetectionFailure, no /proc)
         return None
     return str(name).lower()
 
@@ -167,21 +103,12 @@ def _parent_shell() -> str | None:
 def write_shell_script(option: str, named: str | None) -> int:
     """Print (--show-completion) or install (--install-completion) the completion script of
     the shell named, else of the parent shell; any other shell is a usage error."""
-    from gpucheck.inputs import UserError
-    from gpucheck.outputs import OutputError
-
     shell = named if named is not None else _parent_shell()
     if shell is None:
         raise UserError(f"{option}: cannot tell which shell this is; {_NAME_ONE}")
     if shell not in SHELLS:
         how = "named" if named is not None else "here"
         raise UserError(f"{option}: no completion for the shell {how}, {shell!r}; {_NAME_ONE}")
-    # (typer's own functions, which its value-less flags call)
-    from typer.completion import (  # type: ignore[attr-defined]
-        get_completion_script,
-        install,
-    )
-
     names = {"prog_name": "gpucheck", "complete_var": "_GPUCHECK_COMPLETE", "shell": shell}
     if option == "--show-completion":
         sys.stdout.write(get_completion_script(**names) + "\n")

@@ -17,6 +17,7 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
+    from_option,
     install_extra,
     load_compat,
     probe_here,
@@ -26,6 +27,8 @@ from gpucheck.cli.common import (
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.report.core import Report
+from gpucheck.report.formats import FORMATS
 
 # What --help lists under "Exit codes" (with those every command shares).
 EXIT_CODES = {
@@ -42,11 +45,7 @@ def dockerfile(
     path: Annotated[str, typer.Argument(metavar="PATH", help="A Dockerfile or a Compose file.")],
     from_file: Annotated[
         str | None,
-        typer.Option(
-            "--from",
-            metavar="FILE",
-            help="Judge against a saved snapshot or report (the machine it will run on).",
-        ),
+        from_option("Judge against a saved snapshot or report (the machine it will run on)."),
     ] = None,
     json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text, json, junit or prometheus.")] = "text",
@@ -57,8 +56,6 @@ def dockerfile(
     compat_dir: CompatDirOpt = None,
 ) -> None:
     """Judge a Dockerfile or Compose file against the machine it will run on."""
-    from gpucheck.report.formats import FORMATS
-
     chosen = choose_format(FORMATS, fmt, json_out)
     try:
         from gpucheck.dockerfile import RECIPE_LIMIT, RecipeError, host_unknown, judge_file
@@ -82,7 +79,6 @@ def dockerfile(
         raise UserError(
             f"gpucheck dockerfile needs {exc.name}: {install_extra('docker')}"
         ) from None
-    from gpucheck.report.core import Report
 
     unknown = host_unknown(snapshot)
     report = Report(snapshot, findings, strict=strict, from_file=from_file, unknown=unknown)

@@ -2,13 +2,12 @@
 exit with the report's code."""
 
 # No `from __future__ import annotations` here: typer reads the options from the annotations,
-# and string annotations it must compile and evaluate (get_type_hints) on every start-up, ~5 ms
-# of a `doctor --from`; evaluated once, as the module runs, they are objects it takes as they are.
+# and string annotations it must compile and evaluate (get_type_hints) on every start-up;
+# evaluated once, as the module runs, they are objects it takes as they are.
 from typing import Annotated, Any
 
 import typer
 
-from gpucheck.cli import completion
 from gpucheck.cli.common import (
     CompatDirOpt,
     DeepOpt,
@@ -23,16 +22,49 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
+    from_option,
     number_option,
     python_inputs,
     refuse_input_as_output,
     write_output,
 )
+from gpucheck.cli.completion import Choices, matching
 from gpucheck.diagnosis.flow import run
 from gpucheck.diagnosis.request import Caller, DoctorRequest
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import MIN_GPUS
 from gpucheck.report.formats import FORMATS
+
+# Shell completion of this command's option values (completion.py shares the helpers).
+
+
+def doctor_formats(incomplete: str) -> Choices:
+    about = {
+        "text": "the report for a person",
+        "json": "the report as JSON (gpucheck schema report)",
+        "junit": "JUnit XML for CI test views",
+        "prometheus": "metrics for node_exporter's textfile collector",
+    }
+    return matching(((name, about.get(name, "")) for name in FORMATS), incomplete)
+
+
+def check_selectors(incomplete: str) -> Choices:
+    """--only/--skip: every check id, every section, and each id prefix ("gpus.",
+    "frameworks.torch.")."""
+    # Not at the top: the checks load at the diagnosis flow's seam, while the probes run
+    # (diagnosis/flow.py); a module the doctor imports first would load them before.
+    from gpucheck.checks.registry import all_checks
+
+    checks = all_checks()
+    sections = {c.section.value: f"every {c.section.label} check" for c in checks}
+    prefixes = {
+        prefix: f"checks named {prefix}*"
+        for c in checks
+        for prefix in (".".join(c.id.split(".")[: n + 1]) + "." for n in range(c.id.count(".")))
+    }
+    ids = {c.id: c.summary for c in checks}
+    return matching([*sections.items(), *prefixes.items(), *ids.items()], incomplete)
+
 
 # What --help lists under "Exit codes" (with those every command shares).
 EXIT_CODES = {
@@ -48,25 +80,19 @@ def _selector(flag: str, does: str) -> Any:
         flag,
         metavar="ID",
         help=f"{does} (id or prefix, repeatable).",
-        autocompletion=completion.check_selectors,
+        autocompletion=check_selectors,
     )
 
 
 def doctor(
     json_out: JsonOpt = False,
-    fmt: Annotated[
-        str, format_option("text, json, junit or prometheus.", completion.doctor_formats)
-    ] = "text",
+    fmt: Annotated[str, format_option("text, json, junit or prometheus.", doctor_formats)] = "text",
     output: OutputOpt = None,
     verbose: EvidenceOpt = False,
     strict: StrictOpt = False,
     from_files: Annotated[
         list[str] | None,
-        typer.Option(
-            "--from",
-            metavar="FILE",
-            help="Diagnose a saved snapshot (from `gpucheck snapshot`, or - for stdin).",
-        ),
+        from_option("Diagnose a saved snapshot (from `gpucheck snapshot`, or - for stdin)."),
     ] = None,
     min_gpus: Annotated[
         int | None,

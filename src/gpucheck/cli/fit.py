@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from gpucheck.cli import completion
 from gpucheck.cli.common import (
     JsonOpt,
     OutputOpt,
@@ -22,7 +21,37 @@ from gpucheck.cli.common import (
     refuse_input_as_output,
     write_output,
 )
+from gpucheck.cli.completion import Choices, matching
 from gpucheck.exit_status import ExitStatus
+from gpucheck.fit.flow import FitRequest, run
+from gpucheck.fit.parts import OPTIMIZERS
+from gpucheck.fit.report import FORMATS
+from gpucheck.fit.request import KV_DTYPES, Request
+from gpucheck.fit.units import DTYPE_BYTES
+
+# Shell completion of this command's option values (completion.py shares the helpers).
+
+
+def fit_dtypes(incomplete: str) -> Choices:
+    return matching(((name, f"{DTYPE_BYTES[name]:g} byte(s)") for name in DTYPE_BYTES), incomplete)
+
+
+def fit_optimizers(incomplete: str) -> Choices:
+    return matching(((name, "") for name in OPTIMIZERS), incomplete)
+
+
+def fit_attention(incomplete: str) -> Choices:
+    about = {
+        "flash": "fused attention (the default)",
+        "sdpa": "fused, as flash",
+        "eager": "the s x s scores kept",
+    }
+    return matching(about.items(), incomplete)
+
+
+def fit_kv_dtypes(incomplete: str) -> Choices:
+    return matching(((n, f"{DTYPE_BYTES[n]:g} byte(s)") for n in KV_DTYPES), incomplete)
+
 
 # What --help lists under "Exit codes" (with those every command shares).
 EXIT_CODES = {
@@ -69,7 +98,7 @@ def fit(
             metavar="DTYPE",
             help="fp32, fp16, bf16, fp8, int8, int4 or nf4 (default: the checkpoint's "
             "quantisation, else bf16).",
-            autocompletion=completion.fit_dtypes,
+            autocompletion=fit_dtypes,
         ),
     ] = None,
     train: Annotated[
@@ -81,7 +110,7 @@ def fit(
             "--optimizer",
             metavar="NAME",
             help="adamw (default), adam, sgd, adafactor or 8bit.",
-            autocompletion=completion.fit_optimizers,
+            autocompletion=fit_optimizers,
         ),
     ] = None,
     optimizer_states: Annotated[
@@ -159,7 +188,7 @@ def fit(
             "--attention",
             metavar="KIND",
             help="flash/sdpa (fused, the default) or eager.",
-            autocompletion=completion.fit_attention,
+            autocompletion=fit_attention,
         ),
     ] = "flash",
     kv_dtype: Annotated[
@@ -168,7 +197,7 @@ def fit(
             "--kv-dtype",
             metavar="DTYPE",
             help="KV cache dtype: fp16, bf16, fp8, int8 (--infer).",
-            autocompletion=completion.fit_kv_dtypes,
+            autocompletion=fit_kv_dtypes,
         ),
     ] = None,
     gpu_memory: Annotated[
@@ -190,9 +219,6 @@ def fit(
 ) -> None:
     """Will this model train (or serve) on these GPUs at this batch size?"""
     python = one_python(pythons)
-    from gpucheck.fit.flow import FitRequest, run
-    from gpucheck.fit.report import FORMATS
-    from gpucheck.fit.request import Request
 
     chosen = choose_format(FORMATS, fmt, json_out)
     options = Request(

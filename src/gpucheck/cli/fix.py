@@ -4,6 +4,8 @@ confirmed, recorded for --undo)."""
 from __future__ import annotations
 
 import sys
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -17,18 +19,22 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
+    from_option,
     one_python,
     python_inputs,
     refuse_input_as_output,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.fixplan import other_machine
+from gpucheck.fixplan.apply import ApplyError, RecordError, apply_plan, read_record
+from gpucheck.fixplan.apply import undo as undo_journal
+from gpucheck.fixplan.making import PlanRequest, make_plan, recheck
+from gpucheck.fixplan.render import FORMATS, render_text
 from gpucheck.model.plural import counted
 from gpucheck.report.text import printable
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from gpucheck.fixplan.plan import Plan
 
 
@@ -42,9 +48,7 @@ EXIT_CODES = {
 def fix(
     from_file: Annotated[
         str | None,
-        typer.Option(
-            "--from", metavar="FILE", help="Plan from a saved report or snapshot (- for stdin)."
-        ),
+        from_option("Plan from a saved report or snapshot (- for stdin)."),
     ] = None,
     plan_file: Annotated[
         str | None,
@@ -78,9 +82,6 @@ def fix(
 ) -> None:
     """Turn the doctor's fixes into one ordered plan; print it (text, json, sh), or --apply it."""
     python = one_python(pythons)
-    from gpucheck.fixplan.apply import ApplyError, RecordError
-    from gpucheck.fixplan.making import PlanRequest, make_plan
-    from gpucheck.fixplan.render import FORMATS
 
     try:
         if undo is not None:
@@ -122,13 +123,6 @@ def _say(text: str) -> None:
 
 
 def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeout: float) -> None:
-    from datetime import datetime
-    from pathlib import Path
-
-    from gpucheck.fixplan import other_machine
-    from gpucheck.fixplan.apply import apply_plan
-    from gpucheck.fixplan.render import render_text
-
     elsewhere = other_machine(plan)
     if elsewhere is not None:
         raise UserError(f"--apply: {elsewhere}: make the plan on the machine it changes")
@@ -155,15 +149,11 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
 
 def _recheck(plan: Plan, python: str, timeout: float, folder: Path) -> None:
     """The doctor again, on the same interpreter: which of the plan's findings are gone."""
-    from gpucheck.fixplan.making import recheck
-
     for line in recheck(plan, python, timeout, folder):
         _print(line)
 
 
 def _undo(path: str, yes: bool) -> None:
-    from gpucheck.fixplan.apply import read_record, undo
-
     folder, _, journal = read_record(path)
     if not yes:
         if not sys.stdin.isatty():
@@ -172,5 +162,5 @@ def _undo(path: str, yes: bool) -> None:
         if not typer.confirm(printable(f"Restore {envs} as recorded in {folder}?"), default=False):
             print("Nothing was changed.")
             return
-    undo(path, _say)
+    undo_journal(path, _say)
     _print(f"Undone: every environment is as {folder} recorded it.")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import tempfile
 from typing import Annotated
 
 import typer
 
-from gpucheck.cli import completion
 from gpucheck.cli.common import (
     CompatDirOpt,
     JsonOpt,
@@ -22,7 +22,20 @@ from gpucheck.cli.common import (
     load_compat,
     write_output,
 )
+from gpucheck.cli.completion import Choices, matching
 from gpucheck.exit_status import ExitStatus
+from gpucheck.fleet.reading import Settings, read_all
+from gpucheck.fleet.rendering import FORMATS, build
+from gpucheck.fleet.sources import OutputIsInput, items
+from gpucheck.fleet.summary import FleetBuilder
+
+# Shell completion of this command's option values (completion.py shares the helpers).
+
+
+def fleet_formats(incomplete: str) -> Choices:
+    about = {"table": "for a person", "json": "gpucheck schema fleet", "csv": "the inventory"}
+    return matching(about.items(), incomplete)
+
 
 PROGRESS_EVERY = 500  # reports between progress updates on a terminal
 
@@ -45,7 +58,7 @@ def fleet(
         ),
     ],
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("table, json or csv.", completion.fleet_formats)] = "table",
+    fmt: Annotated[str, format_option("table, json or csv.", fleet_formats)] = "table",
     output: OutputOpt = None,
     recheck: Annotated[
         bool,
@@ -69,11 +82,6 @@ def fleet(
     compat_dir: CompatDirOpt = None,
 ) -> None:
     """Summarise many saved reports: inventory, problems across hosts, versions, GPUs to act on."""
-    from gpucheck.fleet.reading import Settings, read_all
-    from gpucheck.fleet.rendering import FORMATS, build
-    from gpucheck.fleet.sources import OutputIsInput, items
-    from gpucheck.fleet.summary import FleetBuilder
-
     chosen = choose_format(FORMATS, fmt, json_out)
     if reports.count("-") > 1:
         raise UserError("- (stdin) can be given once")
@@ -102,8 +110,6 @@ def fleet(
         summary = build(builder, chosen.name)
         write_output(output, lambda stream: chosen.write(summary, stream))
     except sqlite3.Error as exc:  # the hosts' store, a file in $TMPDIR: full, or unwritable
-        import tempfile
-
         raise OutputError(
             f"fleet: the temporary store in {tempfile.gettempdir()} failed ({exc}): set TMPDIR "
             "to a folder with room"

@@ -12,10 +12,15 @@ from gpucheck.cli.common import (
     UserError,
     choose_format,
     format_option,
+    gpu_option,
     number_option,
+    timeout_option,
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.model.plural import counted
+from gpucheck.procs import flow
+from gpucheck.procs.render import FORMATS
 
 if TYPE_CHECKING:
     from gpucheck.procs.ending import Decision
@@ -23,7 +28,7 @@ if TYPE_CHECKING:
 
 GpuOpt = Annotated[
     str | None,
-    typer.Option("--gpu", metavar="N|UUID", help="Only this GPU (NVML index, or UUID prefix)."),
+    gpu_option("N|UUID", "Only this GPU (NVML index, or UUID prefix)."),
 ]
 
 
@@ -72,13 +77,10 @@ def procs(
     ] = 10.0,
     timeout: Annotated[
         float,
-        number_option("--timeout", low=0.5, high=600, metavar="SECONDS", help="NVML time bound."),
+        timeout_option(0.5, 600, "NVML time bound."),
     ] = 15.0,
 ) -> None:
     """Who holds GPU memory and device files (NVML and /proc merged), and ending them safely."""
-    from gpucheck.procs import flow
-    from gpucheck.procs.render import FORMATS
-
     shown_as = choose_format(FORMATS, fmt, json_out)
     json_out = shown_as.name == "json"
     for pid in kill or ():
@@ -112,8 +114,6 @@ def procs(
                 "ending processes asks for confirmation: run on a terminal, or add --yes "
                 "(nothing was ended)"
             )
-        from gpucheck.model.plural import counted
-
         if not typer.confirm(f"End {counted(len(to_end), 'process')}?", default=False, err=True):
             sys.stderr.write("gpucheck: nothing was ended\n")
             raise typer.Exit(ExitStatus.FAILED)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+from importlib.resources import files
 from typing import Annotated, Any
 
 import typer
@@ -34,10 +36,7 @@ EXIT_CODES = {
 def schema_text(name: str) -> str:
     """The schema named, as JSON text."""
     if name == "report":
-        from importlib.resources import files
-
         return files("gpucheck.report").joinpath("report.schema.json").read_text(encoding="utf-8")
-    import importlib
 
     module, function = SCHEMAS[name]
     made: dict[str, Any] = getattr(importlib.import_module(module), function)()

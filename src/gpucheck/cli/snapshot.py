@@ -15,6 +15,7 @@ from gpucheck.cli.common import (
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.model.snapshot import dumps
 
 # What --help lists under "Exit codes" (with those every command shares).
 EXIT_CODES = {
@@ -31,8 +32,6 @@ def snapshot(
     redact: RedactOpt = False,
 ) -> None:
     """Write the facts alone, as JSON (for `doctor --from` here or on another machine)."""
-    from gpucheck.model.snapshot import dumps
-
     refuse_input_as_output(output, python_inputs(python))
     snap = probe_here(timeout, python, deep, host_id, redact)
     write_output(output, lambda stream: stream.write(dumps(snap)))

@@ -11,11 +11,40 @@ from typing import Annotated
 
 import typer
 
-from gpucheck.cli import completion
-from gpucheck.cli.common import UserError, format_option, number_option, refuse_input_as_output
+from gpucheck.cli.common import (
+    UserError,
+    format_option,
+    from_option,
+    gpu_option,
+    number_option,
+    output_option,
+    refuse_input_as_output,
+    timeout_option,
+)
+from gpucheck.cli.completion import Choices, matching
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size, unreadable
-from gpucheck.watch.log import LogError, parse_fields
+from gpucheck.report.text import printable
+from gpucheck.watch.log import FIELDS, LogError, parse_fields
+from gpucheck.watch.reading import Skipped, read_samples
+from gpucheck.watch.recording import Plan, WatchUnavailable, run
+from gpucheck.watch.summary import render_text, summarize
+
+# Shell completion of this command's option values (completion.py shares the helpers).
+
+
+def watch_formats(incomplete: str) -> Choices:
+    about = {"csv": "as nvidia-smi --format=csv writes it", "jsonl": "one JSON object a line"}
+    return matching(about.items(), incomplete)
+
+
+def watch_fields(incomplete: str) -> Choices:
+    """--fields is a comma-separated list: complete its last name, keeping the ones before."""
+    done, _, last = incomplete.rpartition(",")
+    head = f"{done}," if done else ""
+    taken = set(done.split(","))
+    return [(head + name, "") for name in FIELDS if name.startswith(last) and name not in taken]
+
 
 FORMATS = ("csv", "jsonl")
 KEEP = 5  # --keep's default: full logs kept besides the one being written
@@ -58,21 +87,19 @@ def watch(
             "--fields",
             metavar="LIST",
             help="nvidia-smi --query-gpu names, comma-separated.",
-            autocompletion=completion.watch_fields,
+            autocompletion=watch_fields,
         ),
     ] = None,
     fmt: Annotated[
         str | None,
         format_option(
             "csv or jsonl: the log's format (default: csv; from -o FILE's extension).",
-            completion.watch_formats,
+            watch_formats,
         ),
     ] = None,
     output: Annotated[
         str | None,
-        typer.Option(
-            "--output", "-o", metavar="FILE", help="Append samples to FILE (flushed every sample)."
-        ),
+        output_option("Append samples to FILE (flushed every sample).", callback=None),
     ] = None,
     rotate: Annotated[
         str | None,
@@ -99,30 +126,19 @@ def watch(
     ] = False,
     from_log: Annotated[
         str | None,
-        typer.Option(
-            "--from",
-            metavar="FILE",
-            help="Summarise a saved log (CSV or JSON lines; nvidia-smi's CSV too).",
-        ),
+        from_option("Summarise a saved log (CSV or JSON lines; nvidia-smi's CSV too)."),
     ] = None,
     gpu: Annotated[
         str | None,
-        typer.Option(
-            "--gpu",
+        gpu_option(
+            "LIST",
+            "Only these GPUs: indices or UUID prefixes, comma-separated (as nvidia-smi -i).",
             "-g",
-            metavar="LIST",
-            help="Only these GPUs: indices or UUID prefixes, comma-separated (as nvidia-smi -i).",
         ),
     ] = None,
     timeout: Annotated[
         float,
-        number_option(
-            "--timeout",
-            low=0.5,
-            high=600,
-            metavar="SECONDS",
-            help="Seconds one sample may take beyond the interval.",
-        ),
+        timeout_option(0.5, 600, "Seconds one sample may take beyond the interval."),
     ] = 5.0,
 ) -> None:
     """Sample the GPUs: a live view on a terminal, CSV/JSON lines for logs, a summary at the end."""
@@ -155,7 +171,6 @@ def watch(
         names = parse_fields(fields)
     except LogError as exc:
         raise UserError(str(exc)) from None
-    from gpucheck.watch.recording import Plan, WatchUnavailable, run
 
     plan = Plan(
         fields=names,
@@ -213,10 +228,6 @@ def _format_of(output: str | None) -> str:
 
 def _summarise_log(path: str) -> None:
     """A saved log's summary, read as a stream: memory stays the same whatever its size."""
-    from gpucheck.report.text import printable
-    from gpucheck.watch.reading import Skipped, read_samples
-    from gpucheck.watch.summary import render_text, summarize
-
     try:
         if path == "-":
             stream = io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace", newline="")

@@ -103,7 +103,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     prebuilt = parsed(path, raw)
     if prebuilt is not None:
         return prebuilt
-    # Only a file without a current pre-parsed form pays for the TOML parser (3 ms to import).
+    # Only a file without a current pre-parsed form pays for the TOML parser: the start-up
+    # benchmark's `doctor --from --json` row (benchmarks/startup.py) has no room for it.
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover

@@ -8,6 +8,7 @@ unless a rule answers it (a torch wheel's +cuXYZ tag names its CUDA).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,7 +16,7 @@ import msgspec
 from msgspec import Struct, field
 from packaging.version import Version
 
-from gpucheck.compat import Compat, CompatError, driver_text
+from gpucheck.compat import TOPICS, Compat, CompatError, driver_text, read_topic
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
 from gpucheck.compat.rows import parse_version
 
@@ -51,8 +52,6 @@ def _plain(pick: Pick | None) -> dict[str, Any] | None:
 
 def _closest(wanted: str, known: Iterable[Version], n: int = 3) -> str:
     """The known versions around where `wanted` would sit (the newest ones past the end)."""
-    import bisect
-
     versions = sorted(set(known))
     target = parse_version(wanted)
     at = bisect.bisect_left(versions, target) if target is not None else len(versions)
@@ -398,8 +397,6 @@ def gpu(compat: Compat, name: str) -> Answer:
 
 
 def about(compat: Compat) -> dict[str, Any]:
-    from gpucheck.compat import TOPICS, read_topic
-
     files: dict[str, Any] = {}
     dates: list[str] = []
     sources: set[str] = set()

@@ -2,8 +2,8 @@
 compat/NAME.toml, with the TOML's size and CRC-32. Reading JSON (msgspec) is far cheaper than
 parsing TOML (tomllib, pure Python) at every start; the checksum makes it safe: a JSON whose
 TOML changed since is ignored, and the TOML is parsed as before. A test fails while one is
-stale. (CRC-32, not SHA-256: this catches edits, not attacks, and hashlib's OpenSSL costs 2 ms
-of every start.)
+stale. (CRC-32, not SHA-256: this catches edits, not attacks, and hashlib's OpenSSL would be
+loaded on every start.)
 
 Regenerate after editing compat/*.toml: python -m gpucheck.compat.prebuilt
 """

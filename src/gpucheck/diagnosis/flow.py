@@ -66,8 +66,8 @@ def _judge(
             for notice in renamed_notices([*request.only, *request.skip]):
                 print(f"gpucheck: {notice}", file=sys.stderr)
         # While the probes run (this thread would only wait), what the checks would load on
-        # first use: every compat topic and packaging's requirement parser, ~20 ms that
-        # would otherwise come after the last probe.
+        # first use: every compat topic and packaging's requirement parser, which would
+        # otherwise load after the last probe.
         compat = load_compat(list(request.compat_dirs), every_topic=probing is not None)
         if probing is not None:
             from gpucheck.checks.frameworks.packages import load_parser
@@ -160,7 +160,7 @@ def _start_probes(request: DoctorRequest) -> Future[Snapshot]:
     future = pool.submit(collect, options)
     pool.shutdown(wait=False)
     # The checks import while the probe children run, not while their threads start them
-    # (on two cores that took the first child from 25 ms to 50 ms after this point). collect
+    # (on two cores that doubled the time to the first child after this point). collect
     # always sets it; the bound guards against one stuck before its children (a hung /proc).
     options.started.wait(FIRST_WAVE_WAIT * 5)
     return future

@@ -6,6 +6,7 @@ split into commands with shlex, as the shell would, never searched as text."""
 from __future__ import annotations
 
 import io
+import json
 import shlex
 from collections.abc import Iterator
 
@@ -110,8 +111,6 @@ def _commands(value: str) -> Iterator[list[str]]:
 
 def _exec_form(value: str) -> list[str] | None:
     """RUN ["pip", "install", "x"]: the JSON array it is, or None (the shell form)."""
-    import json
-
     if not value.lstrip().startswith("["):
         return None
     try:

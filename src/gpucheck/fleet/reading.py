@@ -23,7 +23,11 @@ from typing import TYPE_CHECKING
 import msgspec
 from msgspec.structs import replace
 
+import gpucheck.checks  # noqa: F401  (registers every check)
+from gpucheck.checks.context import Context
+from gpucheck.checks.registry import run
 from gpucheck.checks.renamed import current_id
+from gpucheck.compat import CompatError, load
 from gpucheck.fleet.lean import LeanFinding, LeanReport
 from gpucheck.fleet.records import BadReport, HostRecord, record
 from gpucheck.fleet.sources import Item
@@ -118,8 +122,6 @@ def _init(settings: Settings) -> None:
 
 @functools.cache
 def _compat(dirs: tuple[str, ...]) -> Compat:
-    from gpucheck.compat import load
-
     return load(dirs)  # once per worker process: every compat file is read once there
 
 
@@ -130,10 +132,6 @@ def _worker_init(settings: Settings) -> None:
 
 
 def _diagnose(snapshot: Snapshot, requirements: Requirements) -> list[Finding]:
-    import gpucheck.checks  # noqa: F401  (registers every check)
-    from gpucheck.checks.context import Context
-    from gpucheck.checks.registry import run
-
     return run(Context(snapshot, requirements, _compat(_settings.compat_dirs)))
 
 
@@ -237,7 +235,6 @@ def parse(source: str, data: bytes) -> Result:
         snapshot = loads(data)
     except SnapshotError as exc:
         return BadReport(source, str(exc))
-    from gpucheck.compat import CompatError
 
     requirements = head.summary.requirements if head.summary else None
     try:

@@ -11,6 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from gpucheck.mcp import commands as c
+from gpucheck.mcp.stdio import serve_relayed
 from gpucheck.version import __version__
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
@@ -94,7 +95,5 @@ def build_server() -> MCPServer:
 
 
 def serve() -> None:
-    from gpucheck.mcp.stdio import serve_relayed
-
     server = build_server()
     serve_relayed(lambda: server.run("stdio"))

@@ -7,7 +7,7 @@ string`). Unknown keys are ignored (a newer minor schema may add fields); missin
 the field's default (unknown).
 
 msgspec does in C what a hand-written walker did in Python (decoding a large snapshot is
-about 20x faster, and its import costs ~3 ms), and it generates the JSON Schema from the
+about 20x faster, and its import is cheap), and it generates the JSON Schema from the
 same types (report/schema.py), so decoder and schema cannot disagree.
 """
 
@@ -107,7 +107,9 @@ def to_dict(obj: Any) -> Any:
     field present. (msgspec.to_builtins reads a dataclass's instance dict, in which msgspec's
     own decoding leaves out fields at their class default: walk dataclasses by their fields.)"""
     if hasattr(type(obj), "__dataclass_fields__"):  # a dataclass instance (bench, fit)
-        import dataclasses  # (the doctor's path has none: 1 ms of its start-up)
+        # Imported here: the doctor's path has no dataclass, and the start-up benchmark's
+        # `doctor --from --json` row (benchmarks/startup.py) does not pay for the module.
+        import dataclasses
 
         return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, (list, tuple)):

@@ -3,7 +3,7 @@ frameworks' build files (read, never executed), and with --deep what importing t
 Part of the snapshot (model/snapshot.py), kept apart to keep each file readable."""
 
 # No `from __future__ import annotations`: msgspec would compile and evaluate every string
-# annotation when it first decodes these records (~2 ms of each `doctor --from`).
+# annotation when it first decodes these records, on every `doctor --from`.
 from msgspec import Struct, field
 
 from gpucheck.model.types import ChildFailure, Count, ImportStatus

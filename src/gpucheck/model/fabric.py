@@ -6,7 +6,7 @@ NVML. `None` is unknown, as everywhere in the snapshot.
 """
 
 # No `from __future__ import annotations`: msgspec would compile and evaluate every string
-# annotation when it first decodes these records (~2 ms of each `doctor --from`).
+# annotation when it first decodes these records, on every `doctor --from`.
 from msgspec import Struct, field
 
 from gpucheck.model.types import Count

@@ -1,7 +1,7 @@
 """Value types the model's records share."""
 
 # No `from __future__ import annotations`: msgspec would compile and evaluate every string
-# annotation when it first decodes these records (~2 ms of each `doctor --from`).
+# annotation when it first decodes these records, on every `doctor --from`.
 from typing import Annotated, Literal
 
 import msgspec

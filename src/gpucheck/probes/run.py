@@ -35,7 +35,7 @@ from gpucheck.model.snapshot import (
 T = TypeVar("T")
 DEFAULT_TIMEOUT = 15.0
 FIRST_WAVE = 3  # children started at once: NVML, the driver API, one interpreter's frameworks
-FIRST_WAVE_WAIT = 0.1  # seconds; they start in ~20 ms (a probe that starts none costs this)
+FIRST_WAVE_WAIT = 0.1  # seconds; they start well within it (a probe that starts none costs this)
 
 
 class ProbeOptions(Struct):

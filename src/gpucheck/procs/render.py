@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpucheck.model import json_schema
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.holders import (
     DEVICE_SCAN,
@@ -230,17 +231,15 @@ FORMATS: dict[str, Format[ProcsDocument]] = format_table(
 
 
 def schema() -> dict[str, Any]:
-    from gpucheck.model.json_schema import components, document, version_property
-
-    (ref,), defs = components([ProcsDocument])
-    defs["ProcsDocument"]["properties"]["schema_version"] = version_property(
+    (ref,), defs = json_schema.components([ProcsDocument])
+    defs["ProcsDocument"]["properties"]["schema_version"] = json_schema.version_property(
         PROCS_SCHEMA_VERSION, "procs schema"
     )
     # actions and memory appear with --kill / --kill-mine only.
     defs["ProcsDocument"]["required"] = [
         k for k in defs["ProcsDocument"]["required"] if k not in ("actions", "memory")
     ]
-    return document(
+    return json_schema.document(
         "procs",
         PROCS_SCHEMA_VERSION,
         "gpucheck procs",

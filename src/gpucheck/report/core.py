@@ -6,6 +6,7 @@ one rule (see exit_code) and is the same whatever the format.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
@@ -99,8 +100,8 @@ class Report(Struct):
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         """Jupyter and Colab show the terminal report, in colour."""
-        import io
-
+        # Imported here, for a notebook alone: the start-up benchmark's `doctor --from --json`
+        # row (benchmarks/startup.py) has no room for rich and the text renderer.
         from gpucheck.report.terminal import render_html
         from gpucheck.report.text import render_plain
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from gpucheck.model.json_schema import document
+
 # The CSV rows are made by the sampling child (standard library only), which holds the writer
 # and its constants; the rows this process makes itself (a hung sample) use the same class.
 from gpucheck.watch.scripts.watch_shared import ERROR_TEXT as ERROR_TEXT
@@ -163,8 +165,6 @@ WATCH_RECORD_VERSION = "1.0"  # of one JSON-lines record; the records carry no v
 def record_schema() -> dict[str, Any]:
     """The JSON Schema of one `watch --format jsonl` line: nvidia-smi's field names, null
     where the GPU did not say, `errors` naming NVML's reason per field."""
-    from gpucheck.model.json_schema import document
-
     number = {"type": ["number", "null"]}
     fields: dict[str, Any] = {
         name: {"type": ["string", "null"]} if name in TEXT_FIELDS else number for name in FIELDS

@@ -23,8 +23,9 @@ GPU_EXTRAS = {dist: (extra,) for fw in FRAMEWORKS for dist, extra in fw.gpu_extr
 
 
 def parse_requirement(line: str) -> Requirement | None:
-    """A Requires-Dist line, or None where it is not valid. packaging's parser costs ~10 ms
-    to import, so only runs that have requirements to read pay for it."""
+    """A Requires-Dist line, or None where it is not valid. packaging's parser is imported
+    here, so that only runs with requirements to read pay for it: the start-up benchmark's
+    `doctor --from --json` row (benchmarks/startup.py) has no room for it."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver_fit import judge_driver, upgrade_driver
 from gpucheck.checks.frameworks.per_environment import change, environment_check, merge, pip_step
@@ -44,8 +46,6 @@ def _flags(ctx: Context) -> list[str]:
         value = ctx.snapshot.system.env.get(var)
         if not value:
             continue
-        import shlex  # (only where XLA flags are set: 0.2 ms of every start-up)
-
         try:
             words = shlex.split(value)
         except ValueError:
