@@ -9,13 +9,13 @@ typer app's, with what they cost on their own).
 The budgets (BUDGETS), ratios of median CPU times (user and system: a busy machine stretches
 the wall time with other processes' turns) to the typer app's, measured in the same rounds:
 
-    gpucheck --help                  <= 1.0x the typer app
+    gpucheck --help                  <= 1.1x the typer app
     doctor --from FILE --json        <= 1.6x the typer app   (FILE: an 8-GPU node, bare)
 
 With --check only the budgeted rows are measured (at least 9 interleaved rounds, so that a
 busy machine's noise falls outside the median) and the exit status says whether they hold:
 0 within every budget, 1 over one (each named on stderr), 2 for bad arguments. The slow test
-tier runs it (tests/test_startup_budget.py), so a lazy import's seam stays where it is needed.
+tier runs it (tests/e2e/test_startup_budget.py), so a lazy import's seam stays where it is needed.
 
     python benchmarks/startup.py [--runs 15] [--top 15] [--check]
 """
@@ -147,7 +147,7 @@ def snapshot_files() -> tuple[str, str]:
 
 
 # Row label -> the most its median may be, as a ratio to the typer app's median.
-BUDGETS = {"gpucheck --help": 1.0, "doctor --from --json": 1.6}
+BUDGETS = {"gpucheck --help": 1.1, "doctor --from --json": 1.6}
 # Fewer interleaved rounds than this and one burst of load on a shared machine moves the median.
 MIN_CHECK_ROUNDS = 9
 
