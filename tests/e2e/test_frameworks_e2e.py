@@ -114,6 +114,6 @@ def test_a_cpu_wheel_on_a_gpu_node_fails_with_the_build_that_fits(
     # variant, 13.2, runs on R590), not the newest torch: the smallest change.
     commands = [s["command"] for s in f["fix"]["steps"] if s["command"]]
     assert commands[0].endswith(
-        "pip install 'torch==2.13.0+cu132' --index-url https://download.pytorch.org/whl/cu132"
+        "pip install torch==2.13.0+cu132 --index-url https://download.pytorch.org/whl/cu132"
     )
     assert "the same PyTorch 2.13.0, built with CUDA 13.2" in f["fix"]["text"]
