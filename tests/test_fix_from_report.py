@@ -221,3 +221,18 @@ def test_a_report_on_stdin_keeps_its_selection(tmp_path: Path) -> None:
         "sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0",
         "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf",
     ]
+
+
+def test_a_report_whose_requirements_are_malformed_is_refused_in_one_line(tmp_path: Path) -> None:
+    report = doctor_report(TORCH_5090)
+    report["summary"]["requirements"] = {"min_gpus": "two"}
+    source = saved(tmp_path, "node7.json", report)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.run(["fix", "--from", str(source)])
+    assert code == 2
+    assert err.getvalue() == (
+        f"gpucheck: --from: {source}: not a valid report: Expected `int | null`, got `str` - "
+        "at `$.summary.requirements.min_gpus`\n"
+    )
+    assert out.getvalue() == ""
