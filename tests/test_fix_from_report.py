@@ -236,3 +236,18 @@ def test_a_report_whose_requirements_are_malformed_is_refused_in_one_line(tmp_pa
         "at `$.summary.requirements.min_gpus`\n"
     )
     assert out.getvalue() == ""
+
+
+def test_after_apply_a_finding_listed_but_not_planned_is_not_said_gone() -> None:
+    from gpucheck.fixplan.apply import recheck_lines
+    from gpucheck.fixplan.plan import Plan, PlanFinding
+
+    plan = Plan(
+        findings=[
+            PlanFinding("frameworks.torch.arch-support", "fail", "t", [1]),
+            PlanFinding("gpus.made-up", "fail", "t", not_planned="written by the report"),
+        ]
+    )
+    assert recheck_lines(plan, set(), Path("r")) == [
+        "Doctor again: gone: frameworks.torch.arch-support; remain: none"
+    ]
