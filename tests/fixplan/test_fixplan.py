@@ -191,7 +191,7 @@ def test_undo_of_a_folder_that_is_no_record_is_one_line(tmp_path: Path) -> None:
     )
 
 
-def test_a_reports_own_findings_are_planned_as_written(tmp_path: Path) -> None:
+def test_a_reports_written_command_is_not_planned_its_snapshots_fix_is(tmp_path: Path) -> None:
     from gpucheck.api import doctor
 
     report = doctor(snapshot=on(workstation(), torch_cpu())).to_dict()
@@ -202,7 +202,7 @@ def test_a_reports_own_findings_are_planned_as_written(tmp_path: Path) -> None:
     done = gpucheck("fix", "--from", str(path), "--json")
     assert done.returncode == 0, done.stderr
     assert [s["command"] for s in json.loads(done.stdout)["steps"]] == [
-        "pip install 'torch==2.5.1'"
+        "pip install torch==2.9.1+cu128 --index-url https://download.pytorch.org/whl/cu128"
     ]
 
 

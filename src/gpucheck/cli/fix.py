@@ -52,7 +52,12 @@ def fix(
     ] = None,
     plan_file: Annotated[
         str | None,
-        typer.Option("--plan", metavar="PLAN", help="Use a saved plan (fix --json -o PLAN)."),
+        typer.Option(
+            "--plan",
+            metavar="PLAN",
+            help="Use a saved plan (fix --json -o PLAN): trusted like a script, its commands "
+            "run as written.",
+        ),
     ] = None,
     json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text, json or sh.")] = "text",

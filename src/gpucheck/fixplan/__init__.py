@@ -14,22 +14,28 @@ from gpucheck.fixplan.plan import Plan, PlanHost, build_plan
 if TYPE_CHECKING:
     from gpucheck.compat import Compat
     from gpucheck.model.finding import Finding
+    from gpucheck.model.requirements import Requirements
     from gpucheck.model.snapshot import Snapshot
 
 
-def diagnose(snapshot: Snapshot, compat: Compat) -> list[Finding]:
-    """The doctor's findings on a snapshot (every check)."""
+def diagnose(
+    snapshot: Snapshot, compat: Compat, requirements: Requirements | None = None
+) -> list[Finding]:
+    """The doctor's findings on a snapshot (every check), judged against `requirements` (what
+    a job asked: none by default)."""
     import gpucheck.checks  # noqa: F401  (registers every check)
-    from gpucheck.checks.context import Context, Requirements
+    from gpucheck.checks.context import Context
     from gpucheck.checks.registry import run, select
+    from gpucheck.model.requirements import Requirements
 
-    return run(Context(snapshot, Requirements(), compat), select([], []))
+    return run(Context(snapshot, requirements or Requirements(), compat), select([], []))
 
 
 def report_findings(data: bytes) -> list[Finding] | None:
     """A `doctor --json` report's own findings (report schema 3.x or 4.x; 3.x's check ids read
-    as 4.0 names them), as the report wrote them; None for a snapshot or another major (its
-    snapshot is diagnosed instead)."""
+    as 4.0 names them), as the report wrote them; None for a snapshot or another major. Read
+    to know what the report's run decided (its selection, its verdicts), never to plan from:
+    a plan's commands are built from the snapshot (from_report.py)."""
     import json
 
     import msgspec

@@ -262,8 +262,10 @@ def recheck_lines(plan: Plan, problems_now: set[str], folder: Path) -> list[str]
     """What the doctor run again after --apply says: the plan's findings gone and remaining;
     and, for those an environment step repairs, that they remain until the written env.sh is
     sourced (the doctor ran in this process's environment, which a file cannot change)."""
-    gone = [f.id for f in plan.findings if f.id not in problems_now]
-    remain = [f.id for f in plan.findings if f.id in problems_now]
+    # (a finding the plan lists without planning it, written by a report, is not the plan's)
+    ours = [f for f in plan.findings if f.not_planned is None]
+    gone = [f.id for f in ours if f.id not in problems_now]
+    remain = [f.id for f in ours if f.id in problems_now]
     lines = [
         f"Doctor again: gone: {', '.join(gone) or 'none'}; remain: {', '.join(remain) or 'none'}"
     ]

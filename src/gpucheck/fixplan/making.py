@@ -1,6 +1,8 @@
-"""Where `gpucheck fix`'s plan comes from, for the command line and Python alike: a saved plan,
-a saved snapshot or report (its own findings where it is a report), or this machine probed;
-and the doctor again after --apply. Bad input raises UserError (exit 2)."""
+"""Where `gpucheck fix`'s plan comes from, for the command line and Python alike: a saved plan
+(trusted input, like a script: its commands are printed and run as written), a saved snapshot
+or report (its snapshot judged here, the report's selection and requirements kept: never its
+written commands), or this machine probed; and the doctor again after --apply. Bad input raises
+UserError (exit 2)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,16 @@ from pathlib import Path
 
 from msgspec import Struct
 
-from gpucheck.fixplan import diagnose, plan_for, report_findings
+from gpucheck.fixplan import diagnose, plan_for
 from gpucheck.fixplan.apply import recheck_lines
+from gpucheck.fixplan.from_report import plan_from_report, read_report
 from gpucheck.fixplan.plan import Plan
 from gpucheck.fixplan.render import loads_plan
-from gpucheck.inputs import UserError, load_compat, probe_here, read_input, read_snapshot
+from gpucheck.inputs import UserError, load_compat, probe_here, read_input
 from gpucheck.model.finding import PROBLEM
+from gpucheck.model.snapshot import SNAPSHOT_LIMIT, SnapshotError, loads
 
-INPUT_LIMIT = 64 << 20  # bytes of a saved plan or report
+INPUT_LIMIT = 64 << 20  # bytes of a saved plan
 
 
 class PlanRequest(Struct, frozen=True, kw_only=True):
@@ -34,17 +38,21 @@ def make_plan(request: PlanRequest) -> Plan:
             return loads_plan(read_input(plan_file, INPUT_LIMIT, "is too large", "--plan"))
         except ValueError as exc:
             raise UserError(f"--plan: {plan_file}: {exc}") from None
-    if from_file is not None:
-        if python is not None:
-            raise UserError("--from plans from a saved snapshot; --python probes this machine")
-        snapshot = read_snapshot(from_file)
-        if from_file != "-":  # (stdin is read once: its snapshot is diagnosed)
-            written = report_findings(read_input(from_file, INPUT_LIMIT, "is too large"))
-            if written is not None:
-                return plan_for(snapshot, written, from_file)
-    else:
+    if from_file is None:
         snapshot = probe_here(request.timeout, python)
+        return plan_for(snapshot, diagnose(snapshot, load_compat(list(request.compat_dirs))), None)
+    if python is not None:
+        raise UserError("--from plans from a saved snapshot; --python probes this machine")
+    # Read once (stdin too): the snapshot, and what the report's run decided if it is a report.
+    data = read_input(from_file, SNAPSHOT_LIMIT, "is too large to be a snapshot (over 64 MiB)")
+    try:
+        snapshot = loads(data)
+        written = read_report(data)
+    except (SnapshotError, ValueError) as exc:
+        raise UserError(f"--from: {from_file}: {exc}") from None
     compat = load_compat(list(request.compat_dirs))
+    if written is not None:
+        return plan_from_report(snapshot, written, compat, from_file)
     return plan_for(snapshot, diagnose(snapshot, compat), from_file)
 
 

@@ -22,7 +22,9 @@ from gpucheck.model.types import GpuRef
 from gpucheck.version import __version__
 
 PLAN_KIND = "gpucheck-fix-plan"  # a file without this is not one of our plans
-PLAN_SCHEMA_VERSION = "1.0"
+# 1.1 added the plan's notes and a finding's not_planned (fix --from a report: what this
+# gpucheck did not derive again from the report's snapshot, never planned from its text)
+PLAN_SCHEMA_VERSION = "1.1"
 
 
 class PlanHost(Struct):
@@ -39,6 +41,9 @@ class PlanFinding(Struct):
     status: str
     title: str
     fixed_by: list[int] = field(default_factory=list)  # step numbers; empty: no step applies
+    # Why no step is planned for it, where not for want of a fix (written by a report, not
+    # derived again here): shown, never a command.
+    not_planned: str | None = None
 
 
 class PlanStep(Struct):
@@ -77,6 +82,7 @@ class Plan(Struct):
     findings: list[PlanFinding] = field(default_factory=list)
     steps: list[PlanStep] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # lines a reader sees before the steps
 
     @property
     def local_steps(self) -> list[PlanStep]:

@@ -41,28 +41,41 @@ def render_text(plan: Plan, out: IO[str], dry_run: bool = True) -> None:
 
 def text_lines(plan: Plan, dry_run: bool = True) -> list[str]:
     """The text report's lines, as built (not yet escaped: render_text escapes each)."""
-    problems = len(plan.findings)
+    planned = [f for f in plan.findings if f.not_planned is None]
+    problems = len(planned)
     if not plan.steps and not plan.conflicts:
-        fixless = [f.id for f in plan.findings]
+        fixless = [f.id for f in planned]
         tail = f" ({problems} without a fix: {', '.join(fixless)})" if fixless else ""
-        return [f"gpucheck fix: nothing to do ({_where(plan)}){tail}"]
+        head = f"gpucheck fix: nothing to do ({_where(plan)}){tail}"
+        return [head, *plan.notes, *_not_planned_lines(plan)]
     local = len(plan.local_steps)
     lines = [
         f"gpucheck fix: {counted(len(plan.steps), 'step')} for {counted(problems, 'problem')} "
         f"({_where(plan)}); {local} can be applied here (--apply), "
-        f"{len(plan.steps) - local} {plural(len(plan.steps) - local, 'is', 'are')} yours to do"
+        f"{len(plan.steps) - local} {plural(len(plan.steps) - local, 'is', 'are')} yours to do",
+        *plan.notes,
     ]
     for step in plan.steps:
         lines += _step_lines(step)
     for conflict in plan.conflicts:
         lines += ["", f"conflict: {conflict.package} (not planned: choose one)"]
         lines += [f"    {want}" for want in conflict.wants]
-    unfixed = [f.id for f in plan.findings if not f.fixed_by]
+    unfixed = [f.id for f in planned if not f.fixed_by]
     if unfixed:
         lines += ["", f"no step for: {', '.join(unfixed)}"]
+    lines += _not_planned_lines(plan)
     if dry_run:
         lines += ["", "Nothing was changed (a dry run)."]
     return lines
+
+
+def _not_planned_lines(plan: Plan) -> list[str]:
+    """The findings listed but not planned, one line per reason (ids only: never their text)."""
+    reasons: dict[str, list[str]] = {}
+    for f in plan.findings:
+        if f.not_planned is not None:
+            reasons.setdefault(f.not_planned, []).append(f.id)
+    return [f"not planned ({why}): {', '.join(ids)}" for why, ids in reasons.items()]
 
 
 def _step_lines(step: PlanStep) -> list[str]:
@@ -85,6 +98,8 @@ def render_sh(plan: Plan, out: IO[str]) -> None:
     out.write("read before running.\n")
     out.write("# Steps a command cannot do are comments; run the rest in this order.\n")
     out.write("set -e\n")
+    for note in plan.notes:
+        out.write(f"# {comment(note)}\n")
     for step in plan.steps:
         out.write(f"\n# {step.number}. [{_label(step)}] {comment(step.text)}\n")
         out.write(f"#    fixes {comment(', '.join(step.findings))}\n")
@@ -100,6 +115,8 @@ def render_sh(plan: Plan, out: IO[str]) -> None:
         out.write(f"\n# conflict, not planned: {comment(conflict.package)}: choose one of\n")
         for want in conflict.wants:
             out.write(f"#    {comment(want)}\n")
+    for line in _not_planned_lines(plan):
+        out.write(f"\n# {comment(line)}\n")
 
 
 def comment(text: str) -> str:
