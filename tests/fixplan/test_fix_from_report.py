@@ -12,14 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import test_cases
-from shell_sandbox import Sandbox
+from support import real_cases as test_cases
+from support.shell_sandbox import Sandbox
 
 from gpucheck import cli
 from gpucheck.checks.renamed import RENAMED
 from gpucheck.version import __version__
 
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 TORCH_5090 = "deepprep-233-5090-torch201-cu118"  # a 5090 under torch 2.0.1+cu118
 # What this gpucheck's builders make of that case (compat data of tests/cases' date).
 TORCH_5090_COMMANDS = ["pip uninstall -y torch && pip install 'torch==2.15.*'"]
