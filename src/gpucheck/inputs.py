@@ -88,9 +88,16 @@ def read_input(path: str, limit: int, too_large: str, option: str = "--from") ->
 
 
 def read_snapshot(path: str) -> Snapshot:
-    from gpucheck.model.snapshot import SNAPSHOT_LIMIT, SnapshotError, loads
+    from gpucheck.model.snapshot import SNAPSHOT_LIMIT
 
     data = read_input(path, SNAPSHOT_LIMIT, "is too large to be a snapshot (over 64 MiB)")
+    return snapshot_from(data, path)
+
+
+def snapshot_from(data: bytes, path: str) -> Snapshot:
+    """The snapshot in `data`, the bytes of `path` (a snapshot or a whole report)."""
+    from gpucheck.model.snapshot import SnapshotError, loads
+
     try:
         return loads(data)
     except SnapshotError as exc:

@@ -12,10 +12,12 @@ from gpucheck.fixplan import diagnose, plan_for, report_findings
 from gpucheck.fixplan.apply import recheck_lines
 from gpucheck.fixplan.plan import Plan
 from gpucheck.fixplan.render import loads_plan
-from gpucheck.inputs import UserError, load_compat, probe_here, read_input, read_snapshot
+from gpucheck.inputs import UserError, load_compat, probe_here, read_input, snapshot_from
 from gpucheck.model.finding import PROBLEM
+from gpucheck.model.snapshot import SNAPSHOT_LIMIT
 
 INPUT_LIMIT = 64 << 20  # bytes of a saved plan or report
+TOO_LARGE = "is too large to be a snapshot (over 64 MiB)"
 
 
 class PlanRequest(Struct, frozen=True, kw_only=True):
@@ -37,11 +39,12 @@ def make_plan(request: PlanRequest) -> Plan:
     if from_file is not None:
         if python is not None:
             raise UserError("--from plans from a saved snapshot; --python probes this machine")
-        snapshot = read_snapshot(from_file)
-        if from_file != "-":  # (stdin is read once: its snapshot is diagnosed)
-            written = report_findings(read_input(from_file, INPUT_LIMIT, "is too large"))
-            if written is not None:
-                return plan_for(snapshot, written, from_file)
+        # Read once, so a report piped on stdin keeps its own findings as a file does.
+        data = read_input(from_file, SNAPSHOT_LIMIT, TOO_LARGE)
+        snapshot = snapshot_from(data, from_file)
+        written = report_findings(data)
+        if written is not None:
+            return plan_for(snapshot, written, from_file)
     else:
         snapshot = probe_here(request.timeout, python)
     compat = load_compat(list(request.compat_dirs))
