@@ -1,0 +1,63 @@
+"""What a new user's trial of the README and the docs found wrong, each pinned as they met it."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+from pathlib import Path
+
+import builders
+from conftest import run_gpucheck
+
+from gpucheck.fixplan.plan import Plan, PlanHost, PlanStep
+from gpucheck.fixplan.render import render_sh
+from gpucheck.model.fix import Change, StepKind, Tool
+from gpucheck.model.layers import Layer
+from gpucheck.model.snapshot import dumps
+
+
+def test_a_report_piped_into_fix_from_stdin_keeps_its_own_findings(tmp_path: Path) -> None:
+    """`gpucheck doctor --min-gpus 4 --json | gpucheck fix --from -` plans the requirement's
+    step, as the same report read from a file does: stdin is not re-diagnosed without it."""
+    snap = tmp_path / "node.json"
+    snap.write_text(dumps(builders.h100_node(2)))
+    report = run_gpucheck("doctor", "--from", str(snap), "--min-gpus", "4", "--json")
+    assert report.returncode == 1, report.stderr
+    piped = run_gpucheck("fix", "--from", "-", stdin=report.stdout)
+    assert piped.returncode == 0, piped.stderr
+    assert "requirements.min-gpus" in piped.stdout
+    assert "run the job on a node with 4 or more GPUs" in piped.stdout
+    saved = tmp_path / "report.json"
+    saved.write_text(report.stdout)
+    from_file = run_gpucheck("fix", "--from", str(saved))
+    assert from_file.stdout.splitlines()[0].replace(str(saved), "-") == piped.stdout.splitlines()[0]
+
+
+def test_fix_sh_names_the_interpreter_its_bare_pip_is_meant_for(tmp_path: Path) -> None:
+    """The text plan says `in /home/u/venv/bin/python` under a pip step; the sh plan said
+    nothing, so `sh fix.sh` installed into whichever pip came first on PATH, unwarned. The
+    interpreter is a comment, escaped: a newline in its path starts no command."""
+    step = PlanStep(
+        number=1,
+        kind=StepKind.COMMAND,
+        text="upgrade it",
+        command="pip install -U nvidia-ml-py",
+        tool=Tool.PIP,
+        layer=Layer.FRAMEWORKS,
+        environment="/home/u/venv\ntouch PWNED/bin/python",
+        changes=[Change(name="nvidia-ml-py", from_version="11.450.51")],
+        gpus=[],
+        findings=["frameworks.nvml-bindings"],
+        local=True,
+        why_not_local=None,
+    )
+    out = io.StringIO()
+    render_sh(Plan(host=PlanHost(hostname="vm"), steps=[step]), out)
+    script = out.getvalue()
+    assert "#    in /home/u/venv\\x0atouch PWNED/bin/python\n" in script
+    # The script runs only the command: nothing from the path (sh -n parses it, -v lists).
+    (tmp_path / "fix.sh").write_text(script)
+    parsed = subprocess.run(["sh", "-n", str(tmp_path / "fix.sh")], check=False)
+    assert parsed.returncode == 0
+    commands = [ln for ln in script.splitlines() if ln and not ln.startswith("#")]
+    assert commands == ["set -e", "pip install -U nvidia-ml-py"]
