@@ -7,7 +7,9 @@ import subprocess
 from pathlib import Path
 
 import builders
-from conftest import run_gpucheck
+from conftest import Simulate, run_gpucheck
+from procs_run import procs
+from sim.scenario import Process, h100_node
 
 from gpucheck.fixplan.plan import Plan, PlanHost, PlanStep
 from gpucheck.fixplan.render import render_sh
@@ -61,3 +63,21 @@ def test_fix_sh_names_the_interpreter_its_bare_pip_is_meant_for(tmp_path: Path) 
     assert parsed.returncode == 0
     commands = [ln for ln in script.splitlines() if ln and not ln.startswith("#")]
     assert commands == ["set -e", "pip install -U nvidia-ml-py"]
+
+
+def test_procs_to_a_pipe_keeps_each_note_on_one_line(simulate: Simulate) -> None:
+    """`gpucheck procs | grep` finds a whole note: to a pipe the notes were wrapped at 160
+    columns, the memory note's last words on a line of their own."""
+    node = h100_node(1)
+    node.gpus[0].processes.append(Process(pid=999_999, name="python3 train.py", used=1 << 30))
+    result = procs(simulate(node))
+    assert result.returncode == 0, result.stderr
+    assert (
+        "Memory: a GPU's used counts what the driver reserves; a process's is what its own "
+        "context allocated. `gpucheck watch` and nvidia-smi leave the driver's reservation out "
+        "(less used).\n"
+    ) in result.stdout
+    assert (
+        "  1.0 GiB held by processes not in /proc here (PIDs 999999: exited since, or in "
+        "another PID namespace)\n"
+    ) in result.stdout
