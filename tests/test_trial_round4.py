@@ -81,3 +81,21 @@ def test_procs_to_a_pipe_keeps_each_note_on_one_line(simulate: Simulate) -> None
         "  1.0 GiB held by processes not in /proc here (PIDs 999999: exited since, or in "
         "another PID namespace)\n"
     ) in result.stdout
+
+
+def test_python_list_file_that_cannot_be_read_is_one_plain_line(tmp_path: Path) -> None:
+    """`--python @envs.txt` naming a missing file, a folder or binary: one line in the words
+    the other inputs use, not Python's exception text (`[Errno 2] No such file ...: '...'`)."""
+    missing = run_gpucheck("doctor", "--python", f"@{tmp_path}/envs.txt")
+    assert missing.returncode == 2
+    assert missing.stderr == f"gpucheck: --python @{tmp_path}/envs.txt: cannot read: no such file\n"
+    folder = run_gpucheck("snapshot", "--python", f"@{tmp_path}")
+    assert folder.returncode == 2
+    assert folder.stderr == (
+        f"gpucheck: --python @{tmp_path}: is a folder, not a list of interpreters\n"
+    )
+    binary = tmp_path / "envs.bin"
+    binary.write_bytes(b"/usr/bin/python3\n\xff\xfe\n")
+    undecodable = run_gpucheck("doctor", "--python", f"@{binary}")
+    assert undecodable.returncode == 2
+    assert undecodable.stderr == f"gpucheck: --python @{binary}: not UTF-8 text\n"
