@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import builders
-from conftest import Simulate, run_gpucheck
+from conftest import REPO, Simulate, run_gpucheck
 from procs_run import procs
 from sim.scenario import Process, h100_node
 
@@ -99,3 +99,27 @@ def test_python_list_file_that_cannot_be_read_is_one_plain_line(tmp_path: Path) 
     undecodable = run_gpucheck("doctor", "--python", f"@{binary}")
     assert undecodable.returncode == 2
     assert undecodable.stderr == f"gpucheck: --python @{binary}: not UTF-8 text\n"
+
+
+def test_output_over_a_file_of_compat_dir_is_refused(tmp_path: Path) -> None:
+    """`--compat-dir DIR -o DIR/gpus.toml` read that file and then replaced it with the
+    report: a compat file is an input like the snapshot, and -o never writes over one."""
+    snap = tmp_path / "node.json"
+    snap.write_text(dumps(builders.h100_node(2)))
+    mine = tmp_path / "compat"
+    mine.mkdir()
+    data = (REPO / "compat" / "gpus.toml").read_bytes()
+    (mine / "gpus.toml").write_bytes(data)
+    for env, option in (
+        ({}, ["--compat-dir", str(mine)]),
+        ({"GPUCHECK_COMPAT_DIR": str(mine)}, []),
+    ):
+        result = run_gpucheck(
+            "doctor", "--from", str(snap), *option, "-o", str(mine / "gpus.toml"), env=env
+        )
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (
+            f"gpucheck: --output: {mine}/gpus.toml is one of the inputs ({mine}/gpus.toml): "
+            "it would be overwritten\n"
+        )
+        assert (mine / "gpus.toml").read_bytes() == data
