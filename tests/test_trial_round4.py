@@ -8,6 +8,7 @@ from pathlib import Path
 
 import builders
 from conftest import REPO, Simulate, run_gpucheck
+from more_builders import run_checks
 from procs_run import procs
 from sim.scenario import Process, h100_node
 
@@ -123,3 +124,20 @@ def test_output_over_a_file_of_compat_dir_is_refused(tmp_path: Path) -> None:
             "it would be overwritten\n"
         )
         assert (mine / "gpus.toml").read_bytes() == data
+
+
+def test_a_pci_bus_listing_no_device_is_not_called_unreadable() -> None:
+    """A sandbox whose /sys/bus/pci lists nothing: the skip said the folder "is not readable",
+    which sends a person to check permissions that are fine."""
+    empty = builders.no_gpu_machine()
+    empty.system.pci_scanned, empty.system.pci_device_count = True, 0
+    unreadable = builders.no_gpu_machine()
+    unreadable.system.pci_scanned, unreadable.system.pci_device_count = False, 0
+    titles = [
+        next(f.title for f in run_checks(snap) if f.id == "system.gpu-present")
+        for snap in (empty, unreadable)
+    ]
+    assert titles == [
+        "Could not look for GPUs: /sys/bus/pci lists no device at all (a restricted sysfs)",
+        "Could not look for GPUs: /sys/bus/pci is not readable",
+    ]
