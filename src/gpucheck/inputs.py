@@ -88,9 +88,16 @@ def read_input(path: str, limit: int, too_large: str, option: str = "--from") ->
 
 
 def read_snapshot(path: str) -> Snapshot:
-    from gpucheck.model.snapshot import SNAPSHOT_LIMIT, SnapshotError, loads
+    from gpucheck.model.snapshot import SNAPSHOT_LIMIT
 
     data = read_input(path, SNAPSHOT_LIMIT, "is too large to be a snapshot (over 64 MiB)")
+    return snapshot_from(data, path)
+
+
+def snapshot_from(data: bytes, path: str) -> Snapshot:
+    """The snapshot in `data`, the bytes of `path` (a snapshot or a whole report)."""
+    from gpucheck.model.snapshot import SnapshotError, loads
+
     try:
         return loads(data)
     except SnapshotError as exc:
@@ -101,17 +108,20 @@ def load_compat(dirs: list[str] | None, every_topic: bool = False) -> Compat:
     """The compat data, loaded once per command and handed to whatever needs it; with
     `every_topic`, every file read now rather than when first asked for (a caller with time
     to spare, such as the doctor while its probes run)."""
-    from gpucheck.compat import CompatError, load
+    from gpucheck.compat import TOPICS, CompatError, load
 
     try:
         compat = load(tuple(dirs or ()))
         if every_topic:
             compat.read_all()
-        return compat
     except CompatError as exc:
         raise UserError(f"compat data: {exc}") from None
     except OSError as exc:  # a folder name the system refuses (too long), one not readable
         raise UserError(f"compat data: {exc.filename}: {exc.strerror}") from None
+    for folder in compat.dirs[1:]:  # the user's folders: no -o may write over their files
+        for name in TOPICS:
+            note_input(folder / name)
+    return compat
 
 
 # Bounds of the numbers the command line and the API share, each (lowest, highest).

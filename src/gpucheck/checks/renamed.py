@@ -3,8 +3,9 @@
 `requirements.min-gpus`, `torch.arch-support` `frameworks.torch.arch-support`.
 
 The one table of the rename. Reports of schema 2.x and 3.x are read with their ids mapped
-(fleet, fix --from), and --only/--skip accept a 3.x id or prefix, with a notice naming the
-4.0 one. docs/check-ids-4.0.md shows the same table for people.
+(fleet; fix --from takes 3.x findings so, and diagnoses a 2.x report's snapshot anew, its
+fixes being sentences, not steps), and --only/--skip accept a 3.x id or prefix, with a notice
+naming the 4.0 one. docs/check-ids-4.0.md shows the same table for people.
 """
 
 from __future__ import annotations

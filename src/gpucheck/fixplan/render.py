@@ -105,6 +105,8 @@ def render_sh(plan: Plan, out: IO[str]) -> None:
         out.write(f"#    fixes {comment(', '.join(step.findings))}\n")
         for c in step.changes:
             out.write(f"#    changes {comment(change_text(c))}\n")
+        if step.environment:  # the command's bare pip is that interpreter's, not PATH's
+            out.write(f"#    in {comment(step.environment)}\n")
         if step.command:
             if not step.local:
                 out.write(f"#    {comment(step.why_not_local or '')}\n")

@@ -83,8 +83,14 @@ def _read_python_list(name: str) -> list[str]:
     try:
         with open(os.path.expanduser(name), encoding="utf-8") as stream:
             text = stream.read(1 << 20)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PythonNotFound(f"--python @{name}: cannot read: {exc}") from None
+    except FileNotFoundError:
+        raise PythonNotFound(f"--python @{name}: cannot read: no such file") from None
+    except IsADirectoryError:
+        raise PythonNotFound(f"--python @{name}: is a folder, not a list of interpreters") from None
+    except OSError as exc:  # the reason alone: the exception's text repeats the name, quoted
+        raise PythonNotFound(f"--python @{name}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise PythonNotFound(f"--python @{name}: not UTF-8 text") from None
     lines = [line.strip() for line in text.splitlines()]
     values = [line for line in lines if line and not line.startswith("#")]
     if not values:

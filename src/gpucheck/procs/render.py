@@ -281,6 +281,7 @@ def render(doc: ProcsDocument, stream: IO[str] | None = None) -> None:
     console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
     if not console.is_terminal:
         console.width = PIPE_WIDTH  # a file or a pipe gets whole lines, not a squeezed table
+        console.soft_wrap = True  # and a note past that width stays one line (grep finds it)
     for why in doc.unknown:  # first: what follows is only part of the answer
         console.print(f"? GPU holders unknown: {why}. {DEVICE_SCAN}", style="yellow")
     for g in doc.gpus:

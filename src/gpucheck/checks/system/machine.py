@@ -92,8 +92,13 @@ def gpu_present(ctx: Context) -> Outcome:
                 ),
             ),
         )
+    where = (  # a bus that lists nothing at all is a restricted sysfs (some sandboxes)
+        "/sys/bus/pci lists no device at all (a restricted sysfs)"
+        if sysf.pci_scanned
+        else "/sys/bus/pci is not readable"
+    )
     return Outcome.skip(
-        "Could not look for GPUs: /sys/bus/pci is not readable",
+        f"Could not look for GPUs: {where}",
         "Without it, the driver checks below say whether a GPU is there.",
     )
 
