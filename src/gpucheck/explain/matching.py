@@ -54,7 +54,8 @@ class Lines:
         return self.text[start:end].rstrip("\r")
 
     def __len__(self) -> int:
-        return len(self.starts) if self.text else 0
+        """How many lines (a final newline ends the last line, it starts none)."""
+        return len(self.starts) - self.text.endswith("\n") if self.text else 0
 
 
 class Matcher:
