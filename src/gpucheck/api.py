@@ -19,7 +19,7 @@ from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import Report
 
 if TYPE_CHECKING:
-    from gpucheck.explain import Explanation
+    from gpucheck.explanation import Explanation
 
 
 def snapshot(
@@ -104,8 +104,8 @@ def explain(
     gpucheck.snapshot() or a saved file) supplies the facts the text cannot decide. Bytes are
     decoded as `gpucheck explain` decodes a file; more than 16 MiB raises ValueError."""
     from gpucheck.compat import load
-    from gpucheck.explain import INPUT_LIMIT, decode
-    from gpucheck.explain import explain as explain_text
+    from gpucheck.explanation import INPUT_LIMIT, decode
+    from gpucheck.explanation import explain as explain_text
 
     if isinstance(text, str):
         raw = text.encode("utf-8", errors="replace")

@@ -61,8 +61,8 @@ def explain(
     compat_dir: CompatDirOpt = None,
 ) -> None:
     """Explain an error text: the cause and the fix of each known message in it."""
-    from gpucheck.explain import INPUT_LIMIT, decode
-    from gpucheck.explain import explain as explain_text
+    from gpucheck.explanation import INPUT_LIMIT, decode
+    from gpucheck.explanation import explain as explain_text
 
     chosen = "json" if json_out else fmt
     if chosen not in FORMATS:

@@ -22,7 +22,7 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "fleet": ("gpucheck.fleet.schema", "fleet_schema"),
     "compat": ("gpucheck.compat.schema", "compat_schema"),
     "fix-plan": ("gpucheck.fixplan.render", "plan_schema"),  # fix --json
-    "explain": ("gpucheck.explain.result", "explain_schema"),
+    "explain": ("gpucheck.explanation.result", "explain_schema"),
 }
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from gpucheck.compat import Compat
 from gpucheck.compat.messages import MessageCatalog
-from gpucheck.explain.facts import decide
-from gpucheck.explain.matching import Lines, Match, Matcher
-from gpucheck.explain.result import Explanation, Source, explain_schema
+from gpucheck.explanation.facts import decide
+from gpucheck.explanation.matching import Lines, Match, Matcher
+from gpucheck.explanation.result import Explanation, Source, explain_schema
 from gpucheck.model.finding import Finding, Status, severity
 from gpucheck.model.fix import Fix, Step, Tool
 from gpucheck.model.snapshot import Snapshot
@@ -59,7 +59,8 @@ def _finding(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Comp
         None if message.command is None else _tool(message.command),
         layer=message.section,
     )
-    steps = [*decision.steps, catalog_step]
+    first = [step for step in decision.steps if step.option == 0]
+    steps = [*first, catalog_step, *(step for step in decision.steps if step.option != 0)]
     fix = Fix(" ".join(step.sentence() for step in steps), steps)
     return Finding(
         f"explain.{message.id}", message.section, _STATUS[message.severity], message.title,

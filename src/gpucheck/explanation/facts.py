@@ -15,7 +15,7 @@ from msgspec import Struct, field
 from gpucheck.checks.frameworks.arch import Compiled, compiled_from, parse_arch_list
 from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.answers import newest_torch
-from gpucheck.explain.matching import Lines, Match
+from gpucheck.explanation.matching import Lines, Match
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fix import Step, Tool
 from gpucheck.model.layers import Layer
@@ -30,7 +30,8 @@ _DEMANGLE_SECONDS = 2.0
 
 
 class Decision(Struct):
-    """What the facts added to a finding: evidence lines and fix steps (first)."""
+    """What the facts added to a finding: evidence lines, and fix steps (those of option 0
+    before the catalog's own step, other ways after it)."""
 
     evidence: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
@@ -137,15 +138,14 @@ def decide_driver(snapshot: Snapshot | None, compat: Compat) -> Decision:
         )
     pick = newest_torch(compat, driver=driver)
     if pick is not None and newest is not None:
-        decision.steps.append(
-            Step.run(
-                f"or keep driver {driver}: torch {pick.version} built with CUDA {pick.cuda} "
-                "runs on it",
-                pick.install,
-                Tool.PIP,
-                layer=Layer.FRAMEWORKS,
-            )
+        keep = Step.run(
+            f"keep driver {driver}: torch {pick.version} built with CUDA {pick.cuda} runs on it",
+            pick.install,
+            Tool.PIP,
+            layer=Layer.FRAMEWORKS,
         )
+        keep.option = 1  # another way to the same end than the catalog's (a newer driver)
+        decision.steps.append(keep)
     return decision
 
 
