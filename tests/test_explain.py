@@ -188,3 +188,12 @@ def test_the_api_takes_bytes_and_refuses_other_types() -> None:
         assert str(exc) == "text: expected str or bytes, not int"
     else:
         raise AssertionError("no TypeError")
+
+
+def test_a_pattern_is_searched_as_its_top_level_alternatives_each_whole() -> None:
+    from gpucheck.explanation.matching import alternatives
+
+    assert alternatives(r"(?i)a|b(c|d)|[|x]|e\|f") == [
+        "(?i)a", "(?i)b(c|d)", "(?i)[|x]", r"(?i)e\|f",
+    ]  # fmt: skip
+    assert alternatives(r"[]|]x|y") == [r"[]|]x", "y"]

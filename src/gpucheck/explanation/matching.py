@@ -1,6 +1,6 @@
 """Finding the catalog's messages in a text: every pattern compiled once per catalog, each
-searched over the whole text (one C-speed scan per pattern, not one call per line), and each
-hit mapped back to its line."""
+searched over the whole text (one C-speed scan per alternative, not one call per line), and
+each hit mapped back to its line."""
 
 from __future__ import annotations
 
@@ -58,19 +58,56 @@ class Lines:
         return len(self.starts) - self.text.endswith("\n") if self.text else 0
 
 
+def alternatives(pattern: str) -> list[str]:
+    """A pattern's top-level alternatives (`a|b(c|d)` -> `a`, `b(c|d)`), each still a whole
+    pattern: re searches a pattern that starts with a literal fast, an alternation of them
+    slowly (ten times slower over a large log). Leading inline flags stay with each one."""
+    flags = re.match(r"\(\?[aiLmsux]+\)", pattern)
+    prefix = flags.group() if flags else ""
+    body = pattern[len(prefix) :]
+    parts, start, depth, i, in_class = [], 0, 0, 0, False
+    while i < len(body):
+        char = body[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if body[i + 1 : i + 2] == "]":  # `[]...]`: the first ] is a member
+                i += 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    parts.append(body[start:])
+    return [prefix + part for part in parts]
+
+
 class Matcher:
-    """The catalog's patterns, compiled once."""
+    """The catalog's patterns, compiled once (each top-level alternative on its own)."""
 
     def __init__(self, catalog: MessageCatalog) -> None:
         # MULTILINE: a pattern's ^ and $ are a line's start and end, as the catalog says.
-        self.compiled = [(m, re.compile(m.pattern, re.MULTILINE)) for m in catalog.messages]
+        self.compiled = [
+            (m, [re.compile(part, re.MULTILINE) for part in alternatives(m.pattern)])
+            for m in catalog.messages
+        ]
 
     def matches(self, lines: Lines) -> list[Match]:
         found = []
-        for message, pattern in self.compiled:
-            hits = list(_hits(pattern, lines))
-            if hits:
-                found.append(Match(message, hits))
+        for message, patterns in self.compiled:
+            by_line: dict[int, Hit] = {}
+            for pattern in patterns:
+                for hit in _hits(pattern, lines):
+                    by_line.setdefault(hit.line, hit)
+            if by_line:
+                found.append(Match(message, [by_line[n] for n in sorted(by_line)]))
         return found
 
 
