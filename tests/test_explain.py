@@ -159,7 +159,9 @@ def test_driver_insufficient_with_a_snapshot_names_the_newest_cuda_the_driver_ru
 def test_an_extensions_missing_symbol_is_shown_demangled_or_raw() -> None:
     line = "ImportError: /v/flash_attn_2_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
     finding = explain(line, load()).findings[0]
-    assert finding.section is Layer.EXTENSIONS
+    # reported under the framework, as the doctor reports an extension; its fix is the extension
+    assert finding.section is Layer.FRAMEWORKS
+    assert finding.fix is not None and finding.fix.steps[0].layer is Layer.EXTENSIONS
     assert (
         "missing: c10::cuda::SetDevice(int)" in finding.evidence
         or "missing: _ZN3c104cuda9SetDeviceEi" in finding.evidence

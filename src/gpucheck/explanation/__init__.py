@@ -11,6 +11,7 @@ from gpucheck.explanation.matching import Lines, Match, Matcher
 from gpucheck.explanation.result import Explanation, Source, explain_schema
 from gpucheck.model.finding import Finding, Status, severity
 from gpucheck.model.fix import Fix, Step, Tool
+from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot
 
 __all__ = ["INPUT_LIMIT", "Explanation", "decode", "explain", "explain_schema"]
@@ -62,9 +63,11 @@ def _finding(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Comp
     first = [step for step in decision.steps if step.option == 0]
     steps = [*first, catalog_step, *(step for step in decision.steps if step.option != 0)]
     fix = Fix(" ".join(step.sentence() for step in steps), steps)
+    # An extension is what a step changes, never a report section: the doctor reports an
+    # extension's build under the framework it was built against.
+    section = Layer.FRAMEWORKS if message.section is Layer.EXTENSIONS else message.section
     return Finding(
-        f"explain.{message.id}", message.section, _STATUS[message.severity], message.title,
-        evidence, fix,
+        f"explain.{message.id}", section, _STATUS[message.severity], message.title, evidence, fix
     )
 
 
