@@ -23,8 +23,10 @@ NOISE = (
 )
 KNOWN = [
     "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n",
-    "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.20.5\n",
-    "W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Could not find TensorRT\n",
+    "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error, "
+    "NCCL version 2.20.5\n",
+    "W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: "
+    "Could not find TensorRT\n",
 ]
 
 

@@ -105,7 +105,9 @@ def test_the_arch_warning_alone_names_the_gpu_and_what_the_build_carries() -> No
         "carries sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90: has no code for it (newer than "
         "every architecture in this build)"
     ) in finding.evidence
-    assert any(e.startswith("the driver version decides which CUDA variant") for e in finding.evidence)
+    assert any(
+        e.startswith("the driver version decides which CUDA variant") for e in finding.evidence
+    )
     assert finding.fix is not None
     assert finding.fix.steps[0].tool is Tool.PIP
     assert finding.fix.steps[0].command is not None

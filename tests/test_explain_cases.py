@@ -57,7 +57,9 @@ def test_score(scored: dict[str, tuple[str | None, str | None]]) -> None:
     """Prints the score (visible with `pytest -s`) and holds its floor."""
     explained = {n: v for n, v in scored.items() if v[0] is not None and v[1] is not None}
     right = [n for n, (got, want) in explained.items() if got == want]
-    wrong = sorted(f"{n}: {got} (doctor: {want})" for n, (got, want) in explained.items() if got != want)
+    wrong = sorted(
+        f"{n}: {got} (doctor: {want})" for n, (got, want) in explained.items() if got != want
+    )
     print(
         f"\nexplain on real cases: {len(right)} right layer first of {len(explained)} with a "
         f"known message ({len(scored)} cases; {sum(v[0] is None for v in scored.values())} "

@@ -106,8 +106,14 @@ def _catalog_copy(tmp_path: Path, edit: tuple[str, str]) -> Path:
             ("pattern = 'no kernel image is available", "pattern = '(no kernel image is available"),
             r"messages.toml: message\[0\]: pattern is not a regular expression",
         ),
-        (('layer = "frameworks"', 'layer = "kernel"'), r"message\[0\]: layer = 'kernel' is not one of"),
-        (('severity = "fail"', 'severity = "fatal"'), r"message\[0\]: severity = 'fatal' is not one of"),
+        (
+            ('layer = "frameworks"', 'layer = "kernel"'),
+            r"message\[0\]: layer = 'kernel' is not one of",
+        ),
+        (
+            ('severity = "fail"', 'severity = "fatal"'),
+            r"message\[0\]: severity = 'fatal' is not one of",
+        ),
         (('id = "cuda.driver-insufficient"', 'id = "cuda.no-kernel-image"'), "appears twice"),
     ],
 )

@@ -65,7 +65,12 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         "input) or --text TEXT",
         (str(tmp_path / "missing.log"),): f"gpucheck: FILE: {tmp_path / 'missing.log'}: no such "
         "file",
-        ("--text", "x", "--format", "junit"): "gpucheck: --format: 'junit' is not one of text, json",
+        (
+            "--text",
+            "x",
+            "--format",
+            "junit",
+        ): "gpucheck: --format: 'junit' is not one of text, json",
     }
     for args, message in cases.items():
         done = gpucheck(*args)
@@ -75,7 +80,9 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_any_bytes_are_read_and_nothing_unprintable_is_printed() -> None:
-    raw = b"\x00\xff\xfe\x1b]0;pwned\x07" + OOM.encode("utf-16-le")[:10] + b"\n\x1b[2J" + OOM.encode()
+    raw = (
+        b"\x00\xff\xfe\x1b]0;pwned\x07" + OOM.encode("utf-16-le")[:10] + b"\n\x1b[2J" + OOM.encode()
+    )
     done = gpucheck("-", stdin=raw)
     assert done.returncode == 1
     out = done.stdout.decode()

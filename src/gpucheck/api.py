@@ -10,8 +10,8 @@ the wrong type TypeError, each naming the argument.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 from os import PathLike
+from typing import TYPE_CHECKING
 
 from gpucheck.diagnosis.flow import run
 from gpucheck.diagnosis.request import DoctorRequest

@@ -68,9 +68,7 @@ def explain(
     if chosen not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if (path is None) == (text is None):
-        raise UserError(
-            "explain: give the text one way: FILE, - (standard input) or --text TEXT"
-        )
+        raise UserError("explain: give the text one way: FILE, - (standard input) or --text TEXT")
     refuse_input_as_output(output, [path, from_file])
     if text is not None:
         if len(text.encode("utf-8", errors="replace")) > INPUT_LIMIT:

@@ -189,4 +189,3 @@ def decide(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Compat
     if how == "symbol":
         return decide_symbol(match)
     return Decision()
-
