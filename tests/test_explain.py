@@ -118,8 +118,8 @@ def test_no_kernel_image_without_facts_says_which_fact_decides_and_how_to_get_it
     finding = explain(NO_KERNEL, load()).findings[0]
     assert (
         "undecided: the GPU's compute capability decides which build has code for it; save "
-        "the facts with `gpucheck snapshot -o snapshot.json` and run `gpucheck explain --from "
-        "snapshot.json`"
+        "the facts with `gpucheck snapshot -o snapshot.json` and run `gpucheck explain FILE "
+        "--from snapshot.json` again"
     ) in finding.evidence
     assert finding.fix is not None and [s.kind for s in finding.fix.steps] == [StepKind.MANUAL]
 

@@ -22,6 +22,7 @@ from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot
 
 GET_FACTS = "gpucheck snapshot -o snapshot.json"
+AGAIN = "gpucheck explain FILE --from snapshot.json"
 # torch's own warning names the GPU's capability and what the build carries:
 # "... with CUDA capability sm_120 is not compatible ... supports CUDA capabilities sm_50 sm_60"
 _CAPABILITY = re.compile(r"with CUDA capability sm_(\d+)")
@@ -85,7 +86,7 @@ def decide_arch(match: Match, lines: Lines, snapshot: Snapshot | None, compat: C
     if not gpus:
         decision.evidence.append(
             "undecided: the GPU's compute capability decides which build has code for it; "
-            f"save the facts with `{GET_FACTS}` and run `gpucheck explain --from snapshot.json`"
+            f"save the facts with `{GET_FACTS}` and run `{AGAIN}` again"
         )
         return decision
     for label, cc in gpus:
@@ -120,7 +121,7 @@ def decide_driver(snapshot: Snapshot | None, compat: Compat) -> Decision:
     if not driver:
         decision.evidence.append(
             "undecided: the driver version decides the newest CUDA it runs; save the facts "
-            f"with `{GET_FACTS}` and run `gpucheck explain --from snapshot.json`"
+            f"with `{GET_FACTS}` and run `{AGAIN}` again"
         )
         return decision
     newest = compat.max_cuda_for_driver(driver)
