@@ -201,3 +201,18 @@ def test_a_pattern_is_searched_as_its_top_level_alternatives_each_whole() -> Non
         "(?i)a", "(?i)b(c|d)", "(?i)[|x]", r"(?i)e\|f",
     ]  # fmt: skip
     assert alternatives(r"[]|]x|y") == [r"[]|]x", "y"]
+
+
+def test_a_pasted_nvidia_smi_header_supplies_the_driver() -> None:
+    text = (
+        "| NVIDIA-SMI 470.57.02    Driver Version: 470.57.02    CUDA Version: 11.4     |\n"
+        "RuntimeError: CUDA driver version is insufficient for CUDA runtime version\n"
+    )
+    finding = explain(text, load()).findings[0]
+    assert "driver 470.57.02 (line 1 of the text) runs CUDA up to 11.4" in finding.evidence
+
+
+def test_a_pip_error_for_torch_is_explained() -> None:
+    text = "ERROR: No matching distribution found for torch==1.9.1+cu111\n"
+    finding = explain(text, load()).findings[0]
+    assert (finding.id, finding.section) == ("explain.pip.no-matching-torch", Layer.FRAMEWORKS)

@@ -28,6 +28,9 @@ AGAIN = "gpucheck explain FILE --from snapshot.json"
 _CAPABILITY = re.compile(r"with CUDA capability sm_(\d+)")
 _SUPPORTED = re.compile(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+a? ?)+)")
 _DEMANGLE_SECONDS = 2.0
+# A pasted nvidia-smi header ("Driver Version: 535.104.05") or collect_env's line ("Nvidia
+# driver version: 535.104.05") states the driver where no snapshot does.
+_DRIVER = re.compile(r"(?:Driver Version|Nvidia driver version): (\d+\.\d+(?:\.\d+)?)")
 
 
 class Decision(Struct):
@@ -57,6 +60,16 @@ def _compiled_torch(env: PythonEnvironment, compat: Compat) -> Compiled | None:
         return None
     row = compat.torch.arch(build.version, build.cuda)
     return compiled_from(row.sm, row.ptx, row.source) if row else None
+
+
+def driver_of(lines: Lines, snapshot: Snapshot | None) -> tuple[str | None, str]:
+    """The driver version and where it was read: the snapshot, else the pasted text."""
+    if snapshot is not None and snapshot.nvml.driver_version:
+        return snapshot.nvml.driver_version, ""
+    found = _DRIVER.search(lines.text)
+    if found is None:
+        return None, ""
+    return found.group(1), f" (line {lines.number(found.start())} of the text)"
 
 
 def decide_arch(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Compat) -> Decision:
@@ -100,7 +113,7 @@ def decide_arch(match: Match, lines: Lines, snapshot: Snapshot | None, compat: C
             decision.evidence.append(
                 f"{label}: {arch}; {build_name} carries {compiled.text()}: {verdict}"
             )
-    driver = snapshot.nvml.driver_version if snapshot is not None else None
+    driver, _ = driver_of(lines, snapshot)
     pick = newest_torch(compat, driver=driver, ccs=[cc for _, cc in gpus])
     if pick is not None:
         why = f"torch {pick.version} built with CUDA {pick.cuda} carries code for it"
@@ -115,9 +128,9 @@ def decide_arch(match: Match, lines: Lines, snapshot: Snapshot | None, compat: C
     return decision
 
 
-def decide_driver(snapshot: Snapshot | None, compat: Compat) -> Decision:
+def decide_driver(lines: Lines, snapshot: Snapshot | None, compat: Compat) -> Decision:
     decision = Decision()
-    driver = snapshot.nvml.driver_version if snapshot is not None else None
+    driver, where = driver_of(lines, snapshot)
     if not driver:
         decision.evidence.append(
             "undecided: the driver version decides the newest CUDA it runs; save the facts "
@@ -126,9 +139,9 @@ def decide_driver(snapshot: Snapshot | None, compat: Compat) -> Decision:
         return decision
     newest = compat.max_cuda_for_driver(driver)
     decision.evidence.append(
-        f"driver {driver} runs CUDA up to {newest}"
+        f"driver {driver}{where} runs CUDA up to {newest}"
         if newest
-        else f"driver {driver}: older than every CUDA release the data knows"
+        else f"driver {driver}{where}: older than every CUDA release the data knows"
     )
     env = _torch_env(snapshot) if snapshot is not None else None
     if env is not None and env.torch is not None and env.torch.cuda:
@@ -186,7 +199,7 @@ def decide(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Compat
     if how == "arch":
         return decide_arch(match, lines, snapshot, compat)
     if how == "driver":
-        return decide_driver(snapshot, compat)
+        return decide_driver(lines, snapshot, compat)
     if how == "symbol":
         return decide_symbol(match)
     return Decision()
