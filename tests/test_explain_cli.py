@@ -121,3 +121,25 @@ def test_a_one_mib_log_is_explained_in_well_under_a_second() -> None:
     assert [f.id for f in result.findings] == ["explain.xid.79"]
     assert result.findings[0].evidence[0].startswith("line 6501: kernel: NVRM: Xid")
     assert took < 0.75, f"{took:.3f} s"  # ~0.1 s here; the bound leaves room for a busy CI
+
+
+def test_a_compat_folder_adds_a_message_of_a_sites_own(tmp_path: Path) -> None:
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (folder / "messages.toml").write_text(
+        '[[message]]\nid = "site.scratch-full"\nlayer = "system"\nseverity = "fail"\n'
+        "pattern = 'No space left on device'\ntitle = \"The scratch disk is full\"\n"
+        'cause = "The job wrote its checkpoints to a full disk."\n'
+        'fix = "Clean /scratch."\nstep = "manual"\n'
+        'examples = ["OSError: [Errno 28] No space left on device"]\n'
+        'source = "https://wiki.example.org/scratch"\n'
+    )
+    done = gpucheck(
+        "--compat-dir",
+        str(folder),
+        "--json",
+        "--text",
+        "OSError: [Errno 28] No space left on device",
+    )
+    assert done.returncode == 1, done.stderr
+    assert [f["id"] for f in json.loads(done.stdout)["findings"]] == ["explain.site.scratch-full"]
