@@ -49,6 +49,11 @@ MUST_EXPLAIN = {
     "container.cli-initialization-error": "nvidia-container-cli: initialization error: load library failed",
     "xid.79": "NVRM: GPU at 0000:01:00.0 has fallen off the bus.",
 }
+# The entries whose examples are written in the message's usual format, not quoted from a page
+# that was read (constructed = true): no public line with these Xids verbatim was found. Every
+# other entry's examples are quoted from its source. Finding a real line for one of these means
+# quoting it, citing its page, dropping its `constructed` and removing it here.
+CONSTRUCTED = {f"xid.{x}" for x in (43, 61, 62, 68, 74, 92, 95, 120, 140)}
 XIDS = (13, 31, 32, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 119, 120, 140)
 HARMLESS = ("tensorflow.tensorrt-missing", "xla.parallel-compilation", "xid.45")
 
@@ -115,6 +120,10 @@ def _catalog_copy(tmp_path: Path, edit: tuple[str, str]) -> Path:
             r"message\[0\]: severity = 'fatal' is not one of",
         ),
         (('id = "cuda.driver-insufficient"', 'id = "cuda.no-kernel-image"'), "appears twice"),
+        (
+            ("\nconstructed = true\n", '\nconstructed = "yes"\n'),
+            r"constructed must be true or false",
+        ),
     ],
 )
 def test_a_bad_catalog_is_refused_with_the_row_named(
@@ -123,3 +132,17 @@ def test_a_bad_catalog_is_refused_with_the_row_named(
     folder = _catalog_copy(tmp_path, edit)
     with pytest.raises(CompatError, match=problem):
         _ = Compat.from_dir(folder).messages
+
+
+def test_every_entry_quotes_its_examples_or_says_they_are_constructed() -> None:
+    marked = {m.id for m in CATALOG.messages if m.constructed}
+    assert marked == CONSTRUCTED
+    for message in CATALOG.messages:
+        if message.constructed:
+            # Its meaning and fix still come from a page that was read.
+            assert "docs.nvidia.com/deploy" in message.source, message.id
+        else:
+            # A quoted example names where it was quoted from: a thread (an issue, a pull
+            # request, a gist, a paste) or the page that prints the line.
+            quoted = r"github\.com/|pastebin\.com/|gist\.github\.com/|dynamic-page-retirement"
+            assert re.search(quoted, message.source), message.id

@@ -31,6 +31,10 @@ class Message(Struct, frozen=True):
     decide: str | None
     examples: tuple[str, ...]
     source: str
+    # true where `examples` are lines written in the message's usual format, not quoted from
+    # the source or any thread: no public page with the line verbatim was read. Such an entry
+    # still cites the page its meaning and fix were read from.
+    constructed: bool = False
 
     @property
     def section(self) -> Layer:
