@@ -53,7 +53,7 @@ MUST_EXPLAIN = {
 # that was read (constructed = true): no public line with these Xids verbatim was found. Every
 # other entry's examples are quoted from its source. Finding a real line for one of these means
 # quoting it, citing its page, dropping its `constructed` and removing it here.
-CONSTRUCTED = {f"xid.{x}" for x in (43, 61, 62, 68, 74, 92, 95, 120, 140)}
+CONSTRUCTED = {f"xid.{x}" for x in (61, 62, 68, 74, 92, 95, 120, 140)}
 XIDS = (13, 31, 32, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 119, 120, 140)
 HARMLESS = ("tensorflow.tensorrt-missing", "xla.parallel-compilation", "xid.45")
 
