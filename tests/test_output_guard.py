@@ -76,6 +76,12 @@ def _config(folder: Path) -> Path:
     return path
 
 
+def _error_log(folder: Path) -> Path:
+    path = folder / "train.log"
+    path.write_text("RuntimeError: CUDA error: out of memory\n")
+    return path
+
+
 def _watch_log(folder: Path) -> Path:
     path = folder / "train.jsonl"
     path.write_text('{"timestamp": "2026-01-01T00:00:00Z", "gpu": 0, "power.draw": 100.0}\n')
@@ -99,6 +105,7 @@ CASES: dict[str, Case] = {
     "fix --plan": (_plan, lambda i, o: ["fix", "--plan", i, "-o", o]),
     "dockerfile": (_dockerfile, lambda i, o: ["dockerfile", i, "--from", _beside(i), "-o", o]),
     "watch": (_watch_log, lambda i, o: ["watch", "--from", i, "-o", o]),
+    "explain": (_error_log, lambda i, o: ["explain", i, "-o", o]),
 }
 
 

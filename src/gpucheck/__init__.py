@@ -11,18 +11,19 @@ The API is loaded on first use (PEP 562), so `import gpucheck` costs next to not
 # start passes through here before it can take over Ctrl-C (entry.py).
 TYPE_CHECKING = False
 
-__all__ = ["Report", "Snapshot", "__version__", "doctor", "snapshot"]
+__all__ = ["Report", "Snapshot", "__version__", "doctor", "explain", "snapshot"]
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from gpucheck.api import doctor, snapshot
+    from gpucheck.api import doctor, explain, snapshot
     from gpucheck.model.snapshot import Snapshot
     from gpucheck.report.core import Report
     from gpucheck.version import __version__
 
 _LAZY = {
     "doctor": "gpucheck.api",
+    "explain": "gpucheck.api",
     "snapshot": "gpucheck.api",
     "Report": "gpucheck.report.core",
     "Snapshot": "gpucheck.model.snapshot",

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from os import PathLike
+from typing import TYPE_CHECKING
 
 from gpucheck.diagnosis.flow import run
 from gpucheck.diagnosis.request import DoctorRequest
 from gpucheck.inputs import PROBE_TIMEOUT, UserError, check_number, probe_here
 from gpucheck.model.snapshot import Snapshot
 from gpucheck.report.core import Report
+
+if TYPE_CHECKING:
+    from gpucheck.explanation import Explanation
 
 
 def snapshot(
@@ -89,6 +93,30 @@ def doctor(
         redact=redact,
     )
     return run(request)  # (its RequestError is a ValueError)
+
+
+def explain(
+    text: str | bytes, snapshot: Snapshot | None = None, compat_dirs: Sequence[str] = ()
+) -> Explanation:
+    """The known messages in an error text (a traceback, a log, dmesg), each a finding with
+    its cause and fix, the best explanation first; `snapshot` (a Snapshot, from
+    gpucheck.snapshot() or a saved file) supplies the facts the text cannot decide. Bytes are
+    decoded as `gpucheck explain` decodes a file; more than 16 MiB raises ValueError."""
+    from gpucheck.compat import load
+    from gpucheck.explanation import INPUT_LIMIT, decode
+    from gpucheck.explanation import explain as explain_text
+
+    if isinstance(text, str):
+        raw = text.encode("utf-8", errors="replace")
+    elif isinstance(text, bytes):
+        raw = text
+    else:
+        raise TypeError(f"text: expected str or bytes, not {type(text).__name__}")
+    if snapshot is not None and not isinstance(snapshot, Snapshot):
+        raise TypeError(f"snapshot: expected a Snapshot, not {type(snapshot).__name__}")
+    if len(raw) > INPUT_LIMIT:
+        raise ValueError("text: larger than 16 MiB; give the part of the log around the error")
+    return explain_text(decode(raw), load(tuple(compat_dirs)), snapshot, name="text")
 
 
 def _check_pythons(value: object) -> None:

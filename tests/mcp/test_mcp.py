@@ -28,7 +28,7 @@ INITIALIZE: dict[str, Any] = {
         "clientInfo": {"name": "test", "version": "1"},
     },
 }
-TOOLS = ["doctor", "snapshot", "procs", "compat", "fit", "fix_plan", "dockerfile"]
+TOOLS = ["doctor", "snapshot", "procs", "compat", "fit", "fix_plan", "dockerfile", "explain"]
 
 
 def session_calls(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], list[Any]]:

@@ -18,7 +18,7 @@ from support import builders
 
 from gpucheck.model.snapshot import dumps
 
-NAMES = ["report", "snapshot", "procs", "watch", "bench", "fit", "fleet", "compat"]
+NAMES = ["report", "snapshot", "procs", "watch", "bench", "fit", "fleet", "compat", "explain"]
 FIXTURES = REPO / "tests" / "fixtures"
 
 

@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dockerfile",
         "Judge a Dockerfile or Compose file against the machine it will run on.",
     ),
+    "explain": ("explain", "Explain a pasted error text: its cause and its fix."),
     "mcp": ("mcp", "Serve the read-only tools to AI agents (MCP, stdio)."),
 }
 

@@ -24,6 +24,7 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "fleet": ("gpucheck.fleet.schema", "fleet_schema"),
     "compat": ("gpucheck.compat.schema", "compat_schema"),
     "fix-plan": ("gpucheck.fixplan.render", "plan_schema"),  # fix --json
+    "explain": ("gpucheck.explanation.result", "explain_schema"),
 }
 
 
@@ -49,7 +50,7 @@ def schema(
         typer.Argument(
             metavar="[NAME]",
             help="Which output: report (doctor --json), snapshot, procs, watch (one jsonl "
-            "record), bench, fit, fleet, compat, fix-plan; report if not given.",
+            "record), bench, fit, fleet, compat, fix-plan, explain; report if not given.",
             autocompletion=lambda: list(SCHEMAS),
             show_default=False,
         ),

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from gpucheck.compat.frameworks import JaxData, TensorflowData, TorchData
     from gpucheck.compat.gpus import GpuIndex
     from gpucheck.compat.images import ImageData
+    from gpucheck.compat.messages import MessageCatalog
 
 __all__ = [
     "Compat",
@@ -87,6 +88,7 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "extensions.toml": {"pairing": ("package", "torch"), "numpy_abi": ("package", "platform")},
     "tensorrt.toml": {"release": ("version",)},
     "images.toml": {"tag_rule": ("repository", "pattern"), "ngc": ("repository", "release")},
+    "messages.toml": {"message": ("id",)},
 }
 TOPICS = tuple(ROW_KEYS)
 ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
@@ -281,6 +283,7 @@ class Compat:
     extensions: _Topic[ExtensionData] = _Topic("gpucheck.compat.extensions", "ExtensionData")
     tensorrt: _Topic[TensorrtData] = _Topic("gpucheck.compat.extensions", "TensorrtData")
     images: _Topic[ImageData] = _Topic("gpucheck.compat.images", "ImageData")
+    messages: _Topic[MessageCatalog] = _Topic("gpucheck.compat.messages", "MessageCatalog")
 
     # -- questions -------------------------------------------------------------------------
 

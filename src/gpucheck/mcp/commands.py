@@ -26,7 +26,7 @@ class CompatTopic(str, enum.Enum):
     GPU = "gpu"
 
 
-READ_ONLY = ("doctor", "snapshot", "procs", "compat", "fit", "fix", "dockerfile")
+READ_ONLY = ("doctor", "snapshot", "procs", "compat", "fit", "fix", "dockerfile", "explain")
 ACTING_OPTIONS = ("--kill", "--kill-mine", "--apply", "--undo", "--yes", "-o", "--output")
 
 
@@ -113,19 +113,29 @@ def dockerfile_argv(path: str, from_file: str | None) -> list[str]:
     return argv
 
 
-def run_command(argv: list[str], timeout: float = 600.0) -> Any:
-    """The command's JSON document. A usage error (exit 2) or a broken run raises
-    CommandFailed with its one-line message; any other exit code is the document's own verdict
-    (the doctor's 1 is a report, not a failure of the tool)."""
+def explain_argv(from_file: str | None) -> list[str]:
+    """The text itself goes to standard input (run_command's `stdin`), never on the command
+    line: a log is larger than an argument may be, and is the user's, not an option."""
+    argv = ["explain", "--json", "-"]
+    _opt(argv, "--from", from_file)
+    return argv
+
+
+def run_command(argv: list[str], timeout: float = 600.0, stdin: str | None = None) -> Any:
+    """The command's JSON document (`stdin`: the text its standard input reads, else none).
+    A usage error (exit 2) or a broken run raises CommandFailed with its one-line message; any
+    other exit code is the document's own verdict (the doctor's 1 is a report, not a failure
+    of the tool)."""
     if argv[0] not in READ_ONLY or any(a in ACTING_OPTIONS for a in argv[1:]):
         raise CommandFailed(f"not a read-only command: {' '.join(argv)}")
+    given = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
     done = subprocess.run(
         [sys.executable, "-m", "gpucheck", *argv],
         capture_output=True,
         text=True,
         timeout=timeout,
-        stdin=subprocess.DEVNULL,
         check=False,
+        **given,
     )
     if done.returncode in (ExitStatus.USAGE, ExitStatus.INTERNAL, ExitStatus.OUTPUT):
         lines = done.stderr.strip().splitlines()

@@ -17,10 +17,10 @@ from gpucheck.version import __version__
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
 
-def _run(argv: Callable[[], list[str]]) -> dict[str, Any]:
+def _run(argv: Callable[[], list[str]], stdin: str | None = None) -> dict[str, Any]:
     """The command's JSON; its one-line error (a bad value, a usage error) as the tool's."""
     try:
-        result = c.run_command(argv())
+        result = c.run_command(argv(), stdin=stdin)
     except c.CommandFailed as exc:
         raise ToolError(str(exc)) from None
     return result if isinstance(result, dict) else {"items": result}
@@ -90,6 +90,13 @@ def build_server() -> MCPServer:
         """Judge a Dockerfile or Compose file against this machine or a saved snapshot
         (`gpucheck dockerfile --json`)."""
         return _run(lambda: c.dockerfile_argv(path, from_file))
+
+    @server.tool(annotations=READ_ONLY)
+    def explain(text: str, from_file: str | None = None) -> dict[str, Any]:
+        """Explain a pasted error text (a traceback, a log, dmesg, an NCCL log): each known
+        message's layer, cause and fix (`gpucheck explain --json`); from_file, a saved
+        snapshot whose facts (GPUs, driver, builds) decide what the text cannot."""
+        return _run(lambda: c.explain_argv(from_file), stdin=text)
 
     return server
 
