@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import jsonschema
-from framework_builders import blackwell_workstation, on, torch_cu124
+from support.framework_builders import blackwell_workstation, on, torch_cu124
 
 from gpucheck.cli import run
 from gpucheck.cli.schema import schema_text

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import io
 
-from builders import workstation
-from framework_builders import blackwell_workstation, on, torch_cu124
+from support.builders import workstation
+from support.framework_builders import blackwell_workstation, on, torch_cu124
 
 import gpucheck
 from gpucheck.compat import load
