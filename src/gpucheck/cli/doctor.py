@@ -69,7 +69,7 @@ def check_selectors(incomplete: str) -> Choices:
 # What --help lists under "Exit codes" (with those every command shares).
 EXIT_CODES = {
     ExitStatus.OK: "ready: nothing failed (with --strict: nothing warned either)",
-    ExitStatus.FAILED: "a check failed (or warned, with --strict)",
+    ExitStatus.FAILED: "a check failed (or warned, with --strict), or nothing was judged",
     ExitStatus.UNKNOWN: "could not tell: --python names an interpreter whose probe did not run",
 }
 
