@@ -10,22 +10,51 @@ from support import framework_builders as fb
 
 
 @pytest.mark.parametrize(
-    ("python", "command"),
+    ("python", "windows", "command"),
     [
-        (r"C:\Users\me\venv\Scripts\python.exe", r"C:\Users\me\venv\Scripts\python.exe -m pip"),
-        (r"C:\Program Files\Py\python.exe", r"& 'C:\Program Files\Py\python.exe' -m pip"),
-        ("C:\\it\u2019s;$(x)\\python.exe", "& 'C:\\it\u2019\u2019s;$(x)\\python.exe' -m pip"),
-        ("/opt/env x/bin/python$(touch P)", "'/opt/env x/bin/python$(touch P)' -m pip"),
-        ("/opt/it's/bin/python", "'/opt/it'\"'\"'s/bin/python' -m pip"),
-        ("/usr/bin/python3", "/usr/bin/python3 -m pip"),
+        (
+            r"C:\Users\me\venv\Scripts\python.exe",
+            True,
+            r"C:\Users\me\venv\Scripts\python.exe -m pip",
+        ),
+        (r"C:\Program Files\Py\python.exe", True, r"& 'C:\Program Files\Py\python.exe' -m pip"),
+        (
+            "C:\\it\u2019s;$(x)\\python.exe",
+            True,
+            "& 'C:\\it\u2019\u2019s;$(x)\\python.exe' -m pip",
+        ),
+        # A value shaped like a Windows path on a Linux machine is sh's word, never PowerShell's.
+        ("C:\\x';: >P;'\\python.exe", False, "'C:\\x'\"'\"';: >P;'\"'\"'\\python.exe' -m pip"),
+        ("/opt/env x/bin/python$(touch P)", False, "'/opt/env x/bin/python$(touch P)' -m pip"),
+        ("/opt/it's/bin/python", False, "'/opt/it'\"'\"'s/bin/python' -m pip"),
+        ("/usr/bin/python3", False, "/usr/bin/python3 -m pip"),
     ],
 )
-def test_an_interpreter_is_one_word_of_its_own_shell(python: str, command: str) -> None:
-    """POSIX paths by sh's rule; a Windows path by PowerShell's (a quote doubled, the
-    typographic ones too, and `&` to run a quoted path)."""
+def test_an_interpreter_is_one_word_of_its_own_shell(
+    python: str, windows: bool, command: str
+) -> None:
+    """POSIX paths by sh's rule; on a Windows machine a Windows path by PowerShell's (a quote
+    doubled, the typographic ones too, and `&` to run a quoted path)."""
     from gpucheck.checks.context import interpreter_pip
 
-    assert interpreter_pip(python) == command
+    assert interpreter_pip(python, windows) == command
+
+
+def test_only_a_pip_that_is_a_command_word_is_given_the_interpreter() -> None:
+    """A package string from a snapshot may hold " pip install": inside its quoted word it is
+    a value, and putting the interpreter (with its own quotes) there would end the word."""
+    from gpucheck.checks.frameworks.per_environment import rewrite_pip
+
+    own = "'/opt/$(touch P)/bin/python' -m pip"
+    command = (
+        "pip uninstall -y 'a pip install b' && pip install 'nvidia-cudnn-cu12==9.1.0 pip install x'"
+    )
+    assert rewrite_pip(command, own) == (
+        "'/opt/$(touch P)/bin/python' -m pip uninstall -y 'a pip install b' && "
+        "'/opt/$(touch P)/bin/python' -m pip install 'nvidia-cudnn-cu12==9.1.0 pip install x'"
+    )
+    words = shlex.split(rewrite_pip(command, own))
+    assert "nvidia-cudnn-cu12==9.1.0 pip install x" in words
 
 
 def test_a_pip_step_with_a_quoted_interpreter_is_still_an_installer_step() -> None:

@@ -177,11 +177,17 @@ def indices(gpus: list[GpuFacts]) -> str:
     return ",".join(str(g.index) for g in gpus)
 
 
-def interpreter_pip(python: str) -> str:
+def on_windows(ctx: Context) -> bool:
+    """The snapshot's machine runs Windows (its commands are PowerShell's)."""
+    return ctx.snapshot.system.os == "Windows"
+
+
+def interpreter_pip(python: str, windows: bool = False) -> str:
     """`PYTHON -m pip`: this interpreter's own pip, its path one shell word (the one spelling
-    every check's pip command uses); a Windows path one PowerShell word, run by `&` where
-    it is quoted."""
-    if is_windows_path(python):
+    every check's pip command uses); on a Windows machine (`windows`: the snapshot's OS, never
+    the path's shape, which any value can take) a Windows path is one PowerShell word, run by
+    `&` where it is quoted."""
+    if windows and is_windows_path(python):
         word = quote_powershell(python)
         return f"{'& ' if word.startswith(chr(39)) else ''}{word} -m pip"
     return join([python, "-m", "pip"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gpucheck.checks.context import Context, interpreter_pip
+from gpucheck.checks.context import Context, interpreter_pip, on_windows
 from gpucheck.model.distros import linux_family
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.layers import Layer
@@ -174,7 +174,8 @@ def binding_fix(ctx: Context) -> Fix:
     return Fix.of(
         Step.run(
             "install it in the environment gpucheck runs from",
-            (interpreter_pip(python) if python else "pip") + " install nvidia-ml-py",
+            (interpreter_pip(python, on_windows(ctx)) if python else "pip")
+            + " install nvidia-ml-py",
             Tool.PIP,
             changes=[Change("nvidia-ml-py")],
             environment=python,

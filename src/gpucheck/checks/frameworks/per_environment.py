@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from packaging.version import Version
 
-from gpucheck.checks.context import Context, interpreter_pip
+from gpucheck.checks.context import Context, interpreter_pip, on_windows
 from gpucheck.checks.registry import check
 from gpucheck.compat import parse_version
 from gpucheck.compat.frameworks import TfRelease, TorchRelease, major_minor
@@ -120,10 +120,42 @@ _PIP = r"(?<![\w./\\-])(?<!-m )pip (?=install|uninstall)"
 
 def pip(ctx: Context, env: PythonEnvironment, command: str) -> str:
     """A pip command as the user types it for this environment: plain `pip` when it is the only
-    one (the active one), else that interpreter's own pip, so the fix lands where it should."""
+    one (the active one), else that interpreter's own pip, so the fix lands where it should.
+    Only a `pip` that is a command word is replaced: one inside a quoted word is a value (a
+    package string from the snapshot may hold " pip install"), and rewriting it would put
+    the interpreter's own quotes inside another word's."""
     if not (many_envs(ctx) or env.origin == "--python"):
         return command
-    return re.sub(_PIP, lambda _: interpreter_pip(env.python) + " ", command)
+    return rewrite_pip(command, interpreter_pip(env.python, on_windows(ctx)))
+
+
+def rewrite_pip(command: str, own_pip: str) -> str:
+    """`command` with each `pip` that is a command word (not inside a quoted value) spelt
+    `own_pip`."""
+    outside = unquoted(command)
+    return re.sub(_PIP, lambda m: own_pip + " " if m.start() in outside else m.group(), command)
+
+
+def unquoted(command: str) -> set[int]:
+    """The offsets of `command` outside any sh quoting ('...', "...", a backslash's next
+    character): where a word of the command itself, not of a value, may start."""
+    found: set[int] = set()
+    quote = ""
+    escaped = False
+    for i, char in enumerate(command):
+        if escaped:
+            escaped = False
+        elif quote:
+            if char == quote or (quote == '"' and char == "\\"):
+                quote = "" if char == quote else quote
+                escaped = char == "\\"
+        elif char in "'\"":
+            quote = char
+        elif char == "\\":
+            escaped = True
+        else:
+            found.add(i)
+    return found
 
 
 def pip_step(
