@@ -146,3 +146,29 @@ def test_every_entry_quotes_its_examples_or_says_they_are_constructed() -> None:
             # request, a gist, a paste) or the page that prints the line.
             quoted = r"github\.com/|pastebin\.com/|forums\.developer\.nvidia\.com/|dynamic-page-retirement"
             assert re.search(quoted, message.source), message.id
+
+
+# Prefixes a catalog pattern begins with, repeated so that an unbounded `[^)]*` or `.*` after
+# them would scan to the end of the text from every one (quadratic time).
+ADVERSARIAL = [
+    "NVRM: Xid (",
+    "NVRM: Xid (\n",
+    "NVRM: GPU ",
+    "NCCL WARN ",
+    "Could not load dynamic library '",
+]
+
+
+@pytest.mark.parametrize("prefix", ADVERSARIAL)
+def test_no_pattern_takes_quadratic_time_on_its_own_prefix_repeated(prefix: str) -> None:
+    """A pasted text (or an MCP call) is at most 16 MiB: 256 KiB of one pattern's prefix,
+    repeated, must be answered in well under a second, as a real log is. Before the patterns
+    were bounded, 64 KiB of "NVRM: Xid (" took 9 s."""
+    import time
+
+    from gpucheck import explain
+
+    text = prefix * (256 * 1024 // len(prefix))
+    start = time.process_time()
+    explain(text)
+    assert time.process_time() - start < 2.0
