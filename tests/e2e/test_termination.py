@@ -15,13 +15,19 @@ from conftest import Simulate
 from sim.scenario import h100_node, sleep
 
 
-def _nvml_children() -> list[int]:
+def _nvml_children(root: str) -> list[int]:
+    """The NVML probe children of the simulated machine at `root`: its GPUCHECK_ROOT in their
+    environment, so a test run beside this one (another suite on the machine) is not counted."""
+    mark = f"GPUCHECK_ROOT={root}".encode()
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    if b"scripts/nvml.py" in fh.read():
+                    if b"scripts/nvml.py" not in fh.read():
+                        continue
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    if mark in fh.read().split(b"\0"):
                         found.append(int(pid))
             except OSError:
                 pass
@@ -31,7 +37,8 @@ def _nvml_children() -> list[int]:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_termination_ends_the_probe_children_too(simulate: Simulate, signum: int) -> None:
     machine = simulate(h100_node(1, faults=[sleep("nvmlInit", 60)]))
-    before = set(_nvml_children())
+    root = machine.env["GPUCHECK_ROOT"]
+    before = set(_nvml_children(root))
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpucheck", "procs"],
         env={**os.environ, **machine.env},
@@ -40,15 +47,15 @@ def test_termination_ends_the_probe_children_too(simulate: Simulate, signum: int
     )
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not set(_nvml_children()) - before:
+        while time.monotonic() < deadline and not set(_nvml_children(root)) - before:
             time.sleep(0.05)  # the NVML child has started, and hangs in nvmlInit
-        assert set(_nvml_children()) - before, "the NVML child never started"
+        assert set(_nvml_children(root)) - before, "the NVML child never started"
         proc.send_signal(signum)
         assert proc.wait(timeout=20) == -signum  # ended by the signal, as before
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and set(_nvml_children()) - before:
+        while time.monotonic() < deadline and set(_nvml_children(root)) - before:
             time.sleep(0.05)
-        assert set(_nvml_children()) - before == set()
+        assert set(_nvml_children(root)) - before == set()
     finally:
         if proc.poll() is None:
             proc.kill()
