@@ -24,7 +24,7 @@ from gpucheck.report.output_format import FunctionFormat, choose_format, format_
 FORMATTED = {
     "doctor": "text, json, junit or prometheus.",
     "dockerfile": "text, json, junit or prometheus.",
-    "fix": "text, json or sh.",
+    "fix": "text, json, sh or ps1.",
     "fleet": "table, json or csv.",
     "procs": "text or json.",
     "bench": "text or json.",

@@ -30,7 +30,7 @@ from gpucheck.fixplan import other_machine
 from gpucheck.fixplan.apply import ApplyError, RecordError, apply_plan, read_record
 from gpucheck.fixplan.apply import undo as undo_journal
 from gpucheck.fixplan.making import PlanRequest, make_plan, recheck
-from gpucheck.fixplan.render import FORMATS, render_text
+from gpucheck.fixplan.render import FORMATS, render_text, script_refusal
 from gpucheck.model.plural import counted
 from gpucheck.report.text import printable
 
@@ -60,7 +60,7 @@ def fix(
         ),
     ] = None,
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text, json or sh.")] = "text",
+    fmt: Annotated[str, format_option("text, json, sh or ps1.")] = "text",
     output: OutputOpt = None,
     apply: Annotated[
         bool,
@@ -107,6 +107,9 @@ def fix(
                 compat_dirs=tuple(compat_dir or ()),
             )
         )
+        refusal = script_refusal(plan, chosen.name)
+        if refusal is not None:
+            raise UserError(f"--format {chosen.name}: {refusal}")
         if not apply:
             write_output(output, lambda stream: chosen.write(plan, stream))
             raise typer.Exit(ExitStatus.FAILED if plan.conflicts else ExitStatus.OK)

@@ -62,7 +62,11 @@ def report_findings(data: bytes) -> list[Finding] | None:
 def plan_for(snapshot: Snapshot, findings: list[Finding], from_file: str | None) -> Plan:
     host = snapshot.system.host
     plan_host = PlanHost(
-        snapshot.system.hostname, host.host_id, host.host_id_source, from_file=from_file
+        snapshot.system.hostname,
+        host.host_id,
+        host.host_id_source,
+        from_file=from_file,
+        os=snapshot.system.os or None,
     )
     envs = [e.python for e in snapshot.environments]
     return build_plan(findings, plan_host, envs)

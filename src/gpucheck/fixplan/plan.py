@@ -23,8 +23,9 @@ from gpucheck.version import __version__
 
 PLAN_KIND = "gpucheck-fix-plan"  # a file without this is not one of our plans
 # 1.1 added the plan's notes and a finding's not_planned (fix --from a report: what this
-# gpucheck did not derive again from the report's snapshot, never planned from its text)
-PLAN_SCHEMA_VERSION = "1.1"
+# gpucheck did not derive again from the report's snapshot, never planned from its text);
+# 1.2 the host's operating system (its commands are PowerShell's on Windows: fix --format ps1)
+PLAN_SCHEMA_VERSION = "1.2"
 
 
 class PlanHost(Struct):
@@ -34,6 +35,7 @@ class PlanHost(Struct):
     host_id: str | None = None
     host_id_source: str | None = None
     from_file: str | None = None  # the plan was made from this saved report or snapshot
+    os: str | None = None  # the snapshot's system.os ("Linux", "Windows"); None: unknown
 
 
 class PlanFinding(Struct):

@@ -1,9 +1,11 @@
-"""The plan as text for a person, as a POSIX shell script (`set -e`, a comment per step; what a
-person must do stays a comment), and as JSON (with its schema)."""
+"""The plan as text for a person, as a script for the machine's own shell (POSIX sh, or
+PowerShell for a Windows machine's plan: a comment per step; what a person must do stays a
+comment), and as JSON (with its schema)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import IO, Any
 
 import msgspec
@@ -91,13 +93,44 @@ def _step_lines(step: PlanStep) -> list[str]:
 
 
 def render_sh(plan: Plan, out: IO[str]) -> None:
-    """The plan as a script. A command is written as the fix built it (every value in it one
-    quoted word); everything else is a comment, through comment(), so no value ends it."""
+    """The plan as a POSIX sh script. A command is written as the fix built it (every value in
+    it one quoted word); everything else is a comment, through comment(), so no value ends it."""
     out.write("#!/bin/sh\n")
     out.write(f"# gpucheck fix plan ({comment(_where(plan))}, {comment(plan.created_at)}): ")
     out.write("read before running.\n")
     out.write("# Steps a command cannot do are comments; run the rest in this order.\n")
     out.write("set -e\n")
+    _script_body(plan, out, lambda command: f"{command}\n")
+
+
+def render_ps1(plan: Plan, out: IO[str]) -> None:
+    """The plan of a Windows machine as a PowerShell script: its commands were built with
+    PowerShell's quoting (model/shell.py); each one's exit status stops the script, as `set -e`
+    does in sh (PowerShell's Stop preference covers cmdlets, not native programs)."""
+    out.write(f"# gpucheck fix plan ({comment(_where(plan))}, {comment(plan.created_at)}): ")
+    out.write("read before running.\n")
+    out.write("# Steps a command cannot do are comments; run the rest in this order.\n")
+    out.write("#Requires -Version 7.0\n")  # its commands may join two with &&
+    out.write("$ErrorActionPreference = 'Stop'\n")
+    _script_body(
+        plan, out, lambda command: f"{command}\nif ($LASTEXITCODE) {{ exit $LASTEXITCODE }}\n"
+    )
+
+
+def script_refusal(plan: Plan, name: str) -> str | None:
+    """Why the script format `name` cannot carry this plan's commands (they were built for the
+    other shell), or None where it can: a script must run in the shell its commands are for."""
+    windows = plan.host.os == "Windows"
+    if name == "sh" and windows:
+        return "this plan is of a Windows machine, whose commands are PowerShell's: use ps1"
+    if name == "ps1" and not windows:
+        return "this plan's commands are POSIX shell commands: use sh"
+    return None
+
+
+def _script_body(plan: Plan, out: IO[str], command_lines: Callable[[str], str]) -> None:
+    """What both scripts hold: the notes, each step as comments and its command, the conflicts
+    and what was not planned. `#` starts a comment line in sh and in PowerShell alike."""
     for note in plan.notes:
         out.write(f"# {comment(note)}\n")
     for step in plan.steps:
@@ -110,7 +143,7 @@ def render_sh(plan: Plan, out: IO[str]) -> None:
         if step.command:
             if not step.local:
                 out.write(f"#    {comment(step.why_not_local or '')}\n")
-            out.write(f"{step.command}\n")
+            out.write(command_lines(step.command))
         else:
             out.write(f"#    ({step.kind.value}: {comment(step.why_not_local or '')})\n")
     for conflict in plan.conflicts:
@@ -142,6 +175,7 @@ FORMATS: dict[str, Format[Plan]] = format_table(
     FunctionFormat("text", render_text),
     FunctionFormat("json", render_json),
     FunctionFormat("sh", render_sh),
+    FunctionFormat("ps1", render_ps1),
 )
 
 
