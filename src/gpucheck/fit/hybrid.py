@@ -161,13 +161,18 @@ def _at_least_zero(cfg: dict[str, Any], name: str, default: int) -> int:
 
 
 def _pattern(cfg: dict[str, Any], hidden: int, layers: int, number: Number) -> Plan:
-    """Nemotron-H: hybrid_override_pattern, one character a layer: M Mamba-2, * attention,
-    - MLP, E experts."""
-    pattern = str(cfg.get("hybrid_override_pattern") or "")
+    """Nemotron-H: each layer one block, by hybrid_override_pattern (one character a layer: M
+    Mamba-2, * attention, - MLP, E experts) or layers_block_type (mamba, attention, mlp, moe)."""
+    kinds = cfg.get("layers_block_type")
+    if isinstance(kinds, list):  # the newer spelling: one word a layer
+        letters = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        pattern = "".join(letters.get(str(k), "?") for k in kinds)
+    else:
+        pattern = str(cfg.get("hybrid_override_pattern") or "")
     if len(pattern) != layers or set(pattern) - set("M*-E"):
         raise ModelError(
-            f"hybrid_override_pattern {pattern[:80]!r} is not one of M, *, - and E for each of "
-            f"the {layers} layers"
+            f"hybrid_override_pattern/layers_block_type {pattern[:80]!r} is not one of M (mamba), "
+            f"* (attention), - (mlp) and E (moe) for each of the {layers} layers"
         )
     mixer = _mamba2(cfg, hidden, number, "mamba_")
     return Plan(mixer, pattern.count("M"), pattern.count("*"),
