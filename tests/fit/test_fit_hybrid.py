@@ -72,7 +72,7 @@ def test_jamba_serving_keeps_a_recurrent_state_that_does_not_grow_with_length() 
         est = estimate(shape, Setup(mode="infer", dtype="bf16", batch=2, seq=seq))
         parts[seq] = {p.name: p.bytes for p in est.parts}
     # 28 Mamba layers x ((4 - 1) x 8192 conv + 8192 x 16 SSM) x 2 B x batch 2.
-    assert parts[1000]["recurrent_state"] == parts[100_000]["recurrent_state"] == 17_432_576
+    assert parts[1000]["ssm_state"] == parts[100_000]["ssm_state"] == 17_432_576
     # KV of the 4 attention layers only: 4 x 2 x 8 x 128 x 1000 tokens x 2 B x batch 2.
     assert parts[1000]["kv_cache"] == 32_768_000
 
@@ -85,7 +85,7 @@ def test_a_pure_state_space_model_is_served_with_no_kv_cache(gpucheck) -> None: 
     data = json.loads(result.stdout)
     jsonschema.Draft202012Validator(fit_schema()).validate(data)
     names = [p["name"] for p in data["per_gpu"]["parts"]]
-    assert "recurrent_state" in names and "kv_cache" not in names
+    assert "ssm_state" in names and "kv_cache" not in names
     assert data["model"]["mamba_layers"] == 48 and data["model"]["attention_layers"] == 0
     assert data["schema_version"] == "1.2"
 

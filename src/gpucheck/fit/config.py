@@ -273,7 +273,9 @@ def _kv_heads(r: _Reader, model_type: str, family: Family, heads: int) -> int:
 
 def _hybrid(arch: Arch, hybrid: Plan, notes: list[str]) -> Arch:
     moe = arch.moe_layers if hybrid.moe_layers is None or arch.experts <= 1 else hybrid.moe_layers
-    notes.append(hybrid.how + ": a recurrent state per sequence beside the attention layers' KV")
+    kv = f"beside the KV of its {hybrid.attention_layers} attention layers" if (
+        hybrid.attention_layers) else "and no KV cache"  # fmt: skip
+    notes.append(f"{hybrid.how}: a recurrent state per sequence {kv}")
     return replace(
         arch, attention_layers=hybrid.attention_layers, mlp_layers=hybrid.mlp_layers,
         mamba_layers=hybrid.mamba_layers, mixer=hybrid.mixer, moe_layers=min(moe, hybrid.mlp_layers),

@@ -80,7 +80,7 @@ def finish(
     parts: list[Part], per_sample: float | None, assumptions: list[str], lower_bound: bool = False
 ) -> Estimate:
     tensors = sum(p.bytes for p in parts)
-    growing = {"activations", "kv_cache", "cross_kv_cache", "recurrent_state"}
+    growing = {"activations", "kv_cache", "cross_kv_cache", "ssm_state"}
     fixed = sum(p.bytes for p in parts if p.name not in growing)
     parts.append(
         Part("fragmentation", tensors * FRAGMENTATION, f"{FRAGMENTATION:.0%} of the tensors")

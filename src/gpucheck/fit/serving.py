@@ -53,7 +53,7 @@ def infer(shape: ModelShape, setup: Setup) -> Estimate:
             state = shape.recurrent_elements / tp * stage * act
             kv += state
             parts.append(Part(
-                "recurrent_state", state * setup.batch,
+                "ssm_state", state * setup.batch,
                 f"{shape.mamba_layers} Mamba layers x {shape.recurrent_per_layer:,} (conv + SSM "
                 f"state) x {act:g} B" + (f" / {tp} GPUs" if tp > 1 else "")
                 + f", the same at any length, x batch {setup.batch}",
