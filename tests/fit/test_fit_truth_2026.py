@@ -8,6 +8,7 @@ says how precisely the source gives its figure ("116.8B" to 0.1B: 0.1%; "52B" to
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -61,6 +62,9 @@ ROWS: list[tuple[str, Callable[[], float], float, float, str]] = [
      "Jamba, arXiv:2403.19887 Table 1: KV cache at 256K context, 16-bit: 4GB"),
     ("Mamba 2.8B total", lambda: cfg("mamba-2.8b").params, 2.8e9, 0.018,
      "Gu and Dao, arXiv:2312.00752: Mamba-2.8B (state-spaces/mamba-2.8b)"),
+    ("Qwen2.5-VL-7B total", lambda: cfg("qwen2.5-vl-7b-instruct").params, 8.29e9, 0.0006,
+     "a public verl training log (EvaHan2026 run, read through the code index) loading "
+     "Qwen2.5-VL-7B-Instruct: Qwen2_5_VLForConditionalGeneration contains 8.29B parameters"),
     ("Mamba-2 780M total", lambda: cfg("mamba2-780m").params, 780e6, 0.001,
      "Dao and Gu, arXiv:2405.21060: Mamba-2 780M (state-spaces/mamba2-780m)"),
 ]  # fmt: skip
@@ -82,6 +86,18 @@ def test_a_state_space_model_keeps_no_kv_cache_only_its_recurrent_state() -> Non
     shape = cfg("mamba2-780m")
     assert shape.kv_elements(100_000) == 0
     assert shape.recurrent_elements == 48 * (3 * 3328 + 3072 * 128)
+
+
+def test_text_only_leaves_the_vision_tower_out(gpucheck) -> None:  # type: ignore[no-untyped-def]
+    config = str(FIT / "qwen2.5-vl-7b-instruct" / "config.json")
+    args = ("fit", config, "--infer", "--gpu-memory", "80GiB", "--json")
+    whole = json.loads(gpucheck(*args).stdout)["model"]["params"]
+    text = json.loads(gpucheck(*args, "--text-only").stdout)
+    # The ViT: Conv3d 3 x 2 x 14 x 14 x 1280 = 1,505,280; 32 blocks of 19,702,200 (2 RMSNorms,
+    # QKV 1280 -> 3840 and output projection with biases, a biased SwiGLU of 3420); merger
+    # 1280 + 5120 x 5120 + 5120 + 5120 x 3584 + 3584 = 44,574,464.
+    assert whole - text["model"]["params"] == 1_505_280 + 32 * 19_702_200 + 44_574_464
+    assert any("--text-only: 676,550,144 tower parameters left out" in n for n in text["notes"])
 
 
 def test_only_jambas_attention_layers_keep_kv() -> None:

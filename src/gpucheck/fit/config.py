@@ -12,6 +12,7 @@ from gpucheck.fit.families import ALIASES, FAMILIES, GATED_ACTIVATIONS, NOT_READ
 from gpucheck.fit.hybrid import Plan, plan
 from gpucheck.fit.params import Arch, count
 from gpucheck.fit.quantization_config import read_format
+from gpucheck.fit.towers import towers
 from gpucheck.fit.shape import ModelError, ModelShape, read_json
 
 # Field names across families, first present wins.
@@ -100,9 +101,16 @@ def from_config(path: Path) -> ModelShape:
     counts = count(arch)
     linears = counts.linears
     attention = arch.attention_layers != 0  # a pure state-space model has no attention
+    found, uncounted = towers(raw, arch.hidden)
+    tower_params = sum(t.params for t in found)
+    notes += uncounted + [
+        f"{t.name} tower in the weights: {t.params:,} params ({t.how}); --text-only leaves it out"
+        for t in found
+    ]
     return ModelShape(
         source=str(path),
-        params=counts.total,
+        params=counts.total + tower_params,
+        tower_params=tower_params,
         architecture=arch_name or model_type or None,
         family=model_type or None,
         layers=arch.layers,

@@ -103,8 +103,6 @@ NOT_READ: dict[str, str] = {
     "num_nextn_predict_layers": "num_nextn_predict_layers {value}: the multi-token-prediction "
     "layer(s) are not counted in the weights (engines that load them for speculative decoding "
     "need more)",
-    "vision_config": "vision tower (vision_config) not counted: the language model only",
-    "audio_config": "audio tower (audio_config) not counted: the language model only",
     "cross_attention_layers": "cross-attention layers {value} not counted",
     "num_mem_blocks": "shared memory blocks (num_mem_blocks {value}) not counted",
     "use_shared_attention_adapter": "shared attention adapters not counted",

@@ -75,6 +75,7 @@ class ModelShape:
     attention_layers: int | None = None
     mamba_layers: int = 0
     recurrent_per_layer: int = 0
+    tower_params: int = 0  # vision/audio towers and projectors (towers.py), inside `params`
     # Encoder-decoder: cross-attention K and V per encoder token over the decoder's layers.
     encoder_layers: int | None = None
     cross_kv_per_token: int | None = None
@@ -136,6 +137,16 @@ class ModelShape:
 
     def with_params(self, params: int, source: str) -> ModelShape:
         return replace(self, params=params, source=source)
+
+
+def without_towers(shape: ModelShape, notes: list[str]) -> ModelShape:
+    """--text-only: the language model alone (its weights; a file's stored bytes stay whole)."""
+    if not shape.tower_params:
+        notes.append("--text-only: this model has no vision or audio tower fit counted")
+        return shape
+    notes.append(f"--text-only: {shape.tower_params:,} tower parameters left out")
+    return replace(shape, params=shape.params - shape.tower_params, tower_params=0,
+                   param_bytes=None, param_dtypes={})  # fmt: skip
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
