@@ -115,6 +115,23 @@ def test_a_field_fit_does_not_read_is_said(tmp_path: Path, extra: dict[str, Any]
     assert any(said in note for note in shape.notes), shape.notes
 
 
+def test_llama4_counts_its_shared_expert_and_interleaved_moe_layers(tmp_path: Path) -> None:
+    shape = write(tmp_path, {"model_type": "llama4_text", "hidden_size": 64,
+                             "num_hidden_layers": 4, "num_attention_heads": 4,
+                             "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100,
+                             "intermediate_size": 32, "intermediate_size_mlp": 128,
+                             "num_local_experts": 4, "num_experts_per_tok": 1,
+                             "interleave_moe_layer_step": 2})  # fmt: skip
+    # Layers 1 and 3 are MoE: 4 routed experts + 1 shared, each 3 x 64 x 32, router 64 x 4;
+    # layers 0 and 2 a dense MLP of 3 x 64 x 128. Attention 2 x 64 x 64 + 2 x 64 x 32 a layer.
+    attention, norms = 12_288, 128
+    moe, dense = 5 * 6_144 + 256, 24_576
+    body = 4 * (attention + norms) + 2 * moe + 2 * dense
+    assert shape.params == body + 2 * 100 * 64 + 64
+    # One routed expert and the shared one a token.
+    assert shape.active == shape.params - 2 * 3 * 6_144
+
+
 def test_gpt_oss_counts_its_attention_sinks_and_biases(tmp_path: Path) -> None:
     base = json.loads((FIT / "gpt-oss-20b" / "config.json").read_text())
     shape = write(tmp_path, base)

@@ -65,6 +65,10 @@ ROWS: list[tuple[str, Callable[[], float], float, float, str]] = [
     ("Qwen2.5-VL-7B total", lambda: cfg("qwen2.5-vl-7b-instruct").params, 8.29e9, 0.0006,
      "a public verl training log (EvaHan2026 run, read through the code index) loading "
      "Qwen2.5-VL-7B-Instruct: Qwen2_5_VLForConditionalGeneration contains 8.29B parameters"),
+    ("DeepSeek-V3 with its MTP module", lambda: cfg("deepseek-v3").params
+     + cfg("deepseek-v3").mtp_params, 685e9, 0.001,
+     "DeepSeek-V3 model card (huggingface.co/deepseek-ai/DeepSeek-V3): the total size on Hugging "
+     "Face is 685B, 671B of the Main Model weights and 14B of the MTP Module weights"),
     ("Mamba-2 780M total", lambda: cfg("mamba2-780m").params, 780e6, 0.001,
      "Dao and Gu, arXiv:2405.21060: Mamba-2 780M (state-spaces/mamba2-780m)"),
 ]  # fmt: skip

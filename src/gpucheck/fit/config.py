@@ -111,6 +111,7 @@ def from_config(path: Path) -> ModelShape:
         source=str(path),
         params=counts.total + tower_params,
         tower_params=tower_params,
+        mtp_params=counts.mtp,
         architecture=arch_name or model_type or None,
         family=model_type or None,
         layers=arch.layers,
@@ -222,7 +223,8 @@ def _arch(
         mlp_bias=family.mlp_bias or bool(biased) or bool(mlp_bias),
         norm_bias=family.norm_bias, norms_per_layer=family.norms_per_layer,
         qk_norm=family.qk_norm, positions=learned, router_bias=family.router_bias,
-        sinks=family.sinks,
+        sinks=family.sinks, mtp_layers=r.number(("num_nextn_predict_layers",), minimum=0,
+                                                limit="layers") or 0,
         parallel_single_norm=model_type in ("falcon", "refinedwebmodel")
         and r.flag("parallel_attn") is not False
         and not r.flag("new_decoder_architecture"),

@@ -101,8 +101,8 @@ ALIASES: dict[str, tuple[str, str]] = {
 NOT_READ: dict[str, str] = {
     "attention_chunk_size": "attention_chunk_size {value} not read: KV counted as full attention",
     "num_nextn_predict_layers": "num_nextn_predict_layers {value}: the multi-token-prediction "
-    "layer(s) are not counted in the weights (engines that load them for speculative decoding "
-    "need more)",
+    "module(s) are stored in the checkpoint but not counted in the weights (an engine that "
+    "loads them for speculative decoding needs more; the JSON's mtp_params)",
     "cross_attention_layers": "cross-attention layers {value} not counted",
     "num_mem_blocks": "shared memory blocks (num_mem_blocks {value}) not counted",
     "use_shared_attention_adapter": "shared attention adapters not counted",

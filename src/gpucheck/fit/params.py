@@ -46,6 +46,7 @@ class Arch:
     mlp_layers: int | None = None
     mamba_layers: int = 0
     mixer: Mixer | None = None
+    mtp_layers: int = 0  # DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers)
     # MLA (DeepSeek-V2/V3)
     mla: bool = False
     q_lora_rank: int | None = None
@@ -74,6 +75,7 @@ class Counts:
     embedding: int
     head: int
     linears: tuple[Linear, ...]
+    mtp: int = 0  # the multi-token-prediction modules as the checkpoint stores them
 
 
 def _norm(arch: Arch, width: int) -> int:
@@ -163,6 +165,7 @@ def count(arch: Arch) -> Counts:
         linears += [Linear(x.name, x.inputs, x.outputs, arch.mamba_layers) for x in block_lin]
     active = total
     linears += [Linear(x.name, x.inputs, x.outputs, dense_layers) for x in dense_lin]
+    ffn = dense  # the MLP of an MTP module's layer: the MoE block where there are experts
     if arch.moe_layers:
         expert, expert_lin = mlp(arch, arch.moe_intermediate)
         shared, shared_lin = (
@@ -171,6 +174,7 @@ def count(arch: Arch) -> Counts:
         router = h * arch.experts + (h if arch.shared_gate else 0)
         router += arch.experts if arch.router_bias else 0
         per_layer = arch.experts * expert + shared + router
+        ffn = per_layer
         total += arch.moe_layers * per_layer
         active += arch.moe_layers * (arch.experts_per_token * expert + shared + router)
         linears += [
@@ -193,7 +197,10 @@ def count(arch: Arch) -> Counts:
         linears += [Linear("cross_" + x.name, x.inputs, x.outputs, L) for x in cross_lin]
         embedding += arch.encoder_positions * h
     rest = embedding + head + final + extra
-    return Counts(total + rest, active + rest, embedding, head, tuple(linears))
+    # An MTP module (DeepSeek-V3 section 2.2): one more layer, a projection of [h; embedding]
+    # (2h -> h), three RMSNorms, and its own copies of the embedding and the output head.
+    mtp = arch.mtp_layers * (attn + norms + ffn + 2 * h * h + 3 * h + 2 * arch.vocab * h)
+    return Counts(total + rest, active + rest, embedding, head, tuple(linears), mtp)
 
 
 def _encoder(arch: Arch) -> int:

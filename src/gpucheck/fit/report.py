@@ -96,6 +96,8 @@ class FitReport:
                 "attention_layers": self.shape.kv_layers if self.shape.layers else None,
                 "mamba_layers": self.shape.mamba_layers,
                 "recurrent_state_elements": self.shape.recurrent_elements,
+                "tower_params": self.shape.tower_params,
+                "mtp_params": self.shape.mtp_params,
             },
             "setup": {
                 "mode": s.mode,

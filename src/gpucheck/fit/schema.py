@@ -48,6 +48,8 @@ def fit_schema() -> dict[str, Any]:
             },
             "attention_layers": {**MAYBE_INT, "description": "layers that keep a KV cache"},
             "mamba_layers": COUNT,
+            "tower_params": {**COUNT, "description": "vision/audio towers, inside params"},
+            "mtp_params": {**COUNT, "description": "multi-token-prediction modules, not in params"},
             "recurrent_state_elements": {
                 **COUNT,
                 "description": "Mamba layers' conv + SSM state of one sequence, any length",

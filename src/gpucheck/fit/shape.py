@@ -76,6 +76,7 @@ class ModelShape:
     mamba_layers: int = 0
     recurrent_per_layer: int = 0
     tower_params: int = 0  # vision/audio towers and projectors (towers.py), inside `params`
+    mtp_params: int = 0  # multi-token-prediction modules: stored, not in `params` (not loaded)
     # Encoder-decoder: cross-attention K and V per encoder token over the decoder's layers.
     encoder_layers: int | None = None
     cross_kv_per_token: int | None = None
