@@ -103,7 +103,7 @@ def test_training_a_mamba_model_says_its_activations_are_not_modelled() -> None:
         ({"attention_chunk_size": 8192}, "attention_chunk_size 8192 not read: KV counted as "
          "full attention"),
         ({"num_nextn_predict_layers": 1}, "num_nextn_predict_layers 1: the multi-token-"
-         "prediction layer(s) are not counted"),
+         "prediction module(s) are stored in the checkpoint but not counted in the weights"),
         ({"vision_config": {"hidden_size": 1280}}, "vision tower (vision_config) not counted"),
         ({"model_type": "qwen2_5_vl"}, "model_type 'qwen2_5_vl' estimated as the qwen2 family"),
     ],
