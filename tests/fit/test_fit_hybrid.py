@@ -108,7 +108,9 @@ def test_training_a_mamba_model_says_its_activations_are_not_modelled() -> None:
         ({"model_type": "qwen2_5_vl"}, "model_type 'qwen2_5_vl' estimated as the qwen2 family"),
     ],
 )  # fmt: skip
-def test_a_field_fit_does_not_read_is_said(tmp_path: Path, extra: dict[str, Any], said: str) -> None:
+def test_a_field_fit_does_not_read_is_said(
+    tmp_path: Path, extra: dict[str, Any], said: str
+) -> None:
     llama = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
              "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}  # fmt: skip
     shape = write(tmp_path, {**llama, **extra})

@@ -106,9 +106,9 @@ def test_an_unknown_method_is_said_in_the_report_not_silent(gpucheck, tmp_path: 
     assert said in text
 
 
-def test_a_quantised_checkpoint_is_served_in_its_own_format_by_default(
+def test_a_quantised_checkpoint_is_served_in_its_own_format_by_default(  # type: ignore[no-untyped-def]
     gpucheck, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**TINY, "quantization_config": {
         "quant_method": "fp8", "weight_block_size": [128, 128]}}))  # fmt: skip

@@ -12,8 +12,8 @@ from gpucheck.fit.families import ALIASES, FAMILIES, GATED_ACTIVATIONS, NOT_READ
 from gpucheck.fit.hybrid import Plan, plan
 from gpucheck.fit.params import Arch, count
 from gpucheck.fit.quantization_config import read_format
-from gpucheck.fit.towers import towers
 from gpucheck.fit.shape import ModelError, ModelShape, read_json
+from gpucheck.fit.towers import towers
 
 # Field names across families, first present wins.
 _HIDDEN = ("hidden_size", "n_embd", "d_model", "dim")
@@ -283,13 +283,20 @@ def _kv_heads(r: _Reader, model_type: str, family: Family, heads: int) -> int:
 
 def _hybrid(arch: Arch, hybrid: Plan, notes: list[str]) -> Arch:
     moe = arch.moe_layers if hybrid.moe_layers is None or arch.experts <= 1 else hybrid.moe_layers
-    kv = f"beside the KV of its {hybrid.attention_layers} attention layers" if (
-        hybrid.attention_layers) else "and no KV cache"  # fmt: skip
+    kv = (
+        f"beside the KV of its {hybrid.attention_layers} attention layers"
+        if (hybrid.attention_layers)
+        else "and no KV cache"
+    )
     notes.append(f"{hybrid.how}: a recurrent state per sequence {kv}")
     return replace(
-        arch, attention_layers=hybrid.attention_layers, mlp_layers=hybrid.mlp_layers,
-        mamba_layers=hybrid.mamba_layers, mixer=hybrid.mixer, moe_layers=min(moe, hybrid.mlp_layers),
-    )  # fmt: skip
+        arch,
+        attention_layers=hybrid.attention_layers,
+        mlp_layers=hybrid.mlp_layers,
+        mamba_layers=hybrid.mamba_layers,
+        mixer=hybrid.mixer,
+        moe_layers=min(moe, hybrid.mlp_layers),
+    )
 
 
 def _not_read(raw: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
@@ -318,8 +325,11 @@ def _moe(r: _Reader, model_type: str, arch: Arch) -> Arch:
     shared += n_shared * width
     if model_type == "llama4_text":  # one shared expert of the experts' width; dense layers wider
         shared += width
-        arch = replace(arch, intermediate=r.number(("intermediate_size_mlp",),
-                                                   limit="intermediate") or arch.intermediate)  # fmt: skip
+        arch = replace(
+            arch,
+            intermediate=r.number(("intermediate_size_mlp",), limit="intermediate")
+            or arch.intermediate,
+        )
     first_dense = r.number(("first_k_dense_replace",), minimum=0, limit="layers") or 0
     step = r.number(("decoder_sparse_step", "moe_layer_freq", "interleave_moe_layer_step"),
                     limit="layers") or 1  # fmt: skip

@@ -79,8 +79,14 @@ def plan(
         return _pattern(cfg, hidden, layers, number)
     if model_type == "falcon_h1":
         mixer = _mamba2(cfg, hidden, number, "mamba_", norm_default=False)
-        return Plan(mixer, layers, layers, layers, 0,
-                    "Falcon-H1: attention and Mamba-2 side by side in every layer, then an MLP")  # fmt: skip
+        return Plan(
+            mixer,
+            layers,
+            layers,
+            layers,
+            0,
+            "Falcon-H1: attention and Mamba-2 side by side in every layer, then an MLP",
+        )
     kinds = cfg.get("layers_block_type") or cfg.get("layer_types")
     if isinstance(kinds, list) and any(isinstance(k, str) and "mamba" in k for k in kinds):
         mamba = sum(1 for k in kinds if isinstance(k, str) and "mamba" in k)
@@ -88,8 +94,14 @@ def plan(
         mixer = _mamba2(cfg, hidden, number, "mamba_") if _has(cfg, "mamba_n_heads",
                    "mamba_num_heads") else _mamba1(cfg, hidden, number, "mamba_", "d_state",
                                                    "d_conv", "expand")  # fmt: skip
-        return Plan(mixer, mamba, attention, layers, None,
-                    f"layer types: {mamba} Mamba, {attention} attention")
+        return Plan(
+            mixer,
+            mamba,
+            attention,
+            layers,
+            None,
+            f"layer types: {mamba} Mamba, {attention} attention",
+        )
     return None
 
 
@@ -175,7 +187,12 @@ def _pattern(cfg: dict[str, Any], hidden: int, layers: int, number: Number) -> P
             f"* (attention), - (mlp) and E (moe) for each of the {layers} layers"
         )
     mixer = _mamba2(cfg, hidden, number, "mamba_")
-    return Plan(mixer, pattern.count("M"), pattern.count("*"),
-                pattern.count("-") + pattern.count("E"), pattern.count("E"),
-                f"hybrid_override_pattern: {pattern.count('M')} Mamba-2, {pattern.count('*')} "
-                f"attention, {pattern.count('-')} MLP, {pattern.count('E')} MoE layers")  # fmt: skip
+    return Plan(
+        mixer,
+        pattern.count("M"),
+        pattern.count("*"),
+        pattern.count("-") + pattern.count("E"),
+        pattern.count("E"),
+        f"hybrid_override_pattern: {pattern.count('M')} Mamba-2, {pattern.count('*')} "
+        f"attention, {pattern.count('-')} MLP, {pattern.count('E')} MoE layers",
+    )

@@ -121,9 +121,12 @@ def mamba(arch: Arch, m: Mixer) -> tuple[int, list[Linear]]:
     """One Mamba or Mamba-2 block's parameters and its linear layers (hybrid.py's layout)."""
     h = arch.hidden
     if m.version == 1:
-        lin = [Linear("in_proj", h, 2 * m.d_inner, 1),
-               Linear("x_proj", m.d_inner, m.dt_rank + 2 * m.d_state, 1),
-               Linear("dt_proj", m.dt_rank, m.d_inner, 1), Linear("out_proj", m.d_inner, h, 1)]
+        lin = [
+            Linear("in_proj", h, 2 * m.d_inner, 1),
+            Linear("x_proj", m.d_inner, m.dt_rank + 2 * m.d_state, 1),
+            Linear("dt_proj", m.dt_rank, m.d_inner, 1),
+            Linear("out_proj", m.d_inner, h, 1),
+        ]
         per_channel = m.d_state + 2  # A_log row, D, dt_proj's bias
     else:
         projected = 2 * m.d_inner + 2 * m.groups * m.d_state + m.heads

@@ -130,8 +130,13 @@ def _format(method: str, q: dict[str, Any], skip: tuple[str, ...]) -> WeightForm
         block = q.get("weight_block_size")
         if isinstance(block, list) and len(block) == 2 and all(_int(b, 0) > 0 for b in block):
             area = block[0] * block[1]
-            return WeightFormat(method, "fp8", 8 + 32 / area,
-                                f"FP8, fp32 scale per {block[0]}x{block[1]} block", skip=skip)  # fmt: skip
+            return WeightFormat(
+                method,
+                "fp8",
+                8 + 32 / area,
+                f"FP8, fp32 scale per {block[0]}x{block[1]} block",
+                skip=skip,
+            )
         if method == "fbgemm_fp8":
             return WeightFormat(method, "fp8", 8, "FP8, fp32 scale per row", per_row_bits=32,
                                 skip=skip)  # fmt: skip
@@ -171,8 +176,13 @@ def _compressed_tensors(q: dict[str, Any], skip: tuple[str, ...]) -> WeightForma
         block = weights.get("block_structure")
         if strategy == "block" and isinstance(block, list) and len(block) == 2:
             area = _int(block[0], 1) * _int(block[1], 1)
-            return WeightFormat("compressed-tensors", "fp8", 8 + 32 / max(1, area),
-                                f"FP8, scale per {block[0]}x{block[1]} block", skip=skip)  # fmt: skip
+            return WeightFormat(
+                "compressed-tensors",
+                "fp8",
+                8 + 32 / max(1, area),
+                f"FP8, scale per {block[0]}x{block[1]} block",
+                skip=skip,
+            )
         per_row = 32 if strategy == "channel" else 0
         return WeightFormat("compressed-tensors", "fp8", 8, f"FP8, {strategy} scales",
                             per_row_bits=per_row, skip=skip)  # fmt: skip

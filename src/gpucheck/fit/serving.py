@@ -133,9 +133,8 @@ def _kv_how(shape: ModelShape, setup: Setup, kv_dtype: str, tp: int, pp: int) ->
     kv_b = DTYPE_BYTES[kv_dtype]
     s = setup.seq or 0
     if shape.mla:
-        each = (
-            f"{shape.kv_layers} layers x {shape.kv_per_layer} latent (kv_lora_rank + qk_rope_head_dim)"
-        )
+        latent = "latent (kv_lora_rank + qk_rope_head_dim)"
+        each = f"{shape.kv_layers} layers x {shape.kv_per_layer} {latent}"
     else:
         heads = shape.kv_heads or 0
         per_gpu = max(1, -(-heads // tp)) if tp > 1 else heads

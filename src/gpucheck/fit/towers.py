@@ -41,8 +41,9 @@ def towers(cfg: dict[str, Any], text_hidden: int) -> tuple[list[Tower], list[str
         sub = cfg.get(key)
         if not isinstance(sub, dict) or not sub:
             continue
-        tower = _qwen2_5_vit(sub, name) if _is_qwen2_5_vit(sub) else _plain_vit(sub, name,
-                                                                                 text_hidden)  # fmt: skip
+        tower = (
+            _qwen2_5_vit(sub, name) if _is_qwen2_5_vit(sub) else _plain_vit(sub, name, text_hidden)
+        )
         if tower is None:
             notes.append(f"{name} tower ({key}) not counted: its width, depth or MLP not given")
         else:
