@@ -104,6 +104,7 @@ NOT_READ: dict[str, str] = {
     "module(s) are stored in the checkpoint but not counted in the weights (an engine that "
     "loads them for speculative decoding needs more; the JSON's mtp_params)",
     "cross_attention_layers": "cross-attention layers {value} not counted",
-    "num_mem_blocks": "shared memory blocks (num_mem_blocks {value}) not counted",
-    "use_shared_attention_adapter": "shared attention adapters not counted",
+    "num_mem_blocks": "Zamba's {value} shared attention blocks not modelled as shared: their "
+    "parameters are counted in every hybrid layer (an overestimate)",
+    "use_shared_attention_adapter": "Zamba's shared attention adapters not counted",
 }

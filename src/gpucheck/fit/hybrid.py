@@ -90,10 +90,14 @@ def plan(
     kinds = cfg.get("layers_block_type") or cfg.get("layer_types")
     if isinstance(kinds, list) and any(isinstance(k, str) and "mamba" in k for k in kinds):
         mamba = sum(1 for k in kinds if isinstance(k, str) and "mamba" in k)
-        attention = sum(1 for k in kinds if isinstance(k, str) and "attention" in k)
-        mixer = _mamba2(cfg, hidden, number, "mamba_") if _has(cfg, "mamba_n_heads",
-                   "mamba_num_heads") else _mamba1(cfg, hidden, number, "mamba_", "d_state",
-                                                   "d_conv", "expand")  # fmt: skip
+        # Zamba's "hybrid" layers run a (shared) attention block beside the Mamba one: KV too.
+        attention = sum(
+            1 for k in kinds if isinstance(k, str) and ("attention" in k or k == "hybrid")
+        )
+        if _has(cfg, "mamba_n_heads", "mamba_num_heads", "n_mamba_heads"):  # Mamba-2 blocks
+            mixer = _mamba2(cfg, hidden, number, "mamba_")
+        else:
+            mixer = _mamba1(cfg, hidden, number, "mamba_", "d_state", "d_conv", "expand")
         return Plan(
             mixer,
             mamba,
@@ -134,8 +138,8 @@ def _mamba1(cfg: dict[str, Any], hidden: int, number: Number, prefix: str, state
 def _mamba2(
     cfg: dict[str, Any], hidden: int, number: Number, prefix: str, norm_default: bool = True
 ) -> Mixer:
-    heads = number((prefix + "n_heads", prefix + "num_heads", "mamba_num_heads", "num_heads")) or 1
-    head_dim = number((prefix + "d_head", prefix + "head_dim", "mamba_head_dim", "head_dim")) or 64
+    heads = number((prefix + "n_heads", prefix + "num_heads", "n_mamba_heads", "num_heads")) or 1
+    head_dim = number((prefix + "d_head", prefix + "head_dim", "mamba_headdim", "head_dim")) or 64
     d_ssm = number((prefix + "d_ssm",))
     d_inner = d_ssm or heads * head_dim
     gated_norm = _flag(cfg, "mamba_rms_norm", norm_default)
@@ -143,7 +147,7 @@ def _mamba2(
         version=2, d_inner=d_inner,
         d_state=number((prefix + "d_state", "ssm_state_size", "state_size")) or 128,
         d_conv=number((prefix + "d_conv", "conv_kernel")) or 4, heads=heads,
-        groups=number((prefix + "n_groups", "n_groups", "mamba_num_groups")) or 1,
+        groups=number((prefix + "n_groups", "n_groups", "mamba_num_groups", "mamba_ngroups")) or 1,
         conv_bias=_flag(cfg, prefix + "conv_bias", _flag(cfg, "use_conv_bias", True)),
         proj_bias=_flag(cfg, prefix + "proj_bias", _flag(cfg, "use_bias", False)),
         inner_norms=d_inner if gated_norm else 0,
