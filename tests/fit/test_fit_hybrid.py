@@ -65,6 +65,18 @@ def test_falcon_h1_runs_attention_and_mamba_in_every_layer(tmp_path: Path) -> No
     assert (shape.mamba_layers, shape.kv_layers) == (3, 3)
 
 
+def test_zamba_style_hybrid_layers_keep_kv_and_a_mamba_state(tmp_path: Path) -> None:
+    shape = write(tmp_path, {"model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 3,
+                             "num_attention_heads": 4, "vocab_size": 100,
+                             "layers_block_type": ["mamba", "hybrid", "mamba"],
+                             "n_mamba_heads": 4, "mamba_headdim": 32, "mamba_ngroups": 1,
+                             "mamba_d_state": 16, "mamba_d_conv": 4, "num_mem_blocks": 2})  # fmt: skip
+    assert (shape.mamba_layers, shape.kv_layers) == (3, 1)
+    # Mamba-2 state: (4 - 1) x (128 + 2 x 16) conv + 128 x 16 SSM.
+    assert shape.recurrent_per_layer == 3 * 160 + 2048
+    assert any("counted in every hybrid layer (an overestimate)" in n for n in shape.notes)
+
+
 def test_jamba_serving_keeps_a_recurrent_state_that_does_not_grow_with_length() -> None:
     shape = from_config(FIT / "jamba-v0.1" / "config.json")
     parts = {}

@@ -89,7 +89,7 @@ def plan(
         )
     kinds = cfg.get("layers_block_type") or cfg.get("layer_types")
     if isinstance(kinds, list) and any(isinstance(k, str) and "mamba" in k for k in kinds):
-        mamba = sum(1 for k in kinds if isinstance(k, str) and "mamba" in k)
+        mamba = sum(1 for k in kinds if isinstance(k, str) and ("mamba" in k or k == "hybrid"))
         # Zamba's "hybrid" layers run a (shared) attention block beside the Mamba one: KV too.
         attention = sum(
             1 for k in kinds if isinstance(k, str) and ("attention" in k or k == "hybrid")
