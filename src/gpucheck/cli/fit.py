@@ -96,7 +96,7 @@ def fit(
         typer.Option(
             "--dtype",
             metavar="DTYPE",
-            help="fp32, fp16, bf16, fp8, int8, int4 or nf4 (default: the checkpoint's "
+            help="fp32, fp16, bf16, fp8, int8, int4, nf4 or fp4 (default: the checkpoint's "
             "quantisation, else bf16).",
             autocompletion=fit_dtypes,
         ),
