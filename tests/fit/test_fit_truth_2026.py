@@ -69,6 +69,10 @@ ROWS: list[tuple[str, Callable[[], float], float, float, str]] = [
      + cfg("deepseek-v3").mtp_params, 685e9, 0.001,
      "DeepSeek-V3 model card (huggingface.co/deepseek-ai/DeepSeek-V3): the total size on Hugging "
      "Face is 685B, 671B of the Main Model weights and 14B of the MTP Module weights"),
+    ("Nemotron-Nano-9B-v2 total", lambda: cfg("nemotron-nano-9b-v2").params, 9e9, 0.056,
+     "NVIDIA-Nemotron-Nano-9B-v2 model card: a 9B-parameter model (given to one digit)"),
+    ("Nemotron-Nano-9B-v2 attention layers", lambda: cfg("nemotron-nano-9b-v2").kv_layers, 4, 0,
+     "same: Mamba-2 and MLP layers combined with just four Attention layers"),
     ("Mamba-2 780M total", lambda: cfg("mamba2-780m").params, 780e6, 0.001,
      "Dao and Gu, arXiv:2405.21060: Mamba-2 780M (state-spaces/mamba2-780m)"),
 ]  # fmt: skip
