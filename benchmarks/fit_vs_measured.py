@@ -11,6 +11,15 @@ On CUDA the figure is torch.cuda.memory_allocated() after the forward (loss incl
 before it, and the peak of forward + backward is printed beside; on the CPU the bytes of the
 distinct storages autograd saved (tests/fit/test_fit_measured.py's measure). --layers cuts the
 model to that many layers so that a large config fits one GPU (the estimate is cut alike).
+
+With --published it prints instead fit's parameter and memory figures beside the published
+ones of tests/fit/test_fit_truth_2026.py (gpt-oss, Jamba, Mamba, Mamba-2: each row's source is
+there), and a peer's where it runs here: accelerate's `estimate-memory` logic (an empty model
+built on the meta device from the local config.json, in --python's environment) when
+accelerate, torch and transformers are installed there. hf-mem is not run: it reads the
+safetensors headers from the Hub over the network, which this benchmark never touches.
+
+    python benchmarks/fit_vs_measured.py --published [--python ENV/bin/python]
 """
 
 from __future__ import annotations
@@ -63,6 +72,48 @@ print(json.dumps(out))
 """
 
 
+PEER = r"""
+import json, sys
+from accelerate.commands.estimate import create_empty_model
+from accelerate.utils import calculate_maximum_sizes
+model = create_empty_model(sys.argv[1], library_name="transformers", trust_remote_code=False)
+total, _ = calculate_maximum_sizes(model)
+print(json.dumps({"bytes_fp32": total}))
+"""
+
+
+def published(python: str) -> int:
+    """fit beside the published figures (and accelerate's, where it runs)."""
+    import importlib.util
+
+    sys.path.insert(0, str(REPO / "tests"))  # the truth table imports the suite's conftest
+    spec = importlib.util.spec_from_file_location(
+        "truth_2026", REPO / "tests/fit/test_fit_truth_2026.py"
+    )
+    assert spec is not None and spec.loader is not None
+    truth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(truth)
+    print(f"{'figure':<28}{'fit':>20}{'published':>20}{'ratio':>7}  source")
+    for what, derived, figure, _, source in truth.ROWS:
+        value = derived()
+        print(f"{what:<28}{value:>20,.2f}{figure:>20,.2f}{value / figure:>7.3f}  {source}")
+    print("\npeer: accelerate estimate-memory (parameters from an empty model, fp32 bytes / 4)")
+    for name in ("gpt-oss-20b", "jamba-v0.1", "mamba2-780m"):
+        folder = REPO / "tests/fixtures/fit" / name
+        proc = subprocess.run([python, "-c", PEER, str(folder)], capture_output=True, text=True,
+                              check=False, timeout=600)  # fmt: skip
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            print(f"  {name}: not run in {python} ({last}); pip install accelerate torch "
+                  "transformers there to compare")  # fmt: skip
+            continue
+        peer = json.loads(proc.stdout.strip().splitlines()[-1])["bytes_fp32"] / 4
+        ours = from_config(folder / "config.json").params
+        print(f"  {name}: accelerate {peer:,.0f} params, fit {ours:,} ({ours / peer:.4f})")
+    print("  hf-mem: not run (it reads safetensors headers from the Hub over the network)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", default=sys.executable, help="interpreter with torch+transformers")
@@ -73,7 +124,11 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=None)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--published", action="store_true",
+                    help="fit beside the published figures and peers, no measurement")  # fmt: skip
     args = ap.parse_args()
+    if args.published:
+        return published(args.python)
     config = json.loads(Path(args.config).read_text())
     if args.layers:
         config["num_hidden_layers"] = args.layers

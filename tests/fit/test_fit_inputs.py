@@ -140,6 +140,9 @@ _FIELDS = (
     "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "sliding_window", "layer_types",
     "multi_query", "tie_word_embeddings", "quantization_config", "model_type", "text_config",
     "decoder_sparse_step", "max_position_embeddings", "use_sliding_window",
+    "hybrid_override_pattern", "layers_block_type", "mamba_d_conv", "mamba_dt_rank",
+    "attn_layer_period", "attn_layer_offset", "expert_layer_period", "mamba_num_heads",
+    "n_groups", "ssm_state_size", "interleave_moe_layer_step", "attention_chunk_size",
 )  # fmt: skip
 
 
@@ -147,7 +150,8 @@ _FIELDS = (
 @example({"mlp_only_layers": [[1]]}, "qwen2_moe")  # was a TypeError (unhashable list)
 @example({"sliding_window": False}, "llama")
 @given(st.dictionaries(st.sampled_from(_FIELDS), _VALUES, max_size=2),
-       st.sampled_from(("llama", "qwen2_moe", "deepseek_v3", "gemma2", "falcon", "t5", "x")))  # fmt: skip
+       st.sampled_from(("llama", "qwen2_moe", "deepseek_v3", "gemma2", "falcon", "t5", "x",
+                        "jamba", "mamba2", "nemotron_h", "gpt_oss", "llama4_text")))  # fmt: skip
 def test_hostile_config_values_are_a_model_error_or_an_estimate(
     tmp_path_factory: pytest.TempPathFactory, fields: dict[str, object], model_type: str
 ) -> None:

@@ -96,7 +96,7 @@ def fit(
         typer.Option(
             "--dtype",
             metavar="DTYPE",
-            help="fp32, fp16, bf16, fp8, int8, int4 or nf4 (default: the checkpoint's "
+            help="fp32, fp16, bf16, fp8, int8, int4, nf4 or fp4 (default: the checkpoint's "
             "quantisation, else bf16).",
             autocompletion=fit_dtypes,
         ),
@@ -207,6 +207,10 @@ def fit(
     all_gpus: Annotated[
         bool, typer.Option("--all-gpus", help="Judge against every GPU in the compat data.")
     ] = False,
+    text_only: Annotated[
+        bool,
+        typer.Option("--text-only", help="Leave a multimodal model's vision/audio towers out."),
+    ] = False,
     measure: Annotated[
         bool,
         typer.Option("--measure", help="With --torch-module and a GPU: run one real step."),
@@ -226,6 +230,7 @@ def fit(
         optimizer=optimizer, optimizer_states=optimizer_states, layout=layout,
         master_weights=master_weights, checkpointing=checkpointing, attention=attention,
         kv_dtype=kv_dtype, lora=lora, lora_targets=lora_targets, loss=loss, timeout=timeout,
+        text_only=text_only,
     )  # fmt: skip
     refuse_input_as_output(output, [model, *python_inputs(python)])
     request = FitRequest(

@@ -105,6 +105,12 @@ def train_activations(
         return per, f"traced {shape.traced_input} ({per:,.0f} B a sample)"
     if not shape.is_transformer or setup.seq is None:
         return None, ""
+    if shape.mamba_layers:
+        assumptions.append(
+            f"{shape.mamba_layers} Mamba layers: what their scan saves for backward is not "
+            "modelled, so activations are left out"
+        )
+        return None, ""
     assert shape.layers and shape.hidden
     s, h = setup.seq, shape.hidden
     act = activation_bytes(setup.dtype)

@@ -8,9 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gpucheck.fit.families import FAMILIES, GATED_ACTIVATIONS, Family
+from gpucheck.fit.families import ALIASES, FAMILIES, GATED_ACTIVATIONS, NOT_READ, Family
+from gpucheck.fit.hybrid import Plan, plan
 from gpucheck.fit.params import Arch, count
+from gpucheck.fit.quantization_config import read_format
 from gpucheck.fit.shape import ModelError, ModelShape, read_json
+from gpucheck.fit.towers import towers
 
 # Field names across families, first present wins.
 _HIDDEN = ("hidden_size", "n_embd", "d_model", "dim")
@@ -73,16 +76,23 @@ class _Reader:
 
 def from_config(path: Path) -> ModelShape:
     """A Hugging Face config.json -> the architecture and the parameter counts derived from it."""
-    cfg = read_json(path, "model config")
+    raw = cfg = read_json(path, "model config")
     # Multimodal and some wrapper configs keep the language model's fields in a sub-config.
     if not any(n in cfg for n in _HIDDEN) and isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", "")}
     r = _Reader(path, cfg)
     model_type = str(cfg.get("model_type") or "").lower()
-    family = FAMILIES.get(model_type)
     notes: list[str] = []
+    if model_type not in FAMILIES and model_type in ALIASES:
+        alias, why = ALIASES[model_type]
+        notes.append(f"model_type {model_type!r} estimated as the {alias} family ({why})")
+        model_type = alias
+    family = FAMILIES.get(model_type)
     if family is None:
         family = _unknown_family(r, model_type, notes)
+    weight_format, not_understood = read_format(raw)
+    notes += [not_understood] if not_understood else []
+    notes += _not_read(raw, cfg)
     archs = cfg.get("architectures")
     arch_name = (
         archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
@@ -90,16 +100,27 @@ def from_config(path: Path) -> ModelShape:
     arch, extra = _arch(r, model_type, family, notes)
     counts = count(arch)
     linears = counts.linears
+    attention = arch.attention_layers != 0  # a pure state-space model has no attention
+    found, uncounted = towers(raw, arch.hidden)
+    tower_params = sum(t.params for t in found)
+    notes += uncounted + [
+        f"{t.name} tower in the weights: {t.params:,} params ({t.how}); --text-only leaves it out"
+        for t in found
+    ]
     return ModelShape(
         source=str(path),
-        params=counts.total,
+        params=counts.total + tower_params,
+        tower_params=tower_params,
+        mtp_params=counts.mtp,
         architecture=arch_name or model_type or None,
         family=model_type or None,
         layers=arch.layers,
         hidden=arch.hidden,
-        heads=arch.heads,
-        kv_heads=arch.kv_heads,
-        head_dim=(arch.nope_dim + arch.rope_dim) if arch.mla else arch.head_dim,
+        heads=arch.heads if attention else None,
+        kv_heads=arch.kv_heads if attention else None,
+        head_dim=((arch.nope_dim + arch.rope_dim) if arch.mla else arch.head_dim)
+        if attention
+        else None,
         value_dim=arch.v_dim if arch.mla else None,
         intermediate=arch.intermediate,
         vocab=arch.vocab,
@@ -117,7 +138,10 @@ def from_config(path: Path) -> ModelShape:
         active_params=counts.active if arch.moe_layers else None,
         embedding_params=counts.embedding,
         head_params=counts.head,
-        kv_per_layer=None if family.encoder_only else extra["kv_per_layer"],
+        kv_per_layer=None if family.encoder_only or not attention else extra["kv_per_layer"],
+        attention_layers=arch.attention_layers,
+        mamba_layers=arch.mamba_layers,
+        recurrent_per_layer=arch.mixer.state_elements if arch.mixer else 0,
         mla=arch.mla,
         sliding_window=extra["window"],
         windowed_layers=extra["windowed"],
@@ -127,7 +151,8 @@ def from_config(path: Path) -> ModelShape:
         else None,
         encoder_positions=extra["encoder_positions"],
         linears=linears,
-        quantization=_quantization(cfg),
+        quantization=weight_format.dtype if weight_format else None,
+        weight_format=weight_format,
         notes=tuple(notes),
     )
 
@@ -157,7 +182,11 @@ def _arch(
     enc_dec = family.encoder_decoder or model_type in _ENCODER_DECODER
     layers = r.number(_DEC_LAYERS, limit="layers") if enc_dec else None
     layers = layers or r.need(_LAYERS, "layers")
-    heads = r.need(_HEADS, "heads")
+    hybrid = plan(cfg, model_type, hidden, layers, lambda names: r.number(names, limit="hidden"))
+    if hybrid is not None and hybrid.attention_layers == 0:  # Mamba: no attention heads
+        heads = r.number(_HEADS, limit="heads") or 1
+    else:
+        heads = r.need(_HEADS, "heads")
     vocab = r.number(("vocab_size", "padded_vocab_size"), limit="vocab")
     if vocab is None:
         raise ModelError(f"{r.path}: not a transformer config fit can read (no vocab_size)")
@@ -193,7 +222,9 @@ def _arch(
         o_bias=family.o_bias or bool(biased) or bool(attn_bias),
         mlp_bias=family.mlp_bias or bool(biased) or bool(mlp_bias),
         norm_bias=family.norm_bias, norms_per_layer=family.norms_per_layer,
-        qk_norm=family.qk_norm, positions=learned,
+        qk_norm=family.qk_norm, positions=learned, router_bias=family.router_bias,
+        sinks=family.sinks, mtp_layers=r.number(("num_nextn_predict_layers",), minimum=0,
+                                                limit="layers") or 0,
         parallel_single_norm=model_type in ("falcon", "refinedwebmodel")
         and r.flag("parallel_attn") is not False
         and not r.flag("new_decoder_architecture"),
@@ -212,7 +243,9 @@ def _arch(
             arch, token_types=r.number(("type_vocab_size",), minimum=0) or 0,
             embedding_norms=1, final_norm_per_stack=False, pooler=True,
         )  # fmt: skip
-    arch = _moe(r, arch)
+    arch = _moe(r, model_type, arch)
+    if hybrid is not None:
+        arch = _hybrid(arch, hybrid, notes)
     if enc_dec:
         arch = _encoder_decoder(r, model_type, arch, intermediate)
     window, windowed = _window(r, model_type, layers)
@@ -248,7 +281,36 @@ def _kv_heads(r: _Reader, model_type: str, family: Family, heads: int) -> int:
     return kv
 
 
-def _moe(r: _Reader, arch: Arch) -> Arch:
+def _hybrid(arch: Arch, hybrid: Plan, notes: list[str]) -> Arch:
+    moe = arch.moe_layers if hybrid.moe_layers is None or arch.experts <= 1 else hybrid.moe_layers
+    kv = (
+        f"beside the KV of its {hybrid.attention_layers} attention layers"
+        if (hybrid.attention_layers)
+        else "and no KV cache"
+    )
+    notes.append(f"{hybrid.how}: a recurrent state per sequence {kv}")
+    return replace(
+        arch,
+        attention_layers=hybrid.attention_layers,
+        mlp_layers=hybrid.mlp_layers,
+        mamba_layers=hybrid.mamba_layers,
+        mixer=hybrid.mixer,
+        moe_layers=min(moe, hybrid.mlp_layers),
+    )
+
+
+def _not_read(raw: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
+    """A note for each field that changes memory and that fit does not read (families.py)."""
+    notes = []
+    for name, text in NOT_READ.items():
+        value = cfg.get(name, raw.get(name))
+        if value not in (None, 0, False, [], {}):
+            shown = value if isinstance(value, (int, str)) else "given"
+            notes.append(text.format(value=shown))
+    return notes
+
+
+def _moe(r: _Reader, model_type: str, arch: Arch) -> Arch:
     experts = r.number(_EXPERTS, minimum=0, limit="experts") or 0
     if experts <= 1:
         return arch
@@ -257,11 +319,20 @@ def _moe(r: _Reader, arch: Arch) -> Arch:
         raise ModelError(f"{r.path}: num_experts_per_tok ({top_k}) is more than the experts "
                          f"({experts})")  # fmt: skip
     width = r.number(("moe_intermediate_size",), limit="intermediate") or arch.intermediate
-    shared = r.number(("shared_expert_intermediate_size",), minimum=0, limit="intermediate") or 0
+    shared = r.number(("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"),
+                      minimum=0, limit="intermediate") or 0  # fmt: skip
     n_shared = r.number(("n_shared_experts",), minimum=0, limit="experts") or 0
     shared += n_shared * width
+    if model_type == "llama4_text":  # one shared expert of the experts' width; dense layers wider
+        shared += width
+        arch = replace(
+            arch,
+            intermediate=r.number(("intermediate_size_mlp",), limit="intermediate")
+            or arch.intermediate,
+        )
     first_dense = r.number(("first_k_dense_replace",), minimum=0, limit="layers") or 0
-    step = r.number(("decoder_sparse_step", "moe_layer_freq"), limit="layers") or 1
+    step = r.number(("decoder_sparse_step", "moe_layer_freq", "interleave_moe_layer_step"),
+                    limit="layers") or 1  # fmt: skip
     only_dense = r.cfg.get("mlp_only_layers")
     dense_set = {
         i for i in (only_dense if isinstance(only_dense, list) else [])
@@ -327,23 +398,3 @@ def _dropout(cfg: dict[str, Any]) -> bool:
         isinstance(cfg.get(n), (int, float)) and not isinstance(cfg.get(n), bool) and cfg[n] > 0
         for n in _DROPOUT
     )
-
-
-def _quantization(cfg: dict[str, Any]) -> str | None:
-    """A quantised checkpoint's weight format, as a --dtype (GPTQ/AWQ int4, bitsandbytes nf4)."""
-    q = cfg.get("quantization_config")
-    if not isinstance(q, dict):
-        return None
-    method = str(q.get("quant_method") or "").lower()
-    if q.get("load_in_4bit") or q.get("bnb_4bit_quant_type") == "nf4":
-        return "nf4"
-    if q.get("load_in_8bit"):
-        return "int8"
-    bits = q.get("bits") or q.get("w_bit")
-    if method in ("fp8", "fbgemm_fp8") or q.get("fmt") in ("e4m3", "e5m2"):
-        return "fp8"
-    if bits == 4:
-        return "int4"
-    if bits == 8:
-        return "int8"
-    return None

@@ -28,6 +28,8 @@ class Family:
     encoder_only: bool = False
     encoder_decoder: bool = False
     mla: bool = False
+    router_bias: bool = False
+    sinks: bool = False
 
 
 _LLAMA = Family(gated=True, tied=False)
@@ -63,6 +65,18 @@ FAMILIES: dict[str, Family] = {
     "mt5": Family(gated=True, tied=False, encoder_decoder=True),
     "bart": replace(_GPT2, position_offset=2, encoder_decoder=True),
     "whisper": replace(_GPT2, encoder_decoder=True),
+    # gpt-oss: biased attention (attention_bias), experts with biases, a biased router, one
+    # attention-sink logit per head (transformers modeling_gpt_oss.py).
+    "gpt_oss": Family(gated=True, tied=False, mlp_bias=True, router_bias=True, sinks=True),
+    # State-space and hybrid models (hybrid.py): one RMSNorm before each block where a layer is
+    # a single block (Mamba, Mamba-2, Nemotron-H), two where a block is followed by an MLP.
+    "mamba": Family(gated=False, tied=True, norms_per_layer=1),
+    "mamba2": Family(gated=False, tied=False, norms_per_layer=1),
+    "jamba": Family(gated=True, tied=False),
+    "nemotron_h": Family(gated=False, tied=False, norms_per_layer=1),
+    "falcon_h1": Family(gated=True, tied=False),
+    # Llama 4's text model: Llama layers, routed experts beside one always-on shared expert.
+    "llama4_text": Family(gated=True, tied=False),
 }
 # Older names the Hub still serves (Falcon's first configs).
 FAMILIES["refinedweb"] = FAMILIES["falcon"]
@@ -71,3 +85,26 @@ FAMILIES["mbart"] = FAMILIES["bart"]
 
 # Activations that make an MLP gated when the family is unknown.
 GATED_ACTIVATIONS = ("silu", "swiglu", "geglu", "swish")
+
+# model_types that are a known family under another name: (family, why), said in the report.
+ALIASES: dict[str, tuple[str, str]] = {
+    "llama4": ("llama4_text", "Llama 4's wrapper: its text_config"),
+    "qwen2_5_vl": ("qwen2", "Qwen2.5-VL's language model is Qwen2's"),
+    "qwen2_5_vl_text": ("qwen2", "Qwen2.5-VL's language model is Qwen2's"),
+    "qwen2_vl": ("qwen2", "Qwen2-VL's language model is Qwen2's"),
+    "gemma3": ("gemma3_text", "Gemma 3's wrapper: its text_config"),
+    "mistral3": ("mistral", "Mistral 3's language model is Mistral's"),
+}
+
+# Config fields that change memory and that fit does not read: each present one is a note in
+# the report (and the JSON's assumptions), never silence. {value} is the field's value.
+NOT_READ: dict[str, str] = {
+    "attention_chunk_size": "attention_chunk_size {value} not read: KV counted as full attention",
+    "num_nextn_predict_layers": "num_nextn_predict_layers {value}: the multi-token-prediction "
+    "module(s) are stored in the checkpoint but not counted in the weights (an engine that "
+    "loads them for speculative decoding needs more; the JSON's mtp_params)",
+    "cross_attention_layers": "cross-attention layers {value} not counted",
+    "num_mem_blocks": "Zamba's {value} shared attention blocks not modelled as shared: their "
+    "parameters are counted in every hybrid layer (an overestimate)",
+    "use_shared_attention_adapter": "Zamba's shared attention adapters not counted",
+}

@@ -18,7 +18,7 @@ from gpucheck.exit_status import ExitStatus
 from gpucheck.fit.estimate import estimate
 from gpucheck.fit.report import FitReport, Target
 from gpucheck.fit.request import Request, setup_from
-from gpucheck.fit.shape import ModelError, ModelShape
+from gpucheck.fit.shape import ModelError, ModelShape, without_towers
 from gpucheck.fit.sources import local_model
 from gpucheck.fit.units import DTYPE_BYTES, UnitError, parse_count, parse_dtype, parse_size
 from gpucheck.inputs import UserError, load_compat
@@ -76,6 +76,8 @@ def run(request: FitRequest, env: Mapping[str, str] = os.environ) -> FitResult:
             raise UserError("--gpu-memory and --all-gpus: choose one")
         shape = _shape(request)
         notes: list[str] = []
+        if req.text_only:
+            shape = without_towers(shape, notes)
         if shape.params == 0 and shape.param_bytes:
             # An index without its shards and no config: a count from the bytes and a dtype.
             per = DTYPE_BYTES[parse_dtype(req.dtype) if req.dtype else "bf16"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpucheck.fit.hybrid import Mixer
 from gpucheck.fit.shape import Linear
 
 
@@ -38,6 +39,14 @@ class Arch:
     shared_intermediate: int = 0
     shared_gate: bool = False  # Qwen2-MoE's sigmoid gate on the shared expert
     moe_layers: int = 0
+    router_bias: bool = False  # gpt-oss: a bias per expert on the router
+    sinks: bool = False  # gpt-oss: one learned attention-sink logit per head and layer
+    # Hybrid and state-space models (hybrid.py): None is every layer.
+    attention_layers: int | None = None
+    mlp_layers: int | None = None
+    mamba_layers: int = 0
+    mixer: Mixer | None = None
+    mtp_layers: int = 0  # DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers)
     # MLA (DeepSeek-V2/V3)
     mla: bool = False
     q_lora_rank: int | None = None
@@ -66,6 +75,7 @@ class Counts:
     embedding: int
     head: int
     linears: tuple[Linear, ...]
+    mtp: int = 0  # the multi-token-prediction modules as the checkpoint stores them
 
 
 def _norm(arch: Arch, width: int) -> int:
@@ -102,6 +112,32 @@ def attention(
         n += h
     if arch.qk_norm:
         n += 2 * d
+    if arch.sinks:
+        n += heads
+    return n, lin
+
+
+def mamba(arch: Arch, m: Mixer) -> tuple[int, list[Linear]]:
+    """One Mamba or Mamba-2 block's parameters and its linear layers (hybrid.py's layout)."""
+    h = arch.hidden
+    if m.version == 1:
+        lin = [
+            Linear("in_proj", h, 2 * m.d_inner, 1),
+            Linear("x_proj", m.d_inner, m.dt_rank + 2 * m.d_state, 1),
+            Linear("dt_proj", m.dt_rank, m.d_inner, 1),
+            Linear("out_proj", m.d_inner, h, 1),
+        ]
+        per_channel = m.d_state + 2  # A_log row, D, dt_proj's bias
+    else:
+        projected = 2 * m.d_inner + 2 * m.groups * m.d_state + m.heads
+        lin = [Linear("in_proj", h, projected, 1), Linear("out_proj", m.d_inner, h, 1)]
+        per_channel = 0
+    n = sum(x.inputs * x.outputs for x in lin) + m.d_inner * per_channel + m.inner_norms
+    n += m.conv_channels * m.d_conv + (m.conv_channels if m.conv_bias else 0)
+    if m.version == 2:
+        n += 3 * m.heads  # dt_bias, A_log, D
+    if m.proj_bias:
+        n += lin[0].outputs + h
     return n, lin
 
 
@@ -118,21 +154,30 @@ def mlp(arch: Arch, width: int, name: str = "") -> tuple[int, list[Linear]]:
 
 def count(arch: Arch) -> Counts:
     h, L = arch.hidden, arch.layers
+    attn_layers = L if arch.attention_layers is None else arch.attention_layers
+    mlp_layers = L if arch.mlp_layers is None else arch.mlp_layers
     attn, attn_lin = attention(arch, arch.heads, arch.kv_heads)
     dense, dense_lin = mlp(arch, arch.intermediate)
     norms = (1 if arch.parallel_single_norm else arch.norms_per_layer) * _norm(arch, h)
-    dense_layers = L - arch.moe_layers
-    linears = [Linear(x.name, x.inputs, x.outputs, L) for x in attn_lin]
-    total = L * (attn + norms) + dense_layers * dense
+    dense_layers = mlp_layers - arch.moe_layers
+    linears = [Linear(x.name, x.inputs, x.outputs, attn_layers) for x in attn_lin]
+    total = attn_layers * attn + L * norms + dense_layers * dense
+    if arch.mixer is not None and arch.mamba_layers:
+        block, block_lin = mamba(arch, arch.mixer)
+        total += arch.mamba_layers * block
+        linears += [Linear(x.name, x.inputs, x.outputs, arch.mamba_layers) for x in block_lin]
     active = total
     linears += [Linear(x.name, x.inputs, x.outputs, dense_layers) for x in dense_lin]
+    ffn = dense  # the MLP of an MTP module's layer: the MoE block where there are experts
     if arch.moe_layers:
         expert, expert_lin = mlp(arch, arch.moe_intermediate)
         shared, shared_lin = (
             mlp(arch, arch.shared_intermediate) if arch.shared_intermediate else (0, [])
         )
         router = h * arch.experts + (h if arch.shared_gate else 0)
+        router += arch.experts if arch.router_bias else 0
         per_layer = arch.experts * expert + shared + router
+        ffn = per_layer
         total += arch.moe_layers * per_layer
         active += arch.moe_layers * (arch.experts_per_token * expert + shared + router)
         linears += [
@@ -155,7 +200,10 @@ def count(arch: Arch) -> Counts:
         linears += [Linear("cross_" + x.name, x.inputs, x.outputs, L) for x in cross_lin]
         embedding += arch.encoder_positions * h
     rest = embedding + head + final + extra
-    return Counts(total + rest, active + rest, embedding, head, tuple(linears))
+    # An MTP module (DeepSeek-V3 section 2.2): one more layer, a projection of [h; embedding]
+    # (2h -> h), three RMSNorms, and its own copies of the embedding and the output head.
+    mtp = arch.mtp_layers * (attn + norms + ffn + 2 * h * h + 3 * h + 2 * arch.vocab * h)
+    return Counts(total + rest, active + rest, embedding, head, tuple(linears), mtp)
 
 
 def _encoder(arch: Arch) -> int:

@@ -69,7 +69,7 @@ class Estimate:
 
 def compute_dtype(dtype: str) -> str:
     """Activations and KV cache: weight-only quantised models compute in 16-bit."""
-    return "bf16" if dtype in ("int8", "int4", "nf4", "fp8") else dtype
+    return "bf16" if dtype in ("int8", "int4", "nf4", "fp8", "fp4") else dtype
 
 
 def activation_bytes(dtype: str) -> float:
@@ -80,7 +80,7 @@ def finish(
     parts: list[Part], per_sample: float | None, assumptions: list[str], lower_bound: bool = False
 ) -> Estimate:
     tensors = sum(p.bytes for p in parts)
-    growing = {"activations", "kv_cache", "cross_kv_cache"}
+    growing = {"activations", "kv_cache", "cross_kv_cache", "ssm_state"}
     fixed = sum(p.bytes for p in parts if p.name not in growing)
     parts.append(
         Part("fragmentation", tensors * FRAGMENTATION, f"{FRAGMENTATION:.0%} of the tensors")

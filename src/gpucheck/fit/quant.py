@@ -8,28 +8,34 @@ bitsandbytes do. Bits per quantised weight, metadata included:
   4.127 (Dettmers et al., arXiv:2305.14314 section 3: "0.127 bits per parameter").
 - int8 (bitsandbytes LLM.int8): 8 + one fp32 scale per output row (32 / inputs).
 - fp8 (DeepSeek-V3 style, 128 x 128 blocks): 8 + 32 / 16384.
+- fp4 (NVFP4, blocks of 16 with an FP8 scale): 4 + 8 / 16 = 4.5.
+A checkpoint whose config.json carries a quantization_config is counted by that format
+(quantization_config.py): its bits, the layers it covers and those it leaves in 16-bit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpucheck.fit.quantization_config import WeightFormat
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES
 
-QUANTISED = ("int8", "int4", "nf4", "fp8")
+QUANTISED = ("int8", "int4", "nf4", "fp8", "fp4")
 # Metadata bits per quantised weight (scales, zero points), a linear layer of `inputs` columns.
 _META_BITS: dict[str, Callable[[int], float]] = {
     "int4": lambda inputs: (16 + 4) / 128,
     "nf4": lambda inputs: 8 / 64 + 32 / (64 * 256),
     "int8": lambda inputs: 32 / inputs,
     "fp8": lambda inputs: 32 / (128 * 128),
+    "fp4": lambda inputs: 8 / 16,
 }
 _FORMAT = {
     "int4": "GPTQ/AWQ group 128: fp16 scale + 4-bit zero",
     "nf4": "bitsandbytes NF4, blocks of 64, double-quantised scales",
     "int8": "LLM.int8: fp32 scale per row",
     "fp8": "fp8 with fp32 scales per 128x128 block",
+    "fp4": "NVFP4: blocks of 16 with an FP8 scale",
 }
 
 
@@ -40,6 +46,9 @@ def linear_params(shape: ModelShape) -> int:
 def weight_bytes(shape: ModelShape, dtype: str, params: int | None = None) -> tuple[float, str]:
     """(bytes, how) of the weights of `params` (default: all) in `dtype`."""
     n = shape.params if params is None else params
+    fmt = shape.weight_format
+    if fmt is not None and dtype == fmt.dtype and shape.linears:
+        return _as_stored(shape, fmt, n)
     if dtype not in QUANTISED or (dtype == "fp8" and not shape.linears):
         per = DTYPE_BYTES[dtype]
         return n * per, f"{n:,} params x {per:g} B ({dtype})"
@@ -59,5 +68,22 @@ def weight_bytes(shape: ModelShape, dtype: str, params: int | None = None) -> tu
     how = (
         f"{quantised:,} linear weights x {bits + meta:.3f} bits ({_FORMAT[dtype]}) + "
         f"{sixteen:,} embeddings/head/norms x 2 B"
+    )
+    return total, how
+
+
+def _as_stored(shape: ModelShape, fmt: WeightFormat, n: int) -> tuple[float, str]:
+    """The checkpoint's own format: its linear layers at the format's bits, the rest 16-bit."""
+    covered = [x for x in shape.linears if fmt.covers(x)]
+    quantised = min(sum(x.inputs * x.outputs * x.count for x in covered), shape.params)
+    bits = sum(x.inputs * x.outputs * x.count * fmt.bits_for(x) for x in covered)
+    share = n / shape.params if shape.params else 1.0  # a pipeline stage's share
+    sixteen = shape.params - quantised
+    total = (bits / 8 + sixteen * 2) * share
+    mean = bits / quantised if quantised else 0.0
+    kept = f" (not converted: {', '.join(fmt.skip)})" if fmt.skip else ""
+    how = (
+        f"{quantised:,} {'expert ' if fmt.experts_only else ''}linear weights x {mean:.3f} bits "
+        f"({fmt.how}; quantization_config {fmt.method}) + {sixteen:,} others x 2 B{kept}"
     )
     return total, how

@@ -14,7 +14,9 @@ from gpucheck.report.output_format import Format, FunctionFormat, format_table, 
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
-FIT_SCHEMA_VERSION = "1.1"  # 1.1: active params, lower_bound, "may fit", serving split
+# 1.1: active params, lower_bound, "may fit", serving split; 1.2: the checkpoint's quantization,
+# attention and Mamba layers, the recurrent state per sequence
+FIT_SCHEMA_VERSION = "1.2"
 
 
 @dataclass
@@ -90,6 +92,12 @@ class FitReport:
                 "intermediate": self.shape.intermediate,
                 "vocab": self.shape.vocab,
                 "traced_activation_bytes": self.shape.traced_activation_bytes,
+                "quantization": _quantization(self.shape),
+                "attention_layers": self.shape.kv_layers if self.shape.layers else None,
+                "mamba_layers": self.shape.mamba_layers,
+                "recurrent_state_elements": self.shape.recurrent_elements,
+                "tower_params": self.shape.tower_params,
+                "mtp_params": self.shape.mtp_params,
             },
             "setup": {
                 "mode": s.mode,
@@ -146,7 +154,7 @@ def render_text(report: FitReport, stream: IO[str]) -> None:
             )
         )
         b = DTYPE_BYTES[setup.kv_dtype or compute_dtype(setup.dtype)]
-        w(f"  {shape.family or 'transformer'}, {shape.layers} layers, {kind} "
+        w(f"  {shape.family or 'transformer'}, {shape.kv_layers} attention layers, {kind} "
           f"({shape.kv_heads} KV of {shape.heads} heads): KV cache "
           f"{shape.kv_bytes_per_token_element * b:,.0f} B a token at {b:g} B\n")  # fmt: skip
     what = f"{mode}, {setup.dtype}, batch {setup.batch} per GPU"
@@ -160,6 +168,14 @@ def render_text(report: FitReport, stream: IO[str]) -> None:
         what += f", {setup.gpus} GPUs" + (f" ZeRO stage {setup.zero}" if setup.zero else " DDP")
     elif setup.gpus > 1:
         what += f", {setup.gpus} GPUs {setup.parallel} parallel"
+    if shape.mamba_layers:
+        b = DTYPE_BYTES[compute_dtype(setup.dtype)]
+        w(f"  {shape.mamba_layers} Mamba and {shape.kv_layers} attention layers of "
+          f"{shape.layers}: recurrent state {shape.recurrent_elements * b:,.0f} B a sequence, "
+          "at any length\n")  # fmt: skip
+    fmt = shape.weight_format
+    if fmt is not None:
+        w(f"  stored as {fmt.method} ({fmt.how}, {fmt.bits:.3f} bits a weight)\n")
     w(f"  {what}\n\nPer GPU\n")
     for part in est.parts:
         w(f"  {part.name:<14}{gib(part.bytes):>12}   {part.how}\n")
@@ -178,6 +194,14 @@ def render_text(report: FitReport, stream: IO[str]) -> None:
     w("\nAssumptions\n")
     for line in [*shape.notes, *est.assumptions]:
         w(f"  - {line}\n")
+
+
+def _quantization(shape: ModelShape) -> dict[str, Any] | None:
+    fmt = shape.weight_format
+    if fmt is None:
+        return None
+    return {"method": fmt.method, "dtype": fmt.dtype, "bits_per_weight": round(fmt.bits, 3),
+            "not_converted": list(fmt.skip)}  # fmt: skip
 
 
 def render_json(report: FitReport, stream: IO[str]) -> None:

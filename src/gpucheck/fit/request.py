@@ -41,6 +41,7 @@ class Request:
     lora_targets: str | None = None
     loss: str | None = None
     timeout: float = 120.0
+    text_only: bool = False  # leave a multimodal model's vision/audio towers out
 
 
 def _refuse_for_mode(req: Request) -> None:

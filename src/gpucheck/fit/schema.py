@@ -32,6 +32,28 @@ def fit_schema() -> dict[str, Any]:
             "intermediate": MAYBE_INT,
             "vocab": MAYBE_INT,
             "traced_activation_bytes": MAYBE_INT,
+            "quantization": {
+                "oneOf": [
+                    {"type": "null"},
+                    _object(
+                        {
+                            "method": {"type": "string"},
+                            "dtype": {"type": "string"},
+                            "bits_per_weight": {"type": "number", "minimum": 0},
+                            "not_converted": {"type": "array", "items": {"type": "string"}},
+                        }
+                    ),
+                ],
+                "description": "the checkpoint's own quantization_config, as fit read it",
+            },
+            "attention_layers": {**MAYBE_INT, "description": "layers that keep a KV cache"},
+            "mamba_layers": COUNT,
+            "tower_params": {**COUNT, "description": "vision/audio towers, inside params"},
+            "mtp_params": {**COUNT, "description": "multi-token-prediction modules, not in params"},
+            "recurrent_state_elements": {
+                **COUNT,
+                "description": "Mamba layers' conv + SSM state of one sequence, any length",
+            },
         }
     )
     setup = _object(

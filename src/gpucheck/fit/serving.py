@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from gpucheck.fit.parts import Estimate, Part, Setup, activation_bytes, compute_dtype, finish
-from gpucheck.fit.quant import weight_bytes
+from gpucheck.fit.quant import QUANTISED, weight_bytes
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES
 
@@ -35,7 +35,7 @@ def infer(shape: ModelShape, setup: Setup) -> Estimate:
     kv_b = DTYPE_BYTES[kv_dtype]
     per_sample: float | None = None
     if shape.is_transformer and setup.seq is not None:
-        assert shape.hidden is not None and shape.heads is not None and shape.layers
+        assert shape.hidden is not None and shape.layers
         s, h, act = setup.seq, shape.hidden, activation_bytes(setup.dtype)
         stage = math.ceil(shape.layers / pp) / shape.layers
         kv = 0.0
@@ -49,6 +49,19 @@ def infer(shape: ModelShape, setup: Setup) -> Estimate:
                     f"sliding window: {shape.windowed_layers} of {shape.layers} layers keep "
                     f"only the last {shape.sliding_window} tokens' K and V"
                 )
+        if shape.recurrent_elements:
+            state = shape.recurrent_elements / tp * stage * act
+            kv += state
+            parts.append(Part(
+                "ssm_state", state * setup.batch,
+                f"{shape.mamba_layers} Mamba layers x {shape.recurrent_per_layer:,} (conv + SSM "
+                f"state) x {act:g} B" + (f" / {tp} GPUs" if tp > 1 else "")
+                + f", the same at any length, x batch {setup.batch}",
+            ))  # fmt: skip
+            assumptions.append(
+                "Mamba layers keep a recurrent state per sequence in the compute dtype (vLLM's "
+                "mamba_ssm_cache_dtype auto); an fp32 SSM state doubles it"
+            )
         if shape.cross_kv_per_token:
             enc = shape.encoder_positions or s
             cross = shape.cross_kv_per_token / tp * stage * enc * kv_b
@@ -94,7 +107,7 @@ def _weights(shape: ModelShape, setup: Setup, tp: int, pp: int, assumptions: lis
         total, how = float(setup.stored_bytes), f"{setup.stored_bytes:,} B as the files store them"
     else:
         total, how = weight_bytes(shape, setup.dtype)
-    if setup.dtype in ("int4", "nf4", "int8", "fp8") and not shape.linears:
+    if setup.dtype in QUANTISED and not shape.linears:
         assumptions.append(
             f"{setup.dtype}: no architecture, so every parameter is counted as quantised; "
             "embeddings and head are usually kept in 16-bit (more memory)"
@@ -120,13 +133,12 @@ def _kv_how(shape: ModelShape, setup: Setup, kv_dtype: str, tp: int, pp: int) ->
     kv_b = DTYPE_BYTES[kv_dtype]
     s = setup.seq or 0
     if shape.mla:
-        each = (
-            f"{shape.layers} layers x {shape.kv_per_layer} latent (kv_lora_rank + qk_rope_head_dim)"
-        )
+        latent = "latent (kv_lora_rank + qk_rope_head_dim)"
+        each = f"{shape.kv_layers} layers x {shape.kv_per_layer} {latent}"
     else:
         heads = shape.kv_heads or 0
         per_gpu = max(1, -(-heads // tp)) if tp > 1 else heads
-        each = f"2 x {shape.layers} layers x {per_gpu} kv heads x {shape.head_dim}"
+        each = f"2 x {shape.kv_layers} layers x {per_gpu} kv heads x {shape.head_dim}"
     window = ""
     if shape.sliding_window and shape.windowed_layers and s > shape.sliding_window:
         window = f" ({shape.windowed_layers} layers capped at the {shape.sliding_window} window)"

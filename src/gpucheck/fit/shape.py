@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gpucheck.fit.quantization_config import WeightFormat
 from gpucheck.inputs import empty_input, note_input, unreadable
 
 CONFIG_LIMIT = 4 * 1024 * 1024  # bytes: configs are a few KB; anything larger is not one
@@ -69,12 +70,20 @@ class ModelShape:
     mla: bool = False
     sliding_window: int | None = None
     windowed_layers: int = 0  # layers whose KV is capped at the window
+    # Hybrid and state-space models (hybrid.py): attention layers (None: every layer), Mamba
+    # layers, and the recurrent state one sequence keeps in each Mamba layer (elements).
+    attention_layers: int | None = None
+    mamba_layers: int = 0
+    recurrent_per_layer: int = 0
+    tower_params: int = 0  # vision/audio towers and projectors (towers.py), inside `params`
+    mtp_params: int = 0  # multi-token-prediction modules: stored, not in `params` (not loaded)
     # Encoder-decoder: cross-attention K and V per encoder token over the decoder's layers.
     encoder_layers: int | None = None
     cross_kv_per_token: int | None = None
     encoder_positions: int | None = None  # a fixed encoder length (Whisper's 1500 frames)
     linears: tuple[Linear, ...] = ()
     quantization: str | None = None  # the config's quantization_config, as a --dtype
+    weight_format: WeightFormat | None = None  # that quantization_config, read whole
     # From a traced module (trace.py): bytes autograd saves per sample, and the input shape.
     traced_activation_bytes: int | None = None
     traced_input: str | None = None
@@ -82,7 +91,22 @@ class ModelShape:
 
     @property
     def is_transformer(self) -> bool:
-        return None not in (self.layers, self.hidden, self.heads)
+        """Layers whose shapes are known (attention heads, or Mamba blocks)."""
+        if self.layers is None or self.hidden is None:
+            return False
+        return self.heads is not None or self.mamba_layers > 0
+
+    @property
+    def kv_layers(self) -> int:
+        """Layers that keep a KV cache: the attention layers."""
+        if self.attention_layers is not None:
+            return self.attention_layers
+        return self.layers or 0
+
+    @property
+    def recurrent_elements(self) -> int:
+        """Recurrent state of one sequence over every Mamba layer: the same at any length."""
+        return self.mamba_layers * self.recurrent_per_layer
 
     @property
     def heads_or_one(self) -> int:
@@ -97,7 +121,7 @@ class ModelShape:
         """Elements of the KV cache per token over all layers, with no window."""
         if self.layers is None or self.kv_per_layer is None:
             return None
-        return self.layers * self.kv_per_layer
+        return self.kv_layers * self.kv_per_layer
 
     def kv_elements(self, tokens: int, kv_heads_divisor: int = 1) -> float:
         """Elements of the self-attention KV cache for one sequence of `tokens`, windowed layers
@@ -108,12 +132,22 @@ class ModelShape:
         if not self.mla and kv_heads_divisor > 1 and self.kv_heads:
             # Heads split over GPUs; fewer KV heads than GPUs are replicated (one per GPU).
             per_layer = per_layer / self.kv_heads * max(1, -(-self.kv_heads // kv_heads_divisor))
-        full = self.layers - self.windowed_layers
+        windowed = min(self.windowed_layers, self.kv_layers)
         capped = min(tokens, self.sliding_window or tokens)
-        return per_layer * (full * tokens + self.windowed_layers * capped)
+        return per_layer * ((self.kv_layers - windowed) * tokens + windowed * capped)
 
     def with_params(self, params: int, source: str) -> ModelShape:
         return replace(self, params=params, source=source)
+
+
+def without_towers(shape: ModelShape, notes: list[str]) -> ModelShape:
+    """--text-only: the language model alone (its weights; a file's stored bytes stay whole)."""
+    if not shape.tower_params:
+        notes.append("--text-only: this model has no vision or audio tower fit counted")
+        return shape
+    notes.append(f"--text-only: {shape.tower_params:,} tower parameters left out")
+    return replace(shape, params=shape.params - shape.tower_params, tower_params=0,
+                   param_bytes=None, param_dtypes={})  # fmt: skip
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:

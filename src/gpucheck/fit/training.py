@@ -100,7 +100,7 @@ def _lora(shape: ModelShape, setup: Setup) -> Estimate:
     assumptions: list[str] = []
     trainable = lora_params(shape, setup.lora_rank or 0, setup.lora_targets)
     base, how = weight_bytes(shape, setup.dtype)
-    q = "QLoRA" if setup.dtype in ("nf4", "int4", "int8") else "LoRA"
+    q = "QLoRA" if setup.dtype in ("nf4", "int4", "int8", "fp4") else "LoRA"
     opt_per = optimizer_bytes(shape, setup, assumptions)
     parts = [
         Part("weights", base, f"frozen base: {how}"),

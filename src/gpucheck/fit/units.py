@@ -13,6 +13,7 @@ DTYPE_BYTES: dict[str, float] = {
     "int8": 1,
     "int4": 0.5,
     "nf4": 0.5,
+    "fp4": 0.5,  # MXFP4 / NVFP4
 }
 MAX_PARAMS = 10**14  # 100 trillion: above any model built
 MIN_BARE_COUNT = 10**6  # a count without a suffix below this is a forgotten suffix (7 -> 7B?)
