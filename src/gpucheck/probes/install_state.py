@@ -31,9 +31,8 @@ _VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?")
 _HEADER = re.compile(r"DKMS make\.log for \S+ for kernel (\S+)")
 _ERROR = re.compile(r"error:|Error [0-9]+|\*\*\* |is not supported|cannot be found|not found")
 _CUDA_DIR = re.compile(r"cuda-([0-9]+\.[0-9]+)")
-_DRIVER_LIB = re.compile(
-    r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler)\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)"
-)
+# A driver library by its versioned name: libcuda.so.550.54.15, libEGL_nvidia.so.535.161.07.
+_DRIVER_LIB = re.compile(r"lib(?:cuda|\w*nvidia[\w-]*)\.so\.([0-9]{3}\.[0-9]+(?:\.[0-9]+)?)")
 
 
 def probe_install_state(root: Path) -> InstallStateFacts:
