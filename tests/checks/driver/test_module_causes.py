@@ -188,7 +188,6 @@ def test_a_dkms_build_that_failed_for_the_running_kernel_names_the_kernels_it_bu
     assert "built for: 6.3.9-zen1-1-zen" in f.evidence
     assert f.fix is not None
     assert "Boot a kernel driver 390.157 builds for (6.3.9-zen1-1-zen)" in f.fix.text
-    assert "newer than 390.157" in f.fix.text
     assert "dkms autoinstall" not in f.fix.text  # the same build fails the same way
 
 
@@ -218,3 +217,31 @@ def test_without_the_deciding_facts_the_fix_says_how_to_read_them() -> None:
     assert f.fix is not None
     assert "sudo dmesg | grep -iE 'nvrm|nvidia|key'" in f.fix.text
     assert "dkms status; ls /lib/modules/$(uname -r)/updates" in f.fix.text
+
+
+def test_a_legacy_branch_that_fails_on_a_new_kernel_is_not_told_to_upgrade() -> None:
+    # 390.157 is Fermi's last branch: no newer one drives a GT 540M.
+    f = the(dkms_390("6.4.1-zen1-1-zen"), "driver.kernel-module")
+    assert "390.157 is the 390.xx legacy branch, the last for GF1xx Fermi GPUs" in f.evidence
+    assert f.fix is not None
+    assert "newer than 390.157" not in f.fix.text
+    assert "long-term-support kernel" in f.fix.text
+
+
+def test_a_current_branch_failing_on_a_new_kernel_is_told_to_move_to_a_newer_branch() -> None:
+    # Frogging-Family/nvidia-all#379: 580.119.02 fails on kernel 7.0.9; an RTX 3060 (Ampere)
+    # is driven by branches after 580, so 580's legacy status is not this GPU's.
+    snap = dkms_390("7.0.9-1-cachyos")
+    assert snap.install_state is not None
+    snap.install_state.dkms_builds = [
+        DkmsBuild("580.119.02", "6.18.32-1-cachyos-lts", "x86_64", True)
+    ]
+    snap.install_state.dkms_failures = [
+        DkmsFailure(
+            "580.119.02", "/var/lib/dkms/nvidia/580.119.02/build/make.log", "7.0.9-1-cachyos"
+        )
+    ]
+    f = the(snap, "driver.kernel-module")
+    assert f.fix is not None
+    assert "newer than 580.119.02 that supports kernel 7.0.9-1-cachyos" in f.fix.text
+    assert "6.18.32-1-cachyos-lts" in f.fix.text

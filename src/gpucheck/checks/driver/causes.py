@@ -358,13 +358,26 @@ def _dkms_failed(ctx: Context, text: str) -> Cause | None:
             )
         )
         steps.append(OR)
-    steps += [
-        Step.manual(
+    legacy = ctx.compat.driver_branches.by_name(failure.version)
+    _name, arch = gpu_architecture(ctx)
+    if legacy is not None and (arch in legacy.architectures or not legacy.architectures):
+        evidence.append(
+            f"{failure.version} is the {legacy.name} legacy branch, the last for {legacy.gpus}"
+        )
+        newer = Step.manual(
+            f"no newer branch drives {legacy.gpus}: run a kernel the {legacy.name} legacy branch "
+            "still builds for (the distribution's long-term-support kernel)",
+            Layer.SYSTEM,
+        )
+    else:
+        newer = Step.manual(
             f"install a driver branch newer than {failure.version} that supports kernel "
             f"{kernel} (its release notes name the newest kernel it builds for); rebuilding "
             "the same version fails the same way",
             Layer.DRIVER,
-        ),
+        )
+    steps += [
+        newer,
         Step.info(
             "the compiler's first error says which (a kernel interface the branch predates)",
             Layer.DRIVER,
