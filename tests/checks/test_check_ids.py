@@ -12,7 +12,7 @@ from gpucheck.fixplan import report_findings
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "check-ids-4.0.md"
 # Checks that came after the 3.x -> 4.0 rename: no 3.x id names them.
-ADDED_SINCE_4_0 = {"system.cdi-spec"}
+ADDED_SINCE_4_0 = {"system.cdi-spec", "system.image-cuda-requirement"}
 
 
 def test_every_check_id_begins_with_its_layers_name() -> None:
