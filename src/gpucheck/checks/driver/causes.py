@@ -109,9 +109,11 @@ def _installer(version: str | None, option: str = "") -> str:
 def _legacy(ctx: Context, text: str, infer: bool = True) -> Cause | None:
     """NVRM names the legacy branch; else, with `infer`, the GPU's architecture (its PCI name
     in compat/gpus.toml) is one the installed branch no longer drives."""
+    named = _LEGACY.search(text)
+    if not named and not infer:
+        return None  # (before the compat data is read: a healthy doctor never reads it)
     data = ctx.compat.driver_branches
     have = _driver_version(ctx, text)
-    named = _LEGACY.search(text)
     if named:
         row = data.by_name(named.group(1))
         gpu = _GPU_NAMED.search(text)
@@ -120,7 +122,7 @@ def _legacy(ctx: Context, text: str, infer: bool = True) -> Cause | None:
             f"kernel log: NVRM: the {name} GPU is supported through the NVIDIA "
             f"{named.group(1)}.xx Legacy drivers"
         ]
-    elif infer:
+    else:
         name, arch = gpu_architecture(ctx)
         row = data.for_architecture(arch)
         current = branch_of(have)
@@ -132,8 +134,6 @@ def _legacy(ctx: Context, text: str, infer: bool = True) -> Cause | None:
             f"{name} is a {arch} GPU (compat/gpus.toml); driver {have} is branch {current}, "
             f"and {row.gpus} are last driven by branch {row.last_branch}"
         ]
-    else:
-        return None
     if row is None:
         return None
     evidence.append(f"source: {row.source.split(' ', 1)[0]}")
