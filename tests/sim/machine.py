@@ -149,6 +149,11 @@ def write_root(scenario: Scenario, root: Path) -> None:
         (root / "dev").mkdir(parents=True, exist_ok=True)
     if scenario.fabric is not None:
         scenario.fabric.write_root(root)
+    if scenario.kernel_log:
+        records = [f"6,{i},{i * 1000},-;{line}" for i, line in enumerate(scenario.kernel_log, 1)]
+        _write(root / "dev/kmsg", "\n".join(records) + "\n")
+    for path, text in scenario.files.items():
+        _write(root / path.lstrip("/"), text)
 
 
 def _pci_device(

@@ -207,6 +207,10 @@ class Scenario:
     own_cgroup: str | None = None
     own_pid_ns: str | None = None
     fabric: Fabric | None = None  # NVSwitch, NVLink, P2P and daemons (sim/fabric.py)
+    # The kernel log's lines since boot (written to /dev/kmsg as its records), and more files
+    # of the root by path (a DKMS tree, /etc/ld.so.conf.d, /etc/cdi: sim/install_tree.py).
+    kernel_log: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
 
     @property
     def lib_version(self) -> str:

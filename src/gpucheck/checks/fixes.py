@@ -1,5 +1,5 @@
 """Fix steps more than one layer's checks give: installing a driver by this machine's OS, resetting
-GPUs, and returning them to the default compute mode."""
+GPUs, returning them to the default compute mode, and taking folders off the loader's path."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gpucheck.compat.frameworks import major_minor
 from gpucheck.model.distros import LinuxFamily, linux_family
 from gpucheck.model.fix import Change, Step, Tool
 from gpucheck.model.layers import Layer
+from gpucheck.model.shell import quote
 from gpucheck.model.snapshot import GpuFacts
 
 
@@ -118,3 +119,30 @@ def reset_gpus(gpus: list[GpuFacts], why: str) -> Step:
     nothing may be running on them, and a reboot does the same."""
     which = f" -i {indices(gpus)}" if gpus else ""
     return Step.run(why, f"sudo nvidia-smi -r{which}", gpus=gpu_refs(gpus), layer=Layer.GPUS)
+
+
+def unregister_loader_folders(
+    ctx: Context, folders: list[str], layer: Layer | None = None
+) -> list[Step]:
+    """Take `folders` off the loader's path: remove the /etc/ld.so.conf.d files the probe read
+    registering them (named, so a person removes the right one), then refresh the cache; where
+    no file is known to name them, say where to look."""
+    state = ctx.snapshot.install_state
+    wanted = {f.rstrip("/") for f in folders}
+    files = [
+        e.file
+        for e in (state.loader_entries or [] if state else [])
+        if wanted & {d.rstrip("/") for d in e.directories}
+    ]
+    if not files:
+        return [
+            Step.manual(f"take {', '.join(folders)} out of /etc/ld.so.conf.d", layer),
+            Step.run("refresh the loader cache", "sudo ldconfig", layer=layer),
+        ]
+    return [
+        Step.run(
+            f"remove the loader entries that register {', '.join(folders)}",
+            "sudo rm " + " ".join(quote(f) for f in files) + " && sudo ldconfig",
+            layer=layer,
+        )
+    ]

@@ -22,6 +22,7 @@ from gpucheck.compat.rows import CompatError, Rows, parse_version
 
 if TYPE_CHECKING:
     from gpucheck.compat.cudnn import CudnnData
+    from gpucheck.compat.driver_branches import DriverBranchData
     from gpucheck.compat.extensions import ExtensionData, TensorrtData
     from gpucheck.compat.frameworks import JaxData, TensorflowData, TorchData
     from gpucheck.compat.gpus import GpuIndex
@@ -89,6 +90,11 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "tensorrt.toml": {"release": ("version",)},
     "images.toml": {"tag_rule": ("repository", "pattern"), "ngc": ("repository", "release")},
     "messages.toml": {"message": ("id",)},
+    "driver_branches.toml": {
+        "legacy": ("name",),
+        "open_module": ("first_architecture",),
+        "flavour_packages": ("family",),
+    },
 }
 TOPICS = tuple(ROW_KEYS)
 ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
@@ -284,6 +290,9 @@ class Compat:
     tensorrt: _Topic[TensorrtData] = _Topic("gpucheck.compat.extensions", "TensorrtData")
     images: _Topic[ImageData] = _Topic("gpucheck.compat.images", "ImageData")
     messages: _Topic[MessageCatalog] = _Topic("gpucheck.compat.messages", "MessageCatalog")
+    driver_branches: _Topic[DriverBranchData] = _Topic(
+        "gpucheck.compat.driver_branches", "DriverBranchData"
+    )
 
     # -- questions -------------------------------------------------------------------------
 

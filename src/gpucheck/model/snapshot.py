@@ -19,6 +19,7 @@ from msgspec import Struct, field
 from gpucheck.model.decoding import DecodeError, from_dict, refuse_repeats, to_dict, to_json
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
+from gpucheck.model.install_state import InstallStateFacts
 from gpucheck.model.types import ChildFailure, Count, Int, RunStatus
 from gpucheck.version import __version__
 
@@ -367,9 +368,6 @@ class CudnnFacts(Struct):
     libraries: list[LibraryCopy] = field(default_factory=list)
 
 
-# --- the whole -----------------------------------------------------------------------------
-
-
 class Snapshot(Struct):
     schema_version: str = SCHEMA_VERSION
     gpucheck_version: str = __version__
@@ -380,6 +378,7 @@ class Snapshot(Struct):
     cudnn: CudnnFacts = field(default_factory=CudnnFacts)
     environments: list[PythonEnvironment] = field(default_factory=list)
     processes: ProcessFacts = field(default_factory=ProcessFacts)
+    install_state: InstallStateFacts | None = None  # None: not read (not Linux, older file)
     deep: bool = False  # frameworks were imported (doctor --deep)
     # Fact groups a saved snapshot did not carry (a partial or older file): unknown, not empty.
     absent_sections: list[str] = field(default_factory=list)

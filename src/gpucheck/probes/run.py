@@ -173,6 +173,13 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
                 lambda: probe_system(opts.root, opts.env, host_id=opts.host_id),
                 SystemFacts(),
             )
+            if snap.system.os == "Linux" and not snap.system.wsl:
+                from gpucheck.probes.install_state import probe_install_state
+
+                snap.install_state, state_runs = _guarded(
+                    "install_state", lambda: probe_install_state(opts.root), None
+                )
+                runs += state_runs
             init = driver_init_allowed(snap.system)
             no_cuda_init = cuda_init_allowed(snap.system)
 

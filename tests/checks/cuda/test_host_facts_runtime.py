@@ -10,6 +10,7 @@ from support import builders
 from support.evaluate import the
 
 from gpucheck.model.finding import Status
+from gpucheck.model.install_state import InstallStateFacts, LoaderEntry
 from gpucheck.model.snapshot import NvccFacts, Snapshot
 
 
@@ -40,3 +41,19 @@ def test_an_older_runtime_of_the_toolkit_s_major_in_the_cache_warns() -> None:
 def test_the_same_minor_or_another_major_passes() -> None:
     assert the(_machine("12.8.90"), "cuda.runtime-libraries").status is Status.PASS
     assert the(_machine("11.8.89"), "cuda.runtime-libraries").status is Status.PASS
+
+
+def test_the_loader_entry_that_registers_the_old_runtime_is_named_for_removal() -> None:
+    # A CUDA 12.4 installer's /etc/ld.so.conf.d entry left behind after 12.8 came.
+    snap = _machine("12.4.127")
+    snap.cuda.runtimes[0].path = "/usr/local/cuda-12.4/lib64/libcudart.so.12.4.127"
+    snap.install_state = InstallStateFacts(
+        loader_entries=[
+            LoaderEntry("/etc/ld.so.conf.d/cuda-12-4.conf", ["/usr/local/cuda-12.4/lib64"], "12.4"),
+            LoaderEntry("/etc/ld.so.conf.d/cuda-12-8.conf", ["/usr/local/cuda-12.8/lib64"], "12.8"),
+        ]
+    )
+    f = the(snap, "cuda.runtime-libraries")
+    assert f.fix is not None
+    assert "sudo rm /etc/ld.so.conf.d/cuda-12-4.conf && sudo ldconfig" in f.fix.commands
+    assert "cuda-12-8.conf" not in f.fix.text

@@ -237,6 +237,8 @@ def test_every_registered_check_is_exercised_by_these_modules() -> None:
         "system.cuda-visible-devices",
         "system.cuda-launch-blocking",
         "system.probes",
+        "system.cdi-spec",  # test_cdi_spec.py
+        "system.image-cuda-requirement",  # test_image_requirement.py
         "driver.kernel-module",
         "driver.nvml",
         "driver.device-nodes",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import posixpath
 
 from gpucheck.checks.context import Context
+from gpucheck.checks.driver.causes import library_version
 from gpucheck.checks.driver.fixes import LOAD_UVM, reload_steps, userspace_of
-from gpucheck.checks.driver.loading import library_version
 from gpucheck.compat import parse_version
 from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.layers import Layer

@@ -12,7 +12,7 @@ from packaging.version import Version
 from gpucheck.checks.context import Context
 from gpucheck.checks.cuda.causes import CUINIT_CAUSES, libcuda_mismatch
 from gpucheck.checks.driver.fabric_manager import fabric_cause, install_fabric_manager
-from gpucheck.checks.fixes import upgrade_driver
+from gpucheck.checks.fixes import unregister_loader_folders, upgrade_driver
 from gpucheck.checks.registry import check
 from gpucheck.checks.system.machine import container_steps
 from gpucheck.compat import cuda_from_int, driver_text, parse_version
@@ -430,12 +430,7 @@ def _behind_toolkit(ctx: Context, on_path: list[LibraryCopy]) -> Outcome | None:
             ),
             OR,
         ]
-    steps += [
-        Step.manual(
-            f"take {', '.join(folders)} out of /etc/ld.so.conf.d where an old toolkit registered it"
-        ),
-        Step.run("refresh the loader cache", "sudo ldconfig"),
-    ]
+    steps += unregister_loader_folders(ctx, folders)
     return Outcome.warn(
         f"The loader path's CUDA runtime {older[0].version} is older than the toolkit "
         f"(nvcc {nvcc.version}) builds use: what it builds against the shared runtime misses "

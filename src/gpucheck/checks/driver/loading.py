@@ -6,6 +6,7 @@ import re
 from typing import Literal
 
 from gpucheck.checks.context import Context
+from gpucheck.checks.driver.causes import library_version, module_cause
 from gpucheck.checks.driver.fixes import (
     CGROUP_FIX,
     HUNG,
@@ -30,15 +31,6 @@ def _no_gpu(ctx: Context) -> bool:
     return ctx.has_gpu is False
 
 
-def library_version(path: str | None) -> str | None:
-    """libnvidia-ml.so.535.104.05 -> 535.104.05. The probe records the path the loader really
-    mapped (/proc/self/maps), so the name is read as is: checks do no I/O."""
-    if not path:
-        return None
-    match = re.search(r"\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$", path)
-    return match.group(1) if match else None
-
-
 @check("driver.kernel-module", "the nvidia kernel module is loaded")
 def kernel_module(ctx: Context) -> Outcome:
     sysf = ctx.snapshot.system
@@ -49,6 +41,9 @@ def kernel_module(ctx: Context) -> Outcome:
     if sysf.nvidia_module_loaded:
         version = sysf.nvidia_module_version or "unknown version"
         kind = " (open kernel module)" if "Open Kernel" in (sysf.nvidia_module_banner or "") else ""
+        ignored = _ignored_gpu(ctx)
+        if ignored is not None:
+            return ignored
         return Outcome.passed(
             f"nvidia kernel module {version} loaded{kind}",
             "modules: " + (", ".join(sysf.nvidia_modules) or "nvidia"),
@@ -82,7 +77,11 @@ def kernel_module(ctx: Context) -> Outcome:
     lib_version = library_version(ctx.snapshot.nvml.library_path)
     if lib_version:
         evidence.append(f"the user-space driver {lib_version} is installed (libnvidia-ml)")
-    steps: list[Step | Literal["or"]] = [
+    cause = module_cause(ctx)
+    if cause is not None:
+        return Outcome.fail(cause.title, *evidence, *cause.evidence, fix=cause.fix)
+    steps: list[Step | Literal["or"]] = [*_deciding_facts(ctx)]
+    steps += [
         Step.run("load it", "sudo modprobe nvidia"),
         Step.run(
             "if that fails because the kernel was updated and the module not rebuilt for it, "
@@ -124,6 +123,49 @@ def kernel_module(ctx: Context) -> Outcome:
         *evidence,
         fix=Fix.of(*steps),
     )
+
+
+def _ignored_gpu(ctx: Context) -> Outcome | None:
+    """The module loaded, but the kernel log says it ignored a GPU (a legacy GPU, the wrong
+    module flavour): a fail when no GPU is driven, a warning beside GPUs that are."""
+    cause = module_cause(ctx, loaded=True)
+    if cause is None:
+        return None
+    driven = ctx.snapshot.nvml.device_count if ctx.nvml_ok else 0
+    if driven:
+        return Outcome.warn(
+            f"{cause.title}; the driver drives {driven} other GPU(s)",
+            *cause.evidence,
+            fix=cause.fix,
+        )
+    return Outcome.fail(
+        f"The nvidia module is loaded but drives no GPU. {cause.title}",
+        *cause.evidence,
+        fix=cause.fix,
+    )
+
+
+def _deciding_facts(ctx: Context) -> list[Step | Literal["or"]]:
+    """Where the snapshot lacks the facts that name the cause: the commands that read them."""
+    sysf = ctx.snapshot.system
+    steps: list[Step | Literal["or"]] = []
+    if sysf.kernel_log_nvrm is None:
+        steps.append(
+            Step.info(
+                "the kernel log names the cause (a legacy GPU, the wrong module flavour, a "
+                "refused key); it was not readable here",
+                command="sudo dmesg | grep -iE 'nvrm|nvidia|key'",
+            )
+        )
+    state = ctx.snapshot.install_state
+    if state is None or state.dkms_builds is None:
+        steps.append(
+            Step.info(
+                "whether a module is built for the running kernel",
+                command="dkms status; ls /lib/modules/$(uname -r)/updates",
+            )
+        )
+    return steps
 
 
 @check("driver.nvml", "NVML (the user-space driver) initialises and answers")

@@ -13,6 +13,7 @@ import posixpath
 from typing import Literal
 
 from gpucheck.checks.context import Context
+from gpucheck.checks.fixes import unregister_loader_folders
 from gpucheck.checks.frameworks.conflicts import (
     STEMS,
     Need,
@@ -103,13 +104,7 @@ def loader_cache(ctx: Context, env: PythonEnvironment) -> Outcome | None:
             ),
             OR,
         ]
-    steps += [
-        Step.manual(
-            f"take {', '.join(folders)} out of /etc/ld.so.conf.d (where the image registers it)",
-            Layer.CUDA,
-        ),
-        Step.run("refresh the loader cache", "sudo ldconfig", layer=Layer.CUDA),
-    ]
+    steps += unregister_loader_folders(ctx, folders, Layer.CUDA)
     fix = Fix.of(*steps)
     subjects = Subjects(environments=[env.python], paths=folders)
     first_need, first = found[0]

@@ -1,6 +1,7 @@
 """The system layer: is there an NVIDIA GPU on this machine, and does this process (a
 container, its environment variables) get to see it. machine.py holds the checks and the
-container steps other layers' fixes reuse."""
+container steps other layers' fixes reuse; cdi.py, a CDI spec generated for another driver;
+image_requirement.py, an image's NVIDIA_REQUIRE_CUDA against the host driver."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ DECLARED = declare(
             "cuda-launch-blocking",
             "probes",
         ),
+        ("cdi", "cdi-spec"),
+        ("image_requirement", "image-cuda-requirement"),
     ),
     reads=("system",),
 )
