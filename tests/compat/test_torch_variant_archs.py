@@ -49,7 +49,7 @@ def test_the_variants_that_drop_older_gpus_keep_their_own_lists() -> None:
             ("2.8", "12.8"),
             ("2.11", "12.8"),
             ("2.11", "13.0"),
-        ]  # fmt: skip
+        ]
     }
     assert lists == {
         ("2.7", "12.6"): ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"),
