@@ -139,7 +139,7 @@ def run_install(request: InstallRequest) -> InstallAnswer:
     if request.installer is not None:
         installer, why = request.installer, "--installer"
     elif request.machine is not None or request.from_file is not None:
-        installer, why = "pip", "another machine: pip (--installer names another)"
+        installer, why = "pip", "the default for another machine; --installer names another"
     else:
         installer, why = detect_installer(machine, Path(request.project or os.getcwd()))
     return answer_for(compat, machine, wanted, installer, why)
