@@ -9,6 +9,7 @@ from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.install.answer import Move, PackageAnswer
+from gpucheck.install.request import TORCH_FAMILY
 from gpucheck.model.shell import join
 
 INSTALLERS = ("pip", "uv-pip", "uv-add", "conda", "mamba")
@@ -74,7 +75,7 @@ def conda(tool: str, packages: list[PackageAnswer], moves: list[Move]) -> Comman
     """torch lines up to 2.5 from the pytorch channel (pytorch-cuda=X.Y, or cpuonly); later
     ones from conda-forge (cuda-version=X.Y); the other frameworks from conda-forge."""
     lines, notes = [], []
-    rest = [p for p in packages if p.name not in ("torch", "torchvision", "torchaudio")]
+    rest = [p for p in packages if p.name not in TORCH_FAMILY]
     family = [p for p in packages if p not in rest and p.requirement]
     specs = [_conda_spec(p.requirement) for p in family if p.requirement]
     specs += [_conda_spec(m.requirement) for m in moves]

@@ -9,11 +9,14 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from gpucheck.install.machine import InstallError
+from gpucheck.model.frameworks import TORCH, TORCH_EXTENSIONS
 
-TORCH_FAMILY = ("torch", "torchvision", "torchaudio")  # one index, one command
+# torch and the extensions released in step with it (compat's pairing table): one index, one
+# command. The other torch extensions (xformers, flash-attn, vllm, ...) and CuPy have no builds
+# in the compat data to choose from: named, never guessed.
+TORCH_FAMILY = (TORCH.dist, *(e.dist for e in TORCH_EXTENSIONS if e.paired))
 KNOWN = (*TORCH_FAMILY, "tensorflow", "jax")
-# Extensions whose pins on torch the compat data does not hold: named, never guessed.
-UNRESOLVED = ("xformers", "flash-attn", "vllm", "cupy")
+UNRESOLVED = tuple(e.dist for e in TORCH_EXTENSIONS if not e.paired)
 
 
 class Wanted(Struct, frozen=True):
@@ -39,7 +42,7 @@ def parse_wanted(texts: list[str]) -> list[Wanted]:
         name = canonicalize_name(req.name)
         if req.url or req.marker:
             raise InstallError(f"{text!r}: give a name and version constraints only")
-        if name in UNRESOLVED:
+        if name in UNRESOLVED or name.startswith("cupy"):
             raise InstallError(
                 f"{name}: the compat data holds no {name} builds to choose from; "
                 f"gpucheck install resolves {', '.join(KNOWN)}"
