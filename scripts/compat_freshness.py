@@ -37,11 +37,14 @@ DEFAULT_INDEX = "https://pypi.org/simple"
 class Watched:
     package: str  # the registry's name
     topic: str  # the compat file it is checked against
-    check: str  # "torch", "tensorflow", "jax", "cudnn" or "cuda"
+    check: str  # "torch", "extension", "tensorflow", "jax", "cudnn" or "cuda"
 
 
 WATCHED: tuple[Watched, ...] = (
     Watched("torch", "torch.toml", "torch"),
+    # The extensions that pin torch and whose pairings the data holds (gpucheck install moves them).
+    Watched("torchvision", "extensions.toml", "extension"),
+    Watched("torchaudio", "extensions.toml", "extension"),
     Watched("tensorflow", "tensorflow.toml", "tensorflow"),
     Watched("jaxlib", "jax.toml", "jax"),
     Watched("nvidia-cudnn-cu12", "cudnn.toml", "cudnn"),
@@ -102,6 +105,9 @@ def lacking(compat: object, newest: dict[str, str]) -> list[str]:
                 out.append(f"torch {version}: no row for the {line} line in {w.topic}")
             elif not rel.cuda_variants:
                 out.append(f"torch {version}: the {line} row has no cuda_variants in {w.topic}")
+        elif w.check == "extension":
+            if compat.extensions.torch_for(w.package, version) is None:
+                out.append(f"{w.package} {version}: no pairing row names it in {w.topic}")
         elif w.check == "tensorflow":
             if compat.tensorflow.release(version) is None:
                 out.append(f"tensorflow {version}: no row for the {line} line in {w.topic}")
@@ -114,6 +120,28 @@ def lacking(compat: object, newest: dict[str, str]) -> list[str]:
         elif w.check == "cuda" and compat.release(line) is None:
             out.append(f"CUDA {line} ({w.package} {version}): no toolkit row in {w.topic}")
     return out
+
+
+def newer_than_data(compat: object, package: str, versions: Iterable[str]) -> list[str]:
+    """The final releases of torch (a line after the data's newest) or of a paired extension
+    (no pairing row names it) that the data does not know, oldest first: what `gpucheck
+    install` cannot choose until a maintainer adds them."""
+    from gpucheck.compat import Compat
+
+    assert isinstance(compat, Compat)
+    finals = sorted((Version(v) for v in versions if _final(v)), key=lambda v: v)
+    if package == "torch":
+        newest = max(r.version for r in compat.torch.releases)
+        return [str(v) for v in finals if Version(f"{v.major}.{v.minor}") > newest]
+    return [str(v) for v in finals if compat.extensions.torch_for(package, str(v)) is None]
+
+
+def _final(text: str) -> bool:
+    try:
+        v = Version(text)
+    except InvalidVersion:
+        return False
+    return not v.is_prerelease and not v.is_devrelease
 
 
 def data_ages(compat: object, today: dt.date) -> dict[str, tuple[str, int | None]]:
@@ -146,19 +174,26 @@ def main(
 
     compat = load()
     newest: dict[str, str] = {}
+    newer: dict[str, list[str]] = {}
     errors: list[str] = []
     for w in WATCHED:
         try:
-            version = newest_final(fetch(w.package, args.index_url))
+            versions = fetch(w.package, args.index_url)
         except (OSError, ValueError) as exc:
             errors.append(f"{w.package}: the registry could not be read ({exc})")
             continue
+        version = newest_final(versions)
         if version is not None:
             newest[w.package] = version
+        if w.check in ("torch", "extension"):
+            unknown = newer_than_data(compat, w.package, versions)
+            if unknown:
+                newer[w.package] = unknown
     gaps = lacking(compat, newest)
     ages = data_ages(compat, dt.date.today())
     if args.json:
-        print(json.dumps({"newest": newest, "lacking": gaps, "errors": errors, "ages": ages}))
+        report = {"newest": newest, "newer": newer, "lacking": gaps, "errors": errors, "ages": ages}
+        print(json.dumps(report))
     else:
         for name, (date, age) in ages.items():
             old = age is not None and age > MAX_DATA_AGE_DAYS
@@ -167,6 +202,8 @@ def main(
             print(f"{name}: data_as_of {date or '?'}, {days} days{stale}")
         for package, version in newest.items():
             print(f"registry: {package} {version}")
+        for package, versions in newer.items():
+            print(f"newer than the data: {package} {', '.join(versions)}")
         for line in errors:
             print(f"error: {line}")
         print("lacking:" if gaps else "lacking: nothing")

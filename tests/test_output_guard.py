@@ -103,6 +103,7 @@ CASES: dict[str, Case] = {
     "fleet": (_snapshot, lambda i, o: ["fleet", i, "-o", o]),
     "fix": (_snapshot, lambda i, o: ["fix", "--from", i, "-o", o]),
     "fix --plan": (_plan, lambda i, o: ["fix", "--plan", i, "-o", o]),
+    "install": (_snapshot, lambda i, o: ["install", "torch", "--from", i, "-o", o]),
     "dockerfile": (_dockerfile, lambda i, o: ["dockerfile", i, "--from", _beside(i), "-o", o]),
     "watch": (_watch_log, lambda i, o: ["watch", "--from", i, "-o", o]),
     "explain": (_error_log, lambda i, o: ["explain", i, "-o", o]),

@@ -11,12 +11,12 @@ The API is loaded on first use (PEP 562), so `import gpucheck` costs next to not
 # start passes through here before it can take over Ctrl-C (entry.py).
 TYPE_CHECKING = False
 
-__all__ = ["Report", "Snapshot", "__version__", "doctor", "explain", "snapshot"]
+__all__ = ["Report", "Snapshot", "__version__", "doctor", "explain", "install_plan", "snapshot"]
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from gpucheck.api import doctor, explain, snapshot
+    from gpucheck.api import doctor, explain, install_plan, snapshot
     from gpucheck.model.snapshot import Snapshot
     from gpucheck.report.core import Report
     from gpucheck.version import __version__
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "doctor": "gpucheck.api",
     "explain": "gpucheck.api",
+    "install_plan": "gpucheck.api",
     "snapshot": "gpucheck.api",
     "Report": "gpucheck.report.core",
     "Snapshot": "gpucheck.model.snapshot",

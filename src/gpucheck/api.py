@@ -21,6 +21,7 @@ from gpucheck.report.core import Report
 
 if TYPE_CHECKING:
     from gpucheck.explanation import Explanation
+    from gpucheck.install.answer import InstallAnswer
 
 
 def snapshot(
@@ -117,6 +118,43 @@ def explain(
     if len(raw) > INPUT_LIMIT:
         raise ValueError("text: larger than 16 MiB; give the part of the log around the error")
     return explain_text(decode(raw), load(tuple(compat_dirs)), snapshot, name="text")
+
+
+def install_plan(
+    packages: Sequence[str],
+    snapshot: Snapshot | None = None,
+    *,
+    gpus: Sequence[str] = (),
+    driver: str | None = None,
+    python: str | None = None,
+    os: str = "linux",
+    installer: str = "pip",
+    compat_dirs: Sequence[str] = (),
+) -> InstallAnswer:
+    """The build of each package ("torch", "torch>=2.4", "tensorflow", "jax", ...) that runs
+    on a machine, and the installer's commands, as `gpucheck install --json` answers: a plan,
+    nothing is installed. The machine: one described (gpus as nvidia-smi names them, driver,
+    python "3.11", os), else `snapshot`, else this one probed. Bad input raises ValueError."""
+    from gpucheck.compat import load
+    from gpucheck.install.commands import INSTALLERS
+    from gpucheck.install.flow import answer_for
+    from gpucheck.install.machine import Described, described, from_snapshot
+    from gpucheck.install.request import parse_wanted
+
+    if isinstance(packages, str):
+        raise TypeError("packages: expected a list of package names, not one string")
+    if installer not in INSTALLERS:
+        raise ValueError(f"installer: {installer!r} is not one of {', '.join(INSTALLERS)}")
+    compat = load(tuple(compat_dirs))
+    wanted = parse_wanted(list(packages))
+    if gpus or driver is not None or python is not None:
+        given = Described(gpus=tuple(gpus), driver=driver, python=python, os=os)
+        machine = described(compat, given)
+    else:
+        machine = from_snapshot(
+            snapshot if snapshot is not None else probe_here(15.0, None), compat
+        )
+    return answer_for(compat, machine, wanted, installer, "the installer argument")
 
 
 def _check_pythons(value: object) -> None:

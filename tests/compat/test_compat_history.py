@@ -248,3 +248,21 @@ def test_freshness_picks_final_releases_and_exits_by_what_it_found(
     known["torch"] = ["3.0.0"]
     assert module.main([], fetch=fetch) == 1
     assert "torch 3.0.0: no row for the 3.0 line" in capsys.readouterr().out
+
+
+def test_freshness_lists_torch_and_extension_releases_newer_than_the_data(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The data's newest torch line is 2.15; torchvision 0.29 is paired with torch 2.14
+    # (compat/extensions.toml); 0.31.0 has no row.
+    module = freshness()
+    assert module.newer_than_data(COMPAT, "torch", ["2.15.0", "2.16.0", "2.16.1", "2.17.0rc1"]) == [
+        "2.16.0",
+        "2.16.1",
+    ]
+    assert module.newer_than_data(COMPAT, "torchvision", ["0.29.0", "0.31.0"]) == ["0.31.0"]
+    known = {"torch": ["2.15.0", "2.16.0"], "torchvision": ["0.31.0"]}
+    assert module.main(["--json"], fetch=lambda p, _: known.get(p, [])) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["newer"] == {"torch": ["2.16.0"], "torchvision": ["0.31.0"]}
+    assert "torchvision 0.31.0: no pairing row names it in extensions.toml" in report["lacking"]

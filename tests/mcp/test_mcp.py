@@ -28,7 +28,9 @@ INITIALIZE: dict[str, Any] = {
         "clientInfo": {"name": "test", "version": "1"},
     },
 }
-TOOLS = ["doctor", "snapshot", "procs", "compat", "fit", "fix_plan", "dockerfile", "explain"]
+TOOLS = ["doctor", "snapshot", "procs", "compat", "fit", "fix_plan", "dockerfile"]
+TOOLS += ["install_plan", "explain"]
+PASCAL = ["--gpu", "GTX 1080", "--driver", "580.95.05", "--python", "3.12"]
 
 
 def session_calls(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], list[Any]]:
@@ -65,6 +67,15 @@ def test_the_tools_are_read_only_typed_and_answer_with_the_clis_json(tmp_path: P
             ("dockerfile", {"path": str(recipe), "from_file": str(snap)}),
             ("doctor", {"from_file": str(tmp_path / "missing.json")}),
             ("compat", {"topic": "torch", "subject": "--kill"}),
+            (
+                "install_plan",
+                {
+                    "packages": ["torch"],
+                    "gpus": ["GTX 1080"],
+                    "driver": "580.95.05",
+                    "python": "3.12",
+                },
+            ),
         ]
     )
     assert [t.name for t in tools] == TOOLS
@@ -76,7 +87,7 @@ def test_the_tools_are_read_only_typed_and_answer_with_the_clis_json(tmp_path: P
     ]  # fmt: skip
     assert compat_tool.input_schema["required"] == ["topic", "subject"]
 
-    compat, doctor, plan, docker, missing, option = results
+    compat, doctor, plan, docker, missing, option, install = results
     assert compat.is_error is False
     assert compat.structured_content == cli("compat", "--json", "driver", "550.54.14")
     assert compat.structured_content["max_cuda"] == "12.4"
@@ -100,6 +111,10 @@ def test_the_tools_are_read_only_typed_and_answer_with_the_clis_json(tmp_path: P
     )
     assert option.is_error is True
     assert "a value may not start with '-'" in option.content[0].text
+    assert install.structured_content == cli("install", "--json", "torch", *PASCAL)
+    assert install.structured_content["commands"] == [
+        "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu126"
+    ]
 
 
 def test_a_client_that_closes_stdin_still_gets_every_answer_it_asked_for() -> None:

@@ -19,6 +19,7 @@ from support import builders
 from gpucheck.model.snapshot import dumps
 
 NAMES = ["report", "snapshot", "procs", "watch", "bench", "fit", "fleet", "compat", "explain"]
+NAMES += ["install"]
 FIXTURES = REPO / "tests" / "fixtures"
 
 

@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("watch", "Sample the GPUs: a live view, CSV or JSON lines."),
     "compat": ("compat_app", "Ask the compatibility data."),
     "fix": ("fix", "Turn the doctor's fixes into one plan; apply it safely."),
+    "install": ("install", "Which torch/TensorFlow/JAX build runs here, and its command."),
     "dockerfile": (
         "dockerfile",
         "Judge a Dockerfile or Compose file against the machine it will run on.",

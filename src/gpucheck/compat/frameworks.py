@@ -54,6 +54,7 @@ class TorchRelease(Struct, frozen=True):
     default_pypi_cuda: str | None
     rocm_variants: tuple[str, ...]
     source: str
+    arch_unknown: str | None = None  # variants without an [[arch]] row, and why
 
 
 class TorchArch(Struct, frozen=True):

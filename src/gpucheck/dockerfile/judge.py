@@ -17,6 +17,7 @@ from packaging.version import Version
 from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.images import ImageCuda
 from gpucheck.dockerfile.recipe import PipInstall, Stage, split_image
+from gpucheck.dockerfile.unpinned import unpinned_torch
 from gpucheck.model.finding import Finding, Status, Subjects, severity
 from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.layers import Layer
@@ -229,6 +230,8 @@ def _judge_one(
     image_mm = _mm(image_cuda_text) if image_cuda_text else None
     if name == "torch":
         variant = _variant(pip, req)
+        if variant is None and not str(req.specifier):
+            return unpinned_torch(host, steps)
         if variant is None:
             release = host.compat.torch.release(_pinned(req) or "")
             variant = release.default_pypi_cuda if release else None

@@ -26,7 +26,18 @@ class CompatTopic(str, enum.Enum):
     GPU = "gpu"
 
 
-READ_ONLY = ("doctor", "snapshot", "procs", "compat", "fit", "fix", "dockerfile", "explain")
+# (install: planned only; its --apply is an acting option)
+READ_ONLY = (
+    "doctor",
+    "snapshot",
+    "procs",
+    "compat",
+    "fit",
+    "fix",
+    "dockerfile",
+    "explain",
+    "install",
+)
 ACTING_OPTIONS = ("--kill", "--kill-mine", "--apply", "--undo", "--yes", "-o", "--output")
 
 
@@ -110,6 +121,29 @@ def fix_plan_argv(from_file: str | None, python: str | None) -> list[str]:
 def dockerfile_argv(path: str, from_file: str | None) -> list[str]:
     argv = ["dockerfile", "--json", _value(path)]
     _opt(argv, "--from", from_file)
+    return argv
+
+
+def install_argv(
+    packages: list[str],
+    from_file: str | None,
+    gpus: list[str],
+    driver: str | None,
+    python: str | None,
+    os: str | None,
+    installer: str | None,
+) -> list[str]:
+    """`gpucheck install --json`: a plan only (never --apply)."""
+    if not packages:
+        raise CommandFailed("name at least one package: torch, tensorflow, jax, ...")
+    argv = ["install", "--json", *(_value(p) for p in packages)]
+    _opt(argv, "--from", from_file)
+    for gpu in gpus:
+        _opt(argv, "--gpu", gpu)
+    _opt(argv, "--driver", driver)
+    _opt(argv, "--python", python)
+    _opt(argv, "--os", os)
+    _opt(argv, "--installer", installer)
     return argv
 
 

@@ -92,6 +92,24 @@ def build_server() -> MCPServer:
         return _run(lambda: c.dockerfile_argv(path, from_file))
 
     @server.tool(annotations=READ_ONLY)
+    def install_plan(
+        packages: list[str],
+        from_file: str | None = None,
+        gpus: list[str] | None = None,
+        driver: str | None = None,
+        python: str | None = None,
+        os: str | None = None,
+        installer: str | None = None,
+    ) -> dict[str, Any]:
+        """Which build of each package (torch, torchvision, torchaudio, tensorflow, jax; pip
+        constraints like 'torch>=2.4') runs on this machine, a saved snapshot, or one described
+        by gpus (names like 'RTX 5090'), driver, python (X.Y) and os, and the installer's
+        commands (`gpucheck install --json`: a plan; nothing is installed)."""
+        return _run(
+            lambda: c.install_argv(packages, from_file, gpus or [], driver, python, os, installer)
+        )
+
+    @server.tool(annotations=READ_ONLY)
     def explain(text: str, from_file: str | None = None) -> dict[str, Any]:
         """Explain a pasted error text (a traceback, a log, dmesg, an NCCL log): each known
         message's layer, cause and fix (`gpucheck explain --json`); from_file, a saved

@@ -19,8 +19,9 @@ from gpucheck.checks.frameworks.per_environment import (
     runtime,
 )
 from gpucheck.compat import parse_version
-from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow, newest_torch
+from gpucheck.compat.answers import TORCH_INDEX, Pick, newest_tensorflow
 from gpucheck.compat.frameworks import conda_cpu, conda_cuda, cuda_of_local_tag, major_minor
+from gpucheck.install.picks import torch_pick
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Change, Fix, Step
@@ -87,10 +88,9 @@ def pick_torch(
     driver: str | None,
     line: str | None = None,
 ) -> Pick | None:
-    """compat.answers.newest_torch for this environment's OS and Python (and release line)."""
-    return newest_torch(
-        ctx.compat, driver=driver, ccs=ccs, os=compat_os(ctx, env), python=env.version, line=line
-    )
+    """The build `gpucheck install torch` names for this environment's OS and Python, these
+    GPUs and this driver (and release line): one answer wherever the doctor installs torch."""
+    return torch_pick(ctx.compat, ccs, driver, env.version, compat_os(ctx, env), line)
 
 
 def _fits(ctx: Context, env: PythonEnvironment, ccs: list[str], driver: str | None) -> str:

@@ -1,0 +1,54 @@
+"""`gpucheck install` as text: per package the build and why, the releases ruled out (one line
+each), what moves with it or breaks, then the commands and the data's date."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from gpucheck.install.answer import InstallAnswer, PackageAnswer
+
+
+def _package(p: PackageAnswer, out: IO[str]) -> None:
+    if p.requirement is not None:
+        build = f", {p.build}" if p.build else ""
+        where = f" from {p.index_url}" if p.index_url else " from PyPI"
+        out.write(f"{p.name}: {p.release}{build}{where} ({p.requirement})\n")
+    else:
+        out.write(f"{p.name}: no build in the compat data runs here\n")
+    if p.cliff:
+        out.write(f"  {p.cliff}\n")
+    if p.ruled_out:
+        out.write("  ruled out:\n")
+        for line in p.ruled_out:
+            out.write(f"    {line}\n")
+    for note in p.notes:
+        out.write(f"  note: {note}\n")
+
+
+def render_text(answer: InstallAnswer, out: IO[str], dry_run: bool = True) -> None:
+    out.write(f"Install for {answer.machine}\n")
+    if answer.gpus:
+        out.write(f"  GPUs: {', '.join(answer.gpus)}; driver {answer.driver or 'not known'}\n")
+    else:
+        out.write("  no NVIDIA GPU: the CPU builds\n")
+    python = f"Python {answer.python}" if answer.python else "Python not known"
+    env = f" ({answer.environment})" if answer.environment else ""
+    out.write(f"  {python}{env}, {answer.os}\n\n")
+    for p in answer.packages:
+        _package(p, out)
+    for m in answer.moves:
+        out.write(f"moves with it: {m.name} {m.installed} -> {m.requirement} ({m.why})\n")
+    for c in answer.conflicts:
+        out.write(f"conflict: {c.why}\n")
+    if answer.commands:
+        out.write(f"\nWith {answer.installer} ({answer.installer_why}):\n")
+        if answer.pyproject:
+            out.write("  in pyproject.toml:\n")
+            out.write(
+                "".join(f"    {line}\n" if line else "\n" for line in answer.pyproject.splitlines())
+            )
+        for line in answer.commands:
+            out.write(f"  {line}\n")
+        if dry_run:
+            out.write("Nothing was installed (dry run): --apply runs it, after asking.\n")
+    out.write(f"\nCompat data as of {answer.data_as_of}: releases after it are not known here.\n")

@@ -1,0 +1,55 @@
+"""What the user asked to install: `torch`, `torch==2.5.1`, `torch>=2.4,<2.6`,
+`tensorflow[and-cuda]`; names read as packaging reads them, specifiers honoured."""
+
+from __future__ import annotations
+
+from msgspec import Struct
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from gpucheck.install.machine import InstallError
+from gpucheck.model.frameworks import TORCH, TORCH_EXTENSIONS
+
+# torch and the extensions released in step with it (compat's pairing table): one index, one
+# command. The other torch extensions (xformers, flash-attn, vllm, ...) and CuPy have no builds
+# in the compat data to choose from: named, never guessed.
+TORCH_FAMILY = (TORCH.dist, *(e.dist for e in TORCH_EXTENSIONS if e.paired))
+KNOWN = (*TORCH_FAMILY, "tensorflow", "jax")
+UNRESOLVED = tuple(e.dist for e in TORCH_EXTENSIONS if not e.paired)
+
+
+class Wanted(Struct, frozen=True):
+    name: str  # canonical: "torch"
+    spec: str  # "" or "==2.5.1", ">=2.4,<2.6"
+    extras: tuple[str, ...] = ()
+
+    @property
+    def specifier(self) -> SpecifierSet:
+        return SpecifierSet(self.spec)
+
+
+def parse_wanted(texts: list[str]) -> list[Wanted]:
+    """The PACKAGE arguments, in order, each once; a bad one is an InstallError (exit 2)."""
+    if not texts:
+        raise InstallError("name at least one package: gpucheck install torch")
+    found: dict[str, Wanted] = {}
+    for text in texts:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as exc:
+            raise InstallError(f"{text!r} is not a package requirement ({exc})") from None
+        name = canonicalize_name(req.name)
+        if req.url or req.marker:
+            raise InstallError(f"{text!r}: give a name and version constraints only")
+        if name in UNRESOLVED or name.startswith("cupy"):
+            raise InstallError(
+                f"{name}: the compat data holds no {name} builds to choose from; "
+                f"gpucheck install resolves {', '.join(KNOWN)}"
+            )
+        if name not in KNOWN:
+            raise InstallError(f"{name}: not one gpucheck install resolves ({', '.join(KNOWN)})")
+        if name in found:
+            raise InstallError(f"{name} is named twice")
+        found[name] = Wanted(name, str(req.specifier), tuple(sorted(req.extras)))
+    return list(found.values())
