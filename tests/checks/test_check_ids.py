@@ -20,7 +20,8 @@ def test_every_check_id_begins_with_its_layers_name() -> None:
 
 def test_the_rename_table_maps_every_3_x_id_to_one_check_of_today() -> None:
     assert len(RENAMED) == 56
-    assert sorted(RENAMED.values()) == sorted(ORDER)
+    # The network layer's checks came after 3.x: they never had another id.
+    assert sorted(RENAMED.values()) == sorted(i for i in ORDER if not i.startswith("network."))
     assert RENAMED["gpu.ecc-errors"] == "gpus.ecc-errors"
     assert RENAMED["require.min-gpus"] == "requirements.min-gpus"
     assert RENAMED["torch.arch-support"] == "frameworks.torch.arch-support"
