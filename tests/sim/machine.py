@@ -149,6 +149,8 @@ def write_root(scenario: Scenario, root: Path) -> None:
         (root / "dev").mkdir(parents=True, exist_ok=True)
     if scenario.fabric is not None:
         scenario.fabric.write_root(root)
+    if scenario.network is not None:
+        scenario.network.write_root(root)
 
 
 def _pci_device(

@@ -11,6 +11,7 @@ import pynvml as nv
 
 from sim.fabric import Fabric
 from sim.fake_proc import HostProcess as HostProcess
+from sim.network import Network
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
@@ -207,6 +208,7 @@ class Scenario:
     own_cgroup: str | None = None
     own_pid_ns: str | None = None
     fabric: Fabric | None = None  # NVSwitch, NVLink, P2P and daemons (sim/fabric.py)
+    network: Network | None = None  # RDMA, NICs, the PCIe tree, limits (sim/network.py)
 
     @property
     def lib_version(self) -> str:
