@@ -79,7 +79,9 @@ def test_a_single_gpu_node_with_the_same_faults_only_warns(simulate: Any) -> Non
 def test_the_topology_matrix_has_nic_columns_as_nvidia_smi_prints_them(simulate: Any) -> None:
     text = doctor_text(simulate(node(dgx_network())))
     rows = {line.split()[0]: line.split() for line in text.splitlines() if line.split()[:1]}
-    header = next(line.split() for line in text.splitlines() if line.split()[:2] == ["GPU0", "GPU1"])
+    header = next(
+        line.split() for line in text.splitlines() if line.split()[:2] == ["GPU0", "GPU1"]
+    )
     assert header[8:] == [f"NIC{i}" for i in range(8)]
     assert rows["GPU0"][1:] == ["X", *["NV18"] * 7, "PIX", "NODE", "NODE", "NODE", *["SYS"] * 4]
     assert rows["GPU5"][9:] == ["SYS", "SYS", "SYS", "SYS", "NODE", "PIX", "NODE", "NODE"]
