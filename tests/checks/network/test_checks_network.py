@@ -9,6 +9,7 @@ from support.evaluate import finding, run_checks, text, the
 from support.network_facts import dgx, set_port
 
 from gpucheck.checks.network.nccl_env import matches
+from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.fabric import FabricHostFacts
 from gpucheck.model.network import GpuNicDistance, RdmaPort
 
@@ -185,3 +186,15 @@ def test_nccl_interface_filters_read_as_nccl_documents_them() -> None:
     assert matches("=eth", names) == []
     assert matches("^docker", names) is None  # an exclude list: the rest is used
     assert matches("mlx5_0:1,mlx5_1:1", ["mlx5_0", "mlx5_1", "mlx5_2"]) == ["mlx5_0", "mlx5_1"]
+
+
+def test_rdma_usable_names_the_nccl_each_environment_carries() -> None:
+    snap = dgx(builders.h100_node(8))
+    env = PythonEnvironment(python="/opt/venv/bin/python", origin="virtualenv")
+    env.distributions = [Distribution("nvidia-nccl-cu12", "2.21.5")]
+    env.runtimes = [FrameworkRuntime("torch", "ok", nccl_version="2.21.5")]
+    snap.environments = [env]
+    assert the(snap, "network.rdma-usable").evidence == [
+        "NCCL 2.21.5 (nvidia-nccl-cu12) in /opt/venv/bin/python",
+        "NCCL 2.21.5 (torch) in /opt/venv/bin/python",
+    ]

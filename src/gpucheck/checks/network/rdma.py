@@ -148,12 +148,16 @@ def rdma_usable(ctx: Context) -> Outcome | None:
 
 
 def _nccl_versions(ctx: Context) -> list[str]:
-    """The NCCL each environment's framework carries (its nvidia-nccl-cu* wheel)."""
+    """The NCCL each environment carries: its nvidia-nccl-cu* wheel, and with --deep the one
+    each framework reported when imported (torch.cuda.nccl.version())."""
     found = []
     for env in ctx.snapshot.environments:
         for dist in env.distributions:
             if dist.name.startswith("nvidia-nccl-cu") and dist.version:
                 found.append(f"NCCL {dist.version} ({dist.name}) in {env.python}")
+        for runtime in env.runtimes:
+            if runtime.nccl_version:
+                found.append(f"NCCL {runtime.nccl_version} ({runtime.framework}) in {env.python}")
     return found
 
 
