@@ -38,8 +38,7 @@ SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
 
-# The top-level fact groups, each gathered by its own probes.
-FACT_GROUPS = ("system", "nvml", "cuda", "cudnn", "environments")
+FACT_GROUPS = ("system", "nvml", "cuda", "cudnn", "environments")  # each from its own probes
 
 
 class SnapshotError(ValueError):
