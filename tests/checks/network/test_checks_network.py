@@ -107,6 +107,9 @@ def test_gpudirect_rdma_without_peermem_on_the_proprietary_module_warns_with_mod
 
 
 def test_gpudirect_rdma_by_dma_buf_needs_the_open_module_and_linux_5_12() -> None:
+    # NVIDIA GPU Operator, "GPUDirect RDMA and GPUDirect Storage", prerequisites table
+    # (NVIDIA/cloud-native-docs gpu-operator/gpu-operator-rdma.rst): DMA-BUF needs an Open
+    # Kernel module driver and Linux 5.12 or higher; nvidia-peermem has no kernel minimum.
     snap = dgx(builders.h100_node(8), peermem=None)  # builders' banner: the open module
     found = the(snap, "network.gpudirect-rdma")
     assert found.status.value == "pass" and "DMA-BUF" in found.title
@@ -141,6 +144,8 @@ def test_a_translating_iommu_or_acs_on_the_gpu_nic_switch_warns() -> None:
 
 
 def test_dockers_64_mib_dev_shm_fails_a_multi_gpu_container_with_shm_size() -> None:
+    # NCCL's troubleshooting guide (NVIDIA/nccl docs/userguide/source/troubleshooting/
+    # runtime_and_mpi_issues.rst, "Shared memory", Docker): `--shm-size=1g --ulimit memlock=-1`.
     snap = dgx(builders.h100_node(8), shm_bytes=64 << 20)
     snap.system.container = "docker"
     found = the(snap, "network.shm")
@@ -153,6 +158,8 @@ def test_dockers_64_mib_dev_shm_fails_a_multi_gpu_container_with_shm_size() -> N
 
 
 def test_a_memlock_limit_fails_rdma_registration_and_unlimited_passes() -> None:
+    # NCCL's troubleshooting guide (networking_troubleshooting.rst): "ibv_reg_mr failed" is
+    # the memlock limit; "* soft memlock unlimited" / "* hard memlock unlimited".
     snap = dgx(builders.h100_node(8), memlock_bytes=8 << 20)
     found = the(snap, "network.memlock")
     assert found.status.value == "fail"
