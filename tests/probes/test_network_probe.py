@@ -118,3 +118,27 @@ def test_a_switch_that_splits_its_ports_into_iommu_groups_isolates_them() -> Non
     assert acs_isolated(gpu, PciPlace("n", iommu_group="12"), "PIX") is False
     assert acs_isolated(gpu, nic, "SYS") is None  # not under one switch: nothing to isolate
     assert acs_isolated(PciPlace("g"), nic, "PIX") is None  # no IOMMU
+
+
+def test_odd_sysfs_content_is_unknown_never_a_crash(tmp_path: Path) -> None:
+    ib = tmp_path / "sys/class/infiniband/mlx5_0"
+    (ib / "ports/1").mkdir(parents=True)
+    (ib / "ports/notaport").mkdir()
+    (ib / "ports/1/rate").write_bytes(b"\xff\xfe fast\n")  # not UTF-8, no number
+    (ib / "ports/1/state").write_text("")
+    (ib / "device").symlink_to("../../../devices/nowhere/0000:19:00.0")  # dangling
+    net = tmp_path / "sys/class/net/eth0"
+    net.mkdir(parents=True)
+    (net / "speed").write_text("-1\n")  # no link
+    (net / "device").symlink_to(net / "device")  # a loop
+    (tmp_path / "sys/bus/pci/devices").mkdir(parents=True)
+    (tmp_path / "sys/bus/pci/devices/0000:18:00.0").symlink_to("/nonexistent/0000:18:00.0")
+    facts = probe_network(tmp_path, {}, [GPU0])
+    (device,) = facts.rdma
+    assert (device.pci_address, device.driver, device.hca_type) == (None, None, None)
+    (p,) = device.ports
+    assert (p.number, p.state, p.rate_gbps) == (1, None, None)
+    assert p.rate is not None and "fast" in p.rate
+    assert facts.interfaces == ["eth0"] and facts.nics == []  # no PCI device: virtual
+    assert facts.places == []
+    assert [(d.gpu, d.nic, d.level) for d in facts.distances] == [(GPU0, "mlx5_0", None)]
