@@ -8,7 +8,7 @@ from support import builders
 from support.evaluate import finding, run_checks, text, the
 from support.network_facts import dgx, set_port
 
-from gpucheck.checks.network.nccl_env import matches
+from gpucheck.checks.network.common import matches, selected
 from gpucheck.model.environments import Distribution, FrameworkRuntime, PythonEnvironment
 from gpucheck.model.fabric import FabricHostFacts
 from gpucheck.model.network import GpuNicDistance, RdmaPort
@@ -205,3 +205,35 @@ def test_rdma_usable_names_the_nccl_each_environment_carries() -> None:
         "NCCL 2.21.5 (nvidia-nccl-cu12) in /opt/venv/bin/python",
         "NCCL 2.21.5 (torch) in /opt/venv/bin/python",
     ]
+
+
+def test_an_hca_filter_that_leaves_a_socket_only_far_nics_warns_with_unset() -> None:
+    snap = dgx(builders.h100_node(8), nccl_env={"NCCL_IB_HCA": "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"})
+    found = the(snap, "network.nic-affinity")
+    assert found.status.value == "warn"
+    assert "GPU 4: nearest NIC mlx5_0 (SYS)" in found.evidence
+    assert "NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_2,mlx5_3: only these NICs are counted" in (
+        found.evidence
+    )
+    assert found.fix is not None and "unset NCCL_IB_HCA" in found.fix.commands
+    one_socket = {"NCCL_IB_HCA": "^mlx5_4,mlx5_5,mlx5_6,mlx5_7"}  # the second socket's NICs out
+    assert (
+        the(dgx(builders.h100_node(8), nccl_env=one_socket), "network.nic-affinity").status.value
+        == "warn"
+    )
+    other_socket_left = {"NCCL_IB_HCA": "^mlx5_4,mlx5_5"}  # GPUs 4-7 still have mlx5_6, mlx5_7
+    assert (
+        the(
+            dgx(builders.h100_node(8), nccl_env=other_socket_left), "network.nic-affinity"
+        ).status.value
+        == "pass"
+    )
+
+
+def test_nccl_selects_what_its_filter_leaves() -> None:
+    names = ["mlx5_0", "mlx5_1", "mlx5_10"]
+    assert selected(None, names) == names
+    assert selected("mlx5_1", names) == ["mlx5_1", "mlx5_10"]  # a prefix
+    assert selected("=mlx5_1", names) == ["mlx5_1"]
+    assert selected("^mlx5_1", names) == ["mlx5_0"]
+    assert selected("^=mlx5_1", names) == ["mlx5_0", "mlx5_10"]

@@ -73,3 +73,27 @@ def kind(device: RdmaDevice, port: RdmaPort) -> tuple[str, str, int]:
     """Ports that should be alike: one adapter model (its HCA type, else its driver), one link
     layer, one port number (a dual-port card's second port is often left unused)."""
     return (device.hca_type or device.driver or "?", port.link_layer or "?", port.number)
+
+
+def matches(value: str, names: list[str]) -> list[str] | None:
+    """The names NCCL's filter syntax (NCCL_SOCKET_IFNAME, NCCL_IB_HCA) selects: a comma list
+    of prefixes, `=` for exact names, `^` to exclude; an HCA entry's `:port` is dropped. None
+    for an exclude list (whatever is left is used)."""
+    text = value.strip()
+    if text.startswith("^"):
+        return None
+    exact = text.startswith("=")
+    tokens = [t.split(":")[0].strip() for t in text.lstrip("=").split(",")]
+    tokens = [t for t in tokens if t]
+    return [n for n in names if any(n == t if exact else n.startswith(t) for t in tokens)]
+
+
+def selected(value: str | None, names: list[str]) -> list[str]:
+    """The names NCCL uses under a filter (`value` None or empty: all of them)."""
+    if not value or not value.strip():
+        return names
+    chosen = matches(value, names)
+    if chosen is not None:
+        return chosen
+    dropped = matches(value.strip()[1:], names) or []
+    return [n for n in names if n not in dropped]

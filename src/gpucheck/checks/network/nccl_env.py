@@ -5,26 +5,20 @@ between NVLink-connected GPUs, shared memory between GPUs, GPUDirect RDMA)."""
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.network.common import NCCL_ENV_DOC, active_ports, gpu_count, network, problem
+from gpucheck.checks.network.common import (
+    NCCL_ENV_DOC,
+    active_ports,
+    gpu_count,
+    matches,
+    network,
+    problem,
+)
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Fix, Step
 from gpucheck.model.layers import Layer
 
 OFF = ("1", "true", "yes")  # NCCL reads an integer: 1 switches the transport off
-
-
-def matches(value: str, names: list[str]) -> list[str] | None:
-    """The names NCCL's filter syntax (NCCL_SOCKET_IFNAME, NCCL_IB_HCA) selects: a comma list
-    of prefixes, `=` for exact names, `^` to exclude; an HCA entry's `:port` is dropped. None
-    for an exclude list (whatever is left is used)."""
-    text = value.strip()
-    if text.startswith("^"):
-        return None
-    exact = text.startswith("=")
-    tokens = [t.split(":")[0].strip() for t in text.lstrip("=").split(",")]
-    tokens = [t for t in tokens if t]
-    return [n for n in names if any(n == t if exact else n.startswith(t) for t in tokens)]
 
 
 @check("network.nccl-env", "NCCL's environment names what the node has and keeps its transports")

@@ -5,7 +5,12 @@ between a GPU and the NIC under its own switch (peer traffic sent up to the root
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.network.common import NCCL_TROUBLESHOOTING, active_ports, network
+from gpucheck.checks.network.common import (
+    NCCL_TROUBLESHOOTING,
+    active_ports,
+    network,
+    selected,
+)
 from gpucheck.checks.registry import check
 from gpucheck.model.fabric import PASSTHROUGH
 from gpucheck.model.finding import Outcome
@@ -24,10 +29,12 @@ def gpu_names(ctx: Context) -> dict[str, str]:
 
 
 def _usable(ctx: Context) -> list[GpuNicDistance]:
-    """The GPU-NIC distances to RDMA devices with an ACTIVE port, where the level is known."""
+    """The GPU-NIC distances to RDMA devices NCCL may use (an ACTIVE port, and chosen by
+    NCCL_IB_HCA where it is set), where the level is known."""
     facts = ctx.snapshot.network
-    up = {d.name for d, _ in active_ports(facts)}
-    return [d for d in facts.distances if d.nic in up and d.level in PCI_LEVELS]
+    up = sorted({d.name for d, _ in active_ports(facts)})
+    usable = set(selected(facts.nccl_env.get("NCCL_IB_HCA"), up))
+    return [d for d in facts.distances if d.nic in usable and d.level in PCI_LEVELS]
 
 
 @check("network.nic-affinity", "each GPU has an RDMA NIC near it, where some GPU does")
@@ -50,13 +57,20 @@ def nic_affinity(ctx: Context) -> Outcome | None:
         f"{names.get(d.gpu, d.gpu)}: nearest NIC {d.nic} ({d.level})" for d in nearest.values()
     ]
     if far and near:
+        hca = facts.nccl_env.get("NCCL_IB_HCA")
         return Outcome.warn(
             f"{len(far)} GPU(s) have no RDMA NIC on their own CPU socket (nearest: SYS) while "
             f"{len(near)} other GPU(s) do: their traffic to the network crosses the CPUs' "
             "interconnect, and NCCL may not use GPUDirect RDMA for them",
             *lines,
+            *([f"NCCL_IB_HCA={hca}: only these NICs are counted"] if hca else []),
             fix=Fix.of(
                 Step.info("see the GPU and NIC matrix", Layer.NETWORK, "nvidia-smi topo -m"),
+                Step.unset_env(
+                    "NCCL_IB_HCA", "let NCCL use every NIC, the near ones too", Layer.NETWORK
+                )
+                if hca
+                else None,
                 Step.manual(
                     "put an RDMA NIC on each CPU socket that has GPUs (move a NIC or GPU to "
                     "a slot of that socket), or run the job's ranks only on the GPUs near a NIC",
