@@ -32,6 +32,8 @@ except ImportError:  # run by a Python without the test extra: one line, not a t
 from support import reallibs  # noqa: E402
 
 from sim import scenario as sim  # noqa: E402
+from sim.fabric import hgx_fabric  # noqa: E402
+from sim.network import HDR, POLLING, dgx_network, port  # noqa: E402
 
 # name -> (what it is, the scenario), each as the simulator tests build it.
 SCENARIOS: dict[str, tuple[str, Callable[[int], sim.Scenario]]] = {
@@ -73,6 +75,28 @@ SCENARIOS: dict[str, tuple[str, Callable[[int], sim.Scenario]]] = {
     "nvml-crash": (
         "an NVML call (nvmlDeviceGetTemperature on GPU 0) crashes the process",
         lambda n: sim.h100_node(n, faults=[sim.crash("nvmlDeviceGetTemperature", 0)]),
+    ),
+    "dgx-network": (
+        "an HGX H100 node with a ConnectX-7 400G port per GPU, a DGX-like PCIe tree",
+        lambda n: sim.h100_node(n, fabric=hgx_fabric(n), network=dgx_network(min(n, 8))),
+    ),
+    "network-faults": (
+        "that node with a port Polling, one at 200G, no nvidia_peermem, /dev/shm 64 MiB",
+        lambda n: sim.h100_node(
+            n,
+            fabric=hgx_fabric(n),
+            open_kernel_module=False,
+            network=port(
+                port(
+                    dgx_network(min(n, 8), peermem=False, shm_bytes=64 << 20),
+                    0,
+                    state=POLLING[0],
+                    phys_state=POLLING[1],
+                ),
+                min(n, 8) - 1,
+                rate=HDR,
+            ),
+        ),
     ),
     "no-module": (
         "GPUs on the PCI bus, no nvidia kernel module loaded",

@@ -154,6 +154,8 @@ def write_root(scenario: Scenario, root: Path) -> None:
         _write(root / "dev/kmsg", "\n".join(records) + "\n")
     for path, text in scenario.files.items():
         _write(root / path.lstrip("/"), text)
+    if scenario.network is not None:
+        scenario.network.write_root(root)
 
 
 def _pci_device(

@@ -11,6 +11,7 @@ import pynvml as nv
 
 from sim.fabric import Fabric
 from sim.fake_proc import HostProcess as HostProcess
+from sim.network import Network
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
@@ -211,6 +212,7 @@ class Scenario:
     # of the root by path (a DKMS tree, /etc/ld.so.conf.d, /etc/cdi: sim/install_tree.py).
     kernel_log: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
+    network: Network | None = None  # RDMA, NICs, the PCIe tree, limits (sim/network.py)
 
     @property
     def lib_version(self) -> str:

@@ -1,7 +1,7 @@
 """Checks: pure functions of (snapshot, compat matrix, requirements) -> findings.
 
-No I/O, no GPU libraries. One package per layer of the stack (system, driver, gpus, cuda,
-cudnn, frameworks, requirements), each declaring its checks in report order in its
+No I/O, no GPU libraries. One package per layer of the stack (system, driver, gpus, network,
+cuda, cudnn, frameworks, requirements), each declaring its checks in report order in its
 `__init__` (DECLARED: the module of each, the facts they read, their prerequisites), next to
 its fact derivations and fix builders; fixes.py holds the steps several layers give.
 `registry` derives the report order, the id-to-layer map and what to import from those

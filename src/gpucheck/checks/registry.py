@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 from msgspec.structs import replace
 
-from gpucheck.checks import cuda, cudnn, driver, frameworks, gpus, requirements, system
+from gpucheck.checks import (
+    cuda,
+    cudnn,
+    driver,
+    frameworks,
+    gpus,
+    network,
+    requirements,
+    system,
+)
 from gpucheck.checks.declarations import ANY_ENVIRONMENT, SYSTEM_TENSORRT, LayerChecks
 from gpucheck.checks.renamed import current_pattern
 from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Status
@@ -39,6 +48,7 @@ DECLARED: tuple[LayerChecks, ...] = tuple(
             system.DECLARED,
             driver.DECLARED,
             gpus.DECLARED,
+            network.DECLARED,
             cuda.DECLARED,
             cudnn.DECLARED,
             frameworks.DECLARED,

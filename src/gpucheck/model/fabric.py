@@ -11,6 +11,9 @@ from msgspec import Struct, field
 
 from gpucheck.model.types import Count
 
+# Kernel arguments that leave peer-to-peer traffic untranslated: the IOMMU off, or passthrough.
+PASSTHROUGH = ("iommu=pt", "iommu.passthrough=1", "intel_iommu=off", "amd_iommu=off")
+
 
 class FabricHostFacts(Struct):
     """What the host's files say about NVSwitch, its fabric manager and the daemons around it."""

@@ -22,6 +22,7 @@ class Layer(str, enum.Enum):
     SYSTEM = "system"
     DRIVER = "driver"
     GPUS = "gpus"
+    NETWORK = "network"  # RDMA, GPU-NIC topology, GPUDirect RDMA, /dev/shm, memlock, NCCL's env
     CUDA = "cuda"
     CUDNN = "cudnn"
     FRAMEWORKS = "frameworks"

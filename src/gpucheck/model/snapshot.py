@@ -20,6 +20,7 @@ from gpucheck.model.decoding import DecodeError, from_dict, refuse_repeats, to_d
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.install_state import InstallStateFacts
+from gpucheck.model.network import NetworkFacts
 from gpucheck.model.types import ChildFailure, Count, Int, RunStatus
 from gpucheck.version import __version__
 
@@ -38,8 +39,7 @@ SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 
 
-# The top-level fact groups, each gathered by its own probes.
-FACT_GROUPS = ("system", "nvml", "cuda", "cudnn", "environments")
+FACT_GROUPS = ("system", "nvml", "cuda", "cudnn", "environments")  # each from its own probes
 
 
 class SnapshotError(ValueError):
@@ -354,8 +354,7 @@ class CudaFacts(Struct):
     # version from its file name or wheel; a framework's needs are judged against the winner.
     libraries: list[LibraryCopy] = field(default_factory=list)
     nvcc: NvccFacts | None = None
-    # The ldconfig cache's paths for libcuda.so.1 and the unversioned libcuda.so (which
-    # Triton and others look up by name); None: the cache was not read.
+    # ldconfig's cache: libcuda.so.1's and bare libcuda.so's (Triton's) paths; None: not read
     libcuda_cache: dict[str, list[str]] | None = None
     cuda_home: str | None = None
     cuda_home_source: str | None = None  # CUDA_HOME | CUDA_PATH | default
@@ -379,6 +378,7 @@ class Snapshot(Struct):
     environments: list[PythonEnvironment] = field(default_factory=list)
     processes: ProcessFacts = field(default_factory=ProcessFacts)
     install_state: InstallStateFacts | None = None  # None: not read (not Linux, older file)
+    network: NetworkFacts = field(default_factory=NetworkFacts)  # (model/network.py)
     deep: bool = False  # frameworks were imported (doctor --deep)
     # Fact groups a saved snapshot did not carry (a partial or older file): unknown, not empty.
     absent_sections: list[str] = field(default_factory=list)

@@ -21,6 +21,7 @@ from gpucheck.child import run as child
 from gpucheck.child.run import Gate
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.frameworks import BY_KEY, installed_frameworks
+from gpucheck.model.network import NetworkFacts
 from gpucheck.model.snapshot import (
     CudaDriverFacts,
     CudaFacts,
@@ -162,6 +163,7 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
             # (The other probes' modules import while that child starts.)
             from gpucheck.probes.libraries import SearchScope
             from gpucheck.probes.native import probe_cuda_and_cudnn, probe_cuda_driver
+            from gpucheck.probes.network import probe_network
             from gpucheck.probes.nvml import probe_nvml
             from gpucheck.probes.processes import probe_processes
             from gpucheck.probes.system import probe_system
@@ -180,6 +182,18 @@ def collect(options: ProbeOptions | None = None) -> Snapshot:
                     "install_state", lambda: probe_install_state(opts.root), None
                 )
                 runs += state_runs
+            # Network facts: files only (milliseconds), by the GPUs' PCI addresses.
+            snap.network, net_runs = _guarded(
+                "network",
+                lambda: probe_network(
+                    opts.root,
+                    opts.env,
+                    [g.address for g in snap.system.pci_gpus],
+                    linux=snap.system.os == "Linux" and not snap.system.wsl,
+                ),
+                NetworkFacts(),
+            )
+            runs += net_runs
             init = driver_init_allowed(snap.system)
             no_cuda_init = cuda_init_allowed(snap.system)
 

@@ -135,7 +135,7 @@ def layout(report: Judged, verbose: bool, unicode_ok: bool) -> list[Line]:
             if f.fix and (problem or verbose):
                 lines.append(Line("      fix: ", printable(f.fix.text), "bold"))
         if section == Layer.GPUS:
-            topo = matrix(report.snapshot.nvml)
+            topo = matrix(report.snapshot.nvml, report.snapshot.network)
             if topo:  # a multi-GPU machine: how its GPUs reach each other
                 lines.append(Line("  ", "GPU topology (as nvidia-smi topo -m)", "", "bold"))
                 lines += [Line("    ", printable(row), "", "dim") for row in topo]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects
 from gpucheck.checks.registry import check
-from gpucheck.model.fabric import FabricHostFacts, GpuPair
+from gpucheck.model.fabric import PASSTHROUGH, FabricHostFacts, GpuPair
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.layers import Layer
@@ -21,7 +21,6 @@ from gpucheck.model.snapshot import GpuFacts
 NCCL_TROUBLESHOOTING = (
     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 )
-PASSTHROUGH = ("iommu=pt", "iommu.passthrough=1", "intel_iommu=off", "amd_iommu=off")
 CONSUMER_BRANDS = ("GeForce", "Titan")
 
 
