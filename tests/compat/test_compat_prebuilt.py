@@ -19,7 +19,7 @@ from gpucheck.compat.prebuilt import HASH_KEY, digest, parsed
 
 def test_every_shipped_file_has_a_current_prebuilt_form() -> None:
     tomls = sorted(data_dir().glob("*.toml"))
-    assert len(tomls) == 10  # images.toml: gpucheck dockerfile; messages.toml: gpucheck explain
+    assert len(tomls) == 11  # images.toml: gpucheck dockerfile; messages.toml, xids.toml: explain
     for toml in tomls:
         raw = toml.read_bytes()
         prebuilt = data_dir() / "parsed" / f"{toml.stem}.json"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gpucheck.compat.gpus import GpuIndex
     from gpucheck.compat.images import ImageData
     from gpucheck.compat.messages import MessageCatalog
+    from gpucheck.compat.xids import XidCatalog
 
 __all__ = [
     "Compat",
@@ -89,6 +90,7 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "tensorrt.toml": {"release": ("version",)},
     "images.toml": {"tag_rule": ("repository", "pattern"), "ngc": ("repository", "release")},
     "messages.toml": {"message": ("id",)},
+    "xids.toml": {"xid": ("code",), "bucket": ("name",)},
 }
 TOPICS = tuple(ROW_KEYS)
 ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
@@ -284,6 +286,7 @@ class Compat:
     tensorrt: _Topic[TensorrtData] = _Topic("gpucheck.compat.extensions", "TensorrtData")
     images: _Topic[ImageData] = _Topic("gpucheck.compat.images", "ImageData")
     messages: _Topic[MessageCatalog] = _Topic("gpucheck.compat.messages", "MessageCatalog")
+    xids: _Topic[XidCatalog] = _Topic("gpucheck.compat.xids", "XidCatalog")
 
     # -- questions -------------------------------------------------------------------------
 

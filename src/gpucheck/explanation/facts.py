@@ -15,7 +15,7 @@ from msgspec import Struct, field
 from gpucheck.checks.frameworks.arch import Compiled, compiled_from, parse_arch_list
 from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.answers import newest_torch
-from gpucheck.explanation.matching import Lines, Match
+from gpucheck.compat.matching import Lines, Match
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fix import Step, Tool
 from gpucheck.model.layers import Layer
