@@ -118,8 +118,7 @@ def catalog_cause(ctx: Context, error: str) -> tuple[str, Fix] | None:
     )
     message = best.message
     means = f"it means: {message.cause} (gpucheck explain's catalog: {message.source})"
-    title = message.title[0].lower() + message.title[1:]
-    return title, Fix.of(message.fix_step(), Step.info(means, message.section))
+    return message.title, Fix.of(message.fix_step(), Step.info(means, message.section))
 
 
 def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, Fix]:
