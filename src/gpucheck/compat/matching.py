@@ -100,6 +100,7 @@ def alternatives(pattern: str) -> list[str]:
 _META = frozenset(".^$*+?{}[]|()")
 _MIN_ANCHOR = 3  # a shorter leading literal would be in almost any text: no prefilter then
 _XID_NUMBER = re.compile(r"(\d{1,4}),$")
+_OPTIONAL_LEAD = re.compile(r"^\^?(?:\[[^\]]*\]|\\s)[*?]|^\^")
 
 
 def anchor(pattern: str) -> tuple[str, bool]:
@@ -108,6 +109,8 @@ def anchor(pattern: str) -> tuple[str, bool]:
     flags = re.match(r"\(\?([aiLmsux]+)\)", pattern)
     ignore_case = bool(flags and "i" in flags.group(1))
     body = pattern[flags.end() :] if flags else pattern
+    # A line start and optional leading blanks (`^[ \t]*`, `^\s*`) come before the literal.
+    body = _OPTIONAL_LEAD.sub("", body, count=1)
     literal: list[str] = []
     i = 0
     while i < len(body):
