@@ -20,7 +20,11 @@ PAGE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 # Rows as NVIDIA's catalog page prints them (code: mnemonic, immediate, investigatory).
 ON_THE_PAGE = {
     8: ("ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT", "RESTART_APP", "CONTACT_SUPPORT"),
-    13: ("ROBUST_CHANNEL_GR_EXCEPTION / ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY", "RESTART_APP", "WORKFLOW_XID_13"),
+    13: (
+        "ROBUST_CHANNEL_GR_EXCEPTION / ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY",
+        "RESTART_APP",
+        "WORKFLOW_XID_13",
+    ),
     43: ("ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR", "IGNORE", "CONTACT_SUPPORT"),
     48: ("ROBUST_CHANNEL_GPU_ECC_DBE", "WORKFLOW_XID_48", "WORKFLOW_XID_48"),
     54: ("SILENT_RUNNING_PWR_REDUCED_CLOCKING", "CHECK_MECHANICALS", "CONTACT_SUPPORT"),
@@ -111,7 +115,11 @@ def _copy(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     ("old", "new", "problem"),
     [
-        ('immediate = "RESTART_BM"', 'immediate = "REBOOT_IT"', r"xid\[78\]: immediate = 'REBOOT_IT'"),
+        (
+            'immediate = "RESTART_BM"',
+            'immediate = "REBOOT_IT"',
+            r"xid\[78\]: immediate = 'REBOOT_IT'",
+        ),
         ("code = 2\n", "code = 1\n", "Xid 1 appears twice"),
         ('severity = "info"\nlayer = "gpus"', 'severity = "fatal"\nlayer = "gpus"', "bucket"),
     ],

@@ -11,9 +11,9 @@ from support.framework_builders import blackwell_workstation, on, torch_cu124
 
 import gpucheck
 from gpucheck.compat import load
+from gpucheck.compat.matching import Lines, Matcher
 from gpucheck.compat.messages import Message, MessageCatalog
 from gpucheck.explanation import Explanation, decode, explain
-from gpucheck.compat.matching import Lines, Matcher
 from gpucheck.model.finding import Status
 from gpucheck.model.fix import StepKind, Tool
 from gpucheck.model.layers import Layer

@@ -6,8 +6,8 @@ snapshot's facts where the text cannot decide."""
 from __future__ import annotations
 
 from gpucheck.compat import Compat
-from gpucheck.explanation.facts import decide
 from gpucheck.compat.matching import Lines, Match, matcher
+from gpucheck.explanation.facts import FACT_DECISIONS, decide, joined_facts
 from gpucheck.explanation.result import Explanation, Source, explain_schema
 from gpucheck.model.finding import Finding, Status, severity
 from gpucheck.model.fix import Fix
@@ -75,4 +75,6 @@ def explain(
     )
     findings = [_finding(m, lines, snapshot, compat) for m in matches]
     size = len(text.encode("utf-8", errors="replace"))
-    return Explanation(Source(name, len(lines), size, facts_from), findings)
+    deciding = any(m.message.decide in FACT_DECISIONS for m in matches)
+    facts = joined_facts(snapshot) if snapshot is not None and deciding else []
+    return Explanation(Source(name, len(lines), size, facts_from, facts), findings)

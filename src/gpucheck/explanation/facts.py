@@ -33,6 +33,9 @@ _DEMANGLE_SECONDS = 2.0
 _DRIVER = re.compile(r"(?:Driver Version|Nvidia driver version): (\d+\.\d+(?:\.\d+)?)")
 
 
+FACT_DECISIONS = ("arch", "driver")  # the decisions that read a snapshot's facts
+
+
 class Decision(Struct):
     """What the facts added to a finding: evidence lines, and fix steps (those of option 0
     before the catalog's own step, other ways after it)."""
@@ -203,3 +206,22 @@ def decide(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Compat
     if how == "symbol":
         return decide_symbol(match)
     return Decision()
+
+
+def joined_facts(snapshot: Snapshot) -> list[str]:
+    """The facts explain's decisions read from a snapshot: the driver, each GPU's compute
+    capability, the torch builds; as the answer lists them."""
+    facts = []
+    if snapshot.nvml.driver_version:
+        facts.append(f"driver {snapshot.nvml.driver_version}")
+    facts += [
+        f"GPU {g.index}: {g.name or 'unnamed'}, compute capability {g.compute_capability}"
+        for g in snapshot.nvml.gpus
+        if g.compute_capability
+    ]
+    facts += [
+        f"torch {e.torch.version}" + (f" (CUDA {e.torch.cuda})" if e.torch.cuda else "")
+        for e in snapshot.environments
+        if e.torch is not None and e.torch.version
+    ]
+    return facts or ["none of those it needs: no driver version, no GPU, no torch build"]

@@ -44,7 +44,9 @@ def test_an_xid_needing_a_gpu_reset_warns_with_nvidias_action_and_the_gpu_index(
     f = the(snap, "gpus.xid-events")
     assert f.status is Status.WARN
     assert f.title.startswith("Xid 95 in the kernel log since boot")
-    assert "Xid 95 (Uncontained memory error): NVIDIA's action RESET_GPU on 0000:68:00" in f.evidence
+    assert (
+        "Xid 95 (Uncontained memory error): NVIDIA's action RESET_GPU on 0000:68:00" in f.evidence
+    )
     assert "Xid 13 (Graphics Engine Exception): NVIDIA's action RESTART_APP on 0000:41:00" in (
         f.evidence
     )

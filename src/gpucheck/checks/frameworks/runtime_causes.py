@@ -107,9 +107,7 @@ def catalog_cause(ctx: Context, error: str) -> tuple[str, Fix] | None:
     """What the message catalog says of an error text (its best match: the worst, then the
     most specific): its title and its fix, with what it means and its source; None where the
     catalog knows nothing of it (the caller then says to run it by hand)."""
-    found = [
-        m for m in matcher(ctx.compat).matches(Lines(error)) if m.message.severity != "info"
-    ]
+    found = [m for m in matcher(ctx.compat).matches(Lines(error)) if m.message.severity != "info"]
     if not found:
         return None
     best = min(
