@@ -48,3 +48,20 @@ def test_junit_has_a_test_case_per_finding_and_the_exit_code() -> None:
     assert sorted(cases) == ["explain.cuda.out-of-memory", "explain.xid.95"]
     exit_code = suite.find("properties/property[@name='exit_code']")
     assert exit_code is not None and exit_code.get("value") == "1"
+
+
+def test_fix_plans_the_findings_typed_fixes_as_gpucheck_fix_does() -> None:
+    text = (
+        "NVRM: Xid (PCI:0000:01:00): 95, pid=1, Uncontained\n"
+        "An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not "
+        "installed. Falling back to cpu."
+    )
+    done = run_gpucheck("explain", "--no-probe", "--fix", "--json", "--text", text)
+    assert done.returncode == 1, done.stderr
+    plan = json.loads(done.stdout)
+    commands = [step.get("command") for step in plan["steps"]]
+    assert "sudo nvidia-smi -r -i <GPU>" in commands  # NVIDIA's RESET_GPU, from the catalog
+    assert "pip install -U 'jax[cuda12]'" in commands
+    refused = run_gpucheck("explain", "--fix", "--format", "junit", "--text", text)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == "gpucheck: explain --fix: the plan is text or json, not junit"

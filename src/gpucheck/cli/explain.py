@@ -64,6 +64,14 @@ def explain(
             "or the driver, this machine is probed now, without --deep, within 5 s a probe).",
         ),
     ] = False,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Print the findings' typed fixes as one ordered plan, as `gpucheck fix` does "
+            "(text or json).",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
     fmt: Annotated[str, format_option("text, json or junit.", lambda: list(FORMATS))] = "text",
     output: OutputOpt = None,
@@ -79,6 +87,8 @@ def explain(
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if no_probe and from_file is not None:
         raise UserError("explain: --from and --no-probe: give one")
+    if fix and chosen == "junit":
+        raise UserError("explain --fix: the plan is text or json, not junit")
     if (path is None) == (text is None):
         raise UserError("explain: give the text one way: FILE, - (standard input) or --text TEXT")
     refuse_input_as_output(output, [path, from_file])
@@ -94,7 +104,19 @@ def explain(
     if snapshot is not None:
         result = explain_text(content, compat, snapshot, name=name, facts_from=from_file)
     else:
-        result = explain_here(content, compat, name, probe=not no_probe)
+        result, snapshot = explain_here(content, compat, name, probe=not no_probe)
+    if fix:
+        from gpucheck.fixplan import plan_for
+        from gpucheck.fixplan.render import plan_dict, render_text
+        from gpucheck.model.snapshot import Snapshot
+
+        plan = plan_for(snapshot or Snapshot(), result.findings, from_file)
+        if chosen == "json":
+            planned = json.dumps(plan_dict(plan), indent=2) + "\n"
+            write_output(output, lambda stream: stream.write(planned))
+        else:
+            write_output(output, lambda stream: render_text(plan, stream))
+        raise typer.Exit(result.exit_code)
     if chosen == "json":
         document = json.dumps(result.to_dict(), indent=2) + "\n"
         write_output(output, lambda stream: stream.write(document))

@@ -36,11 +36,12 @@ def needs_facts(result: Explanation, compat: Compat) -> bool:
 
 def explain_here(
     text: str, compat: Compat, name: str, probe: bool = True, timeout: float = LIVE_TIMEOUT
-) -> Explanation:
+) -> tuple[Explanation, Snapshot | None]:
     """The text explained with this machine's facts, probed only where a finding needs them
-    (most texts need none: no probe, no time), and not at all with probe=False."""
+    (most texts need none: no probe, no time), and not at all with probe=False; and the
+    snapshot joined, if any."""
     result = explain(text, compat, name=name)
     if not probe or not needs_facts(result, compat):
-        return result
+        return result, None
     snapshot, named = probe_here(timeout)
-    return explain(text, compat, snapshot, name=name, facts_from=named)
+    return explain(text, compat, snapshot, name=name, facts_from=named), snapshot
