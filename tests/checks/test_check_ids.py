@@ -20,7 +20,9 @@ def test_every_check_id_begins_with_its_layers_name() -> None:
 
 def test_the_rename_table_maps_every_3_x_id_to_one_check_of_today() -> None:
     assert len(RENAMED) == 56
-    assert sorted(RENAMED.values()) == sorted(ORDER)
+    # Checks added after the rename have no 3.x id to map.
+    since_the_rename = {"gpus.xid-events"}
+    assert sorted(RENAMED.values()) == sorted(i for i in ORDER if i not in since_the_rename)
     assert RENAMED["gpu.ecc-errors"] == "gpus.ecc-errors"
     assert RENAMED["require.min-gpus"] == "requirements.min-gpus"
     assert RENAMED["torch.arch-support"] == "frameworks.torch.arch-support"

@@ -207,6 +207,8 @@ class Scenario:
     own_cgroup: str | None = None
     own_pid_ns: str | None = None
     fabric: Fabric | None = None  # NVSwitch, NVLink, P2P and daemons (sim/fabric.py)
+    # The kernel log /dev/kmsg holds (its NVRM lines since boot); None: no /dev/kmsg at all.
+    kernel_log: list[str] | None = field(default_factory=list)
 
     @property
     def lib_version(self) -> str:

@@ -86,7 +86,6 @@ def lost(ctx: Context) -> Outcome | None:
     if count is not None and count > len(ctx.gpus):
         evidence.append(f"the driver counts {count} GPUs but only {len(ctx.gpus)} were read")
     log = _nvrm_lines(ctx, [g.pci_bus_id or "" for g in lost])
-    # Their Xid lines, judged by NVIDIA's catalog: its meaning, its action first.
     events = xid_events(ctx.compat, [line.removeprefix("kernel log: ") for line in log])
     evidence += log + [f"means: {meaning(ctx.compat, e.xid)}" for e in events]
     pci = len(ctx.snapshot.system.pci_gpus)

@@ -125,9 +125,9 @@ def _indices(ctx: Context, addresses: list[str]) -> str:
 @check("gpus.xid-events", "the kernel log holds no Xid since boot that needs an action")
 def xid_check(ctx: Context) -> Outcome | None:
     system = ctx.snapshot.system
+    if not ctx.has_gpu:
+        return None
     if system.kernel_log_nvrm is None:
-        if not ctx.has_gpu:
-            return None
         return Outcome.skip(f"kernel log not read: {system.kernel_log_error or 'unknown why'}")
     events = xid_events(ctx.compat, system.kernel_log_nvrm)
     if not events:
