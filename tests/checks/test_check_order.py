@@ -54,6 +54,7 @@ def test_the_order_and_layers_come_from_the_layer_packages_declarations() -> Non
         "gpus.memory-remapping",
         "gpus.throttling",
         "gpus.pcie-link",
+        "gpus.xid-events",
         "gpus.nvlink",
         "gpus.p2p",
         "gpus.compute-mode",

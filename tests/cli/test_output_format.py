@@ -29,7 +29,7 @@ FORMATTED = {
     "procs": "text or json.",
     "bench": "text or json.",
     "fit": "text or json.",
-    "explain": "text or json.",
+    "explain": "text, json or junit.",
 }
 
 

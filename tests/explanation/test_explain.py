@@ -11,9 +11,9 @@ from support.framework_builders import blackwell_workstation, on, torch_cu124
 
 import gpucheck
 from gpucheck.compat import load
+from gpucheck.compat.matching import Lines, Matcher
 from gpucheck.compat.messages import Message, MessageCatalog
 from gpucheck.explanation import Explanation, decode, explain
-from gpucheck.explanation.matching import Lines, Matcher
 from gpucheck.model.finding import Status
 from gpucheck.model.fix import StepKind, Tool
 from gpucheck.model.layers import Layer
@@ -195,7 +195,7 @@ def test_the_api_takes_bytes_and_refuses_other_types() -> None:
 
 
 def test_a_pattern_is_searched_as_its_top_level_alternatives_each_whole() -> None:
-    from gpucheck.explanation.matching import alternatives
+    from gpucheck.compat.matching import alternatives
 
     assert alternatives(r"(?i)a|b(c|d)|[|x]|e\|f") == [
         "(?i)a", "(?i)b(c|d)", "(?i)[|x]", r"(?i)e\|f",

@@ -50,7 +50,14 @@ def test_standard_input_and_the_text_in_json_match_the_schema() -> None:
         "explain.cuda.out-of-memory",
         "explain.tensorflow.tensorrt-missing",
     ]
-    assert document["source"] == {"name": "-", "lines": 2, "bytes": 136, "facts_from": None}
+    # No finding needs a fact: nothing was probed, no fact joined.
+    assert document["source"] == {
+        "name": "-",
+        "lines": 2,
+        "bytes": 136,
+        "facts_from": None,
+        "facts": [],
+    }
     assert document["summary"]["counts"] == {"fail": 1, "warn": 0, "info": 1}
 
 
@@ -69,8 +76,10 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
             "--text",
             "x",
             "--format",
-            "junit",
-        ): "gpucheck: --format: 'junit' is not one of text, json",
+            "xml",
+        ): "gpucheck: --format: 'xml' is not one of text, json, junit",
+        ("--text", "x", "--from", "s.json", "--no-probe"): "gpucheck: explain: --from and "
+        "--no-probe: give one",
     }
     for args, message in cases.items():
         done = gpucheck(*args)

@@ -149,9 +149,10 @@ def write_root(scenario: Scenario, root: Path) -> None:
         (root / "dev").mkdir(parents=True, exist_ok=True)
     if scenario.fabric is not None:
         scenario.fabric.write_root(root)
-    if scenario.kernel_log:
-        records = [f"6,{i},{i * 1000},-;{line}" for i, line in enumerate(scenario.kernel_log, 1)]
-        _write(root / "dev/kmsg", "\n".join(records) + "\n")
+    if scenario.kernel_log is not None:
+        # /dev/kmsg's records: "level,sequence,microseconds,flags;text", one a line.
+        records = [f"4,{i},{i * 1000},-;{line}\n" for i, line in enumerate(scenario.kernel_log)]
+        _write(root / "dev/kmsg", "".join(records))
     for path, text in scenario.files.items():
         _write(root / path.lstrip("/"), text)
     if scenario.network is not None:

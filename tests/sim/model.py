@@ -208,9 +208,10 @@ class Scenario:
     own_cgroup: str | None = None
     own_pid_ns: str | None = None
     fabric: Fabric | None = None  # NVSwitch, NVLink, P2P and daemons (sim/fabric.py)
-    # The kernel log's lines since boot (written to /dev/kmsg as its records), and more files
-    # of the root by path (a DKMS tree, /etc/ld.so.conf.d, /etc/cdi: sim/install_tree.py).
-    kernel_log: list[str] = field(default_factory=list)
+    # The kernel log /dev/kmsg holds (its NVRM lines since boot); None: no /dev/kmsg at all.
+    kernel_log: list[str] | None = field(default_factory=list)
+    # More files of the root by path (a DKMS tree, /etc/ld.so.conf.d, /etc/cdi:
+    # sim/install_tree.py).
     files: dict[str, str] = field(default_factory=dict)
     network: Network | None = None  # RDMA, NICs, the PCIe tree, limits (sim/network.py)
 

@@ -126,6 +126,7 @@ EVERYTHING_PASSES = {
     "gpus.memory-remapping",
     "gpus.throttling",
     "gpus.pcie-link",
+    "gpus.xid-events",
     "gpus.compute-mode",
     "gpus.memory-in-use",
     "cuda.driver-api",

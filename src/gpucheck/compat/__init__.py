@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpucheck.compat.gpus import GpuIndex
     from gpucheck.compat.images import ImageData
     from gpucheck.compat.messages import MessageCatalog
+    from gpucheck.compat.xids import XidCatalog
 
 __all__ = [
     "Compat",
@@ -95,6 +96,7 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "open_module": ("first_architecture",),
         "flavour_packages": ("family",),
     },
+    "xids.toml": {"xid": ("code",), "bucket": ("name",)},
 }
 TOPICS = tuple(ROW_KEYS)
 ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
@@ -293,6 +295,7 @@ class Compat:
     driver_branches: _Topic[DriverBranchData] = _Topic(
         "gpucheck.compat.driver_branches", "DriverBranchData"
     )
+    xids: _Topic[XidCatalog] = _Topic("gpucheck.compat.xids", "XidCatalog")
 
     # -- questions -------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 from msgspec import Struct
 
 from gpucheck.compat.rows import CompatError, Row, Rows
-from gpucheck.model.fix import StepKind
+from gpucheck.model.fix import Step, StepKind, Tool
 from gpucheck.model.layers import Layer
 
 SEVERITIES = ("fail", "warn", "info")
@@ -43,6 +43,14 @@ class Message(Struct, frozen=True):
     @property
     def step_kind(self) -> StepKind:
         return StepKind(self.step)
+
+    def fix_step(self) -> Step:
+        """The catalog's fix as a step (what its command is for, by its first word)."""
+        tool = None
+        if self.command is not None:
+            first = self.command.split(maxsplit=1)[0] if self.command.strip() else ""
+            tool = {"pip": Tool.PIP, "export": Tool.ENV, "unset": Tool.ENV}.get(first, Tool.SHELL)
+        return Step(self.step_kind, self.fix, self.command, tool, layer=self.section)
 
 
 def _one_of(row: Row, key: str, value: str | None, allowed: tuple[str, ...]) -> None:

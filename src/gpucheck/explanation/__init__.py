@@ -1,16 +1,16 @@
 """`gpucheck explain`: an error text in (a traceback, a log, dmesg, an NCCL debug log, a pip
 error), the doctor's findings out: which layer is at fault, why, and the fix, from the cited
-message catalog (compat/messages.toml), with a snapshot's facts where the text cannot decide."""
+message catalog (compat/messages.toml) and NVIDIA's Xid catalog (compat/xids.toml), with a
+snapshot's facts where the text cannot decide."""
 
 from __future__ import annotations
 
 from gpucheck.compat import Compat
-from gpucheck.compat.messages import MessageCatalog
-from gpucheck.explanation.facts import decide
-from gpucheck.explanation.matching import Lines, Match, Matcher
+from gpucheck.compat.matching import Lines, Match, matcher
+from gpucheck.explanation.facts import FACT_DECISIONS, decide, joined_facts
 from gpucheck.explanation.result import Explanation, Source, explain_schema
 from gpucheck.model.finding import Finding, Status, severity
-from gpucheck.model.fix import Fix, Step, Tool
+from gpucheck.model.fix import Fix
 from gpucheck.model.layers import Layer
 from gpucheck.model.snapshot import Snapshot
 
@@ -25,16 +25,6 @@ _STATUS = {"fail": Status.FAIL, "warn": Status.WARN, "info": Status.INFO}
 def decode(raw: bytes) -> str:
     """Any bytes as text: UTF-8 (a BOM dropped), anything else replaced, NULs removed."""
     return raw.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\x00", "")
-
-
-# Each catalog's patterns, compiled once per process (the catalog kept, so its id stays its own).
-_MATCHERS: dict[int, tuple[MessageCatalog, Matcher]] = {}
-
-
-def _matcher(catalog: MessageCatalog) -> Matcher:
-    if id(catalog) not in _MATCHERS:
-        _MATCHERS[id(catalog)] = (catalog, Matcher(catalog))
-    return _MATCHERS[id(catalog)][1]
 
 
 def _quote(number: int, line: str) -> str:
@@ -53,13 +43,7 @@ def _finding(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Comp
     evidence.append(f"means: {message.cause}")
     evidence.extend(decision.evidence)
     evidence.append(f"source: {message.source}")
-    catalog_step = Step(
-        message.step_kind,
-        message.fix,
-        message.command,
-        None if message.command is None else _tool(message.command),
-        layer=message.section,
-    )
+    catalog_step = message.fix_step()
     first = [step for step in decision.steps if step.option == 0]
     steps = [*first, catalog_step, *(step for step in decision.steps if step.option != 0)]
     fix = Fix(" ".join(step.sentence() for step in steps), steps)
@@ -69,12 +53,6 @@ def _finding(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Comp
     return Finding(
         f"explain.{message.id}", section, _STATUS[message.severity], message.title, evidence, fix
     )
-
-
-def _tool(command: str) -> Tool:
-    """What a catalog command is for, by its first word."""
-    first = command.split(maxsplit=1)[0] if command.strip() else ""
-    return {"pip": Tool.PIP, "export": Tool.ENV, "unset": Tool.ENV}.get(first, Tool.SHELL)
 
 
 def explain(
@@ -87,7 +65,7 @@ def explain(
     """The messages of the catalog found in `text`, as findings: the worst first, then the most
     specific (the longest text matched), then the earliest line."""
     lines = Lines(text)
-    matches = _matcher(compat.messages).matches(lines)
+    matches = matcher(compat).matches(lines)
     matches.sort(
         key=lambda m: (
             -severity(_STATUS[m.message.severity]),
@@ -97,4 +75,6 @@ def explain(
     )
     findings = [_finding(m, lines, snapshot, compat) for m in matches]
     size = len(text.encode("utf-8", errors="replace"))
-    return Explanation(Source(name, len(lines), size, facts_from), findings)
+    deciding = any(m.message.decide in FACT_DECISIONS for m in matches)
+    facts = joined_facts(snapshot) if snapshot is not None and deciding else []
+    return Explanation(Source(name, len(lines), size, facts_from, facts), findings)

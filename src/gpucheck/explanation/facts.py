@@ -15,7 +15,7 @@ from msgspec import Struct, field
 from gpucheck.checks.frameworks.arch import Compiled, compiled_from, parse_arch_list
 from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.answers import newest_torch
-from gpucheck.explanation.matching import Lines, Match
+from gpucheck.compat.matching import Lines, Match
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fix import Step, Tool
 from gpucheck.model.layers import Layer
@@ -31,6 +31,9 @@ _DEMANGLE_SECONDS = 2.0
 # A pasted nvidia-smi header ("Driver Version: 535.104.05") or collect_env's line ("Nvidia
 # driver version: 535.104.05") states the driver where no snapshot does.
 _DRIVER = re.compile(r"(?:Driver Version|Nvidia driver version): (\d+\.\d+(?:\.\d+)?)")
+
+
+FACT_DECISIONS = ("arch", "driver")  # the decisions that read a snapshot's facts
 
 
 class Decision(Struct):
@@ -203,3 +206,22 @@ def decide(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Compat
     if how == "symbol":
         return decide_symbol(match)
     return Decision()
+
+
+def joined_facts(snapshot: Snapshot) -> list[str]:
+    """The facts explain's decisions read from a snapshot: the driver, each GPU's compute
+    capability, the torch builds; as the answer lists them."""
+    facts = []
+    if snapshot.nvml.driver_version:
+        facts.append(f"driver {snapshot.nvml.driver_version}")
+    facts += [
+        f"GPU {g.index}: {g.name or 'unnamed'}, compute capability {g.compute_capability}"
+        for g in snapshot.nvml.gpus
+        if g.compute_capability
+    ]
+    facts += [
+        f"torch {e.torch.version}" + (f" (CUDA {e.torch.cuda})" if e.torch.cuda else "")
+        for e in snapshot.environments
+        if e.torch is not None and e.torch.version
+    ]
+    return facts or ["none of those it needs: no driver version, no GPU, no torch build"]

@@ -13,6 +13,7 @@ from gpucheck.exit_status import ExitStatus
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Finding, Status
 from gpucheck.model.json_schema import components, document, version_property
+from gpucheck.report.formats import write_junit
 from gpucheck.report.text import printable
 from gpucheck.version import __version__
 
@@ -32,6 +33,9 @@ class Source(Struct):
     lines: int
     bytes: int
     facts_from: str | None = None
+    # The facts the decisions read from it (the driver, the GPUs, the torch builds); empty
+    # where no finding needed a fact or no facts were given.
+    facts: list[str] = field(default_factory=list)
 
 
 class Explanation(Struct):
@@ -71,7 +75,10 @@ class Explanation(Struct):
         where = "standard input" if source.name == "-" else source.name
         facts = f", with the facts of {source.facts_from}" if source.facts_from else ""
         heading = f"gpucheck explain: {where}, {source.lines} lines{facts}"
-        stream.write(printable(heading) + "\n\n")
+        stream.write(printable(heading) + "\n")
+        if source.facts:
+            stream.write(printable(f"facts joined: {'; '.join(source.facts)}") + "\n")
+        stream.write("\n")
         if not self.findings:
             stream.write(NOTHING_KNOWN + "\n")
             return
@@ -92,6 +99,16 @@ class Explanation(Struct):
         stream.write(
             f"{counts['fail']} failing, {counts['warn']} warning, {counts['info']} harmless "
             f"(exit {self.exit_code})\n"
+        )
+
+    def write_junit(self, stream: IO[str]) -> None:
+        """JUnit XML, as the doctor's report writes it: a test case per finding."""
+        write_junit(
+            self.findings,
+            stream,
+            exit_code=self.exit_code,
+            reason=None if self.findings else NOTHING_KNOWN,
+            suite_name="gpucheck explain",
         )
 
 

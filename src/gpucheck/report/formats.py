@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from gpucheck.model.finding import Status
+from gpucheck.model.finding import Finding, Status
 from gpucheck.report.core import Report
 from gpucheck.report.output_format import Format, FunctionFormat, format_table, write_json
 
@@ -19,29 +19,54 @@ def render_junit(report: Report, stream: IO[str], verbose: bool = False) -> None
     """JUnit XML: a test case per finding. Fail and error are failures and errors, skip is
     skipped; a warning (a failure with --strict) passes but says so in its system-out and a
     `status` property, since JUnit has no warning state."""
+    write_junit(
+        report.findings,
+        stream,
+        exit_code=int(report.exit_code),
+        strict=report.strict,
+        timestamp=report.created_at,
+        hostname=report.snapshot.system.hostname or "unknown",
+        reason=report.not_ready_reason,
+    )
+
+
+def write_junit(
+    findings: list[Finding],
+    stream: IO[str],
+    *,
+    exit_code: int,
+    strict: bool = False,
+    timestamp: str | None = None,
+    hostname: str | None = None,
+    reason: str | None = None,
+    suite_name: str = "gpucheck",
+) -> None:
+    """Findings as JUnit XML (the doctor's report, `gpucheck explain`'s answer): one test case
+    per finding, the verdict's exit code as a suite property."""
     from xml.etree import ElementTree as ET  # only JUnit pays for it
 
     from gpucheck.report.text import printable
 
-    c = report.counts
-    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if report.strict else set())
-    suite = ET.Element(
-        "testsuite",
-        name="gpucheck",
-        tests=str(len(report.findings)),
-        failures=str(sum(1 for f in report.findings if f.status in failing - {Status.ERROR})),
-        errors=str(c["error"]),
-        skipped=str(c["skip"]),
-        timestamp=report.created_at,
-        hostname=printable(report.snapshot.system.hostname or "unknown"),
-    )
+    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if strict else set())
+    attributes = {
+        "name": suite_name,
+        "tests": str(len(findings)),
+        "failures": str(sum(1 for f in findings if f.status in failing - {Status.ERROR})),
+        "errors": str(sum(1 for f in findings if f.status is Status.ERROR)),
+        "skipped": str(sum(1 for f in findings if f.status is Status.SKIP)),
+    }
+    if timestamp is not None:
+        attributes["timestamp"] = timestamp
+    if hostname is not None:
+        attributes["hostname"] = printable(hostname)
+    suite = ET.Element("testsuite", attributes)
     # The verdict, whose "could not tell" (exit 5) no test case carries: a CI reading only
     # the XML would see every case pass.
     verdict = ET.SubElement(suite, "properties")
-    ET.SubElement(verdict, "property", name="exit_code", value=str(int(report.exit_code)))
-    if report.not_ready_reason is not None:
-        ET.SubElement(verdict, "property", name="reason", value=printable(report.not_ready_reason))
-    for f in report.findings:
+    ET.SubElement(verdict, "property", name="exit_code", value=str(exit_code))
+    if reason is not None:
+        ET.SubElement(verdict, "property", name="reason", value=printable(reason))
+    for f in findings:
         case = ET.SubElement(suite, "testcase", classname=f"gpucheck.{f.section.value}", name=f.id)
         props = ET.SubElement(case, "properties")
         ET.SubElement(props, "property", name="status", value=f.status.value)

@@ -124,8 +124,11 @@ def test_a_lost_gpu_reset_names_its_index() -> None:
     assert f.fix and f.fix.commands[0] == "sudo nvidia-smi -r -i 5"
     xids = [e for e in f.evidence if "Xid" in e]
     assert xids == [
-        "kernel log: NVRM: Xid (PCI:0000:68:00): 79, pid=1234, GPU has fallen off the bus."
+        "kernel log: NVRM: Xid (PCI:0000:68:00): 79, pid=1234, GPU has fallen off the bus.",
+        # NVIDIA's catalog (compat/xids.toml) says what it means and what to do
+        "means: Xid 79 (GPU has fallen off the bus): NVIDIA's action RESTART_BM",
     ]
+    assert f.fix.steps[0].kind.value == "reboot" and "a GPU reset is not enough" in f.fix.text
     assert [(g.index, g.pci_bus_id) for g in f.subjects.gpus] == [(5, "00000000:68:00.0")]
 
 

@@ -250,6 +250,7 @@ def test_every_registered_check_is_exercised_by_these_modules() -> None:
         "gpus.memory-remapping",
         "gpus.throttling",
         "gpus.pcie-link",
+        "gpus.xid-events",  # test_checks_gpus_xids.py, test_simulator_xids.py
         "gpus.nvlink",  # test_fabric.py, test_fabric_sim.py
         "gpus.p2p",
         "gpus.compute-mode",

@@ -20,7 +20,7 @@ from gpucheck.checks.frameworks.per_environment import (
     merge,
     runtime,
 )
-from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, cause_of
+from gpucheck.checks.frameworks.runtime_causes import XID, built_cuda, catalog_cause, cause_of
 from gpucheck.checks.frameworks.runtime_fixes import (
     by_hand,
     by_hand_step,
@@ -270,6 +270,9 @@ def _import_error(ctx: Context, env: PythonEnvironment, rt: FrameworkRuntime) ->
     numpy = numpy_cause(ctx, env, error)
     if numpy is not None:
         return Outcome.fail(f"import {rt.framework} fails: {numpy[0]}", error, fix=numpy[1])
+    known = catalog_cause(ctx, error)
+    if known is not None:
+        return Outcome.fail(f"import {rt.framework} fails: {known[0]}", error, fix=known[1])
     extra = []
     ld_path = ctx.snapshot.system.env.get("LD_LIBRARY_PATH")
     if "undefined symbol" in error and ld_path:

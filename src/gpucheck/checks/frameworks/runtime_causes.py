@@ -1,5 +1,6 @@
 """What a failed smoke test means: the framework's error mapped to its cause on this machine
-(memory held by other processes, exclusive mode, no kernel image, the driver too old)."""
+(memory held by other processes, exclusive mode, no kernel image, the driver too old), else
+to what the message catalog `gpucheck explain` reads says of it (one matcher, shared)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from gpucheck.checks.frameworks.builds import (
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets, upgrade_driver
 from gpucheck.checks.frameworks.per_environment import pip_step
 from gpucheck.compat.frameworks import major_minor
+from gpucheck.compat.matching import Lines, matcher
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
+from gpucheck.model.finding import Status, severity
 from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.frameworks import TENSORFLOW, TORCH
 from gpucheck.model.layers import Layer
@@ -97,7 +100,23 @@ def cause_of(
                 XID,
             ),
         )
-    return None
+    return catalog_cause(ctx, error)
+
+
+def catalog_cause(ctx: Context, error: str) -> tuple[str, Fix] | None:
+    """What the message catalog says of an error text (its best match: the worst, then the
+    most specific): its title and its fix, with what it means and its source; None where the
+    catalog knows nothing of it (the caller then says to run it by hand)."""
+    found = [m for m in matcher(ctx.compat).matches(Lines(error)) if m.message.severity != "info"]
+    if not found:
+        return None
+    best = min(
+        found,
+        key=lambda m: (-severity(Status(m.message.severity)), -m.specificity, m.first_line),
+    )
+    message = best.message
+    means = f"it means: {message.cause} (gpucheck explain's catalog: {message.source})"
+    return message.title, Fix.of(message.fix_step(), Step.info(means, message.section))
 
 
 def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, Fix]:

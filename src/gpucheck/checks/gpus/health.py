@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from gpucheck.checks.context import Context, gpu_label, gpu_refs, gpu_subjects, indices
 from gpucheck.checks.fixes import install_driver, reset_gpus
+from gpucheck.checks.gpus.xids import action_steps, meaning, see_why, xid_events
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome, Status, Subjects
 from gpucheck.model.fix import OR, Fix, Step
@@ -84,7 +85,9 @@ def lost(ctx: Context) -> Outcome | None:
     evidence = [f"GPU {g.index}: {g.handle_error.name}" for g in lost if g.handle_error is not None]
     if count is not None and count > len(ctx.gpus):
         evidence.append(f"the driver counts {count} GPUs but only {len(ctx.gpus)} were read")
-    evidence += _nvrm_lines(ctx, [g.pci_bus_id or "" for g in lost])
+    log = _nvrm_lines(ctx, [g.pci_bus_id or "" for g in lost])
+    events = xid_events(ctx.compat, [line.removeprefix("kernel log: ") for line in log])
+    evidence += log + [f"means: {meaning(ctx.compat, e.xid)}" for e in events]
     pci = len(ctx.snapshot.system.pci_gpus)
     refs = gpu_refs(lost)
     return Outcome.fail(
@@ -92,8 +95,9 @@ def lost(ctx: Context) -> Outcome | None:
         *evidence,
         *([f"{pci} NVIDIA GPU(s) on the PCI bus"] if pci else []),
         fix=Fix.of(
+            *action_steps(ctx, events),
             reset_gpus(lost, "reset the GPU, with nothing running on it (or reboot)"),
-            Step.run("see why (Xid 79: fallen off the bus)", "sudo dmesg | grep -i xid"),
+            see_why(ctx.compat),
             Step.hardware("if it repeats, the GPU, its slot or its power is failing", refs),
         ),
         subjects=gpu_subjects(lost),
