@@ -86,10 +86,13 @@ def fit_argv(
     seq: int | None,
     gpus: int | None,
     gpu_memory: str | None,
+    hub: bool = False,
 ) -> list[str]:
     argv = ["fit", "--json"]
     if model is not None:
         argv.append(_value(model))
+    if not hub:  # (a Hub id from the local cache only, unless the caller allows the Hub)
+        argv.append("--offline")
     _opt(argv, "--params", params)
     argv.append("--train" if train else "--infer")
     _opt(argv, "--dtype", dtype)
