@@ -15,7 +15,10 @@ Every request is logged (path, Range, bytes sent, whether it carried a token).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -137,13 +140,15 @@ def _handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
             hub.log.append(
                 Served(path, self.headers.get("Range"), sent, "Authorization" in self.headers)
             )
-            self.send_response(status)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if body:
-                self.wfile.write(data)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                # (A client that gave up waiting is gone: nothing to answer.)
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(data)
 
     return Handler
 
@@ -162,3 +167,21 @@ def serving(hub: Hub) -> Iterator[Hub]:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+def safetensors_bytes(tensors: dict[str, tuple[str, list[int]]]) -> bytes:
+    """A real safetensors file (written by the safetensors package) of zero-filled tensors:
+    name -> (dtype as the package names it: "bfloat16", "float32"; shape)."""
+    import safetensors
+
+    sizes = {"bfloat16": 2, "float16": 2, "float32": 4, "int8": 1}
+    buffers = {
+        n: ctypes.create_string_buffer(sizes[d] * math.prod(s)) for n, (d, s) in tensors.items()
+    }
+    specs = {
+        n: safetensors.TensorSpec(
+            dtype=d, shape=s, data_ptr=ctypes.addressof(buffers[n]), data_len=len(buffers[n])
+        )
+        for n, (d, s) in tensors.items()
+    }
+    return bytes(safetensors.serialize(specs, metadata={"format": "pt"}))
