@@ -77,8 +77,8 @@ def test_a_hub_id_reads_config_and_safetensors_headers_and_no_weights(
     assert model["params"] == 1_573_632
     assert model["param_dtypes"] == {"BF16": 1_572_864, "F32": 768}
     assert model["layers"] == 12  # the architecture from GPT-2's config.json
-    assert model["source"] == f"org/tiny ({hub.url.removeprefix('http://')}, commit aaaaaaaaaaaa)"
     host = hub.url.removeprefix("http://")
+    assert model["source"] == f"org/tiny from {host}, commit aaaaaaaaaaaa"
     assert result.stderr == (
         f"gpucheck: fetching config.json and safetensors headers of org/tiny from {host}\n"
     )

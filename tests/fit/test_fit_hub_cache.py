@@ -59,7 +59,7 @@ def test_a_cached_model_is_read_from_its_snapshot_with_no_network(tmp_path: Path
     assert model["param_dtypes"] == {"F16": 1_000_000, "I8": 24}
     assert model["layers"] == 12  # GPT-2's config.json beside it
     snapshot = cache / "models--org--tiny" / "snapshots" / MAIN
-    assert model["source"] == f"org/tiny (Hugging Face cache: {snapshot / 'model.safetensors'})"
+    assert model["source"] == f"org/tiny, cached: {snapshot / 'model.safetensors'}"
     assert result.stderr == ""  # no "fetching" line: nothing was asked of the Hub
 
 

@@ -197,9 +197,12 @@ def _name(url: str) -> str:
 
 
 def endpoint_from(env: Mapping[str, str]) -> str:
-    endpoint = (env.get("HF_ENDPOINT") or HUB).rstrip("/")
-    if urlsplit(endpoint).scheme not in ("http", "https") or not urlsplit(endpoint).netloc:
+    endpoint = (env.get("HF_ENDPOINT") or HUB).strip().rstrip("/")
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise HubError(f"HF_ENDPOINT: {endpoint!r} is not an http(s) URL")
+    if "@" in parts.netloc:  # (it would be printed in every message that names the host)
+        raise HubError("HF_ENDPOINT: credentials in the URL are not used; set HF_TOKEN")
     return endpoint
 
 

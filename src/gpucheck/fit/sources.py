@@ -4,6 +4,7 @@ first (no network), else its config.json and safetensors headers from the Hub, u
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -46,7 +47,7 @@ def find_model(
     snapshot = cached_snapshot(cache, hub_id)
     if snapshot is not None and any((snapshot / n).is_file() for n in WEIGHTS_AND_CONFIG):
         shape = from_folder(snapshot)
-        return replace(shape, source=f"{hub_id} (Hugging Face cache: {shape.source})")
+        return replace(shape, source=f"{hub_id}, cached: {shape.source}")
     if offline or env.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         missing = snapshot / "config.json" if snapshot else _missing_ref(cache, hub_id)
         why = "--offline" if offline else "HF_HUB_OFFLINE=1"
@@ -72,6 +73,8 @@ def hub_model(
 ) -> ModelShape:
     """config.json and the safetensors headers from the Hub; nothing is written to the
     user's cache (the config lives in a temporary folder while it is read)."""
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ModelError(f"--timeout: {timeout} is not a number of seconds")
     client = HubClient(endpoint_from(env), token_from(env), monotonic() + timeout)
     if say is not None:
         say(f"fetching config.json and safetensors headers of {hub_id} from {client.host}")
@@ -91,7 +94,7 @@ def hub_model(
     size = f"{client.received / 1024:,.1f} KiB"
     note = f"read from {client.host}: {fetched.files} file(s) of metadata, {size}; no weights"
     commit = f", commit {fetched.commit[:12]}" if fetched.commit else ""
-    source = f"{hub_id} ({client.host}{commit})"
+    source = f"{hub_id} from {client.host}{commit}"
     return replace(shape, source=source, notes=(*shape.notes, note))
 
 

@@ -146,6 +146,8 @@ def run_command(argv: list[str], timeout: float = 600.0, stdin: str | None = Non
     try:
         return json.loads(done.stdout)
     except ValueError:
+        # (No document: its one line says why, as `fit` says a Hub that did not answer, exit 5.)
+        lines = done.stderr.strip().splitlines()
         raise CommandFailed(
-            f"gpucheck {argv[0]} printed no JSON (exit {done.returncode})"
+            lines[-1] if lines else f"gpucheck {argv[0]} printed no JSON (exit {done.returncode})"
         ) from None
