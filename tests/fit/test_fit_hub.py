@@ -6,6 +6,8 @@ Hub's host alone and never printed; nothing written to the cache; --offline and 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -205,3 +207,17 @@ def test_the_python_api_takes_a_hub_id(hub: Hub, tmp_path: Path) -> None:
     slow = FitRequest(model="org/tiny", options=Request(timeout=0.5), gpu_memory="8GiB")
     with pytest.raises(ModelUnreachable, match="did not answer in time"):
         run(slow, env)
+
+
+def test_a_model_on_disk_does_not_load_the_network_modules(tmp_path: Path) -> None:
+    # The lazy seam in sources.py: urllib and http.client only for a Hub id to fetch.
+    (tmp_path / "config.json").write_bytes(GPT2_CONFIG)
+    script = (
+        "import sys\nfrom gpucheck.fit.flow import FitRequest, run\n"
+        f"run(FitRequest(model={str(tmp_path)!r}, gpu_memory='80GiB'))\n"
+        "print(sorted(m for m in ('urllib.request', 'http.client') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout == "[]\n"

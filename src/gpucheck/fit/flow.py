@@ -16,7 +16,7 @@ from msgspec import Struct, field
 
 from gpucheck.exit_status import ExitStatus
 from gpucheck.fit.estimate import estimate
-from gpucheck.fit.hub import HubUnreachable
+from gpucheck.fit.hub_cache import HubUnreachable
 from gpucheck.fit.report import FitReport, Target
 from gpucheck.fit.request import Request, setup_from
 from gpucheck.fit.shape import ModelError, ModelShape

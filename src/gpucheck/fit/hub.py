@@ -25,9 +25,9 @@ from threading import Lock
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
-from gpucheck.fit.hub_cache import COMMIT, HubId
+from gpucheck.fit.hub_cache import COMMIT, HubError, HubId, HubUnreachable
 from gpucheck.fit.safetensors import count_header
-from gpucheck.fit.shape import CONFIG_LIMIT, ModelError, ModelShape
+from gpucheck.fit.shape import CONFIG_LIMIT, ModelShape
 
 HUB = "https://huggingface.co"
 INDEX_LIMIT = 32 * 1024 * 1024  # bytes: the largest indexes (90k tensors) are under 10 MB
@@ -39,14 +39,6 @@ MAX_SHARDS = 4096
 WORKERS = 8  # shard headers fetched side by side: 163 shards one by one would take a minute
 MAX_REDIRECTS = 5
 REQUEST_TIMEOUT = 10.0  # seconds one request may wait for the server (within the deadline)
-
-
-class HubError(ModelError):
-    """The Hub answered, and the answer is that this model cannot be read (exit 2)."""
-
-
-class HubUnreachable(ModelError):
-    """The Hub did not answer in time, or could not be reached (exit 5: could not tell)."""
 
 
 @dataclass

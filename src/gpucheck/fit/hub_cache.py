@@ -26,6 +26,15 @@ COMMIT = re.compile(r"^[0-9a-f]{40}$")
 MAX_REVISION = 256
 
 
+class HubError(ModelError):
+    """The Hub (or the cache) answered, and the answer is that this model cannot be read
+    (exit 2)."""
+
+
+class HubUnreachable(ModelError):
+    """The Hub did not answer in time, or could not be reached (exit 5: could not tell)."""
+
+
 @dataclass(frozen=True)
 class HubId:
     repo: str  # ORG/NAME (or a legacy NAME with no org)

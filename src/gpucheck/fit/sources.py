@@ -12,9 +12,9 @@ from pathlib import Path
 from time import monotonic
 
 from gpucheck.fit.config import from_config
-from gpucheck.fit.hub import HubClient, HubError, endpoint_from, fetch_model, token_from
 from gpucheck.fit.hub_cache import (
     COMMIT,
+    HubError,
     HubId,
     cache_dir,
     cached_snapshot,
@@ -73,6 +73,10 @@ def hub_model(
 ) -> ModelShape:
     """config.json and the safetensors headers from the Hub; nothing is written to the
     user's cache (the config lives in a temporary folder while it is read)."""
+    # The one lazy seam of fit's sources: urllib, http.client and a thread pool (some 50 ms
+    # of imports) only for a Hub id that the cache cannot answer.
+    from gpucheck.fit.hub import HubClient, endpoint_from, fetch_model, token_from
+
     if not (math.isfinite(timeout) and timeout > 0):
         raise ModelError(f"--timeout: {timeout} is not a number of seconds")
     client = HubClient(endpoint_from(env), token_from(env), monotonic() + timeout)
