@@ -221,3 +221,11 @@ def test_a_model_on_disk_does_not_load_the_network_modules(tmp_path: Path) -> No
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout == "[]\n"
+
+
+def test_offline_is_refused_where_no_model_is_named(tmp_path: Path) -> None:
+    result = run_gpucheck("fit", "--params", "7B", "--offline", "--gpu-memory", "80GiB")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "gpucheck: --offline applies to a model named by its Hub id (ORG/NAME)\n"
+    )

@@ -15,6 +15,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from support.hub_server import Hub, Repo, safetensors_bytes, serving
 
+from gpucheck.mcp.commands import fit_argv
+
 FILES = {
     "config.json": (REPO / "tests" / "fixtures" / "models" / "gpt2" / "config.json").read_bytes(),
     "model.safetensors": safetensors_bytes({"w": ("bfloat16", [1000, 1000])}),
@@ -66,3 +68,13 @@ def test_the_fit_tool_reads_a_hub_id_from_the_cache_unless_allowed_the_hub(
     assert {s.path.rpartition("/")[2] for s in hub.log if "/resolve/" in s.path} == {
         "config.json", "model.safetensors.index.json", "model.safetensors"
     }  # fmt: skip
+
+
+def test_the_fit_tool_asks_for_offline_only_when_it_names_a_model() -> None:
+    assert fit_argv(None, "7B", True, None, None, None, None, "80GiB") == [
+        "fit", "--json", "--params", "7B", "--train", "--gpu-memory", "80GiB"
+    ]  # fmt: skip
+    assert fit_argv("org/tiny", None, False, None, None, None, None, None)[:4] == [
+        "fit", "--json", "org/tiny", "--offline"
+    ]  # fmt: skip
+    assert "--offline" not in fit_argv("org/tiny", None, False, None, None, None, None, None, True)

@@ -171,6 +171,8 @@ def _shape(
             "say what to fit: a local config.json / safetensors file, a Hub id ORG/NAME, "
             "--params N, or --torch-module MOD:FN (exactly one)"
         )
+    if request.offline and model is None:
+        raise UserError("--offline applies to a model named by its Hub id (ORG/NAME)")
     if torch_module is not None:
         if request.input_shape is None:
             raise UserError("--torch-module needs --input (the shape of one sample, 3x224x224)")

@@ -82,6 +82,7 @@ class HubClient:
                 with _OPENER.open(request, timeout=self._wait()) as response:
                     return self._read(response, limit, byte_range, url)
             except urllib.error.HTTPError as exc:
+                exc.close()  # (its body is not read: the headers say it all)
                 location = exc.headers.get("Location")
                 if exc.code in (301, 302, 303, 307, 308) and location:
                     url = self._follow(url, location)
@@ -149,8 +150,6 @@ class HubClient:
         if code == "RevisionNotFound":
             raise HubError(f"{hub_id}: {hub_id.repo} has no revision {hub_id.ref!r} on {self.host}")
         if code == "GatedRepo" or status in (401, 403):
-            if code == "RepoNotFound" and status == 404:
-                raise HubError(f"{hub_id}: no such model on {self.host}")
             # (The Hub answers 401 for a missing repo too, so as not to reveal private ones.)
             if self.token:
                 raise HubError(

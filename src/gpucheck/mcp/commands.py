@@ -91,7 +91,7 @@ def fit_argv(
     argv = ["fit", "--json"]
     if model is not None:
         argv.append(_value(model))
-    if not hub:  # (a Hub id from the local cache only, unless the caller allows the Hub)
+    if model is not None and not hub:  # (a Hub id from the cache only, unless allowed the Hub)
         argv.append("--offline")
     _opt(argv, "--params", params)
     argv.append("--train" if train else "--infer")
