@@ -62,8 +62,10 @@ def fit(hub: Hub, tmp_path: Path, *args: str, **env: str):  # type: ignore[no-un
         "HF_ENDPOINT": hub.url,
         "HF_HUB_CACHE": str(tmp_path / "cache"),
         "HF_TOKEN": "",
+        "HUGGING_FACE_HUB_TOKEN": "",
         "HF_TOKEN_PATH": str(tmp_path / "no-token"),
         "HF_HUB_OFFLINE": "",
+        "TRANSFORMERS_OFFLINE": "",
     }
     return run_gpucheck("fit", *args, "--infer", "--seq", "128", "--gpu-memory", "8GiB",
                         env=base | env)  # fmt: skip

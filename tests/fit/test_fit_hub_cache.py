@@ -12,7 +12,13 @@ import pytest
 from conftest import REPO, run_gpucheck
 from support.hub_server import Hub, Repo, safetensors_bytes, serving
 
-from gpucheck.fit.hub_cache import HubId, cache_dir, cached_snapshot, parse_hub_id
+from gpucheck.fit.hub_cache import (
+    HubId,
+    cache_dir,
+    cached_snapshot,
+    offline_variable,
+    parse_hub_id,
+)
 from gpucheck.fit.shape import ModelError
 
 try:
@@ -43,7 +49,8 @@ def download(cache: Path, names: tuple[str, ...], revision: str | None = None) -
 def fit(tmp_path: Path, model: str, **env: str):  # type: ignore[no-untyped-def]
     """With the network forbidden to matter: HF_ENDPOINT is a closed port."""
     base = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_TOKEN": "", "HF_HUB_OFFLINE": "",
-            "HOME": str(tmp_path / "home"), "HF_HOME": "", "HF_HUB_CACHE": ""}  # fmt: skip
+            "TRANSFORMERS_OFFLINE": "", "HOME": str(tmp_path / "home"), "HF_HOME": "",
+            "XDG_CACHE_HOME": "", "HF_HUB_CACHE": "", "HUGGINGFACE_HUB_CACHE": ""}  # fmt: skip
     return run_gpucheck(
         "fit", model, "--infer", "--seq", "128", "--gpu-memory", "8GiB", "--json", env=base | env
     )
@@ -126,6 +133,12 @@ def test_cache_dir_follows_huggingface_hubs_variables(tmp_path: Path) -> None:
     assert cache_dir(home) == Path("/home/u/.cache/huggingface/hub")
     assert cache_dir(home | {"HF_HOME": "/data/hf"}) == Path("/data/hf/hub")
     assert cache_dir(home | {"HF_HOME": "/data/hf", "HF_HUB_CACHE": "/x"}) == Path("/x")
+    assert cache_dir(home | {"XDG_CACHE_HOME": "/xdg"}) == Path("/xdg/huggingface/hub")
+    assert cache_dir(home | {"HUGGINGFACE_HUB_CACHE": "/old"}) == Path("/old")  # the legacy name
+    assert offline_variable({"HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "yes"}) == (
+        "TRANSFORMERS_OFFLINE"
+    )
+    assert offline_variable({"HF_HUB_OFFLINE": "false"}) is None
     # A ref that names no snapshot folder (a half-deleted cache) is no answer.
     refs = tmp_path / "models--org--tiny" / "refs"
     refs.mkdir(parents=True)

@@ -25,7 +25,7 @@ from threading import Lock
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
-from gpucheck.fit.hub_cache import COMMIT, HubError, HubId, HubUnreachable
+from gpucheck.fit.hub_cache import COMMIT, HubError, HubId, HubUnreachable, hf_home
 from gpucheck.fit.safetensors import count_header
 from gpucheck.fit.shape import CONFIG_LIMIT, ModelShape
 
@@ -198,14 +198,15 @@ def endpoint_from(env: Mapping[str, str]) -> str:
 
 
 def token_from(env: Mapping[str, str]) -> str | None:
-    """HF_TOKEN, else the token `hf auth login` saved (HF_TOKEN_PATH, else HF_HOME/token)."""
-    if env.get("HF_TOKEN", "").strip():
-        return env["HF_TOKEN"].strip()
+    """HF_TOKEN (or the legacy HUGGING_FACE_HUB_TOKEN), else the token `hf auth login` saved
+    (HF_TOKEN_PATH, else HF_HOME/token), as huggingface_hub finds it."""
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        if env.get(name, "").strip():
+            return env[name].strip()
     if env.get("HF_TOKEN_PATH"):
         path = Path(env["HF_TOKEN_PATH"]).expanduser()
     else:
-        home = Path(env["HF_HOME"]).expanduser() if env.get("HF_HOME") else None
-        path = (home or Path(env.get("HOME") or Path.home()) / ".cache" / "huggingface") / "token"
+        path = hf_home(env) / "token"
     try:
         with path.open("rb") as fh:
             token = fh.read(4096).decode("utf-8", "replace").strip()

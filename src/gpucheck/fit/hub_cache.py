@@ -72,14 +72,33 @@ def _valid_revision(revision: str) -> bool:
     )
 
 
-def cache_dir(env: Mapping[str, str]) -> Path:
-    """Where huggingface_hub keeps downloaded repos, from the same variables it reads."""
-    if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
+def hf_home(env: Mapping[str, str]) -> Path:
+    """HF_HOME, else XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface (huggingface_hub's
+    constants.py)."""
     if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]).expanduser() / "hub"
+        return Path(env["HF_HOME"]).expanduser()
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"]).expanduser() / "huggingface"
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / ".cache" / "huggingface" / "hub"
+    return home / ".cache" / "huggingface"
+
+
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """Where huggingface_hub keeps downloaded repos, from the same variables it reads (the
+    legacy HUGGINGFACE_HUB_CACHE too)."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(name):
+            return Path(env[name]).expanduser()
+    return hf_home(env) / "hub"
+
+
+def offline_variable(env: Mapping[str, str]) -> str | None:
+    """The variable that forbids the network (HF_HUB_OFFLINE, or transformers' own), if set
+    to a true value as huggingface_hub reads it."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if env.get(name, "").strip().upper() in ("1", "ON", "YES", "TRUE"):
+            return name
+    return None
 
 
 def repo_folder(cache: Path, hub_id: HubId) -> Path:
@@ -106,9 +125,3 @@ def _read_ref(ref: Path) -> str | None:
     except OSError:  # no such ref, or one not readable: the cache cannot answer
         return None
     return text if COMMIT.match(text) else None
-
-
-def known_missing(cache: Path, hub_id: HubId, commit: str, name: str) -> bool:
-    """huggingface_hub records a file it asked for and the Hub did not have under
-    `.no_exist/<commit>/<name>`: that file needs no request to know it is not there."""
-    return (repo_folder(cache, hub_id) / ".no_exist" / commit / name).exists()

@@ -18,6 +18,7 @@ from gpucheck.fit.hub_cache import (
     HubId,
     cache_dir,
     cached_snapshot,
+    offline_variable,
     parse_hub_id,
     repo_folder,
 )
@@ -48,9 +49,10 @@ def find_model(
     if snapshot is not None and any((snapshot / n).is_file() for n in WEIGHTS_AND_CONFIG):
         shape = from_folder(snapshot)
         return replace(shape, source=f"{hub_id}, cached: {shape.source}")
-    if offline or env.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+    forbidding = "--offline" if offline else offline_variable(env)
+    if forbidding:
         missing = snapshot / "config.json" if snapshot else _missing_ref(cache, hub_id)
-        why = "--offline" if offline else "HF_HUB_OFFLINE=1"
+        why = forbidding if offline else f"{forbidding}={env[forbidding].strip()}"
         raise HubError(
             f"{hub_id} is not in the Hugging Face cache (no {missing}) and {why} forbids "
             "fetching it: download it first, or allow the network"
