@@ -231,3 +231,31 @@ def test_offline_is_refused_where_no_model_is_named(tmp_path: Path) -> None:
     assert result.stderr == (
         "gpucheck: --offline applies to a model named by its Hub id (ORG/NAME)\n"
     )
+
+
+def test_a_hub_that_is_down_or_a_repo_that_is_not_a_model(hub: Hub, tmp_path: Path) -> None:
+    env = {"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(tmp_path), "HOME": str(tmp_path)}
+    host = hub.url.removeprefix("http://")
+    hub.repos["org/huge-header"] = Repo(
+        {"model.safetensors": (1 << 40).to_bytes(8, "little") + b"{}"}
+    )
+    hub.repos["org/lost-shard"] = Repo(
+        {"model.safetensors.index.json": INDEX, "model-00001-of-00002.safetensors": SHARD_1}
+    )
+    hub.repos["org/huge-config"] = Repo({"config.json": b" " * (4 * 1024 * 1024 + 1)})
+    for model, words in (
+        ("org/huge-header", f"org/huge-header: model.safetensors is not a safetensors file "
+                            f"(header length {1 << 40:,})"),
+        ("org/lost-shard", "org/lost-shard: the index names model-00002-of-00002.safetensors, "
+                           "which is not in the repo"),
+        ("org/huge-config", "org/huge-config: config.json is over 4,194,304 bytes: not a model's "
+                            "metadata"),
+    ):  # fmt: skip
+        with pytest.raises(UserError) as refused:
+            run(FitRequest(model=model, gpu_memory="8GiB"), env)
+        assert str(refused.value) == words
+        assert not isinstance(refused.value, ModelUnreachable)
+    hub.status = 503
+    with pytest.raises(ModelUnreachable) as down:
+        run(FitRequest(model="org/tiny", gpu_memory="8GiB"), env)
+    assert str(down.value) == f"{host} answered 503 (try again later)"

@@ -50,6 +50,7 @@ class Hub:
     log: list[Served] = field(default_factory=list)
     url: str = ""
     cdn_host: str | None = None  # redirect LFS files to http://<this>:<port> instead
+    status: int | None = None  # every /resolve/ answered with this (a Hub that is down: 503)
 
     def sent_for(self, name: str) -> int:
         """Bytes of bodies sent for a file (its CDN blob too)."""
@@ -85,6 +86,8 @@ def _handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
             revision, _, name = tail.partition("/")
             repo = hub.repos.get(head)
             auth = self.headers.get("Authorization")
+            if sep and hub.status is not None:
+                return self._send(hub.status, {}, b"down", body, path)
             if not sep or repo is None:
                 return self._error(401 if sep else 404, "RepoNotFound", path)
             if repo.token is not None and auth != f"Bearer {repo.token}":

@@ -80,7 +80,9 @@ class HubClient:
                 request.add_header("Authorization", f"Bearer {self.token}")
             try:
                 with _OPENER.open(request, timeout=self._wait()) as response:
-                    return self._read(response, limit, byte_range, url)
+                    return self._read(hub_id, response, limit, byte_range, url)
+            except (HubError, HubUnreachable):  # (ours, from _read: not a broken connection)
+                raise
             except urllib.error.HTTPError as exc:
                 exc.close()  # (its body is not read: the headers say it all)
                 location = exc.headers.get("Location")
@@ -119,7 +121,7 @@ class HubClient:
                        "(only https, or the same host)")  # fmt: skip
 
     def _read(
-        self, response: Any, limit: int, byte_range: tuple[int, int] | None, url: str
+        self, hub_id: HubId, response: Any, limit: int, byte_range: tuple[int, int] | None, url: str
     ) -> Reply:
         body = bytearray()
         while len(body) <= limit:  # (chunks: a slow trickle still meets the deadline)
@@ -131,7 +133,9 @@ class HubClient:
         with self._lock:
             self.received += len(body)
         if byte_range is None and len(body) > limit:
-            raise HubError(f"{_name(url)} is over {limit:,} bytes: not a model's metadata")
+            raise HubError(
+                f"{hub_id}: {_name(url)} is over {limit:,} bytes: not a model's metadata"
+            )
         headers: Message = response.headers
         if byte_range is not None and byte_range[0] > 0 and response.status != 206:
             raise HubError(f"{self.host} ignores Range requests: cannot read only a header")
