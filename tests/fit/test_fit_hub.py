@@ -259,3 +259,15 @@ def test_a_hub_that_is_down_or_a_repo_that_is_not_a_model(hub: Hub, tmp_path: Pa
     with pytest.raises(ModelUnreachable) as down:
         run(FitRequest(model="org/tiny", gpu_memory="8GiB"), env)
     assert str(down.value) == f"{host} answered 503 (try again later)"
+
+
+def test_a_token_with_a_line_break_is_refused_without_being_shown(hub: Hub, tmp_path: Path) -> None:
+    # http.client refuses such a header with an error that quotes it: the token would be shown.
+    env = {"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(tmp_path), "HOME": str(tmp_path),
+           "HF_TOKEN": "hf_secret\r\nX-Injected: 1"}  # fmt: skip
+    with pytest.raises(UserError) as refused:
+        run(FitRequest(model="org/gated", gpu_memory="8GiB"), env)
+    assert str(refused.value) == (
+        "HF_TOKEN: not a Hugging Face token (spaces or control characters in it)"
+    )
+    assert hub.log == []

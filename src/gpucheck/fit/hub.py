@@ -11,6 +11,7 @@ and a handful of bounded GET requests needs no more.
 from __future__ import annotations
 
 import json
+import re
 import struct
 import time
 import urllib.error
@@ -38,6 +39,7 @@ HEADER_LIMIT = 25_000_000
 MAX_SHARDS = 4096
 WORKERS = 8  # shard headers fetched side by side: 163 shards one by one would take a minute
 MAX_REDIRECTS = 5
+_TOKEN = re.compile(r"^[\x21-\x7e]{1,4096}$")
 REQUEST_TIMEOUT = 10.0  # seconds one request may wait for the server (within the deadline)
 
 
@@ -97,8 +99,10 @@ class HubClient:
                 if isinstance(exc.reason, TimeoutError):
                     raise self._late() from None
                 raise HubUnreachable(f"cannot reach {self.host}: {exc.reason}") from None
-            except (OSError, ValueError) as exc:  # a connection reset, a malformed reply
+            except OSError as exc:  # a connection reset
                 raise HubUnreachable(f"cannot read from {self.host}: {exc}") from None
+            except ValueError:  # (a malformed answer; its text may quote a header: not shown)
+                raise HubUnreachable(f"cannot read from {self.host}: a malformed answer") from None
         raise HubError(f"{hub_id}: more than {MAX_REDIRECTS} redirects from {self.host}")
 
     def _wait(self) -> float:
@@ -206,7 +210,7 @@ def token_from(env: Mapping[str, str]) -> str | None:
     (HF_TOKEN_PATH, else HF_HOME/token), as huggingface_hub finds it."""
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         if env.get(name, "").strip():
-            return env[name].strip()
+            return _checked(env[name].strip(), name)
     if env.get("HF_TOKEN_PATH"):
         path = Path(env["HF_TOKEN_PATH"]).expanduser()
     else:
@@ -216,7 +220,15 @@ def token_from(env: Mapping[str, str]) -> str | None:
             token = fh.read(4096).decode("utf-8", "replace").strip()
     except OSError:  # no saved token: anonymous
         return None
-    return token or None
+    return _checked(token, str(path)) if token else None
+
+
+def _checked(token: str, where: str) -> str:
+    """A token is printable ASCII with no spaces: anything else would fail inside http.client,
+    whose error quotes the header, token and all."""
+    if not _TOKEN.match(token):
+        raise HubError(f"{where}: not a Hugging Face token (spaces or control characters in it)")
+    return token
 
 
 @dataclass(frozen=True)
