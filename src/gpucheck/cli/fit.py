@@ -78,6 +78,12 @@ def fit(
             "config.json and safetensors headers from the Hub (never weights).",
         ),
     ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline", help="A Hub id from the Hugging Face cache only (as HF_HUB_OFFLINE=1)."
+        ),
+    ] = False,
     params: Annotated[
         str | None,
         typer.Option("--params", metavar="N", help="Parameter count with a suffix: 7B, 125M."),
@@ -209,12 +215,6 @@ def fit(
     ] = None,
     all_gpus: Annotated[
         bool, typer.Option("--all-gpus", help="Judge against every GPU in the compat data.")
-    ] = False,
-    offline: Annotated[
-        bool,
-        typer.Option(
-            "--offline", help="A Hub id from the Hugging Face cache only (as HF_HUB_OFFLINE=1)."
-        ),
     ] = False,
     measure: Annotated[
         bool,
