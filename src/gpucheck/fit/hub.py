@@ -256,8 +256,11 @@ def fetch_model(hub_id: HubId, client: HubClient, config_into: Path) -> Fetched:
         shards = _shards(hub_id, index.body)
     else:
         shards = ["model.safetensors"]
-    with ThreadPoolExecutor(min(WORKERS, len(shards))) as pool:
+    pool = ThreadPoolExecutor(min(WORKERS, len(shards)))
+    try:
         headers = list(pool.map(lambda s: _header(hub_id, client, revision, s), shards))
+    finally:  # (an error or Ctrl-C: the shards not yet asked for are not asked for)
+        pool.shutdown(wait=False, cancel_futures=True)
     counts: Counter[str] = Counter()
     nbytes = 0.0
     for shard, found in zip(shards, headers, strict=True):
