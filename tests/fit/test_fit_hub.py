@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, run_gpucheck
-from support.hub_server import Hub, Repo, safetensors_bytes, serving
+from support.hub_server import Hub, Repo, localhost_certificate, safetensors_bytes, serving
 
 from gpucheck.fit.flow import FitRequest, ModelUnreachable, run
 from gpucheck.fit.request import Request
@@ -181,7 +181,7 @@ def test_a_hub_that_does_not_answer_in_time_is_exit_5(hub: Hub, tmp_path: Path) 
 
 
 def test_a_redirect_to_plain_http_on_another_host_is_not_followed(hub: Hub, tmp_path: Path) -> None:
-    hub.cdn_host = "localhost"  # the same server, named as another host, over http
+    hub.cdn = f"http://localhost:{hub.url.rpartition(':')[2]}"  # another host name, over http
     result = fit(hub, tmp_path, "org/tiny")
     assert result.returncode == 2
     port = hub.url.rpartition(":")[2]
@@ -271,3 +271,18 @@ def test_a_token_with_a_line_break_is_refused_without_being_shown(hub: Hub, tmp_
         "HF_TOKEN: not a Hugging Face token (spaces or control characters in it)"
     )
     assert hub.log == []
+
+
+def test_the_token_goes_to_the_hub_and_never_to_the_cdn_it_redirects_to(tmp_path: Path) -> None:
+    # As on the Hub: a gated repo's safetensors files redirect to a CDN on another host (here
+    # https://localhost, trusted through SSL_CERT_FILE); the signed URL needs no token.
+    cert, key = localhost_certificate(tmp_path)
+    repos = {"org/gated": Repo(SHARDED, token=TOKEN)}
+    with serving(Hub(repos), tls=(cert, key)) as cdn, serving(Hub(repos)) as hub:
+        hub.cdn = cdn.url
+        result = fit(hub, tmp_path, "org/gated", "--json", HF_TOKEN=TOKEN, SSL_CERT_FILE=str(cert))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["model"]["params"] == 1_573_632
+    assert len(cdn.log) == 4  # two ranges of each shard, at the CDN
+    assert [s.token for s in cdn.log] == [False] * 4
+    assert hub.log and all(s.token for s in hub.log)

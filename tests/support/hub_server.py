@@ -19,12 +19,15 @@ import contextlib
 import ctypes
 import hashlib
 import math
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import unquote
 
 
@@ -49,7 +52,7 @@ class Hub:
     delay: float = 0.0
     log: list[Served] = field(default_factory=list)
     url: str = ""
-    cdn_host: str | None = None  # redirect LFS files to http://<this>:<port> instead
+    cdn: str | None = None  # redirect LFS files to this server instead (http://host:port)
     status: int | None = None  # every /resolve/ answered with this (a Hub that is down: 503)
 
     def sent_for(self, name: str) -> int:
@@ -102,13 +105,8 @@ def _handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
             data = repo.files[name]
             headers = {"X-Repo-Commit": commit}
             if name.endswith(".safetensors"):
-                host = (
-                    f"http://{hub.cdn_host}:{hub.url.rpartition(':')[2]}"
-                    if hub.cdn_host
-                    else hub.url
-                )
                 headers |= {
-                    "Location": f"{host}/cdn/{commit}/{_sha(data)}",
+                    "Location": f"{hub.cdn or hub.url}/cdn/{commit}/{_sha(data)}",
                     "X-Linked-Etag": f'"{_sha(data)}"',
                     "X-Linked-Size": str(len(data)),
                 }
@@ -157,11 +155,17 @@ def _handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serving(hub: Hub) -> Iterator[Hub]:
-    """The Hub at hub.url until the block ends (then stopped and its thread joined)."""
+def serving(hub: Hub, tls: tuple[Path, Path] | None = None) -> Iterator[Hub]:
+    """The Hub at hub.url until the block ends (then stopped and its thread joined); with
+    `tls` (certificate, key for "localhost"), over https at https://localhost:<port>."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
     server.daemon_threads = True
     hub.url = f"http://127.0.0.1:{server.server_address[1]}"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        hub.url = f"https://localhost:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -188,3 +192,21 @@ def safetensors_bytes(tensors: dict[str, tuple[str, list[int]]]) -> bytes:
         for n, (d, s) in tensors.items()
     }
     return bytes(safetensors.serialize(specs, metadata={"format": "pt"}))
+
+
+def localhost_certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate and key for "localhost", made by the openssl command; a
+    client trusts it through SSL_CERT_FILE."""
+    cert, key = folder / "localhost.pem", folder / "localhost.key"
+    try:
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+             "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+             "-keyout", str(key), "-out", str(cert)],
+            capture_output=True, check=True, timeout=60,
+        )  # fmt: skip
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise RuntimeError(
+            f"cannot make a test certificate with openssl ({exc}): apt-get install openssl"
+        ) from None
+    return cert, key
