@@ -18,6 +18,7 @@ want scontrol slurm-client
 want munged munge
 want rpm rpm
 want rpmbuild rpm
+want openssl openssl  # a certificate for the https CDN of tests/fit/test_fit_hub.py
 
 [ -z "$missing" ] && exit 0
 

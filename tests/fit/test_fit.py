@@ -205,7 +205,7 @@ def test_fit_exits_1_when_the_model_does_not_fit(gpucheck) -> None:  # type: ign
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (("meta-llama/Llama-2-7b-hf",), "does not download models; pass the model's config.json"),
+        (("no-such-org/no-such-model", "--offline"), "is not in the Hugging Face cache"),
         (("--params", "seven"), "--params: 'seven' is not a parameter count"),
         (("--params", "7B", "--dtype", "fp12"), "--dtype: 'fp12' is not one of"),
         (("--params", "7B", "--zero", "3"), "--zero shards over several GPUs"),

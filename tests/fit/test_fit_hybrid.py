@@ -153,3 +153,23 @@ def test_gpt_oss_counts_its_attention_sinks_and_biases(tmp_path: Path) -> None:
     # Per layer: 64 sinks, q/k/v/o biases 4096 + 512 + 512 + 2880, 32 experts' biases
     # 32 x (2 x 2880 + 2880), router bias 32; over 24 layers.
     assert shape.params - as_llama.params == 24 * (64 + 8000 + 32 * 8640 + 32)
+
+
+def test_a_folder_with_safetensors_keeps_what_the_config_said(tmp_path: Path) -> None:
+    """The files give exact counts, the config the architecture: a field the config has that
+    fit does not read is still said when the weights' headers are read beside it."""
+    import json as _json
+    import struct
+
+    from gpucheck.fit.sources import local_model
+
+    llama = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
+             "attention_chunk_size": 8192}  # fmt: skip
+    (tmp_path / "config.json").write_text(_json.dumps(llama))
+    header = _json.dumps({"w": {"dtype": "BF16", "shape": [64, 64], "data_offsets": [0, 8192]}})
+    with (tmp_path / "model.safetensors").open("wb") as fh:
+        fh.write(struct.pack("<Q", len(header)) + header.encode() + bytes(8192))
+    shape = local_model(str(tmp_path))
+    assert shape.params == 64 * 64  # the file's count
+    assert any("attention_chunk_size 8192 not read" in note for note in shape.notes), shape.notes

@@ -23,11 +23,12 @@ from gpucheck.cli.common import (
 )
 from gpucheck.cli.completion import Choices, matching
 from gpucheck.exit_status import ExitStatus
-from gpucheck.fit.flow import FitRequest, run
+from gpucheck.fit.flow import FitRequest, ModelUnreachable, run
 from gpucheck.fit.parts import OPTIMIZERS
 from gpucheck.fit.report import FORMATS
 from gpucheck.fit.request import KV_DTYPES, Request
 from gpucheck.fit.units import DTYPE_BYTES
+from gpucheck.report.text import printable
 
 # Shell completion of this command's option values (completion.py shares the helpers).
 
@@ -61,7 +62,8 @@ EXIT_CODES = {
         "or --gpus asks for more GPUs than the machine has"
     ),
     ExitStatus.UNKNOWN: (
-        "could not tell: a GPU NVML cannot open (lost), or a driver that is not loaded"
+        "could not tell: a GPU NVML cannot open (lost), a driver that is not loaded, or a Hub "
+        "that did not answer in time"
     ),
 }
 
@@ -72,9 +74,16 @@ def fit(
         typer.Argument(
             metavar="[MODEL]",
             help="A local config.json, *.safetensors, *.safetensors.index.json, or a folder "
-            "holding them. Nothing is downloaded.",
+            "holding them; or a Hub id ORG/NAME[@REVISION]: the Hugging Face cache, else its "
+            "config.json and safetensors headers from the Hub (never weights).",
         ),
     ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline", help="A Hub id from the Hugging Face cache only (as HF_HUB_OFFLINE=1)."
+        ),
+    ] = False,
     params: Annotated[
         str | None,
         typer.Option("--params", metavar="N", help="Parameter count with a suffix: 7B, 125M."),
@@ -243,8 +252,13 @@ def fit(
         all_gpus=all_gpus,
         measure=measure,
         python=python,
+        offline=offline,
     )
-    result = run(request)
+    try:
+        result = run(request, say=_say)
+    except ModelUnreachable as exc:  # (not a usage error: the Hub did not answer)
+        _say(str(exc))
+        raise typer.Exit(ExitStatus.UNKNOWN) from None
     write_output(output, lambda s: chosen.write(result.report, s))
     if result.nothing_judged:
         # Nothing was judged: a script must not read this as "fits" (as the doctor's 1; 5
@@ -253,3 +267,9 @@ def fit(
             sys.stderr.write(f"gpucheck: no GPU judged: {result.nothing_judged}\n")
             sys.stderr.flush()
     raise typer.Exit(result.exit_code)
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(f"gpucheck: {printable(line)}\n")
+        sys.stderr.flush()

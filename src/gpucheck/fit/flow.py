@@ -10,16 +10,17 @@ was judged where none was). Bad input raises UserError: one line (exit 2 on the 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from msgspec import Struct, field
 
 from gpucheck.exit_status import ExitStatus
 from gpucheck.fit.estimate import estimate
+from gpucheck.fit.hub_cache import HubUnreachable
 from gpucheck.fit.report import FitReport, Target
 from gpucheck.fit.request import Request, setup_from
 from gpucheck.fit.shape import ModelError, ModelShape, without_towers
-from gpucheck.fit.sources import local_model
+from gpucheck.fit.sources import find_model
 from gpucheck.fit.units import DTYPE_BYTES, UnitError, parse_count, parse_dtype, parse_size
 from gpucheck.inputs import UserError, load_compat
 from gpucheck.model.frameworks import TORCH
@@ -30,7 +31,9 @@ class FitRequest(Struct, frozen=True, kw_only=True):
     and what to judge it against: `gpu_memory` (a size), `all_gpus` (every GPU in the compat
     data), or neither (this machine's GPUs)."""
 
-    model: str | None = None  # a local config.json, *.safetensors(.index.json), or a folder
+    # A local config.json, *.safetensors(.index.json), or a folder; or a Hub id,
+    # ORG/NAME[@REVISION]: the Hugging Face cache, else the Hub's metadata unless `offline`.
+    model: str | None = None
     params: str | None = None  # a parameter count with a suffix: 7B, 125M
     torch_module: str | None = None  # MOD:FN returning a torch.nn.Module, traced on meta
     input_shape: str | None = None  # --torch-module's input, without the batch
@@ -39,6 +42,12 @@ class FitRequest(Struct, frozen=True, kw_only=True):
     all_gpus: bool = False
     measure: bool = False  # with --torch-module and a GPU: run one real step
     python: str | None = None  # the interpreter with torch, for --torch-module
+    offline: bool = False  # a Hub id from the Hugging Face cache only, as HF_HUB_OFFLINE=1
+
+
+class ModelUnreachable(UserError):
+    """The Hub did not answer (a timeout, no route): not bad input but a question unanswered
+    (exit 5 on the command line)."""
 
 
 class FitResult(Struct):
@@ -60,8 +69,13 @@ class FitResult(Struct):
         return code if code != ExitStatus.OK or self.status is None else self.status
 
 
-def run(request: FitRequest, env: Mapping[str, str] = os.environ) -> FitResult:
-    """The estimate and its verdicts. Raises UserError for bad input."""
+def run(
+    request: FitRequest,
+    env: Mapping[str, str] = os.environ,
+    say: Callable[[str], None] | None = None,
+) -> FitResult:
+    """The estimate and its verdicts. Raises UserError for bad input (ModelUnreachable: the
+    Hub did not answer). `say` hears what is about to take time (a fetch from the Hub)."""
     req = request.options
     try:
         if req.dtype is not None:
@@ -74,7 +88,7 @@ def run(request: FitRequest, env: Mapping[str, str] = os.environ) -> FitResult:
             raise UserError(f"--gpu-memory: {gpu_memory!r} is more than any GPU has")
         if memory is not None and request.all_gpus:
             raise UserError("--gpu-memory and --all-gpus: choose one")
-        shape = _shape(request)
+        shape = _shape(request, env, say)
         notes: list[str] = []
         if req.text_only:
             shape = without_towers(shape, notes)
@@ -102,6 +116,8 @@ def run(request: FitRequest, env: Mapping[str, str] = os.environ) -> FitResult:
                 "cuda" if request.measure else None,
                 req.batch,
             )
+    except HubUnreachable as exc:
+        raise ModelUnreachable(str(exc)) from None
     except (UnitError, ModelError) as exc:
         raise UserError(str(exc)) from None
     if shape.param_dtypes and shape.param_bytes:
@@ -147,14 +163,18 @@ def run(request: FitRequest, env: Mapping[str, str] = os.environ) -> FitResult:
     return FitResult(report, why, status)
 
 
-def _shape(request: FitRequest) -> ModelShape:
+def _shape(
+    request: FitRequest, env: Mapping[str, str], say: Callable[[str], None] | None
+) -> ModelShape:
     model, params, torch_module = request.model, request.params, request.torch_module
     given = [x for x in (model, params, torch_module) if x is not None]
     if len(given) != 1:
         raise UserError(
-            "say what to fit: a local config.json / safetensors file, --params N, or "
-            "--torch-module MOD:FN (exactly one)"
+            "say what to fit: a local config.json / safetensors file, a Hub id ORG/NAME, "
+            "--params N, or --torch-module MOD:FN (exactly one)"
         )
+    if request.offline and model is None:
+        raise UserError("--offline applies to a model named by its Hub id (ORG/NAME)")
     if torch_module is not None:
         if request.input_shape is None:
             raise UserError("--torch-module needs --input (the shape of one sample, 3x224x224)")
@@ -163,7 +183,9 @@ def _shape(request: FitRequest) -> ModelShape:
         return ModelShape(source=f"--params {params}", params=parse_count(params))
     assert model is not None
     try:
-        return local_model(model)
+        return find_model(
+            model, env, offline=request.offline, timeout=request.options.timeout, say=say
+        )
     except OSError as exc:  # a name the system refuses (too long), a file not readable
         raise UserError(f"{model}: {exc.strerror}") from None
 

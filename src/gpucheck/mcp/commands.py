@@ -97,10 +97,13 @@ def fit_argv(
     seq: int | None,
     gpus: int | None,
     gpu_memory: str | None,
+    hub: bool = False,
 ) -> list[str]:
     argv = ["fit", "--json"]
     if model is not None:
         argv.append(_value(model))
+    if model is not None and not hub:  # (a Hub id from the cache only, unless allowed the Hub)
+        argv.append("--offline")
     _opt(argv, "--params", params)
     argv.append("--train" if train else "--infer")
     _opt(argv, "--dtype", dtype)
@@ -177,6 +180,8 @@ def run_command(argv: list[str], timeout: float = 600.0, stdin: str | None = Non
     try:
         return json.loads(done.stdout)
     except ValueError:
+        # (No document: its one line says why, as `fit` says a Hub that did not answer, exit 5.)
+        lines = done.stderr.strip().splitlines()
         raise CommandFailed(
-            f"gpucheck {argv[0]} printed no JSON (exit {done.returncode})"
+            lines[-1] if lines else f"gpucheck {argv[0]} printed no JSON (exit {done.returncode})"
         ) from None

@@ -15,6 +15,8 @@ from gpucheck.mcp.stdio import serve_relayed
 from gpucheck.version import __version__
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+# `fit` with hub=True reads a model's metadata from the Hugging Face Hub: an open world.
+READ_ONLY_HUB = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 
 
 def _run(argv: Callable[[], list[str]], stdin: str | None = None) -> dict[str, Any]:
@@ -64,7 +66,7 @@ def build_server() -> MCPServer:
         topic torch, subject 2.5; topic driver, subject 550.54.14; topic gpu, subject 'H100'."""
         return _run(lambda: c.compat_argv(topic, subject, windows))
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY_HUB)
     def fit(
         model: str | None = None,
         params: str | None = None,
@@ -74,10 +76,15 @@ def build_server() -> MCPServer:
         seq: int | None = None,
         gpus: int | None = None,
         gpu_memory: str | None = None,
+        hub: bool = False,
     ) -> dict[str, Any]:
-        """Will a model (a local config.json / safetensors path, or params like '7B') fit these
-        GPUs (`gpucheck fit --json`)."""
-        return _run(lambda: c.fit_argv(model, params, train, dtype, batch, seq, gpus, gpu_memory))
+        """Will a model (a local config.json / safetensors path, a Hub id ORG/NAME[@REVISION],
+        or params like '7B') fit these GPUs (`gpucheck fit --json`). A Hub id is read from the
+        local Hugging Face cache; hub=true also lets it fetch the config.json and safetensors
+        headers from the Hub (never weights)."""
+        return _run(
+            lambda: c.fit_argv(model, params, train, dtype, batch, seq, gpus, gpu_memory, hub)
+        )
 
     @server.tool(annotations=READ_ONLY)
     def fix_plan(from_file: str | None = None, python: str | None = None) -> dict[str, Any]:
