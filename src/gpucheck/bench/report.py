@@ -76,8 +76,15 @@ def render_text(report: BenchReport, stream: IO[str], verbose: bool = False) -> 
         )
 
 
+def render_html(report: BenchReport, stream: IO[str], verbose: bool = False) -> None:
+    from gpucheck.bench.html import render_html as render  # (it imports this module)
+
+    render(report, stream, verbose)
+
+
 # The formats of `bench --format`, by name; text is the default. JSON: the report's own.
 FORMATS: dict[str, Format[BenchReport]] = format_table(
     FunctionFormat("text", render_text, takes_verbose=True),
     FunctionFormat("json", render_json, takes_verbose=True),
+    FunctionFormat("html", render_html, takes_verbose=True),
 )
