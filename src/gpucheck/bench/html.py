@@ -83,9 +83,11 @@ def _gpu_section(run: GpuRun, index: GpuIndex | None) -> str:
             )
         )
     if run.copies:
-        rows = [(c.path, f"{c.bytes:,}", f"{c.median_ms:.3f}", f"{c.gbs:.1f}") for c in run.copies]
+        copies = [
+            (c.path, f"{c.bytes:,}", f"{c.median_ms:.3f}", f"{c.gbs:.1f}") for c in run.copies
+        ]
         out.append("<h3>Copies</h3>")
-        out.append(table(("path", "bytes", "median ms", "GB/s"), rows, frozenset({1, 2, 3})))
+        out.append(table(("path", "bytes", "median ms", "GB/s"), copies, frozenset({1, 2, 3})))
     if run.skipped:
         out.append(
             "<ul>"
