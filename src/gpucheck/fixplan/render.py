@@ -142,7 +142,14 @@ FORMATS: dict[str, Format[Plan]] = format_table(
     FunctionFormat("text", render_text),
     FunctionFormat("json", render_json),
     FunctionFormat("sh", render_sh),
+    FunctionFormat("html", lambda plan, out: _render_html(plan, out)),
 )
+
+
+def _render_html(plan: Plan, out: IO[str]) -> None:
+    from gpucheck.fixplan.html import render_html  # (it imports this module)
+
+    render_html(plan, out)
 
 
 def plan_schema() -> dict[str, Any]:
