@@ -44,7 +44,7 @@ def safe(text: str) -> str:
     return text if text.isprintable() else printable(text)
 
 
-def _inventory_row(name: str, h: HostRecord) -> list[str]:
+def inventory_row(name: str, h: HostRecord) -> list[str]:
     return [
         safe(c)
         for c in (
@@ -83,7 +83,7 @@ def _columns(
         stream.write("  " + "  ".join(cells).rstrip() + "\n")
 
 
-def _head(fleet: Fleet) -> str:
+def head_line(fleet: Fleet) -> str:
     hosts = fleet.host_count
     parts = [f"{fleet.ready} ready", f"{hosts - fleet.ready} not ready"]
     line = f"{fleet.reports} report(s), {hosts} host(s): {', '.join(parts)}"
@@ -96,11 +96,11 @@ def _head(fleet: Fleet) -> str:
 
 def render_table(fleet: Fleet, stream: IO[str]) -> None:
     unicode_ok = (getattr(stream, "encoding", None) or "utf-8").lower().startswith("utf")
-    stream.write(f"gpucheck {__version__} fleet: {_head(fleet)}\n")
+    stream.write(f"gpucheck {__version__} fleet: {head_line(fleet)}\n")
     if fleet.host_count:
         stream.write("\nInventory\n")
         header = ["HOST", "GPUS", "DRIVER", "CUDA", "FRAMEWORKS", "READY", "PROBLEMS"]
-        rows = lambda: itertools.starmap(_inventory_row, fleet.hosts())  # noqa: E731
+        rows = lambda: itertools.starmap(inventory_row, fleet.hosts())  # noqa: E731
         _columns(stream, header, rows, fleet.inventory_widths)
     if fleet.problems:
         stream.write("\nProblems across the fleet\n")
@@ -257,7 +257,7 @@ def render_csv(fleet: Fleet, stream: IO[str]) -> None:
 
 def build(builder: FleetBuilder, fmt: str) -> Fleet:
     """The fleet, with what `fmt` needs measured in the pass that builds it."""
-    return builder.build(_inventory_row if fmt == "table" else None)
+    return builder.build(inventory_row if fmt == "table" else None)
 
 
 # The fleet's formats, by the name `fleet --format` takes; table is the default. (Its JSON is
@@ -266,4 +266,11 @@ FORMATS: dict[str, Format[Fleet]] = format_table(
     FunctionFormat("table", render_table),
     FunctionFormat("json", render_json),
     FunctionFormat("csv", render_csv),
+    FunctionFormat("html", lambda fleet, stream: _render_html(fleet, stream)),
 )
+
+
+def _render_html(fleet: Fleet, stream: IO[str]) -> None:
+    from gpucheck.fleet.html import render_html  # (it imports this module)
+
+    render_html(fleet, stream)
