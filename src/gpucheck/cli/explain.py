@@ -29,7 +29,7 @@ EXIT_CODES = {
     ExitStatus.OK: "nothing failing found: no known message, or only warnings and harmless ones",
     ExitStatus.FAILED: "a message that stops the work was found and explained",
 }
-FORMATS = ("text", "json")
+FORMATS = ("text", "json", "html")
 TOO_LARGE = "is larger than 16 MiB: give the part of the log around the error"
 
 
@@ -56,7 +56,7 @@ def explain(
         ),
     ] = None,
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text or json.", lambda: list(FORMATS))] = "text",
+    fmt: Annotated[str, format_option("text, json or html.", lambda: list(FORMATS))] = "text",
     output: OutputOpt = None,
     compat_dir: CompatDirOpt = None,
 ) -> None:
@@ -83,6 +83,10 @@ def explain(
     if chosen == "json":
         document = json.dumps(result.to_dict(), indent=2) + "\n"
         write_output(output, lambda stream: stream.write(document))
+    elif chosen == "html":
+        from gpucheck.explanation.html import render_html
+
+        write_output(output, lambda stream: render_html(result, stream))
     else:
         write_output(output, result.write_text)
     raise typer.Exit(result.exit_code)
