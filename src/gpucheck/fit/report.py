@@ -186,5 +186,13 @@ def render_json(report: FitReport, stream: IO[str]) -> None:
 
 # The formats of `fit --format`, by name; text is the default.
 FORMATS: dict[str, Format[FitReport]] = format_table(
-    FunctionFormat("text", render_text), FunctionFormat("json", render_json)
+    FunctionFormat("text", render_text),
+    FunctionFormat("json", render_json),
+    FunctionFormat("html", lambda report, stream: _render_html(report, stream)),
 )
+
+
+def _render_html(report: FitReport, stream: IO[str]) -> None:
+    from gpucheck.fit.html import render_html  # (it imports this module)
+
+    render_html(report, stream)
