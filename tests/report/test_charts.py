@@ -39,8 +39,8 @@ def test_a_one_sample_spike_in_a_day_of_samples_survives_into_the_path() -> None
         for t in range(DAY):
             values.add(float(t), 100.0 if t == spike_at else 10.0)
         svg = _utilisation(values)
-        # The plot runs from y 14 (100 %) to y 160 (0 %): 10 % is 145.4, the spike at the top.
-        assert _ys(svg) == {14.0, 145.4}, spike_at
+        # The plot runs from y 28 (100 %) to y 160 (0 %): 10 % is 146.8, the spike at the top.
+        assert _ys(svg) == {28.0, 146.8}, spike_at
         # Bounded: a few numbers per pixel column kept, a few per column drawn.
         assert len(values.cells) <= 2 * PLOT_WIDTH
         assert len(svg) < 40_000, len(svg)
@@ -50,7 +50,7 @@ def test_a_dip_survives_as_well_as_a_spike() -> None:
     values = MinMax()
     for t in range(DAY):
         values.add(float(t), 0.0 if t == 5_000 else 90.0)
-    assert _ys(_utilisation(values)) == {160.0, 28.6}  # 0 % at the bottom, 90 % at 160 - 0.9 x 146
+    assert _ys(_utilisation(values)) == {160.0, 41.2}  # 0 % at the bottom, 90 % at 160 - 0.9 x 132
 
 
 def test_a_short_series_is_drawn_point_by_point() -> None:
@@ -58,7 +58,7 @@ def test_a_short_series_is_drawn_point_by_point() -> None:
     for t, v in ((0.0, 0.0), (DAY / 2, 50.0), (DAY - 1.0, 100.0)):
         values.add(t, v)
     path = re.search(r'<path d="([^"]+)"', _utilisation(values))
-    assert path and path.group(1) == "M52.5 160M340.5 87M627.5 14"
+    assert path and path.group(1) == "M52.5 160L340.5 94L627.5 28"
 
 
 def test_a_line_chart_has_axes_labels_and_a_text_alternative() -> None:

@@ -43,7 +43,7 @@ def test_a_day_of_samples_is_a_small_page_that_keeps_the_spike_and_marks_throttl
     path = re.search(r'<path d="([^"]+)"', utilisation)
     assert path
     ys = {float(y) for y in re.findall(r"[ML][\d.]+ ([\d.]+)", path.group(1))}
-    assert ys == {14.0, 116.2}  # 100 % at the top of the plot, 30 % at 160 - 0.3 x 146
+    assert ys == {28.0, 120.4}  # 100 % at the top of the plot, 30 % at 160 - 0.3 x 132
     # The throttled ten minutes: ticks at 18:00 of 24 h (column 432 of 576, x 484 and on).
     ticks = re.findall(r'<rect x="(\d+)" y="154" width="1" height="6"/>', utilisation)
     assert ticks and int(ticks[0]) == 484 and len(ticks) <= 5

@@ -19,6 +19,7 @@ WIDTH = 640  # the viewBox's width; the page scales it to the column
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 30  # margins around the plot: axis labels live there
 PLOT_WIDTH = WIDTH - LEFT - RIGHT  # one column of a line chart per unit of this
 LINE_HEIGHT = 190
+LINE_TOP = 28  # a line chart's top margin holds its legend
 FONT = 'font-family="system-ui,DejaVu Sans,sans-serif" font-size="11"'
 
 
@@ -113,6 +114,11 @@ def _fmt(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".")
 
 
+def _tick(value: float) -> str:
+    """An axis label short enough for the margin: 81559 as 82k."""
+    return f"{value / 1000:.0f}k" if abs(value) >= 10_000 else _fmt(value)
+
+
 def _svg_open(ident: str, title: str, description: str, height: int) -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" '
@@ -144,13 +150,13 @@ def columns(chart: LineChart, values: MinMax) -> list[tuple[int, float, float]]:
 
 
 def line_chart(chart: LineChart) -> str:
-    height = LINE_HEIGHT
-    plot_h = height - TOP - BOTTOM
+    height, top = LINE_HEIGHT, LINE_TOP
+    plot_h = height - top - BOTTOM
     span = (chart.high - chart.low) or 1.0
 
     def y(value: float) -> str:
         clamped = min(max(value, chart.low), chart.high)
-        return _fmt(TOP + plot_h - (clamped - chart.low) / span * plot_h)
+        return _fmt(top + plot_h - (clamped - chart.low) / span * plot_h)
 
     out = [_svg_open(chart.ident, chart.title, chart.description, height)]
     ink, muted, line = PALETTE["ink"], PALETTE["muted"], PALETTE["line"]
@@ -159,11 +165,11 @@ def line_chart(chart: LineChart) -> str:
             f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(value)}" y2="{y(value)}" '
             f'stroke="{line}" stroke-width="1"/>'
             f'<text x="{LEFT - 4}" y="{y(value)}" dy="4" text-anchor="end" fill="{ink}">'
-            f"{text(_fmt(value))}</text>"
+            f"{text(_tick(value))}</text>"
         )
     out.append(
-        f'<text x="4" y="{TOP + plot_h / 2:.0f}" fill="{muted}" '
-        f'transform="rotate(-90 10 {TOP + plot_h / 2:.0f})" text-anchor="middle">'
+        f'<text x="4" y="{top + plot_h / 2:.0f}" fill="{muted}" '
+        f'transform="rotate(-90 10 {top + plot_h / 2:.0f})" text-anchor="middle">'
         f"{text(chart.unit)}</text>"
     )
     length = chart.end - chart.start
@@ -174,35 +180,43 @@ def line_chart(chart: LineChart) -> str:
             f"{text(elapsed(share * length))}</text>"
         )
     out.append(
-        f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}" stroke="{muted}"/>'
-        f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" '
+        f'<line x1="{LEFT}" x2="{LEFT}" y1="{top}" y2="{top + plot_h}" stroke="{muted}"/>'
+        f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{top + plot_h}" y2="{top + plot_h}" '
         f'stroke="{muted}"/>'
     )
     if chart.marks:  # one tick per column with an event, along the bottom of the plot
         cols = sorted({int((t - chart.start) / (length or 1e-9) * PLOT_WIDTH) for t in chart.marks})
         ticks = "".join(
-            f'<rect x="{LEFT + min(c, PLOT_WIDTH - 1)}" y="{TOP + plot_h - 6}" '
+            f'<rect x="{LEFT + min(c, PLOT_WIDTH - 1)}" y="{top + plot_h - 6}" '
             'width="1" height="6"/>'
             for c in cols
         )
         out.append(
             f'<g fill="{PALETTE["fail"]}"><title>{text(chart.mark_label)}</title>{ticks}</g>'
         )
+    for i, series in enumerate(chart.series):  # the legend, in the top margin
+        colour = series.colour or SERIES_COLOURS[i % len(SERIES_COLOURS)]
+        key = LEFT + i * 200
+        out.append(
+            f'<line x1="{key}" x2="{key + 16}" y1="10" y2="10" stroke="{colour}" '
+            f'stroke-width="3"/><text x="{key + 20}" y="14" fill="{ink}">'
+            f"{text(series.label)}</text>"
+        )
     for i, series in enumerate(chart.series):
         colour = series.colour or SERIES_COLOURS[i % len(SERIES_COLOURS)]
-        path = []
-        previous = -2
+        path: list[str] = []
         for col, lo, hi in columns(chart, series.values):
-            x = LEFT + col + 0.5
-            move = "M" if col != previous + 1 else "L"
-            path.append(f"{move}{_fmt(x)} {y(hi)}")
+            at = _fmt(LEFT + col + 0.5)  # each column's range as a stroke, joined to the next
+            path.append(f"{'L' if path else 'M'}{at} {y(hi)}")
             if hi != lo:
-                path.append(f"L{_fmt(x)} {y(lo)}")
-            previous = col
+                path.append(f"L{at} {y(lo)}")
+        if len(path) == 1:  # one sample: a dot, where a path of one point draws nothing
+            path.append("h1")
         if path:
             out.append(
                 f'<path d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="1.5" '
-                f'stroke-linejoin="round"><title>{text(series.label)}</title></path>'
+                f'stroke-linejoin="round" stroke-linecap="round">'
+                f"<title>{text(series.label)}</title></path>"
             )
     out.append("</svg>")
     return "".join(out)

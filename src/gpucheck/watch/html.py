@@ -120,9 +120,8 @@ def render_html(summary: Summary, timeline: Timeline, source: str) -> str:
             body.append(
                 figure(
                     line_chart(chart),
-                    f"{title} ({unit}): "
-                    + ", ".join(f"{n} in colour {i + 1}" for i, n in enumerate(drawn))
-                    + ("; throttled samples are ticked along the bottom" if marks else ""),
+                    f"{title} ({unit}) over the log: {', '.join(drawn)}"
+                    + ("; throttled samples are ticked in red along the bottom" if marks else ""),
                     table(("field", "min", "mean", "max"), rows, frozenset({1, 2, 3})),
                 )
             )
