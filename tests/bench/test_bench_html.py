@@ -5,36 +5,19 @@ from __future__ import annotations
 
 import io
 
-from support.builders import h100, node
+from support.bench_runs import two_h100_report
 
-from gpucheck.bench.measurements import BenchRun, CpuRun, GpuRun, Matmul, Peer
-from gpucheck.bench.report import FORMATS, BenchReport
-from gpucheck.bench.verdicts import findings
-from gpucheck.compat import load
-
-CPU = CpuRun(framework="torch", matmul=Matmul("fp32", "cpu", 4096, 200.0, 0.5, True, 1e-4))
+from gpucheck.bench.report import FORMATS
 
 
-def _page() -> str:
-    runs = [
-        GpuRun(
-            facts=h100(i),
-            framework="torch",
-            framework_version="2.13.0",
-            matmuls=[Matmul("bf16", "cuda", 8192, 1.5, 700.0, True, 2e-2, 1e-3)],
-        )
-        for i in (0, 1)
-    ]
-    peers = [Peer(0, 1, True, 2**28, 5.0, 52.0), Peer(1, 0, True, 2**28, 25.0, 10.5)]
-    bench = BenchRun(False, "/env/bin/python", "torch", "2.13.0", CPU, runs, peers)
-    report = BenchReport(node([h100(0), h100(1)]), findings(bench, load().gpus), run=bench)
+def bench_page() -> str:
     out = io.StringIO()
-    FORMATS["html"].write(report, out)
+    FORMATS["html"].write(two_h100_report(), out)
     return out.getvalue()
 
 
 def test_the_page_draws_matmuls_against_the_datasheet_and_the_copy_matrix() -> None:
-    page = _page()
+    page = bench_page()
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page
     assert "<title>gpucheck bench: gpu-node-01</title>" in page
     assert "<title>BF16 8192³ measured: 700 TFLOPS</title>" in page
