@@ -4,10 +4,9 @@ copies, and the GPU-to-GPU copy matrix as a heat map."""
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, Protocol
 
 from gpucheck.bench.measurements import BenchRun, GpuRun
-from gpucheck.bench.report import BenchReport
 from gpucheck.bench.verdicts import label, shape
 from gpucheck.compat.gpus import GpuIndex
 from gpucheck.report.charts import bar_chart, figure, heat_map
@@ -20,7 +19,16 @@ from gpucheck.report.html import (
     text,
     verdict_block,
 )
+from gpucheck.report.text import Judged
 from gpucheck.version import __version__
+
+
+class BenchResult(Judged, Protocol):
+    """What the page reads of a bench report (bench/report.py BenchReport: named here by its
+    shape, as report.py imports this module)."""
+
+    @property
+    def run(self) -> BenchRun | None: ...
 
 
 def _datasheet() -> GpuIndex | None:
@@ -130,7 +138,7 @@ def _peer_section(bench: BenchRun) -> str:
     )
 
 
-def render_html(report: BenchReport, stream: IO[str], verbose: bool = False) -> None:
+def render_html(report: BenchResult, stream: IO[str], verbose: bool = False) -> None:
     run = report.run
     body = [header_block(report, f"gpucheck {__version__} bench")]
     if run is not None:

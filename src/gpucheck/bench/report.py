@@ -8,6 +8,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
+from gpucheck.bench.html import render_html
 from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
@@ -74,12 +75,6 @@ def render_text(report: BenchReport, stream: IO[str], verbose: bool = False) -> 
                 f"{counted(len(report.problems), 'problem')}: {c['fail']} failed", style="bold red"
             )
         )
-
-
-def render_html(report: BenchReport, stream: IO[str], verbose: bool = False) -> None:
-    from gpucheck.bench.html import render_html as render  # (it imports this module)
-
-    render(report, stream, verbose)
 
 
 # The formats of `bench --format`, by name; text is the default. JSON: the report's own.

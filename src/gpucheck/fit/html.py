@@ -1,26 +1,22 @@
 """`fit --format html`: the estimate as a page: what takes the memory of each GPU (a bar chart
 of the parts, and their formulas in a table), the verdict per GPU judged, and every
-assumption. Read from the report's JSON form (its keys are stable), so the page follows the
-estimate whatever its internals."""
+assumption. Read from the report's JSON form (its keys are stable) and its text's head, so
+the page follows the estimate whatever its internals."""
 
 from __future__ import annotations
 
-import io
-from typing import IO
+from typing import IO, Any
 
-from gpucheck.fit.report import FitReport, render_text
 from gpucheck.report.charts import bar_chart, figure
 from gpucheck.report.html import page, table, text
 
 GIB = 1 << 30
 
 
-def render_html(report: FitReport, stream: IO[str]) -> None:
-    data = report.to_dict()
-    said = io.StringIO()
-    render_text(report, said)
-    # The text report's head: the model, then its shape and the setup (up to its first blank).
-    head, *rest = said.getvalue().splitlines() or [""]
+def render_html(data: dict[str, Any], said: str, stream: IO[str]) -> None:
+    """The page of a fit report: `data`, its JSON form; `said`, its text form (the page's
+    head is the text's own: the model, then its shape and the setup)."""
+    head, *rest = said.splitlines() or [""]
     lines = rest[: rest.index("")] if "" in rest else rest[:2]
     body = [f"<header><h1>{text(head)}</h1>"]
     body += [f'<p class="where">{text(line.strip())}</p>' for line in lines]

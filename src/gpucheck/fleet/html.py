@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from typing import IO
 
-from gpucheck.fleet.rendering import VERBS, head_line, inventory_row
+from gpucheck.fleet.rows import VERBS, head_line, inventory_row
 from gpucheck.fleet.summary import HOSTS_SHOWN, Fleet
 from gpucheck.report.charts import bar_chart, figure
 from gpucheck.report.html import page, table, text

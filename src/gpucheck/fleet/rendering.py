@@ -9,14 +9,15 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
 import msgspec
 from msgspec import Struct
 
+from gpucheck.fleet.html import render_html
 from gpucheck.fleet.records import HostRecord
+from gpucheck.fleet.rows import MARKS, VERBS, gpu_text, head_line, inventory_row, safe
 from gpucheck.fleet.store import ProblemGroup
 from gpucheck.fleet.summary import HOSTS_SHOWN, Fleet, FleetBuilder, HostGpu
 from gpucheck.report.output_format import Format, FunctionFormat, format_table
@@ -25,38 +26,6 @@ from gpucheck.version import __version__
 
 # The fleet output's own format version: a minor version only adds fields.
 FLEET_SCHEMA_VERSION = "1.0"
-MARKS = {"error": ("✗", "x"), "fail": ("✗", "x"), "warn": ("!", "!")}
-VERBS = {"error": "broke", "fail": "failed", "warn": "warned"}
-
-
-def gpu_text(gpus: list[str]) -> str:
-    if not gpus:
-        return "none"
-    first = gpus[0]
-    if gpus.count(first) == len(gpus):  # the usual node: one model
-        return f"{len(gpus)}x {first}"
-    return ", ".join(f"{n}x {model}" for model, n in Counter(gpus).items())
-
-
-def safe(text: str) -> str:
-    """printable(), without its cost for the usual text: isprintable() is False for every
-    character printable() escapes (C0, DEL, C1 and the bidi overrides are all "Other")."""
-    return text if text.isprintable() else printable(text)
-
-
-def inventory_row(name: str, h: HostRecord) -> list[str]:
-    return [
-        safe(c)
-        for c in (
-            name,
-            gpu_text(h.gpus),
-            h.driver or "-",
-            h.cuda or "-",
-            ", ".join(h.frameworks) or "-",
-            "yes" if h.ready else "no",
-            " ".join(dict.fromkeys(p.check for p in h.problems)) or "-",
-        )
-    ]
 
 
 def _act_row(a: HostGpu) -> list[str]:
@@ -81,17 +50,6 @@ def _columns(
     for row in itertools.chain([header], rows()):
         cells = [c.ljust(w) for c, w in zip(row, widths, strict=True)]
         stream.write("  " + "  ".join(cells).rstrip() + "\n")
-
-
-def head_line(fleet: Fleet) -> str:
-    hosts = fleet.host_count
-    parts = [f"{fleet.ready} ready", f"{hosts - fleet.ready} not ready"]
-    line = f"{fleet.reports} report(s), {hosts} host(s): {', '.join(parts)}"
-    if fleet.bad_count:
-        line += f"; {fleet.bad_count} bad report(s)"
-    if fleet.superseded:
-        line += f"; {fleet.superseded} older report(s) of the same hosts left out"
-    return line
 
 
 def render_table(fleet: Fleet, stream: IO[str]) -> None:
@@ -266,11 +224,5 @@ FORMATS: dict[str, Format[Fleet]] = format_table(
     FunctionFormat("table", render_table),
     FunctionFormat("json", render_json),
     FunctionFormat("csv", render_csv),
-    FunctionFormat("html", lambda fleet, stream: _render_html(fleet, stream)),
+    FunctionFormat("html", render_html),
 )
-
-
-def _render_html(fleet: Fleet, stream: IO[str]) -> None:
-    from gpucheck.fleet.html import render_html  # (it imports this module)
-
-    render_html(fleet, stream)
