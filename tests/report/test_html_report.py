@@ -64,7 +64,9 @@ def test_the_page_is_self_contained_and_fetches_nothing() -> None:
             assert not name.startswith("on"), name  # no event handler runs anything
             assert not (value or "").startswith(("http:", "https:", "//")), value
     assert "url(" not in page and "@import" not in page
-    csp = [a["content"] or "" for t, a in tags.tags if a.get("http-equiv") == "Content-Security-Policy"]
+    csp = [
+        a["content"] or "" for t, a in tags.tags if a.get("http-equiv") == "Content-Security-Policy"
+    ]
     assert csp and csp[0].startswith("default-src 'none'")
     assert ("html", {"lang": "en"}) in tags.tags
     assert (
@@ -144,3 +146,23 @@ def test_doctor_from_a_snapshot_writes_the_page(
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>\n")
     assert "Uncorrectable ECC memory errors on 1 GPU(s)" in page
+
+
+def _luminance(colour: str) -> float:
+    """WCAG 2.x relative luminance of #rrggbb."""
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_every_text_colour_of_the_style_sheet_reads_on_its_backgrounds() -> None:
+    """WCAG AA for text (4.5:1), from the colours the style sheet itself declares."""
+    declared = dict(re.findall(r"--gc-([a-z-]+):(#[0-9a-f]{6})", CSS))
+    texts = ["ink", "muted", "pass", "warn", "fail", "skip", "info", "error"]
+    for background in ("paper", "soft"):
+        for name in texts:
+            high, low = sorted((_luminance(declared[name]), _luminance(declared[background])))[::-1]
+            ratio = (high + 0.05) / (low + 0.05)
+            assert ratio >= 4.5, (name, background, round(ratio, 2))
+    code_ink, code_paper = _luminance(declared["code-ink"]), _luminance(declared["code-paper"])
+    assert (code_paper + 0.05) / (code_ink + 0.05) >= 4.5
