@@ -22,14 +22,14 @@ from gpucheck.report.output_format import FunctionFormat, choose_format, format_
 
 # The commands with a machine-readable output, and their formats as --help names them.
 FORMATTED = {
-    "doctor": "text, json, junit or prometheus.",
-    "dockerfile": "text, json, junit or prometheus.",
-    "fix": "text, json or sh.",
-    "fleet": "table, json or csv.",
+    "doctor": "text, json, junit, prometheus or html.",
+    "dockerfile": "text, json, junit, prometheus or html.",
+    "fix": "text, json, sh or html.",
+    "fleet": "table, json, csv or html.",
     "procs": "text or json.",
-    "bench": "text or json.",
-    "fit": "text or json.",
-    "explain": "text or json.",
+    "bench": "text, json or html.",
+    "fit": "text, json or html.",
+    "explain": "text, json or html.",
 }
 
 

@@ -70,7 +70,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
             "x",
             "--format",
             "junit",
-        ): "gpucheck: --format: 'junit' is not one of text, json",
+        ): "gpucheck: --format: 'junit' is not one of text, json, html",
     }
     for args, message in cases.items():
         done = gpucheck(*args)

@@ -60,7 +60,7 @@ def fix(
         ),
     ] = None,
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text, json, sh or html (a page to forward).")] = "text",
+    fmt: Annotated[str, format_option("text, json, sh or html.")] = "text",
     output: OutputOpt = None,
     apply: Annotated[
         bool,
