@@ -1,8 +1,8 @@
 #!/bin/sh
 # Installs the real components the slow tests run, from Debian's archive (bookworm):
 # promtool (package prometheus), node_exporter, Slurm's controller and node daemons with their
-# client commands, munge (Slurm's authentication), and rpm with rpmbuild (an RPM database in
-# the simulator's fake root). Idempotent: installs only what is
+# client commands, munge (Slurm's authentication), rpm with rpmbuild (an RPM database in
+# the simulator's fake root), and headless Chromium (the HTML reports opened in a browser). Idempotent: installs only what is
 # missing, so a second run costs a few `command -v`. Needs root (or sudo) and apt-get.
 set -eu
 
@@ -19,6 +19,7 @@ want munged munge
 want rpm rpm
 want rpmbuild rpm
 want openssl openssl  # a certificate for the https CDN of tests/fit/test_fit_hub.py
+want chromium chromium
 
 [ -z "$missing" ] && exit 0
 

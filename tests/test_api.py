@@ -146,9 +146,11 @@ def test_the_api_and_the_command_line_accept_the_same_bounds() -> None:
 def test_the_report_renders_in_a_notebook() -> None:
     bundle = gpucheck.doctor(snapshot=ecc_node())._repr_mimebundle_()
     html, text = bundle["text/html"], bundle["text/plain"]
-    assert html.startswith("<pre style=")
+    # The body of `doctor --format html`, with its scoped style sheet, no document around it.
+    assert html.startswith("<style>.gpucheck{") and '<div class="gpucheck">' in html
+    assert "<html" not in html and "<script" not in html
     assert "Uncorrectable ECC memory errors on 1 GPU(s)" in html
-    assert "color: #" in html  # rich's colours, as inline styles
+    assert '<span aria-hidden="true">✗</span> fail</span>' in html  # icon and word
     assert "[gpus.ecc-errors]" in text and "\x1b[" not in text
 
 

@@ -95,9 +95,16 @@ def read_snapshot(path: str) -> Snapshot:
 
 
 def snapshot_from(data: bytes, path: str) -> Snapshot:
-    """The snapshot in `data`, the bytes of `path` (a snapshot or a whole report)."""
+    """The snapshot in `data`, the bytes of `path` (a snapshot, a whole report, or a support
+    bundle holding one)."""
+    from gpucheck.model.bundle import SNAPSHOT_MEMBER, BundleError, bundle_member, is_bundle
     from gpucheck.model.snapshot import SnapshotError, loads
 
+    if is_bundle(data):
+        try:
+            data = bundle_member(data, SNAPSHOT_MEMBER)
+        except BundleError as exc:
+            raise UserError(f"--from: {path}: {exc}") from None
     try:
         return loads(data)
     except SnapshotError as exc:

@@ -71,10 +71,16 @@ def bash_values(line: str) -> list[str]:
 
 
 def test_bash_completes_closed_choices() -> None:
-    assert bash_values("gpucheck doctor --format ") == ["text", "json", "junit", "prometheus"]
+    assert bash_values("gpucheck doctor --format ") == [
+        "text",
+        "json",
+        "junit",
+        "prometheus",
+        "html",
+    ]
     assert bash_values("gpucheck doctor -f j") == ["json", "junit"]
-    assert bash_values("gpucheck fleet --format ") == ["table", "json", "csv"]
-    assert bash_values("gpucheck watch --format ") == ["csv", "jsonl"]
+    assert bash_values("gpucheck fleet --format ") == ["table", "json", "csv", "html"]
+    assert bash_values("gpucheck watch --format ") == ["csv", "jsonl", "html"]
     assert bash_values("gpucheck fit m --optimizer ada") == ["adam", "adamw", "adafactor"]
     assert bash_values("gpucheck fit m --dtype int") == ["int8", "int4"]
     assert bash_values("gpucheck fit m --kv-dtype f") == ["fp32", "fp16", "fp8"]
@@ -132,6 +138,7 @@ def test_zsh_and_fish_complete_values_with_their_help() -> None:
         "table",
         "json",
         "csv",
+        "html",
     ]
 
 

@@ -22,14 +22,14 @@ from gpucheck.report.output_format import FunctionFormat, choose_format, format_
 
 # The commands with a machine-readable output, and their formats as --help names them.
 FORMATTED = {
-    "doctor": "text, json, junit or prometheus.",
-    "dockerfile": "text, json, junit or prometheus.",
-    "fix": "text, json, sh or ps1.",
-    "fleet": "table, json or csv.",
+    "doctor": "text, json, junit, prometheus or html.",
+    "dockerfile": "text, json, junit, prometheus or html.",
+    "fix": "text, json, sh, ps1 or html.",
+    "fleet": "table, json, csv or html.",
     "procs": "text or json.",
-    "bench": "text or json.",
-    "fit": "text or json.",
-    "explain": "text, json or junit.",
+    "bench": "text, json or html.",
+    "fit": "text, json or html.",
+    "explain": "text, json, junit or html.",
 }
 
 

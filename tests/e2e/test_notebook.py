@@ -46,6 +46,6 @@ def test_doctor_as_the_last_expression_of_a_cell_is_one_html_output(tmp_path: Pa
     assert [o["output_type"] for o in outputs] == ["execute_result"], outputs
     data = outputs[0]["data"]
     assert sorted(data) == ["text/html", "text/plain"]
-    assert data["text/html"].startswith("<pre")
+    assert data["text/html"].startswith("<style>") and "<script" not in data["text/html"]
     assert "\x1b" not in data["text/plain"]  # plain text, no terminal colour codes
     assert "gpus.ecc-errors" in data["text/plain"] and "gpus.ecc-errors" in data["text/html"]

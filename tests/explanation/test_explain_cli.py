@@ -77,7 +77,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
             "x",
             "--format",
             "xml",
-        ): "gpucheck: --format: 'xml' is not one of text, json, junit",
+        ): "gpucheck: --format: 'xml' is not one of text, json, junit, html",
         ("--text", "x", "--from", "s.json", "--no-probe"): "gpucheck: explain: --from and "
         "--no-probe: give one",
     }
@@ -152,3 +152,14 @@ def test_a_compat_folder_adds_a_message_of_a_sites_own(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stderr
     assert [f["id"] for f in json.loads(done.stdout)["findings"]] == ["explain.site.scratch-full"]
+
+
+def test_html_is_one_page_with_each_finding_and_the_text_escaped() -> None:
+    done = gpucheck("-", "--format", "html", stdin=("<b>\x1b[31m\n" + OOM).encode())
+    assert done.returncode == 1, done.stderr
+    page = done.stdout.decode()
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert "<title>gpucheck explain: standard input</title>" in page
+    assert '<span class="st st-fail"><span aria-hidden="true">✗</span> fail</span>' in page
+    assert "RuntimeError: CUDA error: out of memory" in page
+    assert "<b>" not in page and "\x1b" not in page

@@ -8,6 +8,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
+from gpucheck.bench.html import render_html
 from gpucheck.bench.measurements import BenchRun
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.finding import Status
@@ -80,4 +81,5 @@ def render_text(report: BenchReport, stream: IO[str], verbose: bool = False) -> 
 FORMATS: dict[str, Format[BenchReport]] = format_table(
     FunctionFormat("text", render_text, takes_verbose=True),
     FunctionFormat("json", render_json, takes_verbose=True),
+    FunctionFormat("html", render_html, takes_verbose=True),
 )

@@ -49,7 +49,7 @@ def bench(
         gpu_option("INDEX", "Measure this GPU only (repeatable)."),
     ] = None,
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text or json.")] = "text",
+    fmt: Annotated[str, format_option("text, json or html.")] = "text",
     output: OutputOpt = None,
     strict: StrictOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show check ids.")] = False,

@@ -48,7 +48,7 @@ def dockerfile(
         from_option("Judge against a saved snapshot or report (the machine it will run on)."),
     ] = None,
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text, json, junit or prometheus.")] = "text",
+    fmt: Annotated[str, format_option("text, json, junit, prometheus or html.")] = "text",
     output: OutputOpt = None,
     verbose: EvidenceOpt = False,
     strict: StrictOpt = False,

@@ -44,6 +44,7 @@ def doctor_formats(incomplete: str) -> Choices:
         "json": "the report as JSON (gpucheck schema report)",
         "junit": "JUnit XML for CI test views",
         "prometheus": "metrics for node_exporter's textfile collector",
+        "html": "one self-contained page to mail or attach (no scripts, nothing fetched)",
     }
     return matching(((name, about.get(name, "")) for name in FORMATS), incomplete)
 
@@ -86,7 +87,9 @@ def _selector(flag: str, does: str) -> Any:
 
 def doctor(
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text, json, junit or prometheus.", doctor_formats)] = "text",
+    fmt: Annotated[
+        str, format_option("text, json, junit, prometheus or html.", doctor_formats)
+    ] = "text",
     output: OutputOpt = None,
     verbose: EvidenceOpt = False,
     strict: StrictOpt = False,

@@ -30,7 +30,7 @@ EXIT_CODES = {
     ExitStatus.OK: "nothing failing found: no known message, or only warnings and harmless ones",
     ExitStatus.FAILED: "a message that stops the work was found and explained",
 }
-FORMATS = ("text", "json", "junit")
+FORMATS = ("text", "json", "junit", "html")
 TOO_LARGE = "is larger than 16 MiB: give the part of the log around the error"
 
 
@@ -73,7 +73,9 @@ def explain(
         ),
     ] = False,
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text, json or junit.", lambda: list(FORMATS))] = "text",
+    fmt: Annotated[
+        str, format_option("text, json, junit or html.", lambda: list(FORMATS))
+    ] = "text",
     output: OutputOpt = None,
     compat_dir: CompatDirOpt = None,
 ) -> None:
@@ -87,8 +89,8 @@ def explain(
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if no_probe and from_file is not None:
         raise UserError("explain: --from and --no-probe: give one")
-    if fix and chosen == "junit":
-        raise UserError("explain --fix: the plan is text or json, not junit")
+    if fix and chosen not in ("text", "json"):
+        raise UserError(f"explain --fix: the plan is text or json, not {chosen}")
     if (path is None) == (text is None):
         raise UserError("explain: give the text one way: FILE, - (standard input) or --text TEXT")
     refuse_input_as_output(output, [path, from_file])
@@ -122,6 +124,10 @@ def explain(
         write_output(output, lambda stream: stream.write(document))
     elif chosen == "junit":
         write_output(output, result.write_junit)
+    elif chosen == "html":
+        from gpucheck.explanation.html import render_html
+
+        write_output(output, lambda stream: render_html(result, stream))
     else:
         write_output(output, result.write_text)
     raise typer.Exit(result.exit_code)

@@ -225,7 +225,7 @@ def fit(
         typer.Option("--measure", help="With --torch-module and a GPU: run one real step."),
     ] = False,
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text or json.")] = "text",
+    fmt: Annotated[str, format_option("text, json or html.")] = "text",
     output: OutputOpt = None,
     timeout: TimeoutOpt = 120.0,
     pythons: PythonOpt = None,

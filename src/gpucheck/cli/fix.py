@@ -60,7 +60,7 @@ def fix(
         ),
     ] = None,
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("text, json, sh or ps1.")] = "text",
+    fmt: Annotated[str, format_option("text, json, sh, ps1 or html.")] = "text",
     output: OutputOpt = None,
     apply: Annotated[
         bool,

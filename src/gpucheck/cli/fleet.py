@@ -33,7 +33,12 @@ from gpucheck.fleet.summary import FleetBuilder
 
 
 def fleet_formats(incomplete: str) -> Choices:
-    about = {"table": "for a person", "json": "gpucheck schema fleet", "csv": "the inventory"}
+    about = {
+        "table": "for a person",
+        "json": "gpucheck schema fleet",
+        "csv": "the inventory",
+        "html": "a page with charts",
+    }
     return matching(about.items(), incomplete)
 
 
@@ -58,7 +63,7 @@ def fleet(
         ),
     ],
     json_out: JsonOpt = False,
-    fmt: Annotated[str, format_option("table, json or csv.", fleet_formats)] = "table",
+    fmt: Annotated[str, format_option("table, json, csv or html.", fleet_formats)] = "table",
     output: OutputOpt = None,
     recheck: Annotated[
         bool,

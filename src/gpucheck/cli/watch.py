@@ -25,6 +25,8 @@ from gpucheck.cli.completion import Choices, matching
 from gpucheck.exit_status import ExitStatus
 from gpucheck.inputs import parse_size, unreadable
 from gpucheck.report.text import printable
+from gpucheck.watch.html import render_html
+from gpucheck.watch.html import summarise as summarise_html
 from gpucheck.watch.log import FIELDS, LogError, parse_fields
 from gpucheck.watch.reading import Skipped, read_samples
 from gpucheck.watch.recording import Plan, WatchUnavailable, run
@@ -34,7 +36,11 @@ from gpucheck.watch.summary import render_text, summarize
 
 
 def watch_formats(incomplete: str) -> Choices:
-    about = {"csv": "as nvidia-smi --format=csv writes it", "jsonl": "one JSON object a line"}
+    about = {
+        "csv": "as nvidia-smi --format=csv writes it",
+        "jsonl": "one JSON object a line",
+        "html": "with --from: the summary as a page, with charts",
+    }
     return matching(about.items(), incomplete)
 
 
@@ -93,7 +99,8 @@ def watch(
     fmt: Annotated[
         str | None,
         format_option(
-            "csv or jsonl: the log's format (default: csv; from -o FILE's extension).",
+            "csv or jsonl: the log's format (default: csv; from -o FILE's extension); with "
+            "--from, html: the summary as a page with charts.",
             watch_formats,
         ),
     ] = None,
@@ -142,8 +149,10 @@ def watch(
     ] = 5.0,
 ) -> None:
     """Sample the GPUs: a live view on a terminal, CSV/JSON lines for logs, a summary at the end."""
-    if fmt is not None and fmt not in FORMATS:
-        raise UserError(f"--format {fmt}: use csv or jsonl")
+    if fmt == "html" and from_log is None:
+        raise UserError("--format html goes with --from LOG (a page is written once, at the end)")
+    if fmt is not None and fmt not in (*FORMATS, "html"):
+        raise UserError(f"--format {fmt}: use csv or jsonl (html with --from)")
     if from_log is not None:
         refuse_input_as_output(output, [from_log])
         given = [
@@ -161,7 +170,9 @@ def watch(
         ]
         if given:
             raise UserError(f"--from reads a saved log: {', '.join(given)} do not apply")
-        _summarise_log(from_log)
+        if fmt not in (None, "html"):
+            raise UserError(f"--format {fmt} is a log's format: with --from, html or none")
+        _summarise_log(from_log, html=fmt == "html")
         return
     if rotate is not None and output is None:
         raise UserError("--rotate goes with --output FILE")
@@ -226,8 +237,9 @@ def _format_of(output: str | None) -> str:
     return "csv"
 
 
-def _summarise_log(path: str) -> None:
-    """A saved log's summary, read as a stream: memory stays the same whatever its size."""
+def _summarise_log(path: str, html: bool = False) -> None:
+    """A saved log's summary (`html`: as a page with charts), read as a stream: memory stays
+    the same whatever its size."""
     try:
         if path == "-":
             stream = io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace", newline="")
@@ -238,13 +250,21 @@ def _summarise_log(path: str) -> None:
     try:
         with stream:
             skipped = Skipped()
-            summary = summarize(read_samples(stream, skipped))
+            if html:
+                summary, timeline = summarise_html(read_samples(stream, skipped))
+            else:
+                summary = summarize(read_samples(stream, skipped))
     except LogError as exc:
         raise UserError(f"--from: {path}: {exc}") from None
     except OSError as exc:
         raise UserError(f"--from: {unreadable(path, exc)}") from None
     if not summary.samples:
         raise UserError(f"--from: {path}: no samples in it")
+    if html:
+        sys.stdout.write(render_html(summary, timeline, "standard input" if path == "-" else path))
+        if skipped.count:
+            sys.stderr.write("".join(f"gpucheck: {printable(ln)}\n" for ln in skipped.lines()))
+        return
     sys.stdout.write(render_text(summary))
     if skipped.count:  # (a value a GPU cannot show, or no number: counted, never averaged)
         sys.stdout.write("".join(printable(line) + "\n" for line in skipped.lines()))

@@ -3,10 +3,12 @@ fits, and every assumption; as text for a person and as JSON (keys stable)."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from gpucheck.exit_status import ExitStatus
+from gpucheck.fit.html import render_html
 from gpucheck.fit.parts import Estimate, Setup, compute_dtype, largest_batch, verdict
 from gpucheck.fit.shape import ModelShape
 from gpucheck.fit.units import DTYPE_BYTES, gib, human_count
@@ -208,7 +210,15 @@ def render_json(report: FitReport, stream: IO[str]) -> None:
     write_json(report.to_dict(), stream)
 
 
+def _render_html(report: FitReport, stream: IO[str]) -> None:
+    said = io.StringIO()
+    render_text(report, said)
+    render_html(report.to_dict(), said.getvalue(), stream)
+
+
 # The formats of `fit --format`, by name; text is the default.
 FORMATS: dict[str, Format[FitReport]] = format_table(
-    FunctionFormat("text", render_text), FunctionFormat("json", render_json)
+    FunctionFormat("text", render_text),
+    FunctionFormat("json", render_json),
+    FunctionFormat("html", _render_html),
 )

@@ -32,6 +32,7 @@ from gpucheck.fleet.lean import LeanFinding, LeanReport
 from gpucheck.fleet.records import BadReport, HostRecord, record
 from gpucheck.fleet.sources import Item
 from gpucheck.fleet.store import Folded, HostRow, host_row
+from gpucheck.model.bundle import REPORT_MEMBER, BundleError, bundle_member, is_bundle
 from gpucheck.model.decoding import DecodeError, from_json
 from gpucheck.model.finding import Finding, FindingV2, GpuRef, Subjects
 from gpucheck.model.layers import Layer
@@ -202,6 +203,11 @@ def parse(source: str, data: bytes) -> Result:
     """One report or snapshot, reduced to what the fleet keeps; never raises for bad input."""
     if len(data) > SNAPSHOT_LIMIT:
         return BadReport(source, TOO_LARGE)
+    if is_bundle(data):  # a support bundle (snapshot --bundle): the report inside it
+        try:
+            data = bundle_member(data, REPORT_MEMBER)
+        except BundleError as exc:
+            return BadReport(source, str(exc))
     data = data.removeprefix(b"\xef\xbb\xbf")
     if not data.strip():  # (not "not valid JSON: input data was truncated")
         return BadReport(source, "the file is empty")

@@ -9,14 +9,15 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
 import msgspec
 from msgspec import Struct
 
+from gpucheck.fleet.html import render_html
 from gpucheck.fleet.records import HostRecord
+from gpucheck.fleet.rows import MARKS, VERBS, gpu_text, head_line, inventory_row, safe
 from gpucheck.fleet.store import ProblemGroup
 from gpucheck.fleet.summary import HOSTS_SHOWN, Fleet, FleetBuilder, HostGpu
 from gpucheck.report.output_format import Format, FunctionFormat, format_table
@@ -25,38 +26,6 @@ from gpucheck.version import __version__
 
 # The fleet output's own format version: a minor version only adds fields.
 FLEET_SCHEMA_VERSION = "1.0"
-MARKS = {"error": ("✗", "x"), "fail": ("✗", "x"), "warn": ("!", "!")}
-VERBS = {"error": "broke", "fail": "failed", "warn": "warned"}
-
-
-def gpu_text(gpus: list[str]) -> str:
-    if not gpus:
-        return "none"
-    first = gpus[0]
-    if gpus.count(first) == len(gpus):  # the usual node: one model
-        return f"{len(gpus)}x {first}"
-    return ", ".join(f"{n}x {model}" for model, n in Counter(gpus).items())
-
-
-def safe(text: str) -> str:
-    """printable(), without its cost for the usual text: isprintable() is False for every
-    character printable() escapes (C0, DEL, C1 and the bidi overrides are all "Other")."""
-    return text if text.isprintable() else printable(text)
-
-
-def _inventory_row(name: str, h: HostRecord) -> list[str]:
-    return [
-        safe(c)
-        for c in (
-            name,
-            gpu_text(h.gpus),
-            h.driver or "-",
-            h.cuda or "-",
-            ", ".join(h.frameworks) or "-",
-            "yes" if h.ready else "no",
-            " ".join(dict.fromkeys(p.check for p in h.problems)) or "-",
-        )
-    ]
 
 
 def _act_row(a: HostGpu) -> list[str]:
@@ -83,24 +52,13 @@ def _columns(
         stream.write("  " + "  ".join(cells).rstrip() + "\n")
 
 
-def _head(fleet: Fleet) -> str:
-    hosts = fleet.host_count
-    parts = [f"{fleet.ready} ready", f"{hosts - fleet.ready} not ready"]
-    line = f"{fleet.reports} report(s), {hosts} host(s): {', '.join(parts)}"
-    if fleet.bad_count:
-        line += f"; {fleet.bad_count} bad report(s)"
-    if fleet.superseded:
-        line += f"; {fleet.superseded} older report(s) of the same hosts left out"
-    return line
-
-
 def render_table(fleet: Fleet, stream: IO[str]) -> None:
     unicode_ok = (getattr(stream, "encoding", None) or "utf-8").lower().startswith("utf")
-    stream.write(f"gpucheck {__version__} fleet: {_head(fleet)}\n")
+    stream.write(f"gpucheck {__version__} fleet: {head_line(fleet)}\n")
     if fleet.host_count:
         stream.write("\nInventory\n")
         header = ["HOST", "GPUS", "DRIVER", "CUDA", "FRAMEWORKS", "READY", "PROBLEMS"]
-        rows = lambda: itertools.starmap(_inventory_row, fleet.hosts())  # noqa: E731
+        rows = lambda: itertools.starmap(inventory_row, fleet.hosts())  # noqa: E731
         _columns(stream, header, rows, fleet.inventory_widths)
     if fleet.problems:
         stream.write("\nProblems across the fleet\n")
@@ -257,7 +215,7 @@ def render_csv(fleet: Fleet, stream: IO[str]) -> None:
 
 def build(builder: FleetBuilder, fmt: str) -> Fleet:
     """The fleet, with what `fmt` needs measured in the pass that builds it."""
-    return builder.build(_inventory_row if fmt == "table" else None)
+    return builder.build(inventory_row if fmt == "table" else None)
 
 
 # The fleet's formats, by the name `fleet --format` takes; table is the default. (Its JSON is
@@ -266,4 +224,5 @@ FORMATS: dict[str, Format[Fleet]] = format_table(
     FunctionFormat("table", render_table),
     FunctionFormat("json", render_json),
     FunctionFormat("csv", render_csv),
+    FunctionFormat("html", render_html),
 )

@@ -1,5 +1,5 @@
-"""Where the reports are: files, folders (every *.json and *.jsonl under them) and streams
-(stdin). Each report is an Item: its name and either the path a worker
+"""Where the reports are: files, folders (every *.json, *.jsonl and support bundle *.tar.gz
+under them) and streams (stdin). Each report is an Item: its name and either the path a worker
 reads or, for a report on a line of a stream or a *.jsonl file, its bytes.
 
 A stream is read in one of two formats, decided once by its first line that is not blank:
@@ -73,7 +73,7 @@ def _walk(folder: str, avoid: FileId | None) -> Iterator[Item]:
             if is_dir:
                 if not entry.is_symlink():
                     subfolders.append(entry.path)
-            elif entry.name.endswith((".json", ".jsonl")):
+            elif entry.name.endswith((".json", ".jsonl", ".tar.gz")):
                 # The inode is in the listing already: stat (for the device) only on a match.
                 if avoid is not None and (entry.is_symlink() or entry.inode() == avoid[1]):
                     _check(entry.path, avoid)

@@ -99,15 +99,15 @@ class Report(Struct):
         )
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        """Jupyter and Colab show the terminal report, in colour."""
+        """Jupyter and Colab show the HTML report (the body of `doctor --format html`)."""
         # Imported here, for a notebook alone: the start-up benchmark's `doctor --from --json`
-        # row (benchmarks/startup.py) has no room for rich and the text renderer.
-        from gpucheck.report.terminal import render_html
+        # row (benchmarks/startup.py) has no room for the text and HTML renderers.
+        from gpucheck.report.html import fragment, report_body
         from gpucheck.report.text import render_plain
 
         plain = io.StringIO()
         render_plain(self, plain, False)
-        return {"text/plain": plain.getvalue(), "text/html": render_html(self)}
+        return {"text/plain": plain.getvalue(), "text/html": fragment(report_body(self))}
 
     @property
     def not_ready_reason(self) -> str | None:

@@ -1,5 +1,6 @@
 """Machine formats of the report: JSON (versioned schema), JUnit XML (what CI systems
-show as test results) and Prometheus metrics (report/prometheus.py). Each is a Format
+show as test results), Prometheus metrics (report/prometheus.py) and a self-contained HTML
+page (report/html.py). Each is a Format
 (output_format.py) in FORMATS, by the name --format takes."""
 
 from __future__ import annotations
@@ -113,6 +114,12 @@ def render_text(report: Report, stream: IO[str], verbose: bool = False) -> None:
         render_plain(report, stream, verbose)
 
 
+def render_html(report: Report, stream: IO[str], verbose: bool = False) -> None:
+    from gpucheck.report.html import render_html as render
+
+    render(report, stream, verbose)
+
+
 def render_prometheus(report: Report, stream: IO[str], verbose: bool = False) -> None:
     from gpucheck.report.prometheus import render_prometheus as render
 
@@ -125,4 +132,5 @@ FORMATS: dict[str, Format[Report]] = format_table(
     FunctionFormat("json", render_json, takes_verbose=True),
     FunctionFormat("junit", render_junit, takes_verbose=True),
     FunctionFormat("prometheus", render_prometheus, takes_verbose=True),
+    FunctionFormat("html", render_html, takes_verbose=True),
 )

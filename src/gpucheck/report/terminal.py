@@ -3,7 +3,6 @@ hanging indent. Colour follows rich (NO_COLOR and FORCE_COLOR honoured)."""
 
 from __future__ import annotations
 
-import io
 from typing import IO, Any
 
 from rich.console import Console
@@ -23,33 +22,9 @@ class _Console(Console):
         raise BrokenPipeError
 
 
-# What a notebook shows: the terminal's colours as inline styles in a preformatted block.
-NOTEBOOK_HTML = (
-    '<pre style="white-space:pre;overflow-x:auto;line-height:normal;'
-    "font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace\">{code}</pre>"
-)
-
-
 def render(report: Judged, stream: IO[str] | None = None, verbose: bool = False) -> None:
     console = _Console(file=stream, highlight=False, soft_wrap=False, emoji=False, markup=False)
     _render(console, report, verbose)
-
-
-def render_html(report: Judged, verbose: bool = False) -> str:
-    """The terminal report as an HTML fragment (for Jupyter and Colab)."""
-    console = _Console(
-        file=io.StringIO(),
-        record=True,
-        force_terminal=True,
-        color_system="truecolor",
-        width=100,
-        highlight=False,
-        soft_wrap=False,
-        emoji=False,
-        markup=False,
-    )
-    _render(console, report, verbose)
-    return console.export_html(inline_styles=True, code_format=NOTEBOOK_HTML)
 
 
 def _render(console: Console, report: Judged, verbose: bool) -> None:
