@@ -24,7 +24,7 @@ from gpucheck.model.network import NetworkFacts
 from gpucheck.model.types import ChildFailure, Count, Int, RunStatus
 from gpucheck.version import __version__
 
-SCHEMA_VERSION = "1.4"  # 1.1: frameworks (Python environments, static and deep facts)
+SCHEMA_VERSION = "1.5"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
@@ -34,7 +34,8 @@ SCHEMA_VERSION = "1.4"  # 1.1: frameworks (Python environments, static and deep 
 # 1.4: system.fabric (NVSwitch, fabric manager, persistence daemon, IOMMU); per GPU fabric state
 # and status and NVLink link states; nvml.pairs (P2P status and topology of each GPU pair)
 # 1.4 also: the docker CLI's engine (context, endpoint, dockerd); conda's build strings, depends
-# and CUDA libraries in environments
+# and CUDA libraries in environments. 1.5: network (RDMA devices and ports, NICs, GPU-NIC PCIe
+# distances, IOMMU, peermem, /dev/shm, memlock, NCCL env); install_state (DKMS, loader, CDI)
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 

@@ -27,7 +27,8 @@ from gpucheck.version import __version__
 # summary.exit_code be 5 (dockerfile's "could not tell", where the host driver is unknown);
 # 4.0 renamed check ids so each begins with its layer's name (checks/renamed.py: 3.x reports
 # are read with their ids mapped) and made a finding's section and a step's layer one enum.
-REPORT_SCHEMA_VERSION = "4.0"
+# 4.1: the network layer (section "network", its checks), snapshot 1.5, explain's Xid checks.
+REPORT_SCHEMA_VERSION = "4.1"
 
 
 def exit_code(findings: list[Finding], strict: bool = False) -> int:
