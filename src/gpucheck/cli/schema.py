@@ -25,6 +25,7 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "compat": ("gpucheck.compat.schema", "compat_schema"),
     "fix-plan": ("gpucheck.fixplan.render", "plan_schema"),  # fix --json
     "explain": ("gpucheck.explanation.result", "explain_schema"),
+    "preflight": ("gpucheck.preflight.report", "preflight_schema"),
 }
 
 
@@ -50,7 +51,8 @@ def schema(
         typer.Argument(
             metavar="[NAME]",
             help="Which output: report (doctor --json), snapshot, procs, watch (one jsonl "
-            "record), bench, fit, fleet, compat, fix-plan, explain; report if not given.",
+            "record), bench, fit, fleet, compat, fix-plan, explain, preflight; report if not "
+            "given.",
             autocompletion=lambda: list(SCHEMAS),
             show_default=False,
         ),
