@@ -125,6 +125,8 @@ def preflight_schema() -> dict[str, Any]:
     """The JSON Schema of `gpucheck preflight --json`, generated from its records."""
     (verdict_ref,), defs = components([JobVerdict])
     body = defs.pop("JobVerdict")
+    for own in ("title", "description"):  # the document's own, below
+        body.pop(own, None)
     body["properties"]["format_version"] = version_property(
         PREFLIGHT_FORMAT_VERSION, "preflight format"
     )

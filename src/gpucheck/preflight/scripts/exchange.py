@@ -6,6 +6,8 @@ whole job. Every wait is bounded, so rank 0 always knows which ranks are missing
 collective_timeout, size, iterations, steps); stdin: this rank's report (one JSON line), and,
 for rank 0, later the job's exit code (one line), which it hands to the other ranks.
 
+0. The store: torchrun's agent's where it serves one (every rank a client), else one that
+   rank 0 hosts; the keys under gpucheck-preflight/<torchrun's restart count>.
 1. Each rank sets `report/<rank>` (its report and whether CUDA works here). Rank 0 polls the
    keys until all arrive or arrival_timeout passes, emitting each report as it comes; the
    others wait for `decision` as long.
@@ -203,20 +205,26 @@ def main(argv: list[str]) -> int:
         emit({"kind": "error", "what": "import", "message": one_line(exc)})
         return 1
     where = f"{args['addr']}:{args['port']}"
-    step(f"{'host' if rank == 0 else 'reach'} the store at {where}")
+    # Under torchrun the agent already serves a store there (it says so in
+    # TORCHELASTIC_USE_AGENT_STORE): every rank joins it; elsewhere rank 0 hosts one.
+    hosting = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+    step(f"{'host' if hosting else 'reach'} the store at {where}")
     try:
-        store = dist.TCPStore(
+        served = dist.TCPStore(
             str(args["addr"]),
             int(args["port"]),
             None,
-            rank == 0,
+            hosting,
             seconds(float(args["arrival_timeout"])),
             wait_for_workers=False,
         )
+        # Keys of their own, per attempt (torchrun's store outlives a restart).
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        store = dist.PrefixStore(f"gpucheck-preflight/{attempt}", served)
         cuda = bool(torch.cuda.is_available())
         store.set(f"report/{rank}", json.dumps({"report": report, "cuda": cuda}))
     except Exception as exc:
-        what = "host" if rank == 0 else "reach rank 0's"
+        what = "host a" if hosting else "reach rank 0's"
         emit(
             {
                 "kind": "error",
