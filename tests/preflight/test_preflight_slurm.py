@@ -1,0 +1,147 @@
+"""`gpucheck preflight` as a job step under the real Slurm: `srun -n 3` on a one-node cluster
+(Debian's slurmctld and slurmd with munge on loopback, configured as tests/e2e/test_slurm.py
+does; one CPU, so srun overcommits it), each task on a simulated node of its own through a wrapper script. The tasks find rank 0
+from Slurm's own variables (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_NODELIST's first host)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sim import scenario as sim
+from sim.scenario import Machine
+from support import venvs
+from support.components import free_port, program, run, stop, wait_for
+from support.sim_doctor import HOST_DEPENDENT
+
+pytestmark = pytest.mark.slow
+
+HOST = socket.gethostname()  # the node's name: Slurm's node list names rank 0's host by it
+WRAPPER = """#!/bin/sh
+# This task's simulated node: its environment file, then the real command.
+. "{folder}/rank$SLURM_PROCID.env"
+exec {python} -m gpucheck preflight "$@"
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    munged, slurmctld, slurmd = program("munged"), program("slurmctld"), program("slurmd")
+    program("srun")
+    root = tmp_path_factory.mktemp("slurm-preflight")
+    for sub in ("munge", "state", "spool", "log"):
+        (root / sub).mkdir(mode=0o700)
+    key = root / "munge" / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    sock = root / "munge" / "munge.socket"
+    (root / "slurm.conf").write_text(
+        f"""ClusterName=gpucheck-preflight
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={sock}
+CredType=cred/munge
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/slurmctld.pid
+SlurmdPidFile={root}/slurmd.pid
+SlurmctldLogFile={root}/log/slurmctld.log
+SlurmdLogFile={root}/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+SchedulerType=sched/builtin
+SelectType=select/linear
+ReturnToService=2
+NodeName={HOST} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
+PartitionName=debug Nodes={HOST} Default=YES MaxTime=INFINITE State=UP
+"""
+    )
+    env = {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
+    logs = (root / "log" / "daemons.out").open("w")
+    daemons: list[subprocess.Popen[bytes]] = []
+    try:
+        daemons.append(
+            subprocess.Popen(
+                [
+                    munged,
+                    "-F",
+                    "--force",
+                    f"--key-file={key}",
+                    f"--socket={sock}",
+                    f"--pid-file={root}/munge/munged.pid",
+                    f"--log-file={root}/munge/munged.log",
+                    f"--seed-file={root}/munge/munged.seed",
+                ],
+                env=env,
+                stdout=logs,
+                stderr=logs,
+            )
+        )
+        wait_for("munged's socket", sock.exists, 20)
+        for command in ([slurmctld, "-D", "-i"], [slurmd, "-D", "-N", HOST]):
+            daemons.append(subprocess.Popen(command, env=env, stdout=logs, stderr=logs))
+
+        def idle() -> bool:
+            shown = run(program("scontrol"), "-o", "show", "node", HOST, env=env, timeout=30)
+            return "State=IDLE" in shown.stdout
+
+        wait_for("the Slurm node to come up idle", idle, 60)
+        yield env
+    finally:
+        for daemon in reversed(daemons):
+            stop(daemon.pid)
+        logs.close()
+
+
+def test_srun_tasks_agree_on_one_verdict_naming_the_failing_task(
+    slurm_env: dict[str, str], sim_libs: sim.Libraries, tmp_path: Path
+) -> None:
+    torch_python = venvs.require("torch-2.13.0")
+    ecc = sim.Scenario(gpus=[sim.replace(sim.h100(0), ecc_uncorrected=(2, 2)), sim.h100(1)])
+    healthy = Machine.create(sim.h100_node(2), sim_libs, tmp_path / "healthy")
+    broken = Machine.create(ecc, sim_libs, tmp_path / "ecc")
+    for rank, machine in enumerate((healthy, healthy, broken)):
+        lines = [f"export {k}='{v}'" for k, v in machine.env.items()]
+        (tmp_path / f"rank{rank}.env").write_text("\n".join(lines) + "\n")
+    wrapper = tmp_path / "rank.sh"
+    wrapper.write_text(WRAPPER.format(folder=tmp_path, python=sys.executable))
+    wrapper.chmod(0o755)
+    skips = [
+        a for check in (*HOST_DEPENDENT, "frameworks.torch.cpu-build") for a in ("--skip", check)
+    ]
+    done = run(
+        program("srun"),
+        "--overcommit",
+        "-n",
+        "3",
+        "--kill-on-bad-exit=0",
+        str(wrapper),
+        "--python",
+        str(torch_python),
+        *skips,
+        "--timeout=30",
+        "--min-fraction=0.3",
+        "--json",
+        env=slurm_env,
+        timeout=90,
+    )
+    verdict = json.loads(done.stdout)
+    assert verdict["launcher"] == "slurm" and verdict["world"] == 3
+    assert verdict["exit_code"] == 1 and done.returncode == 1, done.stderr[-2000:]
+    (problem,) = verdict["problems"]
+    assert (problem["kind"], problem["ranks"]) == ("checks", [2])
+    assert problem["problems"][0]["id"] == "gpus.ecc-errors"
+    assert verdict["allreduce"]["world"] == 3 and verdict["allreduce"]["correct"]
