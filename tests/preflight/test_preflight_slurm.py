@@ -24,9 +24,12 @@ pytestmark = pytest.mark.slow
 
 HOST = socket.gethostname()  # the node's name: Slurm's node list names rank 0's host by it
 WRAPPER = """#!/bin/sh
-# This task's simulated node: its environment file, then the real command.
+# This task's simulated node: its environment file, then the real command; its exit code kept.
 . "{folder}/rank$SLURM_PROCID.env"
-exec {python} -m gpucheck preflight "$@"
+{python} -m gpucheck preflight "$@"
+code=$?
+echo $code > "{folder}/exit$SLURM_PROCID"
+exit $code
 """
 
 
@@ -106,7 +109,7 @@ PartitionName=debug Nodes={HOST} Default=YES MaxTime=INFINITE State=UP
         logs.close()
 
 
-def test_srun_tasks_agree_on_one_verdict_naming_the_failing_task(
+def test_srun_tasks_agree_on_one_verdict_and_only_the_failing_task_exits_1(
     slurm_env: dict[str, str], sim_libs: sim.Libraries, tmp_path: Path
 ) -> None:
     torch_python = venvs.require("torch-2.13.0")
@@ -134,6 +137,7 @@ def test_srun_tasks_agree_on_one_verdict_naming_the_failing_task(
         *skips,
         "--timeout=30",
         "--min-fraction=0.3",
+        "--exit-for=node",
         "--json",
         env=slurm_env,
         timeout=90,
@@ -145,3 +149,6 @@ def test_srun_tasks_agree_on_one_verdict_naming_the_failing_task(
     assert (problem["kind"], problem["ranks"]) == ("checks", [2])
     assert problem["problems"][0]["id"] == "gpus.ecc-errors"
     assert verdict["allreduce"]["world"] == 3 and verdict["allreduce"]["correct"]
+    # --exit-for node: the failing task alone exits 1 (as a prolog there would drain its node).
+    exits = [(tmp_path / f"exit{rank}").read_text().strip() for rank in range(3)]
+    assert exits == ["0", "0", "1"]

@@ -11,7 +11,7 @@ import jsonschema
 
 from gpucheck.preflight.records import AllReduce, Exchange, RankProblem, RankReport, RankTime
 from gpucheck.preflight.report import preflight_schema, render_json, render_junit, render_text
-from gpucheck.preflight.verdict import judge
+from gpucheck.preflight.verdict import judge, named_ranks, rank_exit_code
 
 ARCH = RankProblem(
     id="frameworks.torch.arch-support",
@@ -151,3 +151,14 @@ def test_json_matches_its_published_schema_and_junit_fails_the_node() -> None:
     assert suite is not None and suite.get("failures") == "1"
     failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
     assert failed == ["b"]
+
+
+def test_exit_for_node_fails_only_the_ranks_the_verdict_names() -> None:
+    bad = [rank(2, "b", 1, [ARCH]), rank(3, "b")]
+    verdict = judge(
+        healthy(reports=[rank(0, "a"), rank(1, "a"), *bad], times=times(10.0, 40.0, 10.0, 10.0))
+    )
+    assert named_ranks(verdict) == [1, 2]  # a straggler and a failing node
+    assert [rank_exit_code(verdict.exit_code, r in (1, 2)) for r in range(4)] == [0, 1, 1, 0]
+    # Could not tell stays could not tell: nobody is named, nobody is cleared.
+    assert rank_exit_code(5, False) == 5

@@ -30,7 +30,8 @@ EXIT_CODES = {
     ExitStatus.OK: "every rank's node is ready, every rank arrived, the all-reduce ran and no "
     "rank is slower than --min-fraction of the median",
     ExitStatus.FAILED: "a rank's doctor failed, a rank never arrived or was lost in the "
-    "all-reduce, the sum was wrong, or a rank is a straggler (every rank exits so)",
+    "all-reduce, the sum was wrong, or a rank is a straggler (every rank exits so; with "
+    "--exit-for node only the ranks named)",
     ExitStatus.UNKNOWN: "could not tell: no torch to join the job with, a rank's doctor could "
     "not tell, or this rank never heard rank 0's verdict",
 }
@@ -84,6 +85,16 @@ def preflight(
             "the job id modulo 1000).",
         ),
     ] = None,
+    exit_for: Annotated[
+        str,
+        typer.Option(
+            "--exit-for",
+            metavar="job|node",
+            help="job: every rank exits with the job's verdict; node: a rank exits 1 only where "
+            "the verdict names it (its node's checks, a straggler, lost), 0 where another rank "
+            "is the cause, as a Slurm prolog needs (its exit 1 drains the node it runs on).",
+        ),
+    ] = "job",
     pythons: PythonOpt = None,
     skip: Annotated[
         list[str] | None,
@@ -111,6 +122,7 @@ def preflight(
         python=one_python(pythons),
         strict=strict,
         skip=tuple(skip or ()),
+        exit_for=exit_for,
         compat_dirs=tuple(compat_dir or ()),
     )
     outcome = run(request)

@@ -25,7 +25,7 @@ from gpucheck.model.frameworks import TORCH
 from gpucheck.preflight import rendezvous
 from gpucheck.preflight.launcher import Placement, placement
 from gpucheck.preflight.records import Exchange, JobVerdict, RankProblem, RankReport
-from gpucheck.preflight.verdict import MIN_FRACTION, judge
+from gpucheck.preflight.verdict import MIN_FRACTION, judge, named_ranks, rank_exit_code
 from gpucheck.probes.framework_python import find
 from gpucheck.probes.frameworks import PythonNotFound
 from gpucheck.report.core import Report
@@ -36,6 +36,7 @@ STEPS = 20  # local steps each rank times, for stragglers
 # Shares of the time left after the doctor: waiting for the ranks to arrive, then for the
 # collective; the rest is for handing out the verdict.
 ARRIVAL_SHARE, COLLECTIVE_SHARE = 0.5, 0.3
+EXIT_FOR = ("job", "node")
 
 
 class PreflightRequest(Struct, frozen=True, kw_only=True):
@@ -47,6 +48,9 @@ class PreflightRequest(Struct, frozen=True, kw_only=True):
     python: str | None = None  # the interpreter whose torch joins the job
     strict: bool = False
     skip: tuple[str, ...] = ()  # the doctor's checks not to run (ids, prefixes or sections)
+    # Every rank's exit: the job's verdict ("job"), or its own share of it ("node": 1 only
+    # where the verdict names this rank, as a prolog needs: Slurm drains the node it runs on).
+    exit_for: str = "job"
     allreduce_bytes: int = ALLREDUCE_BYTES
     compat_dirs: tuple[str, ...] = ()
 
@@ -66,22 +70,29 @@ def run(request: PreflightRequest, env: Mapping[str, str] | None = None) -> Outc
     env = dict(os.environ if env is None else env)
     check_number(request.timeout, "--timeout", 5, 3600)
     check_number(request.min_fraction, "--min-fraction", 0, 1)
+    if request.exit_for not in EXIT_FOR:
+        raise UserError(f"--exit-for {request.exit_for}: expected one of {', '.join(EXIT_FOR)}")
     where = placement(env, request.master_addr, request.master_port)
     exchange = Exchange(world=where.world, launcher=where.launcher)
     with rendezvous.stopped_by_signal() as stop:
         try:
-            code, message = _take_part(request, env, where, exchange, stop)
+            code, named, message = _take_part(request, env, where, exchange, stop)
         except rendezvous.LauncherStopped:
             kill_all()  # the doctor's probe children
             exchange.stopped = rendezvous.STOPPED
-            code, message = ExitStatus.UNKNOWN, rendezvous.STOPPED
+            code, named, message = ExitStatus.UNKNOWN, False, rendezvous.STOPPED
     if where.rank != 0:
+        if request.exit_for == "node":
+            code = rank_exit_code(code, named)
         return Outcome(placement=where, exit_code=code, message=message)
     seen = {r.rank for r in exchange.reports}
     if exchange.stopped and not exchange.missing and len(seen) < where.world:
         exchange.missing = [r for r in range(where.world) if r not in seen and r != 0]
     verdict = judge(exchange, request.min_fraction)
-    return Outcome(placement=where, exit_code=verdict.exit_code, verdict=verdict)
+    code = verdict.exit_code
+    if request.exit_for == "node":
+        code = rank_exit_code(code, where.rank in named_ranks(verdict))
+    return Outcome(placement=where, exit_code=code, verdict=verdict)
 
 
 def _take_part(
@@ -90,9 +101,9 @@ def _take_part(
     where: Placement,
     exchange: Exchange,
     stop: rendezvous.Stop,
-) -> tuple[int, str | None]:
+) -> tuple[int, bool, str | None]:
     """The doctor, then the exchange; rank 0 fills `exchange`, another rank returns the job's
-    exit code rank 0 handed out (and a line when none came)."""
+    exit code rank 0 handed out, whether it named this rank, and a line when none came."""
     start = time.monotonic()
     report = _doctor(request)
     mine = rank_report(where, report)
@@ -106,7 +117,7 @@ def _take_part(
         exchange.error = f"no interpreter with torch to join the job (looked at: {looked})"
         exchange.reports.append(mine)
         exchange.missing = [r for r in range(where.world) if r != where.rank]
-        return ExitStatus.UNKNOWN, exchange.error
+        return ExitStatus.UNKNOWN, False, exchange.error
     mine.python, mine.torch = found.python, found.version
     args = {
         "rank": where.rank,
@@ -124,13 +135,14 @@ def _take_part(
     if where.rank != 0:
         return rendezvous.follow(found.python, args, mine, env, budget + 30, stop.event)
 
-    def decide(seen: Exchange) -> int:
-        return judge(seen, request.min_fraction).exit_code
+    def decide(seen: Exchange) -> tuple[int, list[int]]:
+        verdict = judge(seen, request.min_fraction)
+        return verdict.exit_code, named_ranks(verdict)
 
     rendezvous.lead(found.python, args, mine, env, exchange, budget, decide, stop.event)
     if not exchange.reports:
         exchange.reports.append(mine)
-    return ExitStatus.OK, None
+    return ExitStatus.OK, False, None
 
 
 def _doctor(request: PreflightRequest) -> Report:

@@ -144,11 +144,11 @@ def lead(
     env: dict[str, str],
     exchange: Exchange,
     budget: float,
-    decide: Callable[[Exchange], int],
+    decide: Callable[[Exchange], tuple[int, list[int]]],
     stop: threading.Event,
 ) -> None:
     """Rank 0: fill `exchange` with what the job posts within `budget` seconds, then hand the
-    exit code `decide` gives to the other ranks."""
+    exit code and the ranks named that `decide` gives to the other ranks."""
     deadline = time.monotonic() + budget
     proc = start(python, args, report, env)
     lines = Lines(proc)
@@ -164,7 +164,8 @@ def lead(
         exchange.stopped = _why_cut(proc, lines, budget)
     if collected and proc.stdin is not None:
         with contextlib.suppress(OSError):
-            proc.stdin.write(f"{decide(exchange)}\n".encode())
+            code, named = decide(exchange)
+            proc.stdin.write(json.dumps({"exit_code": code, "named": named}).encode() + b"\n")
             proc.stdin.flush()
     end(proc, END_GRACE if collected and not stop.is_set() else 0.0)
 
@@ -176,22 +177,23 @@ def follow(
     env: dict[str, str],
     budget: float,
     stop: threading.Event,
-) -> tuple[int, str | None]:
-    """Another rank: post the report, measure, and return the job's exit code rank 0 sent
-    (with a one-line message when none came)."""
+) -> tuple[int, bool, str | None]:
+    """Another rank: post the report, measure, and return the job's exit code rank 0 sent,
+    whether it names this rank, and a one-line message when none came."""
     deadline = time.monotonic() + budget
     proc = start(python, args, report, env)
     lines = Lines(proc)
     for record in lines.until(deadline, stop):
         if record.get("kind") == "verdict":
             end(proc, 2.0)
-            return int(record.get("exit_code", ExitStatus.UNKNOWN)), None
+            named = args["rank"] in (record.get("named") or [])
+            return int(record.get("exit_code", ExitStatus.UNKNOWN)), named, None
         if record.get("kind") == "error":
             end(proc)
-            return ExitStatus.UNKNOWN, str(record.get("message"))
+            return ExitStatus.UNKNOWN, False, str(record.get("message"))
     why = "stopped (SIGTERM)" if stop.is_set() else _why_cut(proc, lines, budget)
     end(proc)
-    return ExitStatus.UNKNOWN, f"no verdict from rank 0: {why}"
+    return ExitStatus.UNKNOWN, False, f"no verdict from rank 0: {why}"
 
 
 def _take(exchange: Exchange, record: dict[str, Any]) -> None:

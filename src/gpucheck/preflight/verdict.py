@@ -72,6 +72,24 @@ def judge(exchange: Exchange, min_fraction: float = MIN_FRACTION) -> JobVerdict:
     )
 
 
+# The problems a rank is named in as the cause: its node's checks, its speed, its loss.
+RANK_CAUSES = ("checks", "straggler", "lost")
+
+
+def named_ranks(verdict: JobVerdict) -> list[int]:
+    """The ranks the verdict names as a cause (for --exit-for node: each exits 1 alone)."""
+    return sorted({r for p in verdict.problems if p.kind in RANK_CAUSES for r in p.ranks})
+
+
+def rank_exit_code(job_code: int, named: bool) -> int:
+    """A rank's exit with --exit-for node: 1 when the verdict names it; 0 when the job fails
+    for another rank's sake (a prolog exiting 1 would drain a sound node); else the job's
+    (3, 5: could not tell)."""
+    if named:
+        return ExitStatus.FAILED
+    return ExitStatus.OK if job_code in (ExitStatus.OK, ExitStatus.FAILED) else job_code
+
+
 def _check_problems(reports: list[RankReport]) -> list[JobProblem]:
     """Ranks whose doctor fails, grouped by node and by the same failing checks (the ranks of
     one node usually share them)."""

@@ -4,7 +4,8 @@ whole job. Every wait is bounded, so rank 0 always knows which ranks are missing
 
 `python exchange.py ARGS` (JSON: rank, world, local_rank, addr, port, arrival_timeout,
 collective_timeout, size, iterations, steps); stdin: this rank's report (one JSON line), and,
-for rank 0, later the job's exit code (one line), which it hands to the other ranks.
+for rank 0, later the job's verdict (one JSON line: exit_code, named: the ranks it names),
+which it hands to the other ranks.
 
 0. The store: torchrun's agent's where it serves one (every rank a client), else one that
    rank 0 hosts; the keys under gpucheck-preflight/<torchrun's restart count>.
@@ -17,7 +18,7 @@ for rank 0, later the job's exit code (one line), which it hands to the other ra
    its device; GPUCHECK_PREFLIGHT_TEST_DELAY_MS, a test hook, adds a sleep to it) and the
    all-reduce (collective.py), and sets `time/<rank>`.
 3. Rank 0 emits the all-reduce and each time as it arrives (until the time is up), emits
-   "collected", reads the exit code from stdin, sets `verdict`, waits briefly for each rank's
+   "collected", reads the verdict from stdin, sets `verdict`, waits briefly for each rank's
    `ack/<rank>` and exits; the others emit the verdict they read and exit.
 
 stdout: JSON lines ({"kind": "report" | "missing" | "backend" | "allreduce" | "time" |
@@ -160,8 +161,8 @@ def lead(torch: Any, dist: Any, store: Any, args: dict[str, Any], start: float) 
             emit({"kind": "collective-error", "message": one_line(exc)})
         gather_times(store, list(range(world)), measuring + collective_timeout)
     emit({"kind": "collected"})
-    code = read_line(float(args.get("verdict_wait", 30))).strip() or "5"
-    store.set("verdict", code)
+    verdict = read_line(float(args.get("verdict_wait", 30))).strip() or '{"exit_code": 5}'
+    store.set("verdict", verdict)
     arrived = [r for r in range(1, world) if r not in missing]
     until = time.monotonic() + ACK_WAIT
     while arrived and time.monotonic() < until:
@@ -183,7 +184,7 @@ def follow(torch: Any, dist: Any, store: Any, args: dict[str, Any]) -> None:
             emit({"kind": "collective-error", "message": one_line(exc)})
     step("wait for the verdict")
     store.wait(["verdict"], seconds(float(args["collective_timeout"]) + 45))
-    emit({"kind": "verdict", "exit_code": int(store.get("verdict"))})
+    emit({"kind": "verdict", **json.loads(store.get("verdict"))})
     store.set(f"ack/{rank}", "1")
 
 
