@@ -1,7 +1,8 @@
-"""`gpucheck preflight` as a job step under the real Slurm: `srun -n 3` on a one-node cluster
+"""`gpucheck preflight` under the real Slurm: as a job step: `srun -n 3` on a one-node cluster
 (Debian's slurmctld and slurmd with munge on loopback, configured as tests/e2e/test_slurm.py
 does; one CPU, so srun overcommits it), each task on a simulated node of its own through a wrapper script. The tasks find rank 0
-from Slurm's own variables (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_NODELIST's first host)."""
+from Slurm's own variables (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_NODELIST's first host).
+And as the multi-node prolog of integrations/slurm/gpucheck-slurm (its preflight mode)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from sim import scenario as sim
 from sim.scenario import Machine
 from support import venvs
@@ -152,3 +154,56 @@ def test_srun_tasks_agree_on_one_verdict_and_only_the_failing_task_exits_1(
     # --exit-for node: the failing task alone exits 1 (as a prolog there would drain its node).
     exits = [(tmp_path / f"exit{rank}").read_text().strip() for rank in range(3)]
     assert exits == ["0", "0", "1"]
+
+
+def test_preflight_prolog_drains_the_node_the_verdict_names_and_spares_a_sound_one(
+    slurm_env: dict[str, str], sim_libs: sim.Libraries, tmp_path: Path
+) -> None:
+    """integrations/slurm/gpucheck-slurm preflight, as slurmd runs a Prolog: the job's node
+    list and this node's name in the environment, the settings from its file."""
+    torch_python = venvs.require("torch-2.13.0")
+    script = REPO / "integrations" / "slurm" / "gpucheck-slurm"
+    ecc = sim.Scenario(gpus=[sim.replace(sim.h100(0), ecc_uncorrected=(2, 2)), sim.h100(1)])
+    skips = " ".join(f"--skip {c}" for c in (*HOST_DEPENDENT, "frameworks.torch.cpu-build"))
+    scontrol = program("scontrol")
+    for name, scenario in (("sound", sim.h100_node(2)), ("broken", ecc)):
+        machine = Machine.create(scenario, sim_libs, tmp_path / name)
+        lines = [f"export {k}='{v}'" for k, v in machine.env.items()]
+        gpucheck = tmp_path / f"{name}.sh"
+        gpucheck.write_text(
+            "\n".join(["#!/bin/sh", *lines, f'exec {sys.executable} -m gpucheck "$@"']) + "\n"
+        )
+        gpucheck.chmod(0o755)
+        (tmp_path / f"{name}.conf").write_text(
+            f'GPUCHECK="{gpucheck}"\nGPUCHECK_ARGS="--python {torch_python} {skips}"\n'
+            f'TIMEOUT=60\nSCONTROL="{scontrol}"\nNODE={HOST}\n'
+        )
+    prolog = {**slurm_env, "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": HOST}
+
+    def state() -> str:
+        return run(scontrol, "-o", "show", "node", HOST, env=slurm_env).stdout
+
+    sound = run(
+        sys.executable,
+        str(script),
+        "preflight",
+        timeout=90,
+        env={**prolog, "GPUCHECK_SLURM_CONF": str(tmp_path / "sound.conf")},
+    )
+    assert sound.returncode == 0, sound.stderr
+    assert "DRAIN" not in state()
+    broken = run(
+        sys.executable,
+        str(script),
+        "preflight",
+        timeout=90,
+        env={**prolog, "GPUCHECK_SLURM_CONF": str(tmp_path / "broken.conf")},
+    )
+    try:
+        assert broken.returncode == 1, broken.stderr
+        shown = state()
+        assert "DRAIN" in shown, shown
+        assert "Reason=gpucheck: preflight of job 77 named this node (rank 0)" in shown
+        assert "preflight of job 77: not ready: 1 problem" in broken.stderr
+    finally:
+        run(scontrol, "update", f"nodename={HOST}", "state=resume", env=slurm_env)
