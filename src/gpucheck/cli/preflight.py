@@ -21,6 +21,7 @@ from gpucheck.cli.common import (
     write_output,
 )
 from gpucheck.exit_status import ExitStatus
+from gpucheck.inputs import parse_size
 from gpucheck.preflight.flow import PreflightRequest, run
 from gpucheck.preflight.report import FORMATS
 from gpucheck.preflight.verdict import MIN_FRACTION
@@ -95,6 +96,15 @@ def preflight(
             "is the cause, as a Slurm prolog needs (its exit 1 drains the node it runs on).",
         ),
     ] = "job",
+    size: Annotated[
+        str,
+        typer.Option(
+            "--size",
+            metavar="SIZE",
+            help="What each rank all-reduces (default 16MiB; NCCL reaches its peak bus "
+            "bandwidth from about 1GiB).",
+        ),
+    ] = "16MiB",
     pythons: PythonOpt = None,
     skip: Annotated[
         list[str] | None,
@@ -123,6 +133,7 @@ def preflight(
         strict=strict,
         skip=tuple(skip or ()),
         exit_for=exit_for,
+        allreduce_bytes=parse_size(size, "--size", require_unit=True),
         compat_dirs=tuple(compat_dir or ()),
     )
     outcome = run(request)

@@ -68,8 +68,12 @@ def run(request: PreflightRequest, env: Mapping[str, str] | None = None) -> Outc
     """This rank's part; on rank 0 the job's verdict. A SIGTERM from the launcher (torchrun
     stops every rank once one fails) ends it early, rank 0 still answering with what it has."""
     env = dict(os.environ if env is None else env)
-    check_number(request.timeout, "--timeout", 5, 3600)
-    check_number(request.min_fraction, "--min-fraction", 0, 1)
+    try:
+        check_number(request.timeout, "--timeout", 5, 3600)
+        check_number(request.min_fraction, "--min-fraction", 0, 1)
+        check_number(request.allreduce_bytes, "--size", 4, 2**40, integer=True)
+    except (TypeError, ValueError) as exc:
+        raise UserError(str(exc)) from None
     if request.exit_for not in EXIT_FOR:
         raise UserError(f"--exit-for {request.exit_for}: expected one of {', '.join(EXIT_FOR)}")
     where = placement(env, request.master_addr, request.master_port)
