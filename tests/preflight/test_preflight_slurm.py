@@ -207,3 +207,44 @@ def test_preflight_prolog_drains_the_node_the_verdict_names_and_spares_a_sound_o
         assert "preflight of job 77: not ready: 1 problem" in broken.stderr
     finally:
         run(scontrol, "update", f"nodename={HOST}", "state=resume", env=slurm_env)
+
+
+def test_a_task_whose_torch_process_is_killed_is_named(
+    slurm_env: dict[str, str], sim_libs: sim.Libraries, tmp_path: Path
+) -> None:
+    """Task 2's exchange (the torch child of its gpucheck) is killed with SIGKILL 4 s after it
+    starts, as the OOM killer would: srun leaves the other tasks running, and rank 0 names task
+    2, lost in the all-reduce (or missing, where it died before posting its report)."""
+    torch_python = venvs.require("torch-2.13.0")
+    healthy = Machine.create(sim.h100_node(2), sim_libs, tmp_path / "healthy")
+    lines = [f"export {k}='{v}'" for k, v in healthy.env.items()]
+    for rank in range(3):
+        (tmp_path / f"rank{rank}.env").write_text("\n".join(lines) + "\n")
+    # Task 2's interpreter: the real one, except that its exchange is killed after 4 s.
+    dying = tmp_path / "python-dies"
+    dying.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in */exchange.py) (sleep 4; kill -9 $$) & ;; esac\n'
+        f'exec {torch_python} "$@"\n'
+    )
+    dying.chmod(0o755)
+    wrapper = tmp_path / "rank.sh"
+    wrapper.write_text(
+        WRAPPER.format(folder=tmp_path, python=sys.executable).replace(
+            'preflight "$@"',
+            f'preflight --python "$([ "$SLURM_PROCID" = 2 ] && echo {dying} || echo {torch_python})" "$@"',
+        )
+    )
+    wrapper.chmod(0o755)
+    skips = [
+        a for check in (*HOST_DEPENDENT, "frameworks.torch.cpu-build") for a in ("--skip", check)
+    ]
+    done = run(
+        program("srun"), "--overcommit", "-n", "3", "--kill-on-bad-exit=0", str(wrapper),
+        *skips, "--timeout=30", "--min-fraction=0.3", "--json",
+        env=slurm_env, timeout=90,
+    )  # fmt: skip
+    verdict = json.loads(done.stdout)
+    assert verdict["exit_code"] == 1, done.stderr[-2000:]
+    (problem,) = verdict["problems"]
+    assert problem["kind"] in ("lost", "missing") and problem["ranks"] == [2], problem

@@ -130,9 +130,10 @@ def test_a_slow_rank_is_the_straggler(launch: Launch) -> None:
 
 
 def test_a_rank_that_dies_is_named_when_torchrun_stops_the_others(launch: Launch) -> None:
-    # Rank 2's process ends (exit 3) while the others are at work; torchrun then sends
+    # Rank 2's process ends (exit 3) 10 s in, while the others are at work (gpucheck has
+    # started on them, whatever the load on the machine); torchrun then sends
     # SIGTERM to every other rank, and rank 0 answers with what it has.
-    done, verdict, _ = launch(3, extra={2: "sleep 6; exit 3"})
+    done, verdict, _ = launch(3, extra={2: "sleep 10; exit 3"})
     assert verdict["exit_code"] == 1
     (problem,) = verdict["problems"]
     assert problem["kind"] == "missing" and 2 in problem["ranks"]

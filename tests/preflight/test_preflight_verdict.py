@@ -104,6 +104,12 @@ def test_a_rank_lost_in_the_collective_is_named() -> None:
     assert (problem.kind, problem.ranks, problem.hosts) == ("lost", [3], ["b"])
     assert problem.title == "rank 3 lost in the all-reduce (crashed or hung)"
     assert verdict.exit_code == 1
+    # No rank timed anything, but three said their collective failed: the fourth is lost.
+    survivors = healthy(
+        allreduce=None, times=[], survived=[0, 2, 1], collective_error="Connection closed by peer"
+    )
+    (problem,) = judge(survivors).problems
+    assert (problem.kind, problem.ranks) == ("lost", [3])
 
 
 def test_a_straggler_below_the_fraction_of_the_median_fails() -> None:

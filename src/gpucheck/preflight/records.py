@@ -65,6 +65,7 @@ class Exchange(Struct, kw_only=True):
     arrival_timeout: float | None = None  # seconds rank 0 waited for them
     allreduce: AllReduce | None = None
     times: list[RankTime] = field(default_factory=list)
+    survived: list[int] = field(default_factory=list)  # alive after a failed collective
     collective_error: str | None = None  # what rank 0's collective raised
     stopped: str | None = None  # why the exchange ended early (a signal, a dead child)
     error: str | None = None  # why no exchange ran at all (no torch, no store)

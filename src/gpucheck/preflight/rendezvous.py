@@ -214,6 +214,8 @@ def _take(exchange: Exchange, record: dict[str, Any]) -> None:
             exchange.times.append(
                 msgspec.convert({k: v for k, v in record.items() if k != "kind"}, RankTime)
             )
+        elif kind == "survived":
+            exchange.survived.append(int(record["rank"]))
         elif kind == "collective-error":
             exchange.collective_error = str(record.get("message"))
         elif kind == "error":

@@ -156,7 +156,8 @@ def _arrival_problems(exchange: Exchange, reports: list[RankReport]) -> list[Job
             )
         )
     collective_ran = not exchange.missing and arrived and exchange.error is None
-    lost = sorted(arrived - timed) if collective_ran and exchange.collective_error else []
+    alive = timed | set(exchange.survived)
+    lost = sorted(arrived - alive) if collective_ran and exchange.collective_error else []
     if collective_ran and (exchange.collective_error or (exchange.stopped and not timed)):
         evidence = [e for e in (exchange.collective_error, exchange.stopped) if e]
         title = (

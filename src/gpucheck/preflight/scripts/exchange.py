@@ -16,13 +16,14 @@ which it hands to the other ranks.
    has CUDA, else "gloo"). On a backend, every rank joins a process group on the same store
    (timeout: collective_timeout), times its local step (the fastest of `steps` matmuls on
    its device; GPUCHECK_PREFLIGHT_TEST_DELAY_MS, a test hook, adds a sleep to it) and the
-   all-reduce (collective.py), and sets `time/<rank>`.
+   all-reduce (collective.py), and sets `time/<rank>` (or, where its collective failed,
+   `failed/<rank>`: it is alive, another rank was lost).
 3. Rank 0 emits the all-reduce and each time as it arrives (until the time is up), emits
    "collected", reads the verdict from stdin, sets `verdict`, waits briefly for each rank's
    `ack/<rank>` and exits; the others emit the verdict they read and exit.
 
 stdout: JSON lines ({"kind": "report" | "missing" | "backend" | "allreduce" | "time" |
-"collective-error" | "collected" | "verdict" | "error", ...}); stderr: "@ <step>".
+"survived" | "collective-error" | "collected" | "verdict" | "error", ...}); stderr: "@ <step>".
 """
 
 from __future__ import annotations
@@ -128,11 +129,16 @@ def measure(torch: Any, dist: Any, store: Any, args: dict[str, Any], backend: st
 
 
 def gather_times(store: Any, ranks: list[int], until: float) -> None:
+    """Each rank's times as they come, or its word that its collective failed (it is alive:
+    another rank was lost); a rank with neither by `until` is lost itself."""
     waiting = list(ranks)
     while waiting and time.monotonic() < until:
         for rank in list(waiting):
             if store.check([f"time/{rank}"]):
                 emit({"kind": "time", "rank": rank, **json.loads(store.get(f"time/{rank}"))})
+                waiting.remove(rank)
+            elif store.check([f"failed/{rank}"]):
+                emit({"kind": "survived", "rank": rank})
                 waiting.remove(rank)
         if waiting:
             time.sleep(POLL)
@@ -155,11 +161,16 @@ def lead(torch: Any, dist: Any, store: Any, args: dict[str, Any], start: float) 
         emit({"kind": "backend", "backend": backend})
         store.set("decision", backend)
         measuring = time.monotonic()
+        others = list(range(1, world))
         try:
             measure(torch, dist, store, args, backend)
         except Exception as exc:  # a rank lost in the collective: gloo's error, or the timeout
             emit({"kind": "collective-error", "message": one_line(exc)})
-        gather_times(store, list(range(world)), measuring + collective_timeout)
+            emit({"kind": "survived", "rank": 0})
+        else:
+            others = list(range(world))
+        # The survivors of a failed collective say so as their own error comes: a little longer.
+        gather_times(store, others, max(measuring + collective_timeout, time.monotonic() + 5))
     emit({"kind": "collected"})
     verdict = read_line(float(args.get("verdict_wait", 30))).strip() or '{"exit_code": 5}'
     store.set("verdict", verdict)
@@ -182,6 +193,7 @@ def follow(torch: Any, dist: Any, store: Any, args: dict[str, Any]) -> None:
             measure(torch, dist, store, args, decision)
         except Exception as exc:
             emit({"kind": "collective-error", "message": one_line(exc)})
+            store.set(f"failed/{rank}", one_line(exc))
     step("wait for the verdict")
     store.wait(["verdict"], seconds(float(args["collective_timeout"]) + 45))
     emit({"kind": "verdict", **json.loads(store.get("verdict"))})
