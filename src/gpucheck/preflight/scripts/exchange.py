@@ -103,8 +103,10 @@ def measure(torch: Any, dist: Any, store: Any, args: dict[str, Any], backend: st
     rank, world = int(args["rank"]), int(args["world"])
     device = "cpu"
     if backend == "nccl":
+        # Its local rank among the GPUs it sees (modulo: where Slurm binds one GPU to each
+        # task, every task sees its own as cuda:0).
         local = args.get("local_rank")
-        index = int(local) if local is not None else rank % torch.cuda.device_count()
+        index = (int(local) if local is not None else rank) % torch.cuda.device_count()
         device = f"cuda:{index}"
         torch.cuda.set_device(index)
     prefix = dist.PrefixStore("preflight/group", store)
