@@ -327,7 +327,7 @@ def test_a_closed_pipe_keeps_the_reports_exit_code(
 
 # Every command a user can run, as docs/index.md lists them.
 EVERY_COMMAND = ["doctor", "snapshot", "schema", "checks", "bench", "fit", "fleet", "procs"]
-EVERY_COMMAND += ["watch", "compat", "fix", "install", "dockerfile", "explain", "mcp"]
+EVERY_COMMAND += ["watch", "compat", "fix", "install", "dockerfile", "explain", "mcp", "preflight"]
 
 
 def test_help_lists_every_command_and_each_one_runs_its_own_help() -> None:

@@ -228,6 +228,11 @@ def script_references(module: str, path: Path, names: dict[str, list[Path]]) -> 
     return wrong
 
 
+# The modules of gpucheck/child that child scripts share: the protocol, and the timed
+# all-reduce (bench's and preflight's). Standard library only, like the scripts.
+CHILD_SHARED = ("protocol", "collective")
+
+
 def script_imports(path: Path) -> list[str]:
     """A child script's relative imports that leave its own folder, other than the shared
     protocol (gpucheck/child/protocol.py, the second folder of a script's package)."""
@@ -244,7 +249,7 @@ def script_imports(path: Path) -> list[str]:
             first = (target or "").split(".")[0]
             if (path.parent / f"{first}.py").is_file():
                 continue
-            if first == "protocol" and (PACKAGE / "child" / "protocol.py").is_file():
+            if first in CHILD_SHARED and (PACKAGE / "child" / f"{first}.py").is_file():
                 continue
             wrong.append(f"{where} imports {first}, in neither its folder nor gpucheck/child")
     return wrong
@@ -269,7 +274,13 @@ def test_child_scripts_import_their_own_folder_and_the_protocol_alone() -> None:
     assert wrong == []
     # The scripts live with the feature that runs them.
     folders = {f.relative_to(PACKAGE).as_posix() for f in SCRIPT_FOLDERS}
-    assert folders == {"probes/scripts", "bench/scripts", "watch/scripts", "fit/scripts"}
+    assert folders == {
+        "probes/scripts",
+        "bench/scripts",
+        "watch/scripts",
+        "fit/scripts",
+        "preflight/scripts",
+    }
 
 
 def test_the_child_package_is_a_shared_layer() -> None:
@@ -288,9 +299,9 @@ def test_the_child_package_is_a_shared_layer() -> None:
     assert all(rank["child"] < rank[f] for f in features)
     for folder in SCRIPT_FOLDERS:
         init = ".".join(folder.relative_to(SRC).parts)
-        assert [t for t, _, _ in imports(folder / "__init__.py", known)] == [
-            "gpucheck.child.protocol"
-        ], init
+        shared = {t for t, _, _ in imports(folder / "__init__.py", known)}
+        assert "gpucheck.child.protocol" in shared, init
+        assert shared <= {f"gpucheck.child.{m}" for m in CHILD_SHARED}, init
 
 
 def test_the_script_check_can_fail(tmp_path: Path) -> None:

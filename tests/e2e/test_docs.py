@@ -21,7 +21,7 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 INSTALL_AND_RUN = "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/gpucheck doctor"
 COMMANDS = ["doctor", "snapshot", "procs", "watch", "bench", "fit", "fleet", "fix", "install"]
-COMMANDS += ["dockerfile", "explain", "mcp", "compat", "schema", "checks"]
+COMMANDS += ["preflight", "dockerfile", "explain", "mcp", "compat", "schema", "checks"]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 

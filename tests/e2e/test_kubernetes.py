@@ -295,3 +295,32 @@ def test_a_lost_gpu_fails_from_inside_the_pod(sim_libs: Any, tmp_path: Path) -> 
 
     assert detect_container(Path("/"), pod) == ("kubernetes", "KUBERNETES_SERVICE_HOST is set")
     assert probe_system(machine.root, pod).container is None
+
+
+def test_preflight_job_passes_the_kubernetes_schemas_and_gates_training() -> None:
+    """integrations/kubernetes/gpucheck-preflight-job.yaml: an Indexed Job whose pods find each
+    other by hostname under a headless Service (Kubernetes' "Job with Pod-to-Pod
+    Communication"), its init container running gpucheck preflight under torchrun."""
+    docs = [d for d in yaml.safe_load_all((HERE / "gpucheck-preflight-job.yaml").read_text()) if d]
+    assert [d["kind"] for d in docs] == ["Service", "Job"]
+    for doc in docs:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    service, job = docs
+    # Pods are not Ready while their init containers run: their DNS records must exist anyway.
+    assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"]
+    assert service["spec"]["selector"] == {"job-name": job["metadata"]["name"]}
+    spec, pod = job["spec"], job["spec"]["template"]["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["backoffLimit"] == 0
+    assert pod["subdomain"] == service["metadata"]["name"]
+    (init,) = pod["initContainers"]
+    command = init["command"]
+    assert command[0] == "torchrun" and command[-3:-1] == ["gpucheck", "preflight"]
+    assert (
+        f"--nnodes={spec['completions']}" in command and spec["parallelism"] == spec["completions"]
+    )
+    master = f"--master-addr={job['metadata']['name']}-0.{service['metadata']['name']}"
+    assert master in command and master in pod["containers"][0]["command"]
+    assert "--node-rank=$(NODE_RANK)" in command
+    (rank,) = init["env"]
+    index = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    assert rank["valueFrom"]["fieldRef"]["fieldPath"] == index

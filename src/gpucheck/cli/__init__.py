@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "explain": ("explain", "Explain a pasted error text: its cause and its fix."),
     "mcp": ("mcp", "Serve the read-only tools to AI agents (MCP, stdio)."),
+    "preflight": ("preflight", "One verdict for a multi-node job, run on every rank."),
 }
 
 

@@ -26,6 +26,7 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "fix-plan": ("gpucheck.fixplan.render", "plan_schema"),  # fix --json
     "explain": ("gpucheck.explanation.result", "explain_schema"),
     "install": ("gpucheck.install.schema", "install_schema"),
+    "preflight": ("gpucheck.preflight.report", "preflight_schema"),
 }
 
 
@@ -51,7 +52,8 @@ def schema(
         typer.Argument(
             metavar="[NAME]",
             help="Which output: report (doctor --json), snapshot, procs, watch (one jsonl "
-            "record), bench, fit, fleet, compat, fix-plan, explain, install; report if not given.",
+            "record), bench, fit, fleet, compat, fix-plan, explain, install, preflight; report if "
+            "not given.",
             autocompletion=lambda: list(SCHEMAS),
             show_default=False,
         ),

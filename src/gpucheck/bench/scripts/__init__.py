@@ -3,5 +3,7 @@ bench_cupy.py) and allreduce.py. Standard library only, Python 3.8+: they run un
 probed environment's interpreter (child/protocol.py says how they load)."""
 
 # Imported as modules (by the parent, its tests, the type checker), the scripts' shared
-# `from . import protocol` is this one; run as scripts, they find it in gpucheck/child/.
+# `from . import protocol` (and allreduce.py's `collective`) are these; run as scripts, they
+# find them in gpucheck/child/.
+from gpucheck.child import collective as collective
 from gpucheck.child import protocol as protocol

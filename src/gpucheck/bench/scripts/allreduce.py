@@ -9,11 +9,8 @@ GPU: rank r uses cuda:r of the GPUs CUDA_VISIBLE_DEVICES names; or CPU processes
 the same harness without a GPU), joined through a TCP store on 127.0.0.1. Per size: a float32
 tensor of that many bytes holding rank + 1 on each rank, reduced (sum) 3 times to warm up, then
 `iterations` times back to back, timed on each rank from a barrier; the slowest rank's time
-counts. The sum must be world * (world + 1) / 2 everywhere.
-
-Figures as nccl-tests defines them (its doc/PERFORMANCE.md): algorithm bandwidth = bytes / time;
-bus bandwidth = algbw * 2 (n - 1) / n, the rate each link carries in a ring all-reduce, which
-is what compares with a link's speed.
+counts (gpucheck/child/collective.py, which preflight's job-wide all-reduce shares). The sum
+must be world * (world + 1) / 2 everywhere.
 
 stdout: one JSON object per line ({"kind": "allreduce" | "error", ...}); stderr: "@ <step>".
 Standard library only apart from torch; Python 3.8+.
@@ -27,7 +24,6 @@ import json
 import os
 import socket
 import sys
-import time
 from typing import Any
 
 if not __package__:  # run as a script: the package of its relative imports is its own
@@ -35,12 +31,11 @@ if not __package__:  # run as a script: the package of its relative imports is i
     _FOLDER = os.path.dirname(os.path.realpath(__file__))
     __package__, __path__ = __name__, [_FOLDER, os.path.join(_FOLDER, "..", "..", "child")]
 
-from . import protocol
+from . import collective, protocol
 
 emit = protocol.emit
 step = protocol.step
 one_line = protocol.one_line
-WARMUP = 3
 
 
 def free_port() -> int:
@@ -66,45 +61,14 @@ def worker(rank: int, args: dict[str, Any], port: int, results: Any) -> None:
             timeout=datetime.timedelta(seconds=float(args.get("join_timeout", 60))),
         )
         device = f"cuda:{rank}" if gpu else "cpu"
-        expected = world * (world + 1) / 2
+        iterations = int(args.get("iterations", 20))
         for size in args["sizes"]:
-            count = max(1, int(size) // 4)
-            tensor = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
-            for _ in range(WARMUP):
-                tensor.fill_(float(rank + 1))
-                dist.all_reduce(tensor)
-            correct = bool(tensor[0].item() == expected and tensor[-1].item() == expected)
-            iterations = int(args.get("iterations", 20))
-            dist.barrier()
-            if gpu:
-                torch.cuda.synchronize(rank)
-            start = time.perf_counter()
-            for _ in range(iterations):
-                dist.all_reduce(tensor)
-            if gpu:
-                torch.cuda.synchronize(rank)
-            elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-            ok = torch.tensor([1 if correct else 0], dtype=torch.int32)
-            if gpu:
-                elapsed, ok = elapsed.to(device), ok.to(device)
-            dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank's time
-            dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+            measured = collective.timed_allreduce(
+                torch, dist, rank, world, int(size), iterations, device
+            )
             if rank == 0:
-                seconds = float(elapsed.item()) / iterations
-                algbw = count * 4 / seconds / 1e9
-                results.put(
-                    {
-                        "kind": "allreduce",
-                        "backend": backend,
-                        "world": world,
-                        "bytes": count * 4,
-                        "iterations": iterations,
-                        "ms_per_op": seconds * 1000,
-                        "algbw_gbs": algbw,
-                        "busbw_gbs": algbw * 2 * (world - 1) / world,
-                        "correct": bool(ok.item()),
-                    }
-                )
+                del measured["own_ms_per_op"]
+                results.put({"kind": "allreduce", "backend": backend, **measured})
         dist.destroy_process_group()
     except Exception as exc:
         results.put({"kind": "error", "what": f"rank {rank}", "message": one_line(exc)})
