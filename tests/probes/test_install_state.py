@@ -34,7 +34,8 @@ def test_a_refused_key_is_read_from_the_kernel_log_and_nvrm_lines_are_not(tmp_pa
 
 
 def test_no_kernel_log_is_unknown_with_its_reason(tmp_path: Path) -> None:
-    facts = probe_install_state(root_of(tmp_path, sim.Scenario([sim.rtx_3060()])))
+    scenario = sim.Scenario([sim.rtx_3060()], kernel_log=None)  # no /dev/kmsg at all
+    facts = probe_install_state(root_of(tmp_path, scenario))
     assert facts.module_log is None
     assert facts.module_log_error == "/dev/kmsg: No such file or directory"
     assert facts.dkms_builds is None  # no DKMS tree: unknown, not "no build"
