@@ -138,7 +138,7 @@ def test_srun_tasks_agree_on_one_verdict_and_only_the_failing_task_exits_1(
         str(torch_python),
         *skips,
         "--timeout=30",
-        "--min-fraction=0.3",
+        "--min-fraction=0",  # stragglers: the torchrun tests' (three tasks, two cores)
         "--exit-for=node",
         "--json",
         env=slurm_env,
@@ -147,7 +147,9 @@ def test_srun_tasks_agree_on_one_verdict_and_only_the_failing_task_exits_1(
     verdict = json.loads(done.stdout)
     assert verdict["launcher"] == "slurm" and verdict["world"] == 3
     assert verdict["exit_code"] == 1 and done.returncode == 1, done.stderr[-2000:]
-    (problem,) = verdict["problems"]
+    problems = verdict["problems"]
+    assert len(problems) == 1, problems
+    (problem,) = problems
     assert (problem["kind"], problem["ranks"]) == ("checks", [2])
     assert problem["problems"][0]["id"] == "gpus.ecc-errors"
     assert verdict["allreduce"]["world"] == 3 and verdict["allreduce"]["correct"]
@@ -241,7 +243,7 @@ def test_a_task_whose_torch_process_is_killed_is_named(
     ]
     done = run(
         program("srun"), "--overcommit", "-n", "3", "--kill-on-bad-exit=0", str(wrapper),
-        *skips, "--timeout=30", "--min-fraction=0.3", "--json",
+        *skips, "--timeout=30", "--min-fraction=0", "--json",
         env=slurm_env, timeout=90,
     )  # fmt: skip
     verdict = json.loads(done.stdout)

@@ -61,9 +61,11 @@ def launch(torch_python: Path, nodes: dict[str, Machine], tmp_path: Path) -> Lau
         node: dict[int, str] | None = None,
         extra: dict[int, str] | None = None,
         timeout: float = 30,
+        min_fraction: float = 0,
     ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], float]:
         """torchrun with `ranks` ranks; rank r on nodes[node[r]] (healthy by default), its
-        environment file ending with extra[r] (shell)."""
+        environment file ending with extra[r] (shell). Stragglers are judged only where a
+        scenario asks (`min_fraction`): three ranks on two busy cores are not a steady clock."""
         for r in range(ranks):
             machine = nodes[(node or {}).get(r, "healthy")]
             lines = [f"export {k}='{v}'" for k, v in machine.env.items()]
@@ -83,8 +85,7 @@ def launch(torch_python: Path, nodes: dict[str, Machine], tmp_path: Path) -> Lau
             str(torch_python),
             *skips,
             f"--timeout={timeout}",
-            # The ranks share two busy cores: a healthy rank's best step varies a little.
-            "--min-fraction=0.3",
+            f"--min-fraction={min_fraction}",
             "--json",
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE"))}
@@ -122,7 +123,9 @@ def test_a_rank_on_a_node_with_failing_checks_is_named(launch: Launch) -> None:
 
 def test_a_slow_rank_is_the_straggler(launch: Launch) -> None:
     # The documented test hook: 300 ms more on each of rank 2's local steps.
-    done, verdict, _ = launch(3, extra={2: "export GPUCHECK_PREFLIGHT_TEST_DELAY_MS=300"})
+    done, verdict, _ = launch(
+        3, extra={2: "export GPUCHECK_PREFLIGHT_TEST_DELAY_MS=300"}, min_fraction=0.3
+    )
     assert verdict["exit_code"] == 1, done.stderr[-3000:]
     (problem,) = verdict["problems"]
     assert (problem["kind"], problem["ranks"]) == ("straggler", [2])
