@@ -73,8 +73,8 @@ def uv_add(packages: list[PackageAnswer], moves: list[Move]) -> Commands:
 
 def conda(tool: str, packages: list[PackageAnswer], moves: list[Move]) -> Commands:
     """torch lines up to 2.5 from the pytorch channel (pytorch-cuda=X.Y, or cpuonly); later
-    ones from conda-forge (cuda-version=X.Y); the other frameworks from conda-forge (CuPy as
-`cupy` with the cuda-version of the wheel's CUDA)."""
+        ones from conda-forge (cuda-version=X.Y); the other frameworks from conda-forge (CuPy as
+    `cupy` with the cuda-version of the wheel's CUDA)."""
     lines, notes = [], []
     rest = [p for p in packages if p.name not in TORCH_FAMILY]
     family = [p for p in packages if p not in rest and p.requirement]

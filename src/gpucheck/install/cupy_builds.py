@@ -72,6 +72,9 @@ def resolve_cupy(compat: Compat, machine: Machine, wanted: Wanted) -> PackageAns
         floor = data.releases[-1].min_cc if data.releases else "3.0"
         answer.ruled_out = [NO_CPU_BUILD.format(floor=floor)]
         return answer
+    if not data.releases:
+        answer.ruled_out = ["the compat data holds no CuPy lines (compat/cupy.toml)"]
+        return answer
     if only is not None and only not in data.wheels:
         answer.ruled_out = [f"no CuPy line in the compat data publishes {only}"]
         return answer
@@ -99,7 +102,7 @@ def resolve_cupy(compat: Compat, machine: Machine, wanted: Wanted) -> PackageAns
         _choose(compat, machine, answer, row, package, cuda, wanted.specifier)
         break
     if not answer.ruled_out and answer.release is None:
-        known = f"{data.releases[0].version} to {data.releases[-1].version}" if data.releases else ""
+        known = f"{data.releases[0].version} to {data.releases[-1].version}"
         answer.ruled_out = [f"no CuPy line in the compat data ({known}) matches cupy{wanted.spec}"]
     if answer.ruled_out and answer.release is not None:
         answer.cliff = f"cupy {answer.ruled_out[0]}: {answer.release} is the last that runs here"
@@ -124,7 +127,9 @@ def _choose(
     answer.requirement = pinned_requirement(name, line, spec)
     answer.release, answer.build, answer.cuda = line, package, cuda
     if floor is not None:
-        answer.notes.append(f"these GPUs need CUDA {floor} or newer: CUDA {cudas[0]} cannot build for them")
+        answer.notes.append(
+            f"these GPUs need CUDA {floor} or newer: CUDA {cudas[0]} cannot build for them"
+        )
     if row.ctk_extra:
         answer.notes.append(
             f"[ctk] installs NVIDIA's CUDA {major} wheels beside it: only the driver is needed"

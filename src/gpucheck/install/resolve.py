@@ -13,8 +13,8 @@ from gpucheck.compat import Compat
 from gpucheck.compat.answers import TORCH_INDEX
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.install.answer import Conflict, Move, PackageAnswer
+from gpucheck.install.cupy_builds import cupy_conflicts, is_cupy, resolve_cupy
 from gpucheck.install.machine import Machine
-from gpucheck.install.cupy_builds import cupy_conflicts, resolve_cupy, is_cupy
 from gpucheck.install.others import resolve_jax, resolve_tensorflow
 from gpucheck.install.request import TORCH_FAMILY, Wanted, pinned_requirement
 from gpucheck.install.torch_builds import CPU, Build, admits, resolve_torch
