@@ -141,3 +141,15 @@ def test_conda_and_uv_commands() -> None:
     assert conda.commands == ["conda install -c conda-forge cupy=14.2 cuda-version=12.9"]
     uv = answer("cupy", installer="uv-add", **machine)
     assert uv.commands == ["uv add 'cupy-cuda12x[ctk]==14.2.*'"] and uv.pyproject is None
+
+
+def test_a_cuda_without_an_architecture_range_is_passed_over_and_said_so() -> None:
+    # CuPy 12 still published cupy-cuda102 (v12.3.0's install.rst); compat/cuda.toml's
+    # toolkit_arch rows start at CUDA 11.0, so a GTX 680 (3.0) is not assumed to be covered.
+    got = answer("cupy==12.3.*", gpus=("GTX 680",), driver="470.82.01", python="3.8")
+    (cupy,) = got.packages
+    assert cupy.requirement is None and not got.ok
+    assert cupy.ruled_out[0].endswith(
+        "; cupy-cuda102: the compat data has no compute-capability range for CUDA 10.2 "
+        "(compat/cuda.toml's start at 11.0): not assumed"
+    )

@@ -59,6 +59,11 @@ def _wheel_here(
         why = driver_reason(compat, machine, cudas[0])
         return None, f"{package}: {why}"
     builds = [c for c in runs if arch_reason(compat, machine, c) is None]
+    if not builds and compat.cc_range(runs[-1]) is None:
+        return None, (
+            f"{package}: the compat data has no compute-capability range for CUDA {runs[-1]} "
+            "(compat/cuda.toml's start at 11.0): not assumed"
+        )
     if not builds:
         return None, f"{package}: {arch_reason(compat, machine, runs[-1])}"
     return builds[-1], None
