@@ -5,11 +5,16 @@ compatibility floors, NVRTC's compute-capability range per CUDA), cited per test
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from support import framework_builders as fb
+
 from gpucheck.compat import load
 from gpucheck.install.answer import InstallAnswer
-from gpucheck.install.flow import answer_for
+from gpucheck.install.flow import InstallRequest, answer_for, run_install
 from gpucheck.install.machine import Described, InstalledDist, described
 from gpucheck.install.request import parse_wanted
+from gpucheck.model.snapshot import dumps
 
 
 def answer(*packages: str, installer: str = "pip", **machine: object) -> InstallAnswer:
@@ -153,3 +158,20 @@ def test_a_cuda_without_an_architecture_range_is_passed_over_and_said_so() -> No
         "; cupy-cuda102: the compat data has no compute-capability range for CUDA 10.2 "
         "(compat/cuda.toml's start at 11.0): not assumed"
     )
+
+
+def test_a_probed_pascal_venv_holding_cupy_cuda11x_is_told_to_swap_it(tmp_path: Path) -> None:
+    # GTX 1080 (6.1) on 580.95.05: CUDA 13 builds from 7.5 on, so cupy-cuda12x (CUDA 12.x from
+    # 5.0); the installed cupy-cuda11x would clash with it (install.rst: one CuPy package only).
+    env = fb.add(fb.environment(), "cupy-cuda11x", "13.3.0", ["numpy<2.3,>=1.22"])
+    path = tmp_path / "snap.json"
+    path.write_text(dumps(fb.on(fb.pascal_workstation(), env)))
+    got = run_install(InstallRequest(packages=("cupy",), from_file=str(path)))
+    (cupy,) = got.packages
+    assert (cupy.requirement, cupy.cuda, got.python) == (
+        "cupy-cuda12x[ctk]==14.2.*",
+        "12.9",
+        "3.11",
+    )
+    assert [(c.name, c.installed) for c in got.conflicts] == [("cupy-cuda11x", "13.3.0")]
+    assert not got.ok
