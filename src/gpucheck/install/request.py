@@ -11,14 +11,14 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from gpucheck.install.machine import InstallError
-from gpucheck.model.frameworks import TORCH, TORCH_EXTENSIONS
+from gpucheck.model.frameworks import CUPY, JAX, TENSORFLOW, TORCH, TORCH_EXTENSIONS
 
 # torch and the extensions released in step with it (compat's pairing table): one index, one
 # command. The other torch extensions (xformers, flash-attn, vllm, ...) have no builds in the
 # compat data to choose from: named, never guessed. CuPy is asked for as `cupy` (the wheel is
 # picked) or as one wheel, `cupy-cuda12x`; its ROCm wheels are not in the data.
 TORCH_FAMILY = (TORCH.dist, *(e.dist for e in TORCH_EXTENSIONS if e.paired))
-KNOWN = (*TORCH_FAMILY, "tensorflow", "jax", "cupy")
+KNOWN = (*TORCH_FAMILY, TENSORFLOW.dist, JAX.dist, CUPY.dist)
 UNRESOLVED = tuple(e.dist for e in TORCH_EXTENSIONS if not e.paired)
 
 
