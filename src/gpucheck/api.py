@@ -131,7 +131,7 @@ def install_plan(
     installer: str = "pip",
     compat_dirs: Sequence[str] = (),
 ) -> InstallAnswer:
-    """The build of each package ("torch", "torch>=2.4", "tensorflow", "jax", ...) that runs
+    """The build of each package ("torch", "torch>=2.4", "tensorflow", "jax", "cupy", ...) that runs
     on a machine, and the installer's commands, as `gpucheck install --json` answers: a plan,
     nothing is installed. The machine: one described (gpus as nvidia-smi names them, driver,
     python "3.11", os), else `snapshot`, else this one probed. Bad input raises ValueError."""

@@ -68,6 +68,15 @@ def test_no_build_is_exit_1_with_the_reason() -> None:
     assert "torch: no build in the compat data runs here" in out
 
 
+def test_cupy_without_a_gpu_is_exit_1_and_with_one_validates_as_json() -> None:
+    code, out, _ = run("cupy", "--python", "3.12")
+    assert code == 1 and "CuPy has no CPU build" in out
+    code, out, _ = run("cupy", "--gpu", "RTX 4090", "--driver", "550.54.14", "--json")
+    data = json.loads(out)
+    jsonschema.Draft202012Validator(json.loads(schema_text("install"))).validate(data)
+    assert code == 0 and data["packages"][0]["requirement"] == "cupy-cuda12x[ctk]==14.2.*"
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -80,6 +89,8 @@ def test_no_build_is_exit_1_with_the_reason() -> None:
         (["torch", "--gpu", "H100", "--installer", "poetry"], "gpucheck: --installer: 'poetry'"),
         (["torch", "--gpu", "H100", "--os", "macos"], "gpucheck: --os: 'macos' is not one of"),
         (["torch==x"], "gpucheck: 'torch==x' is not a package requirement"),
+        (["cupy-rocm-5-0"], "gpucheck: cupy-rocm-5-0: the compat data holds no CuPy ROCm builds"),
+        (["cupy", "cupy-cuda12x"], "gpucheck: cupy-cuda12x: CuPy is named twice"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str) -> None:

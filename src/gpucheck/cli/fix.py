@@ -48,7 +48,7 @@ EXIT_CODES = {
 def fix(
     from_file: Annotated[
         str | None,
-        from_option("Plan from a saved report or snapshot (- for stdin)."),
+        from_option("Plan from a saved report, snapshot or explain --json answer (- for stdin)."),
     ] = None,
     plan_file: Annotated[
         str | None,

@@ -39,7 +39,7 @@ def install(
         list[str],
         typer.Argument(
             metavar="PACKAGE...",
-            help="torch, torchvision, torchaudio, tensorflow, jax; with constraints as pip "
+            help="torch, torchvision, torchaudio, tensorflow, jax, cupy; with constraints as pip "
             "takes them: 'torch==2.5.1', 'torch>=2.4,<2.6'.",
             show_default=False,
         ),

@@ -22,6 +22,7 @@ from gpucheck.compat.rows import CompatError, Rows, parse_version
 
 if TYPE_CHECKING:
     from gpucheck.compat.cudnn import CudnnData
+    from gpucheck.compat.cupy import CupyData
     from gpucheck.compat.driver_branches import DriverBranchData
     from gpucheck.compat.extensions import ExtensionData, TensorrtData
     from gpucheck.compat.frameworks import JaxData, TensorflowData, TorchData
@@ -87,6 +88,7 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "package": ("name",),
     },
     "jax.toml": {"release": ("version",), "cuda_major": ("major",)},
+    "cupy.toml": {"release": ("version",)},
     "extensions.toml": {"pairing": ("package", "torch"), "numpy_abi": ("package", "platform")},
     "tensorrt.toml": {"release": ("version",)},
     "images.toml": {"tag_rule": ("repository", "pattern"), "ngc": ("repository", "release")},
@@ -288,6 +290,7 @@ class Compat:
     torch: _Topic[TorchData] = _Topic("gpucheck.compat.frameworks", "TorchData")
     tensorflow: _Topic[TensorflowData] = _Topic("gpucheck.compat.frameworks", "TensorflowData")
     jax: _Topic[JaxData] = _Topic("gpucheck.compat.frameworks", "JaxData")
+    cupy: _Topic[CupyData] = _Topic("gpucheck.compat.cupy", "CupyData")
     extensions: _Topic[ExtensionData] = _Topic("gpucheck.compat.extensions", "ExtensionData")
     tensorrt: _Topic[TensorrtData] = _Topic("gpucheck.compat.extensions", "TensorrtData")
     images: _Topic[ImageData] = _Topic("gpucheck.compat.images", "ImageData")

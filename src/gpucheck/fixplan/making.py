@@ -1,7 +1,8 @@
 """Where `gpucheck fix`'s plan comes from, for the command line and Python alike: a saved plan
 (trusted input, like a script: its commands are printed and run as written), a saved snapshot
 or report (its snapshot judged here, the report's selection and requirements kept: never its
-written commands), or this machine probed; and the doctor again after --apply. Bad input raises
+written commands), an explain answer (its quoted lines matched again: never its written fixes),
+or this machine probed; and the doctor again after --apply. Bad input raises
 UserError (exit 2)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from msgspec import Struct
 
 from gpucheck.fixplan import diagnose, plan_for
 from gpucheck.fixplan.apply import recheck_lines
+from gpucheck.fixplan.from_explain import plan_from_explanation, read_explanation
 from gpucheck.fixplan.from_report import plan_from_report, read_report
 from gpucheck.fixplan.plan import Plan
 from gpucheck.fixplan.render import loads_plan
@@ -23,7 +25,7 @@ INPUT_LIMIT = 64 << 20  # bytes of a saved plan
 
 
 class PlanRequest(Struct, frozen=True, kw_only=True):
-    from_file: str | None = None  # a saved snapshot or doctor --json report ("-": stdin)
+    from_file: str | None = None  # a snapshot, doctor --json report or explain --json ("-": stdin)
     plan_file: str | None = None  # a saved plan (fix --json -o PLAN)
     python: str | None = None  # the interpreter to probe (this machine)
     timeout: float = 15.0
@@ -43,9 +45,14 @@ def make_plan(request: PlanRequest) -> Plan:
         return plan_for(snapshot, diagnose(snapshot, load_compat(list(request.compat_dirs))), None)
     if python is not None:
         raise UserError("--from plans from a saved snapshot; --python probes this machine")
-    # Read once (stdin too): the snapshot, and what the report's run decided if it is a report.
+    # Read once (stdin too): the snapshot, and what the report's run decided if it is a report;
+    # or an explain answer, planned from its quoted lines (from_explain.py).
     data = read_input(from_file, SNAPSHOT_LIMIT, "is too large to be a snapshot (over 64 MiB)")
     try:
+        explained = read_explanation(data)
+        if explained is not None:
+            compat = load_compat(list(request.compat_dirs))
+            return plan_from_explanation(explained, compat, from_file)
         snapshot = loads(data)
         written = read_report(data)
     except (SnapshotError, ValueError) as exc:

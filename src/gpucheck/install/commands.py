@@ -73,7 +73,8 @@ def uv_add(packages: list[PackageAnswer], moves: list[Move]) -> Commands:
 
 def conda(tool: str, packages: list[PackageAnswer], moves: list[Move]) -> Commands:
     """torch lines up to 2.5 from the pytorch channel (pytorch-cuda=X.Y, or cpuonly); later
-    ones from conda-forge (cuda-version=X.Y); the other frameworks from conda-forge."""
+        ones from conda-forge (cuda-version=X.Y); the other frameworks from conda-forge (CuPy as
+    `cupy` with the cuda-version of the wheel's CUDA)."""
     lines, notes = [], []
     rest = [p for p in packages if p.name not in TORCH_FAMILY]
     family = [p for p in packages if p not in rest and p.requirement]
@@ -94,7 +95,12 @@ def conda(tool: str, packages: list[PackageAnswer], moves: list[Move]) -> Comman
             "wheels' that gpucheck judged"
         )
     for p in rest:
-        if p.requirement:
+        if p.requirement and p.build and p.build.startswith("cupy-"):
+            # conda-forge's one cupy package, its CUDA chosen by cuda-version (CuPy's guide)
+            spec = "cupy" + _conda_spec(p.requirement)[len(p.build) :]
+            extra = [f"cuda-version={p.cuda}"] if p.cuda else []
+            lines.append(join([tool, "install", "-c", "conda-forge", spec, *extra]))
+        elif p.requirement:
             lines.append(join([tool, "install", "-c", "conda-forge", _conda_spec(p.requirement)]))
     return Commands(lines, None, notes)
 

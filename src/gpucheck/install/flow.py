@@ -96,7 +96,7 @@ def answer_for(
 def data_as_of(compat: Compat) -> str:
     """The oldest date of the data an answer reads: what it cannot know is newer than that."""
     dates = [compat.data_as_of]
-    for topic in ("torch.toml", "extensions.toml", "tensorflow.toml", "jax.toml"):
+    for topic in ("torch.toml", "extensions.toml", "tensorflow.toml", "jax.toml", "cupy.toml"):
         dates.append(str(read_topic(compat.dirs, topic)[1].get("data_as_of", "")))
     return min((d for d in dates if d), default="")
 

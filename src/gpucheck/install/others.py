@@ -22,7 +22,7 @@ def _python_reason(machine: Machine, low: Version | None, high: Version | None) 
     return f"has no wheel for Python {have} (Python {low} to {high or 'newer'})"
 
 
-def _driver_reason(compat: Compat, machine: Machine, cuda: str) -> str | None:
+def driver_reason(compat: Compat, machine: Machine, cuda: str) -> str | None:
     if machine.driver is None or not machine.gpus:
         return None
     if compat.cuda_runs_on_driver(cuda, machine.driver, machine.os) is not False:
@@ -34,7 +34,7 @@ def _driver_reason(compat: Compat, machine: Machine, cuda: str) -> str | None:
     return f"CUDA {cuda} needs {needs} (driver {machine.driver} runs CUDA {most} at most)"
 
 
-def _arch_reason(compat: Compat, machine: Machine, cuda: str) -> str | None:
+def arch_reason(compat: Compat, machine: Machine, cuda: str) -> str | None:
     missing = [cc for cc in machine.ccs if not cuda_targets(compat, cuda, [cc])]
     if not missing:
         return None
@@ -56,7 +56,7 @@ def resolve_tensorflow(compat: Compat, machine: Machine, wanted: Wanted) -> Pack
         if reason is None and gpu and machine.os == "windows" and windows_after:
             reason = f"has no GPU build on native Windows (the last is {last_windows}; WSL2)"
         if reason is None and gpu and rel.cuda is not None:
-            reason = _driver_reason(compat, machine, rel.cuda) or _arch_reason(
+            reason = driver_reason(compat, machine, rel.cuda) or arch_reason(
                 compat, machine, rel.cuda
             )
         if reason is not None:
@@ -95,7 +95,7 @@ def resolve_jax(compat: Compat, machine: Machine, wanted: Wanted) -> PackageAnsw
             plugins = [m for m in row.cuda_majors if f"jax-cuda{m}-plugin" in row.packages]
             why = []
             for m in sorted(plugins, key=int, reverse=True):
-                fails = _driver_reason(compat, machine, f"{m}.0") or _arch_reason(
+                fails = driver_reason(compat, machine, f"{m}.0") or arch_reason(
                     compat, machine, f"{m}.0"
                 )
                 if fails is None:

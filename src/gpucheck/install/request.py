@@ -3,19 +3,22 @@
 
 from __future__ import annotations
 
+import re
+
 from msgspec import Struct
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from gpucheck.install.machine import InstallError
-from gpucheck.model.frameworks import TORCH, TORCH_EXTENSIONS
+from gpucheck.model.frameworks import CUPY, JAX, TENSORFLOW, TORCH, TORCH_EXTENSIONS
 
 # torch and the extensions released in step with it (compat's pairing table): one index, one
-# command. The other torch extensions (xformers, flash-attn, vllm, ...) and CuPy have no builds
-# in the compat data to choose from: named, never guessed.
+# command. The other torch extensions (xformers, flash-attn, vllm, ...) have no builds in the
+# compat data to choose from: named, never guessed. CuPy is asked for as `cupy` (the wheel is
+# picked) or as one wheel, `cupy-cuda12x`; its ROCm wheels are not in the data.
 TORCH_FAMILY = (TORCH.dist, *(e.dist for e in TORCH_EXTENSIONS if e.paired))
-KNOWN = (*TORCH_FAMILY, "tensorflow", "jax")
+KNOWN = (*TORCH_FAMILY, TENSORFLOW.dist, JAX.dist, CUPY.dist)
 UNRESOLVED = tuple(e.dist for e in TORCH_EXTENSIONS if not e.paired)
 
 
@@ -42,14 +45,31 @@ def parse_wanted(texts: list[str]) -> list[Wanted]:
         name = canonicalize_name(req.name)
         if req.url or req.marker:
             raise InstallError(f"{text!r}: give a name and version constraints only")
-        if name in UNRESOLVED or name.startswith("cupy"):
+        if name.startswith("cupy-rocm"):
+            raise InstallError(
+                f"{name}: the compat data holds no CuPy ROCm builds (gpucheck judges NVIDIA GPUs)"
+            )
+        if name in UNRESOLVED:
             raise InstallError(
                 f"{name}: the compat data holds no {name} builds to choose from; "
                 f"gpucheck install resolves {', '.join(KNOWN)}"
             )
-        if name not in KNOWN:
+        if name not in KNOWN and not re.fullmatch(r"cupy-cuda\d+x?", name):
             raise InstallError(f"{name}: not one gpucheck install resolves ({', '.join(KNOWN)})")
-        if name in found:
-            raise InstallError(f"{name} is named twice")
-        found[name] = Wanted(name, str(req.specifier), tuple(sorted(req.extras)))
+        key = "cupy" if name.startswith("cupy") else name
+        if key in found:
+            raise InstallError(f"{name}: {'CuPy' if key == 'cupy' else name} is named twice")
+        found[key] = Wanted(name, str(req.specifier), tuple(sorted(req.extras)))
     return list(found.values())
+
+
+def pinned_requirement(name: str, line: str, spec: SpecifierSet) -> str:
+    """`name==2.14.*`, or the user's own exact pin, or both constraints together."""
+    exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
+    if exact:
+        return f"{name}{exact[0].operator}{exact[0].version.split('+', 1)[0]}"
+    star = SpecifierSet(f"=={line}.*")
+    patches = [f"{line}.{n}" for n in range(20)]
+    if all(spec.contains(p) for p in patches):
+        return f"{name}{star}"  # the user's constraints hold for the whole line
+    return f"{name}{','.join(sorted(str(s) for s in star & spec))}"

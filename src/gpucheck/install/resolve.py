@@ -13,9 +13,10 @@ from gpucheck.compat import Compat
 from gpucheck.compat.answers import TORCH_INDEX
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.install.answer import Conflict, Move, PackageAnswer
+from gpucheck.install.cupy_builds import cupy_conflicts, is_cupy, resolve_cupy
 from gpucheck.install.machine import Machine
 from gpucheck.install.others import resolve_jax, resolve_tensorflow
-from gpucheck.install.request import TORCH_FAMILY, Wanted
+from gpucheck.install.request import TORCH_FAMILY, Wanted, pinned_requirement
 from gpucheck.install.torch_builds import CPU, Build, admits, resolve_torch
 
 COMPANIONS = TORCH_FAMILY[1:]
@@ -38,6 +39,10 @@ def resolve(compat: Compat, machine: Machine, wanted: list[Wanted]) -> Resolved:
             done.packages.append(resolve_tensorflow(compat, machine, w))
         elif w.name == "jax":
             done.packages.append(resolve_jax(compat, machine, w))
+        elif is_cupy(w.name):
+            cupy = resolve_cupy(compat, machine, w)
+            done.packages.append(cupy)
+            done.conflicts += cupy_conflicts(machine, cupy)
     return done
 
 
@@ -50,18 +55,6 @@ def torch_index(compat: Compat, build: Build, os: str) -> str | None:
     if os == "linux" and rel is not None and rel.default_pypi_cuda == build.variant:
         return None
     return TORCH_INDEX.format(tag=build.variant.replace(".", ""))
-
-
-def _requirement(name: str, line: str, spec: SpecifierSet) -> str:
-    """`name==2.14.*`, or the user's own exact pin, or both constraints together."""
-    exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
-    if exact:
-        return f"{name}{exact[0].operator}{exact[0].version.split('+', 1)[0]}"
-    star = SpecifierSet(f"=={line}.*")
-    patches = [f"{line}.{n}" for n in range(20)]
-    if all(spec.contains(p) for p in patches):
-        return f"{name}{star}"  # the user's constraints hold for the whole line
-    return f"{name}{','.join(sorted(str(s) for s in star & spec))}"
 
 
 def _torch_spec(machine: Machine, wanted: dict[str, Wanted]) -> tuple[SpecifierSet, bool]:
@@ -92,7 +85,7 @@ def _torch_family(compat: Compat, machine: Machine, wanted: list[Wanted], done: 
         torch.release, torch.build = build.release, build.tag
         torch.cuda = None if build.variant == CPU else build.variant
         torch.index_url = torch_index(compat, build, machine.os)
-        torch.requirement = _requirement("torch", build.release, spec)
+        torch.requirement = pinned_requirement("torch", build.release, spec)
         torch.notes += list(build.notes)
         arch = compat.torch.arch(build.release, build.variant) if torch.cuda else None
         torch.sources = [

@@ -108,7 +108,7 @@ def build_server() -> MCPServer:
         os: str | None = None,
         installer: str | None = None,
     ) -> dict[str, Any]:
-        """Which build of each package (torch, torchvision, torchaudio, tensorflow, jax; pip
+        """Which build of each package (torch, torchvision, torchaudio, tensorflow, jax, cupy; pip
         constraints like 'torch>=2.4') runs on this machine, a saved snapshot, or one described
         by gpus (names like 'RTX 5090'), driver, python (X.Y) and os, and the installer's
         commands (`gpucheck install --json`: a plan; nothing is installed)."""
