@@ -27,7 +27,7 @@ RIGHT_FIX_AT_LEAST = 10
 WRONG_AT_MOST = 1
 # With the case's snapshot joined: the right layer first, and the fix the doctor's must hold.
 JOINED_RIGHT_AT_LEAST = 34
-JOINED_RIGHT_FIX_AT_LEAST = 12
+JOINED_RIGHT_FIX_AT_LEAST = 34
 
 
 class Scored(Struct):

@@ -34,7 +34,30 @@ def _quote(number: int, line: str) -> str:
     return f"line {number}: {text}"
 
 
-def _finding(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Compat) -> Finding:
+def _doctor_problems(snapshot: Snapshot, compat: Compat) -> dict[Layer, list[Finding]]:
+    """The doctor's problems on the joined snapshot, by layer: where the facts say what is wrong
+    in the layer a message points at, the doctor's fix (built from those facts, and measured on
+    the real cases) is more specific than the catalog's."""
+    import gpucheck.checks  # noqa: F401  (registers every check)
+    from gpucheck.checks.context import Context
+    from gpucheck.checks.registry import run, select
+    from gpucheck.model.finding import PROBLEM
+    from gpucheck.model.requirements import Requirements
+
+    found: dict[Layer, list[Finding]] = {}
+    for finding in run(Context(snapshot, Requirements(), compat), select([], [])):
+        if finding.status in PROBLEM and finding.fix is not None and finding.fix.steps:
+            found.setdefault(finding.section, []).append(finding)
+    return found
+
+
+def _finding(
+    match: Match,
+    lines: Lines,
+    snapshot: Snapshot | None,
+    compat: Compat,
+    doctor: dict[Layer, list[Finding]],
+) -> Finding:
     message = match.message
     decision = decide(match, lines, snapshot, compat)
     evidence = [_quote(hit.line, hit.text) for hit in match.hits[:EVIDENCE_LINES]]
@@ -42,14 +65,27 @@ def _finding(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Comp
         evidence.append(f"... and {len(match.hits) - EVIDENCE_LINES} more lines like these")
     evidence.append(f"means: {message.cause}")
     evidence.extend(decision.evidence)
-    evidence.append(f"source: {message.source}")
-    catalog_step = message.fix_step()
-    first = [step for step in decision.steps if step.option == 0]
-    steps = [*first, catalog_step, *(step for step in decision.steps if step.option != 0)]
-    fix = Fix(" ".join(step.sentence() for step in steps), steps)
     # An extension is what a step changes, never a report section: the doctor reports an
     # extension's build under the framework it was built against.
     section = Layer.FRAMEWORKS if message.section is Layer.EXTENSIONS else message.section
+    # The doctor's own problems in this layer on the joined facts: their fixes follow what the
+    # facts decided for this message, before the catalog's general step.
+    confirmed = doctor.get(section, [])
+    evidence.extend(f"the machine's facts: {f.title} [{f.id}]" for f in confirmed)
+    evidence.append(f"source: {message.source}")
+    catalog_step = message.fix_step()
+    first = [step for step in decision.steps if step.option == 0]
+    by_doctor = [step for f in confirmed if f.fix is not None for step in f.fix.steps]
+    steps = [
+        *first,
+        *by_doctor,
+        catalog_step,
+        *(step for step in decision.steps if step.option != 0),
+    ]
+    # A step the doctor and the decision share (the same command or the same words), once.
+    unique = {(step.command or step.text): step for step in reversed(steps)}
+    steps = [step for step in steps if unique.get(step.command or step.text) is step]
+    fix = Fix(" ".join(step.sentence() for step in steps), steps)
     return Finding(
         f"explain.{message.id}", section, _STATUS[message.severity], message.title, evidence, fix
     )
@@ -73,8 +109,11 @@ def explain(
             m.first_line,
         )
     )
-    findings = [_finding(m, lines, snapshot, compat) for m in matches]
+    doctor = _doctor_problems(snapshot, compat) if snapshot is not None and matches else {}
+    findings = [_finding(m, lines, snapshot, compat, doctor) for m in matches]
     size = len(text.encode("utf-8", errors="replace"))
     deciding = any(m.message.decide in FACT_DECISIONS for m in matches)
     facts = joined_facts(snapshot) if snapshot is not None and deciding else []
+    if doctor:
+        facts.append("the doctor's checks on these facts")
     return Explanation(Source(name, len(lines), size, facts_from, facts), findings)
