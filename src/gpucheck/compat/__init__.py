@@ -86,7 +86,11 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "and_cuda": ("version",),
         "package": ("name",),
     },
-    "jax.toml": {"release": ("version",), "cuda_major": ("major",)},
+    "jax.toml": {
+        "release": ("version",),
+        "cuda_major": ("major",),
+        "ptxas_newer_than_driver": ("from",),
+    },
     "extensions.toml": {"pairing": ("package", "torch"), "numpy_abi": ("package", "platform")},
     "tensorrt.toml": {"release": ("version",)},
     "images.toml": {"tag_rule": ("repository", "pattern"), "ngc": ("repository", "release")},

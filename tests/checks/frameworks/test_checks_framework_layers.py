@@ -322,6 +322,31 @@ def test_ptxas_newer_than_the_driver_warns() -> None:
     assert "pip install 'nvidia-cuda-nvcc-cu12<12.5'" in f.fix.text
 
 
+def test_ptxas_newer_than_the_driver_fails_on_a_jaxlib_without_the_fallback() -> None:
+    # jax-ml/jax#11967: jaxlib 0.3.15, ptxas 11.6 (CUDA 11.6.2) on driver 470 (CUDA 11.4): 'no
+    # kernel image is available'. compat/jax.toml: releases before 0.4.24 do not fall back.
+    snap = machine(builders.h100(0), driver="470.141.03", cuda=11040)
+    snap.cuda.ptxas = [
+        ToolVersion("ptxas", "/usr/local/cuda-11.6/bin/ptxas", "cuda_home", "11.6.124")
+    ]
+    env = fb.with_jax(fb.environment(), "0.3.15", plugin=None)
+    f = the(fb.on(snap, env), "frameworks.xla.compiler")
+    assert f.status is Status.FAIL
+    assert "jaxlib 0.3.15 does not fall back" in f.title and "no kernel image" in f.title
+    assert any("jax-ml/jax/issues/11967" in e for e in f.evidence)
+
+
+def test_ptxas_newer_than_the_driver_warns_from_the_jaxlib_that_falls_back() -> None:
+    # jax-ml/jax#19821: jaxlib 0.4.24, driver 535.154.05 (CUDA 12.2), ptxas 12.3.107: XLA
+    # disables parallel compilation and runs.
+    snap = machine(builders.h100(0), driver="535.154.05", cuda=12020)
+    env = fb.with_jax(fb.environment(), "0.4.24")
+    fb.add(env, "nvidia-cuda-nvcc-cu12", "12.3.107")
+    f = the(fb.on(snap, env), "frameworks.xla.compiler")
+    assert f.status is Status.WARN and "serial compilation" in f.title
+    assert any("jax-ml/jax/issues/19821" in e for e in f.evidence)
+
+
 def test_ptxas_the_driver_supports_passes() -> None:
     snap = fb.on(builders.h100_node(1), fb.with_jax(fb.environment()))
     snap.cuda.ptxas = [ToolVersion("ptxas", "/usr/local/cuda/bin/ptxas", "cuda_home", "12.4.131")]
