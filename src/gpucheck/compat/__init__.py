@@ -91,7 +91,11 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "cuda_major": ("major",),
         "ptxas_newer_than_driver": ("from",),
     },
-    "extensions.toml": {"pairing": ("package", "torch"), "numpy_abi": ("package", "platform")},
+    "extensions.toml": {
+        "pairing": ("package", "torch"),
+        "numpy_abi": ("package", "platform"),
+        "kernel_archs": ("package", "from"),
+    },
     "tensorrt.toml": {"release": ("version",)},
     "images.toml": {"tag_rule": ("repository", "pattern"), "ngc": ("repository", "release")},
     "messages.toml": {"message": ("id",)},

@@ -5,7 +5,7 @@ asserted against the compat data (compat/extensions.toml, compat/tensorrt.toml).
 from __future__ import annotations
 
 import msgspec
-from support import builders
+from support import builders, more_builders
 from support import framework_builders as fb
 from support.evaluate import finding, the
 
@@ -108,6 +108,49 @@ def test_flash_attn_wheel_for_another_torch_is_rebuilt_against_this_one() -> Non
     assert "pip uninstall -y flash-attn && pip install --no-build-isolation flash-attn" in (
         f.fix.text
     )
+
+
+def test_flash_attn_2_on_turing_names_the_1_x_line_and_sdpa() -> None:
+    # flash-attn v2.0.0's setup.py comments sm_75 out (every 2.x tag builds sm_80 and up);
+    # v0.2.1 to v1.0.9 build sm_75.
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.6.3")
+    f = the(fb.on(more_builders.t4_vm(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert "flash-attn 2.6.3 has no kernels for compute capability 7.5" in f.title
+    assert "flash-attn releases before 2.0.0 have it" in f.title
+    assert f.fix is not None and "pip install --no-build-isolation 'flash-attn<2.0.0'" in f.fix.text
+    assert "scaled_dot_product_attention" in f.fix.text
+
+
+def test_flash_attn_before_2_7_3_on_blackwell_names_the_release_with_sm_120() -> None:
+    # flash-attn v2.7.3 adds sm_100 and sm_120 (CUDA 12.8 builds); 2.6.3 stops at sm_90.
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.6.3")
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert "flash-attn 2.7.3 is the first release with it" in f.title
+    assert f.fix is not None and "pip install --no-build-isolation 'flash-attn>=2.7.3'" in (
+        f.fix.text
+    )
+
+
+def test_flash_attn_2_7_3_built_with_cuda_12_4_has_no_sm_120() -> None:
+    # sm_120 is built only when the build's CUDA is 12.8 or newer (setup.py at v2.7.3).
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.7.4")
+    env.extensions.append(ExtensionBuild("flash-attn", "2.7.4", "12.4", "2.5", False, "wheel"))
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert "(built for CUDA 12.4) has no kernels for compute capability 12.0" in f.title
+
+
+def test_flash_attn_on_an_rtx_3060_runs_the_sm_80_code() -> None:
+    # An RTX 3060 (8.6) runs sm_80 SASS: same major, higher minor.
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.6.3", ["torch"])
+    f = the(fb.on(builders.workstation(), env), "frameworks.torch.extensions")
+    assert f.status is not Status.FAIL and "no kernels" not in f.title
 
 
 def test_torchvision_for_another_cuda_major_fails() -> None:
