@@ -52,7 +52,8 @@ class KernelArchs(Struct, frozen=True):
     start: Version  # the TOML's `from`: holds until the package's next row
     archs: tuple[str, ...]  # "8.0": sm_80 (runs on 8.x from 8.0 up, never on another major)
     cuda_for: dict[str, str]  # arch -> the lowest build CUDA that adds it
-    instead: str  # what to use on a GPU below every arch
+    wheel_cuda: str | None  # the CUDA the release's prebuilt wheels are built with
+    instead: str  # what to use on a GPU no release covers
     source: str
 
     def runs_on(self, cc: str) -> str | None:

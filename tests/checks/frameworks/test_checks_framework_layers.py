@@ -123,16 +123,32 @@ def test_flash_attn_2_on_turing_names_the_1_x_line_and_sdpa() -> None:
     assert "scaled_dot_product_attention" in f.fix.text
 
 
-def test_flash_attn_before_2_7_3_on_blackwell_names_the_release_with_sm_120() -> None:
-    # flash-attn v2.7.3 adds sm_100 and sm_120 (CUDA 12.8 builds); 2.6.3 stops at sm_90.
+def test_flash_attn_before_2_7_3_on_blackwell_names_the_first_wheels_with_sm_120() -> None:
+    # flash-attn v2.7.3 adds sm_100 and sm_120 for CUDA 12.8 builds; its wheels (CUDA 12.3.2)
+    # and 2.7.4's (12.4.1) lack them; 2.8.0's are built with CUDA 12.9.0 (publish.yml).
     env = torch_251()
     fb.add(env, "flash-attn", "2.6.3")
     f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
     assert f.status is Status.FAIL
-    assert "flash-attn 2.7.3 is the first release with it" in f.title
-    assert f.fix is not None and "pip install --no-build-isolation 'flash-attn>=2.7.3'" in (
+    assert "flash-attn 2.8.0 is the first release with it" in f.title
+    assert f.fix is not None and "pip install --no-build-isolation 'flash-attn>=2.8.0'" in (
         f.fix.text
     )
+
+
+def test_a_flash_attn_2_7_4_wheel_named_cu12_is_judged_by_its_wheels_cuda() -> None:
+    # flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE: the name gives the CUDA major only; the
+    # release's wheels were built with CUDA 12.4.1, without sm_120.
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.7.4.post1")
+    env.extensions.append(ExtensionBuild("flash-attn", "2.7.4.post1", "12", "2.5", False, "w"))
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert "(built for CUDA 12.4.1) has no kernels for compute capability 12.0" in f.title
+    # The same release with no build facts (built from source, nvcc unknown) is not failed.
+    env.extensions.clear()
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
+    assert "no kernels" not in f.title
 
 
 def test_flash_attn_2_7_3_built_with_cuda_12_4_has_no_sm_120() -> None:

@@ -16,24 +16,35 @@ from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.layers import Layer
 
 
-def _covered(row: KernelArchs, cc: str, built_cuda: str | None) -> bool:
+def build_cuda(row: KernelArchs, built: ExtensionBuild | None) -> str | None:
+    """The CUDA this install was built with: the build facts' where they name a minor, the
+    release's prebuilt wheels' where they name the major alone (+cu12torch2.6: the wheel),
+    else unknown (a source build with whatever nvcc was there)."""
+    cuda = built.cuda if built else None
+    if cuda and "." in cuda:
+        return cuda
+    return row.wheel_cuda if cuda else None
+
+
+def _covered(row: KernelArchs, cc: str, cuda: str | None) -> bool:
     """Whether this release's build runs on `cc`; an arch added only from a CUDA newer than
     the build's known CUDA does not count (an unknown build CUDA is given the benefit)."""
     arch = row.runs_on(cc)
     if arch is None:
         return False
-    floor, have = parse_version(row.cuda_for.get(arch, "")), parse_version(built_cuda or "")
+    floor, have = parse_version(row.cuda_for.get(arch, "")), parse_version(cuda or "")
     return floor is None or have is None or have >= floor
 
 
 def _releases_for(ctx: Context, row: KernelArchs, cc: str) -> tuple[str, str] | None:
     """(pip requirement, words) of the releases whose builds carry code for `cc`: the first
-    later row, else the newest earlier line that had it (flash-attn 1.x on Turing)."""
+    later row whose prebuilt wheels do, else the newest earlier line that had it (flash-attn
+    1.x on Turing)."""
     rows = sorted(
         (k for k in ctx.compat.extensions.kernels if k.package == row.package),
         key=lambda k: k.start,
     )
-    later = [k for k in rows if k.start > row.start and k.runs_on(cc)]
+    later = [k for k in rows if k.start > row.start and _covered(k, cc, k.wheel_cuda)]
     if later:
         return f">={later[0].start}", f"{row.package} {later[0].start} is the first release with it"
     earlier = [i for i, k in enumerate(rows) if k.start < row.start and k.runs_on(cc)]
@@ -53,7 +64,7 @@ def kernel_archs_outcome(
     found = targets(ctx)
     if row is None or not found:
         return None
-    cuda = built.cuda if built else None
+    cuda = build_cuda(row, built)
     outside: list[Target] = [t for t in found if not _covered(row, t.cc, cuda)]
     if not outside:
         return None
