@@ -220,6 +220,6 @@ def test_kernel_archs_and_ptxas_rows_are_checked_as_they_load() -> None:
     assert jax.ptxas_behaviour("0.4.23") is None
     found = jax.ptxas_behaviour("0.4.31")
     assert found is not None and found.behaviour == "falls_back"
-    with pytest.raises(CompatError, match=r"behaviour must be one of fails, falls_back"):
+    with pytest.raises(CompatError, match=r"behaviour must be one of fails, falls_back, unknown"):
         bad_ptxas = {**ptxas, "behaviour": "slow"}
         JaxData.from_data(Path("jax.toml"), {"ptxas_newer_than_driver": [bad_ptxas]})

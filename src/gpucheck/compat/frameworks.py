@@ -218,11 +218,11 @@ class PtxasBehaviour(Struct, frozen=True):
     """What XLA does with a ptxas newer than the driver, from a jaxlib release on."""
 
     start: Version  # the TOML's `from`
-    behaviour: str  # "fails" | "falls_back"
+    behaviour: str  # "fails" | "falls_back" | "unknown" (neither shown by the sources)
     source: str
 
 
-PTXAS_BEHAVIOURS = ("fails", "falls_back")
+PTXAS_BEHAVIOURS = ("fails", "falls_back", "unknown")
 
 
 class JaxData(Releases[JaxRelease]):

@@ -395,6 +395,16 @@ def test_ptxas_newer_than_the_driver_fails_on_a_jaxlib_without_the_fallback() ->
     assert any("jax-ml/jax/issues/11967" in e for e in f.evidence)
 
 
+def test_ptxas_newer_than_the_driver_under_a_jaxlib_the_sources_leave_open_warns() -> None:
+    # No report read shows jaxlib 0.3.16 to 0.4.23 either way (compat/jax.toml): said so.
+    snap = machine(builders.h100(0), driver="535.154.05", cuda=12020)
+    env = fb.with_jax(fb.environment(), "0.4.20")
+    fb.add(env, "nvidia-cuda-nvcc-cu12", "12.3.107")
+    f = the(fb.on(snap, env), "frameworks.xla.compiler")
+    assert f.status is Status.WARN
+    assert "is not known for this release" in f.title and "jaxlib 0.4.20" in f.title
+
+
 def test_ptxas_newer_than_the_driver_warns_from_the_jaxlib_that_falls_back() -> None:
     # jax-ml/jax#19821: jaxlib 0.4.24, driver 535.154.05 (CUDA 12.2), ptxas 12.3.107: XLA
     # disables parallel compilation and runs.

@@ -117,6 +117,16 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
             f"compat data: {row.source}",
             fix=fix,
         )
+    if row is not None and row.behaviour == "unknown":
+        return Outcome.warn(
+            f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: whether jaxlib "
+            f"{jaxlib.version if jaxlib else '?'} falls back to serial compilation (0.4.24 on) "
+            "or fails to load its kernels (0.3.15 and before) is not known for this release",
+            how,
+            why,
+            f"compat data: {row.source}",
+            fix=fix,
+        )
     # From the jaxlib releases that notice (and under TensorFlow's XLA, not judged by
     # release), XLA falls back to serial compilation and runs: a warning that names the cost.
     return Outcome.warn(
