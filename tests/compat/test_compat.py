@@ -192,3 +192,34 @@ def test_compat_gpu_unknown_or_ambiguous_names_the_known_ones(query: str, messag
     with pytest.raises(answers.UnknownVersion) as info:
         answers.gpu(load(), query)
     assert str(info.value).startswith(message)
+
+
+def test_kernel_archs_and_ptxas_rows_are_checked_as_they_load() -> None:
+    """A [[kernel_archs]] row needs compute capabilities, and `cuda_for` only names archs the
+    row lists; a [[ptxas_newer_than_driver]] behaviour is one of two words."""
+    from gpucheck.compat.extensions import ExtensionData
+    from gpucheck.compat.frameworks import JaxData
+
+    row = {"package": "flash-attn", "from": "2.0.0", "archs": ["8.0", "9.0"]}
+    row |= {"instead": "SDPA", "source": "s"}
+    data = ExtensionData.from_data(Path("extensions.toml"), {"kernel_archs": [row]})
+    kernels = data.kernel_archs("flash-attn", "2.6.3+cu123torch2.4")
+    assert (
+        kernels is not None and kernels.runs_on("8.9") == "8.0" and kernels.runs_on("7.5") is None
+    )
+    assert data.kernel_archs("flash-attn", "1.0.9") is None
+    with pytest.raises(CompatError, match=r"kernel_archs\[0\]: archs must be compute capab"):
+        ExtensionData.from_data(
+            Path("extensions.toml"), {"kernel_archs": [{**row, "archs": ["x"]}]}
+        )
+    with pytest.raises(CompatError, match=r"cuda_for names an arch that archs does not list"):
+        bad = {**row, "cuda_for": {"12.0": "12.8"}}
+        ExtensionData.from_data(Path("extensions.toml"), {"kernel_archs": [bad]})
+    ptxas = {"from": "0.4.24", "behaviour": "falls_back", "source": "s"}
+    jax = JaxData.from_data(Path("jax.toml"), {"ptxas_newer_than_driver": [ptxas]})
+    assert jax.ptxas_behaviour("0.4.23") is None
+    found = jax.ptxas_behaviour("0.4.31")
+    assert found is not None and found.behaviour == "falls_back"
+    with pytest.raises(CompatError, match=r"behaviour must be one of fails, falls_back, unknown"):
+        bad_ptxas = {**ptxas, "behaviour": "slow"}
+        JaxData.from_data(Path("jax.toml"), {"ptxas_newer_than_driver": [bad_ptxas]})

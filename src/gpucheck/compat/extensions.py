@@ -1,5 +1,6 @@
 """Extensions built against torch (compat/extensions.toml): which torchvision / torchaudio go
-with which torch, and which framework releases are built against NumPy 2.
+with which torch, which framework releases are built against NumPy 2, and which GPUs the kernel
+packages' builds carry code for.
 
 The TensorRT releases (compat/tensorrt.toml) are read here too: a TensorRT wheel is another
 layer built against a CUDA major and a range of GPUs.
@@ -44,9 +45,37 @@ class NumpyAbi(Struct, frozen=True):
     source: str
 
 
+class KernelArchs(Struct, frozen=True):
+    """The compute capabilities a kernel package's CUDA build carries SASS for, from a release."""
+
+    package: str
+    start: Version  # the TOML's `from`: holds until the package's next row
+    archs: tuple[str, ...]  # "8.0": sm_80 (runs on 8.x from 8.0 up, never on another major)
+    cuda_for: dict[str, str]  # arch -> the lowest build CUDA that adds it
+    wheel_cuda: str | None  # the CUDA the release's prebuilt wheels are built with
+    instead: str  # what to use on a GPU no release covers
+    source: str
+
+    def runs_on(self, cc: str) -> str | None:
+        """The arch whose SASS runs on compute capability `cc`, or None."""
+        have = parse_version(cc)
+        for arch in self.archs:
+            want = parse_version(arch)
+            if have and want and want.major == have.major and want.minor <= have.minor:
+                return arch
+        return None
+
+
 class ExtensionData(Struct):
     pairings: list[Pairing]
     numpy: list[NumpyAbi]
+    kernels: list[KernelArchs] = []
+
+    def kernel_archs(self, package: str, version: str) -> KernelArchs | None:
+        """The row that holds for this release of `package` (local tags ignored)."""
+        have = parse_version(version.split("+", 1)[0])
+        rows = [k for k in self.kernels if k.package == package and have and k.start <= have]
+        return max(rows, key=lambda k: k.start) if rows else None
 
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any]) -> ExtensionData:
@@ -56,7 +85,15 @@ class ExtensionData(Struct):
             r.version("torch")  # validates it
             pairings.append(r.struct(Pairing))
         numpy = [r.struct(NumpyAbi, optional=("numpy1_builds",)) for r in rows.table("numpy_abi")]
-        return cls(pairings, numpy)
+        kernels = []
+        for r in rows.table("kernel_archs"):
+            row = r.struct(KernelArchs, start=r.version("from"))
+            if not row.archs or not all(parse_version(a) for a in row.archs):
+                raise CompatError(f'{r.where}: archs must be compute capabilities ("8.0")')
+            if not set(row.cuda_for) <= set(row.archs):
+                raise CompatError(f"{r.where}: cuda_for names an arch that archs does not list")
+            kernels.append(row)
+        return cls(pairings, numpy, kernels)
 
     def pairing(self, package: str, torch: str) -> Pairing | None:
         """The row naming the `package` versions built for this torch (exact rows first)."""

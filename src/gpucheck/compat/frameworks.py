@@ -214,15 +214,46 @@ class JaxRelease(Struct, frozen=True):
     source: str
 
 
+class PtxasBehaviour(Struct, frozen=True):
+    """What XLA does with a ptxas newer than the driver, from a jaxlib release on."""
+
+    start: Version  # the TOML's `from`
+    behaviour: str  # "fails" | "falls_back" | "unknown" (neither shown by the sources)
+    source: str
+
+
+PTXAS_BEHAVIOURS = ("fails", "falls_back", "unknown")
+
+
 class JaxData(Releases[JaxRelease]):
+    def __init__(
+        self, releases: list[JaxRelease], ptxas: list[PtxasBehaviour] | None = None
+    ) -> None:
+        super().__init__(releases)
+        self.ptxas = sorted(ptxas or [], key=lambda p: p.start)
+
     @classmethod
     def from_data(cls, path: Path, data: dict[str, Any]) -> JaxData:
-        return cls(
-            [
-                r.struct(JaxRelease, optional=("cuda_majors", "packages", "sass"))
-                for r in Rows(path, data).table("release")
-            ]
-        )
+        rows = Rows(path, data)
+        ptxas = []
+        for r in rows.table("ptxas_newer_than_driver"):
+            behaviour = r.text("behaviour")
+            if behaviour not in PTXAS_BEHAVIOURS:
+                raise CompatError(
+                    f"{r.where}: behaviour must be one of {', '.join(PTXAS_BEHAVIOURS)}"
+                )
+            ptxas.append(PtxasBehaviour(r.version("from"), behaviour, r.text("source")))
+        releases = [
+            r.struct(JaxRelease, optional=("cuda_majors", "packages", "sass"))
+            for r in rows.table("release")
+        ]
+        return cls(releases, ptxas)
+
+    def ptxas_behaviour(self, jaxlib: str) -> PtxasBehaviour | None:
+        """The row that holds for this jaxlib (None: no version, or no row at or below it)."""
+        have = parse_version(jaxlib.split("+", 1)[0])
+        rows = [p for p in self.ptxas if have is not None and p.start <= have]
+        return rows[-1] if rows else None
 
     def release(self, version: str) -> JaxRelease | None:
         wanted = parse_version(version)

@@ -5,7 +5,7 @@ asserted against the compat data (compat/extensions.toml, compat/tensorrt.toml).
 from __future__ import annotations
 
 import msgspec
-from support import builders
+from support import builders, more_builders
 from support import framework_builders as fb
 from support.evaluate import finding, the
 
@@ -108,6 +108,65 @@ def test_flash_attn_wheel_for_another_torch_is_rebuilt_against_this_one() -> Non
     assert "pip uninstall -y flash-attn && pip install --no-build-isolation flash-attn" in (
         f.fix.text
     )
+
+
+def test_flash_attn_2_on_turing_names_the_1_x_line_and_sdpa() -> None:
+    # flash-attn v2.0.0's setup.py comments sm_75 out (every 2.x tag builds sm_80 and up);
+    # v0.2.1 to v1.0.9 build sm_75.
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.6.3")
+    f = the(fb.on(more_builders.t4_vm(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert "flash-attn 2.6.3 has no kernels for compute capability 7.5" in f.title
+    assert "flash-attn releases before 2.0.0 have it" in f.title
+    assert f.fix is not None and "pip install --no-build-isolation 'flash-attn<2.0.0'" in f.fix.text
+    assert "scaled_dot_product_attention" in f.fix.text
+
+
+def test_flash_attn_before_2_7_3_on_blackwell_names_the_first_wheels_with_sm_120() -> None:
+    # flash-attn v2.7.3 adds sm_100 and sm_120 for CUDA 12.8 builds; its wheels (CUDA 12.3.2)
+    # and 2.7.4's (12.4.1) lack them; 2.8.0's are built with CUDA 12.9.0 (publish.yml).
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.6.3")
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert "flash-attn 2.8.0 is the first release with it" in f.title
+    assert f.fix is not None and "pip install --no-build-isolation 'flash-attn>=2.8.0'" in (
+        f.fix.text
+    )
+
+
+def test_a_flash_attn_2_7_4_wheel_named_cu12_is_judged_by_its_wheels_cuda() -> None:
+    # flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE: the name gives the CUDA major only; the
+    # release's wheels were built with CUDA 12.4.1, without sm_120.
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.7.4.post1")
+    env.extensions.append(ExtensionBuild("flash-attn", "2.7.4.post1", "12", "2.5", False, "w"))
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert "(built for CUDA 12.4.1) has no kernels for compute capability 12.0" in f.title
+    # The same release with no build facts (built from source, nvcc unknown) is not failed.
+    env.extensions.clear()
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
+    assert "no kernels" not in f.title
+
+
+def test_flash_attn_2_7_3_built_with_cuda_12_4_has_no_sm_120() -> None:
+    # sm_120 is built only when the build's CUDA is 12.8 or newer (setup.py at v2.7.3).
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.7.4")
+    env.extensions.append(ExtensionBuild("flash-attn", "2.7.4", "12.4", "2.5", False, "wheel"))
+    f = the(fb.on(fb.blackwell_workstation(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert "(built for CUDA 12.4) has no kernels for compute capability 12.0" in f.title
+
+
+def test_flash_attn_on_an_rtx_3060_runs_the_sm_80_code() -> None:
+    # An RTX 3060 (8.6) runs sm_80 SASS: same major, higher minor.
+    env = torch_251()
+    fb.add(env, "flash-attn", "2.6.3", ["torch"])
+    f = the(fb.on(builders.workstation(), env), "frameworks.torch.extensions")
+    assert f.status is not Status.FAIL and "no kernels" not in f.title
 
 
 def test_torchvision_for_another_cuda_major_fails() -> None:
@@ -320,6 +379,41 @@ def test_ptxas_newer_than_the_driver_warns() -> None:
     # cuda.toml [[toolkit]] 12.6.0: min_driver_linux = "560.28.03"
     assert f.fix is not None and "560.28.03" in f.fix.text
     assert "pip install 'nvidia-cuda-nvcc-cu12<12.5'" in f.fix.text
+
+
+def test_ptxas_newer_than_the_driver_fails_on_a_jaxlib_without_the_fallback() -> None:
+    # jax-ml/jax#11967: jaxlib 0.3.15, ptxas 11.6 (CUDA 11.6.2) on driver 470 (CUDA 11.4): 'no
+    # kernel image is available'. compat/jax.toml: releases before 0.4.24 do not fall back.
+    snap = machine(builders.h100(0), driver="470.141.03", cuda=11040)
+    snap.cuda.ptxas = [
+        ToolVersion("ptxas", "/usr/local/cuda-11.6/bin/ptxas", "cuda_home", "11.6.124")
+    ]
+    env = fb.with_jax(fb.environment(), "0.3.15", plugin=None)
+    f = the(fb.on(snap, env), "frameworks.xla.compiler")
+    assert f.status is Status.FAIL
+    assert "jaxlib 0.3.15 does not fall back" in f.title and "no kernel image" in f.title
+    assert any("jax-ml/jax/issues/11967" in e for e in f.evidence)
+
+
+def test_ptxas_newer_than_the_driver_under_a_jaxlib_the_sources_leave_open_warns() -> None:
+    # No report read shows jaxlib 0.3.16 to 0.4.23 either way (compat/jax.toml): said so.
+    snap = machine(builders.h100(0), driver="535.154.05", cuda=12020)
+    env = fb.with_jax(fb.environment(), "0.4.20")
+    fb.add(env, "nvidia-cuda-nvcc-cu12", "12.3.107")
+    f = the(fb.on(snap, env), "frameworks.xla.compiler")
+    assert f.status is Status.WARN
+    assert "is not known for this release" in f.title and "jaxlib 0.4.20" in f.title
+
+
+def test_ptxas_newer_than_the_driver_warns_from_the_jaxlib_that_falls_back() -> None:
+    # jax-ml/jax#19821: jaxlib 0.4.24, driver 535.154.05 (CUDA 12.2), ptxas 12.3.107: XLA
+    # disables parallel compilation and runs.
+    snap = machine(builders.h100(0), driver="535.154.05", cuda=12020)
+    env = fb.with_jax(fb.environment(), "0.4.24")
+    fb.add(env, "nvidia-cuda-nvcc-cu12", "12.3.107")
+    f = the(fb.on(snap, env), "frameworks.xla.compiler")
+    assert f.status is Status.WARN and "serial compilation" in f.title
+    assert any("jax-ml/jax/issues/19821" in e for e in f.evidence)
 
 
 def test_ptxas_the_driver_supports_passes() -> None:

@@ -19,6 +19,7 @@ from packaging.version import Version
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
 from gpucheck.checks.frameworks.driver_fit import cc_list, targets
+from gpucheck.checks.frameworks.kernel_archs import kernel_archs_outcome
 from gpucheck.checks.frameworks.packages import requirements_of, satisfies
 from gpucheck.checks.frameworks.per_environment import change, framework_check, merge, pip_step
 from gpucheck.checks.frameworks.runtime_fixes import import_command
@@ -198,6 +199,9 @@ def judge(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribut
     low = vllm_below_floor(ctx, dist)
     if low is not None:
         return low
+    no_kernels = kernel_archs_outcome(ctx, env, dist, build_of(env, dist.name))
+    if no_kernels is not None:
+        return no_kernels
     pin = torch_pin(ctx, env, dist)
     if pin is not None and satisfies(pin, torch_version) is False:
         return Outcome.fail(

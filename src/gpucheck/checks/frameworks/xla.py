@@ -104,14 +104,38 @@ def _tool(ctx: Context, env: PythonEnvironment, name: str) -> Outcome | None:
             Layer.CUDA,
         )
     fix = Fix.of(upgrade_driver(ctx, version), OR, keep)
-    # JAX still runs: XLA notices and falls back to the driver's compiler, serially
-    # (jax-ml/jax#25718 ran so): a warning that names the cost, not a failure.
+    jaxlib = env.dist("jaxlib")
+    row = ctx.compat.jax.ptxas_behaviour(jaxlib.version) if jaxlib is not None else None
+    if row is not None and row.behaviour == "fails":
+        # Older jaxlib releases do not notice: the kernels ptxas wrote do not load.
+        return Outcome.fail(
+            f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: jaxlib "
+            f"{jaxlib.version if jaxlib else '?'} does not fall back, so its kernels fail to load "
+            "('no kernel image is available for execution on the device')",
+            how,
+            why,
+            f"compat data: {row.source}",
+            fix=fix,
+        )
+    if row is not None and row.behaviour == "unknown":
+        return Outcome.warn(
+            f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: whether jaxlib "
+            f"{jaxlib.version if jaxlib else '?'} falls back to serial compilation (0.4.24 on) "
+            "or fails to load its kernels (0.3.15 and before) is not known for this release",
+            how,
+            why,
+            f"compat data: {row.source}",
+            fix=fix,
+        )
+    # From the jaxlib releases that notice (and under TensorFlow's XLA, not judged by
+    # release), XLA falls back to serial compilation and runs: a warning that names the cost.
     return Outcome.warn(
         f"XLA's {name} {mm} is newer than the driver's CUDA {have or '?'}: XLA falls back to "
         "slower, serial compilation (code it compiled itself would not load: 'the provided PTX "
         "was compiled with an unsupported toolchain')",
         how,
         why,
+        *([f"compat data: {row.source}"] if row is not None else []),
         fix=fix,
     )
 

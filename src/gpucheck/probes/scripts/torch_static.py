@@ -57,7 +57,10 @@ MAX_JSON_BYTES = 1 << 16
 
 
 def cuda_of_digits(digits: str) -> str:
-    """ "124" -> "12.4", "118" -> "11.8", "92" -> "9.2"."""
+    """ "124" -> "12.4", "118" -> "11.8", "92" -> "9.2"; "12" -> "12": flash-attn's wheels from
+    2.7.x name the CUDA major alone (+cu12torch2.6), and no CUDA 1.x exists."""
+    if len(digits) == 2 and digits[0] == "1":
+        return digits
     return f"{digits[:-1]}.{digits[-1]}"
 
 

@@ -1,0 +1,100 @@
+"""Kernel packages (flash-attn) against the GPUs here: a release's CUDA build carries SASS for
+the compute capabilities its setup.py lists (compat/extensions.toml [[kernel_archs]]) and no
+PTX, so a GPU outside that list gets "no kernel image is available for execution on the
+device" at the first call. Read from the release alone, before anything is imported."""
+
+from __future__ import annotations
+
+from gpucheck.checks.context import Context
+from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets
+from gpucheck.checks.frameworks.per_environment import change, pip_step
+from gpucheck.compat import parse_version
+from gpucheck.compat.extensions import KernelArchs
+from gpucheck.model.environments import Distribution, ExtensionBuild, PythonEnvironment
+from gpucheck.model.finding import Outcome
+from gpucheck.model.fix import OR, Fix, Step
+from gpucheck.model.layers import Layer
+
+
+def build_cuda(row: KernelArchs, built: ExtensionBuild | None) -> str | None:
+    """The CUDA this install was built with: the build facts' where they name a minor, the
+    release's prebuilt wheels' where they name the major alone (+cu12torch2.6: the wheel),
+    else unknown (a source build with whatever nvcc was there)."""
+    cuda = built.cuda if built else None
+    if cuda and "." in cuda:
+        return cuda
+    return row.wheel_cuda if cuda else None
+
+
+def _covered(row: KernelArchs, cc: str, cuda: str | None) -> bool:
+    """Whether this release's build runs on `cc`; an arch added only from a CUDA newer than
+    the build's known CUDA does not count (an unknown build CUDA is given the benefit)."""
+    arch = row.runs_on(cc)
+    if arch is None:
+        return False
+    floor, have = parse_version(row.cuda_for.get(arch, "")), parse_version(cuda or "")
+    return floor is None or have is None or have >= floor
+
+
+def _releases_for(ctx: Context, row: KernelArchs, cc: str) -> tuple[str, str] | None:
+    """(pip requirement, words) of the releases whose builds carry code for `cc`: the first
+    later row whose prebuilt wheels do, else the newest earlier line that had it (flash-attn
+    1.x on Turing)."""
+    rows = sorted(
+        (k for k in ctx.compat.extensions.kernels if k.package == row.package),
+        key=lambda k: k.start,
+    )
+    later = [k for k in rows if k.start > row.start and _covered(k, cc, k.wheel_cuda)]
+    if later:
+        return f">={later[0].start}", f"{row.package} {later[0].start} is the first release with it"
+    earlier = [i for i, k in enumerate(rows) if k.start < row.start and k.runs_on(cc)]
+    if not earlier:
+        return None
+    upto = rows[earlier[-1] + 1].start
+    return f"<{upto}", f"{row.package} releases before {upto} have it"
+
+
+def kernel_archs_outcome(
+    ctx: Context, env: PythonEnvironment, dist: Distribution, built: ExtensionBuild | None
+) -> Outcome | None:
+    """A failure where no GPU here is in the release's arch list, a warning where some are
+    not (CUDA_VISIBLE_DEVICES can leave them out); None where every GPU is covered or the
+    release is not in the data."""
+    row = ctx.compat.extensions.kernel_archs(dist.name, dist.version)
+    found = targets(ctx)
+    if row is None or not found:
+        return None
+    cuda = build_cuda(row, built)
+    outside: list[Target] = [t for t in found if not _covered(row, t.cc, cuda)]
+    if not outside:
+        return None
+    ccs = ", ".join(cc_list(outside))
+    archs = ", ".join(row.archs)
+    other = _releases_for(ctx, row, outside[0].cc)
+    use_instead = Step.manual(f"use {row.instead} on compute capability {ccs}", Layer.EXTENSIONS)
+    if other is not None:
+        want, where = other
+        fix = Fix.of(
+            pip_step(
+                ctx,
+                env,
+                f"install a {dist.name} release that carries code for {ccs}",
+                f"pip install --no-build-isolation '{dist.name}{want}'",
+                [change(env, dist.name, requirement=want)],
+                Layer.EXTENSIONS,
+            ),
+            OR,
+            use_instead,
+        )
+    else:
+        fix = Fix.of(use_instead)
+        where = f"no {dist.name} release builds for it"
+    verdict = Outcome.fail if len(outside) == len(found) else Outcome.warn
+    built_from = f" (built for CUDA {cuda})" if cuda else ""
+    return verdict(
+        f"{dist.name} {dist.version}{built_from} has no kernels for compute capability {ccs}: "
+        f"its build carries code for {archs} only, so its kernels fail there; {where}",
+        *(f"{t.label}: compute capability {t.cc}" for t in outside),
+        f"compat data: {row.source}",
+        fix=fix,
+    )
