@@ -116,11 +116,11 @@ def _from_index(path: Path) -> ModelShape:
     if not isinstance(weight_map, dict) or not weight_map:
         raise ModelError(f"{path}: no weight_map (not a safetensors index)")
     shards = sorted({str(v) for v in weight_map.values()})
-    for shard in shards:
+    for name in shards:
         # A shard is a file beside the index: a name reaching elsewhere is refused, never read.
-        parts = PurePosixPath(shard.replace("\\", "/")).parts
-        if not parts or shard.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
-            raise ModelError(f"{path}: shard {shard!r} is not a file beside the index: refused")
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if not parts or name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise ModelError(f"{path}: shard {name!r} is not a file beside the index: refused")
     present = [path.parent / s for s in shards if (path.parent / s).is_file()]
     if len(present) == len(shards):
         counts: Counter[str] = Counter()

@@ -12,6 +12,7 @@ from support import builders
 from support.evaluate import finding, the
 from support.network_facts import dgx, set_port
 
+from gpucheck.model.snapshot import NvmlError
 from gpucheck.probes.network import probe_network
 
 
@@ -52,7 +53,7 @@ def test_a_container_given_one_gpu_of_an_eight_gpu_host_is_judged_as_single_gpu(
     snap.nvml.gpus = snap.nvml.gpus[:1]  # NVML sees the one the container was given
     set_port(snap, 3, state="1: DOWN", phys_state="2: Polling")
     assert the(snap, "network.rdma-ports").status.value == "warn"
-    snap.nvml.init_error = "NVML_ERROR_DRIVER_NOT_LOADED"  # NVML silent: the PCI count rules
+    snap.nvml.init_error = NvmlError(9, "DriverNotLoaded")  # NVML silent: PCI's count rules
     assert the(snap, "network.rdma-ports").status.value == "fail"
 
 
