@@ -1,5 +1,6 @@
-"""Rank 0 of a job with no interpreter that has torch: it could not join, so it could not tell
-(exit 5) and blames no other rank."""
+"""Could not tell (exit 5), never a verdict on other nodes: rank 0 with no interpreter that has
+torch (it could not join, so it blames no other rank), and a rank whose rank 0 went dark (it
+gives up on its own, inside the Slurm wrapper's margin, rather than be killed and drained)."""
 
 from __future__ import annotations
 
