@@ -105,8 +105,9 @@ def usable_standard_streams() -> None:
 _REPLACED: list[object] = []
 
 
-def output_target(path: str) -> tuple[str, bool]:
-    """Where `-o PATH` writes, and whether by replacing a regular file.
+def output_target(path: str, option: str = "--output") -> tuple[str, bool]:
+    """Where `-o PATH` writes, and whether by replacing a regular file (`option`: the option
+    that named it, which its errors name).
 
     A regular file (or a link to one, followed) is replaced atomically by a complete one,
     keeping its owner and mode. Anything else that exists and is not a folder (a character
@@ -118,19 +119,19 @@ def output_target(path: str) -> tuple[str, bool]:
     except FileNotFoundError:
         real = os.path.realpath(path)  # a dangling link: create its target
         if not os.path.isdir(os.path.dirname(real) or "."):
-            raise UserError(f"--output: folder {os.path.dirname(real)} does not exist") from None
+            raise UserError(f"{option}: folder {os.path.dirname(real)} does not exist") from None
         return real, True
     except OSError as exc:
-        raise UserError(f"--output: {path}: {exc.strerror}") from None
+        raise UserError(f"{option}: {path}: {exc.strerror}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise UserError(f"--output: {path} is a folder")
+        raise UserError(f"{option}: {path} is a folder")
     # /dev/stdout, /dev/fd/N and /proc/self/fd/N name an open descriptor, whatever it is.
     special = os.path.abspath(path).startswith(("/dev/", "/proc/"))
     if stat.S_ISREG(st.st_mode) and not special:
         # Renaming into place needs only the folder's permission: a file this user may not
         # write (another user's, or read-only) is refused, as the shell's `>` refuses it.
         if not _may_write(path):
-            raise UserError(f"--output: {path}: Permission denied (it is not replaced)")
+            raise UserError(f"{option}: {path}: Permission denied (it is not replaced)")
         return os.path.realpath(path), True
     return path, False
 
@@ -183,12 +184,14 @@ def replace_atomically(
         raise
 
 
-def input_as_output(output: str, name: str) -> str:
+def input_as_output(output: str, name: str, option: str = "--output") -> str:
     """The one refusal of an output that is one of the command's inputs (every command)."""
-    return f"--output: {output} is one of the inputs ({name}): it would be overwritten"
+    return f"{option}: {output} is one of the inputs ({name}): it would be overwritten"
 
 
-def refuse_input_as_output(output: str | None, inputs: Iterable[str | None] = ()) -> None:
+def refuse_input_as_output(
+    output: str | None, inputs: Iterable[str | None] = (), option: str = "--output"
+) -> None:
     """UserError if `-o output` names a file this command reads: one of `inputs` (named by the
     caller before reading them) or any file noted as read (inputs.note_input). The same file
     is caught by its resolved path (a symbolic link, `./x`) and by its (device, inode) (a
@@ -210,11 +213,14 @@ def refuse_input_as_output(output: str | None, inputs: Iterable[str | None] = ()
                 noted.setdefault(name, (sub.st_dev, sub.st_ino))
     for name, identity in noted.items():
         if identity == (st.st_dev, st.st_ino) or os.path.realpath(name) == real:
-            raise UserError(input_as_output(output, name))
+            raise UserError(input_as_output(output, name, option))
 
 
 def write_output(
-    path: str | None, write: Callable[[IO[str]], object], inputs: Iterable[str | None] = ()
+    path: str | None,
+    write: Callable[[IO[str]], object],
+    inputs: Iterable[str | None] = (),
+    option: str = "--output",
 ) -> None:
     """Write to stdout, or to `path` (see output_target), which is never one of the command's
     inputs (refuse_input_as_output: `inputs`, and every file noted as read). A reader that
@@ -225,14 +231,14 @@ def write_output(
             write(sys.stdout)
             sys.stdout.flush()
         else:
-            refuse_input_as_output(path, inputs)
-            target, replace = output_target(path)
+            refuse_input_as_output(path, inputs, option)
+            target, replace = output_target(path, option)
             if replace:
                 try:
                     replace_atomically(target, write)
                 except FolderError as exc:
                     raise UserError(
-                        f"--output: cannot write in {exc.filename}: {exc.strerror}"
+                        f"{option}: cannot write in {exc.filename}: {exc.strerror}"
                     ) from None
             else:
                 with open(target, "w", encoding="utf-8", errors=UNENCODABLE) as stream:

@@ -171,3 +171,12 @@ def test_a_bundle_that_inflates_past_the_bound_is_cut_off(monkeypatch: pytest.Mo
     assert len(bomb) < 1 << 14
     with pytest.raises(BundleError, match="over 1 MiB decompressed: not a bundle"):
         bundle_member(bomb, "snapshot.json")
+
+
+def test_a_bundle_path_that_cannot_be_written_names_bundle(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder" / "b.tar.gz"
+    done = run_gpucheck("snapshot", "--bundle", str(missing), "--timeout", "30")
+    assert done.returncode == 2
+    assert done.stderr == f"gpucheck: --bundle: folder {missing.parent} does not exist\n"
+    folder = run_gpucheck("snapshot", "--bundle", str(tmp_path), "--timeout", "30")
+    assert folder.stderr == f"gpucheck: --bundle: {tmp_path} is a folder\n"

@@ -150,6 +150,20 @@ def test_safetensors_index_sums_its_shards_or_falls_back_to_total_size(tmp_path:
     assert only.params == 0 and only.param_bytes == 210
 
 
+@pytest.mark.parametrize("shard", ["../outside.safetensors", "/etc/passwd", "a/../../b"])
+def test_safetensors_index_refuses_shards_outside_its_folder(tmp_path: Path, shard: str) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    _write_safetensors(tmp_path / "outside.safetensors", {"a": ("F16", [10, 10])})
+    index = model / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"a": shard}}))
+    with pytest.raises(ModelError) as raised:
+        from_safetensors(index)
+    assert str(raised.value) == (
+        f"{index}: shard {shard!r} is not a file beside the index: refused"
+    )
+
+
 @pytest.mark.parametrize(
     ("content", "words"),
     [

@@ -286,3 +286,13 @@ def test_the_token_goes_to_the_hub_and_never_to_the_cdn_it_redirects_to(tmp_path
     assert len(cdn.log) == 4  # two ranges of each shard, at the CDN
     assert [s.token for s in cdn.log] == [False] * 4
     assert hub.log and all(s.token for s in hub.log)
+
+
+def test_a_hub_trickling_its_answer_is_cut_at_the_timeout(hub: Hub, tmp_path: Path) -> None:
+    env = {"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(tmp_path), "HOME": str(tmp_path)}
+    hub.trickle = 0.05  # config.json's 546 bytes would take 27 s
+    slow = FitRequest(model="org/tiny", options=Request(timeout=1.0), gpu_memory="8GiB")
+    started = time.monotonic()
+    with pytest.raises(ModelUnreachable, match="did not answer in time"):
+        run(slow, env)
+    assert time.monotonic() - started < 3.0  # the 1 s bound, and one byte's wait

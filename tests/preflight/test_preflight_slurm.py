@@ -177,7 +177,10 @@ def test_preflight_prolog_drains_the_node_the_verdict_names_and_spares_a_sound_o
         )
         gpucheck.chmod(0o755)
         (tmp_path / f"{name}.conf").write_text(
-            f'GPUCHECK="{gpucheck}"\nGPUCHECK_ARGS="--python {torch_python} {skips}"\n'
+            # The health gate's documented options, which preflight does not take: its own
+            # are PREFLIGHT_ARGS.
+            f'GPUCHECK="{gpucheck}"\nGPUCHECK_ARGS="--min-gpus 8 --strict"\n'
+            f'PREFLIGHT_ARGS="--python {torch_python} {skips}"\n'
             f'TIMEOUT=60\nSCONTROL="{scontrol}"\nNODE={HOST}\n'
         )
     prolog = {**slurm_env, "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": HOST}

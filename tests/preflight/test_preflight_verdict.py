@@ -168,3 +168,34 @@ def test_exit_for_node_fails_only_the_ranks_the_verdict_names() -> None:
     assert [rank_exit_code(verdict.exit_code, r in (1, 2)) for r in range(4)] == [0, 1, 1, 0]
     # Could not tell stays could not tell: nobody is named, nobody is cleared.
     assert rank_exit_code(5, False) == 5
+
+
+def test_exit_for_node_fails_every_rank_when_the_verdict_blames_none() -> None:
+    wrong_sum = judge(healthy(allreduce=allreduce(correct=False)))
+    assert named_ranks(wrong_sum) == [0, 1, 2, 3]
+    unfinished = judge(
+        healthy(allreduce=None, times=[], survived=[0, 1, 2, 3], collective_error="timed out")
+    )
+    (problem,) = unfinished.problems
+    assert (problem.title, problem.ranks) == ("the all-reduce did not complete", [])
+    assert named_ranks(unfinished) == [0, 1, 2, 3]
+    codes = [rank_exit_code(unfinished.exit_code, r in named_ranks(unfinished)) for r in range(4)]
+    assert codes == [1, 1, 1, 1]
+
+
+def test_the_last_line_follows_the_exit_code() -> None:
+    no_torch = Exchange(
+        world=2,
+        launcher="torchrun",
+        reports=[rank(0, "a")],
+        error="no interpreter with torch to join the job (looked at: /usr/bin/python3)",
+    )
+    text = io.StringIO()
+    render_text(judge(no_torch), text)
+    last = text.getvalue().splitlines()[-1]
+    assert last == (
+        "Could not tell: no interpreter with torch to join the job (looked at: /usr/bin/python3)"
+    )
+    failing = io.StringIO()
+    render_text(judge(healthy(allreduce=allreduce(correct=False))), failing)
+    assert failing.getvalue().splitlines()[-1] == "Not ready: 1 problem"

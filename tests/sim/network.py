@@ -240,3 +240,22 @@ def port(network: Network, nic: int, **changes: object) -> Network:
     device = network.nics[nic]
     device.ports = [replace(device.ports[0], **changes), *device.ports[1:]]  # type: ignore[arg-type]
     return network
+
+
+def second_ports(network: Network, **changes: object) -> Network:
+    """`network` with each RDMA NIC a dual-port card as mlx5 shows one: the second port is its
+    own device on function 1 of the same slot, with its own port 1 (mlx5_0 on 0000:19:00.0 and
+    mlx5_8 on 0000:19:00.1), left unplugged (DOWN, Polling) unless `changes` say otherwise."""
+    count = len(network.nics)
+    for i, nic in enumerate(list(network.nics)):
+        unused = Port(state=POLLING[0], phys_state=POLLING[1], rate="10 Gb/sec (4X SDR)")
+        network.nics.append(
+            replace(
+                nic,
+                name=f"mlx5_{count + i}",
+                address=nic.address.rpartition(".")[0] + ".1",
+                netdev=nic.netdev + "f1",
+                ports=[replace(unused, **changes)],  # type: ignore[arg-type]
+            )
+        )
+    return network

@@ -9,6 +9,8 @@ and for gpucheck's metadata reader:
   `GatedRepo`; a missing revision: 404 `RevisionNotFound`; a missing file: 404 `EntryNotFound`
   (the codes huggingface_hub's utils/_http.py reads);
 - `delay`: every answer waits that long (a Hub that does not answer in time).
+- `trickle`: every body is sent a byte at a time, that many seconds apart (a slow link that
+  keeps a connection alive while it never delivers in time).
 
 Every request is logged (path, Range, bytes sent, whether it carried a token).
 """
@@ -50,6 +52,7 @@ class Served:
 class Hub:
     repos: dict[str, Repo]
     delay: float = 0.0
+    trickle: float = 0.0  # seconds between a body's bytes; 0: sent at once
     log: list[Served] = field(default_factory=list)
     url: str = ""
     cdn: str | None = None  # redirect LFS files to this server instead (http://host:port)
@@ -148,7 +151,11 @@ def _handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                if body:
+                if body and hub.trickle:
+                    for i in range(len(data)):
+                        self.wfile.write(data[i : i + 1])
+                        time.sleep(hub.trickle)
+                elif body:
                     self.wfile.write(data)
 
     return Handler

@@ -32,7 +32,8 @@ EXIT_CODES = {
     "rank is slower than --min-fraction of the median",
     ExitStatus.FAILED: "a rank's doctor failed, a rank never arrived or was lost in the "
     "all-reduce, the sum was wrong, or a rank is a straggler (every rank exits so; with "
-    "--exit-for node only the ranks named)",
+    "--exit-for node only the ranks named, or every rank where the verdict names none: a "
+    "wrong sum, an all-reduce that did not complete)",
     ExitStatus.UNKNOWN: "could not tell: no torch to join the job with, a rank's doctor could "
     "not tell, or this rank never heard rank 0's verdict",
 }
@@ -93,7 +94,9 @@ def preflight(
             metavar="job|node",
             help="job: every rank exits with the job's verdict; node: a rank exits 1 only where "
             "the verdict names it (its node's checks, a straggler, lost), 0 where another rank "
-            "is the cause, as a Slurm prolog needs (its exit 1 drains the node it runs on).",
+            "is the cause, as a Slurm prolog needs (its exit 1 drains the node it runs on); "
+            "every rank 1 where none is to blame (a wrong sum, an all-reduce that did not "
+            "complete).",
         ),
     ] = "job",
     size: Annotated[
@@ -115,6 +118,15 @@ def preflight(
             "repeatable).",
         ),
     ] = None,
+    job_pids: Annotated[
+        str | None,
+        typer.Option(
+            "--job-pids",
+            metavar="PIDS",
+            help="Passed to each node's doctor: the PIDs of running jobs (e.g. from `scontrol "
+            'listpids`; "" for none), whose GPU memory and exclusive-process GPUs are normal.',
+        ),
+    ] = None,
     strict: StrictOpt = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show each rank's time.")
@@ -132,6 +144,7 @@ def preflight(
         python=one_python(pythons),
         strict=strict,
         skip=tuple(skip or ()),
+        job_pids=job_pids,
         exit_for=exit_for,
         allreduce_bytes=parse_size(size, "--size", require_unit=True),
         compat_dirs=tuple(compat_dir or ()),

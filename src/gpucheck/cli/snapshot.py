@@ -22,6 +22,7 @@ from gpucheck.cli.common import (
 )
 from gpucheck.exit_status import ExitStatus
 from gpucheck.model.snapshot import dumps
+from gpucheck.outputs import output_target
 
 # What --help lists under "Exit codes" (with those every command shares).
 EXIT_CODES = {
@@ -60,10 +61,12 @@ def snapshot(
     if bundle is not None:
         if output is not None:
             raise UserError("--bundle FILE and -o FILE: the bundle holds the snapshot; give one")
-        refuse_input_as_output(bundle, python_inputs(python))
+        refuse_input_as_output(bundle, python_inputs(python), "--bundle")
+        if bundle != "-":
+            output_target(bundle, "--bundle")  # a folder, a missing one: said before probing
         facts = probe_here(timeout, python, deep, host_id, False)
         data = make_bundle(facts, redact is not False, tuple(compat_dir or ()))
-        write_output(bundle, lambda stream: _write_bytes(stream, data))
+        write_output(bundle, lambda stream: _write_bytes(stream, data), option="--bundle")
         return
     if compat_dir:
         raise UserError("--compat-dir goes with --bundle (a snapshot is facts, judged later)")

@@ -128,8 +128,11 @@ class HubClient:
         self, hub_id: HubId, response: Any, limit: int, byte_range: tuple[int, int] | None, url: str
     ) -> Reply:
         body = bytearray()
-        while len(body) <= limit:  # (chunks: a slow trickle still meets the deadline)
-            chunk = response.read(min(65536, limit + 1 - len(body)))
+        while len(body) <= limit:
+            # read1: what has arrived, after at most one receive (read waits for every byte
+            # asked for, so a server trickling a byte a second would outlast --timeout), and
+            # the deadline checked after each piece.
+            chunk = response.read1(min(65536, limit + 1 - len(body)))
             if not chunk:
                 break
             body += chunk

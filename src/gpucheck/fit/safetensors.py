@@ -14,7 +14,7 @@ import math
 import os
 import struct
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpucheck.fit.shape import ModelError, ModelShape, read_json
@@ -116,6 +116,11 @@ def _from_index(path: Path) -> ModelShape:
     if not isinstance(weight_map, dict) or not weight_map:
         raise ModelError(f"{path}: no weight_map (not a safetensors index)")
     shards = sorted({str(v) for v in weight_map.values()})
+    for name in shards:
+        # A shard is a file beside the index: a name reaching elsewhere is refused, never read.
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if not parts or name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise ModelError(f"{path}: shard {name!r} is not a file beside the index: refused")
     present = [path.parent / s for s in shards if (path.parent / s).is_file()]
     if len(present) == len(shards):
         counts: Counter[str] = Counter()

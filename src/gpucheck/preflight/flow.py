@@ -37,6 +37,10 @@ STEPS = 20  # local steps each rank times, for stragglers
 # collective; the rest is for handing out the verdict.
 ARRIVAL_SHARE, COLLECTIVE_SHARE = 0.5, 0.3
 EXIT_FOR = ("job", "node")
+# How long past its budget another rank waits for rank 0's verdict: inside the Slurm wrapper's
+# 10 s margin (it passes --timeout TIMEOUT - 10 and kills at TIMEOUT), so a follower whose rank
+# 0 went dark says so and exits 5 itself rather than be killed, which would drain its node.
+FOLLOWER_GRACE = 5.0
 
 
 class PreflightRequest(Struct, frozen=True, kw_only=True):
@@ -48,6 +52,7 @@ class PreflightRequest(Struct, frozen=True, kw_only=True):
     python: str | None = None  # the interpreter whose torch joins the job
     strict: bool = False
     skip: tuple[str, ...] = ()  # the doctor's checks not to run (ids, prefixes or sections)
+    job_pids: str | None = None  # the doctor's --job-pids: running jobs' GPU use is normal
     # Every rank's exit: the job's verdict ("job"), or its own share of it ("node": 1 only
     # where the verdict names this rank, as a prolog needs: Slurm drains the node it runs on).
     exit_for: str = "job"
@@ -120,7 +125,7 @@ def _take_part(
         looked = ", ".join(found.looked_at) or "none"
         exchange.error = f"no interpreter with torch to join the job (looked at: {looked})"
         exchange.reports.append(mine)
-        exchange.missing = [r for r in range(where.world) if r != where.rank]
+        # No rank is missing: this one could not join, so nobody could tell who would have.
         return ExitStatus.UNKNOWN, False, exchange.error
     mine.python, mine.torch = found.python, found.version
     args = {
@@ -137,7 +142,7 @@ def _take_part(
     }
     stop.raising = False  # from here a SIGTERM ends the exchange, which keeps what it has
     if where.rank != 0:
-        return rendezvous.follow(found.python, args, mine, env, budget + 30, stop.event)
+        return rendezvous.follow(found.python, args, mine, env, budget + FOLLOWER_GRACE, stop.event)
 
     def decide(seen: Exchange) -> tuple[int, list[int]]:
         verdict = judge(seen, request.min_fraction)
@@ -157,6 +162,7 @@ def _doctor(request: PreflightRequest) -> Report:
                 timeout=request.probe_timeout,
                 strict=request.strict,
                 skip=request.skip,
+                job_pids=request.job_pids,
                 compat_dirs=request.compat_dirs,
                 caller=Caller.COMMAND_LINE,
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from gpucheck.exit_status import ExitStatus
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.json_schema import components, document, version_property
 from gpucheck.model.plural import counted
@@ -67,9 +68,19 @@ def render_text(verdict: JobVerdict, stream: IO[str], verbose: bool = False) -> 
         )
     lines += [
         "",
-        ("Ready: " if verdict.ready else "Not ready: ") + verdict.summary.split(": ", 1)[-1],
+        _verdict_prefix(verdict.exit_code) + verdict.summary.split(": ", 1)[-1],
     ]
     stream.write("\n".join(printable(line) for line in lines) + "\n")
+
+
+def _verdict_prefix(exit_code: int) -> str:
+    """The last line's word, from the exit code: 0 ready, 1 not ready, 3 and 5 could not tell
+    (a broken or unmeasured job is no verdict on the nodes)."""
+    if exit_code == ExitStatus.OK:
+        return "Ready: "
+    if exit_code == ExitStatus.FAILED:
+        return "Not ready: "
+    return "Could not tell: "
 
 
 def render_junit(verdict: JobVerdict, stream: IO[str], verbose: bool = False) -> None:

@@ -77,8 +77,16 @@ RANK_CAUSES = ("checks", "straggler", "lost")
 
 
 def named_ranks(verdict: JobVerdict) -> list[int]:
-    """The ranks the verdict names as a cause (for --exit-for node: each exits 1 alone)."""
+    """The ranks --exit-for node fails (exit 1): those the verdict names as a cause; every
+    rank where a problem blames none (a wrong sum, an all-reduce that did not complete with
+    no rank lost), as no node can be cleared and the job must not start."""
+    if any(_blames_no_rank(p) for p in verdict.problems):
+        return list(range(verdict.world))
     return sorted({r for p in verdict.problems if p.kind in RANK_CAUSES for r in p.ranks})
+
+
+def _blames_no_rank(problem: JobProblem) -> bool:
+    return problem.kind == "collective" or (problem.kind == "lost" and not problem.ranks)
 
 
 def rank_exit_code(job_code: int, named: bool) -> int:

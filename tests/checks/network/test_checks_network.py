@@ -83,12 +83,12 @@ def test_one_port_at_200g_among_400g_is_a_warning() -> None:
     ]
 
 
-def test_rdma_devices_with_no_port_up_fail_eight_gpus_and_warn_one() -> None:
+def test_rdma_devices_with_no_port_up_warn_eight_gpus_and_one() -> None:
     snap = dgx(builders.h100_node(8))
     for i in range(8):
         set_port(snap, i, state="1: DOWN", phys_state="2: Polling")
     found = the(snap, "network.rdma-usable")
-    assert found.status.value == "fail"
+    assert found.status.value == "warn"  # a standalone node trains without RDMA
     assert found.title.startswith("None of the 8 RDMA device(s) has an ACTIVE port")
     assert finding(snap, "network.rdma-ports") is None  # no kind is up: this check says it
     one = dgx(builders.node([builders.h100(0)]))

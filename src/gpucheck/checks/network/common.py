@@ -23,8 +23,10 @@ GPU_OPERATOR_RDMA = (
 
 
 def gpu_count(ctx: Context) -> int:
-    """The node's GPUs: NVML's, else the PCI bus's (a node whose driver is down still has them)."""
-    return max(len(ctx.gpus), ctx.pci_gpu_count)
+    """The GPUs this process is given: NVML's where it answered (a container's own, since
+    /sys/bus/pci is not namespaced and lists every GPU of the host), else the PCI bus's (a
+    node whose driver is down still has them)."""
+    return len(ctx.gpus) if ctx.nvml_ok else ctx.pci_gpu_count
 
 
 def network(ctx: Context) -> NetworkFacts | None:
@@ -56,6 +58,12 @@ def active(port: RdmaPort) -> bool:
 
 def active_ports(facts: NetworkFacts) -> list[tuple[RdmaDevice, RdmaPort]]:
     return [(d, p) for d in facts.rdma for p in d.ports if active(p)]
+
+
+def slot(device: RdmaDevice) -> str | None:
+    """The PCI slot (domain:bus:device) of a device's function: "0000:19:00.1" -> "0000:19:00"."""
+    address = device.pci_address or ""
+    return address.rpartition(".")[0] or None
 
 
 def port_label(device: RdmaDevice, port: RdmaPort) -> str:

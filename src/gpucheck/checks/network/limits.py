@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.network.common import NCCL_TROUBLESHOOTING, network, problem
+from gpucheck.checks.network.common import NCCL_TROUBLESHOOTING, active_ports, network, problem
 from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Step
@@ -69,7 +69,9 @@ def shm(ctx: Context) -> Outcome | None:
 @check("network.memlock", "the locked-memory limit lets RDMA register NCCL's buffers")
 def memlock(ctx: Context) -> Outcome | None:
     facts = network(ctx)
-    if facts is None or not facts.rdma or facts.memlock_bytes is None:
+    # Judged only where a port is ACTIVE: RDMA devices that cannot carry traffic register no
+    # memory (NCCL uses sockets), so their limit is no fault.
+    if facts is None or not active_ports(facts) or facts.memlock_bytes is None:
         return None
     limit = facts.memlock_bytes
     if limit < 0:

@@ -18,6 +18,7 @@ from gpucheck.checks.network.common import (
     port_label,
     port_text,
     problem,
+    slot,
     word,
 )
 from gpucheck.checks.registry import check
@@ -40,9 +41,14 @@ def rdma_ports(ctx: Context) -> Outcome | None:
         return None
     ports = [(d, p) for d in facts.rdma for p in d.ports]
     # A port is expected up where another port of its kind is (the same adapter model, link
-    # layer and port number): an unused second port of a dual-port card is not a fault.
+    # layer and port number), unless it is a spare: see _spare.
     kinds_up = {kind(d, p) for d, p in ports if active(p)}
-    down = [(d, p) for d, p in ports if not active(p) and kind(d, p) in kinds_up]
+    slots_up = {(slot(d), d.name) for d, p in ports if active(p) and slot(d)}
+    down = [
+        (d, p)
+        for d, p in ports
+        if not active(p) and kind(d, p) in kinds_up and not _spare(d, p, slots_up)
+    ]
     up = [(d, p) for d, p in ports if active(p)]
     if not down:
         if not up:
@@ -65,11 +71,22 @@ def rdma_ports(ctx: Context) -> Outcome | None:
             Step.manual(
                 "Polling: reseat or replace the cable or transceiver and check the switch "
                 "port; INIT or ARMED: start a subnet manager on the fabric (opensm, or the "
-                "switch's); Disabled: enable the port on the switch or the adapter",
+                "switch's)",
                 Layer.NETWORK,
             ),
         ),
     )
+
+
+def _spare(device: RdmaDevice, port: RdmaPort, slots_up: set[tuple[str | None, str]]) -> bool:
+    """A port left unused on purpose: disabled by an administrator, or on the second device of
+    a dual-port card whose other port is up. mlx5 and irdma give each port of such a card its
+    own PCI function and device, each with port 1 (mlx5_0/1 and mlx5_1/1 on 0000:19:00.0 and
+    .1), so the port number alone cannot tell a spare second port from a fault."""
+    if word(port.phys_state) == "Disabled":
+        return True
+    here = slot(device)
+    return here is not None and any(s == here and n != device.name for s, n in slots_up)
 
 
 def _cause(port: RdmaPort) -> str:
@@ -78,8 +95,6 @@ def _cause(port: RdmaPort) -> str:
         return "Polling: no link trained (cable, transceiver or switch port)"
     if state in ("INIT", "ARMED"):
         return f"{state}: link up but not configured by a subnet manager"
-    if phys == "Disabled":
-        return "Disabled: the port is administratively down"
     return f"{state or '?'} / {phys or '?'}"
 
 
@@ -130,10 +145,11 @@ def rdma_usable(ctx: Context) -> Outcome | None:
             *nccl,
         )
     ports = [(d, p) for d in facts.rdma for p in d.ports]
-    return problem(
-        ctx,
-        f"None of the {len(facts.rdma)} RDMA device(s) has an ACTIVE port: NCCL falls back to "
-        "TCP sockets between nodes (a fraction of the bandwidth) or fails",
+    # A warning, not a fail: a standalone node (an unplugged ConnectX, an onboard E810 with
+    # irdma loaded) trains on its own GPUs without any RDMA port; only a multi-node job needs one.
+    return Outcome.warn(
+        f"None of the {len(facts.rdma)} RDMA device(s) has an ACTIVE port: a multi-node NCCL "
+        "job falls back to TCP sockets between nodes (a fraction of the bandwidth) or fails",
         *[port_text(d, p) for d, p in ports[:16]],
         *nccl,
         fix=Fix.of(

@@ -8,7 +8,7 @@ for rank 0, later the job's verdict (one JSON line: exit_code, named: the ranks 
 which it hands to the other ranks.
 
 0. The store: torchrun's agent's where it serves one (every rank a client), else one that
-   rank 0 hosts; the keys under gpucheck-preflight/<torchrun's restart count>.
+   rank 0 hosts; the keys under gpucheck-preflight/<job id>/<torchrun's restart count>.
 1. Each rank sets `report/<rank>` (its report and whether CUDA works here). Rank 0 polls the
    keys until all arrive or arrival_timeout passes, emitting each report as it comes; the
    others wait for `decision` as long.
@@ -35,6 +35,7 @@ import os
 import select
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 if not __package__:  # run as a script: the package of its relative imports is its own
@@ -202,6 +203,15 @@ def follow(torch: Any, dist: Any, store: Any, args: dict[str, Any]) -> None:
     store.set(f"ack/{rank}", "1")
 
 
+def store_prefix(environ: Mapping[str, str]) -> str:
+    """The keys' prefix: the job's own (SLURM_JOB_ID, else torchrun's TORCHELASTIC_RUN_ID), so
+    that two jobs meeting at one address and port never read each other's reports, and per
+    attempt (torchrun's store outlives a restart)."""
+    job = environ.get("SLURM_JOB_ID") or environ.get("TORCHELASTIC_RUN_ID") or "-"
+    attempt = environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return f"gpucheck-preflight/{job}/{attempt}"
+
+
 def main(argv: list[str]) -> int:
     start = time.monotonic()
     try:
@@ -233,9 +243,7 @@ def main(argv: list[str]) -> int:
             seconds(float(args["arrival_timeout"])),
             wait_for_workers=False,
         )
-        # Keys of their own, per attempt (torchrun's store outlives a restart).
-        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-        store = dist.PrefixStore(f"gpucheck-preflight/{attempt}", served)
+        store = dist.PrefixStore(store_prefix(os.environ), served)
         cuda = bool(torch.cuda.is_available())
         store.set(f"report/{rank}", json.dumps({"report": report, "cuda": cuda}))
     except Exception as exc:
