@@ -23,9 +23,7 @@ def test_no_kernel_image_on_python_3_10_names_the_build_install_names_for_3_10()
     facts = on(blackwell_workstation(), torch_cu124(environment(version="3.10.14")))
     expected = "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu132"
     assert _torch_command(NO_KERNEL, facts) == expected
-    install = gpucheck.install_plan(
-        ["torch"], gpus=["RTX 5090"], driver="590.44.01", python="3.10"
-    )
+    install = gpucheck.install_plan(["torch"], gpus=["RTX 5090"], driver="590.44.01", python="3.10")
     assert install.commands == [expected]
 
 
@@ -36,7 +34,5 @@ def test_driver_insufficient_on_an_rtx_5090_names_a_build_with_code_for_it() -> 
     facts.nvml.driver_version = "550.54.14"
     expected = "pip install 'torch==2.11.*' --index-url https://download.pytorch.org/whl/cu128"
     assert _torch_command(DRIVER_TOO_OLD, facts) == expected
-    install = gpucheck.install_plan(
-        ["torch"], gpus=["RTX 5090"], driver="550.54.14", python="3.11"
-    )
+    install = gpucheck.install_plan(["torch"], gpus=["RTX 5090"], driver="550.54.14", python="3.11")
     assert install.commands == [expected]

@@ -26,7 +26,7 @@ def _detect_within(project: Path, machine: Machine, seconds: float = 10.0) -> Ba
     def detect() -> None:
         try:
             detect_installer(machine, project)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:  # handed to the test
             caught.append(exc)
 
     worker = threading.Thread(target=detect, daemon=True)

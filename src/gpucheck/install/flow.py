@@ -50,7 +50,9 @@ def _small_text(path: Path) -> str | None:
     except OSError as exc:
         if isinstance(exc, (IsADirectoryError, NotADirectoryError)):
             return None
-        raise InstallError(refuse + f"cannot be read ({exc.strerror}); name one with --installer")
+        raise InstallError(
+            refuse + f"cannot be read ({exc.strerror}); name one with --installer"
+        ) from None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InstallError(refuse + "is not a regular file; name one with --installer")
@@ -88,7 +90,16 @@ def answer_for(
 ) -> InstallAnswer:
     """The whole answer for a machine (pure: what the API, MCP and the dockerfile judge call)."""
     done = resolve(compat, machine, wanted)
-    made = commands(installer, done.packages, done.moves)
+    kept = machine.dist("torch")
+    installs_torch = any(p.name == "torch" for p in done.packages)
+    made = commands(
+        installer,
+        done.packages,
+        done.moves,
+        machine.interpreter,
+        machine.os == "windows",
+        kept.version if kept is not None and not installs_torch else None,
+    )
     ok = all(p.requirement is not None for p in done.packages) and not done.conflicts
     answer = InstallAnswer(
         machine=machine.described_as,
