@@ -13,7 +13,7 @@ import pytest
 
 from gpucheck import cli
 from gpucheck.fixplan.apply import ApplyError, apply_plan, freeze, undo
-from gpucheck.fixplan.plan import PlanHost, build_plan
+from gpucheck.fixplan.plan import Plan, PlanHost, build_plan
 from gpucheck.fixplan.render import plan_dict
 from gpucheck.model.finding import Finding, Status
 from gpucheck.model.fix import Fix, Step, Tool
@@ -22,7 +22,7 @@ from gpucheck.model.layers import Layer
 PYTHON = "/opt/uv-made/bin/python"  # never run: the fake uv answers for it
 
 
-def _plan(tool: Tool) -> object:
+def _plan(tool: Tool) -> Plan:
     step = Step.run("install demo", "pip install 'demo-pkg==2.0'", tool, environment=PYTHON)
     finding = Finding("demo.0", Layer.FRAMEWORKS, Status.FAIL, "demo", fix=Fix.of(step))
     return build_plan([finding], PlanHost(socket.gethostname()), [PYTHON])
@@ -32,7 +32,7 @@ def test_fix_record_naming_a_file_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps(plan_dict(_plan(Tool.PIP))))  # type: ignore[arg-type]
+    plan.write_text(json.dumps(plan_dict(_plan(Tool.PIP))))
     taken = tmp_path / "f"
     taken.write_text("x\n")
     code = cli.run(["fix", "--plan", str(plan), "--apply", "--yes", "--record", str(taken)])
@@ -77,7 +77,7 @@ def fake_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_uv_step_is_recorded_and_undone_with_uv_pip(tmp_path: Path, fake_uv: Path) -> None:
     record = tmp_path / "record"
-    journal = apply_plan(_plan(Tool.UV), record, PYTHON, lambda _: None)  # type: ignore[arg-type]
+    journal = apply_plan(_plan(Tool.UV), record, PYTHON, lambda _: None)
     assert journal.uv_environments == [PYTHON]
     assert (record / "before" / "0.txt").read_text() == "demo-pkg==1.0\n"
     undo(str(record), lambda _: None)
