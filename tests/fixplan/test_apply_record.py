@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpucheck import cli
-from gpucheck.fixplan.apply import ApplyError, apply_plan, freeze, undo
+from gpucheck.fixplan.apply import ApplyError, apply_plan, freeze, step_argvs, undo
 from gpucheck.fixplan.plan import Plan, PlanHost, build_plan
 from gpucheck.fixplan.render import plan_dict
 from gpucheck.model.finding import Finding, Status
@@ -22,8 +22,8 @@ from gpucheck.model.layers import Layer
 PYTHON = "/opt/uv-made/bin/python"  # never run: the fake uv answers for it
 
 
-def _plan(tool: Tool) -> Plan:
-    step = Step.run("install demo", "pip install 'demo-pkg==2.0'", tool, environment=PYTHON)
+def _plan(tool: Tool, command: str = "pip install 'demo-pkg==2.0'") -> Plan:
+    step = Step.run("install demo", command, tool, environment=PYTHON)
     finding = Finding("demo.0", Layer.FRAMEWORKS, Status.FAIL, "demo", fix=Fix.of(step))
     return build_plan([finding], PlanHost(socket.gethostname()), [PYTHON])
 
@@ -119,3 +119,10 @@ def test_install_apply_refuses_conda_which_a_pip_freeze_record_cannot_undo() -> 
         "--apply cannot undo a conda install (its record is pip's freeze list): run the "
         "commands above yourself, or --installer pip"
     )
+
+
+def test_install_s_uv_pip_line_naming_its_environment_runs_with_one_python_option() -> None:
+    # install prints `uv pip install --python PY ...`; the step is run for its environment
+    line = f"uv pip install --python {PYTHON} 'demo-pkg==2.0'"
+    (step,) = _plan(Tool.UV, line).local_steps
+    assert step_argvs(step, None) == [["uv", "pip", "install", "--python", PYTHON, "demo-pkg==2.0"]]
