@@ -127,14 +127,16 @@ def install_plan(
     gpus: Sequence[str] = (),
     driver: str | None = None,
     python: str | None = None,
-    os: str = "linux",
+    os: str | None = None,
     installer: str = "pip",
     compat_dirs: Sequence[str] = (),
 ) -> InstallAnswer:
     """The build of each package ("torch", "torch>=2.4", "tensorflow", "jax", "cupy", ...) that runs
     on a machine, and the installer's commands, as `gpucheck install --json` answers: a plan,
     nothing is installed. The machine: one described (gpus as nvidia-smi names them, driver,
-    python "3.11", os), else `snapshot`, else this one probed. Bad input raises ValueError."""
+    python "3.11", os "linux" or "windows": any of them describes one, as the command line's
+    options do), else `snapshot`, else this one probed; a described machine and a snapshot
+    together are refused. Bad input raises ValueError."""
     from gpucheck.compat import load
     from gpucheck.install.commands import INSTALLERS
     from gpucheck.install.flow import answer_for
@@ -147,8 +149,10 @@ def install_plan(
         raise ValueError(f"installer: {installer!r} is not one of {', '.join(INSTALLERS)}")
     compat = load(tuple(compat_dirs))
     wanted = parse_wanted(list(packages))
-    if gpus or driver is not None or python is not None:
-        given = Described(gpus=tuple(gpus), driver=driver, python=python, os=os)
+    if gpus or driver is not None or python is not None or os is not None:
+        if snapshot is not None:
+            raise ValueError("gpus/driver/python/os describe another machine: drop snapshot")
+        given = Described(gpus=tuple(gpus), driver=driver, python=python, os=os or "linux")
         machine = described(compat, given)
     else:
         machine = from_snapshot(

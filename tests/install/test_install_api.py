@@ -21,7 +21,8 @@ def test_a_saved_snapshot_and_the_installer() -> None:
     snap = fb.on(fb.pascal_workstation(), fb.torch_cu124())
     answer = gpucheck.install_plan(["torch"], snap, installer="uv-pip")
     assert answer.commands == [
-        "uv pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu126"
+        "uv pip install --python /home/user/.venv/bin/python 'torch==2.14.*' "
+        "--index-url https://download.pytorch.org/whl/cu126"
     ]
     assert answer.environment == "/home/user/.venv/bin/python"
 

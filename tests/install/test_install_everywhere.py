@@ -23,4 +23,5 @@ def test_the_arch_fix_on_a_pascal_card_with_torch_2_15_is_the_install_answer() -
     commands = [s.command for s in finding.fix.steps if s.command]
     assert any(PASCAL_TORCH in c for c in commands), commands
     answer = answer_for(compat, from_snapshot(snap, compat), parse_wanted(["torch"]))
-    assert answer.commands == [PASCAL_TORCH]
+    # install names the environment it judged: its interpreter's own pip
+    assert answer.commands == [f"/home/user/.venv/bin/python -m {PASCAL_TORCH}"]

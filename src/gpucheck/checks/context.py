@@ -11,7 +11,7 @@ from msgspec import Struct, field
 from gpucheck.compat import Compat, cuda_from_int, load
 from gpucheck.model.finding import GpuRef, Subjects
 from gpucheck.model.requirements import Requirements as Requirements
-from gpucheck.model.shell import is_windows_path, join, quote_powershell
+from gpucheck.model.shell import interpreter_pip as interpreter_pip
 from gpucheck.model.snapshot import GpuFacts, MigDevice, Snapshot
 
 
@@ -180,17 +180,6 @@ def indices(gpus: list[GpuFacts]) -> str:
 def on_windows(ctx: Context) -> bool:
     """The snapshot's machine runs Windows (its commands are PowerShell's)."""
     return ctx.snapshot.system.os == "Windows"
-
-
-def interpreter_pip(python: str, windows: bool = False) -> str:
-    """`PYTHON -m pip`: this interpreter's own pip, its path one shell word (the one spelling
-    every check's pip command uses); on a Windows machine (`windows`: the snapshot's OS, never
-    the path's shape, which any value can take) a Windows path is one PowerShell word, run by
-    `&` where it is quoted."""
-    if windows and is_windows_path(python):
-        word = quote_powershell(python)
-        return f"{'& ' if word.startswith(chr(39)) else ''}{word} -m pip"
-    return join([python, "-m", "pip"])
 
 
 def gib(value: int | None) -> str:

@@ -27,7 +27,13 @@ from gpucheck.cli.common import (
 )
 from gpucheck.exit_status import ExitStatus
 from gpucheck.fixplan import other_machine
-from gpucheck.fixplan.apply import ApplyError, RecordError, apply_plan, read_record
+from gpucheck.fixplan.apply import (
+    ApplyError,
+    RecordError,
+    apply_plan,
+    read_record,
+    record_refused,
+)
 from gpucheck.fixplan.apply import undo as undo_journal
 from gpucheck.fixplan.making import PlanRequest, make_plan, recheck
 from gpucheck.fixplan.render import FORMATS, render_text, script_refusal
@@ -146,8 +152,9 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
             print("Nothing was changed.")
             return
     folder = Path(record or datetime.now().strftime("gpucheck-fix-%Y%m%d-%H%M%S"))
-    if folder.exists() and any(folder.iterdir()):
-        raise UserError(f"--record: {folder} is not empty: name a new folder")
+    refused = record_refused(folder)
+    if refused is not None:
+        raise UserError(refused)
     default_python = python or (plan.environments[0] if plan.environments else sys.executable)
     journal = apply_plan(plan, folder, default_python, _say)
     applied = counted(len(journal.steps), "step")

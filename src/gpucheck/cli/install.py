@@ -157,7 +157,7 @@ def install(
 
 
 def _apply(answer: object, yes: bool, record: str | None, timeout: float) -> None:
-    from gpucheck.fixplan.apply import ApplyError, apply_plan
+    from gpucheck.fixplan.apply import ApplyError, apply_plan, record_refused
     from gpucheck.fixplan.install import NotAppliable, after_install, install_plan
     from gpucheck.install.answer import InstallAnswer
     from gpucheck.install.render import render_text
@@ -175,8 +175,9 @@ def _apply(answer: object, yes: bool, record: str | None, timeout: float) -> Non
             print("Nothing was changed.")
             return
     folder = Path(record or datetime.now().strftime("gpucheck-install-%Y%m%d-%H%M%S"))
-    if folder.exists() and any(folder.iterdir()):
-        raise UserError(f"--record: {folder} is not empty: name a new folder")
+    refused = record_refused(folder)
+    if refused is not None:
+        raise UserError(refused)
     python = answer.environment or sys.executable
     try:
         apply_plan(plan, folder, python, lambda line: print(printable(line), file=sys.stderr))

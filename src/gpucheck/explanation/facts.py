@@ -14,8 +14,9 @@ from msgspec import Struct, field
 
 from gpucheck.checks.frameworks.arch import Compiled, compiled_from, parse_arch_list
 from gpucheck.compat import Compat, driver_text
-from gpucheck.compat.answers import newest_torch
+from gpucheck.compat.answers import Pick
 from gpucheck.compat.matching import Lines, Match
+from gpucheck.install.picks import torch_pick
 from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fix import Step, Tool
 from gpucheck.model.layers import Layer
@@ -63,6 +64,24 @@ def _compiled_torch(env: PythonEnvironment, compat: Compat) -> Compiled | None:
         return None
     row = compat.torch.arch(build.version, build.cuda)
     return compiled_from(row.sm, row.ptx, row.source) if row else None
+
+
+def _env_os(env: PythonEnvironment | None, snapshot: Snapshot | None) -> str:
+    """The OS column of the driver tables: the environment's platform, else the machine's."""
+    platform = (env.platform if env is not None else None) or (
+        snapshot.system.os if snapshot is not None else None
+    )
+    return "windows" if (platform or "").lower().startswith("win") else "linux"
+
+
+def install_answer(
+    compat: Compat, snapshot: Snapshot | None, ccs: list[str], driver: str | None
+) -> Pick | None:
+    """The torch build `gpucheck install torch` names for these GPUs and driver and the
+    snapshot's Python: explain's advice is install's answer, never a wheel the Python lacks."""
+    env = _torch_env(snapshot) if snapshot is not None else None
+    python = env.version if env is not None else None
+    return torch_pick(compat, ccs, driver, python, _env_os(env, snapshot))
 
 
 def driver_of(lines: Lines, snapshot: Snapshot | None) -> tuple[str | None, str]:
@@ -117,7 +136,7 @@ def decide_arch(match: Match, lines: Lines, snapshot: Snapshot | None, compat: C
                 f"{label}: {arch}; {build_name} carries {compiled.text()}: {verdict}"
             )
     driver, _ = driver_of(lines, snapshot)
-    pick = newest_torch(compat, driver=driver, ccs=[cc for _, cc in gpus])
+    pick = install_answer(compat, snapshot, [cc for _, cc in gpus], driver)
     if pick is not None:
         why = f"torch {pick.version} built with CUDA {pick.cuda} carries code for it"
         if driver:
@@ -153,7 +172,9 @@ def decide_driver(lines: Lines, snapshot: Snapshot | None, compat: Compat) -> De
             f"torch {env.torch.version} is built with CUDA {env.torch.cuda}"
             + (f", which needs driver {driver_text(need)} or newer" if need else "")
         )
-    pick = newest_torch(compat, driver=driver)
+    gpus = snapshot.nvml.gpus if snapshot is not None else []
+    ccs = [g.compute_capability for g in gpus if g.compute_capability]
+    pick = install_answer(compat, snapshot, ccs, driver)
     if pick is not None and newest is not None:
         keep = Step.run(
             f"keep driver {driver}: torch {pick.version} built with CUDA {pick.cuda} runs on it",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +46,8 @@ class Journal(Struct):
     record: str
     state: str = "started"  # started | done | failed | interrupted | undone
     environments: dict[str, str] = field(default_factory=dict)  # python -> before/<n>.txt
+    # those recorded, and so restored, with `uv pip` (a uv-made venv may have no pip)
+    uv_environments: list[str] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
 
 
@@ -59,18 +62,45 @@ def save_journal(folder: Path, journal: Journal) -> None:
     _write_atomically(folder / "journal.json", json.dumps(to_dict(journal), indent=2) + "\n")
 
 
-def freeze(python: str) -> str:
-    """The environment's installed distributions, exactly (`pip freeze --all`)."""
-    done = subprocess.run(
-        [python, "-m", "pip", "freeze", "--all", "--disable-pip-version-check"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def pip_argv(python: str, uv: bool, *args: str) -> list[str]:
+    """`PYTHON -m pip ARGS`, or with `uv`, `uv pip ARGS[0] --python PYTHON ARGS[1:]`: the
+    environment's own installer (a venv uv made has no pip unless asked for one)."""
+    if not uv:
+        return [python, "-m", "pip", *args]
+    if shutil.which("uv") is None:
+        raise ApplyError(
+            f"uv is not on PATH: {python}'s environment is recorded and restored with uv pip"
+        )
+    return ["uv", "pip", args[0], "--python", python, *args[1:]]
+
+
+def freeze(python: str, uv: bool = False) -> str:
+    """The environment's installed distributions, exactly (`pip freeze --all`; uv's freeze
+    lists every distribution without it)."""
+    args = ("freeze",) if uv else ("freeze", "--all", "--disable-pip-version-check")
+    argv = pip_argv(python, uv, *args)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError as exc:  # the interpreter is gone (or never was)
+        done = subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: {exc.strerror}")
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ApplyError(f"cannot record {python}'s packages (pip freeze): {last}")
+        how = "uv pip freeze" if uv else "pip freeze"
+        raise ApplyError(f"cannot record {python}'s packages ({how}): {last}")
     return done.stdout
+
+
+def record_refused(folder: Path) -> str | None:
+    """Why `folder` cannot take a new apply record (--record), in one line: a file or other
+    non-folder, or a folder with something in it; None where it can."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            return f"--record: {folder} is not a folder: name a new folder"
+        if folder.is_dir() and any(folder.iterdir()):
+            return f"--record: {folder} is not empty: name a new folder"
+    except OSError as exc:
+        return f"--record: cannot use {folder}: {exc.strerror}"
+    return None
 
 
 def step_argvs(step: PlanStep, default_python: str | None) -> list[list[str]]:
@@ -90,7 +120,9 @@ def _argv(args: list[str], tool: Tool | None, python: str) -> list[str]:
     if args[0] == "uninstall" and "-y" not in args and "--yes" not in args:
         args = [args[0], "-y", *args[1:]]
     if tool is Tool.UV:
-        return ["uv", "pip", args[0], "--python", python, *args[1:]]
+        # the step's own --python (install names its environment) gives way to the step's
+        rest = [a for i, a in enumerate(args[1:]) if "--python" not in (a, args[i])]
+        return ["uv", "pip", args[0], "--python", python, *rest]
     return [python, "-m", "pip", *args, "--disable-pip-version-check"]
 
 
@@ -111,18 +143,24 @@ def apply_plan(
 ) -> Journal:
     """Run the plan's local steps in order, recording as it goes. Stops at the first failure
     (ApplyError, the journal says what was done); Ctrl-C leaves the journal `interrupted`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "before").mkdir(exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "before").mkdir(exist_ok=True)
+    except OSError as exc:
+        raise ApplyError(f"cannot make the record folder {folder}: {exc.strerror}") from None
     _write_atomically(folder / "plan.json", _plan_json(plan))
     journal = Journal(record=str(folder))
     local = plan.local_steps
     for step in local:
         journal.steps.append(StepRecord(step.number, step.command, "pending"))
     pythons = {s.environment or default_python for s in local if s.tool is not Tool.ENV}
+    by_uv = {s.environment or default_python for s in local if s.tool is Tool.UV}
     for n, python in enumerate(sorted(p for p in pythons if p)):
         name = f"before/{n}.txt"
-        (folder / name).write_text(freeze(python), encoding="utf-8")
+        (folder / name).write_text(freeze(python, python in by_uv), encoding="utf-8")
         journal.environments[python] = name
+        if python in by_uv:
+            journal.uv_environments.append(python)
     save_journal(folder, journal)
     try:
         _run_steps(local, journal, folder, default_python, say)
@@ -227,16 +265,17 @@ def undo(path: str, say: Callable[[str], None]) -> Journal:
     """Each environment back to its frozen list of packages."""
     folder, _, journal = read_record(path)
     for python, name in journal.environments.items():
+        uv = python in journal.uv_environments
         before = _frozen((folder / name).read_text(encoding="utf-8"))
-        now = _frozen(freeze(python))
+        now = _frozen(freeze(python, uv))
         extra = sorted(set(now) - set(before))
         changed = [line for key, line in before.items() if now.get(key) != line]
         if extra:
             say(f"{python}: removing {', '.join(extra)}")
-            _run([python, "-m", "pip", "uninstall", "-y", *extra])
+            _run(pip_argv(python, uv, "uninstall", *([] if uv else ["-y"]), *extra))
         if changed:
             say(f"{python}: reinstalling {', '.join(changed)}")
-            _run([python, "-m", "pip", "install", "--no-deps", *_install_args(changed)])
+            _run(pip_argv(python, uv, "install", "--no-deps", *_install_args(changed)))
         if not extra and not changed:
             say(f"{python}: already as recorded")
     journal.state = "undone"

@@ -15,7 +15,8 @@ from gpucheck.model.fix import Fix, Step, Tool
 from gpucheck.model.layers import Layer
 
 FINDING = "install.requested"
-TOOLS = {"pip": Tool.PIP, "uv-pip": Tool.UV, "conda": Tool.CONDA}
+# conda is not here: the record is the environment's pip freeze list, which cannot undo it
+TOOLS = {"pip": Tool.PIP, "uv-pip": Tool.UV}
 
 
 class NotAppliable(ValueError):
@@ -28,9 +29,14 @@ def install_plan(answer: InstallAnswer) -> Plan:
     if not answer.commands or not answer.ok:
         raise NotAppliable("--apply: nothing to install (no build fits, or a conflict: see above)")
     tool = TOOLS.get(answer.installer)
+    if answer.installer in ("conda", "mamba"):
+        raise NotAppliable(
+            f"--apply cannot undo a {answer.installer} install (its record is pip's freeze "
+            "list): run the commands above yourself, or --installer pip"
+        )
     if tool is None:
         raise NotAppliable(
-            f"--apply runs pip, uv pip and conda commands; with {answer.installer}, run the "
+            f"--apply runs pip and uv pip commands; with {answer.installer}, run the "
             "commands above yourself (or --installer pip)"
         )
     if answer.environment is None:

@@ -32,6 +32,7 @@ class Move(Struct):
     installed: str
     requirement: str  # "torchvision==0.29.*"
     why: str
+    index_url: str | None = None  # torch's index (the build resolved or kept); None: PyPI
 
 
 class Conflict(Struct):

@@ -6,6 +6,7 @@ Bad input raises UserError (exit 2)."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import msgspec
@@ -24,13 +25,41 @@ from gpucheck.model.snapshot import Snapshot
 class InstallRequest(Struct, frozen=True, kw_only=True):
     packages: tuple[str, ...]
     from_file: str | None = None  # a saved snapshot or doctor --json report
-    machine: Described | None = None  # --gpu/--driver/--python-version/--os
+    machine: Described | None = None  # --gpu/--driver/--python X.Y/--os
     python: str | None = None  # the interpreter to probe here (--python)
     installer: str | None = None  # None: detected
     timeout: float = 15.0
     compat_dirs: tuple[str, ...] = ()
     project: str | None = None  # the folder whose uv project is looked for (default: cwd)
     forward_compat: bool = False  # cuda-compat installed (data-centre GPUs): this machine too
+
+
+# pyproject.toml and pyvenv.cfg are a few KiB: more is not one to judge by
+_DETECT_LIMIT = 1 << 20
+
+
+def _small_text(path: Path) -> str | None:
+    """A regular file's text, read up to _DETECT_LIMIT; None if it is not there. A device, a
+    FIFO or a larger file is refused (InstallError): read whole, /dev/zero would fill memory
+    and a FIFO would wait forever (hence O_NONBLOCK on the open)."""
+    refuse = f"cannot tell the installer: {path} "
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if isinstance(exc, (IsADirectoryError, NotADirectoryError)):
+            return None
+        raise InstallError(
+            refuse + f"cannot be read ({exc.strerror}); name one with --installer"
+        ) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InstallError(refuse + "is not a regular file; name one with --installer")
+        data = fh.read(_DETECT_LIMIT + 1)
+    if len(data) > _DETECT_LIMIT:
+        raise InstallError(refuse + "is over 1 MiB; name one with --installer")
+    return data.decode("utf-8", errors="replace")
 
 
 def detect_installer(machine: Machine, project: Path) -> tuple[str, str]:
@@ -40,19 +69,13 @@ def detect_installer(machine: Machine, project: Path) -> tuple[str, str]:
     if (project / "uv.lock").is_file():
         return "uv-add", f"{project / 'uv.lock'} exists (a uv project)"
     pyproject = project / "pyproject.toml"
-    try:
-        if "[tool.uv" in pyproject.read_text(encoding="utf-8", errors="replace"):
-            return "uv-add", f"{pyproject} has a [tool.uv] table (a uv project)"
-    except OSError:
-        pass
+    if "[tool.uv" in (_small_text(pyproject) or ""):
+        return "uv-add", f"{pyproject} has a [tool.uv] table (a uv project)"
     if machine.prefix:
         prefix = Path(machine.prefix)
         if (prefix / "conda-meta").is_dir():
             return "conda", f"{prefix} is a conda environment (conda-meta/)"
-        try:
-            cfg = (prefix / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            cfg = ""
+        cfg = _small_text(prefix / "pyvenv.cfg") or ""
         if any(line.split("=", 1)[0].strip() == "uv" for line in cfg.splitlines()):
             return "uv-pip", f"{prefix} was made by uv (pyvenv.cfg)"
     return "pip", "no uv project or conda environment found"
@@ -67,7 +90,16 @@ def answer_for(
 ) -> InstallAnswer:
     """The whole answer for a machine (pure: what the API, MCP and the dockerfile judge call)."""
     done = resolve(compat, machine, wanted)
-    made = commands(installer, done.packages, done.moves)
+    kept = machine.dist("torch")
+    installs_torch = any(p.name == "torch" for p in done.packages)
+    made = commands(
+        installer,
+        done.packages,
+        done.moves,
+        machine.interpreter,
+        machine.os == "windows",
+        kept.version if kept is not None and not installs_torch else None,
+    )
     ok = all(p.requirement is not None for p in done.packages) and not done.conflicts
     answer = InstallAnswer(
         machine=machine.described_as,
@@ -141,5 +173,8 @@ def run_install(request: InstallRequest) -> InstallAnswer:
     elif request.machine is not None or request.from_file is not None:
         installer, why = "pip", "the default for another machine; --installer names another"
     else:
-        installer, why = detect_installer(machine, Path(request.project or os.getcwd()))
+        try:
+            installer, why = detect_installer(machine, Path(request.project or os.getcwd()))
+        except InstallError as exc:
+            raise UserError(str(exc)) from None
     return answer_for(compat, machine, wanted, installer, why)

@@ -123,7 +123,7 @@ def described(compat: Compat, given: Described) -> Machine:
         mm = major_minor(given.python)
         if mm is None or mm.major != 3:
             raise InstallError(
-                f"--python-version: {given.python!r} is not a Python 3 version (3.11)"
+                f"--python: {given.python!r} is not a Python 3 version (3.11) or an interpreter"
             )
         python = str(mm)
     if given.os not in ("linux", "windows"):
@@ -153,7 +153,15 @@ def _gpu(compat: Compat, name: str) -> tuple[MachineGpu, str]:
         bare = f"{bare[:-1]}.{bare[-1]}"
     cc = parse_version(bare)
     if cc is not None and bare.replace(".", "").isdigit() and "." in bare:
-        return MachineGpu(f"compute capability {cc}", f"{cc.major}.{cc.minor}"), ""
+        value = f"{cc.major}.{cc.minor}"
+        # CUDA's first capability is 1.0 but no CUDA release of the data builds below 3.0;
+        # a typo ("10" read as 1.0, "8.3") must not be judged as a GPU
+        if cc.major < 3 or compat.architecture(value) is None:
+            raise InstallError(
+                f"--gpu: {text!r} is not a known compute capability (3.0 or newer, like 8.6 "
+                "or sm_86) or a GPU name"
+            )
+        return MachineGpu(f"compute capability {value}", value), ""
     model, several = compat.gpus.find(text)
     if model is None and several:
         raise InstallError(

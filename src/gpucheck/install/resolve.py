@@ -7,7 +7,7 @@ from __future__ import annotations
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from gpucheck.compat import Compat
 from gpucheck.compat.answers import TORCH_INDEX
@@ -57,6 +57,19 @@ def torch_index(compat: Compat, build: Build, os: str) -> str | None:
     return TORCH_INDEX.format(tag=build.variant.replace(".", ""))
 
 
+def kept_torch_index(version: str) -> str | None:
+    """The index an installed torch came from, read from its local tag: +cu118 -> PyTorch's
+    cu118 index (+cpu, +rocm6.1 likewise); no tag -> PyPI (None). Companions of a torch that
+    stays installed must come from there, or pip swaps torch for another CUDA build."""
+    try:
+        local = Version(version).local
+    except InvalidVersion:
+        return None
+    if not local:
+        return None
+    return TORCH_INDEX.format(tag="").removesuffix("cu") + local
+
+
 def _torch_spec(machine: Machine, wanted: dict[str, Wanted]) -> tuple[SpecifierSet, bool]:
     """torch's constraint, and whether torch itself goes into the command: asked for, or not
     installed; an installed torch asked only for companions keeps its release."""
@@ -91,6 +104,12 @@ def _torch_family(compat: Compat, machine: Machine, wanted: list[Wanted], done: 
         torch.sources = [
             s for s in (rel.source if rel else None, arch.source if arch else None) if s
         ]
+    kept = machine.dist("torch")
+    if not install_torch and kept is not None:
+        torch.index_url = kept_torch_index(kept.version)
+        local = kept.version.partition("+")[2]
+        if local.startswith("cu") and local[2:].isdigit() and len(local) > 3:
+            torch.build, torch.cuda = local, f"{local[2:-1]}.{local[-1]}"
     if install_torch or build is None:
         done.packages.append(torch)
     pinned_exact = torch.requirement if torch.requirement and "*" not in torch.requirement else None
@@ -99,7 +118,9 @@ def _torch_family(compat: Compat, machine: Machine, wanted: list[Wanted], done: 
         if name in asked:
             done.packages.append(_companion(compat, name, torch, torch_version, asked[name]))
     if build is not None:
-        _installed_pinners(compat, machine, build.release, torch_version, asked, done)
+        _installed_pinners(
+            compat, machine, build.release, torch_version, asked, done, torch.index_url
+        )
 
 
 def _companion(
@@ -138,9 +159,11 @@ def _installed_pinners(
     torch_version: str,
     asked: dict[str, Wanted],
     done: Resolved,
+    index_url: str | None,
 ) -> None:
     """Installed packages built for another torch: companions move with it (the pairing
-    table names their version), others are named: the compat data holds no pins of theirs."""
+    table names their version; from torch's index, `index_url`), others are named: the compat
+    data holds no pins of theirs."""
     target = Version(line)
     for dist in machine.installed:
         if dist.name in asked or dist.name == "torch":
@@ -159,7 +182,11 @@ def _installed_pinners(
                 requirement = f"{dist.name}=={version}" + ("" if version.count(".") >= 2 else ".*")
                 done.moves.append(
                     Move(
-                        dist.name, dist.version, requirement, f"built for another torch than {line}"
+                        dist.name,
+                        dist.version,
+                        requirement,
+                        f"built for another torch than {line}",
+                        index_url,
                     )
                 )
                 continue

@@ -45,3 +45,14 @@ def quote_powershell(value: object) -> str:
 def is_windows_path(path: str) -> bool:
     """A path as Windows writes it: a drive (C:\\...) or a share (\\\\host\\...)."""
     return bool(re.match(r"[A-Za-z]:[\\/]", path)) or path.startswith("\\\\")
+
+
+def interpreter_pip(python: str, windows: bool = False) -> str:
+    """`PYTHON -m pip`: this interpreter's own pip, its path one shell word (the one spelling
+    every check's pip command uses); on a Windows machine (`windows`: the snapshot's OS, never
+    the path's shape, which any value can take) a Windows path is one PowerShell word, run by
+    `&` where it is quoted."""
+    if windows and is_windows_path(python):
+        word = quote_powershell(python)
+        return f"{'& ' if word.startswith(chr(39)) else ''}{word} -m pip"
+    return join([python, "-m", "pip"])
