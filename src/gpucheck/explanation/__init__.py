@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from gpucheck.compat import Compat
 from gpucheck.compat.matching import Lines, Match, matcher
+from gpucheck.explanation.catalog_step import catalog_step
 from gpucheck.explanation.facts import FACT_DECISIONS, decide, joined_facts
 from gpucheck.explanation.result import Explanation, Source, explain_schema
 from gpucheck.model.finding import Finding, Status, severity
@@ -43,9 +44,9 @@ def _finding(match: Match, lines: Lines, snapshot: Snapshot | None, compat: Comp
     evidence.append(f"means: {message.cause}")
     evidence.extend(decision.evidence)
     evidence.append(f"source: {message.source}")
-    catalog_step = message.fix_step()
+    catalog = catalog_step(match, snapshot)
     first = [step for step in decision.steps if step.option == 0]
-    steps = [*first, catalog_step, *(step for step in decision.steps if step.option != 0)]
+    steps = [*first, catalog, *(step for step in decision.steps if step.option != 0)]
     fix = Fix(" ".join(step.sentence() for step in steps), steps)
     # An extension is what a step changes, never a report section: the doctor reports an
     # extension's build under the framework it was built against.
