@@ -6,8 +6,8 @@ snapshot's facts where the text cannot decide."""
 from __future__ import annotations
 
 from gpucheck.compat import Compat
+from gpucheck.compat.catalog_step import catalog_step
 from gpucheck.compat.matching import Lines, Match, matcher
-from gpucheck.explanation.catalog_step import catalog_step
 from gpucheck.explanation.facts import FACT_DECISIONS, decide, joined_facts
 from gpucheck.explanation.result import Explanation, Source, explain_schema
 from gpucheck.model.finding import Finding, Status, severity
