@@ -168,13 +168,12 @@ def _script_body(
             if not step.local:
                 out.write(f"#    {comment(step.why_not_local or '')}\n")
             unsafe = hazard(step.command)
-            withheld = (
-                f"not written as a command: it holds {unsafe}, which its quoting never makes"
-                if unsafe
-                else written_from_file(step)
-                if saved
-                else None
-            )
+            if unsafe:
+                withheld: str | None = (
+                    f"not written as a command: it holds {unsafe}, which its quoting never makes"
+                )
+            else:
+                withheld = written_from_file(step) if saved else None
             if withheld:
                 out.write(f"#    {comment(withheld)}\n#    {comment(step.command)}\n")
             else:
