@@ -3,10 +3,14 @@ field stays inside one single-quoted PowerShell word: the doctor's commands and 
 the `fix --format ps1` script hold, outside single quotes, nothing PowerShell reads as syntax.
 
 pwsh is not installable here, so the proof is structural, by a tokenizer for PowerShell's
-single-quoted strings written from about_Quoting_Rules (Microsoft Learn, PowerShell 7.4): a
-single-quoted string is literal, it ends at a single quote (PowerShell's tokenizer takes the
-typographic U+2018, U+2019, U+201A and U+201B as one too), and two quotes in a row inside it are
-one quote. Outside quotes, `;` `|` `,` `$` `(` `)` `{` `}` `@` `"` and the backtick are syntax.
+single-quoted strings written from about_Quoting_Rules
+(https://learn.microsoft.com/powershell/module/microsoft.powershell.core/about/about_quoting_rules,
+"Single-quoted strings": a verbatim string, nothing substituted; its note added in
+https://github.com/MicrosoftDocs/PowerShell-Docs/pull/11405: PowerShell treats smart, typographic
+quotation marks as normal quotation marks), the single ones being U+2018, U+2019, U+201A and
+U+201B (https://gitlab.com/gitlab-org/gitlab-runner/-/merge_requests/7709, which doubles all
+five); two quotes in a row inside a single-quoted string are one. Outside quotes, `;` `|` `,`
+`$` `(` `)` `{` `}` `@` `"` and the backtick are syntax.
 """
 
 from __future__ import annotations
