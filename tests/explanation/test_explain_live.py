@@ -60,7 +60,8 @@ def test_fix_plans_the_findings_typed_fixes_as_gpucheck_fix_does() -> None:
     assert done.returncode == 1, done.stderr
     plan = json.loads(done.stdout)
     commands = [step.get("command") for step in plan["steps"]]
-    assert "sudo nvidia-smi -r -i <GPU>" in commands  # NVIDIA's RESET_GPU, from the catalog
+    # NVIDIA's RESET_GPU, from the catalog, for the bus id the line names
+    assert "sudo nvidia-smi -r -i 00000000:01:00.0" in commands
     assert "pip install -U 'jax[cuda12]'" in commands
     refused = run_gpucheck("explain", "--fix", "--format", "junit", "--text", text)
     assert refused.returncode == 2

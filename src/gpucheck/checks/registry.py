@@ -26,12 +26,14 @@ from gpucheck.checks import (
     requirements,
     system,
 )
+from gpucheck.checks.context import on_windows
 from gpucheck.checks.declarations import ANY_ENVIRONMENT, SYSTEM_TENSORRT, LayerChecks
 from gpucheck.checks.renamed import current_pattern
 from gpucheck.model.finding import CheckCrash, Finding, Frame, Outcome, Status
 from gpucheck.model.fix import Fix, Step
 from gpucheck.model.frameworks import FRAMEWORKS
 from gpucheck.model.layers import Layer
+from gpucheck.model.shell import powershell_words
 
 if TYPE_CHECKING:
     from gpucheck.checks.context import Context
@@ -247,7 +249,8 @@ def _evaluate(ctx: Context, chk: Check) -> Finding | None:
                 "missing facts are unknown, not a problem",
             )
         else:
-            outcome = chk.func(ctx)
+            with powershell_words(on_windows(ctx)):  # a Windows machine's commands: PowerShell's
+                outcome = chk.func(ctx)
     except CompatError:
         raise  # bad compat data (a user's --compat-dir, say) is bad input: exit 2
     except Exception as exc:

@@ -36,7 +36,7 @@ from gpucheck.fixplan.apply import (
 )
 from gpucheck.fixplan.apply import undo as undo_journal
 from gpucheck.fixplan.making import PlanRequest, make_plan, recheck
-from gpucheck.fixplan.render import FORMATS, render_text, script_refusal
+from gpucheck.fixplan.render import FORMATS, SAVED_PLAN_FORMATS, render_text, script_refusal
 from gpucheck.model.plural import counted
 from gpucheck.report.text import printable
 
@@ -98,7 +98,8 @@ def fix(
         if undo is not None:
             _undo(undo, yes)
             return
-        chosen = choose_format(FORMATS, fmt, json_out)
+        formats = SAVED_PLAN_FORMATS if plan_file is not None else FORMATS
+        chosen = choose_format(formats, fmt, json_out)
         if from_file is not None and plan_file is not None:
             raise UserError("--from and --plan: give one")
         if apply and (chosen.name != "text" or output is not None):

@@ -15,7 +15,7 @@ from gpucheck.model.layers import Layer
 
 SEVERITIES = ("fail", "warn", "info")
 LAYERS = ("system", "driver", "gpus", "cuda", "cudnn", "frameworks", "extensions")
-DECISIONS = ("arch", "driver", "symbol")  # the fact joins explain knows (explain/facts.py)
+DECISIONS = ("arch", "driver", "symbol", "wsl")  # the fact joins explain knows (explain/facts.py)
 
 
 class Message(Struct, frozen=True):

@@ -6,6 +6,7 @@ it: one pattern finds the line, the row of N says what it means and what to do."
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,35 @@ from gpucheck.model.fix import StepKind
 # "NVRM: Xid (0000:03:00): 14, Channel 00000001" (the catalog page's own examples). Bounded
 # to the line, so a text repeating its prefix is never scanned to its end from each one.
 XID_LINE = r"NVRM: Xid \(([^)\n]{0,64})\): (\d{1,4}),"
+# The address a line prints: domain:bus:device ("0000:5a:00"), a function maybe after it.
+_ADDRESS = re.compile(r"(?:PCI:)?([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.[0-7])?")
+GPU_PLACEHOLDER = "<GPU>"  # in a bucket's command: the GPU's -i argument, filled or never run
 _NOT_GIVEN = ("", "N/A; Unused", "N/A Informational only regarding another Xid")
 UNUSED = "Unused"
+
+
+def nvidia_smi_bus_id(address: str) -> str | None:
+    """An Xid line's address as nvidia-smi's -i takes a PCI bus id ("0000:5a:00" ->
+    "00000000:5a:00.0"), or None where it is not one: the one GPU it names, never all."""
+    found = _ADDRESS.fullmatch(address.strip())
+    if found is None:
+        return None
+    domain, bus, device = found.groups()
+    return f"{domain.rjust(8, '0')}:{bus}:{device}.0"
+
+
+def line_addresses(lines: Iterable[str]) -> list[str]:
+    """The addresses the Xid lines among `lines` print, each once, in order."""
+    found = (re.search(XID_LINE, line) for line in lines)
+    return list(dict.fromkeys(m.group(1).removeprefix("PCI:") for m in found if m))
+
+
+def fill_gpu(command: str, targets: list[str]) -> str | None:
+    """`command` with its -i placeholder filled by these GPUs (indices or bus ids), or None
+    where it has one and no GPU is known: then it is no command to run."""
+    if GPU_PLACEHOLDER not in command:
+        return command
+    return command.replace(GPU_PLACEHOLDER, ",".join(targets)) if targets else None
 
 
 class XidBucket(Struct, frozen=True):

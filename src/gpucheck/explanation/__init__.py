@@ -6,6 +6,7 @@ snapshot's facts where the text cannot decide."""
 from __future__ import annotations
 
 from gpucheck.compat import Compat
+from gpucheck.compat.catalog_step import catalog_step
 from gpucheck.compat.matching import Lines, Match, matcher
 from gpucheck.explanation.facts import FACT_DECISIONS, decide, joined_facts
 from gpucheck.explanation.result import Explanation, Source, explain_schema
@@ -73,13 +74,13 @@ def _finding(
     confirmed = doctor.get(section, [])
     evidence.extend(f"the machine's facts: {f.title} [{f.id}]" for f in confirmed)
     evidence.append(f"source: {message.source}")
-    catalog_step = message.fix_step()
+    catalog = catalog_step(match, snapshot)
     first = [step for step in decision.steps if step.option == 0]
     by_doctor = [step for f in confirmed if f.fix is not None for step in f.fix.steps]
     steps = [
         *first,
         *by_doctor,
-        catalog_step,
+        catalog,
         *(step for step in decision.steps if step.option != 0),
     ]
     # A step the doctor and the decision share (the same command or the same words), once.

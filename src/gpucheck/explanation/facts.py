@@ -34,7 +34,7 @@ _DEMANGLE_SECONDS = 2.0
 _DRIVER = re.compile(r"(?:Driver Version|Nvidia driver version): (\d+\.\d+(?:\.\d+)?)")
 
 
-FACT_DECISIONS = ("arch", "driver")  # the decisions that read a snapshot's facts
+FACT_DECISIONS = ("arch", "driver", "wsl")  # the decisions that read a snapshot's facts
 
 
 class Decision(Struct):

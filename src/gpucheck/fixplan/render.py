@@ -10,10 +10,11 @@ from typing import IO, Any
 
 import msgspec
 
-from gpucheck.fixplan.plan import PLAN_SCHEMA_VERSION, Plan, PlanStep
+from gpucheck.fixplan.plan import PLAN_SCHEMA_VERSION, Plan, PlanStep, installer_commands
 from gpucheck.model.decoding import to_dict
 from gpucheck.model.fix import Change, StepKind
 from gpucheck.model.plural import counted, plural
+from gpucheck.model.shell import powershell_hazard, sh_hazard
 from gpucheck.report.html import code_block, page, table, text
 from gpucheck.report.output_format import Format, FunctionFormat, format_table
 from gpucheck.report.text import printable
@@ -93,28 +94,35 @@ def _step_lines(step: PlanStep) -> list[str]:
     return lines
 
 
-def render_sh(plan: Plan, out: IO[str]) -> None:
+def render_sh(plan: Plan, out: IO[str], saved: bool = False) -> None:
     """The plan as a POSIX sh script. A command is written as the fix built it (every value in
-    it one quoted word); everything else is a comment, through comment(), so no value ends it."""
+    it one quoted word); everything else is a comment, through comment(), so no value ends it.
+    A command its quoting could not have built (sh_hazard) is a comment, and so is, in a plan
+    read from a file (`saved`), any command but a local installer step (written_from_file)."""
     out.write("#!/bin/sh\n")
     out.write(f"# gpucheck fix plan ({comment(_where(plan))}, {comment(plan.created_at)}): ")
     out.write("read before running.\n")
     out.write("# Steps a command cannot do are comments; run the rest in this order.\n")
     out.write("set -e\n")
-    _script_body(plan, out, lambda command: f"{command}\n")
+    _script_body(plan, out, lambda command: f"{command}\n", sh_hazard, saved)
 
 
-def render_ps1(plan: Plan, out: IO[str]) -> None:
+def render_ps1(plan: Plan, out: IO[str], saved: bool = False) -> None:
     """The plan of a Windows machine as a PowerShell script: its commands were built with
     PowerShell's quoting (model/shell.py); each one's exit status stops the script, as `set -e`
-    does in sh (PowerShell's Stop preference covers cmdlets, not native programs)."""
+    does in sh (PowerShell's Stop preference covers cmdlets, not native programs). A command
+    that quoting could not have built (powershell_hazard) is a comment; `saved` as render_sh."""
     out.write(f"# gpucheck fix plan ({comment(_where(plan))}, {comment(plan.created_at)}): ")
     out.write("read before running.\n")
     out.write("# Steps a command cannot do are comments; run the rest in this order.\n")
     out.write("#Requires -Version 7.0\n")  # its commands may join two with &&
     out.write("$ErrorActionPreference = 'Stop'\n")
     _script_body(
-        plan, out, lambda command: f"{command}\nif ($LASTEXITCODE) {{ exit $LASTEXITCODE }}\n"
+        plan,
+        out,
+        lambda command: f"{command}\nif ($LASTEXITCODE) {{ exit $LASTEXITCODE }}\n",
+        powershell_hazard,
+        saved,
     )
 
 
@@ -129,7 +137,22 @@ def script_refusal(plan: Plan, name: str) -> str | None:
     return None
 
 
-def _script_body(plan: Plan, out: IO[str], command_lines: Callable[[str], str]) -> None:
+def written_from_file(step: PlanStep) -> str | None:
+    """Why a saved plan's step is no command of its script, or None where it is a local
+    installer step (pip, uv or conda in the Python environment, by its own words): a plan
+    file's other commands (sudo, a driver, a reboot's) are a person's to read and run."""
+    if step.command is None or (step.local and installer_commands(step.command) is not None):
+        return None
+    return "from a saved plan (--plan), not a local installer step: read it, then run it yourself"
+
+
+def _script_body(
+    plan: Plan,
+    out: IO[str],
+    command_lines: Callable[[str], str],
+    hazard: Callable[[str], str | None],
+    saved: bool,
+) -> None:
     """What both scripts hold: the notes, each step as comments and its command, the conflicts
     and what was not planned. `#` starts a comment line in sh and in PowerShell alike."""
     for note in plan.notes:
@@ -144,7 +167,17 @@ def _script_body(plan: Plan, out: IO[str], command_lines: Callable[[str], str]) 
         if step.command:
             if not step.local:
                 out.write(f"#    {comment(step.why_not_local or '')}\n")
-            out.write(command_lines(step.command))
+            unsafe = hazard(step.command)
+            if unsafe:
+                withheld: str | None = (
+                    f"not written as a command: it holds {unsafe}, which its quoting never makes"
+                )
+            else:
+                withheld = written_from_file(step) if saved else None
+            if withheld:
+                out.write(f"#    {comment(withheld)}\n#    {comment(step.command)}\n")
+            else:
+                out.write(command_lines(step.command))
         else:
             out.write(f"#    ({step.kind.value}: {comment(step.why_not_local or '')})\n")
     for conflict in plan.conflicts:
@@ -233,6 +266,13 @@ FORMATS: dict[str, Format[Plan]] = format_table(
     FunctionFormat("ps1", render_ps1),
     FunctionFormat("html", render_html),
 )
+# The same for a plan read from a file (fix --plan): its scripts write only local installer
+# steps as commands (written_from_file).
+SAVED_PLAN_FORMATS: dict[str, Format[Plan]] = {
+    **FORMATS,
+    "sh": FunctionFormat("sh", lambda plan, out: render_sh(plan, out, saved=True)),
+    "ps1": FunctionFormat("ps1", lambda plan, out: render_ps1(plan, out, saved=True)),
+}
 
 
 def plan_schema() -> dict[str, Any]:

@@ -71,3 +71,24 @@ def test_an_error_the_catalog_does_not_know_still_says_run_it_by_hand() -> None:
     f = the(fb.on(builders.h100_node(1), env, deep=True), "frameworks.smoke-test")
     assert f.status is Status.FAIL and f.title.endswith("the smoke test failed on cuda:0")
     assert f.fix is not None and "Run it by hand" in f.fix.text
+
+
+# Quoted from https://github.com/facebookresearch/nougat/issues/115 (compat/messages.toml).
+LIBCUDA = (
+    "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared "
+    "object file: No such file or directory"
+)
+
+
+def test_a_libcuda_failure_off_wsl2_gets_no_wsl_library_folder() -> None:
+    env = fb.torch_cu124()
+    fb.imported(env, "torch", 1, version="2.5.1+cu124", failures={0: LIBCUDA})
+    snap = fb.on(builders.h100_node(1), env, deep=True)
+    assert snap.system.wsl is False
+    f = the(snap, "frameworks.smoke-test")
+    assert f.fix is not None and f.fix.commands == []
+    assert "this machine is not WSL2" in f.fix.text
+    snap.system.wsl = True
+    f = the(snap, "frameworks.smoke-test")
+    assert f.fix is not None
+    assert f.fix.commands == ["export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"]

@@ -59,3 +59,19 @@ def test_only_an_applications_fault_or_an_ignorable_xid_is_info() -> None:
     f = the(snap, "gpus.xid-events")
     assert f.status is Status.INFO
     assert "Xid 63 (GPU memory remapping event): NVIDIA's action IGNORE on 0000:10:1c" in f.evidence
+
+
+def test_an_xid_on_a_gpu_the_driver_does_not_list_resets_that_bus_id_never_every_gpu() -> None:
+    snap = builders.h100_node(4)  # no GPU at 0000:99:00
+    snap.system.kernel_log_nvrm = [XID_95.replace("0000:68:00", "0000:99:00")]
+    f = the(snap, "gpus.xid-events")
+    assert f.fix is not None and f.fix.commands == ["sudo nvidia-smi -r -i 00000000:99:00.0"]
+
+
+def test_an_xid_line_naming_no_gpu_is_a_persons_reset_with_no_command() -> None:
+    snap = builders.h100_node(4)
+    snap.system.kernel_log_nvrm = ["NVRM: Xid (GPU?): 95, pid=1, Uncontained: LTC TAG"]
+    f = the(snap, "gpus.xid-events")
+    assert f.status is Status.WARN
+    assert f.fix is not None and f.fix.commands == []
+    assert "give nvidia-smi -i the one that logged it" in f.fix.steps[0].text

@@ -18,6 +18,7 @@ from gpucheck.checks.frameworks.builds import (
 )
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets, upgrade_driver
 from gpucheck.checks.frameworks.per_environment import pip_step
+from gpucheck.compat.catalog_step import catalog_step
 from gpucheck.compat.frameworks import major_minor
 from gpucheck.compat.matching import Lines, matcher
 from gpucheck.model.environments import FrameworkRuntime, PythonEnvironment
@@ -116,7 +117,8 @@ def catalog_cause(ctx: Context, error: str) -> tuple[str, Fix] | None:
     )
     message = best.message
     means = f"it means: {message.cause} (gpucheck explain's catalog: {message.source})"
-    return message.title, Fix.of(message.fix_step(), Step.info(means, message.section))
+    fix = catalog_step(best, ctx.snapshot)  # its blanks filled, or no command
+    return message.title, Fix.of(fix, Step.info(means, message.section))
 
 
 def _out_of_memory(ctx: Context, gpu: Target | None, where: str) -> tuple[str, Fix]:

@@ -15,7 +15,7 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.registry import check
 from gpucheck.compat import Compat
 from gpucheck.compat.matching import Lines, matcher
-from gpucheck.compat.xids import XID_LINE, Xid
+from gpucheck.compat.xids import XID_LINE, Xid, fill_gpu, nvidia_smi_bus_id
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Fix, Step, StepKind
 from gpucheck.model.layers import Layer
@@ -98,10 +98,11 @@ def action_steps(ctx: Context, events: list[XidEvent]) -> list[Step]:
             continue
         sentence = f"Xid {event.xid.code}: {bucket.action[0].lower()}{bucket.action[1:]}"
         kind = StepKind(bucket.step)
-        if kind is StepKind.COMMAND and bucket.command:
-            gpus = _indices(ctx, event.addresses)
-            command = bucket.command.replace(" -i <GPU>", f" -i {gpus}" if gpus else "")
+        command = bucket.command and fill_gpu(bucket.command, _targets(ctx, event.addresses))
+        if kind is StepKind.COMMAND and command:
             steps[bucket.name] = Step.run(sentence, command, layer=Layer.GPUS)
+        elif kind is StepKind.COMMAND and bucket.command:  # no GPU named: never one for all
+            steps[bucket.name] = Step.manual(f"{sentence} ({_NO_GPU})", Layer.GPUS)
         elif kind is StepKind.REBOOT:
             steps[bucket.name] = Step.reboot(sentence)
         elif kind is StepKind.HARDWARE:
@@ -111,15 +112,24 @@ def action_steps(ctx: Context, events: list[XidEvent]) -> list[Step]:
     return list(steps.values())
 
 
-def _indices(ctx: Context, addresses: list[str]) -> str:
-    """The driver's indices of the GPUs at these addresses ("0000:2b:00" is bus:device)."""
-    wanted = {a.lower().split(":", 1)[-1] for a in addresses}
-    found = [
-        str(g.index)
+# nvidia-smi -r without -i resets every GPU: a line naming no GPU leaves the choice to a person.
+_NO_GPU = "the kernel log lines name no GPU: give nvidia-smi -i the one that logged it"
+
+
+def _targets(ctx: Context, addresses: list[str]) -> list[str]:
+    """nvidia-smi's -i for each GPU at these addresses ("0000:2b:00" is domain:bus:device):
+    the driver's index where it lists the GPU, else the line's own bus id."""
+    listed = {
+        (g.pci_bus_id or "").lower().split(":", 1)[-1].rsplit(".", 1)[0]: str(g.index)
         for g in ctx.gpus
-        if (g.pci_bus_id or "").lower().split(":", 1)[-1].rsplit(".", 1)[0] in wanted
-    ]
-    return ",".join(found)
+    }
+    found = []
+    for address in addresses:
+        index = listed.get(address.lower().split(":", 1)[-1])
+        target = index or nvidia_smi_bus_id(address)
+        if target:
+            found.append(target)
+    return list(dict.fromkeys(found))
 
 
 @check("gpus.xid-events", "the kernel log holds no Xid since boot that needs an action")
