@@ -60,7 +60,9 @@ def test_no_command_explain_prints_for_any_catalog_example_holds_a_placeholder()
 def test_libcuda_not_found_on_wsl2_puts_its_library_folder_on_the_loader_path() -> None:
     snap = h100_node(1)
     snap.system.wsl = True
-    assert _commands(LIBCUDA, snapshot=snap) == [WSL_EXPORT]
+    # (The doctor's own fixes for this node's facts join the answer too: a Linux driver's
+    # packages inside WSL2 are its problem here; the WSL2 step is still given.)
+    assert WSL_EXPORT in _commands(LIBCUDA, snapshot=snap)
 
 
 def test_libcuda_not_found_off_wsl2_gives_no_wsl_folder() -> None:
