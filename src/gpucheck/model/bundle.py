@@ -8,9 +8,11 @@ a bound, so a small file that inflates to gigabytes costs nothing."""
 
 from __future__ import annotations
 
-import gzip
 import io
-import tarfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # gzip and tarfile load only to read a bundle (4 ms of every doctor --from)
+    import gzip
 
 GZIP_MAGIC = b"\x1f\x8b"
 SNAPSHOT_MEMBER = "snapshot.json"
@@ -62,6 +64,9 @@ class _Bounded(io.RawIOBase):
 def bundle_member(data: bytes, name: str) -> bytes:
     """The bytes of member `name` (one of MEMBERS) of the bundle `data`; BundleError where the
     archive cannot be read, lacks it, or holds it as anything but a bounded regular file."""
+    import gzip
+    import tarfile
+
     if name not in MEMBERS:
         raise BundleError(f"{name} is not a member a bundle holds")
     try:

@@ -14,7 +14,6 @@ from msgspec import Struct
 from gpucheck.checks.context import Context
 from gpucheck.checks.registry import check
 from gpucheck.compat import Compat
-from gpucheck.compat.matching import Lines, matcher
 from gpucheck.compat.xids import XID_LINE, Xid, fill_gpu, nvidia_smi_bus_id
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import Fix, Step, StepKind
@@ -34,6 +33,10 @@ class XidEvent(Struct):
 
 def xid_events(compat: Compat, lines: list[str]) -> list[XidEvent]:
     """The Xid lines among `lines` (kernel log lines), grouped by code, in code order."""
+    if not any("Xid" in line for line in lines):
+        return []  # the usual kernel log: the matcher (and its catalogs) are not loaded
+    from gpucheck.compat.matching import Lines, matcher
+
     events: dict[int, XidEvent] = {}
     text = "\n".join(lines)
     for match in matcher(compat).matches(Lines(text)):
