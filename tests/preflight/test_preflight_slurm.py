@@ -225,6 +225,10 @@ def test_a_task_whose_torch_process_is_killed_is_named(
     lines = [f"export {k}='{v}'" for k, v in healthy.env.items()]
     for rank in range(3):
         (tmp_path / f"rank{rank}.env").write_text("\n".join(lines) + "\n")
+    # Task 2's local steps take 2 s more each (the documented test hook), so that the kill
+    # below lands inside its exchange: on a quiet machine the whole job is over in 4 s.
+    with (tmp_path / "rank2.env").open("a") as env:
+        env.write("export GPUCHECK_PREFLIGHT_TEST_DELAY_MS=2000\n")
     # Task 2's interpreter: the real one, except that its exchange is killed after 4 s.
     dying = tmp_path / "python-dies"
     dying.write_text(
