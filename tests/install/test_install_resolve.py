@@ -157,3 +157,14 @@ def test_companions_come_from_torchs_build(package: str, requirement: str) -> No
     got = answer("torch", package, gpus=("GTX 1080",), driver="580.95.05", python="3.12")
     assert got.packages[1].requirement == requirement
     assert got.packages[1].index_url == "https://download.pytorch.org/whl/cu126"
+
+
+def test_tensorflow_on_maxwell_is_said_uncertain_not_promised() -> None:
+    """TensorFlow's CUDA 12 wheels carry their own list (sm_60 up at tensorflow's .bazelrc,
+    commit 0071ad1d), narrower than CUDA 12.5's range: the compat data holds no per-release
+    list, so a GTX 980 (5.2) is told the answer is not certain; a GTX 1080 (6.1) is not."""
+    (tf,) = answer("tensorflow", gpus=("GTX 980",), driver="580.95.05", python="3.12").packages
+    assert tf.requirement == "tensorflow[and-cuda]==2.21.*"
+    assert [n for n in tf.notes if n.startswith("not certain for compute capability 5.2: ")]
+    (tf,) = answer("tensorflow", gpus=("GTX 1080",), driver="580.95.05", python="3.12").packages
+    assert not [n for n in tf.notes if n.startswith("not certain")]

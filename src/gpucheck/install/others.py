@@ -43,6 +43,22 @@ def arch_reason(compat: Compat, machine: Machine, cuda: str) -> str | None:
     return f"CUDA {cuda} cannot build for compute capability {', '.join(missing)}{span}"
 
 
+# TensorFlow's CUDA 12 wheels are built for its own list, narrower than the toolkit's: at
+# https://github.com/tensorflow/tensorflow/blob/0071ad1d/.bazelrc (cuda12 builds, CUDA 12.5.1)
+# TF_CUDA_COMPUTE_CAPABILITIES is sm_60,sm_70,sm_80,sm_89,compute_90. Which releases carry which
+# list is not in the compat data, so an older GPU is said to be uncertain, never promised.
+_TF_CUDA12_LOWEST = Version("6.0")
+
+
+def _tf_arch_caveat(cuda: str, old: list[str]) -> str:
+    return (
+        f"not certain for compute capability {', '.join(old)}: this answer judges by CUDA "
+        f"{cuda}'s architecture range; TensorFlow's CUDA 12 wheels carry their own narrower list "
+        "(from 6.0 at the tensorflow .bazelrc read), which the compat data does not hold per "
+        "release: after installing, `gpucheck doctor --deep` reads the installed wheel's list"
+    )
+
+
 def resolve_tensorflow(compat: Compat, machine: Machine, wanted: Wanted) -> PackageAnswer:
     tf = compat.tensorflow
     answer = PackageAnswer(name="tensorflow")
@@ -68,6 +84,9 @@ def resolve_tensorflow(compat: Compat, machine: Machine, wanted: Wanted) -> Pack
         answer.build = "and-cuda" if extra else ("gpu" if gpu else "cpu")
         answer.requirement = f"{package}{extra}=={rel.version}.*"
         answer.sources = [rel.source]
+        old = [cc for cc in machine.ccs if Version(cc) < _TF_CUDA12_LOWEST] if gpu else []
+        if old and rel.cuda is not None and Version(rel.cuda).major >= 12:
+            answer.notes.append(_tf_arch_caveat(rel.cuda, old))
         break
     if answer.ruled_out and answer.release is not None:
         answer.cliff = (
