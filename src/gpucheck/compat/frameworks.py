@@ -121,6 +121,20 @@ class TorchData(LineReleases[TorchRelease]):
         return max(earlier, key=lambda a: a.torch_min, default=None)
 
 
+def _gpu_code_rows(path: Path, rows: Rows) -> list[TfGpuCode]:
+    """[[gpu_code]] rows: each capability a version, at least one, one row per line."""
+    found: list[TfGpuCode] = []
+    for row in rows.table("gpu_code"):
+        code = row.struct(TfGpuCode, optional=("ptx",))
+        bad = [c for c in (*code.sm, *code.ptx) if parse_version(c) is None]
+        if bad or not (code.sm or code.ptx):
+            raise CompatError(f"{row.where}: sm/ptx must list capabilities like '6.1' (got {bad})")
+        if any(g.version == code.version for g in found):
+            raise CompatError(f"{row.where}: a second row for line {code.version}")
+        found.append(code)
+    return found
+
+
 # -- TensorFlow ------------------------------------------------------------------------------
 
 
@@ -143,6 +157,20 @@ class TfAndCuda(Struct, frozen=True):
     loader_gap_source: str | None = None
 
 
+class TfGpuCode(Struct, frozen=True):
+    """The GPU code one release line's builds carry: SASS (sm) and PTX (ptx) capabilities."""
+
+    version: Version  # major.minor line
+    sm: tuple[str, ...]
+    ptx: tuple[str, ...]
+    source: str
+
+    def code_for(self, cc: str) -> str | None:
+        sass = [(v, False) for v in map(parse_version, self.sm) if v is not None]
+        ptx = [v for v in map(parse_version, self.ptx) if v is not None]
+        return code_for(cc, sass, ptx)
+
+
 class TfPackage(Struct, frozen=True):
     name: str
     note: str
@@ -160,8 +188,10 @@ class TensorflowData(LineReleases[TfRelease]):
         packages: list[TfPackage],
         windows_native_gpu_last: Version | None,
         windows_native_gpu_source: str,
+        gpu_code: list[TfGpuCode] | None = None,
     ) -> None:
         super().__init__(releases)
+        self.gpu_code = {g.version: g for g in gpu_code or []}
         self.windows_gpu = sorted(windows_gpu, key=lambda r: r.version)
         self.and_cuda = sorted(and_cuda, key=lambda r: r.version)
         self.packages = {p.name: p for p in packages}
@@ -185,7 +215,12 @@ class TensorflowData(LineReleases[TfRelease]):
             ],
             windows_native_gpu_last=last_version,
             windows_native_gpu_source=rows.text("windows_native_gpu_source"),
+            gpu_code=_gpu_code_rows(path, rows),
         )
+
+    def gpu_code_for(self, version: str | Version) -> TfGpuCode | None:
+        """The line's GPU code list; None where no source ties one to the release."""
+        return self.gpu_code.get(major_minor(version))
 
     def and_cuda_for(self, version: str) -> TfAndCuda | None:
         """The newest and-cuda pin set at or below `version` within its line."""
