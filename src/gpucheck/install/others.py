@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from gpucheck.compat import Compat, driver_text
 from gpucheck.compat.answers import cuda_targets
-from gpucheck.compat.frameworks import JaxRelease, major_minor
+from gpucheck.compat.frameworks import JaxRelease, TfGpuCode, major_minor
 from gpucheck.install.answer import PackageAnswer
 from gpucheck.install.machine import Machine
 from gpucheck.install.request import Wanted
@@ -43,10 +43,10 @@ def arch_reason(compat: Compat, machine: Machine, cuda: str) -> str | None:
     return f"CUDA {cuda} cannot build for compute capability {', '.join(missing)}{span}"
 
 
-# TensorFlow's CUDA 12 wheels are built for its own list, narrower than the toolkit's: at
-# https://github.com/tensorflow/tensorflow/blob/0071ad1d/.bazelrc (cuda12 builds, CUDA 12.5.1)
-# TF_CUDA_COMPUTE_CAPABILITIES is sm_60,sm_70,sm_80,sm_89,compute_90. Which releases carry which
-# list is not in the compat data, so an older GPU is said to be uncertain, never promised.
+# TensorFlow's CUDA 12 wheels are built for their own list, narrower than the toolkit's (at
+# https://github.com/tensorflow/tensorflow/blob/0071ad1d/.bazelrc, CUDA 12.5.1:
+# sm_60,sm_70,sm_80,sm_89,compute_90). Where compat/tensorflow.toml has no [[gpu_code]] row for a
+# line, an older GPU is said to be uncertain, never promised.
 _TF_CUDA12_LOWEST = Version("6.0")
 
 
@@ -54,8 +54,34 @@ def _tf_arch_caveat(cuda: str, old: list[str]) -> str:
     return (
         f"not certain for compute capability {', '.join(old)}: this answer judges by CUDA "
         f"{cuda}'s architecture range; TensorFlow's CUDA 12 wheels carry their own narrower list "
-        "(from 6.0 at the tensorflow .bazelrc read), which the compat data does not hold per "
-        "release: after installing, `gpucheck doctor --deep` reads the installed wheel's list"
+        "(from 6.0 at the tensorflow .bazelrc read), which the compat data does not hold for "
+        "this release: after installing, `gpucheck doctor --deep` reads the installed wheel's list"
+    )
+
+
+def _tf_code_reason(
+    compat: Compat, machine: Machine, code: TfGpuCode, cuda: str
+) -> tuple[str | None, list[str]]:
+    """(why the release's builds have no code for a GPU here, notes on GPUs served by PTX JIT):
+    the rule torch's builds are judged by, with the release's own list."""
+    most = compat.max_cuda_for_driver(machine.driver, machine.os) if machine.driver else None
+    build = major_minor(cuda)
+    missing, notes = [], []
+    for cc in machine.ccs:
+        how = code.code_for(cc)
+        if how == "ptx" and most is not None and build is not None and build > most:
+            how = None  # the driver cannot JIT-compile PTX of a newer CUDA
+        if how is None:
+            missing.append(cc)
+        elif how == "ptx":
+            notes.append(f"compute capability {cc} runs through PTX JIT compilation")
+    if not missing:
+        return None, notes
+    built = [f"sm_{c.replace('.', '')}" for c in code.sm]
+    built += [f"compute_{c.replace('.', '')}" for c in code.ptx]
+    return (
+        f"has no code for compute capability {', '.join(missing)} (built for {' '.join(built)})",
+        [],
     )
 
 
@@ -71,10 +97,14 @@ def resolve_tensorflow(compat: Compat, machine: Machine, wanted: Wanted) -> Pack
         windows_after = last_windows is not None and rel.version > last_windows
         if reason is None and gpu and machine.os == "windows" and windows_after:
             reason = f"has no GPU build on native Windows (the last is {last_windows}; WSL2)"
+        code = tf.gpu_code_for(rel.version) if gpu else None
+        jit: list[str] = []
         if reason is None and gpu and rel.cuda is not None:
-            reason = driver_reason(compat, machine, rel.cuda) or arch_reason(
-                compat, machine, rel.cuda
-            )
+            reason = driver_reason(compat, machine, rel.cuda)
+            if reason is None and code is not None:
+                reason, jit = _tf_code_reason(compat, machine, code, rel.cuda)
+            elif reason is None:
+                reason = arch_reason(compat, machine, rel.cuda)
         if reason is not None:
             answer.ruled_out.append(f"{rel.version}: {reason}")
             continue
@@ -83,9 +113,11 @@ def resolve_tensorflow(compat: Compat, machine: Machine, wanted: Wanted) -> Pack
         package = (rel.package or "tensorflow").replace("_", "-") if gpu else "tensorflow"
         answer.build = "and-cuda" if extra else ("gpu" if gpu else "cpu")
         answer.requirement = f"{package}{extra}=={rel.version}.*"
-        answer.sources = [rel.source]
+        answer.sources = [rel.source] + ([code.source] if code else [])
+        answer.notes.extend(jit)
         old = [cc for cc in machine.ccs if Version(cc) < _TF_CUDA12_LOWEST] if gpu else []
-        if old and rel.cuda is not None and Version(rel.cuda).major >= 12:
+        cuda12 = rel.cuda is not None and Version(rel.cuda).major >= 12
+        if old and code is None and rel.cuda is not None and cuda12:
             answer.notes.append(_tf_arch_caveat(rel.cuda, old))
         break
     if answer.ruled_out and answer.release is not None:
