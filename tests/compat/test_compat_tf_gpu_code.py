@@ -24,6 +24,12 @@ def test_a_line_with_no_source_tied_list_has_none() -> None:
     assert load().tensorflow.gpu_code_for("2.21") is None
 
 
+def test_a_row_for_a_line_with_no_release_is_refused() -> None:
+    data = {**_BASE, "gpu_code": [{"version": "9.9", "sm": ["3.5"], "source": "x"}]}
+    with pytest.raises(CompatError, match=r"with no \[\[release\]\]: \['9\.9'\]"):
+        TensorflowData.from_data(Path("tensorflow.toml"), data)
+
+
 def test_a_capability_that_is_not_a_version_is_refused() -> None:
     data = {**_BASE, "gpu_code": [{"version": "2.3", "sm": ["sm_35"], "source": "x"}]}
     with pytest.raises(CompatError, match="sm_35"):

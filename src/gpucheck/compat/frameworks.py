@@ -206,8 +206,13 @@ class TensorflowData(LineReleases[TfRelease]):
         last_version = parse_version(last) if last else None
         if last and last_version is None:
             raise CompatError(f"{path.name}: windows_native_gpu_last = {last!r} is not a version")
+        releases = [r.struct(TfRelease) for r in rows.table("release")]
+        gpu_code = _gpu_code_rows(path, rows)
+        lines = {r.version for r in releases}
+        if stray := [str(g.version) for g in gpu_code if g.version not in lines]:
+            raise CompatError(f"{path.name}: [[gpu_code]] for lines with no [[release]]: {stray}")
         return cls(
-            releases=[r.struct(TfRelease) for r in rows.table("release")],
+            releases=releases,
             windows_gpu=[r.struct(TfRelease) for r in rows.table("windows_gpu")],
             and_cuda=[r.struct(TfAndCuda) for r in rows.table("and_cuda")],
             packages=[
@@ -215,12 +220,13 @@ class TensorflowData(LineReleases[TfRelease]):
             ],
             windows_native_gpu_last=last_version,
             windows_native_gpu_source=rows.text("windows_native_gpu_source"),
-            gpu_code=_gpu_code_rows(path, rows),
+            gpu_code=gpu_code,
         )
 
     def gpu_code_for(self, version: str | Version) -> TfGpuCode | None:
         """The line's GPU code list; None where no source ties one to the release."""
-        return self.gpu_code.get(major_minor(version))
+        line = major_minor(version)
+        return self.gpu_code.get(line) if line is not None else None
 
     def and_cuda_for(self, version: str) -> TfAndCuda | None:
         """The newest and-cuda pin set at or below `version` within its line."""
