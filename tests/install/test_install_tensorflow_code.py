@@ -1,7 +1,9 @@
 """`install tensorflow` judged by the GPU code a release's builds carry, where compat/tensorflow.toml
 ties a list to the release. The 2.3 list is SASS 3.5, 3.7, 5.2, 6.0, 6.1, 7.0 and PTX 7.0: a
 cuobjdump of the 2.3.1 GPU build (https://github.com/tensorflow/tensorflow/issues/46537) and
-RELEASE.md 2.3.0 ('PTX kernels only for compute capability 7.0'). Expectations are those literals."""
+RELEASE.md 2.3.0 ('PTX kernels only for compute capability 7.0'); for the pip package, a maintainer
+in https://github.com/tensorflow/tensorflow/issues/41990: 'supports 3.5, 3.7, 5.2, 6.0, 6.1, 7.0 and
+higher than 7.0'. Expectations are those literals."""
 
 from __future__ import annotations
 
