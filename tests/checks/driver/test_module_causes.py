@@ -245,3 +245,18 @@ def test_a_current_branch_failing_on_a_new_kernel_is_told_to_move_to_a_newer_bra
     assert f.fix is not None
     assert "newer than 580.119.02 that supports kernel 7.0.9-1-cachyos" in f.fix.text
     assert "6.18.32-1-cachyos-lts" in f.fix.text
+
+
+def test_a_signing_key_path_from_the_snapshot_is_one_quoted_word() -> None:
+    """A key path holding shell syntax (a snapshot is data) stays one word of each command."""
+    snap = mb.module_not_loaded(builders.workstation())
+    snap.system.secure_boot = True
+    snap.install_state = InstallStateFacts(
+        module_log=["Loading of module with unavailable key is rejected"],
+        signing_keys=["/var/lib/x;touch PWNED/MOK.der"],
+    )
+    f = the(snap, "driver.kernel-module")
+    assert f.fix is not None
+    commands = [s.command for s in f.fix.steps]
+    assert "mokutil --test-key '/var/lib/x;touch PWNED/MOK.der'" in commands
+    assert "sudo mokutil --import '/var/lib/x;touch PWNED/MOK.der'" in commands

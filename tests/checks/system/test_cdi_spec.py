@@ -51,3 +51,16 @@ def test_no_spec_or_one_naming_no_driver_is_not_judged() -> None:
     assert finding(with_specs(), "system.cdi-spec") is None
     spec = CdiSpec("/etc/cdi/other.yaml", "vendor.com/device", [])
     assert finding(with_specs(spec), "system.cdi-spec") is None
+
+
+def test_a_spec_path_from_the_snapshot_is_one_quoted_word_in_the_command() -> None:
+    """A snapshot is data: a spec path holding shell syntax stays inside one word (a
+    property test found it unquoted: `--output=/etc/cdi/$(touch PWNED).yaml` ran)."""
+    f = the(
+        with_specs(CdiSpec("/etc/cdi/$(touch PWNED).yaml", "nvidia.com/gpu", ["535.161.07"])),
+        "system.cdi-spec",
+    )
+    assert f.fix is not None
+    assert "sudo nvidia-ctk cdi generate '--output=/etc/cdi/$(touch PWNED).yaml'" in [
+        s.command for s in f.fix.steps
+    ]

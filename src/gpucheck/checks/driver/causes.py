@@ -17,6 +17,7 @@ from gpucheck.model.distros import linux_family
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
 from gpucheck.model.install_state import InstallStateFacts
 from gpucheck.model.layers import Layer
+from gpucheck.model.shell import join
 
 Flavour = Literal["open", "proprietary"]
 _LEGACY = re.compile(r"supported through the NVIDIA ([0-9]+)\.xx Legacy drivers")
@@ -99,8 +100,8 @@ def gpu_architecture(ctx: Context) -> tuple[str | None, str | None]:
 
 
 def _installer(version: str | None, option: str = "") -> str:
-    arch = "x86_64"
-    return f"sudo sh NVIDIA-Linux-{arch}-{version or '<version>'}.run{option}"
+    arch = "x86_64"  # (the version may come from the snapshot: one quoted word)
+    return join(["sudo", "sh", f"NVIDIA-Linux-{arch}-{version or '<version>'}.run"]) + option
 
 
 # --- a branch that no longer drives the GPU ------------------------------------------------
@@ -287,12 +288,12 @@ def _signing_key(ctx: Context, text: str) -> Cause | None:
             Step.info(
                 "which it is decides the fix: whether the key DKMS signs with is enrolled",
                 Layer.SYSTEM,
-                f"mokutil --test-key {key}",
+                join(["mokutil", "--test-key", key]),
             ),
             Step.run(
                 "not enrolled: enroll it (a one-time password), then confirm it at the blue "
                 "MokManager screen on the next boot",
-                f"sudo mokutil --import {key}",
+                join(["sudo", "mokutil", "--import", key]),
                 layer=Layer.SYSTEM,
             ),
             Step.reboot("reboot and enroll the key in MokManager"),
@@ -342,7 +343,8 @@ def _dkms_failed(ctx: Context, text: str) -> Cause | None:
         steps += [
             Step.run(
                 "install the running kernel's headers, which the build needs, and build again",
-                f"sudo apt install linux-headers-{kernel} && sudo dkms autoinstall",
+                join(["sudo", "apt", "install", f"linux-headers-{kernel}"])
+                + " && sudo dkms autoinstall",
                 Tool.APT,
                 layer=Layer.SYSTEM,
             ),

@@ -13,6 +13,7 @@ from gpucheck.checks.registry import check
 from gpucheck.model.finding import Outcome, Subjects
 from gpucheck.model.fix import Fix, Step
 from gpucheck.model.layers import Layer
+from gpucheck.model.shell import join
 
 REFRESH_SPEC = "/var/run/cdi/nvidia.yaml"  # where nvidia-cdi-refresh writes (toolkit 1.18+)
 
@@ -47,7 +48,7 @@ def cdi_spec(ctx: Context) -> Outcome | None:
             steps.append(
                 Step.run(
                     f"regenerate {spec.path} for driver {running}",
-                    f"sudo nvidia-ctk cdi generate --output={spec.path}",
+                    join(["sudo", "nvidia-ctk", "cdi", "generate", f"--output={spec.path}"]),
                     layer=Layer.SYSTEM,
                 )
             )
