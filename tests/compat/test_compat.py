@@ -216,8 +216,8 @@ def test_kernel_archs_and_ptxas_rows_are_checked_as_they_load() -> None:
         bad = {**row, "cuda_for": {"12.0": "12.8"}}
         ExtensionData.from_data(Path("extensions.toml"), {"kernel_archs": [bad]})
     with pytest.raises(CompatError, match=r"and_newer rows name one arch, the lowest"):
-        bad = {**row, "and_newer": True}
-        ExtensionData.from_data(Path("extensions.toml"), {"kernel_archs": [bad]})
+        floor_of_two: dict[str, object] = {**row, "and_newer": True}
+        ExtensionData.from_data(Path("extensions.toml"), {"kernel_archs": [floor_of_two]})
     ptxas = {"from": "0.4.24", "behaviour": "falls_back", "source": "s"}
     jax = JaxData.from_data(Path("jax.toml"), {"ptxas_newer_than_driver": [ptxas]})
     assert jax.ptxas_behaviour("0.4.23") is None
