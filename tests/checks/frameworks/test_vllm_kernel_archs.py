@@ -63,3 +63,12 @@ def test_vllm_on_pascal_says_no_release_builds_for_it() -> None:
 def test_vllm_before_the_first_release_read_is_not_judged() -> None:
     # The docs were read from v0.3.3: an older release has no row, so no verdict on its arch.
     assert "no kernels" not in _vllm(fb.pascal_workstation(), "0.2.7").title
+
+
+def test_vllm_0_21_on_a_v100_beside_an_h100_warns_with_every_way_out() -> None:
+    snap = builders.node([builders.h100(0), builders.h100(1)])
+    snap.nvml.gpus[1].compute_capability = "7.0"
+    f = _vllm(snap, "0.21.0")
+    assert f.status is Status.WARN and f.fix is not None
+    assert f.fix.text.startswith("Run vllm on GPUs of compute capability 7.5 and newer")
+    assert "CUDA_VISIBLE_DEVICES" in f.fix.text and "pip install 'vllm<0.21.0'" in f.fix.text

@@ -76,10 +76,17 @@ def kernel_archs_outcome(
     ccs = ", ".join(cc_list(outside))
     other = _releases_for(ctx, row, outside[0].cc)
     use_instead = Step.manual(f"use {row.instead} on compute capability {ccs}", Layer.EXTENSIONS)
+    run_elsewhere = Step.manual(
+        f"run {dist.name} on GPUs of {row.carried().removesuffix(' only')} "
+        "(CUDA_VISIBLE_DEVICES can leave the others out)",
+        Layer.JOB,
+    )
+    some_covered = len(outside) < len(found)
+    ways: list[Step] = [run_elsewhere] if some_covered else []
     if other is not None:
         want, where = other
         flags = " --no-build-isolation" if dist.name in BUILT_AGAINST_TORCH else ""
-        fix = Fix.of(
+        ways.append(
             pip_step(
                 ctx,
                 env,
@@ -87,19 +94,15 @@ def kernel_archs_outcome(
                 f"pip install{flags} '{dist.name}{want}'",
                 [change(env, dist.name, requirement=want)],
                 Layer.EXTENSIONS,
-            ),
-            OR,
-            use_instead,
+            )
         )
     else:
-        run_elsewhere = Step.manual(
-            f"run {dist.name} on GPUs of {row.carried().removesuffix(' only')} "
-            "(CUDA_VISIBLE_DEVICES can leave the others out)",
-            Layer.JOB,
-        )
-        fix = Fix.of(run_elsewhere, OR, use_instead)
         where = f"no {dist.name} release builds for it"
-    verdict = Outcome.fail if len(outside) == len(found) else Outcome.warn
+        ways += [] if some_covered else [run_elsewhere]
+    ways.append(use_instead)
+    # Each way is an alternative: a GPU left out, another release, another library.
+    fix = Fix.of(*[part for way in ways for part in (way, OR)][:-1])
+    verdict = Outcome.warn if some_covered else Outcome.fail
     built_from = f" (built for CUDA {cuda})" if cuda else ""
     return verdict(
         f"{dist.name} {dist.version}{built_from} has no kernels for compute capability {ccs}: "
