@@ -215,6 +215,9 @@ def test_kernel_archs_and_ptxas_rows_are_checked_as_they_load() -> None:
     with pytest.raises(CompatError, match=r"cuda_for names an arch that archs does not list"):
         bad = {**row, "cuda_for": {"12.0": "12.8"}}
         ExtensionData.from_data(Path("extensions.toml"), {"kernel_archs": [bad]})
+    with pytest.raises(CompatError, match=r"and_newer rows name one arch, the lowest"):
+        floor_of_two: dict[str, object] = {**row, "and_newer": True}
+        ExtensionData.from_data(Path("extensions.toml"), {"kernel_archs": [floor_of_two]})
     ptxas = {"from": "0.4.24", "behaviour": "falls_back", "source": "s"}
     jax = JaxData.from_data(Path("jax.toml"), {"ptxas_newer_than_driver": [ptxas]})
     assert jax.ptxas_behaviour("0.4.23") is None
@@ -223,3 +226,26 @@ def test_kernel_archs_and_ptxas_rows_are_checked_as_they_load() -> None:
     with pytest.raises(CompatError, match=r"behaviour must be one of fails, falls_back, unknown"):
         bad_ptxas = {**ptxas, "behaviour": "slow"}
         JaxData.from_data(Path("jax.toml"), {"ptxas_newer_than_driver": [bad_ptxas]})
+
+
+def test_an_and_newer_kernel_archs_row_runs_on_every_newer_gpu() -> None:
+    """A row from a documented floor (vLLM's "compute capability 7.5 or higher") covers that
+    arch and every newer GPU, across majors; a row with a list does not."""
+    from gpucheck.compat.extensions import ExtensionData
+
+    row = {"package": "vllm", "from": "0.21.0", "archs": ["7.5"], "and_newer": True}
+    row |= {"instead": "transformers", "source": "s"}
+    data = ExtensionData.from_data(Path("extensions.toml"), {"kernel_archs": [row]})
+    floor = data.kernel_archs("vllm", "0.21.0")
+    assert floor is not None and floor.and_newer
+    assert (floor.runs_on("7.5"), floor.runs_on("12.0"), floor.runs_on("7.0")) == (
+        "7.5",
+        "7.5",
+        None,
+    )
+    assert floor.carried() == "compute capability 7.5 and newer"
+    listed = ExtensionData.from_data(
+        Path("extensions.toml"), {"kernel_archs": [{**row, "and_newer": False}]}
+    ).kernel_archs("vllm", "0.21.0")
+    assert listed is not None and listed.runs_on("12.0") is None
+    assert listed.carried() == "compute capability 7.5 only"

@@ -55,6 +55,9 @@ class KernelArchs(Struct, frozen=True):
     wheel_cuda: str | None  # the CUDA the release's prebuilt wheels are built with
     instead: str  # what to use on a GPU no release covers
     source: str
+    # The source states a lowest compute capability, not a list (vLLM's installation docs):
+    # the build runs on archs[0] and every newer GPU.
+    and_newer: bool = False
 
     def runs_on(self, cc: str) -> str | None:
         """The arch whose SASS runs on compute capability `cc`, or None."""
@@ -63,7 +66,16 @@ class KernelArchs(Struct, frozen=True):
             want = parse_version(arch)
             if have and want and want.major == have.major and want.minor <= have.minor:
                 return arch
+        lowest = parse_version(self.archs[0])
+        if self.and_newer and have and lowest and have >= lowest:
+            return self.archs[0]
         return None
+
+    def carried(self) -> str:
+        """The GPUs this build has code for, in words."""
+        if self.and_newer:
+            return f"compute capability {self.archs[0]} and newer"
+        return f"compute capability {', '.join(self.archs)} only"
 
 
 class ExtensionData(Struct):
@@ -90,6 +102,8 @@ class ExtensionData(Struct):
             row = r.struct(KernelArchs, start=r.version("from"))
             if not row.archs or not all(parse_version(a) for a in row.archs):
                 raise CompatError(f'{r.where}: archs must be compute capabilities ("8.0")')
+            if row.and_newer and len(row.archs) != 1:
+                raise CompatError(f"{r.where}: and_newer rows name one arch, the lowest")
             if not set(row.cuda_for) <= set(row.archs):
                 raise CompatError(f"{r.where}: cuda_for names an arch that archs does not list")
             kernels.append(row)

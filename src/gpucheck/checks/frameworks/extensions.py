@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from msgspec import Struct
-from packaging.version import Version
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
@@ -23,7 +22,6 @@ from gpucheck.checks.frameworks.kernel_archs import kernel_archs_outcome
 from gpucheck.checks.frameworks.packages import requirements_of, satisfies
 from gpucheck.checks.frameworks.per_environment import change, framework_check, merge, pip_step
 from gpucheck.checks.frameworks.runtime_fixes import import_command
-from gpucheck.compat import parse_version
 from gpucheck.compat.answers import TORCH_INDEX
 from gpucheck.compat.extensions import matches
 from gpucheck.compat.frameworks import cuda_of_local_tag, major_minor
@@ -196,9 +194,6 @@ def judge(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribut
         return import_outcome(ctx, env, inst, dist, imp)
     if dist.name in TRITONS:
         return triton_outcome(ctx, env, inst, dist)
-    low = vllm_below_floor(ctx, dist)
-    if low is not None:
-        return low
     no_kernels = kernel_archs_outcome(ctx, env, dist, build_of(env, dist.name))
     if no_kernels is not None:
         return no_kernels
@@ -237,44 +232,6 @@ def judge(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribut
     if pin is None and not (built and built.torch) and dist.name not in PAIRED:
         return Outcome.info(f"{name}: which torch it was built for is not recorded", how)
     return Outcome.passed(f"{name} matches torch {torch_version}", how)
-
-
-# vLLM's prebuilt wheels carry kernels from a compute capability up: 7.0 in its installation
-# docs v0.3.3 to v0.14.0 (docs.vllm.ai/en/v0.14.0/getting_started/installation/gpu/), 7.5 in
-# v0.21.0's (docs/getting_started/installation/gpu.cuda.inc.md at tag v0.21.0); the release
-# between them that raised it is not cited, so 7.5 is held from 0.21.0 only.
-VLLM_FLOORS = (("0", "7.0"), ("0.21.0", "7.5"))
-
-
-def vllm_below_floor(ctx: Context, dist: Distribution) -> Outcome | None:
-    """vLLM on a GPU below its wheels' lowest compute capability: 'no kernel image is
-    available' at the first op (vllm-project/vllm#19542, a GTX 1080 Ti on vLLM 0.9.1)."""
-    have = parse_version(dist.version.split("+", 1)[0])
-    if dist.name != "vllm" or have is None:
-        return None
-    floor = [cc for since, cc in VLLM_FLOORS if have >= Version(since)][-1]
-    found = targets(ctx)
-    low = [t for t in found if Version(t.cc) < Version(floor)]
-    if not low:
-        return None
-    ccs = ", ".join(cc_list(low))
-    # Beside GPUs it does support, vLLM still runs there: a warning; a failure only when no
-    # GPU here is supported.
-    verdict = Outcome.fail if len(low) == len(found) else Outcome.warn
-    return verdict(
-        f"vllm {dist.version} has no kernels for compute capability {ccs}: its wheels start at "
-        f"{floor} ('no kernel image is available for execution on the device')",
-        *(f"{t.label}: compute capability {t.cc}" for t in low),
-        fix=Fix.of(
-            Step.manual(
-                f"run vLLM on GPUs of compute capability {floor} or newer (CUDA_VISIBLE_DEVICES "
-                "can leave the others out)",
-                Layer.JOB,
-            ),
-            OR,
-            Step.manual(f"build it from source for {ccs} (not supported upstream)"),
-        ),
-    )
 
 
 def tensorrt_pin_broken(ctx: Context, env: PythonEnvironment, dist: Distribution) -> Outcome | None:

@@ -1,7 +1,8 @@
-"""Kernel packages (flash-attn) against the GPUs here: a release's CUDA build carries SASS for
-the compute capabilities its setup.py lists (compat/extensions.toml [[kernel_archs]]) and no
-PTX, so a GPU outside that list gets "no kernel image is available for execution on the
-device" at the first call. Read from the release alone, before anything is imported."""
+"""Kernel packages (flash-attn, vLLM) against the GPUs here: a release's CUDA build carries SASS
+for the compute capabilities its build files list, or from the lowest its docs name
+(compat/extensions.toml [[kernel_archs]]), and no PTX, so a GPU outside them gets "no kernel
+image is available for execution on the device" at the first call. Read from the release
+alone, before anything is imported."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from gpucheck.model.environments import Distribution, ExtensionBuild, PythonEnvi
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.layers import Layer
+
+# Packages whose release is often built on install (an sdist that imports torch in its
+# setup.py): pip must build it against the torch already installed.
+BUILT_AGAINST_TORCH = frozenset({"flash-attn"})
 
 
 def build_cuda(row: KernelArchs, built: ExtensionBuild | None) -> str | None:
@@ -69,31 +74,39 @@ def kernel_archs_outcome(
     if not outside:
         return None
     ccs = ", ".join(cc_list(outside))
-    archs = ", ".join(row.archs)
     other = _releases_for(ctx, row, outside[0].cc)
     use_instead = Step.manual(f"use {row.instead} on compute capability {ccs}", Layer.EXTENSIONS)
+    run_elsewhere = Step.manual(
+        f"run {dist.name} on GPUs of {row.carried().removesuffix(' only')} "
+        "(CUDA_VISIBLE_DEVICES can leave the others out)",
+        Layer.JOB,
+    )
+    some_covered = len(outside) < len(found)
+    ways: list[Step] = [run_elsewhere] if some_covered else []
     if other is not None:
         want, where = other
-        fix = Fix.of(
+        flags = " --no-build-isolation" if dist.name in BUILT_AGAINST_TORCH else ""
+        ways.append(
             pip_step(
                 ctx,
                 env,
                 f"install a {dist.name} release that carries code for {ccs}",
-                f"pip install --no-build-isolation '{dist.name}{want}'",
+                f"pip install{flags} '{dist.name}{want}'",
                 [change(env, dist.name, requirement=want)],
                 Layer.EXTENSIONS,
-            ),
-            OR,
-            use_instead,
+            )
         )
     else:
-        fix = Fix.of(use_instead)
         where = f"no {dist.name} release builds for it"
-    verdict = Outcome.fail if len(outside) == len(found) else Outcome.warn
+        ways += [] if some_covered else [run_elsewhere]
+    ways.append(use_instead)
+    # Each way is an alternative: a GPU left out, another release, another library.
+    fix = Fix.of(*[part for way in ways for part in (way, OR)][:-1])
+    verdict = Outcome.warn if some_covered else Outcome.fail
     built_from = f" (built for CUDA {cuda})" if cuda else ""
     return verdict(
         f"{dist.name} {dist.version}{built_from} has no kernels for compute capability {ccs}: "
-        f"its build carries code for {archs} only, so its kernels fail there; {where}",
+        f"its build carries code for {row.carried()}, so its kernels fail there; {where}",
         *(f"{t.label}: compute capability {t.cc}" for t in outside),
         f"compat data: {row.source}",
         fix=fix,

@@ -1,0 +1,74 @@
+"""vLLM's prebuilt wheels against the GPUs here, judged from compat/extensions.toml
+[[kernel_archs]]: its installation docs say "compute capability 7.0 or higher" from v0.3.3
+to v0.14.0 and "7.5 or higher" (CUDA 12.9 binaries) at v0.21.0."""
+
+from __future__ import annotations
+
+from support import builders, more_builders
+from support import framework_builders as fb
+from support.evaluate import the
+
+from gpucheck.model.finding import Finding, Status
+from gpucheck.model.snapshot import Snapshot
+
+
+def _vllm(snap: Snapshot, vllm: str) -> Finding:
+    env = fb.with_torch(fb.environment(), "2.7.0+cu126", "12.6")
+    fb.add(env, "vllm", vllm, ["torch==2.7.0"])
+    return the(fb.on(snap, env), "frameworks.torch.extensions")
+
+
+def _v100() -> Snapshot:
+    snap = builders.workstation()
+    snap.nvml.gpus[0].name = "Tesla V100-SXM2-16GB"
+    snap.nvml.gpus[0].compute_capability = "7.0"
+    return snap
+
+
+def test_vllm_before_0_21_runs_on_a_v100() -> None:
+    assert _vllm(_v100(), "0.14.0").status is Status.PASS
+    assert _vllm(_v100(), "0.20.1").status is Status.PASS
+
+
+def test_vllm_0_21_on_a_v100_names_the_releases_before_it() -> None:
+    f = _vllm(_v100(), "0.21.0")
+    assert f.status is Status.FAIL
+    assert f.title == (
+        "vllm 0.21.0 has no kernels for compute capability 7.0: its build carries code for "
+        "compute capability 7.5 and newer, so its kernels fail there; vllm releases before "
+        "0.21.0 have it"
+    )
+    assert f.fix is not None and "pip install 'vllm<0.21.0'" in f.fix.text
+    assert "--no-build-isolation" not in f.fix.text
+    assert "Hugging Face transformers" in f.fix.text
+
+
+def test_vllm_on_a_t4_on_both_sides_of_0_21() -> None:
+    assert _vllm(more_builders.t4_vm(), "0.9.1").status is Status.PASS
+    assert _vllm(more_builders.t4_vm(), "0.21.0").status is Status.PASS
+
+
+def test_vllm_0_21_on_an_rtx_5090_is_not_failed_for_its_arch() -> None:
+    # 12.0 is above the floor, and the v0.21.0 docs list B200 among its GPUs.
+    assert "no kernels" not in _vllm(fb.blackwell_workstation(), "0.21.0").title
+
+
+def test_vllm_on_pascal_says_no_release_builds_for_it() -> None:
+    f = _vllm(fb.pascal_workstation(), "0.21.0")
+    assert f.status is Status.FAIL and "no vllm release builds for it" in f.title
+    assert f.fix is not None
+    assert "Run vllm on GPUs of compute capability 7.5 and newer" in f.fix.text
+
+
+def test_vllm_before_the_first_release_read_is_not_judged() -> None:
+    # The docs were read from v0.3.3: an older release has no row, so no verdict on its arch.
+    assert "no kernels" not in _vllm(fb.pascal_workstation(), "0.2.7").title
+
+
+def test_vllm_0_21_on_a_v100_beside_an_h100_warns_with_every_way_out() -> None:
+    snap = builders.node([builders.h100(0), builders.h100(1)])
+    snap.nvml.gpus[1].compute_capability = "7.0"
+    f = _vllm(snap, "0.21.0")
+    assert f.status is Status.WARN and f.fix is not None
+    assert f.fix.text.startswith("Run vllm on GPUs of compute capability 7.5 and newer")
+    assert "CUDA_VISIBLE_DEVICES" in f.fix.text and "pip install 'vllm<0.21.0'" in f.fix.text
