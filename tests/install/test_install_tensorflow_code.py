@@ -59,7 +59,7 @@ def test_gtx_680_has_no_code_in_2_3_and_the_line_says_so() -> None:
 
 
 def test_gtx_750_ti_has_no_code_in_2_3_though_every_other_maxwell_does() -> None:
-    """Compute capability 5.0: sm_52 does not run on 5.0 (issue 46537: 'any GPU with CC 3.5 and up
+    """Compute capability 5.0: sm_52 does not run on 5.0 (tensorflow#46537: 'any GPU with CC 3.5 and up
     except for CC 5.0'). 2.2 has no list and CUDA 10.1 no range in the compat data: ruled out."""
     tf = tensorflow("tensorflow>=2.2,<2.4", "GTX 750 Ti")
     assert tf.release is None

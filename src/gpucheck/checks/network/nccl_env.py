@@ -36,8 +36,8 @@ def nccl_env(ctx: Context) -> Outcome | None:
     rdma_names = [d.name for d in facts.rdma]
     notes: list[str] = []
     if hca and not rdma_names:
-        # No RDMA device: NCCL logs "NET/IB : No device found" and uses sockets (NVIDIA/nccl
-        # issue 226 shows the two lines), whatever the filter says; a shared job script's
+        # No RDMA device: NCCL logs "NET/IB : No device found" and uses sockets (the thread
+        # NVIDIA/nccl#226 shows the two lines), whatever the filter says; a shared job script's
         # setting is no fault of this node.
         notes.append(f"NCCL_IB_HCA={hca}: no RDMA device here, NCCL uses sockets")
     elif hca and matches(hca, rdma_names) == []:
