@@ -1,0 +1,105 @@
+"""Read which GPU architectures a compiled library (a .so of torch, vLLM, flash-attn, TensorFlow)
+carries code for, from its fat binary's headers: the `.nv_fatbin` ELF section holds one or more
+fat binary containers (magic 0xBA55ED50), each a list of entries whose headers name the kind
+(PTX or ELF/SASS), the SM number and flags (arch-specific "a" builds; compressed payloads).
+
+Only headers are read, seeking past every payload, so a 1 GB library takes milliseconds and no
+code is loaded or run. A file that is not a 64-bit little-endian ELF, or whose headers do not
+add up, gives None: unknown, never a guess."""
+
+from __future__ import annotations
+
+import struct
+from typing import BinaryIO
+
+from gpucheck.model.compiled_code import CompiledCode
+
+_ELF_MAGIC = b"\x7fELF"
+_FATBIN_MAGIC = 0xBA55ED50
+_KIND_PTX, _KIND_ELF = 1, 2
+_ARCH_SPECIFIC = 0x100000  # entry flag: sm_90a, sm_100a (the cubin's e_flags say the same)
+_MAX_ENTRIES = 2_000_000  # bounds a corrupt file's walk; libtorch_cuda.so has tens of thousands
+_SECTION = b".nv_fatbin"
+
+
+def _section(fh: BinaryIO) -> tuple[int, int] | None:
+    """(offset, size) of the .nv_fatbin section; (0, 0) when there is none; None: not ELF64 LE."""
+    ident = fh.read(64)
+    if len(ident) < 64 or ident[:4] != _ELF_MAGIC or ident[4] != 2 or ident[5] != 1:
+        return None
+    shoff = struct.unpack_from("<Q", ident, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", ident, 0x3A)
+    if shoff == 0 or shnum == 0 or shentsize < 64 or shstrndx >= shnum:
+        return None
+    fh.seek(shoff)
+    table = fh.read(shentsize * shnum)
+    if len(table) < shentsize * shnum:
+        return None
+    headers = [struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)]
+    _name, _type, _flags, _addr, str_off, str_size = headers[shstrndx]
+    fh.seek(str_off)
+    names = fh.read(min(str_size, 1 << 20))
+    for name_at, _t, _f, _a, offset, size in headers:
+        end = names.find(b"\0", name_at)
+        if names[name_at : end if end >= 0 else None] == _SECTION:
+            return offset, size
+    return 0, 0
+
+
+def _arch(sm: int) -> str:
+    return f"{sm // 10}.{sm % 10}"
+
+
+def _entries(fh: BinaryIO, start: int, size: int) -> CompiledCode | None:
+    sass: set[str] = set()
+    ptx: set[str] = set()
+    pos, end, seen = start, start + size, 0
+    while pos + 16 <= end:
+        fh.seek(pos)
+        head = fh.read(16)
+        magic, _version, head_size, body_size = struct.unpack("<IHHQ", head)
+        if magic != _FATBIN_MAGIC:
+            pos += 8  # containers are 8-byte aligned; padding between them
+            continue
+        entry, stop = pos + head_size, pos + head_size + body_size
+        if stop > end:
+            return None
+        while entry + 48 <= stop:
+            seen += 1
+            if seen > _MAX_ENTRIES:
+                return None
+            fh.seek(entry)
+            raw = fh.read(48)
+            kind, _v, entry_head, payload = struct.unpack_from("<HHIQ", raw)
+            sm = struct.unpack_from("<I", raw, 28)[0]
+            flags = struct.unpack_from("<Q", raw, 40)[0]
+            if entry_head < 48 or not 10 <= sm <= 1000:
+                return None
+            if kind == _KIND_PTX:
+                ptx.add(_arch(sm))
+            elif kind == _KIND_ELF:
+                sass.add(_arch(sm) + ("a" if flags & _ARCH_SPECIFIC else ""))
+            entry += entry_head + payload
+        pos = stop
+    key = _sort_key
+    return CompiledCode(sass=tuple(sorted(sass, key=key)), ptx=tuple(sorted(ptx, key=key)))
+
+
+def _sort_key(arch: str) -> tuple[int, int, str]:
+    major, _, rest = arch.partition(".")
+    minor = rest.rstrip("af")
+    return int(major), int(minor), rest[len(minor) :]
+
+
+def read_compiled_code(path: str) -> CompiledCode | None:
+    """The architectures `path` carries code for; an empty CompiledCode where it has no fat
+    binary (a CPU-only library); None where it cannot be read or is not an ELF64 library."""
+    try:
+        with open(path, "rb") as fh:
+            found = _section(fh)
+            if found is None:
+                return None
+            offset, size = found
+            return CompiledCode() if size == 0 else _entries(fh, offset, size)
+    except (OSError, struct.error, ValueError):
+        return None
