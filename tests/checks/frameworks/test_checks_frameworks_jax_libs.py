@@ -74,12 +74,28 @@ def test_jax_cuda13_plugin_on_driver_535_fails_with_the_cuda12_plugin_as_way_out
 # --- frameworks.cupy.cuda-driver ----------------------------------------------------------------------------------
 
 
-def test_cupy_for_cuda_13_on_driver_535_fails_with_the_cuda_12_wheel() -> None:
+def test_cupy_for_cuda_13_on_driver_535_fails_with_the_install_answer_s_cuda_12_wheel() -> None:
+    # compat/cupy.toml: the 14.2 line is the newest, publishes cupy-cuda12x with the [ctk]
+    # extra and supports Python 3.11; driver 535 runs CUDA 12 (minor-version compatibility),
+    # not 13. The fix is `gpucheck install cupy`'s answer for that machine, pinned to the line.
     env = fb.add(fb.environment(), "cupy-cuda13x", "13.6.0")
     f = the(fb.on(mb.driver_535_node(1), env), "frameworks.cupy.cuda-driver")
     assert f.status is Status.FAIL
     assert f.fix and f.fix.steps[-1].option == 1
-    assert f.fix.commands[-1] == "pip uninstall -y cupy-cuda13x && pip install cupy-cuda12x"
+    assert f.fix.commands[-1] == (
+        "pip uninstall -y cupy-cuda13x && pip install 'cupy-cuda12x[ctk]==14.2.*'"
+    )
+    moved = {c.name: c for c in f.fix.steps[-1].changes}
+    assert moved["cupy-cuda13x"].remove and moved["cupy-cuda12x"].requirement == "==14.2.*"
+
+
+def test_cupy_switch_names_no_wheel_for_a_python_cupy_does_not_publish() -> None:
+    # compat/cupy.toml: no CuPy line lists Python 3.7 (12.0, the oldest held, starts at 3.8):
+    # no switch is named, only the driver upgrade.
+    env = fb.add(fb.environment(version="3.7.17"), "cupy-cuda13x", "13.6.0")
+    f = the(fb.on(mb.driver_535_node(1), env), "frameworks.cupy.cuda-driver")
+    assert f.status is Status.FAIL and f.fix
+    assert not any("pip install" in c for c in f.fix.commands)
 
 
 def test_cupy_wheels_that_fit_the_driver_pass() -> None:

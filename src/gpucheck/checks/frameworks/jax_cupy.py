@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from packaging.requirements import Requirement
+
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import cannot_use_gpus, satisfies_text
 from gpucheck.checks.frameworks.driver_fit import (
@@ -19,6 +21,7 @@ from gpucheck.checks.frameworks.driver_fit import (
 from gpucheck.checks.frameworks.jax_builds import JaxFacts, cupy_cuda, jax_facts, jaxlib_built
 from gpucheck.checks.frameworks.per_environment import (
     change,
+    compat_os,
     env_os,
     environment_check,
     framework_check,
@@ -29,6 +32,7 @@ from gpucheck.checks.frameworks.per_environment import (
 from gpucheck.compat import parse_version
 from gpucheck.compat.answers import cuda_targets
 from gpucheck.compat.frameworks import JaxRelease, code_for, major_minor
+from gpucheck.install.picks import cupy_pick
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import OR, Change, Fix, Step, Tool
@@ -338,21 +342,24 @@ def cupy(ctx: Context, env: PythonEnvironment) -> Outcome | None:
 
 
 def _cupy_switch(ctx: Context, env: PythonEnvironment, dist: Distribution) -> Step | None:
-    """Keep this driver: the CuPy wheel for the newest CUDA major it runs."""
-    driver = ctx.driver_version
-    if driver is None:
+    """Keep this driver: the CuPy `gpucheck install cupy` names for it, these GPUs and this
+    Python (the release line and the [ctk] extra where the line has one)."""
+    if ctx.driver_version is None:
         return None
-    majors = sorted({t.version.major for t in ctx.compat.toolkits if t.version.major >= 11})
-    for major in reversed(majors):
-        if ctx.compat.cuda_runs_on_driver(f"{major}.0", driver, ctx.os):
-            package = f"cupy-cuda{major}x"
-            if package == dist.name:
-                return None
-            return pip_step(
-                ctx,
-                env,
-                "keep this driver and install the CuPy for it",
-                join(["pip", "uninstall", "-y", dist.name]) + f" && pip install {package}",
-                [change(env, dist.name, remove=True), change(env, package)],
-            )
-    return None
+    ccs = cc_list(targets(ctx))
+    pick = cupy_pick(ctx.compat, ccs, ctx.driver_version, env.version, compat_os(ctx, env))
+    if pick is None or pick[0] == dist.name:
+        return None
+    package, requirement = pick
+    return pip_step(
+        ctx,
+        env,
+        "keep this driver and install the CuPy for it",
+        join(["pip", "uninstall", "-y", dist.name])
+        + " && "
+        + join(["pip", "install", requirement]),
+        [
+            change(env, dist.name, remove=True),
+            change(env, package, requirement=str(Requirement(requirement).specifier) or None),
+        ],
+    )
