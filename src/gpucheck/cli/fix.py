@@ -9,15 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucheck.cli.acting import (
-    APPLY_IS_TEXT,
-    RecordOpt,
-    UndoOpt,
-    YesOpt,
-    apply_option,
-    confirmed,
-    record_folder,
-)
+from gpucheck.cli import acting
 from gpucheck.cli.common import (
     CompatDirOpt,
     JsonOpt,
@@ -77,14 +69,14 @@ def fix(
     output: OutputOpt = None,
     apply: Annotated[
         bool,
-        apply_option(
+        acting.apply_option(
             "Run the steps local to the Python environment (pip/uv/conda, env file), after a "
             "confirmation."
         ),
     ] = False,
-    yes: YesOpt = False,
-    record: RecordOpt = None,
-    undo: UndoOpt = None,
+    yes: acting.YesOpt = False,
+    record: acting.RecordOpt = None,
+    undo: acting.UndoOpt = None,
     pythons: PythonOpt = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
@@ -101,7 +93,7 @@ def fix(
         if from_file is not None and plan_file is not None:
             raise UserError("--from and --plan: give one")
         if apply and (chosen.name != "text" or output is not None):
-            raise UserError(APPLY_IS_TEXT)
+            raise UserError(acting.APPLY_IS_TEXT)
         refuse_input_as_output(output, [from_file, plan_file, *python_inputs(python)])
         plan = make_plan(
             PlanRequest(
@@ -144,9 +136,9 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
     if not local:
         print("Nothing to apply here: every step is yours to do (see above).")
         return
-    if not confirmed("--apply", f"Apply the {counted(len(local), 'local step')} now?", yes):
+    if not acting.confirmed("--apply", f"Apply the {counted(len(local), 'local step')} now?", yes):
         return
-    folder = record_folder(record, "fix")
+    folder = acting.record_folder(record, "fix")
     default_python = python or (plan.environments[0] if plan.environments else sys.executable)
     journal = apply_plan(plan, folder, default_python, _say)
     applied = counted(len(journal.steps), "step")
@@ -163,7 +155,7 @@ def _recheck(plan: Plan, python: str, timeout: float, folder: Path) -> None:
 def _undo(path: str, yes: bool) -> None:
     folder, _, journal = read_record(path)
     envs = ", ".join(journal.environments) or "no environment"
-    if not confirmed("--undo", f"Restore {envs} as recorded in {folder}?", yes):
+    if not acting.confirmed("--undo", f"Restore {envs} as recorded in {folder}?", yes):
         return
     undo_journal(path, _say)
     _print(f"Undone: every environment is as {folder} recorded it.")

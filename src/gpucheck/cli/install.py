@@ -10,14 +10,7 @@ from typing import Annotated
 
 import typer
 
-from gpucheck.cli.acting import (
-    APPLY_IS_TEXT,
-    RecordOpt,
-    YesOpt,
-    apply_option,
-    confirmed,
-    record_folder,
-)
+from gpucheck.cli import acting
 from gpucheck.cli.common import (
     CompatDirOpt,
     JsonOpt,
@@ -99,10 +92,10 @@ def install(
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     apply: Annotated[
-        bool, apply_option("Run the commands in the probed environment, after asking.")
+        bool, acting.apply_option("Run the commands in the probed environment, after asking.")
     ] = False,
-    yes: YesOpt = False,
-    record: RecordOpt = None,
+    yes: acting.YesOpt = False,
+    record: acting.RecordOpt = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
 ) -> None:
@@ -117,7 +110,7 @@ def install(
     if describing and interpreter is not None:
         raise UserError("--python PATH probes this machine: describe another with --python X.Y")
     if apply and (json_out or output is not None):
-        raise UserError(APPLY_IS_TEXT)
+        raise UserError(acting.APPLY_IS_TEXT)
     if apply and describing:
         raise UserError("--apply installs on this machine: drop --gpu/--driver/--python X.Y/--os")
     refuse_input_as_output(output, [from_file] if from_file else [])
@@ -168,9 +161,9 @@ def _apply(answer: object, yes: bool, record: str | None, timeout: float) -> Non
         plan = install_plan(answer)
     except NotAppliable as exc:
         raise UserError(str(exc)) from None
-    if not confirmed("--apply", f"Install into {answer.environment} now?", yes):
+    if not acting.confirmed("--apply", f"Install into {answer.environment} now?", yes):
         return
-    folder = record_folder(record, "install")
+    folder = acting.record_folder(record, "install")
     python = answer.environment or sys.executable
     try:
         apply_plan(plan, folder, python, lambda line: print(printable(line), file=sys.stderr))
