@@ -9,16 +9,18 @@ typer app's, with what they cost on their own).
 The budgets (BUDGETS), ratios of median CPU times (user and system: a busy machine stretches
 the wall time with other processes' turns) to the typer app's, measured in the same rounds:
 
-    gpucheck --help                  <= 1.35x the typer app
-    doctor --from FILE --json        <= 2.3x the typer app   (FILE: an 8-GPU node, bare)
+    gpucheck --help                  <= 2.0x the typer app
+    doctor --from FILE --json        <= 3.0x the typer app   (FILE: an 8-GPU node, bare)
 
-(docs/speed.md gives the measurements behind them: the budgets sit above the noise of a shared
-2-core machine, to catch an import moved to the top of a module, not to state the goal.)
+They are generous on purpose (docs/speed.md gives the measurements: about 1.1x and 1.7x): a
+ratio of CPU times swings with the load of a shared CI machine, so it only catches a gross
+regression. What keeps a costly import off the start-up, steadily, is the import gate
+(tests/e2e/test_startup_imports.py: the modules these commands must not import).
 
 With --check only the budgeted rows are measured (at least 9 interleaved rounds, so that a
 busy machine's noise falls outside the median) and the exit status says whether they hold:
 0 within every budget, 1 over one (each named on stderr), 2 for bad arguments. The slow test
-tier runs it (tests/e2e/test_startup_budget.py), so a lazy import's seam stays where it is needed.
+tier runs it and prints its table (tests/e2e/test_startup_budget.py).
 
     python benchmarks/startup.py [--runs 15] [--top 15] [--check]
 """
@@ -150,7 +152,7 @@ def snapshot_files() -> tuple[str, str]:
 
 
 # Row label -> the most its median may be, as a ratio to the typer app's median.
-BUDGETS = {"gpucheck --help": 1.35, "doctor --from --json": 2.3}
+BUDGETS = {"gpucheck --help": 2.0, "doctor --from --json": 3.0}
 # Fewer interleaved rounds than this and one burst of load on a shared machine moves the median.
 MIN_CHECK_ROUNDS = 9
 

@@ -1,16 +1,10 @@
-"""integrations/slurm/gpucheck-slurm against a real single-node Slurm: Debian's slurmctld and
-slurmd with munge, started here on loopback in a temporary folder and stopped after.
-
-The configuration that runs without cgroups or extra privileges: proctrack/linuxproc,
-task/none, no accounting, the daemons as root in the foreground (-D), munged with --force.
-"""
+"""integrations/slurm/gpucheck-slurm against a real single-node Slurm (support/slurm_cluster.py:
+Debian's slurmctld and slurmd with munge, started here on loopback in a temporary folder and
+stopped after)."""
 
 from __future__ import annotations
 
 import os
-import re
-import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from support.components import free_port, program, run, stop, wait_for
+from support.components import program, run, wait_for
+from support.slurm_cluster import SlurmCluster, slurm_cluster
 
 SCRIPT = REPO / "integrations" / "slurm" / "gpucheck-slurm"
 FIXTURES = REPO / "tests" / "fixtures" / "integrations"
@@ -28,20 +23,8 @@ GPUCHECK = f"env PYTHONPATH={REPO / 'src'} {sys.executable} -m gpucheck"
 
 
 @dataclass
-class Slurm:
-    root: Path
-    env: dict[str, str]
-
-    def scontrol(self, *args: str) -> str:
-        result = run(program("scontrol"), *args, env=self.env, timeout=30)
-        assert result.returncode == 0, (args, result.stderr)
-        return result.stdout
-
-    def node(self) -> tuple[str, str]:
-        shown = self.scontrol("-o", "show", "node", NODE)
-        state = re.search(r"\bState=(\S+)", shown)
-        reason = re.search(r" Reason=(.*?)(?: \[[^]]*\])?$", shown.strip())
-        return (state.group(1) if state else ""), (reason.group(1) if reason else "")
+class Slurm(SlurmCluster):
+    """The cluster, with the settings of the wrapped script's modes and its health runs."""
 
     def configure(self, mode: str, **settings: str) -> None:
         """The settings file the wrapped script reads in this mode ("" disables the mode)."""
@@ -79,101 +62,19 @@ def _wrapper(root: Path, mode: str) -> Path:
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
-    munged, slurmctld, slurmd = program("munged"), program("slurmctld"), program("slurmd")
-    program("scontrol")
     program("sbatch")
     program("scancel")
     root = tmp_path_factory.mktemp("slurm")
-    for sub in ("munge", "state", "spool", "log"):
-        (root / sub).mkdir(mode=0o700)
-    key = root / "munge" / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o400)
-    socket_path = root / "munge" / "munge.socket"
-    ctld_port, slurmd_port = free_port(), free_port()
-    (root / "slurm.conf").write_text(
-        f"""ClusterName=gpucheck-test
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort={ctld_port}
-SlurmdPort={slurmd_port}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={socket_path}
-CredType=cred/munge
-StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool
-SlurmctldPidFile={root}/slurmctld.pid
-SlurmdPidFile={root}/slurmd.pid
-SlurmctldLogFile={root}/log/slurmctld.log
-SlurmdLogFile={root}/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-SchedulerType=sched/builtin
-SelectType=select/linear
-ReturnToService=2
-HealthCheckProgram={_wrapper(root, "health")}
-HealthCheckInterval=1
-Prolog={_wrapper(root, "prolog")}
-NodeName={NODE} NodeAddr=127.0.0.1 NodeHostname={socket.gethostname()} CPUs=1 State=UNKNOWN
-PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
-"""
-    )
-    env = {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
-    logs = (root / "log" / "daemons.out").open("w")
-    daemons: list[subprocess.Popen[bytes]] = []
-    try:
-        for command in (
-            [
-                munged,
-                "-F",
-                "--force",
-                f"--key-file={key}",
-                f"--socket={socket_path}",
-                f"--pid-file={root}/munge/munged.pid",
-                f"--log-file={root}/munge/munged.log",
-                f"--seed-file={root}/munge/munged.seed",
-            ],
-            [slurmctld, "-D", "-i"],
-            [slurmd, "-D", "-N", NODE],
-        ):
-            daemons.append(subprocess.Popen(command, env=env, stdout=logs, stderr=logs))
-            if command[0] == munged:
-                wait_for("munged's socket", socket_path.exists, 20, _logs(root))
-        cluster = Slurm(root, env)
-
-        def node_up() -> bool:
-            for daemon in daemons:
-                if daemon.poll() is not None:
-                    pytest.fail(f"{daemon.args!r} exited: {_logs(root)}")
-            try:
-                state, _ = cluster.node()
-            except AssertionError:
-                return False
-            return state.startswith("IDLE")
-
-        wait_for("the Slurm node to come up idle", node_up, 60, _logs(root))
-        yield cluster
-    finally:
-        for daemon in reversed(daemons):
-            stop(daemon.pid)
-        logs.close()
-
-
-def _logs(root: Path) -> str:
-    tails = []
-    for log in sorted((root / "log").glob("*")) + sorted((root / "munge").glob("*.log")):
-        tails.append(f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-15:]))
-    return "\n".join(tails)
+    health, prolog = _wrapper(root, "health"), _wrapper(root, "prolog")
+    extra = f"HealthCheckProgram={health}\nHealthCheckInterval=1\nProlog={prolog}\n"
+    with slurm_cluster(root, "gpucheck-test", NODE, extra) as cluster:
+        yield Slurm(cluster.root, cluster.env, cluster.node_name)
 
 
 @pytest.mark.slow
 def test_health_check_drains_a_failing_node_and_resumes_it_when_healthy(slurm: Slurm) -> None:
     slurm.configure("health", GPUCHECK=GPUCHECK, GPUCHECK_FROM=str(FAILING))
-    wait_for("the failing node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
+    wait_for("the failing node drained", lambda: "DRAIN" in slurm.node()[0], 60, slurm.logs())
     reason = slurm.node()[1]
     assert reason.startswith("gpucheck: gpus.ecc-errors: "), reason
     assert "uncorrectable ECC" in reason or "ECC" in reason, reason
@@ -197,7 +98,7 @@ def test_a_hung_gpucheck_is_killed_and_drains_the_node(slurm: Slurm) -> None:
     marker = f"sleep 987.{os.getpid()}"  # a doctor that hangs, and its child
     hang = f"sh -c '{marker}; :' --"
     slurm.configure("health", GPUCHECK=hang, TIMEOUT="2")
-    wait_for("the hung node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
+    wait_for("the hung node drained", lambda: "DRAIN" in slurm.node()[0], 60, slurm.logs())
     assert slurm.node()[1] == "gpucheck: timed out after 2 s (hung driver?)"
     slurm.configure("health")
     # Each run's doctor and its child are killed at the bound (they would sleep 987 s): once
@@ -233,9 +134,7 @@ def test_prolog_drains_a_failing_node_and_the_job_waits(slurm: Slurm) -> None:
     result = run(program("sbatch"), "--output", str(out), "--wrap", "echo ran", env=slurm.env)
     assert result.returncode == 0, result.stderr
     job = result.stdout.split()[-1]
-    wait_for(
-        "the prolog to drain the node", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root)
-    )
+    wait_for("the prolog to drain the node", lambda: "DRAIN" in slurm.node()[0], 60, slurm.logs())
     assert slurm.node()[1].startswith("gpucheck: gpus.ecc-errors: ")
     shown = slurm.scontrol("show", "job", job)
     ran = out.exists() and "ran" in out.read_text()
@@ -251,9 +150,7 @@ def test_prolog_drains_a_failing_node_and_the_job_waits(slurm: Slurm) -> None:
     out = slurm.root / "job2.out"
     result = run(program("sbatch"), "--output", str(out), "--wrap", "echo ran", env=slurm.env)
     assert result.returncode == 0, result.stderr
-    wait_for(
-        "the job to run", lambda: out.exists() and "ran" in out.read_text(), 30, _logs(slurm.root)
-    )
+    wait_for("the job to run", lambda: out.exists() and "ran" in out.read_text(), 30, slurm.logs())
     assert "DRAIN" not in slurm.node()[0]
     slurm.configure("prolog")
 
@@ -311,7 +208,7 @@ def _running_job(slurm: Slurm, name: str) -> tuple[str, list[int]]:
         "the job to run",
         lambda: "JobState=RUNNING" in slurm.scontrol("show", "job", job),
         30,
-        _logs(slurm.root),
+        slurm.logs(),
     )
 
     def pids() -> list[int]:
@@ -345,7 +242,7 @@ def test_a_node_busy_with_its_job_is_not_drained_but_a_leaked_process_is(
     assert "DRAIN" not in state and state.startswith(("ALLOCATED", "MIXED")), (
         state,
         reason,
-        _logs(slurm.root),
+        slurm.logs(),
     )
 
     # Without the job-aware profile the same busy node is drained for running its job.
@@ -356,7 +253,7 @@ def test_a_node_busy_with_its_job_is_not_drained_but_a_leaked_process_is(
         GPUCHECK_ARGS="--strict",
         JOB_AWARE="no",
     )
-    wait_for("the busy node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
+    wait_for("the busy node drained", lambda: "DRAIN" in slurm.node()[0], 60, slurm.logs())
     assert slurm.node()[1].startswith("gpucheck: gpus.compute-mode, gpus.memory-in-use: GPU 0 (")
     slurm.configure("health")  # off while the node is resumed, so no run drains it again
     slurm.scontrol("update", f"nodename={NODE}", "state=resume")
@@ -369,7 +266,7 @@ def test_a_node_busy_with_its_job_is_not_drained_but_a_leaked_process_is(
     slurm.configure(
         "health", GPUCHECK=GPUCHECK, GPUCHECK_FROM=str(leaked), GPUCHECK_ARGS="--strict"
     )
-    wait_for("the node drained", lambda: "DRAIN" in slurm.node()[0], 60, _logs(slurm.root))
+    wait_for("the node drained", lambda: "DRAIN" in slurm.node()[0], 60, slurm.logs())
     reason = slurm.node()[1]
     head = "gpucheck: gpus.compute-mode, gpus.memory-in-use: GPU 1 (GPU-00000001-0000-0000-0000-000000000000): "
     assert reason.startswith(head), reason

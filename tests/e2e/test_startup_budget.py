@@ -1,6 +1,7 @@
 """The start-up budget: `gpucheck --help` and `doctor --from FILE --json` against a minimal typer
-app, measured by benchmarks/startup.py --check in interleaved rounds. An import moved to the
-top of a module that the start-up cannot afford shows up here, not in a comment."""
+app, measured by benchmarks/startup.py --check in interleaved rounds and printed (pytest -s
+shows the table). Its budgets are generous (a CPU-time ratio swings with a shared machine's
+load): the steady gate against a costly import is tests/e2e/test_startup_imports.py."""
 
 import subprocess
 import sys
@@ -20,6 +21,7 @@ def test_startup_stays_within_its_budget() -> None:
         check=False,
         timeout=300,
     )
+    print(result.stdout)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -41,9 +43,9 @@ def test_a_row_over_its_budget_is_named() -> None:
         import startup
     finally:
         sys.path.remove(str(BENCHMARK.parent))
-    medians = {"floor": 0.100, "gpucheck --help": 0.136, "doctor --from --json": 0.150}
+    medians = {"floor": 0.100, "gpucheck --help": 0.201, "doctor --from --json": 0.300}
     assert startup.over_budget(medians, "floor") == [
-        "gpucheck --help: 1.360x the typer app's CPU time, over its budget of 1.35x"
+        "gpucheck --help: 2.010x the typer app's CPU time, over its budget of 2.0x"
     ]
     medians["gpucheck --help"] = 0.100
     assert startup.over_budget(medians, "floor") == []

@@ -1,15 +1,13 @@
 """`gpucheck preflight` under the real Slurm: as a job step: `srun -n 3` on a one-node cluster
-(Debian's slurmctld and slurmd with munge on loopback, configured as tests/e2e/test_slurm.py
-does; one CPU, so srun overcommits it), each task on a simulated node of its own through a wrapper script. The tasks find rank 0
+(support/slurm_cluster.py: Debian's slurmctld and slurmd with munge on loopback; one CPU, so
+srun overcommits it), each task on a simulated node of its own through a wrapper script. The tasks find rank 0
 from Slurm's own variables (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_NODELIST's first host).
 And as the multi-node prolog of integrations/slurm/gpucheck-slurm (its preflight mode)."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +17,9 @@ from conftest import REPO
 from sim import scenario as sim
 from sim.scenario import Machine
 from support import venvs
-from support.components import free_port, program, run, stop, wait_for
+from support.components import program, run
 from support.sim_doctor import HOST_DEPENDENT
+from support.slurm_cluster import slurm_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -37,78 +36,10 @@ exit $code
 
 @pytest.fixture(scope="module")
 def slurm_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    munged, slurmctld, slurmd = program("munged"), program("slurmctld"), program("slurmd")
     program("srun")
     root = tmp_path_factory.mktemp("slurm-preflight")
-    for sub in ("munge", "state", "spool", "log"):
-        (root / sub).mkdir(mode=0o700)
-    key = root / "munge" / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o400)
-    sock = root / "munge" / "munge.socket"
-    (root / "slurm.conf").write_text(
-        f"""ClusterName=gpucheck-preflight
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort={free_port()}
-SlurmdPort={free_port()}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={sock}
-CredType=cred/munge
-StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool
-SlurmctldPidFile={root}/slurmctld.pid
-SlurmdPidFile={root}/slurmd.pid
-SlurmctldLogFile={root}/log/slurmctld.log
-SlurmdLogFile={root}/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-SchedulerType=sched/builtin
-SelectType=select/linear
-ReturnToService=2
-NodeName={HOST} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
-PartitionName=debug Nodes={HOST} Default=YES MaxTime=INFINITE State=UP
-"""
-    )
-    env = {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
-    logs = (root / "log" / "daemons.out").open("w")
-    daemons: list[subprocess.Popen[bytes]] = []
-    try:
-        daemons.append(
-            subprocess.Popen(
-                [
-                    munged,
-                    "-F",
-                    "--force",
-                    f"--key-file={key}",
-                    f"--socket={sock}",
-                    f"--pid-file={root}/munge/munged.pid",
-                    f"--log-file={root}/munge/munged.log",
-                    f"--seed-file={root}/munge/munged.seed",
-                ],
-                env=env,
-                stdout=logs,
-                stderr=logs,
-            )
-        )
-        wait_for("munged's socket", sock.exists, 20)
-        for command in ([slurmctld, "-D", "-i"], [slurmd, "-D", "-N", HOST]):
-            daemons.append(subprocess.Popen(command, env=env, stdout=logs, stderr=logs))
-
-        def idle() -> bool:
-            shown = run(program("scontrol"), "-o", "show", "node", HOST, env=env, timeout=30)
-            return "State=IDLE" in shown.stdout
-
-        wait_for("the Slurm node to come up idle", idle, 60)
-        yield env
-    finally:
-        for daemon in reversed(daemons):
-            stop(daemon.pid)
-        logs.close()
+    with slurm_cluster(root, "gpucheck-preflight", HOST) as cluster:
+        yield cluster.env
 
 
 def test_srun_tasks_agree_on_one_verdict_and_only_the_failing_task_exits_1(

@@ -1,5 +1,6 @@
-"""More snapshot builders for the check tests, on top of builders.py (which stays untouched):
-a T4, a driver 535 node, and broken states (evaluate.py runs the checks on them).
+"""More snapshot builders for the check tests, made the ways builders.py makes a GPU, a node
+and an unloaded module: a T4, a driver 535 node, and broken states (evaluate.py runs the checks
+on them).
 
 Values come from the real outputs in tests/fixtures/nvsmi where a builder names one; the broken
 states (an NVML init error, a container without its GPU) are the facts the probes record
@@ -16,10 +17,10 @@ from gpucheck.model.snapshot import (
     NvmlFacts,
     ProbeRun,
     Snapshot,
+    SystemFacts,
 )
 from gpucheck.model.types import RunStatus
 from support import builders
-from support.builders import MIB
 
 # pynvml's error codes and messages (NVML_ERROR_* and nvmlErrorString), by the name the NVML
 # probe records (the exception class name without its NVMLError_ prefix).
@@ -43,37 +44,21 @@ CU_RESULTS = {
 def t4(index: int = 0) -> GpuFacts:
     """telegraf/tesla-t4.xml: Tesla T4 in a cloud VM (pass-through), driver 515.105.01, CUDA 11.7,
     persistence mode off, ECC on, PCIe gen 3 at x8 of x16, 1032 of 15360 MiB used."""
-    return GpuFacts(
-        index=index,
-        name="Tesla T4",
-        uuid="GPU-d37e67a5-91dd-3774-a5cb-99096249601a",
-        pci_bus_id="00000000:00:1E.0",
-        brand="NVIDIA",
-        memory_total=15360 * MIB,
-        memory_used=1032 * MIB,
-        memory_free=(15360 - 1032) * MIB,
-        compute_capability="7.5",
-        architecture="Turing",
-        utilization_gpu=0,
+    return builders.idle_gpu(
+        index,
+        "Tesla T4",
+        "GPU-d37e67a5-91dd-3774-a5cb-99096249601a",
+        "00000000:00:1E.0",
+        "NVIDIA",
+        memory_mib=(15360, 1032),
+        compute=("7.5", "Turing"),
+        pcie=(3, 3, 8, 16),
         temperature_c=40,
         temperature_slowdown_c=93,
-        clock_event_reasons=["gpu_idle"],
-        pcie_gen_current=3,
-        pcie_gen_max=3,
-        pcie_width_current=8,
-        pcie_width_max=16,
-        ecc_enabled=True,
-        ecc_enabled_pending=True,
-        ecc_uncorrected_volatile=0,
-        ecc_uncorrected_aggregate=0,
-        retired_pages_sbe=0,
-        retired_pages_dbe=0,
-        retired_pages_pending=False,
+        **builders.NO_ECC_ERRORS,
         persistence_mode=False,
         display_active=False,
-        compute_mode="default",
         mig_enabled=None,
-        processes=[],
         field_errors={"mig_enabled": "NotSupported", "remap_pending": "NotSupported"},
     )
 
@@ -81,23 +66,15 @@ def t4(index: int = 0) -> GpuFacts:
 def t4_vm() -> Snapshot:
     """A cloud VM with one Tesla T4 on driver 515.105.01 (CUDA 11.7); the banner's build date
     is illustrative (the capture has no /proc banner), only its format matters."""
-    snap = builders.node([t4(0)], driver="515.105.01", cuda=11070)
-    snap.system.nvidia_module_version = "515.105.01"
-    snap.system.nvidia_module_banner = (
-        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  515.105.01  Wed Mar  1 21:25:33 UTC 2023"
-    )
+    snap = builders.node([t4(0)], "515.105.01", 11070, built="Wed Mar  1 21:25:33 UTC 2023")
     snap.system.pci_gpus[0].device_id = "0x1eb8"
     return snap
 
 
 def driver_535_node(count: int = 2) -> Snapshot:
     """H100s on the 535.104.05 driver (CUDA 12.2), the kernel module's proprietary banner."""
-    snap = builders.node([builders.h100(i) for i in range(count)], driver="535.104.05", cuda=12020)
-    snap.system.nvidia_module_version = "535.104.05"
-    snap.system.nvidia_module_banner = (
-        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023"
-    )
-    return snap
+    gpus = [builders.h100(i) for i in range(count)]
+    return builders.node(gpus, "535.104.05", 12020, built="Sat Aug 19 01:15:15 UTC 2023")
 
 
 def nvml_fails(snap: Snapshot, name: str, library_path: str | None = None) -> Snapshot:
@@ -105,7 +82,7 @@ def nvml_fails(snap: Snapshot, name: str, library_path: str | None = None) -> Sn
     no GPUs; libcuda's cuInit fails alongside it (the same driver)."""
     code, message = NVML_ERRORS[name]
     snap.nvml = NvmlFacts(
-        binding_version="13.615.71",
+        binding_version=builders.BINDING,
         library_path=library_path if name != "LibraryNotFound" else None,
         init_error=NvmlError(code, name, message),
     )
@@ -114,35 +91,28 @@ def nvml_fails(snap: Snapshot, name: str, library_path: str | None = None) -> Sn
             load_error="libcuda.so.1: cannot open shared object file: No such file or directory"
         )
     else:
-        snap.cuda.driver = CudaDriverFacts(
-            library_path="/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-            init_result=CU_RESULTS["CUDA_ERROR_UNKNOWN"],
-            init_error_name="CUDA_ERROR_UNKNOWN",
-        )
+        snap.cuda.driver = _cuinit_unknown(builders.LIBCUDA)
     return snap
+
+
+def _cuinit_unknown(library_path: str) -> CudaDriverFacts:
+    """libcuda loaded, its cuInit failed with CUDA_ERROR_UNKNOWN."""
+    return CudaDriverFacts(
+        library_path=library_path,
+        init_result=CU_RESULTS["CUDA_ERROR_UNKNOWN"],
+        init_error_name="CUDA_ERROR_UNKNOWN",
+    )
 
 
 def module_not_loaded(snap: Snapshot) -> Snapshot:
     """The GPU is on the bus, the driver is installed, the kernel module is not loaded: the
     probes then skip nvmlInit and cuInit (as on builders.no_gpu_machine)."""
-    sysf = snap.system
-    sysf.nvidia_module_loaded = False
-    sysf.nvidia_module_version = None
-    sysf.nvidia_module_banner = None
-    sysf.nvidia_modules = []
+    sysf = builders.module_unloaded(snap.system)
     for dev in sysf.pci_gpus:
         dev.driver = None
     sysf.device_nodes = [DeviceNode(n.path, False) for n in sysf.device_nodes]
-    snap.nvml = NvmlFacts(
-        binding_version="13.615.71",
-        library_path="/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.590.48.01",
-        init_skipped_reason="nvmlInit not called: the nvidia kernel module is not loaded",
-    )
-    snap.cuda.driver = CudaDriverFacts(
-        library_path="/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-        driver_version=13010,
-        init_skipped_reason="cuInit not called: the nvidia kernel module is not loaded",
-    )
+    library = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.590.48.01"
+    snap.nvml, snap.cuda.driver = builders.inits_skipped(library, 13010)
     return snap
 
 
@@ -161,14 +131,15 @@ def hidden_bus_container(kind: str = "docker", evidence: str = "/.dockerenv exis
     """A sandboxed container: /sys/bus/pci lists nothing, no device nodes, no driver, and the
     host's modules are not visible either."""
     snap = container_without_gpu(kind, evidence)
-    sysf = snap.system
+    _no_bus(snap.system)
+    return snap
+
+
+def _no_bus(sysf: SystemFacts) -> None:
+    """No PCI device visible and no kernel module inside (a sandbox, WSL2)."""
     sysf.pci_device_count = 0
     sysf.pci_gpus = []
-    sysf.nvidia_module_loaded = False
-    sysf.nvidia_module_version = None
-    sysf.nvidia_module_banner = None
-    sysf.nvidia_modules = []
-    return snap
+    builders.module_unloaded(sysf)
 
 
 def wsl_system(snap: Snapshot) -> Snapshot:
@@ -177,12 +148,7 @@ def wsl_system(snap: Snapshot) -> Snapshot:
     sysf = snap.system
     sysf.wsl = True
     sysf.kernel = "5.15.153.1-microsoft-standard-WSL2"
-    sysf.pci_device_count = 0
-    sysf.pci_gpus = []
-    sysf.nvidia_module_loaded = False
-    sysf.nvidia_module_version = None
-    sysf.nvidia_module_banner = None
-    sysf.nvidia_modules = []
+    _no_bus(sysf)
     sysf.device_nodes = [DeviceNode("/dev/dxg", True, True, True, "crw-rw-rw-", "root")]
     snap.nvml.library_path = "/usr/lib/wsl/lib/libnvidia-ml.so.1"
     snap.cuda.driver.library_path = "/usr/lib/wsl/lib/libcuda.so.1"
@@ -193,15 +159,11 @@ def wsl_machine() -> Snapshot:
     """WSL2 (wsl_system) where the NVML probe did not get to answer (init_error Unknown)."""
     snap = wsl_system(builders.workstation())
     snap.nvml = NvmlFacts(
-        binding_version="13.615.71",
+        binding_version=builders.BINDING,
         library_path="/usr/lib/wsl/lib/libnvidia-ml.so.1",
         init_error=NvmlError(999, "Unknown", "Unknown Error"),
     )
-    snap.cuda.driver = CudaDriverFacts(
-        library_path="/usr/lib/wsl/lib/libcuda.so.1",
-        init_result=CU_RESULTS["CUDA_ERROR_UNKNOWN"],
-        init_error_name="CUDA_ERROR_UNKNOWN",
-    )
+    snap.cuda.driver = _cuinit_unknown("/usr/lib/wsl/lib/libcuda.so.1")
     return snap
 
 

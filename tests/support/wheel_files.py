@@ -4,19 +4,65 @@ Classifier, License-File, Project-URL and Dynamic lines), for the static framewo
 
 from __future__ import annotations
 
+# What every tensorflow/python/platform/build_info.py starts with, after its copyright line.
+_APACHE_2_0 = (
+    "#\n"
+    '# Licensed under the Apache License, Version 2.0 (the "License");\n'
+    "# you may not use this file except in compliance with the License.\n"
+    "# You may obtain a copy of the License at\n"
+    "#\n"
+    "#     http://www.apache.org/licenses/LICENSE-2.0\n"
+    "#\n"
+    "# Unless required by applicable law or agreed to in writing, software\n"
+    '# distributed under the License is distributed on an "AS IS" BASIS,\n'
+    "# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.\n"
+    "# See the License for the specific language governing permissions and\n"
+    "# limitations under the License.\n"
+)
+_AUTO = "Auto-generated module providing information about the build."
+_FUTURE = (
+    "from __future__ import absolute_import\n"
+    "from __future__ import division\n"
+    "from __future__ import print_function\n"
+)
+_ORDERED_DICT = "import collections\n\nbuild_info = collections.OrderedDict"
+
+
+def _build_info(year: int, docstring: str, body: str, license_text: bool = True) -> str:
+    """tensorflow/python/platform/build_info.py as a wheel installs it: a blank line, the
+    copyright line of `year` and the Apache-2.0 text (left out where `license_text` is False,
+    as the Windows copy below has it shortened), the rule, the module's docstring, `body`."""
+    header = f"\n# Copyright {year} The TensorFlow Authors. All Rights Reserved.\n"
+    rule = "# " + "=" * 78 + "\n"
+    return header + (_APACHE_2_0 if license_text else "") + rule + f'"""{docstring}"""\n' + body
+
+
+def _tf_metadata(
+    name: str, version: str, metadata: str, rest: str, before_2_4: bool = False
+) -> str:
+    """A tensorflow wheel's METADATA: its head as every release writes it (`metadata`: the
+    Metadata-Version; before 2.4, Download-URL after License and a last Platform: UNKNOWN),
+    then `rest`, the fields after Keywords as the wheel has them."""
+    about = "Summary: TensorFlow is an open source machine learning framework for everyone.\n"
+    about += "Home-page: https://www.tensorflow.org/\n"
+    download = "Download-URL: https://github.com/tensorflow/tensorflow/tags\n"
+    author = "Author: Google Inc.\nAuthor-email: packages@tensorflow.org\nLicense: Apache 2.0\n"
+    keywords = "Keywords: tensorflow tensor machine learning\n"
+    head = f"Metadata-Version: {metadata}\nName: {name}\nVersion: {version}\n" + about
+    if before_2_4:
+        head += author + download + keywords + "Platform: UNKNOWN\n"
+    else:
+        head += download + author + keywords
+    return head + rest
+
+
 # tensorflow 2.15.0, cp311 manylinux2014_x86_64 wheel from PyPI.
 
-TENSORFLOW_2_15_0_METADATA = """\
-Metadata-Version: 2.1
-Name: tensorflow
-Version: 2.15.0
-Summary: TensorFlow is an open source machine learning framework for everyone.
-Home-page: https://www.tensorflow.org/
-Download-URL: https://github.com/tensorflow/tensorflow/tags
-Author: Google Inc.
-Author-email: packages@tensorflow.org
-License: Apache 2.0
-Keywords: tensorflow tensor machine learning
+TENSORFLOW_2_15_0_METADATA = _tf_metadata(
+    "tensorflow",
+    "2.15.0",
+    "2.1",
+    """\
 Requires-Python: >=3.9
 Description-Content-Type: text/markdown
 Requires-Dist: absl-py (>=1.0.0)
@@ -59,44 +105,25 @@ Requires-Dist: nvidia-nvjitlink-cu12 (==12.2.140) ; extra == 'and-cuda'
 Requires-Dist: tensorrt (==8.6.1.post1) ; extra == 'and-cuda'
 Requires-Dist: tensorrt-bindings (==8.6.1) ; extra == 'and-cuda'
 Requires-Dist: tensorrt-libs (==8.6.1) ; extra == 'and-cuda'
-"""
+""",
+)
 
-TENSORFLOW_2_15_0_BUILD_INFO = (
-    "\n"
-    "# Copyright 2020 The TensorFlow Authors. All Rights Reserved.\n"
-    "#\n"
-    '# Licensed under the Apache License, Version 2.0 (the "License");\n'
-    "# you may not use this file except in compliance with the License.\n"
-    "# You may obtain a copy of the License at\n"
-    "#\n"
-    "#     http://www.apache.org/licenses/LICENSE-2.0\n"
-    "#\n"
-    "# Unless required by applicable law or agreed to in writing, software\n"
-    '# distributed under the License is distributed on an "AS IS" BASIS,\n'
-    "# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.\n"
-    "# See the License for the specific language governing permissions and\n"
-    "# limitations under the License.\n"
-    "# ==============================================================================\n"
-    '"""Auto-generated module providing information about the build."""\n'
-    "import collections\n"
-    "\n"
-    "build_info = collections.OrderedDict([('cpu_compiler', '/usr/lib/llvm-17/bin/clang'), ('cuda_compute_capabilities', ['sm_50', 'sm_60', 'sm_70', 'sm_75', 'compute_80']), ('cuda_version', '12.2'), ('cudnn_version', '8'), ('is_cuda_build', True), ('is_rocm_build', False), ('is_tensorrt_build', True)])\n"
+TENSORFLOW_2_15_0_BUILD_INFO = _build_info(
+    2020,
+    _AUTO,
+    _ORDERED_DICT
+    + (
+        "([('cpu_compiler', '/usr/lib/llvm-17/bin/clang'), ('cuda_compute_capabilities', ['sm_50', 'sm_60', 'sm_70', 'sm_75', 'compute_80']), ('cuda_version', '12.2'), ('cudnn_version', '8'), ('is_cuda_build', True), ('is_rocm_build', False), ('is_tensorrt_build', True)])\n"
+    ),
 )
 
 # tensorflow 2.3.0, cp38 manylinux2010_x86_64 wheel from PyPI: a plain dict.
 
-TENSORFLOW_2_3_0_METADATA = """\
-Metadata-Version: 2.1
-Name: tensorflow
-Version: 2.3.0
-Summary: TensorFlow is an open source machine learning framework for everyone.
-Home-page: https://www.tensorflow.org/
-Author: Google Inc.
-Author-email: packages@tensorflow.org
-License: Apache 2.0
-Download-URL: https://github.com/tensorflow/tensorflow/tags
-Keywords: tensorflow tensor machine learning
-Platform: UNKNOWN
+TENSORFLOW_2_3_0_METADATA = _tf_metadata(
+    "tensorflow",
+    "2.3.0",
+    "2.1",
+    """\
 Requires-Dist: absl-py (>=0.7.0)
 Requires-Dist: astunparse (==1.6.3)
 Requires-Dist: gast (==0.3.3)
@@ -114,47 +141,28 @@ Requires-Dist: wheel (>=0.26)
 Requires-Dist: six (>=1.12.0)
 Requires-Dist: scipy (==1.4.1)
 Requires-Dist: grpcio (>=1.8.6)
-"""
+""",
+    before_2_4=True,
+)
 
-TENSORFLOW_2_3_0_BUILD_INFO = (
-    "\n"
-    "# Copyright 2020 The TensorFlow Authors. All Rights Reserved.\n"
-    "#\n"
-    '# Licensed under the Apache License, Version 2.0 (the "License");\n'
-    "# you may not use this file except in compliance with the License.\n"
-    "# You may obtain a copy of the License at\n"
-    "#\n"
-    "#     http://www.apache.org/licenses/LICENSE-2.0\n"
-    "#\n"
-    "# Unless required by applicable law or agreed to in writing, software\n"
-    '# distributed under the License is distributed on an "AS IS" BASIS,\n'
-    "# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.\n"
-    "# See the License for the specific language governing permissions and\n"
-    "# limitations under the License.\n"
-    "# ==============================================================================\n"
-    '"""Auto-generated module providing information about the build."""\n'
-    "from __future__ import absolute_import\n"
-    "from __future__ import division\n"
-    "from __future__ import print_function\n"
-    "\n"
-    "build_info = {'cuda_version': '10.1', 'cudnn_version': '7', 'cuda_compute_capabilities': ['sm_35', 'sm_37', 'sm_52', 'sm_60', 'sm_61', 'compute_70'], 'cpu_compiler': '/usr/bin/gcc-5', 'is_rocm_build': False, 'is_cuda_build': True}\n"
+TENSORFLOW_2_3_0_BUILD_INFO = _build_info(
+    2020,
+    _AUTO,
+    _FUTURE
+    + (
+        "\n"
+        "build_info = {'cuda_version': '10.1', 'cudnn_version': '7', 'cuda_compute_capabilities': ['sm_35', 'sm_37', 'sm_52', 'sm_60', 'sm_61', 'compute_70'], 'cpu_compiler': '/usr/bin/gcc-5', 'is_rocm_build': False, 'is_cuda_build': True}\n"
+    ),
 )
 
 # tensorflow-gpu 2.2.0, cp38 manylinux2010_x86_64 wheel from PyPI: module-level variables (and
 # "10" for the CUDA 10.1 it was built with: what the build wrote).
 
-TENSORFLOW_GPU_2_2_0_METADATA = """\
-Metadata-Version: 2.1
-Name: tensorflow-gpu
-Version: 2.2.0
-Summary: TensorFlow is an open source machine learning framework for everyone.
-Home-page: https://www.tensorflow.org/
-Author: Google Inc.
-Author-email: packages@tensorflow.org
-License: Apache 2.0
-Download-URL: https://github.com/tensorflow/tensorflow/tags
-Keywords: tensorflow tensor machine learning
-Platform: UNKNOWN
+TENSORFLOW_GPU_2_2_0_METADATA = _tf_metadata(
+    "tensorflow-gpu",
+    "2.2.0",
+    "2.1",
+    """\
 Requires-Dist: absl-py (>=0.7.0)
 Requires-Dist: astunparse (==1.6.3)
 Requires-Dist: gast (==0.3.3)
@@ -178,49 +186,31 @@ Requires-Dist: backports.weakref (>=1.0rc1) ; python_version < "3.4"
 Requires-Dist: enum34 (>=1.1.6) ; python_version < "3.4"
 Requires-Dist: wheel (>=0.26) ; python_version >= "3"
 Requires-Dist: scipy (==1.4.1) ; python_version >= "3"
-"""
+""",
+    before_2_4=True,
+)
 
-TENSORFLOW_GPU_2_2_0_BUILD_INFO = (
-    "\n"
-    "# Copyright 2017 The TensorFlow Authors. All Rights Reserved.\n"
-    "#\n"
-    '# Licensed under the Apache License, Version 2.0 (the "License");\n'
-    "# you may not use this file except in compliance with the License.\n"
-    "# You may obtain a copy of the License at\n"
-    "#\n"
-    "#     http://www.apache.org/licenses/LICENSE-2.0\n"
-    "#\n"
-    "# Unless required by applicable law or agreed to in writing, software\n"
-    '# distributed under the License is distributed on an "AS IS" BASIS,\n'
-    "# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.\n"
-    "# See the License for the specific language governing permissions and\n"
-    "# limitations under the License.\n"
-    "# ==============================================================================\n"
-    '"""Generates a Python module containing information about the build."""\n'
-    "from __future__ import absolute_import\n"
-    "from __future__ import division\n"
-    "from __future__ import print_function\n"
-    "\n"
-    "is_rocm_build = False\n"
-    "is_cuda_build = True\n"
-    "\n"
-    "cuda_version_number = '10'\n"
-    "cudnn_version_number = '7'\n"
+TENSORFLOW_GPU_2_2_0_BUILD_INFO = _build_info(
+    2017,
+    "Generates a Python module containing information about the build.",
+    _FUTURE
+    + (
+        "\n"
+        "is_rocm_build = False\n"
+        "is_cuda_build = True\n"
+        "\n"
+        "cuda_version_number = '10'\n"
+        "cudnn_version_number = '7'\n"
+    ),
 )
 
 # tensorflow-cpu 2.21.0, cp311 manylinux_2_27_x86_64 wheel from PyPI.
 
-TENSORFLOW_CPU_2_21_0_METADATA = """\
-Metadata-Version: 2.4
-Name: tensorflow_cpu
-Version: 2.21.0
-Summary: TensorFlow is an open source machine learning framework for everyone.
-Home-page: https://www.tensorflow.org/
-Download-URL: https://github.com/tensorflow/tensorflow/tags
-Author: Google Inc.
-Author-email: packages@tensorflow.org
-License: Apache 2.0
-Keywords: tensorflow tensor machine learning
+TENSORFLOW_CPU_2_21_0_METADATA = _tf_metadata(
+    "tensorflow_cpu",
+    "2.21.0",
+    "2.4",
+    """\
 Requires-Python: >=3.10
 Description-Content-Type: text/markdown
 Requires-Dist: absl-py>=1.0.0
@@ -259,41 +249,27 @@ Requires-Dist: nvidia-nvjitlink-cu12<13.0,>=12.5.82; extra == "and-cuda"
 Provides-Extra: gcs-filesystem
 Requires-Dist: tensorflow-io-gcs-filesystem>=0.23.1; (sys_platform != "win32" and python_version < "3.13") and extra == "gcs-filesystem"
 Requires-Dist: tensorflow-io-gcs-filesystem>=0.23.1; (sys_platform == "win32" and python_version < "3.12") and extra == "gcs-filesystem"
-"""
+""",
+)
 
-TENSORFLOW_CPU_2_21_0_BUILD_INFO = (
-    "\n"
-    "# Copyright 2020 The TensorFlow Authors. All Rights Reserved.\n"
-    "#\n"
-    '# Licensed under the Apache License, Version 2.0 (the "License");\n'
-    "# you may not use this file except in compliance with the License.\n"
-    "# You may obtain a copy of the License at\n"
-    "#\n"
-    "#     http://www.apache.org/licenses/LICENSE-2.0\n"
-    "#\n"
-    "# Unless required by applicable law or agreed to in writing, software\n"
-    '# distributed under the License is distributed on an "AS IS" BASIS,\n'
-    "# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.\n"
-    "# See the License for the specific language governing permissions and\n"
-    "# limitations under the License.\n"
-    "# ==============================================================================\n"
-    '"""Auto-generated module providing information about the build."""\n'
-    "import collections\n"
-    "\n"
-    "build_info = collections.OrderedDict([('is_cuda_build', False), ('is_rocm_build', False), ('is_tensorrt_build', False)])\n"
+TENSORFLOW_CPU_2_21_0_BUILD_INFO = _build_info(
+    2020,
+    _AUTO,
+    _ORDERED_DICT
+    + ("([('is_cuda_build', False), ('is_rocm_build', False), ('is_tensorrt_build', False)])\n"),
 )
 
 # A Windows tensorflow 2.5-2.10 (CUDA 11.2, cuDNN 8) build_info.py, from a Windows
 # site-packages (license header shortened): versions there are the DLL suffixes ("64_112" is
 # cudart64_112.dll, CUDA 11.2).
-TENSORFLOW_WINDOWS_BUILD_INFO = (
-    "\n"
-    "# Copyright 2020 The TensorFlow Authors. All Rights Reserved.\n"
-    "# ==============================================================================\n"
-    '"""Auto-generated module providing information about the build."""\n'
-    "import collections\n"
-    "\n"
-    "build_info = collections.OrderedDict([('cpu_compiler', 'C:/Program Files (x86)/Microsoft Visual Studio/2019/Community/VC/Tools/MSVC/14.27.29110/bin/HostX64/x64/cl.exe'), ('cuda_compute_capabilities', ['sm_35', 'sm_50', 'sm_60', 'sm_70', 'sm_75', 'compute_80']), ('cuda_version', '64_112'), ('cudart_dll_name', 'cudart64_112.dll'), ('cudnn_dll_name', 'cudnn64_8.dll'), ('cudnn_version', '64_8'), ('is_cuda_build', True), ('is_rocm_build', False), ('is_tensorrt_build', False), ('msvcp_dll_names', 'msvcp140.dll,msvcp140_1.dll'), ('nvcuda_dll_name', 'nvcuda.dll')])\n"
+TENSORFLOW_WINDOWS_BUILD_INFO = _build_info(
+    2020,
+    _AUTO,
+    _ORDERED_DICT
+    + (
+        "([('cpu_compiler', 'C:/Program Files (x86)/Microsoft Visual Studio/2019/Community/VC/Tools/MSVC/14.27.29110/bin/HostX64/x64/cl.exe'), ('cuda_compute_capabilities', ['sm_35', 'sm_50', 'sm_60', 'sm_70', 'sm_75', 'compute_80']), ('cuda_version', '64_112'), ('cudart_dll_name', 'cudart64_112.dll'), ('cudnn_dll_name', 'cudnn64_8.dll'), ('cudnn_version', '64_8'), ('is_cuda_build', True), ('is_rocm_build', False), ('is_tensorrt_build', False), ('msvcp_dll_names', 'msvcp140.dll,msvcp140_1.dll'), ('nvcuda_dll_name', 'nvcuda.dll')])\n"
+    ),
+    license_text=False,
 )
 
 # jax 0.10.2, jaxlib 0.10.2 (cp311 manylinux_2_27_x86_64), keras 3.15.1 and

@@ -4,12 +4,12 @@ confirmed, recorded for --undo)."""
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpucheck.cli import acting
 from gpucheck.cli.common import (
     CompatDirOpt,
     JsonOpt,
@@ -32,7 +32,6 @@ from gpucheck.fixplan.apply import (
     RecordError,
     apply_plan,
     read_record,
-    record_refused,
 )
 from gpucheck.fixplan.apply import undo as undo_journal
 from gpucheck.fixplan.making import PlanRequest, make_plan, recheck
@@ -70,23 +69,14 @@ def fix(
     output: OutputOpt = None,
     apply: Annotated[
         bool,
-        typer.Option(
-            "--apply",
-            help="Run the steps local to the Python environment (pip/uv/conda, env file), "
-            "after a confirmation.",
+        acting.apply_option(
+            "Run the steps local to the Python environment (pip/uv/conda, env file), after a "
+            "confirmation."
         ),
     ] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
-    record: Annotated[
-        str | None,
-        typer.Option(
-            "--record", metavar="DIR", help="Where --apply keeps its record (default: new folder)."
-        ),
-    ] = None,
-    undo: Annotated[
-        str | None,
-        typer.Option("--undo", metavar="RECORD", help="Restore what an --apply recorded."),
-    ] = None,
+    yes: acting.YesOpt = False,
+    record: acting.RecordOpt = None,
+    undo: acting.UndoOpt = None,
     pythons: PythonOpt = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
@@ -103,7 +93,7 @@ def fix(
         if from_file is not None and plan_file is not None:
             raise UserError("--from and --plan: give one")
         if apply and (chosen.name != "text" or output is not None):
-            raise UserError("--apply prints its plan and what it did as text: drop --json/-o")
+            raise UserError(acting.APPLY_IS_TEXT)
         refuse_input_as_output(output, [from_file, plan_file, *python_inputs(python)])
         plan = make_plan(
             PlanRequest(
@@ -146,16 +136,9 @@ def _apply(plan: Plan, yes: bool, record: str | None, python: str | None, timeou
     if not local:
         print("Nothing to apply here: every step is yours to do (see above).")
         return
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UserError("--apply asks before changing anything: answer on a terminal, or --yes")
-        if not typer.confirm(f"Apply the {counted(len(local), 'local step')} now?", default=False):
-            print("Nothing was changed.")
-            return
-    folder = Path(record or datetime.now().strftime("gpucheck-fix-%Y%m%d-%H%M%S"))
-    refused = record_refused(folder)
-    if refused is not None:
-        raise UserError(refused)
+    if not acting.confirmed("--apply", f"Apply the {counted(len(local), 'local step')} now?", yes):
+        return
+    folder = acting.record_folder(record, "fix")
     default_python = python or (plan.environments[0] if plan.environments else sys.executable)
     journal = apply_plan(plan, folder, default_python, _say)
     applied = counted(len(journal.steps), "step")
@@ -171,12 +154,8 @@ def _recheck(plan: Plan, python: str, timeout: float, folder: Path) -> None:
 
 def _undo(path: str, yes: bool) -> None:
     folder, _, journal = read_record(path)
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UserError("--undo asks before changing anything: answer on a terminal, or --yes")
-        envs = ", ".join(journal.environments) or "no environment"
-        if not typer.confirm(printable(f"Restore {envs} as recorded in {folder}?"), default=False):
-            print("Nothing was changed.")
-            return
+    envs = ", ".join(journal.environments) or "no environment"
+    if not acting.confirmed("--undo", f"Restore {envs} as recorded in {folder}?", yes):
+        return
     undo_journal(path, _say)
     _print(f"Undone: every environment is as {folder} recorded it.")

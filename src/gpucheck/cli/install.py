@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import re
 import sys
-from datetime import datetime
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from gpucheck.cli import acting
 from gpucheck.cli.common import (
     CompatDirOpt,
     JsonOpt,
@@ -93,16 +92,10 @@ def install(
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     apply: Annotated[
-        bool,
-        typer.Option("--apply", help="Run the commands in the probed environment, after asking."),
+        bool, acting.apply_option("Run the commands in the probed environment, after asking.")
     ] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
-    record: Annotated[
-        str | None,
-        typer.Option(
-            "--record", metavar="DIR", help="Where --apply keeps its record (default: new folder)."
-        ),
-    ] = None,
+    yes: acting.YesOpt = False,
+    record: acting.RecordOpt = None,
     timeout: TimeoutOpt = 15.0,
     compat_dir: CompatDirOpt = None,
 ) -> None:
@@ -117,7 +110,7 @@ def install(
     if describing and interpreter is not None:
         raise UserError("--python PATH probes this machine: describe another with --python X.Y")
     if apply and (json_out or output is not None):
-        raise UserError("--apply prints its plan and what it did as text: drop --json/-o")
+        raise UserError(acting.APPLY_IS_TEXT)
     if apply and describing:
         raise UserError("--apply installs on this machine: drop --gpu/--driver/--python X.Y/--os")
     refuse_input_as_output(output, [from_file] if from_file else [])
@@ -157,7 +150,7 @@ def install(
 
 
 def _apply(answer: object, yes: bool, record: str | None, timeout: float) -> None:
-    from gpucheck.fixplan.apply import ApplyError, apply_plan, record_refused
+    from gpucheck.fixplan.apply import ApplyError, apply_plan
     from gpucheck.fixplan.install import NotAppliable, after_install, install_plan
     from gpucheck.install.answer import InstallAnswer
     from gpucheck.install.render import render_text
@@ -168,16 +161,9 @@ def _apply(answer: object, yes: bool, record: str | None, timeout: float) -> Non
         plan = install_plan(answer)
     except NotAppliable as exc:
         raise UserError(str(exc)) from None
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UserError("--apply asks before changing anything: answer on a terminal, or --yes")
-        if not typer.confirm(printable(f"Install into {answer.environment} now?"), default=False):
-            print("Nothing was changed.")
-            return
-    folder = Path(record or datetime.now().strftime("gpucheck-install-%Y%m%d-%H%M%S"))
-    refused = record_refused(folder)
-    if refused is not None:
-        raise UserError(refused)
+    if not acting.confirmed("--apply", f"Install into {answer.environment} now?", yes):
+        return
+    folder = acting.record_folder(record, "install")
     python = answer.environment or sys.executable
     try:
         apply_plan(plan, folder, python, lambda line: print(printable(line), file=sys.stderr))

@@ -12,7 +12,7 @@ from gpucheck.compat.frameworks import JaxRelease, TfGpuCode, major_minor
 from gpucheck.install.answer import PackageAnswer
 from gpucheck.install.machine import Machine
 from gpucheck.install.request import Wanted
-from gpucheck.install.torch_builds import admits
+from gpucheck.install.torch_builds import admits, code_reason
 
 
 def _python_reason(machine: Machine, low: Version | None, high: Version | None) -> str | None:
@@ -64,25 +64,9 @@ def _tf_code_reason(
 ) -> tuple[str | None, list[str]]:
     """(why the release's builds have no code for a GPU here, notes on GPUs served by PTX JIT):
     the rule torch's builds are judged by, with the release's own list."""
-    most = compat.max_cuda_for_driver(machine.driver, machine.os) if machine.driver else None
-    build = major_minor(cuda)
-    missing, notes = [], []
-    for cc in machine.ccs:
-        how = code.code_for(cc)
-        if how == "ptx" and most is not None and build is not None and build > most:
-            how = None  # the driver cannot JIT-compile PTX of a newer CUDA
-        if how is None:
-            missing.append(cc)
-        elif how == "ptx":
-            notes.append(f"compute capability {cc} runs through PTX JIT compilation")
-    if not missing:
-        return None, notes
     built = [f"sm_{c.replace('.', '')}" for c in code.sm]
     built += [f"compute_{c.replace('.', '')}" for c in code.ptx]
-    return (
-        f"has no code for compute capability {', '.join(missing)} (built for {' '.join(built)})",
-        [],
-    )
+    return code_reason(compat, machine, cuda, code.code_for, built)
 
 
 def resolve_tensorflow(compat: Compat, machine: Machine, wanted: Wanted) -> PackageAnswer:

@@ -10,6 +10,8 @@ compat data and facts in, an answer out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from msgspec import Struct, field
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -111,11 +113,26 @@ def _code_reason(
         return "has GPU architectures the compat data does not know (not assumed)", []
     sass = [(v, False) for v in map(parse_version, arch.sm) if v is not None]
     ptx = [v for v in map(parse_version, arch.ptx) if v is not None]
+    built = [f"sm_{s.replace('.', '')}" for s in arch.sm]
+    return code_reason(compat, machine, cuda, lambda cc: code_for(cc, sass, ptx), built)
+
+
+def code_reason(
+    compat: Compat,
+    machine: Machine,
+    cuda: str,
+    code_on: Callable[[str], str | None],
+    built: list[str],
+) -> tuple[str | None, list[str]]:
+    """(why a CUDA `cuda` build has no code for a GPU here, notes on GPUs served by PTX JIT):
+    `code_on(cc)` is the code the build runs on compute capability cc ('sass', 'ptx' or None),
+    `built` its architectures as the reason names them. The one rule of torch's and
+    TensorFlow's builds: PTX serves a GPU only where the driver can JIT-compile that CUDA."""
     most = compat.max_cuda_for_driver(machine.driver, machine.os) if machine.driver else None
     build = major_minor(cuda)
     missing, notes = [], []
     for cc in machine.ccs:
-        how = code_for(cc, sass, ptx)
+        how = code_on(cc)
         if how == "ptx" and most is not None and build is not None and build > most:
             how = None  # the driver cannot JIT-compile PTX of a newer CUDA
         if how is None:
@@ -123,8 +140,8 @@ def _code_reason(
         elif how == "ptx":
             notes.append(f"compute capability {cc} runs through PTX JIT compilation")
     if missing:
-        built = " ".join(f"sm_{s.replace('.', '')}" for s in arch.sm)
-        return f"has no code for compute capability {', '.join(missing)} (built for {built})", []
+        named = " ".join(built)
+        return f"has no code for compute capability {', '.join(missing)} (built for {named})", []
     return None, notes
 
 

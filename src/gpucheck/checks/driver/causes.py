@@ -20,15 +20,18 @@ from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 Flavour = Literal["open", "proprietary"]
-_LEGACY = re.compile(r"supported through the NVIDIA ([0-9]+)\.xx Legacy drivers")
-_GPU_NAMED = re.compile(r"The NVIDIA (.{1,80}?) GPU installed in this system is")
-_IGNORES = re.compile(r"The ([0-9]+\.[0-9]+(?:\.[0-9]+)?) NVIDIA driver will ignore")
-_OLD_UNSUPPORTED = re.compile(r"is not supported by the ([0-9]+\.[0-9]+(?:\.[0-9]+)?) NVIDIA")
-_LOADING = re.compile(r"loading NVIDIA UNIX .{0,40}Kernel Module(?: for \S+)?\s+([0-9][0-9.]+)")
-_NO_GSP = re.compile(r"not supported by open nvidia\.ko because it does not include the requir")
-_NEEDS_OPEN = re.compile(r"requires use of the NVIDIA open kernel modules")
-_KEY_REFUSED = re.compile(r"unavailable key|Key was rejected|PKCS#7 signature not signed")
-_BRACKETS = re.compile(r"\[([^\]]+)\]")
+# The kernel log's patterns, compiled by `re` (and cached there) on first use: a healthy
+# machine's doctor never searches its log, and compiling all nine at import cost more than the
+# rest of this module (docs/speed.md).
+_LEGACY = r"supported through the NVIDIA ([0-9]+)\.xx Legacy drivers"
+_GPU_NAMED = r"The NVIDIA (.{1,80}?) GPU installed in this system is"
+_IGNORES = r"The ([0-9]+\.[0-9]+(?:\.[0-9]+)?) NVIDIA driver will ignore"
+_OLD_UNSUPPORTED = r"is not supported by the ([0-9]+\.[0-9]+(?:\.[0-9]+)?) NVIDIA"
+_LOADING = r"loading NVIDIA UNIX .{0,40}Kernel Module(?: for \S+)?\s+([0-9][0-9.]+)"
+_NO_GSP = r"not supported by open nvidia\.ko because it does not include the requir"
+_NEEDS_OPEN = r"requires use of the NVIDIA open kernel modules"
+_KEY_REFUSED = r"unavailable key|Key was rejected|PKCS#7 signature not signed"
+_BRACKETS = r"\[([^\]]+)\]"
 
 
 class Cause(Struct):
@@ -78,7 +81,7 @@ def _driver_version(ctx: Context, text: str) -> str | None:
     """The driver version the machine holds, from the kernel log or the files."""
     sysf = ctx.snapshot.system
     for pattern in (_IGNORES, _LOADING, _OLD_UNSUPPORTED):
-        match = pattern.search(text)
+        match = re.search(pattern, text)
         if match:
             return match.group(1)
     return (
@@ -92,7 +95,7 @@ def gpu_architecture(ctx: Context) -> tuple[str | None, str | None]:
     """(the PCI bus's NVIDIA GPU by name, its architecture per compat/gpus.toml)."""
     for dev in ctx.snapshot.system.pci_gpus:
         name = dev.name or ""
-        for candidate in [*_BRACKETS.findall(name), name]:
+        for candidate in [*re.findall(_BRACKETS, name), name]:
             model = ctx.compat.gpus.lookup(candidate) or ctx.compat.gpus.find(candidate)[0]
             if model is not None:
                 return model.name, model.architecture
@@ -110,14 +113,14 @@ def _installer(version: str | None, option: str = "") -> str:
 def _legacy(ctx: Context, text: str, infer: bool = True) -> Cause | None:
     """NVRM names the legacy branch; else, with `infer`, the GPU's architecture (its PCI name
     in compat/gpus.toml) is one the installed branch no longer drives."""
-    named = _LEGACY.search(text)
+    named = re.search(_LEGACY, text)
     if not named and not infer:
         return None  # (before the compat data is read: a healthy doctor never reads it)
     data = ctx.compat.driver_branches
     have = _driver_version(ctx, text)
     if named:
         row = data.by_name(named.group(1))
-        gpu = _GPU_NAMED.search(text)
+        gpu = re.search(_GPU_NAMED, text)
         name = gpu.group(1) if gpu else "GPU"
         evidence = [
             f"kernel log: NVRM: the {name} GPU is supported through the NVIDIA "
@@ -199,7 +202,7 @@ def legacy_fix(ctx: Context, row: LegacyBranch, have: str | None) -> Fix:
 
 def _flavour(ctx: Context, text: str) -> Cause | None:
     have = _driver_version(ctx, text)
-    if _NEEDS_OPEN.search(text):
+    if re.search(_NEEDS_OPEN, text):
         name, _arch = gpu_architecture(ctx)
         return Cause(
             f"The proprietary nvidia module cannot drive this GPU ({name or 'Blackwell'}): it "
@@ -207,7 +210,7 @@ def _flavour(ctx: Context, text: str) -> Cause | None:
             ["kernel log: NVRM: the GPU requires use of the NVIDIA open kernel modules"],
             flavour_fix(ctx, "open", have),
         )
-    if _NO_GSP.search(text):
+    if re.search(_NO_GSP, text):
         name, arch = gpu_architecture(ctx)
         return Cause(
             f"The open nvidia module cannot drive this GPU ({name or 'a GPU without GSP'}): "
@@ -267,7 +270,9 @@ def _state(ctx: Context) -> InstallStateFacts | None:
 def _signing_key(ctx: Context, text: str) -> Cause | None:
     state = _state(ctx)
     lines = (
-        [line for line in (state.module_log or []) if _KEY_REFUSED.search(line)] if state else []
+        [line for line in (state.module_log or []) if re.search(_KEY_REFUSED, line)]
+        if state
+        else []
     )
     if not lines:
         return None
