@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets
+from gpucheck.checks.frameworks.library_archs import installed_code, installed_code_outcome
 from gpucheck.checks.frameworks.per_environment import change, pip_step
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import KernelArchs
@@ -59,13 +60,34 @@ def _releases_for(ctx: Context, row: KernelArchs, cc: str) -> tuple[str, str] | 
     return f"<{upto}", f"{row.package} releases before {upto} have it"
 
 
+def release_step(
+    ctx: Context, env: PythonEnvironment, dist: Distribution, want: str, outside: list[Target]
+) -> Step:
+    """pip install the releases `want` names (">=2.7.3"), which carry code for `outside`."""
+    flags = " --no-build-isolation" if dist.name in BUILT_AGAINST_TORCH else ""
+    return pip_step(
+        ctx,
+        env,
+        f"install a {dist.name} release that carries code for {', '.join(cc_list(outside))}",
+        f"pip install{flags} '{dist.name}{want}'",
+        [change(env, dist.name, requirement=want)],
+        Layer.EXTENSIONS,
+    )
+
+
 def kernel_archs_outcome(
     ctx: Context, env: PythonEnvironment, dist: Distribution, built: ExtensionBuild | None
 ) -> Outcome | None:
     """A failure where no GPU here is in the release's arch list, a warning where some are
     not (CUDA_VISIBLE_DEVICES can leave them out); None where every GPU is covered or the
-    release is not in the data."""
+    release is not in the data. Where the snapshot holds the installed deciding library's
+    own code (library_archs.py), that decides instead of the release's row."""
     row = ctx.compat.extensions.kernel_archs(dist.name, dist.version)
+    code = installed_code(ctx, env, dist)
+    if code is not None:  # the install's own deciding library: it beats the release's row
+        other = _releases_for(ctx, row, code.outside[0].cc) if row and code.outside else None
+        step = release_step(ctx, env, dist, other[0], code.outside) if other else None
+        return installed_code_outcome(ctx, dist, code, step, other[1] if other else None)
     found = targets(ctx)
     if row is None or not found:
         return None
@@ -85,17 +107,7 @@ def kernel_archs_outcome(
     ways: list[Step] = [run_elsewhere] if some_covered else []
     if other is not None:
         want, where = other
-        flags = " --no-build-isolation" if dist.name in BUILT_AGAINST_TORCH else ""
-        ways.append(
-            pip_step(
-                ctx,
-                env,
-                f"install a {dist.name} release that carries code for {ccs}",
-                f"pip install{flags} '{dist.name}{want}'",
-                [change(env, dist.name, requirement=want)],
-                Layer.EXTENSIONS,
-            )
-        )
+        ways.append(release_step(ctx, env, dist, want, outside))
     else:
         where = f"no {dist.name} release builds for it"
         ways += [] if some_covered else [run_elsewhere]
