@@ -56,9 +56,10 @@ def record_paths(dist: Distribution) -> list[str]:
     """The paths the distribution's RECORD lists, relative to its site folder; empty without
     one (an egg, a conda package without pip's metadata: then nothing is read)."""
     folder = _dist_info(dist)
-    if folder is None:
+    record = os.path.join(folder, "RECORD") if folder else None
+    if record is None or not os.path.isfile(record):
         return []
-    with open(os.path.join(folder, "RECORD"), "rb") as stream:
+    with open(record, "rb") as stream:
         text = stream.read(MAX_RECORD_BYTES).decode("utf-8", "replace")
     return [row[0] for row in csv.reader(io.StringIO(text)) if row and row[0]]
 
