@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets
-from gpucheck.checks.frameworks.library_archs import installed_code, installed_code_outcome
+from gpucheck.checks.frameworks.library_archs import (
+    InstalledCode,
+    installed_code,
+    installed_code_outcome,
+)
 from gpucheck.checks.frameworks.per_environment import change, pip_step
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import KernelArchs
@@ -75,6 +79,41 @@ def release_step(
     )
 
 
+def _from_install(
+    ctx: Context,
+    env: PythonEnvironment,
+    dist: Distribution,
+    row: KernelArchs | None,
+    code: InstalledCode,
+) -> Outcome | None:
+    """The installed library's verdict, with the releases the rows say carry the GPU: this
+    release's own prebuilt wheels where they do (the install is a source build without it),
+    else the first later release that does."""
+    if row is None or not code.outside:
+        return installed_code_outcome(ctx, dist, code, None, None)
+    cc = code.outside[0].cc
+    if _covered(row, cc, row.wheel_cuda):
+        base = dist.version.split("+", 1)[0]
+        step = pip_step(
+            ctx,
+            env,
+            f"if it was built from source: reinstall {dist.name} {base} from its prebuilt wheel, "
+            f"which carries code for compute capability {cc}",
+            f"pip install --force-reinstall --no-deps --only-binary {dist.name} "
+            f"'{dist.name}=={base}'",
+            [change(env, dist.name, requirement=f"=={base}")],
+            Layer.EXTENSIONS,
+        )
+        return installed_code_outcome(
+            ctx, dist, code, step, f"the prebuilt {dist.name} {base} wheels carry it"
+        )
+    other = _releases_for(ctx, row, cc)
+    if other is None:
+        return installed_code_outcome(ctx, dist, code, None, None)
+    step = release_step(ctx, env, dist, other[0], code.outside)
+    return installed_code_outcome(ctx, dist, code, step, other[1])
+
+
 def kernel_archs_outcome(
     ctx: Context, env: PythonEnvironment, dist: Distribution, built: ExtensionBuild | None
 ) -> Outcome | None:
@@ -85,9 +124,7 @@ def kernel_archs_outcome(
     row = ctx.compat.extensions.kernel_archs(dist.name, dist.version)
     code = installed_code(ctx, env, dist)
     if code is not None:  # the install's own deciding library: it beats the release's row
-        other = _releases_for(ctx, row, code.outside[0].cc) if row and code.outside else None
-        step = release_step(ctx, env, dist, other[0], code.outside) if other else None
-        return installed_code_outcome(ctx, dist, code, step, other[1] if other else None)
+        return _from_install(ctx, env, dist, row, code)
     found = targets(ctx)
     if row is None or not found:
         return None
