@@ -64,8 +64,9 @@ def record_paths(dist: Distribution) -> list[str]:
     return [row[0] for row in csv.reader(io.StringIO(text)) if row and row[0]]
 
 
-def _matches(path: str, globs: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(path, g) for g in globs)
+def _matcher(globs: Sequence[str]) -> re.Pattern[str]:
+    """One pattern for a row's globs: a RECORD has thousands of paths (vLLM's: 1,250)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs))
 
 
 def read_libraries(
@@ -79,7 +80,8 @@ def read_libraries(
         dist = env.dist(row.package)
         if dist is None or dist.location is None:
             continue
-        paths = [p for p in record_paths(dist) if _matches(p, row.files)][:MAX_LIBRARIES]
+        wanted = _matcher(row.files)
+        paths = [p for p in record_paths(dist) if wanted.match(p)][:MAX_LIBRARIES]
         for path in paths:
             if time.monotonic() > deadline:
                 env.errors.append(f"compiled libraries: stopped after {budget:g} s at {path}")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets
@@ -24,11 +25,10 @@ from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.layers import Layer
 from gpucheck.model.library_code import LibraryCode
 
-_CUDA_IN_NAME = re.compile(r"cuda(\d)(\d+)")  # libbitsandbytes_cuda124.so: CUDA 12.4
+CUDA_IN_NAME = r"cuda(\d)(\d+)"  # libbitsandbytes_cuda124.so: CUDA 12.4 (compiled on first use)
 
 
-@dataclass(frozen=True)
-class InstalledCode:
+class InstalledCode(Struct, frozen=True):
     """What the installed deciding libraries say about the GPUs here."""
 
     library: KernelLibrary  # the row that names them
@@ -38,7 +38,7 @@ class InstalledCode:
 
 
 def _cuda_of(lib: LibraryCode) -> tuple[int, int] | None:
-    found = _CUDA_IN_NAME.search(os.path.basename(lib.path))
+    found = re.search(CUDA_IN_NAME, os.path.basename(lib.path))
     return (int(found[1] + found[2][:-1]), int(found[2][-1])) if found else None
 
 
