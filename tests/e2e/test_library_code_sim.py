@@ -59,8 +59,8 @@ def test_a_vllm_built_without_the_gpus_code_fails_from_the_installed_library(
     f = d.finding("frameworks.torch.extensions")
     assert f["status"] == "fail"
     assert f["title"].startswith(
-        "vllm 0.6.4 has no kernels for compute capability 8.0: its _C.abi3.so carries code for "
-        "no GPU of it"
+        "vllm 0.6.4 has no kernels for compute capability 8.0: its vllm/_C.abi3.so carries "
+        "SASS for 9.0, 9.0a and no PTX"
     )
     assert "'vllm==0.6.4'" in d.text("frameworks.torch.extensions")
 

@@ -64,9 +64,9 @@ def test_a_vllm_source_build_without_the_gpu_fails_and_names_the_prebuilt_wheel(
     f = _judge(builders.node([_a100()]), env)
     assert f.status is Status.FAIL
     assert f.title == (
-        "vllm 0.9.2 has no kernels for compute capability 8.0: its _C.abi3.so carries code for "
-        'no GPU of it, so its kernels fail there ("no kernel image is available for execution '
-        'on the device"); the prebuilt vllm 0.9.2 wheels carry it'
+        "vllm 0.9.2 has no kernels for compute capability 8.0: its vllm/_C.abi3.so carries "
+        'SASS for 9.0, 9.0a and no PTX, so its kernels fail there ("no kernel image is '
+        'available for execution on the device"); the prebuilt vllm 0.9.2 wheels carry it'
     )
     assert f"{SITE}/vllm/_C.abi3.so: SASS for 9.0, 9.0a and no PTX" in f.evidence
     assert f.fix is not None
@@ -158,7 +158,7 @@ def _bitsandbytes(cuda: str) -> PythonEnvironment:
 def test_bitsandbytes_is_judged_by_the_library_for_torchs_cuda() -> None:
     f = _judge(fb.blackwell_workstation(), _bitsandbytes("12.4"))
     assert f.status is Status.FAIL
-    assert "its libbitsandbytes_cuda124.so carries code for no GPU of it" in f.title
+    assert "its bitsandbytes/libbitsandbytes_cuda124.so carries SASS for 5.0, 5.2," in f.title
     assert f.fix is not None and "GPTQ, AWQ" in f.fix.text
     assert _judge(fb.blackwell_workstation(), _bitsandbytes("12.8")).status is Status.PASS
 

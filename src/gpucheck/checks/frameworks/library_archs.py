@@ -10,8 +10,8 @@ covers runs, after a one-time compile, and only on a driver that knows that PTX'
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Iterable
 
 from msgspec import Struct
 
@@ -38,7 +38,7 @@ class InstalledCode(Struct, frozen=True):
 
 
 def _cuda_of(lib: LibraryCode) -> tuple[int, int] | None:
-    found = re.search(CUDA_IN_NAME, os.path.basename(lib.path))
+    found = re.search(CUDA_IN_NAME, lib.path.rsplit("/", 1)[-1])
     return (int(found[1] + found[2][:-1]), int(found[2][-1])) if found else None
 
 
@@ -87,16 +87,17 @@ def installed_code(
     return InstalledCode(library, libs, outside, ptx_only)
 
 
-def carried(lib: LibraryCode) -> str:
-    """What one library carries, in words: "SASS for 8.0, 9.0a and PTX for 8.0"."""
-    code = lib.code
-    sass = ", ".join(code.sass) if code and code.sass else "no GPU"
-    ptx = f"PTX for {', '.join(code.ptx)}" if code and code.ptx else "no PTX"
-    return f"SASS for {sass} and {ptx}"
+def carried(sass: Iterable[str], ptx: Iterable[str]) -> str:
+    """Code in words: "SASS for 8.0, 9.0a and PTX for 8.0", "SASS for 9.0 and no PTX" (each
+    arch once, in the fat binaries' order: the reader sorts them)."""
+    sass, ptx = list(dict.fromkeys(sass)), list(dict.fromkeys(ptx))
+    machine = f"SASS for {', '.join(sass)}" if sass else "no SASS"
+    return f"{machine} and " + (f"PTX for {', '.join(ptx)}" if ptx else "no PTX")
 
 
 def _names(code: InstalledCode) -> str:
-    return " / ".join(os.path.basename(lib.path) for lib in code.loaded)
+    """The libraries as RECORD names them ("vllm/_C.abi3.so"), alternatives joined."""
+    return " / ".join(lib.path for lib in code.loaded)
 
 
 def installed_code_outcome(
@@ -130,12 +131,14 @@ def installed_code_outcome(
     )
     where = release_words or f"use {code.library.instead} there"
     verdict = Outcome.warn if some_covered else Outcome.fail
+    sass = [a for lib in code.loaded if lib.code for a in lib.code.sass]
+    ptx = [a for lib in code.loaded if lib.code for a in lib.code.ptx]
     return verdict(
         f"{dist.name} {dist.version} has no kernels for compute capability {ccs}: its "
-        f"{_names(code)} carries code for no GPU of it, so its kernels fail there "
+        f"{_names(code)} carries {carried(sass, ptx)}, so its kernels fail there "
         '("no kernel image is available for execution on the device"); ' + where,
         *(f"{t.label}: compute capability {t.cc}" for t in code.outside),
-        *(f"{lib.file}: {carried(lib)}" for lib in code.loaded),
+        *(f"{lib.file}: {carried(lib.code.sass, lib.code.ptx)}" for lib in code.loaded if lib.code),
         f"compat data: {code.library.source}",
         fix=Fix.of(*[part for way in ways for part in (way, OR)][:-1]),
     )
