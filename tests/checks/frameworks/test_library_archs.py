@@ -160,6 +160,11 @@ def test_bitsandbytes_is_judged_by_the_library_for_torchs_cuda() -> None:
     assert f.status is Status.FAIL
     assert "its bitsandbytes/libbitsandbytes_cuda124.so carries SASS for 5.0, 5.2," in f.title
     assert f.fix is not None and "GPTQ, AWQ" in f.fix.text
+    assert (
+        "Install a torch built for CUDA 12.8: bitsandbytes loads the library built for torch's "
+        "CUDA, and its bitsandbytes/libbitsandbytes_cuda128.so carries code for compute "
+        "capability 12.0; or use a model without 8-bit / 4-bit bitsandbytes layers"
+    ) in f.fix.text
     assert _judge(fb.blackwell_workstation(), _bitsandbytes("12.8")).status is Status.PASS
 
 

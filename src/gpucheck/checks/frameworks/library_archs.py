@@ -18,7 +18,7 @@ from msgspec import Struct
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets
 from gpucheck.compat.extensions import KernelLibrary
-from gpucheck.model.compiled_code import ptx_runs_on, sass_runs_on
+from gpucheck.model.compiled_code import ptx_runs_on, runs_on, sass_runs_on
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Step
@@ -35,6 +35,9 @@ class InstalledCode(Struct, frozen=True):
     loaded: list[LibraryCode]  # the libraries the package may load here, each one read
     outside: list[Target]  # GPUs none of them carries code for
     ptx_only: list[Target]  # GPUs that only their PTX covers (a JIT compile at the first call)
+    # pick "torch-cuda": the package's libraries for other CUDA versions that carry code for
+    # every GPU outside (with a torch for that CUDA, the package would load one of them)
+    other_cuda: list[LibraryCode] = []
 
 
 def _cuda_of(lib: LibraryCode) -> tuple[int, int] | None:
@@ -70,9 +73,8 @@ def installed_code(
     found = targets(ctx)
     if library is None or not found:
         return None
-    libs = [c for c in env.compiled if c.package == dist.name and c.version == dist.version]
-    if library.pick == "torch-cuda":
-        libs = _for_torch_cuda(env, libs)
+    installed = [c for c in env.compiled if c.package == dist.name and c.version == dist.version]
+    libs = _for_torch_cuda(env, installed) if library.pick == "torch-cuda" else installed
     # Every library the package may load must be read: an unread one might cover a GPU.
     codes = [c.code for c in libs]
     if not libs or any(code is None or code.empty() for code in codes):
@@ -84,7 +86,15 @@ def installed_code(
             continue
         covered = any(ptx_runs_on(a, t.cc) for code in codes if code for a in code.ptx)
         (ptx_only if covered else outside).append(t)
-    return InstalledCode(library, libs, outside, ptx_only)
+    other_cuda = [
+        c
+        for c in installed
+        if library.pick == "torch-cuda"
+        and c not in libs
+        and c.code
+        and all(runs_on(c.code, t.cc) for t in outside)
+    ]
+    return InstalledCode(library, libs, outside, ptx_only, other_cuda if outside else [])
 
 
 def carried(sass: Iterable[str], ptx: Iterable[str]) -> str:
@@ -126,6 +136,17 @@ def installed_code_outcome(
         )
     if release is not None:
         ways.append(release)
+    if code.other_cuda:
+        cudas = [v for v in map(_cuda_of, code.other_cuda) if v]
+        named = ", ".join(f"{major}.{minor}" for major, minor in sorted(set(cudas)))
+        ways.append(
+            Step.manual(
+                f"install a torch built for CUDA {named}: {dist.name} loads the library "
+                f"built for torch's CUDA, and its {' / '.join(c.path for c in code.other_cuda)} "
+                f"carries code for compute capability {ccs}",
+                Layer.EXTENSIONS,
+            )
+        )
     ways.append(
         Step.manual(f"use {code.library.instead} on compute capability {ccs}", Layer.EXTENSIONS)
     )
