@@ -100,7 +100,7 @@ WHEEL_PURE = "Wheel-Version: 1.0\nGenerator: setuptools (75.1.0)\nRoot-Is-Pureli
 def install(
     site: Path,
     metadata: str,
-    files: Mapping[str, str] | None = None,
+    files: Mapping[str, str | bytes] | None = None,
     *,
     top_level: str | None = None,
     wheel: str = WHEEL_CP311,
@@ -109,7 +109,7 @@ def install(
     """Install one wheel as pip does: its files, then NAME-VERSION.dist-info, RECORD last."""
     name, version = header(metadata, "Name"), header(metadata, "Version")
     info = folder or f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info"
-    contents = dict(files or {})
+    contents: dict[str, str | bytes] = dict(files or {})
     contents[f"{info}/METADATA"] = metadata + f"\n{name} {version}: the long description.\n"
     contents[f"{info}/WHEEL"] = wheel
     contents[f"{info}/INSTALLER"] = "pip\n"
@@ -119,7 +119,7 @@ def install(
     for rel, text in contents.items():
         path = site / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = text.encode()
+        data = text if isinstance(text, bytes) else text.encode()  # a library's bytes as they are
         path.write_bytes(data)
         lines.append(record_line(rel, data))
     lines.append(f"{info}/RECORD,,")

@@ -97,6 +97,7 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "pairing": ("package", "torch"),
         "numpy_abi": ("package", "platform"),
         "kernel_archs": ("package", "from"),
+        "kernel_library": ("package",),
     },
     "tensorrt.toml": {"release": ("version",)},
     "images.toml": {"tag_rule": ("repository", "pattern"), "ngc": ("repository", "release")},

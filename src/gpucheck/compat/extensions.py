@@ -78,10 +78,31 @@ class KernelArchs(Struct, frozen=True):
         return f"compute capability {', '.join(self.archs)} only"
 
 
+class KernelLibrary(Struct, frozen=True):
+    """The compiled library a kernel package cannot run without (vLLM's _C): its own fat binary,
+    read from the install, says which GPUs the package runs on (optional kernels never decide)."""
+
+    package: str
+    files: tuple[str, ...]  # globs on the distribution's RECORD paths ("vllm/_C.*.so")
+    # "any": each match is a library the package may load (one covers a GPU that any runs on);
+    # "torch-cuda": it loads the one named for torch's CUDA build (libbitsandbytes_cuda124.so).
+    pick: str
+    instead: str  # what to use on a GPU no build of it carries code for
+    source: str
+
+
+LIBRARY_PICKS = ("any", "torch-cuda")
+
+
 class ExtensionData(Struct):
     pairings: list[Pairing]
     numpy: list[NumpyAbi]
     kernels: list[KernelArchs] = []
+    libraries: list[KernelLibrary] = []
+
+    def library(self, package: str) -> KernelLibrary | None:
+        """The row naming the library that decides whether `package` runs on a GPU."""
+        return next((k for k in self.libraries if k.package == package), None)
 
     def kernel_archs(self, package: str, version: str) -> KernelArchs | None:
         """The row that holds for this release of `package` (local tags ignored)."""
@@ -107,7 +128,13 @@ class ExtensionData(Struct):
             if not set(row.cuda_for) <= set(row.archs):
                 raise CompatError(f"{r.where}: cuda_for names an arch that archs does not list")
             kernels.append(row)
-        return cls(pairings, numpy, kernels)
+        libraries = []
+        for r in rows.table("kernel_library"):
+            library = r.struct(KernelLibrary, pick=r.opt_text("pick") or "any")
+            if library.pick not in LIBRARY_PICKS or not library.files:
+                raise CompatError(f"{r.where}: pick must be one of {LIBRARY_PICKS}, files globs")
+            libraries.append(library)
+        return cls(pairings, numpy, kernels, libraries)
 
     def pairing(self, package: str, torch: str) -> Pairing | None:
         """The row naming the `package` versions built for this torch (exact rows first)."""

@@ -6,6 +6,7 @@ Part of the snapshot (model/snapshot.py), kept apart to keep each file readable.
 # annotation when it first decodes these records, on every `doctor --from`.
 from msgspec import Struct, field
 
+from gpucheck.model.library_code import LibraryCode
 from gpucheck.model.types import ChildFailure, Count, ImportStatus
 
 # --- frameworks, per Python environment ---------------------------------------------------------
@@ -124,6 +125,9 @@ class PythonEnvironment(Struct):
     runtimes: list[FrameworkRuntime] = field(default_factory=list)  # --deep only
     extensions: list[ExtensionBuild] = field(default_factory=list)
     extension_imports: list[ExtensionImport] = field(default_factory=list)  # --deep only
+    # The deciding libraries of kernel packages (compat [[kernel_library]]), read from the
+    # install; empty where none is installed, or in a snapshot older than this field.
+    compiled: list[LibraryCode] = field(default_factory=list)
 
     def dist(self, name: str) -> Distribution | None:
         return next((d for d in self.distributions if d.name == name), None)

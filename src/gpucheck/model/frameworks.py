@@ -162,6 +162,7 @@ TORCH_EXTENSIONS = (
     Extension("pytorch-triton", None, build_facts=False, requires=False, pinned_by_torch=True),
     Extension("vllm", "vllm._C"),
     Extension("sglang", "sglang"),
+    Extension("sgl-kernel", "sgl_kernel"),  # SGLang's compiled kernels (common_ops)
     Extension("torch-tensorrt", "torch_tensorrt"),
 )
 

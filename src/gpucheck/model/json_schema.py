@@ -37,6 +37,8 @@ def components(types: Iterable[Any]) -> tuple[list[dict[str, Any]], dict[str, An
     """msgspec's schemas for `types` (refs into $defs) with every field required: the output
     always carries every field (null when unknown), and a validator should catch one lost."""
     refs, defs = msgspec.json.schema_components(list(types), ref_template="#/$defs/{name}")
+    # As JSON reads it back: a tuple field's default, (), is the list [] there.
+    defs = msgspec.json.decode(msgspec.json.encode(defs))
     for schema in defs.values():
         if "properties" in schema:
             schema["required"] = list(schema["properties"])

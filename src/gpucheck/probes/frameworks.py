@@ -35,6 +35,7 @@ from gpucheck.model.frameworks import (
 )
 from gpucheck.model.snapshot import ProbeRun
 from gpucheck.model.types import ImportStatus, RunStatus
+from gpucheck.probes.library_code import add_library_code
 
 STATIC_SCRIPT = script("gpucheck.probes", "framework_static.py")
 DEEP_SCRIPT = script("gpucheck.probes", "framework_deep.py")
@@ -263,7 +264,10 @@ def probe_frameworks(
     # Every interpreter side by side, as many children at once as the deep pass allows: a
     # machine with dozens of conda envs is not forked dozens of times at once.
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_CHILDREN, len(pairs)))) as pool:
-        environments = list(pool.map(lambda p: probe_environment(p[0], p[1], timeout, env), pairs))
+        # Each environment's kernel libraries are read as soon as its facts are back.
+        environments = list(
+            pool.map(lambda p: add_library_code(probe_environment(p[0], p[1], timeout, env)), pairs)
+        )
     failed = [e for e in environments if e.error and not e.distributions]
     run = ProbeRun(
         "frameworks",

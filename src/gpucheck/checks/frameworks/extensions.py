@@ -19,6 +19,7 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.builds import TorchFacts, torch_facts
 from gpucheck.checks.frameworks.driver_fit import cc_list, targets
 from gpucheck.checks.frameworks.kernel_archs import kernel_archs_outcome
+from gpucheck.checks.frameworks.library_archs import ptx_note
 from gpucheck.checks.frameworks.packages import requirements_of, satisfies
 from gpucheck.checks.frameworks.per_environment import change, framework_check, merge, pip_step
 from gpucheck.checks.frameworks.runtime_fixes import import_command
@@ -31,7 +32,7 @@ from gpucheck.model.environments import (
     ExtensionImport,
     PythonEnvironment,
 )
-from gpucheck.model.finding import Outcome
+from gpucheck.model.finding import Outcome, Status
 from gpucheck.model.fix import OR, Change, Fix, Step
 from gpucheck.model.frameworks import TENSORRT, TORCH, TORCH_EXTENSIONS
 from gpucheck.model.layers import Layer
@@ -337,4 +338,18 @@ def cuda_mismatch(
     installed,
 )
 def extensions(ctx: Context, env: PythonEnvironment, inst: Installed) -> Outcome | None:
-    return merge((None, judge(ctx, env, inst, dist)) for dist in inst.extensions)
+    return merge(
+        (None, with_ptx_note(ctx, env, dist, judge(ctx, env, inst, dist)))
+        for dist in inst.extensions
+    )
+
+
+def with_ptx_note(
+    ctx: Context, env: PythonEnvironment, dist: Distribution, outcome: Outcome
+) -> Outcome:
+    """A passing verdict says where only the deciding library's PTX covers a GPU: it runs,
+    after a first-call compile (library_archs.py)."""
+    note = ptx_note(ctx, env, dist) if outcome.status in (Status.PASS, Status.INFO) else None
+    if note is not None:
+        outcome.evidence.append(note)
+    return outcome

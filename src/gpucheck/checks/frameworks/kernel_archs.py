@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets
+from gpucheck.checks.frameworks.library_archs import (
+    InstalledCode,
+    installed_code,
+    installed_code_outcome,
+)
 from gpucheck.checks.frameworks.per_environment import change, pip_step
 from gpucheck.compat import parse_version
 from gpucheck.compat.extensions import KernelArchs
@@ -59,13 +64,67 @@ def _releases_for(ctx: Context, row: KernelArchs, cc: str) -> tuple[str, str] | 
     return f"<{upto}", f"{row.package} releases before {upto} have it"
 
 
+def release_step(
+    ctx: Context, env: PythonEnvironment, dist: Distribution, want: str, outside: list[Target]
+) -> Step:
+    """pip install the releases `want` names (">=2.7.3"), which carry code for `outside`."""
+    flags = " --no-build-isolation" if dist.name in BUILT_AGAINST_TORCH else ""
+    return pip_step(
+        ctx,
+        env,
+        f"install a {dist.name} release that carries code for {', '.join(cc_list(outside))}",
+        f"pip install{flags} '{dist.name}{want}'",
+        [change(env, dist.name, requirement=want)],
+        Layer.EXTENSIONS,
+    )
+
+
+def _from_install(
+    ctx: Context,
+    env: PythonEnvironment,
+    dist: Distribution,
+    row: KernelArchs | None,
+    code: InstalledCode,
+) -> Outcome | None:
+    """The installed library's verdict, with the releases the rows say carry the GPU: this
+    release's own prebuilt wheels where they do (the install is a source build without it),
+    else the first later release that does."""
+    if row is None or not code.outside:
+        return installed_code_outcome(ctx, dist, code, None, None)
+    cc = code.outside[0].cc
+    if _covered(row, cc, row.wheel_cuda):
+        base = dist.version.split("+", 1)[0]
+        step = pip_step(
+            ctx,
+            env,
+            f"if it was built from source: reinstall {dist.name} {base} from its prebuilt wheel, "
+            f"which carries code for compute capability {cc}",
+            f"pip install --force-reinstall --no-deps --only-binary {dist.name} "
+            f"'{dist.name}=={base}'",
+            [change(env, dist.name, requirement=f"=={base}")],
+            Layer.EXTENSIONS,
+        )
+        return installed_code_outcome(
+            ctx, dist, code, step, f"the prebuilt {dist.name} {base} wheels carry it"
+        )
+    other = _releases_for(ctx, row, cc)
+    if other is None:
+        return installed_code_outcome(ctx, dist, code, None, None)
+    step = release_step(ctx, env, dist, other[0], code.outside)
+    return installed_code_outcome(ctx, dist, code, step, other[1])
+
+
 def kernel_archs_outcome(
     ctx: Context, env: PythonEnvironment, dist: Distribution, built: ExtensionBuild | None
 ) -> Outcome | None:
     """A failure where no GPU here is in the release's arch list, a warning where some are
     not (CUDA_VISIBLE_DEVICES can leave them out); None where every GPU is covered or the
-    release is not in the data."""
+    release is not in the data. Where the snapshot holds the installed deciding library's
+    own code (library_archs.py), that decides instead of the release's row."""
     row = ctx.compat.extensions.kernel_archs(dist.name, dist.version)
+    code = installed_code(ctx, env, dist)
+    if code is not None:  # the install's own deciding library: it beats the release's row
+        return _from_install(ctx, env, dist, row, code)
     found = targets(ctx)
     if row is None or not found:
         return None
@@ -85,17 +144,7 @@ def kernel_archs_outcome(
     ways: list[Step] = [run_elsewhere] if some_covered else []
     if other is not None:
         want, where = other
-        flags = " --no-build-isolation" if dist.name in BUILT_AGAINST_TORCH else ""
-        ways.append(
-            pip_step(
-                ctx,
-                env,
-                f"install a {dist.name} release that carries code for {ccs}",
-                f"pip install{flags} '{dist.name}{want}'",
-                [change(env, dist.name, requirement=want)],
-                Layer.EXTENSIONS,
-            )
-        )
+        ways.append(release_step(ctx, env, dist, want, outside))
     else:
         where = f"no {dist.name} release builds for it"
         ways += [] if some_covered else [run_elsewhere]
