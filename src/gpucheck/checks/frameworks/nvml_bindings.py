@@ -128,9 +128,7 @@ def _too_new(
                 [change(env, OFFICIAL)],
             ),
             OR,
-            Step.manual(
-                f"upgrade the driver to R{lacking.driver_branch} or newer", Layer.DRIVER
-            ),
+            Step.manual(f"upgrade the driver to R{lacking.driver_branch} or newer", Layer.DRIVER),
         ),
     )
 
@@ -145,8 +143,9 @@ def _age(
 ) -> Outcome:
     """A binding of an older CUDA major than the driver's lacks whole generations of NVML
     (warn); one of an older branch of the same major only the newest functions (info)."""
-    lacking = ctx.compat.nvml_bindings.missing(
-        OFFICIAL, parse_version(official.version) or parse_version("0"), driver_branch
+    version = parse_version(official.version)
+    lacking = (
+        ctx.compat.nvml_bindings.missing(OFFICIAL, version, driver_branch) if version else None
     )
     if lacking is not None:
         return _too_new(ctx, env, official, lacking, listed)

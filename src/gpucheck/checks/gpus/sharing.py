@@ -275,8 +275,9 @@ def memory_in_use(ctx: Context) -> Outcome | None:
                 "or no live process (leaked)"
             )
         elif any(
-            accounts[g.index].leaked or accounts[g.index].zombie_pids or on_host
-            and accounts[g.index].outside_pids
+            accounts[g.index].leaked
+            or accounts[g.index].zombie_pids
+            or (on_host and accounts[g.index].outside_pids)
             for g, _ in busy
         ):
             title = (

@@ -167,9 +167,9 @@ def _container_host(ctx: Context) -> Outcome | None:
     if host.cdi_specs:
         evidence.append("CDI specs: " + ", ".join(host.cdi_specs))
     missing = []
-    # docker --gpus goes through the runtime hook, which runs nvidia-container-cli; CDI engines
-    # (podman, containerd, CRI-O) need only nvidia-ctk (nvidia-container-toolkit-base) and a
-    # spec: NVIDIA's CDI support page installs "only the base components" for them.
+    # docker --gpus runs nvidia-container-cli (the runtime hook); CDI engines (podman,
+    # containerd, CRI-O) need only nvidia-ctk and a spec: "only the base components" (NVIDIA's
+    # docs.nvidia.com/datacenter/cloud-native/container-toolkit/1.12.1/cdi-support.html).
     cdi_engines = "docker" not in host.engines
     if host.toolkit and "nvidia-container-cli" not in host.toolkit and not cdi_engines:
         missing.append("nvidia-container-cli (libnvidia-container-tools)")
