@@ -38,6 +38,10 @@ def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
     assert found["evidence"] == [
         "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0): 40.5 GiB of 79.6 GiB used by PID 4242 "
         "python3 (40.0 GiB)",
+        # On a host (no container), a PID NVML lists that /proc lacks holds memory for no
+        # live process here: named, though under half the GPU.
+        "GPU 1 (NVIDIA H100 80GB HBM3, 00000000:2A:00.0): 10.5 GiB of 79.6 GiB used by PID 91234 "
+        "python (10.0 GiB) [not in /proc here: exited since, or in another PID namespace]",
         "GPU 2 (NVIDIA H100 80GB HBM3, 00000000:3A:00.0): 20.5 GiB of 79.6 GiB used; 20.5 GiB "
         "by no process listed (another container or VM, a leaked context, or the driver itself)",
         "GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5D:00.0): 5.5 GiB of 79.6 GiB used by PID 5555 "

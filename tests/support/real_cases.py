@@ -97,6 +97,50 @@ def _wsl() -> Any:
     return more_builders.wsl_system(builders.workstation())
 
 
+def _more_of_gpu0(snap: Any, count: int) -> Any:
+    """`snap` with `count` GPUs: copies of its GPU 0 (NVML, CUDA, PCI, /dev node), each with
+    its own index, UUID and bus (01, 02, ...), as a box of identical cards shows them."""
+    gpu, device, pci = snap.nvml.gpus[0], snap.cuda.driver.devices[0], snap.system.pci_gpus[0]
+    node = next(n for n in snap.system.device_nodes if n.path == "/dev/nvidia0")
+    snap.nvml.gpus, snap.cuda.driver.devices, snap.system.pci_gpus = [], [], []
+    for i in range(count):
+        g = copy.deepcopy(gpu)
+        g.index = g.minor_number = i
+        g.uuid = f"{(gpu.uuid or 'GPU-00000000-0000-0000-0000-000000000000')[:-2]}{i:02d}"
+        g.pci_bus_id = f"00000000:{i + 1:02X}:00.0"
+        snap.nvml.gpus.append(g)
+        d = copy.deepcopy(device)
+        d.index = i
+        snap.cuda.driver.devices.append(d)
+        p = copy.deepcopy(pci)
+        p.address = f"0000:{i + 1:02x}:00.0"
+        snap.system.pci_gpus.append(p)
+        if i:
+            n = copy.deepcopy(node)
+            n.path = f"/dev/nvidia{i}"
+            snap.system.device_nodes.append(n)
+    snap.nvml.device_count = snap.cuda.driver.device_count = count
+    return snap
+
+
+def _a100_pcie_x3_mig0() -> Any:
+    """Three A100 80GB PCIe cards, the first in MIG mode with its four 1g.20gb slices and the
+    other two whole (a node where one card was partitioned)."""
+    snap = _more_of_gpu0(_a100_mig(), 3)
+    for i, gpu in enumerate(snap.nvml.gpus):
+        gpu.name = "NVIDIA A100 80GB PCIe"
+        gpu.power_limit_w = 300.0
+        snap.cuda.driver.devices[i].name = gpu.name
+        snap.system.pci_gpus[i].device_id = "0x20b5"
+        if i:
+            gpu.mig_enabled = gpu.mig_enabled_pending = False
+            gpu.mig_devices = []
+        else:
+            for mig in gpu.mig_devices:
+                mig.name = "NVIDIA A100 80GB PCIe MIG 1g.20gb"
+    return snap
+
+
 def _container(snap: Any) -> Any:
     snap.system.container = "docker"
     snap.system.container_evidence = "/.dockerenv exists"
@@ -110,6 +154,8 @@ BASELINES: dict[str, Callable[[], Any]] = {
     "a100x8": _a100x8,
     "rtx3060": builders.workstation,
     "rtx4090": _rtx_4090,
+    "rtx4090x2": lambda: _more_of_gpu0(_rtx_4090(), 2),
+    "a100_pcie_x3_mig0": _a100_pcie_x3_mig0,
     "rtx5090": _lazy("support.framework_builders", "blackwell_workstation"),
     "gtx1080": _lazy("support.framework_builders", "pascal_workstation"),
     "windows_rtx2080": _lazy("support.framework_builders", "windows_workstation"),

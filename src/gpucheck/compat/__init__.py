@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gpucheck.compat.gpus import GpuIndex
     from gpucheck.compat.images import ImageData
     from gpucheck.compat.messages import MessageCatalog
+    from gpucheck.compat.nvml_bindings import NvmlBindingData
     from gpucheck.compat.xids import XidCatalog
 
 __all__ = [
@@ -108,6 +109,7 @@ ROW_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "flavour_packages": ("family",),
     },
     "xids.toml": {"xid": ("code",), "bucket": ("name",)},
+    "nvml_bindings.toml": {"call": ("binding", "from")},
 }
 TOPICS = tuple(ROW_KEYS)
 ENV_EXTRA_DIRS = "GPUCHECK_COMPAT_DIR"
@@ -308,6 +310,9 @@ class Compat:
         "gpucheck.compat.driver_branches", "DriverBranchData"
     )
     xids: _Topic[XidCatalog] = _Topic("gpucheck.compat.xids", "XidCatalog")
+    nvml_bindings: _Topic[NvmlBindingData] = _Topic(
+        "gpucheck.compat.nvml_bindings", "NvmlBindingData"
+    )
 
     # -- questions -------------------------------------------------------------------------
 

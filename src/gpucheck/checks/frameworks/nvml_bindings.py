@@ -3,16 +3,20 @@ copies (`nvidia-ml-py3`, `pynvml` before it became a wrapper of nvidia-ml-py) in
 `pynvml` module: whichever was installed last wins, and uninstalling one deletes the file the
 others need. Monitoring tools (nvitop, gpustat) and gpucheck's own NVML probe then fail or show
 N/A. nvidia-ml-py is versioned after the driver branch it was made from (12.535.133: R535);
-one older than the driver lacks the newer functions."""
+one older than the driver lacks the newer functions, and one newer than the driver may call
+versioned functions (`..._v2`, `..._v3`) the driver's libnvidia-ml lacks
+(compat/nvml_bindings.toml)."""
 
 from __future__ import annotations
 
 from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.per_environment import change, environment_check, merge, pip_step
 from gpucheck.compat import parse_version
+from gpucheck.compat.nvml_bindings import BindingCall
 from gpucheck.model.environments import Distribution, PythonEnvironment
 from gpucheck.model.finding import Outcome
-from gpucheck.model.fix import Change, Fix
+from gpucheck.model.fix import OR, Change, Fix, Step
+from gpucheck.model.layers import Layer
 from gpucheck.model.shell import join
 
 OFFICIAL = "nvidia-ml-py"
@@ -99,6 +103,36 @@ def _replaced(env: PythonEnvironment, removed: list[Distribution]) -> list[Chang
     return [*(change(env, d.name, remove=True) for d in removed), change(env, OFFICIAL)]
 
 
+def _too_new(
+    ctx: Context,
+    env: PythonEnvironment,
+    official: Distribution,
+    lacking: BindingCall,
+    listed: list[str],
+) -> Outcome:
+    """A binding whose unversioned calls need functions the driver's branch predates."""
+    function = lacking.functions[0]
+    return Outcome.warn(
+        f"nvidia-ml-py {official.version} calls {function}, which driver {ctx.driver_version} "
+        f"lacks (it came with R{lacking.driver_branch}): process lists fail with "
+        "NVMLError_FunctionNotFound in pynvml, nvitop and gpustat",
+        *listed,
+        f"nvidia-ml-py {lacking.since} and newer call {', '.join(lacking.functions)} "
+        f"(source: {lacking.source})",
+        fix=Fix.of(
+            pip_step(
+                ctx,
+                env,
+                f"install a binding that predates R{lacking.driver_branch}'s functions",
+                f"pip install 'nvidia-ml-py<{lacking.since}'",
+                [change(env, OFFICIAL)],
+            ),
+            OR,
+            Step.manual(f"upgrade the driver to R{lacking.driver_branch} or newer", Layer.DRIVER),
+        ),
+    )
+
+
 def _age(
     ctx: Context,
     env: PythonEnvironment,
@@ -109,6 +143,12 @@ def _age(
 ) -> Outcome:
     """A binding of an older CUDA major than the driver's lacks whole generations of NVML
     (warn); one of an older branch of the same major only the newest functions (info)."""
+    version = parse_version(official.version)
+    lacking = (
+        ctx.compat.nvml_bindings.missing(OFFICIAL, version, driver_branch) if version else None
+    )
+    if lacking is not None:
+        return _too_new(ctx, env, official, lacking, listed)
     if branch >= driver_branch:
         return Outcome.passed(
             f"nvidia-ml-py {official.version} covers driver {ctx.driver_version}", *listed

@@ -238,6 +238,7 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     by_pid = {h.pid: h for h in holders.holders}
     accounts = {a.index: a for a in holders.gpus}
     jobs = ctx.requirements.job_pids
+    on_host = ctx.snapshot.system.container is None and ctx.snapshot.processes.scanned
     busy: list[tuple[GpuFacts, str]] = []
     for g in gpus:
         account = accounts.get(g.index)
@@ -252,9 +253,12 @@ def memory_in_use(ctx: Context) -> Outcome | None:
             # (a display server's graphics context is no job's and no leak either)
             procs = [p for p in procs if p.pid not in jobs and p.kind != "graphics"]
             over_half = bool(procs)
-        if not (over_half or account.leaked or account.zombie_pids):
-            continue
         in_container = ctx.snapshot.system.container is not None
+        # On a host, a PID NVML lists that the host's /proc lacks is no other namespace's: its
+        # process exited and the driver still holds its context (qizhou000/VisEdit#5).
+        gone = on_host and account.held_outside >= UNACCOUNTED_FLOOR
+        if not (over_half or account.leaked or account.zombie_pids or gone):
+            continue
         who = ", ".join(_holder_text(p, by_pid.get(p.pid), in_container) for p in procs[:3])
         line = f"{gpu_label(g)}: {gib(g.memory_used)} of {gib(g.memory_total)} used"
         line += f" by {who}" if who else ""
@@ -270,7 +274,12 @@ def memory_in_use(ctx: Context) -> Outcome | None:
                 f"{len(busy)} GPU(s) have memory held by no running job: processes of no job, "
                 "or no live process (leaked)"
             )
-        elif any(accounts[g.index].leaked or accounts[g.index].zombie_pids for g, _ in busy):
+        elif any(
+            accounts[g.index].leaked
+            or accounts[g.index].zombie_pids
+            or (on_host and accounts[g.index].outside_pids)
+            for g, _ in busy
+        ):
             title = (
                 f"{len(busy)} GPU(s) already have most of their memory in use, or memory held "
                 "by no live process"

@@ -167,7 +167,11 @@ def _container_host(ctx: Context) -> Outcome | None:
     if host.cdi_specs:
         evidence.append("CDI specs: " + ", ".join(host.cdi_specs))
     missing = []
-    if host.toolkit and "nvidia-container-cli" not in host.toolkit:
+    # docker --gpus runs nvidia-container-cli (the runtime hook); CDI engines (podman,
+    # containerd, CRI-O) need only nvidia-ctk and a spec: "only the base components" (NVIDIA's
+    # docs.nvidia.com/datacenter/cloud-native/container-toolkit/1.12.1/cdi-support.html).
+    cdi_engines = "docker" not in host.engines
+    if host.toolkit and "nvidia-container-cli" not in host.toolkit and not cdi_engines:
         missing.append("nvidia-container-cli (libnvidia-container-tools)")
     registered = host.docker_nvidia_runtime_path
     if registered is not None:
@@ -219,7 +223,20 @@ def _container_host(ctx: Context) -> Outcome | None:
                 "repository)",
             ),
         )
+    if cdi_engines and not host.cdi_specs:
+        return Outcome.warn(
+            f"{engines} with the NVIDIA Container Toolkit but no CDI spec: `--device "
+            "nvidia.com/gpu=all` finds no such device ('unresolvable CDI devices')",
+            *evidence,
+            fix=Fix.of(CDI_GENERATE),
+        )
     return Outcome.passed(f"{engines} with the NVIDIA Container Toolkit", *evidence)
+
+
+CDI_GENERATE = Step.run(
+    "generate the CDI spec that names this driver's devices and libraries",
+    "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+)
 
 
 def _docker_engine(host: ContainerHostFacts) -> tuple[str, str] | None:

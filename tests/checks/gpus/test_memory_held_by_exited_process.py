@@ -1,0 +1,37 @@
+"""gpus.memory-in-use on a host: a PID NVML lists with memory that the host's /proc lacks is a
+process that exited while the driver keeps its context (qizhou000/VisEdit#5: kill -9 says "no
+such process", nvidia-smi --query-compute-apps still lists it with 10151 MiB); inside a
+container the same PID is a host PID, another namespace's, and no leak."""
+
+from __future__ import annotations
+
+from support import builders
+from support.evaluate import the
+
+from gpucheck.model.finding import Status
+from gpucheck.model.snapshot import GpuProcess, ProcessFacts, Snapshot
+
+MIB = 1024 * 1024
+
+
+def _held_by_absent_pid(container: str | None) -> Snapshot:
+    snap = builders.h100_node(1)
+    gpu = snap.nvml.gpus[0]
+    gpu.memory_used = 10151 * MIB
+    gpu.memory_free = (gpu.memory_total or 0) - gpu.memory_used
+    gpu.processes = [GpuProcess(pid=3180842, used_memory=10151 * MIB, kind="compute")]
+    snap.processes = ProcessFacts(scanned=True, processes=[])
+    snap.system.container = container
+    return snap
+
+
+def test_on_a_host_memory_of_a_pid_not_in_proc_warns_and_offers_a_reset() -> None:
+    f = the(_held_by_absent_pid(None), "gpus.memory-in-use")
+    assert f.status is Status.WARN
+    assert "memory held by no live process" in f.title
+    assert any("PID 3180842" in line for line in f.evidence)
+    assert f.fix is not None and "sudo nvidia-smi -r -i 0" in f.fix.commands
+
+
+def test_in_a_container_a_host_pid_is_another_namespace_and_passes() -> None:
+    assert the(_held_by_absent_pid("docker"), "gpus.memory-in-use").status is Status.PASS

@@ -1,0 +1,40 @@
+"""system.container-gpu-access on hosts whose engines use CDI (podman, containerd): NVIDIA's
+CDI support page installs only the toolkit's base components (nvidia-ctk, from
+nvidia-container-toolkit-base) for them, with no nvidia-container-cli; docker --gpus still
+needs the cli, which its runtime hook runs."""
+
+from __future__ import annotations
+
+from support import builders
+from support.evaluate import the
+
+from gpucheck.model.finding import Status
+from gpucheck.model.snapshot import ContainerHostFacts, Snapshot
+
+
+def _host(engines: list[str], toolkit: list[str], cdi_specs: list[str]) -> Snapshot:
+    snap = builders.workstation()
+    snap.system.container_host = ContainerHostFacts(
+        engines=engines, toolkit=toolkit, cdi_specs=cdi_specs
+    )
+    return snap
+
+
+def test_podman_with_the_base_toolkit_and_a_cdi_spec_passes() -> None:
+    snap = _host(["podman"], ["nvidia-ctk"], ["/etc/cdi/nvidia.yaml"])
+    assert the(snap, "system.container-gpu-access").status is Status.PASS
+
+
+def test_podman_with_the_base_toolkit_and_no_spec_warns_to_generate_one() -> None:
+    f = the(_host(["podman"], ["nvidia-ctk"], []), "system.container-gpu-access")
+    assert f.status is Status.WARN
+    assert "no CDI spec" in f.title
+    assert f.fix is not None
+    assert f.fix.commands == ["sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"]
+
+
+def test_docker_without_nvidia_container_cli_still_fails() -> None:
+    snap = _host(["docker"], ["nvidia-ctk"], ["/etc/cdi/nvidia.yaml"])
+    f = the(snap, "system.container-gpu-access")
+    assert f.status is Status.FAIL
+    assert "nvidia-container-cli (libnvidia-container-tools)" in " ".join(f.evidence)
