@@ -44,6 +44,7 @@ def probe_processes(
     except OSError:
         return facts
     facts.scanned = True
+    facts.sees_every_pid = lists_every_pid(proc, os.geteuid())
     wanted = set(also)
     boot = _boot_time(proc)
     users: dict[int, str | None] = {}
@@ -59,6 +60,25 @@ def probe_processes(
             found.fds_readable = readable
             facts.processes.append(found)
     return facts
+
+
+def lists_every_pid(proc: Path, euid: int) -> bool | None:
+    """Whether /proc lists every process to a user of `euid`: root sees all; others where the
+    /proc mount hides none (proc(5): hidepid=0, "off", or no option). None: mount not read."""
+    if euid == 0:
+        return True
+    try:
+        lines = (proc / "self" / "mountinfo").read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 5 or fields[4] != "/proc" or " - proc " not in f" {line} ":
+            continue
+        options = line.rsplit(" ", 1)[-1].split(",")
+        hide = next((o.split("=", 1)[1] for o in options if o.startswith("hidepid=")), "0")
+        return hide in ("0", "off")
+    return None
 
 
 def _open_devices(folder: Path) -> tuple[list[str], bool]:

@@ -14,13 +14,13 @@ from gpucheck.model.snapshot import GpuProcess, ProcessFacts, Snapshot
 MIB = 1024 * 1024
 
 
-def _held_by_absent_pid(container: str | None) -> Snapshot:
+def _held_by_absent_pid(container: str | None, sees_every_pid: bool | None = True) -> Snapshot:
     snap = builders.h100_node(1)
     gpu = snap.nvml.gpus[0]
     gpu.memory_used = 10151 * MIB
     gpu.memory_free = (gpu.memory_total or 0) - gpu.memory_used
     gpu.processes = [GpuProcess(pid=3180842, used_memory=10151 * MIB, kind="compute")]
-    snap.processes = ProcessFacts(scanned=True, processes=[])
+    snap.processes = ProcessFacts(scanned=True, processes=[], sees_every_pid=sees_every_pid)
     snap.system.container = container
     return snap
 
@@ -35,3 +35,10 @@ def test_on_a_host_memory_of_a_pid_not_in_proc_warns_and_offers_a_reset() -> Non
 
 def test_in_a_container_a_host_pid_is_another_namespace_and_passes() -> None:
     assert the(_held_by_absent_pid("docker"), "gpus.memory-in-use").status is Status.PASS
+
+
+def test_a_proc_that_hides_other_users_pids_is_no_evidence_of_a_dead_process() -> None:
+    # proc(5): with hidepid=2 ("invisible") an unprivileged user sees only their own PIDs, so
+    # another user's running job is absent from /proc too: no "held by no live process" there.
+    snap = _held_by_absent_pid(None, sees_every_pid=False)
+    assert the(snap, "gpus.memory-in-use").status is Status.PASS

@@ -238,7 +238,10 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     by_pid = {h.pid: h for h in holders.holders}
     accounts = {a.index: a for a in holders.gpus}
     jobs = ctx.requirements.job_pids
-    on_host = ctx.snapshot.system.container is None and ctx.snapshot.processes.scanned
+    facts = ctx.snapshot.processes
+    # A host's /proc that hides other users' processes (hidepid) lists no PID of theirs either.
+    on_host = ctx.snapshot.system.container is None and facts.scanned
+    on_host = on_host and facts.sees_every_pid is not False
     busy: list[tuple[GpuFacts, str]] = []
     for g in gpus:
         account = accounts.get(g.index)
