@@ -78,10 +78,27 @@ class KernelArchs(Struct, frozen=True):
         return f"compute capability {', '.join(self.archs)} only"
 
 
+class CudaCheck(Struct, frozen=True):
+    """What an extension's own import-time check refuses: a torch built for another CUDA
+    "minor" (major.minor) or "major" only, from release `start` until the package's next row."""
+
+    package: str
+    start: Version
+    refuses: str  # minor | major
+    source: str
+
+
 class ExtensionData(Struct):
     pairings: list[Pairing]
     numpy: list[NumpyAbi]
     kernels: list[KernelArchs] = []
+    cuda_checks: list[CudaCheck] = []
+
+    def cuda_check(self, package: str, version: str) -> CudaCheck | None:
+        """The row that holds for this release of `package` (local tags ignored)."""
+        have = parse_version(version.split("+", 1)[0])
+        rows = [c for c in self.cuda_checks if c.package == package and have and c.start <= have]
+        return max(rows, key=lambda c: c.start) if rows else None
 
     def kernel_archs(self, package: str, version: str) -> KernelArchs | None:
         """The row that holds for this release of `package` (local tags ignored)."""
@@ -107,7 +124,13 @@ class ExtensionData(Struct):
             if not set(row.cuda_for) <= set(row.archs):
                 raise CompatError(f"{r.where}: cuda_for names an arch that archs does not list")
             kernels.append(row)
-        return cls(pairings, numpy, kernels)
+        checks = []
+        for r in rows.table("cuda_check"):
+            check = r.struct(CudaCheck, start=r.version("from"))
+            if check.refuses not in ("minor", "major"):
+                raise CompatError(f'{r.where}: refuses must be "minor" or "major"')
+            checks.append(check)
+        return cls(pairings, numpy, kernels, checks)
 
     def pairing(self, package: str, torch: str) -> Pairing | None:
         """The row naming the `package` versions built for this torch (exact rows first)."""

@@ -128,6 +128,29 @@ def keep_torch_fix(ctx: Context, env: PythonEnvironment, inst: Installed, name: 
     return Fix.of(keep_torch_step(ctx, env, inst, name))
 
 
+def variant_fix(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution) -> Fix:
+    """The same torchvision / torchaudio release built for torch's CUDA, from the PyTorch index
+    of that variant, whose wheels carry the tag (0.15.2+cu117). The tag is named: pip counts an
+    installed 0.15.2+cu118 as satisfying '==0.15.2' and would change nothing."""
+    cuda = major_minor(inst.torch.cuda or "")
+    if dist.name not in PAIRED or cuda is None:
+        return keep_torch_fix(ctx, env, inst, dist.name)
+    tag = f"{cuda.major}{cuda.minor}"
+    want = f"{base(dist.version)}+cu{tag}"
+    command = join(["pip", "install", "--force-reinstall", "--no-deps", f"{dist.name}=={want}"])
+    return Fix.of(
+        pip_step(
+            ctx,
+            env,
+            f"install {dist.name} {base(dist.version)} built for torch's CUDA {cuda} "
+            f"(torch {inst.torch_dist.version} stays)",
+            f"{command} --index-url {TORCH_INDEX.format(tag=tag)}",
+            [change(env, dist.name, want)],
+            Layer.EXTENSIONS,
+        )
+    )
+
+
 def import_outcome(
     ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution, imp: ExtensionImport
 ) -> Outcome:
@@ -316,17 +339,59 @@ def cuda_mismatch(
     dist: Distribution,
     built: ExtensionBuild | None,
 ) -> Outcome | None:
-    """An extension for another CUDA major than torch's (torchvision refuses to load its ops:
-    'PyTorch and torchvision were compiled with different CUDA major versions')."""
+    """An extension built for another CUDA than torch's, judged by what the sources show:
+    - another major: its kernels do not load (torchvision: 'PyTorch and torchvision were
+      compiled with different CUDA major versions');
+    - another minor, where the extension's own import check refuses it (compat cuda_check:
+      torchvision before 0.16, torchaudio before 2.11.1): import fails;
+    - a newer minor than torch's: it may call CUDA runtime functions the older libcudart torch
+      loads lacks ('undefined symbol: cudaGetDriverEntryPointByVersion, version
+      libcudart.so.12', NVIDIA/cutlass#2079: a build with CUDA 12.6 loaded beside 12.4);
+    - an older minor of the same major: works. flash-attn publishes one wheel per CUDA major
+      for every minor ("Minor versions should be compatible", Dao-AILab/flash-attention
+      setup.py get_wheel_url); torchvision and torchaudio dropped their minor check
+      (pytorch/vision#7726, pytorch/audio#4226); xformers 0.0.27.post2 built for cu121 runs on
+      torch 2.4.1+cu124 (facebookresearch/xformers#1096)."""
     cuda = (built.cuda if built else None) or cuda_of_local_tag(dist.version)
     mine, theirs = major_minor(inst.torch.cuda or ""), major_minor(cuda or "")
-    if mine is None or theirs is None or mine.major == theirs.major:
+    if mine is None or theirs is None or mine == theirs:
         return None
-    return Outcome.fail(
-        f"{dist.name} {dist.version} is built for CUDA {theirs}, torch {inst.torch_dist.version} "
-        f"for CUDA {mine}: its CUDA kernels do not load beside this torch",
-        f"{dist.name}: CUDA {theirs} (from {(built.source if built else None) or 'its version'})",
-        fix=keep_torch_fix(ctx, env, inst, dist.name),
+    # flash-attn 2.7+ wheels name the major alone (+cu12torch2.6): built for any minor of it.
+    major_only = "." not in (cuda or "")
+    if major_only and mine.major == theirs.major:
+        return None
+    name, torch = f"{dist.name} {dist.version}", inst.torch_dist.version
+    said = f"{dist.name}: CUDA {theirs} (from {(built.source if built else None) or 'its version'})"
+    fix = variant_fix(ctx, env, inst, dist)
+    if mine.major != theirs.major:
+        return Outcome.fail(
+            f"{name} is built for CUDA {theirs}, torch {torch} for CUDA {mine}: its CUDA "
+            "kernels do not load beside this torch",
+            said,
+            fix=fix,
+        )
+    check = ctx.compat.extensions.cuda_check(dist.name, dist.version)
+    if check is not None and check.refuses == "minor":
+        return Outcome.fail(
+            f"{name} is built for CUDA {theirs}, torch {torch} for CUDA {mine}: its import "
+            f"refuses a torch of another CUDA minor ('Detected that PyTorch and {dist.name} "
+            "were compiled with different CUDA versions')",
+            said,
+            f"compat data: {check.source}",
+            fix=fix,
+        )
+    if theirs > mine:
+        return Outcome.warn(
+            f"{name} is built for CUDA {theirs}, newer than torch {torch}'s CUDA {mine}: it may "
+            f"fail to load ('undefined symbol: ..., version libcudart.so.{mine.major}') where it "
+            "calls CUDA runtime functions the older runtime lacks",
+            said,
+            fix=fix,
+        )
+    return Outcome.passed(
+        f"{name} matches torch {torch}: built for CUDA {theirs}, torch for CUDA {mine} "
+        "(an older minor of the same major runs)",
+        said,
     )
 
 
