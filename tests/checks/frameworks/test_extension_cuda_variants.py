@@ -9,7 +9,7 @@ from support import builders
 from support import framework_builders as fb
 from support.evaluate import the
 
-from gpucheck.model.environments import ExtensionBuild, PythonEnvironment
+from gpucheck.model.environments import ExtensionBuild, ExtensionImport, PythonEnvironment
 from gpucheck.model.finding import Finding, Status
 
 CHECK = "frameworks.torch.extensions"
@@ -105,3 +105,25 @@ def test_the_same_variant_and_a_major_only_wheel_are_not_judged_by_minor() -> No
     env.extensions.append(ExtensionBuild("flash-attn", "2.7.0.post2", "12", "2.5", False, "w"))
     f = _judge(env)
     assert f.status is Status.PASS and "built for CUDA" not in f.title
+
+
+def test_an_import_missing_a_cuda_runtime_symbol_names_the_newer_cuda_not_a_torch_abi() -> None:
+    # deepseek-ai/DeepGEMM#137: built with CUDA 12.8, loaded beside torch's CUDA 12.6 runtime.
+    env = _torch("2.7.1+cu126", "12.6")
+    fb.add(env, "xformers", "0.0.31", ["torch==2.7.1"])
+    env.extension_imports.append(
+        ExtensionImport(
+            "xformers",
+            "xformers.ops",
+            "import_error",
+            "ImportError: xformers/_C.so: undefined symbol: cudaLibraryGetKernel, version "
+            "libcudart.so.12",
+        )
+    )
+    f = the(fb.on(builders.h100_node(1), env, deep=True), CHECK)
+    assert f.status is Status.FAIL
+    assert f.title == (
+        "import xformers.ops fails: it was built with a newer CUDA than the runtime torch "
+        "2.7.1+cu126 loads (CUDA 12.6 lacks cudaLibraryGetKernel)"
+    )
+    assert "another torch (or C++ ABI)" not in f.title

@@ -11,6 +11,7 @@ the compat data's pairing tables (torchvision, torchaudio).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from msgspec import Struct
@@ -41,6 +42,9 @@ EXTENSIONS = tuple(e.dist for e in TORCH_EXTENSIONS)  # in the order findings na
 PAIRED = tuple(e.dist for e in TORCH_EXTENSIONS if e.paired)
 TRITONS = tuple(e.dist for e in TORCH_EXTENSIONS if e.pinned_by_torch)  # compat pairs them too
 BUILT_FROM_SOURCE = tuple(e.dist for e in TORCH_EXTENSIONS if e.from_source)
+
+# "undefined symbol: cudaGetDriverEntryPointByVersion, version libcudart.so.12"
+RUNTIME_SYMBOL = re.compile(r"undefined symbol: (cuda\w+), version libcudart\.so\.[0-9]+")
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -157,6 +161,17 @@ def import_outcome(
     """What importing it in its own child showed (doctor --deep), mapped to the wheel to install."""
     name, error = f"{dist.name} {dist.version}", imp.error or imp.status
     low = error.lower()
+    runtime = RUNTIME_SYMBOL.search(error)
+    if runtime is not None:
+        # A CUDA runtime function newer than the libcudart torch loads (deepseek-ai/DeepGEMM#137:
+        # cudaLibraryGetKernel, built with CUDA 12.8 beside torch's 12.6): not a torch ABI.
+        return Outcome.fail(
+            f"import {imp.module} fails: it was built with a newer CUDA than the runtime torch "
+            f"{inst.torch_dist.version} loads (CUDA {inst.torch.cuda or 'unknown'} lacks "
+            f"{runtime.group(1)})",
+            error,
+            fix=keep_torch_fix(ctx, env, inst, dist.name),
+        )
     # "operator torchvision::nms does not exist": torchvision's ops library did not load into
     # this torch (a torchvision built for another torch).
     mismatch = "operator torchvision::" in low and "does not exist" in low
@@ -346,7 +361,8 @@ def cuda_mismatch(
       torchvision before 0.16, torchaudio before 2.11.1): import fails;
     - a newer minor than torch's: it may call CUDA runtime functions the older libcudart torch
       loads lacks ('undefined symbol: cudaGetDriverEntryPointByVersion, version
-      libcudart.so.12', NVIDIA/cutlass#2079: a build with CUDA 12.6 loaded beside 12.4);
+      libcudart.so.12', NVIDIA/cutlass#2079: a build with CUDA 12.6 loaded beside 12.4;
+      'cudaLibraryGetKernel', deepseek-ai/DeepGEMM#137: CUDA 12.8 beside torch's 12.6);
     - an older minor of the same major: works. flash-attn publishes one wheel per CUDA major
       for every minor ("Minor versions should be compatible", Dao-AILab/flash-attention
       setup.py get_wheel_url); torchvision and torchaudio dropped their minor check
