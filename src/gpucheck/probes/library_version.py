@@ -9,7 +9,9 @@ nvidia-cusparse-cu12 12.1.0.106):
 - cuDNN 8 and 9: a `.rodata` string `cudnn_version_<major>_<minor>_<patch>_<build>_c<changelist>`
   (`cudnn_version_9_1_0_70_c34102860_e0`), not in `libcudnn.so.N` itself (a small dispatcher
   that loads its sub-libraries) but in the sub-library that holds the version call:
-  `libcudnn_graph.so.9` for cuDNN 9, `libcudnn_ops_infer.so.8` for cuDNN 8, beside it;
+  `libcudnn_graph.so.9` for cuDNN 9, `libcudnn_ops_infer.so.8` for cuDNN 8, beside it
+  (cuDNN 7 and older have no pip wheel to check: a copy of theirs is read the same way, and
+  where no marker is found its version stays unknown);
 - cuBLAS, cuBLASLt, cuSPARSE: no such string; their version is an immediate in the code of
   their version call, which a file read cannot take without disassembling. Those copies stay
   "version unknown" unless their file name, header or wheel says it.
