@@ -93,6 +93,29 @@ def test_a_cudnn_older_than_torch_lib_s_bundled_copy_fails() -> None:
     assert f.fix and f.fix.commands == ["export LD_LIBRARY_PATH=/public/apps/cuda/11.0/lib64"]
 
 
+def test_a_cudnn_whose_version_only_its_library_states_fails_when_older() -> None:
+    # A libcudnn.so.9 with no version in its name and no header beside it; the probe read
+    # 9.0.0.312 from libcudnn_graph.so.9 beside it, older than the nvidia-cudnn-cu12 9.1.0.70
+    # torch 2.5.1+cu124 requires.
+    snap = fb.on(builders.h100_node(1), fb.torch_cu124())
+    folder = "/opt/cudnn/lib"
+    snap.system.env["LD_LIBRARY_PATH"] = folder
+    copy = fb.ld_library_path_copy("cudnn", folder, "9")
+    copy.version = None
+    snap.cudnn.libraries = [copy]
+    unknown = the(snap, "frameworks.library-shadowing")
+    assert unknown.status is Status.WARN
+    assert "(cudnn version unknown) comes before" in unknown.evidence[0]
+    copy.version, copy.version_source = "9.0.0.312", "library"
+    f = the(snap, "frameworks.library-shadowing")
+    assert f.status is Status.FAIL
+    assert f.title.startswith(
+        f"LD_LIBRARY_PATH makes the loader take libcudnn 9.0.0.312 from {folder}, older than "
+        "the 9.1.0.70"
+    )
+    assert "(cudnn 9.0.0.312, from the library's own files) comes before" in f.evidence[0]
+
+
 def test_a_copy_of_unknown_version_fails_only_when_the_import_error_names_it() -> None:
     # pytorch#134929: /opt/conda/lib first; libcusparse.so.12: undefined symbol
     # __nvJitLinkComplete_12_4, version libnvJitLink.so.12.

@@ -111,13 +111,13 @@ def test_cudnn_from_pip_wheel(wheels: reallibs.PipSite) -> None:
     assert copy.path == str(wheels.libcudnn)
     assert copy.origin == "pip"
     assert copy.package == f"nvidia-cudnn-cu12 {wheels.cudnn_version}"
-    # The wheel ships include/cudnn_version.h beside lib/: read before anything is loaded.
-    assert (copy.version, copy.version_source) == (three_parts(wheels.cudnn_version), "header")
+    # libcudnn_graph.so.9 beside it names the whole version: read before anything is loaded.
+    assert (copy.version, copy.version_source) == (wheels.cudnn_version, "library")
 
     native.probe_library_versions([copy], TIMEOUT, child_env())
     assert copy.load_error is None
-    assert copy.version == three_parts(wheels.cudnn_version)
-    assert copy.version_source == "header+call"  # the header, confirmed by the call
+    assert copy.version == wheels.cudnn_version
+    assert copy.version_source == "library+call"  # the file, confirmed by the call
     assert copy.cuda_version == CUDNN_BUILT_FOR_CUDA
 
 
@@ -153,10 +153,7 @@ def test_cudnn_without_graph_library_aborts_the_child_not_the_parent(
     assert broken.cuda_version is None
     # The crash cost that copy alone: this process, and the probe of the whole copy, carry on.
     assert whole.load_error is None
-    assert (whole.version, whole.version_source) == (
-        three_parts(wheels.cudnn_version),
-        "header+call",
-    )
+    assert (whole.version, whole.version_source) == (wheels.cudnn_version, "library+call")
 
 
 def test_cudnn_version_from_header_beside_a_broken_copy(
@@ -174,6 +171,33 @@ def test_cudnn_version_from_header_beside_a_broken_copy(
     native.probe_library_versions([copy], TIMEOUT, child_env(LD_LIBRARY_PATH=str(lone_cudnn)))
     assert copy.load_error is not None and "SIGABRT" in copy.load_error
     assert (copy.version, copy.version_source) == (three_parts(wheels.cudnn_version), "header")
+
+
+def _ld_scope(folder: Path) -> SearchScope:
+    return SearchScope(env={"LD_LIBRARY_PATH": str(folder)}, use_ldconfig=False, system_dirs=())
+
+
+def test_cudnn_9_version_read_from_its_files_without_header_suffix_or_wheel(
+    wheels: reallibs.PipSite, tmp_path: Path
+) -> None:
+    # A copy as a tarball or a hand-made folder leaves it: libcudnn.so.9 with no version in its
+    # name, no cudnn_version.h, no pip RECORD. The expected version is the wheel's METADATA.
+    for name in ("libcudnn.so.9", "libcudnn_graph.so.9"):
+        shutil.copy2(wheels.libcudnn.parent / name, tmp_path / name)
+    copy = _only(find_copies("cudnn", _ld_scope(tmp_path)))
+    assert (copy.version, copy.version_source) == (wheels.cudnn_version, "library")
+    assert wheels.cudnn_version == "9.28.0.42"  # the version reallibs asks pip for
+
+
+def test_cudnn_8_version_read_from_its_ops_library(
+    cudnn8_wheel: reallibs.PipSite, tmp_path: Path
+) -> None:
+    lib = cudnn8_wheel.site / "nvidia" / "cudnn" / "lib"
+    for name in ("libcudnn.so.8", "libcudnn_ops_infer.so.8"):
+        shutil.copy2(lib / name, tmp_path / name)
+    copy = _only(find_copies("cudnn", _ld_scope(tmp_path)))
+    assert copy.version == cudnn8_wheel.versions["nvidia-cudnn-cu12"] == "8.9.2.26"
+    assert copy.version_source == "library"
 
 
 # --- the command, end to end ----------------------------------------------------------------

@@ -5,7 +5,8 @@
   configuration and lists are not touched) and unpacked with `dpkg -x`;
 - `pip_site()`: the `nvidia-cuda-runtime-cu12` and `nvidia-cudnn-cu12` wheels, downloaded with
   pip, of which only the few files the tests need (and each wheel's .dist-info) are extracted
-  into a folder laid out like a site-packages folder after `pip install`.
+  into a folder laid out like a site-packages folder after `pip install`; `cudnn8_site()`: the
+  same for a cuDNN 8 wheel.
 
 Everything lives under ~/.cache/gpucheck-tests (or $GPUCHECK_TEST_CACHE). Each part writes its
 COMPLETE.json marker only after a whole fetch; a part without one is wiped and fetched again.
@@ -38,7 +39,8 @@ DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 DEBIAN_PACKAGES = ("libnvidia-ml1", "libcuda1")
 
 # distribution -> (version, files to extract, relative to site-packages)
-WHEELS: dict[str, tuple[str, tuple[str, ...]]] = {
+Table = dict[str, tuple[str, tuple[str, ...]]]
+WHEELS: Table = {
     "nvidia-cuda-runtime-cu12": ("12.9.79", ("nvidia/cuda_runtime/lib/libcudart.so.12",)),
     "nvidia-cudnn-cu12": (
         "9.28.0.42",
@@ -47,6 +49,13 @@ WHEELS: dict[str, tuple[str, tuple[str, ...]]] = {
             "nvidia/cudnn/lib/libcudnn_graph.so.9",  # libcudnn.so.9 loads its symbols from here
             "nvidia/cudnn/include/cudnn_version.h",
         ),
+    ),
+}
+# cuDNN 8, in a cache part of its own: its version marker lives in libcudnn_ops_infer.so.8.
+CUDNN8_WHEELS: Table = {
+    "nvidia-cudnn-cu12": (
+        "8.9.2.26",
+        ("nvidia/cudnn/lib/libcudnn.so.8", "nvidia/cudnn/lib/libcudnn_ops_infer.so.8"),
     ),
 }
 
@@ -253,26 +262,35 @@ class PipSite:
 
 
 def pip_site(cache: Path | None = None) -> PipSite:
-    base = (cache or cache_root()) / "pip"
+    return _pip_part(cache, "pip", WHEELS)
+
+
+def cudnn8_site(cache: Path | None = None) -> PipSite:
+    """The cuDNN 8 wheel's libraries, laid out like site-packages (versions: its METADATA)."""
+    return _pip_part(cache, "pip-cudnn8", CUDNN8_WHEELS)
+
+
+def _pip_part(cache: Path | None, part: str, table: Table) -> PipSite:
+    base = (cache or cache_root()) / part
     with _locked(base):
-        found = _pip_from_marker(base)
+        found = _pip_from_marker(base, table)
         if found is None:
             # The wheels folder survives a failed run: pip reuses a wheel already downloaded
             # there once it checks out against the index's hash.
             _wipe(base, keep={".lock", "wheels"})
-            _fetch_wheels(base)
-            found = _pip_from_marker(base)
+            _fetch_wheels(base, table)
+            found = _pip_from_marker(base, table)
             if found is None:
                 raise FetchError(f"{base}: the fetch did not complete")
         return found
 
 
-def _fetch_wheels(base: Path) -> None:
+def _fetch_wheels(base: Path, table: Table) -> None:
     wheels = base / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     staging = base / "site.partial"
     versions: dict[str, str] = {}
-    for dist, (version, members) in WHEELS.items():
+    for dist, (version, members) in table.items():
         wheel = _download_wheel(dist, version, wheels)
         try:
             versions[dist] = _extract(wheel, dist, members, staging)
@@ -344,7 +362,7 @@ def _extract(wheel: Path, dist: str, members: tuple[str, ...], dest: Path) -> st
     return found.group(1)
 
 
-def _pip_from_marker(base: Path) -> PipSite | None:
+def _pip_from_marker(base: Path, table: Table) -> PipSite | None:
     data = _read_marker(base)
     if data is None:
         return None
@@ -352,7 +370,7 @@ def _pip_from_marker(base: Path) -> PipSite | None:
     if not (isinstance(site, str) and isinstance(versions, dict)):
         return None
     found = PipSite(site=base / site, versions={str(k): str(v) for k, v in versions.items()})
-    for dist, (version, members) in WHEELS.items():
+    for dist, (version, members) in table.items():
         if found.versions.get(dist) != version:
             return None  # fetched for another version of this file: fetch again
         if not all((found.site / m).is_file() for m in members):

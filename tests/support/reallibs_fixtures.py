@@ -60,6 +60,11 @@ def wheels() -> reallibs.PipSite:
     return _obtain(reallibs.pip_site)
 
 
+@pytest.fixture(scope="session")
+def cudnn8_wheel() -> reallibs.PipSite:
+    return _obtain(reallibs.cudnn8_site)
+
+
 def device_nodes() -> set[str]:
     return set(glob.glob("/dev/nvidia*"))
 

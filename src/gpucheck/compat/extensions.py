@@ -94,15 +94,32 @@ class KernelLibrary(Struct, frozen=True):
 LIBRARY_PICKS = ("any", "torch-cuda")
 
 
+class CudaCheck(Struct, frozen=True):
+    """What an extension's own import-time check refuses: a torch built for another CUDA
+    "minor" (major.minor) or "major" only, from release `start` until the package's next row."""
+
+    package: str
+    start: Version
+    refuses: str  # minor | major
+    source: str
+
+
 class ExtensionData(Struct):
     pairings: list[Pairing]
     numpy: list[NumpyAbi]
     kernels: list[KernelArchs] = []
     libraries: list[KernelLibrary] = []
+    cuda_checks: list[CudaCheck] = []
 
     def library(self, package: str) -> KernelLibrary | None:
         """The row naming the library that decides whether `package` runs on a GPU."""
         return next((k for k in self.libraries if k.package == package), None)
+
+    def cuda_check(self, package: str, version: str) -> CudaCheck | None:
+        """The row that holds for this release of `package` (local tags ignored)."""
+        have = parse_version(version.split("+", 1)[0])
+        rows = [c for c in self.cuda_checks if c.package == package and have and c.start <= have]
+        return max(rows, key=lambda c: c.start) if rows else None
 
     def kernel_archs(self, package: str, version: str) -> KernelArchs | None:
         """The row that holds for this release of `package` (local tags ignored)."""
@@ -134,7 +151,13 @@ class ExtensionData(Struct):
             if library.pick not in LIBRARY_PICKS or not library.files:
                 raise CompatError(f"{r.where}: pick must be one of {LIBRARY_PICKS}, files globs")
             libraries.append(library)
-        return cls(pairings, numpy, kernels, libraries)
+        checks = []
+        for r in rows.table("cuda_check"):
+            check = r.struct(CudaCheck, start=r.version("from"))
+            if check.refuses not in ("minor", "major"):
+                raise CompatError(f'{r.where}: refuses must be "minor" or "major"')
+            checks.append(check)
+        return cls(pairings, numpy, kernels, libraries, checks)
 
     def pairing(self, package: str, torch: str) -> Pairing | None:
         """The row naming the `package` versions built for this torch (exact rows first)."""

@@ -311,7 +311,7 @@ class LibraryCopy(Struct):
     on_loader_path: bool  # would the dynamic loader find it by name (LD_LIBRARY_PATH, cache)?
     package: str | None = None  # "nvidia-cudnn-cu12 9.1.0.70" for pip/conda copies
     version: str | None = None  # "12.4.127", "9.1.0"
-    version_source: str | None = None  # call | filename | header | metadata
+    version_source: str | None = None  # call | filename | library | header | metadata
     cuda_version: str | None = None  # for cuDNN: the CUDA runtime it was built for
     load_error: str | None = None
 

@@ -4,7 +4,8 @@ Where a library can come from, and whether the dynamic loader would pick it by n
 LD_LIBRARY_PATH and the ldconfig cache (on the loader path), the default system folders,
 CUDA toolkits (CUDA_HOME, /usr/local/cuda*), pip's nvidia-* wheels in the site folders of
 the environments we probe, and conda environments. Versions come from the file name where it
-carries one (libcudart.so.12.4.127), the header beside it, or the wheel's metadata; the
+carries one (libcudart.so.12.4.127), the library's own files (probes/library_version.py), the
+header beside it, or the wheel's metadata; the
 libraries' own version calls refine that later in a child process (probes/native.py).
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from msgspec import Struct, field
 
 from gpucheck.model.snapshot import LIBRARY_FAMILIES, LibraryCopy
+from gpucheck.probes.library_version import library_version
 
 # The main library of each family, by its name before ".so": libcudart.so.12 but not
 # libcudart_static.a; libcudnn.so.9 but not libcudnn_ops.so.9 (cuDNN's sub-libraries follow
@@ -219,6 +221,10 @@ def find_copies(family: str, scope: SearchScope) -> list[LibraryCopy]:
         )
         copy.version = version_from_filename(real)
         copy.version_source = "filename" if copy.version else None
+        if copy.version is None:
+            # The library's own files before a header, which may be another install's.
+            copy.version = library_version(family, real)
+            copy.version_source = "library" if copy.version else None
         if family == "cudnn" and copy.version is None:
             copy.version = cudnn_header_version(real)
             copy.version_source = "header" if copy.version else None

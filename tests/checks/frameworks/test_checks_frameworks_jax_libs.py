@@ -121,8 +121,8 @@ def test_an_older_cudnn_on_ld_library_path_than_torch_s_wheel_fails_with_the_cle
     assert f.status is Status.FAIL
     assert "RUNPATH" in f.title and "older than the 9.1.0.70" in f.title
     assert any(
-        "/usr/local/cuda-12.1/lib64/libcudnn.so.9 (cudnn 9.0.0) comes before nvidia-cudnn-cu12 9.1.0.70 (required by torch 2.5.1+cu124): older"
-        in e
+        "/usr/local/cuda-12.1/lib64/libcudnn.so.9 (cudnn 9.0.0, from its version call) comes "
+        "before nvidia-cudnn-cu12 9.1.0.70 (required by torch 2.5.1+cu124): older" in e
         for e in f.evidence
     )
     assert f.fix and "export LD_LIBRARY_PATH=/opt/tools/lib" in f.fix.commands

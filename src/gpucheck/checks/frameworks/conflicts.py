@@ -202,7 +202,7 @@ def shadowing(ctx: Context, env: PythonEnvironment) -> Outcome | None:
     for race in races:
         c = race.winner
         evidence.append(
-            f"LD_LIBRARY_PATH: {c.path} ({c.name} {c.version or 'version unknown'}) comes "
+            f"LD_LIBRARY_PATH: {c.path} ({c.name} {_version_read(c)}) comes "
             f"before {race.need.what}" + (": older" if race.too_old else "")
         )
         if race.named_by_error:
@@ -246,6 +246,23 @@ def shadowing(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         fix=fix,
         subjects=subjects,
     )
+
+
+# Where a copy's version was read (LibraryCopy.version_source; "+call": confirmed by the call).
+READ_FROM = {
+    "filename": "its file name",
+    "library": "the library's own files",
+    "header": "the header beside it",
+    "metadata": "its wheel's metadata",
+    "call": "its version call",
+}
+
+
+def _version_read(copy: LibraryCopy) -> str:
+    if not copy.version:
+        return "version unknown"
+    source = READ_FROM.get((copy.version_source or "").split("+")[0])
+    return f"{copy.version}, from {source}" if source else copy.version
 
 
 def _ld_fix(ctx: Context, races: list[Race]) -> Fix:

@@ -11,6 +11,7 @@ the compat data's pairing tables (torchvision, torchaudio).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from msgspec import Struct
@@ -42,6 +43,9 @@ EXTENSIONS = tuple(e.dist for e in TORCH_EXTENSIONS)  # in the order findings na
 PAIRED = tuple(e.dist for e in TORCH_EXTENSIONS if e.paired)
 TRITONS = tuple(e.dist for e in TORCH_EXTENSIONS if e.pinned_by_torch)  # compat pairs them too
 BUILT_FROM_SOURCE = tuple(e.dist for e in TORCH_EXTENSIONS if e.from_source)
+
+# "undefined symbol: cudaGetDriverEntryPointByVersion, version libcudart.so.12"
+RUNTIME_SYMBOL = re.compile(r"undefined symbol: (cuda\w+), version libcudart\.so\.[0-9]+")
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -129,12 +133,46 @@ def keep_torch_fix(ctx: Context, env: PythonEnvironment, inst: Installed, name: 
     return Fix.of(keep_torch_step(ctx, env, inst, name))
 
 
+def variant_fix(ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution) -> Fix:
+    """The same torchvision / torchaudio release built for torch's CUDA, from the PyTorch index
+    of that variant, whose wheels carry the tag (0.15.2+cu117). The tag is named: pip counts an
+    installed 0.15.2+cu118 as satisfying '==0.15.2' and would change nothing."""
+    cuda = major_minor(inst.torch.cuda or "")
+    if dist.name not in PAIRED or cuda is None:
+        return keep_torch_fix(ctx, env, inst, dist.name)
+    tag = f"{cuda.major}{cuda.minor}"
+    want = f"{base(dist.version)}+cu{tag}"
+    command = join(["pip", "install", "--force-reinstall", "--no-deps", f"{dist.name}=={want}"])
+    return Fix.of(
+        pip_step(
+            ctx,
+            env,
+            f"install {dist.name} {base(dist.version)} built for torch's CUDA {cuda} "
+            f"(torch {inst.torch_dist.version} stays)",
+            f"{command} --index-url {TORCH_INDEX.format(tag=tag)}",
+            [change(env, dist.name, want)],
+            Layer.EXTENSIONS,
+        )
+    )
+
+
 def import_outcome(
     ctx: Context, env: PythonEnvironment, inst: Installed, dist: Distribution, imp: ExtensionImport
 ) -> Outcome:
     """What importing it in its own child showed (doctor --deep), mapped to the wheel to install."""
     name, error = f"{dist.name} {dist.version}", imp.error or imp.status
     low = error.lower()
+    runtime = RUNTIME_SYMBOL.search(error)
+    if runtime is not None:
+        # A CUDA runtime function newer than the libcudart torch loads (deepseek-ai/DeepGEMM#137:
+        # cudaLibraryGetKernel, built with CUDA 12.8 beside torch's 12.6): not a torch ABI.
+        return Outcome.fail(
+            f"import {imp.module} fails: it was built with a newer CUDA than the runtime torch "
+            f"{inst.torch_dist.version} loads (CUDA {inst.torch.cuda or 'unknown'} lacks "
+            f"{runtime.group(1)})",
+            error,
+            fix=keep_torch_fix(ctx, env, inst, dist.name),
+        )
     # "operator torchvision::nms does not exist": torchvision's ops library did not load into
     # this torch (a torchvision built for another torch).
     mismatch = "operator torchvision::" in low and "does not exist" in low
@@ -317,17 +355,60 @@ def cuda_mismatch(
     dist: Distribution,
     built: ExtensionBuild | None,
 ) -> Outcome | None:
-    """An extension for another CUDA major than torch's (torchvision refuses to load its ops:
-    'PyTorch and torchvision were compiled with different CUDA major versions')."""
+    """An extension built for another CUDA than torch's, judged by what the sources show:
+    - another major: its kernels do not load (torchvision: 'PyTorch and torchvision were
+      compiled with different CUDA major versions');
+    - another minor, where the extension's own import check refuses it (compat cuda_check:
+      torchvision before 0.16, torchaudio before 2.11.1): import fails;
+    - a newer minor than torch's: it may call CUDA runtime functions the older libcudart torch
+      loads lacks ('undefined symbol: cudaGetDriverEntryPointByVersion, version
+      libcudart.so.12', NVIDIA/cutlass#2079: a build with CUDA 12.6 loaded beside 12.4;
+      'cudaLibraryGetKernel', deepseek-ai/DeepGEMM#137: CUDA 12.8 beside torch's 12.6);
+    - an older minor of the same major: works. flash-attn publishes one wheel per CUDA major
+      for every minor ("Minor versions should be compatible", Dao-AILab/flash-attention
+      setup.py get_wheel_url); torchvision and torchaudio dropped their minor check
+      (pytorch/vision#7726, pytorch/audio#4226); xformers 0.0.27.post2 built for cu121 runs on
+      torch 2.4.1+cu124 (facebookresearch/xformers#1096)."""
     cuda = (built.cuda if built else None) or cuda_of_local_tag(dist.version)
     mine, theirs = major_minor(inst.torch.cuda or ""), major_minor(cuda or "")
-    if mine is None or theirs is None or mine.major == theirs.major:
+    if mine is None or theirs is None or mine == theirs:
         return None
-    return Outcome.fail(
-        f"{dist.name} {dist.version} is built for CUDA {theirs}, torch {inst.torch_dist.version} "
-        f"for CUDA {mine}: its CUDA kernels do not load beside this torch",
-        f"{dist.name}: CUDA {theirs} (from {(built.source if built else None) or 'its version'})",
-        fix=keep_torch_fix(ctx, env, inst, dist.name),
+    # flash-attn 2.7+ wheels name the major alone (+cu12torch2.6): built for any minor of it.
+    major_only = "." not in (cuda or "")
+    if major_only and mine.major == theirs.major:
+        return None
+    name, torch = f"{dist.name} {dist.version}", inst.torch_dist.version
+    said = f"{dist.name}: CUDA {theirs} (from {(built.source if built else None) or 'its version'})"
+    fix = variant_fix(ctx, env, inst, dist)
+    if mine.major != theirs.major:
+        return Outcome.fail(
+            f"{name} is built for CUDA {theirs}, torch {torch} for CUDA {mine}: its CUDA "
+            "kernels do not load beside this torch",
+            said,
+            fix=fix,
+        )
+    check = ctx.compat.extensions.cuda_check(dist.name, dist.version)
+    if check is not None and check.refuses == "minor":
+        return Outcome.fail(
+            f"{name} is built for CUDA {theirs}, torch {torch} for CUDA {mine}: its import "
+            f"refuses a torch of another CUDA minor ('Detected that PyTorch and {dist.name} "
+            "were compiled with different CUDA versions')",
+            said,
+            f"compat data: {check.source}",
+            fix=fix,
+        )
+    if theirs > mine:
+        return Outcome.warn(
+            f"{name} is built for CUDA {theirs}, newer than torch {torch}'s CUDA {mine}: it may "
+            f"fail to load ('undefined symbol: ..., version libcudart.so.{mine.major}') where it "
+            "calls CUDA runtime functions the older runtime lacks",
+            said,
+            fix=fix,
+        )
+    return Outcome.passed(
+        f"{name} matches torch {torch}: built for CUDA {theirs}, torch for CUDA {mine} "
+        "(an older minor of the same major runs)",
+        said,
     )
 
 
