@@ -13,37 +13,13 @@ import struct
 from typing import BinaryIO
 
 from gpucheck.model.compiled_code import CompiledCode
+from gpucheck.probes.elf import elf_section
 
-_ELF_MAGIC = b"\x7fELF"
 _FATBIN_MAGIC = 0xBA55ED50
 _KIND_PTX, _KIND_ELF = 1, 2
 _ARCH_SPECIFIC = 0x100000  # entry flag: sm_90a, sm_100a (the cubin's e_flags say the same)
 _MAX_ENTRIES = 2_000_000  # bounds a corrupt file's walk; libtorch_cuda.so has tens of thousands
 _SECTION = b".nv_fatbin"
-
-
-def _section(fh: BinaryIO) -> tuple[int, int] | None:
-    """(offset, size) of the .nv_fatbin section; (0, 0) when there is none; None: not ELF64 LE."""
-    ident = fh.read(64)
-    if len(ident) < 64 or ident[:4] != _ELF_MAGIC or ident[4] != 2 or ident[5] != 1:
-        return None
-    shoff = struct.unpack_from("<Q", ident, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", ident, 0x3A)
-    if shoff == 0 or shnum == 0 or shentsize < 64 or shstrndx >= shnum:
-        return None
-    fh.seek(shoff)
-    table = fh.read(shentsize * shnum)
-    if len(table) < shentsize * shnum:
-        return None
-    headers = [struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)]
-    _name, _type, _flags, _addr, str_off, str_size = headers[shstrndx]
-    fh.seek(str_off)
-    names = fh.read(min(str_size, 1 << 20))
-    for name_at, _t, _f, _a, offset, size in headers:
-        end = names.find(b"\0", name_at)
-        if names[name_at : end if end >= 0 else None] == _SECTION:
-            return offset, size
-    return 0, 0
 
 
 def _arch(sm: int) -> str:
@@ -96,7 +72,7 @@ def read_compiled_code(path: str) -> CompiledCode | None:
     binary (a CPU-only library); None where it cannot be read or is not an ELF64 library."""
     try:
         with open(path, "rb") as fh:
-            found = _section(fh)
+            found = elf_section(fh, _SECTION)
             if found is None:
                 return None
             offset, size = found

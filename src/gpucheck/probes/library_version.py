@@ -24,9 +24,9 @@ from __future__ import annotations
 import os
 import re
 import struct
-from typing import BinaryIO
 
-_ELF_MAGIC = b"\x7fELF"
+from gpucheck.probes.elf import elf_section
+
 _RODATA = b".rodata"
 _MAX_RODATA = 64 << 20  # bounds a corrupt header; cuDNN's is under 1 MB
 CUDNN_MARKER = re.compile(rb"cudnn_version_([0-9]+)_([0-9]+)_([0-9]+)_([0-9]+)")
@@ -34,37 +34,12 @@ CUDNN_MARKER = re.compile(rb"cudnn_version_([0-9]+)_([0-9]+)_([0-9]+)_([0-9]+)")
 CUDNN_CARRIERS = {"9": ("libcudnn_graph",), "8": ("libcudnn_ops_infer", "libcudnn_ops")}
 
 
-def elf_section(fh: BinaryIO, name: bytes) -> tuple[int, int] | None:
-    """(offset, size) of section `name` in a 64-bit little-endian ELF; None where the file is
-    not one, its headers do not add up, or it has no such section."""
-    ident = fh.read(64)
-    if len(ident) < 64 or ident[:4] != _ELF_MAGIC or ident[4] != 2 or ident[5] != 1:
-        return None
-    shoff = struct.unpack_from("<Q", ident, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", ident, 0x3A)
-    if shoff == 0 or shnum == 0 or shentsize < 64 or shstrndx >= shnum:
-        return None
-    fh.seek(shoff)
-    table = fh.read(shentsize * shnum)
-    if len(table) < shentsize * shnum:
-        return None
-    headers = [struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)]
-    str_off, str_size = headers[shstrndx][4:6]
-    fh.seek(str_off)
-    names = fh.read(min(str_size, 1 << 20))
-    for name_at, _type, _flags, _addr, offset, size in headers:
-        end = names.find(b"\0", name_at)
-        if names[name_at : end if end >= 0 else None] == name:
-            return offset, size
-    return None
-
-
 def cudnn_marker_version(path: str) -> str | None:
     """ "9.1.0.70" from the cuDNN marker in `path`'s .rodata; None where it has none."""
     try:
         with open(path, "rb") as fh:
             found = elf_section(fh, _RODATA)
-            if found is None or found[1] > _MAX_RODATA:
+            if found is None or not 0 < found[1] <= _MAX_RODATA:
                 return None
             fh.seek(found[0])
             match = CUDNN_MARKER.search(fh.read(found[1]))
