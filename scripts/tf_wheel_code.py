@@ -1,9 +1,10 @@
 """Maintainer tool: the GPU code (SASS, PTX architectures) a TensorFlow wheel's libraries carry.
 
 Downloads one wheel from the package registry with pip (Linux manylinux, x86_64 or aarch64, the
-newest Python tag the release has), extracts its shared libraries one at a time
+newest Python tag the release has), extracts the shared libraries TensorFlow built one at a time
 (`_pywrap_tensorflow_internal.so`, `libtensorflow_framework.so.*`, `libtensorflow_cc.so.*`, the
-kernel libraries under `python/` and `core/kernels/`), reads each one's fat binary headers with
+kernel libraries under `python/`, `core/kernels/`, `contrib/`; not a bundled third-party library
+such as TensorRT's libnvinfer), reads each one's fat binary headers with
 gpucheck's own reader (gpucheck.probes.fatbin) and deletes it before the next, then prints the
 union of SASS and PTX with the wheel's file name and sha256, ready for a `[[gpu_code]]` row of
 compat/tensorflow.toml:
@@ -80,6 +81,14 @@ def is_shared_library(member: str) -> bool:
     return bool(stem) and bool(dot_so) and (not version or version[1:].replace(".", "").isdigit())
 
 
+def is_tensorflow_library(member: str) -> bool:
+    """A shared library TensorFlow built: not a bundled third-party one (tensorflow_gpu 1.7 ships
+    NVIDIA's TensorRT libnvinfer.so.4 under external/, with NVIDIA's own architecture list)."""
+    parts = member.split("/")
+    third_party = "external" in parts[:-1] or parts[-1].startswith(("libnv", "libcu"))
+    return is_shared_library(member) and not third_party
+
+
 def _arch_key(arch: str) -> tuple[int, int, str]:
     major, _, rest = arch.partition(".")
     minor = rest.rstrip("af")
@@ -115,7 +124,9 @@ def claimed_capabilities(build_info: str) -> list[str]:
     return re.findall(r"(?:sm|compute)_[0-9]+[a-z]?", build_info[start:end])
 
 
-def read_wheel_code(wheel: Path, wanted: Callable[[str], bool] = is_shared_library) -> WheelCode:
+def read_wheel_code(
+    wheel: Path, wanted: Callable[[str], bool] = is_tensorflow_library
+) -> WheelCode:
     """Read every `wanted` member of `wheel`, extracting one at a time into a temporary folder
     that is emptied before the next (a TF wheel's largest library is about 1 GB unpacked)."""
     found = WheelCode(wheel=wheel.name, sha256=sha256_of(wheel))

@@ -50,6 +50,29 @@ def test_which_members_are_shared_libraries(script: ModuleType, member: str, wan
     assert script.is_shared_library(member) is wanted
 
 
+@pytest.mark.parametrize(
+    ("member", "tensorflows"),
+    [
+        ("tensorflow/contrib/nccl/python/ops/_nccl_ops.so", True),
+        (
+            "tensorflow_gpu-1.7.0.data/purelib/tensorflow/python/_pywrap_tensorflow_internal.so",
+            True,
+        ),
+        # tensorflow_gpu 1.7.0 bundles TensorRT's library, built by NVIDIA for its own list
+        (
+            "tensorflow_gpu-1.7.0.data/purelib/external/local_config_tensorrt/tensorrt/lib/"
+            "libnvinfer.so.4",
+            False,
+        ),
+        ("tensorflow/libcudart.so.12", False),
+    ],
+)
+def test_bundled_third_party_libraries_are_not_tensorflows(
+    script: ModuleType, member: str, tensorflows: bool
+) -> None:
+    assert script.is_tensorflow_library(member) is tensorflows
+
+
 def test_union_is_every_architecture_once_in_capability_order(script: ModuleType) -> None:
     union = script.union_of(
         [
@@ -106,7 +129,9 @@ def test_the_row_printed_for_a_wheel(
     wheel = _wheel(tmp_path)
     assert script.main(["--wheel", str(wheel)]) == 0
     out = capsys.readouterr().out
-    assert '[[gpu_code]]\nversion = "2.3"\nsm = ["3.5", "5.2", "7.0", "9.0a"]\nptx = ["7.0"]\n' in out
+    assert (
+        '[[gpu_code]]\nversion = "2.3"\nsm = ["3.5", "5.2", "7.0", "9.0a"]\nptx = ["7.0"]\n' in out
+    )
     assert "tensorflow-2.3.0-cp38-cp38-manylinux2010_x86_64.whl sha256:" in out
     assert "build_info = [" in out
 
