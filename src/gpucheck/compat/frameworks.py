@@ -125,7 +125,7 @@ def _gpu_code_rows(path: Path, rows: Rows) -> list[TfGpuCode]:
     """[[gpu_code]] rows: each capability a version, at least one, one row per line."""
     found: list[TfGpuCode] = []
     for row in rows.table("gpu_code"):
-        code = row.struct(TfGpuCode, optional=("ptx",))
+        code = row.struct(TfGpuCode, optional=("ptx", "build_info"))
         bad = [c for c in (*code.sm, *code.ptx) if parse_version(c) is None]
         if bad or not (code.sm or code.ptx):
             raise CompatError(f"{row.where}: sm/ptx must list capabilities like '6.1' (got {bad})")
@@ -164,6 +164,9 @@ class TfGpuCode(Struct, frozen=True):
     sm: tuple[str, ...]
     ptx: tuple[str, ...]
     source: str
+    # The cuda_compute_capabilities the wheel's build_info.py prints (empty: it prints none),
+    # which tells the pip build from one built with other capabilities.
+    build_info: tuple[str, ...] = ()
 
     def code_for(self, cc: str) -> str | None:
         sass = [(v, False) for v in map(parse_version, self.sm) if v is not None]
@@ -189,9 +192,11 @@ class TensorflowData(LineReleases[TfRelease]):
         windows_native_gpu_last: Version | None,
         windows_native_gpu_source: str,
         gpu_code: list[TfGpuCode] | None = None,
+        aarch64_gpu_code: str | None = None,
     ) -> None:
         super().__init__(releases)
         self.gpu_code = {g.version: g for g in gpu_code or []}
+        self.aarch64_gpu_code = aarch64_gpu_code  # "none": the Linux aarch64 wheels carry none
         self.windows_gpu = sorted(windows_gpu, key=lambda r: r.version)
         self.and_cuda = sorted(and_cuda, key=lambda r: r.version)
         self.packages = {p.name: p for p in packages}
@@ -221,6 +226,7 @@ class TensorflowData(LineReleases[TfRelease]):
             windows_native_gpu_last=last_version,
             windows_native_gpu_source=rows.text("windows_native_gpu_source"),
             gpu_code=gpu_code,
+            aarch64_gpu_code=rows.text("aarch64_gpu_code") or None,
         )
 
     def gpu_code_for(self, version: str | Version) -> TfGpuCode | None:
