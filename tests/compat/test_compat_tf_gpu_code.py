@@ -11,6 +11,14 @@ from gpucheck.compat.answers import newest_tensorflow
 from gpucheck.compat.frameworks import TensorflowData
 
 _BASE = {"windows_native_gpu_source": "x"}
+_RELEASE_23 = {
+    "version": "2.3",
+    "python_min": "3.5",
+    "python_max": "3.8",
+    "cuda": "10.1",
+    "cudnn": "7.6",
+    "source": "x",
+}
 
 
 def test_2_3_carries_the_list_its_cuobjdump_shows() -> None:
@@ -80,6 +88,24 @@ def test_a_second_row_for_a_line_is_refused() -> None:
     row = {"version": "2.3", "sm": ["3.5"], "source": "x"}
     data = {**_BASE, "gpu_code": [row, row]}
     with pytest.raises(CompatError, match="second row"):
+        TensorflowData.from_data(Path("tensorflow.toml"), data)
+
+
+def test_a_patch_built_otherwise_has_its_own_row_and_the_line_answers_with_the_newest() -> None:
+    """tensorflow_gpu 1.12.2's and 1.12.3's libraries carry sm_37 and compute_37 only; 1.12.0's
+    six architectures. `==1.12.*` installs 1.12.3, so the line answers with its row."""
+    tf = load().tensorflow
+    first, second, last, line = (tf.gpu_code_for(v) for v in ("1.12.0", "1.12.2", "1.12.3", "1.12"))
+    assert first is not None and last is not None
+    assert first.sm == ("3.5", "3.7", "5.2", "6.0", "6.1", "7.0")
+    assert (last.sm, last.ptx) == (("3.7",), ("3.7",))
+    assert second is last and line is last
+
+
+def test_a_from_version_outside_its_line_is_refused() -> None:
+    row = {"version": "2.3", "from_version": "2.4.1", "sm": ["3.5"], "source": "x"}
+    data = {**_BASE, "release": [_RELEASE_23], "gpu_code": [row]}
+    with pytest.raises(CompatError, match=r"from_version 2\.4\.1 is not 2\.3\.x"):
         TensorflowData.from_data(Path("tensorflow.toml"), data)
 
 

@@ -3,7 +3,8 @@ compat/tensorflow.toml's [[gpu_code]] rows, read from each wheel's fat binaries 
 scripts/tf_wheel_code.py. The literals are those rows: tensorflow 2.20.0's build_info prints
 ['sm_60', 'sm_70', 'sm_80', 'sm_89', 'compute_90'] and its libraries carry SASS 6.0, 7.0, 8.0,
 8.9, 9.0 and PTX 9.0; tensorflow_gpu 1.5.0 and 1.6.0 (build_info without a list) SASS and PTX
-3.5, 3.7, 5.2, 6.0, 6.1, 7.0; 1.3 and 1.4 SASS and PTX 3.0, 3.5, 3.7, 5.2, 6.0, 6.1."""
+3.5, 3.7, 5.2, 6.0, 6.1, 7.0 (1.12.0 too; 1.12.3 sm_37 and compute_37 only); 1.3 and 1.4 SASS and
+PTX 3.0, 3.5, 3.7, 5.2, 6.0, 6.1."""
 
 from __future__ import annotations
 
@@ -87,3 +88,11 @@ def test_a_windows_tensorflow_gpu_is_not_judged_by_the_linux_wheels() -> None:
     f = the(_on_cc("3.0", env), ARCH)
     assert f.status is Status.SKIP
     assert "build_info lists no architectures" in f.evidence
+
+
+def test_tensorflow_gpu_1_12_3_has_only_compute_37_and_runs_a_pascal_gpu_through_jit() -> None:
+    """tensorflow_gpu 1.12.3's wheel carries sm_37 and compute_37 only (1.12.0's the line's
+    six architectures): the exact patch installed is what is judged."""
+    f = the(_on_cc("6.1", _tf_gpu_1x("1.12.3")), ARCH)
+    assert f.status is Status.INFO
+    assert the(_on_cc("6.1", _tf_gpu_1x("1.12.0")), ARCH).status is Status.PASS
