@@ -159,12 +159,13 @@ def test_companions_come_from_torchs_build(package: str, requirement: str) -> No
     assert got.packages[1].index_url == "https://download.pytorch.org/whl/cu126"
 
 
-def test_tensorflow_on_maxwell_is_said_uncertain_not_promised() -> None:
-    """TensorFlow's CUDA 12 wheels carry their own list (sm_60 up at tensorflow's .bazelrc,
-    commit 0071ad1d), narrower than CUDA 12.5's range: the compat data holds no per-release
-    list, so a GTX 980 (5.2) is told the answer is not certain; a GTX 1080 (6.1) is not."""
+def test_tensorflow_on_maxwell_gets_the_last_line_whose_wheels_carry_it() -> None:
+    """TensorFlow's CUDA 12 wheels carry their own list, narrower than CUDA 12.5's range: read from
+    the wheels (compat/tensorflow.toml [[gpu_code]]), 2.16 is the last with Maxwell SASS (sm_50), so
+    a GTX 980 (5.2) gets 2.16, no uncertainty; a GTX 1080 (6.1) the newest."""
     (tf,) = answer("tensorflow", gpus=("GTX 980",), driver="580.95.05", python="3.12").packages
-    assert tf.requirement == "tensorflow[and-cuda]==2.21.*"
-    assert [n for n in tf.notes if n.startswith("not certain for compute capability 5.2: ")]
+    assert tf.requirement == "tensorflow[and-cuda]==2.16.*"
+    assert not [n for n in tf.notes if n.startswith("not certain")]
     (tf,) = answer("tensorflow", gpus=("GTX 1080",), driver="580.95.05", python="3.12").packages
+    assert tf.requirement == "tensorflow[and-cuda]==2.21.*"
     assert not [n for n in tf.notes if n.startswith("not certain")]

@@ -3,9 +3,14 @@ ties a list to the release. The 2.3 list is SASS 3.5, 3.7, 5.2, 6.0, 6.1, 7.0 an
 cuobjdump of the 2.3.1 GPU build (https://github.com/tensorflow/tensorflow/issues/46537) and
 RELEASE.md 2.3.0 ('PTX kernels only for compute capability 7.0'); for the pip package, a maintainer
 in https://github.com/tensorflow/tensorflow/issues/41990: 'supports 3.5, 3.7, 5.2, 6.0, 6.1, 7.0 and
-higher than 7.0'. Expectations are those literals."""
+higher than 7.0'; the 2.3.0 wheel's fat binaries say the same. The other lines' lists were read
+from their wheels (scripts/tf_wheel_code.py): 2.2 SASS and PTX 3.5, 3.7, 5.2, 6.0, 6.1, 7.0; 2.16
+SASS 5.0, 6.0, 7.0, 8.0, 9.0; 2.17 - 2.21 SASS 6.0, 7.0, 8.0, 8.9, 9.0 and PTX 9.0. Expectations
+are those literals."""
 
 from __future__ import annotations
+
+import pytest
 
 from gpucheck.compat import load
 from gpucheck.install.answer import PackageAnswer
@@ -58,19 +63,37 @@ def test_gtx_680_has_no_code_in_2_3_and_the_line_says_so() -> None:
     ]
 
 
-def test_gtx_750_ti_has_no_code_in_2_3_though_every_other_maxwell_does() -> None:
+def test_gtx_750_ti_has_no_code_in_2_3_and_runs_2_2_through_its_compute_37_ptx() -> None:
     """Compute capability 5.0: sm_52 does not run on 5.0 (tensorflow#46537: 'any GPU with CC 3.5 and up
-    except for CC 5.0'). 2.2 has no list and CUDA 10.1 no range in the compat data: ruled out."""
+    except for CC 5.0'); 2.2 carries PTX for every architecture it has SASS for (tensorflow#41892:
+    an MX130, 5.0, ran 2.2 and not 2.3)."""
     tf = tensorflow("tensorflow>=2.2,<2.4", "GTX 750 Ti")
-    assert tf.release is None
+    assert tf.requirement == "tensorflow==2.2.*"
     assert tf.ruled_out == [
         "2.3: has no code for compute capability 5.0 "
         "(built for sm_35 sm_37 sm_52 sm_60 sm_61 sm_70 compute_70)",
-        "2.2: CUDA 10.1 cannot build for compute capability 5.0",
     ]
+    assert tf.notes == ["compute capability 5.0 runs through PTX JIT compilation"]
 
 
-def test_a_line_without_a_list_keeps_the_uncertain_note_for_maxwell() -> None:
+def test_gtx_980_gets_2_16_the_last_line_whose_wheels_carry_maxwell_sass() -> None:
+    tf = tensorflow("tensorflow", "GTX 980", python="3.12")
+    assert tf.requirement == "tensorflow[and-cuda]==2.16.*"
+    no_maxwell = "has no code for compute capability 5.2 (built for sm_60 sm_70 sm_80 sm_89 sm_90 compute_90)"
+    assert tf.ruled_out == [
+        f"{line}: {no_maxwell}" for line in ("2.21", "2.20", "2.19", "2.18", "2.17")
+    ]
+    assert not [n for n in tf.notes if n.startswith("not certain")]
+
+
+def test_a_line_without_a_list_keeps_the_uncertain_note_for_maxwell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A release newer than the data (here: 2.21 with its row taken out) is judged by its CUDA."""
+    data = load().tensorflow
+    monkeypatch.setattr(
+        data, "gpu_code", {v: c for v, c in data.gpu_code.items() if str(v) != "2.21"}
+    )
     tf = tensorflow("tensorflow", "GTX 980", python="3.12")
     assert tf.requirement == "tensorflow[and-cuda]==2.21.*"
     assert [n for n in tf.notes if n.startswith("not certain for compute capability 5.2: ")]

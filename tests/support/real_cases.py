@@ -188,6 +188,13 @@ def _tensorflow(version: str = "2.15.0") -> Any:
     return fb_with_tensorflow(fb_environment(), version, and_cuda=and_cuda)
 
 
+def _tensorflow_gpu(version: str = "1.15.0") -> Any:
+    """tensorflow-gpu VERSION (1.x, 2.0) from pip: its build_info names no architectures."""
+    return fb_with_tensorflow(
+        fb_environment(), version, package="tensorflow-gpu", archs=[], and_cuda=False
+    )
+
+
 ENVIRONMENTS: dict[str, Callable[..., Any]] = {
     "venv": fb_environment,
     "torch_cu124": _lazy("support.framework_builders", "torch_cu124"),
@@ -200,6 +207,7 @@ ENVIRONMENTS: dict[str, Callable[..., Any]] = {
     "torch": _torch,
     "torch_windows": lambda version="2.5.1+cu124": _torch(version, "win32"),
     "tensorflow": _tensorflow,
+    "tensorflow_gpu": _tensorflow_gpu,
     "windows_tf": _lazy("support.framework_builders", "tensorflow_windows"),
     "jax": lambda version="0.4.30": fb_with_jax(fb_environment(), version),
     "jax_no_plugin": lambda version="0.4.30": fb_with_jax(fb_environment(), version, None),

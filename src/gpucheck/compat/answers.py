@@ -142,6 +142,13 @@ def cuda_targets(compat: Compat, cuda: str, ccs: Iterable[str]) -> bool:
     )
 
 
+def _tf_runs(how: str | None, cc: str) -> bool:
+    """SASS, or PTX below compute capability 12: the pip wheels' PTX fails to load there
+    (CUDA_ERROR_INVALID_PTX: tensorflow/tensorflow#99592, #101746, #90291, 2.18 - 2.20)."""
+    major = parse_version(cc)
+    return how == "sass" or (how == "ptx" and major is not None and major.major < 12)
+
+
 def newest_tensorflow(
     compat: Compat,
     driver: str | None = None,
@@ -151,9 +158,9 @@ def newest_tensorflow(
     line: Version | None = None,
 ) -> Pick | None:
     """The newest TensorFlow (of release `line` only, if given) whose tested CUDA runs on
-    `driver`, can target every compute capability in `ccs` (judged by that CUDA's
-    architecture range; TensorFlow's own build may target fewer GPUs), with wheels for
-    `python`."""
+    `driver`, whose builds carry code (SASS or PTX) for every compute capability in `ccs`,
+    with wheels for `python`. The code is the line's [[gpu_code]] row, read from its wheel;
+    a line without one is judged by its CUDA's architecture range."""
     ccs = list(ccs)
     for rel in reversed(compat.tensorflow.releases):
         if rel.cuda is None or (line is not None and rel.version != line):
@@ -162,7 +169,10 @@ def newest_tensorflow(
             continue
         if driver is not None and not compat.cuda_runs_on_driver(rel.cuda, driver, os):
             continue
-        if not cuda_targets(compat, rel.cuda, ccs):
+        code = compat.tensorflow.gpu_code_for(rel.version)
+        if code is not None and not all(_tf_runs(code.code_for(cc), cc) for cc in ccs):
+            continue
+        if code is None and not cuda_targets(compat, rel.cuda, ccs):
             continue
         return Pick(str(rel.version), rel.cuda, tf_install(rel.version, rel.package), rel.cudnn)
     return None

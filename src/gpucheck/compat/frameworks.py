@@ -122,14 +122,19 @@ class TorchData(LineReleases[TorchRelease]):
 
 
 def _gpu_code_rows(path: Path, rows: Rows) -> list[TfGpuCode]:
-    """[[gpu_code]] rows: each capability a version, at least one, one row per line."""
+    """[[gpu_code]] rows: each capability a version, at least one; one row per line, and more
+    only for patch releases built otherwise (`from_version`, within the line)."""
     found: list[TfGpuCode] = []
     for row in rows.table("gpu_code"):
-        code = row.struct(TfGpuCode, optional=("ptx",))
+        code = row.struct(TfGpuCode, optional=("ptx", "build_info"))
         bad = [c for c in (*code.sm, *code.ptx) if parse_version(c) is None]
         if bad or not (code.sm or code.ptx):
             raise CompatError(f"{row.where}: sm/ptx must list capabilities like '6.1' (got {bad})")
-        if any(g.version == code.version for g in found):
+        if code.from_version is not None and major_minor(code.from_version) != code.version:
+            raise CompatError(
+                f"{row.where}: from_version {code.from_version} is not {code.version}.x"
+            )
+        if any((g.version, g.from_version) == (code.version, code.from_version) for g in found):
             raise CompatError(f"{row.where}: a second row for line {code.version}")
         found.append(code)
     return found
@@ -164,6 +169,11 @@ class TfGpuCode(Struct, frozen=True):
     sm: tuple[str, ...]
     ptx: tuple[str, ...]
     source: str
+    # The cuda_compute_capabilities the wheel's build_info.py prints (empty: it prints none),
+    # which tells the pip build from one built with other capabilities.
+    build_info: tuple[str, ...] = ()
+    # A patch release built otherwise than its line's first: this row holds from it on.
+    from_version: Version | None = None
 
     def code_for(self, cc: str) -> str | None:
         sass = [(v, False) for v in map(parse_version, self.sm) if v is not None]
@@ -189,9 +199,15 @@ class TensorflowData(LineReleases[TfRelease]):
         windows_native_gpu_last: Version | None,
         windows_native_gpu_source: str,
         gpu_code: list[TfGpuCode] | None = None,
+        aarch64_gpu_code: str | None = None,
     ) -> None:
         super().__init__(releases)
-        self.gpu_code = {g.version: g for g in gpu_code or []}
+        self.gpu_code = {g.version: g for g in gpu_code or [] if g.from_version is None}
+        self.gpu_code_patches = sorted(
+            (g for g in gpu_code or [] if g.from_version is not None),
+            key=lambda g: g.from_version or g.version,
+        )
+        self.aarch64_gpu_code = aarch64_gpu_code  # "none": the Linux aarch64 wheels carry none
         self.windows_gpu = sorted(windows_gpu, key=lambda r: r.version)
         self.and_cuda = sorted(and_cuda, key=lambda r: r.version)
         self.packages = {p.name: p for p in packages}
@@ -221,12 +237,22 @@ class TensorflowData(LineReleases[TfRelease]):
             windows_native_gpu_last=last_version,
             windows_native_gpu_source=rows.text("windows_native_gpu_source"),
             gpu_code=gpu_code,
+            aarch64_gpu_code=rows.text("aarch64_gpu_code") or None,
         )
 
     def gpu_code_for(self, version: str | Version) -> TfGpuCode | None:
-        """The line's GPU code list; None where no source ties one to the release."""
-        line = major_minor(version)
-        return self.gpu_code.get(line) if line is not None else None
+        """The GPU code of a release (2.3.1: that patch's row) or of a line (2.3: its newest
+        patch's, which `==2.3.*` installs); None where no source ties one to the release."""
+        parsed = parse_version(version) if isinstance(version, str) else version
+        line = major_minor(parsed)
+        if parsed is None or line is None:
+            return None
+        patches = [g for g in self.gpu_code_patches if g.version == line]
+        if len(parsed.release) > 2:
+            patches = [
+                g for g in patches if g.from_version is not None and g.from_version <= parsed
+            ]
+        return patches[-1] if patches else self.gpu_code.get(line)
 
     def and_cuda_for(self, version: str) -> TfAndCuda | None:
         """The newest and-cuda pin set at or below `version` within its line."""

@@ -173,7 +173,9 @@ def test_tensorflow_on_h100_runs_from_ptx_info_with_the_jit_cache_fix() -> None:
 
 
 def test_tensorflow_ptx_only_with_a_driver_older_than_its_cuda_fails() -> None:
-    env = fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3")
+    # A build with compute_90 PTX alone (the 2.16.1 pip wheel also carries sm_90 SASS, which
+    # needs no JIT: compat/tensorflow.toml [[gpu_code]] 2.16).
+    env = fb.with_tensorflow(fb.environment(), "2.16.1", cuda="12.3", archs=["sm_80", "compute_90"])
     f = the(fb.on(mb.driver_535_node(1), env), "frameworks.tensorflow.arch-support")
     assert f.status is Status.FAIL
     assert any("cannot JIT-compile for CUDA 12.3" in e for e in f.evidence)

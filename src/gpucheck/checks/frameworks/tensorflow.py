@@ -11,7 +11,13 @@ from typing import Literal
 from packaging.version import Version
 
 from gpucheck.checks.context import Context
-from gpucheck.checks.frameworks.arch import ArchReading, parse_arch_list, read_arch
+from gpucheck.checks.frameworks.arch import (
+    ArchReading,
+    Compiled,
+    compiled_from,
+    parse_arch_list,
+    read_arch,
+)
 from gpucheck.checks.frameworks.builds import (
     TfFacts,
     build_settled,
@@ -196,6 +202,24 @@ def cuda_driver(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | N
     return driver_outcome(ctx, t.name, cuda, fix, f"CUDA {cuda} from {source}")
 
 
+def tf_compiled(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Compiled | None:
+    """The code a TensorFlow carries. A pip wheel on Linux whose build_info is the one its
+    release's wheel ships (or lists nothing: 1.x) is judged by compat/tensorflow.toml's row,
+    read from that wheel's fat binaries: build_info's `compute_90` stands for sm_90 SASS and
+    compute_90 PTX there. Anything else (a build from source, conda's) by its build_info."""
+    listed = parse_arch_list(t.archs, "TensorFlow's build_info cuda_compute_capabilities")
+    code = ctx.compat.tensorflow.gpu_code_for(t.version) if t.version else None
+    pip_wheel = any(d.build is None and d.name in _PIP_GPU_DISTS for d in t.dists)
+    linux = (env.platform or "linux").startswith("linux")
+    if code is None or not (pip_wheel and linux) or (t.archs and t.archs != code.build_info):
+        return listed
+    return compiled_from(code.sm, code.ptx, f"the TensorFlow {code.version} wheel, {code.source}")
+
+
+# The pip distributions whose Linux wheels compat/tensorflow.toml's [[gpu_code]] rows read.
+_PIP_GPU_DISTS = ("tensorflow", "tensorflow-gpu")
+
+
 def _major(cc: str) -> int:
     head = cc.split(".", 1)[0]
     return int(head) if head.isdigit() else 0
@@ -210,8 +234,8 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
     read = read_arch(
         ctx,
         t,
-        lambda: parse_arch_list(t.archs, "TensorFlow's build_info cuda_compute_capabilities"),
-        *([f"build_info lists {list(t.archs)}"] if t.archs else []),
+        lambda: tf_compiled(ctx, env, t),
+        f"build_info lists {list(t.archs)}" if t.archs else "build_info lists no architectures",
     )
     if not isinstance(read, ArchReading):
         return read
@@ -219,21 +243,29 @@ def arch_support(ctx: Context, env: PythonEnvironment, t: TfFacts) -> Outcome | 
     missing, jit = cover.missing, cover.jit
     if missing:
         ccs = cover.missing_ccs
-        newer = any(compiled.where(cc).startswith("newer") for cc in ccs)
         pick = pick_tensorflow(ctx, env, ccs, ctx.driver_version)
         line = tf_line(t)
-        if newer and pick and line and Version(pick.version) > line:
+        # The pick carries code for these GPUs by its wheel's row; a line with no row only by
+        # its CUDA's range, which promises nothing for a GPU the build dropped.
+        sure = pick is not None and ctx.compat.tensorflow.gpu_code_for(pick.version) is not None
+        newer = any(compiled.where(cc).startswith("newer") for cc in ccs)
+        if pick and line and Version(pick.version) != line and (sure or newer):
             fix = Fix.of(
                 tf_step(
                     ctx,
                     env,
                     t,
-                    f"install TensorFlow {pick.version}, CUDA {pick.cuda}, whose CUDA can target "
-                    f"compute capability {', '.join(ccs)}",
+                    f"install TensorFlow {pick.version}, CUDA {pick.cuda}, the newest whose "
+                    f"builds carry code for compute capability {', '.join(ccs)}",
                     pick.install,
                     version=pick.version,
                 ),
                 Step.run("confirm", "gpucheck doctor --deep", environment=env.python),
+                OR,
+                Step.manual(
+                    "build TensorFlow from source with "
+                    f"TF_CUDA_COMPUTE_CAPABILITIES={','.join(ccs)}"
+                ),
             )
         else:
             fix = Fix.of(
