@@ -162,6 +162,7 @@ TORCH_EXTENSIONS = (
     Extension("pytorch-triton", None, build_facts=False, requires=False, pinned_by_torch=True),
     Extension("vllm", "vllm._C"),
     Extension("sglang", "sglang"),
+    Extension("sgl-kernel", "sgl_kernel"),  # sglang's compiled kernels, a wheel of their own
     Extension("torch-tensorrt", "torch_tensorrt"),
 )
 
