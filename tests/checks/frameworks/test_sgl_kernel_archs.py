@@ -1,8 +1,9 @@
 """sgl-kernel's PyPI wheels against the GPUs here, judged from compat/extensions.toml
 [[kernel_archs]] rows read from the wheels themselves (scripts/wheel_archs.py): from 0.3.18
 sgl_kernel/sm90/ and sm100/common_ops.abi3.so carry SASS for 8.0, 8.9, 9.0, 9.0a, 10.0a and
-12.0a and no PTX, so a Turing GPU has no code, and the arch-specific 10.0a and 12.0a run on
-compute capability 10.0 and 12.0 alone."""
+12.0a and no PTX (the row keeps 8.0, 9.0, 10.0a, 12.0a: 8.9 and 9.0a run where those do), so a
+Turing GPU has no code, and the arch-specific 10.0a and 12.0a run on compute capability 10.0 and
+12.0 alone; 0.1.0 to 0.3.5 carried sm_75."""
 
 from __future__ import annotations
 
@@ -30,12 +31,13 @@ def test_sgl_kernel_0_3_20_runs_on_hopper_and_an_rtx_5090() -> None:
 def test_sgl_kernel_0_3_20_on_a_t4_fails_with_its_list() -> None:
     f = _sgl_kernel(more_builders.t4_vm(), "0.3.20")
     assert f.status is Status.FAIL
-    assert f.title.startswith(
+    assert f.title == (
         "sgl-kernel 0.3.20 has no kernels for compute capability 7.5: its build carries code "
-        "for compute capability 8.0, 8.9, 9.0, 9.0a, 10.0a, 12.0a only, so its kernels fail "
-        "there"
+        "for compute capability 8.0, 9.0, 10.0a, 12.0a only, so its kernels fail there; "
+        "sgl-kernel releases before 0.3.6.post1 have it"
     )
-    assert f.fix is not None and "an engine whose kernels are built for this GPU" in f.fix.text
+    assert f.fix is not None and "pip install 'sgl-kernel<0.3.6.post1'" in f.fix.text
+    assert "an engine whose kernels are built for this GPU" in f.fix.text
 
 
 def test_arch_specific_sm_100a_code_does_not_run_on_a_b300() -> None:
@@ -45,3 +47,13 @@ def test_arch_specific_sm_100a_code_does_not_run_on_a_b300() -> None:
     snap.nvml.gpus[0].compute_capability = "10.3"
     f = _sgl_kernel(snap, "0.3.20")
     assert f.status is Status.FAIL and "compute capability 10.3" in f.title
+
+
+def test_sgl_kernel_before_0_3_9_has_no_blackwell_code() -> None:
+    f = _sgl_kernel(fb.blackwell_workstation(), "0.3.8")
+    assert f.status is Status.FAIL
+    assert f.title.endswith("sgl-kernel 0.3.9 is the first release with it")
+
+
+def test_sgl_kernel_0_3_5_still_runs_on_a_t4() -> None:
+    assert "no kernels" not in _sgl_kernel(more_builders.t4_vm(), "0.3.5").title
