@@ -163,6 +163,7 @@ TORCH_EXTENSIONS = (
     Extension("vllm", "vllm._C"),
     Extension("sglang", "sglang"),
     Extension("sgl-kernel", "sgl_kernel"),  # sglang's compiled kernels, a wheel of their own
+    Extension("sglang-kernel", "sgl_kernel"),  # the same module, renamed on PyPI from 0.4.0
     Extension("torch-tensorrt", "torch_tensorrt"),
 )
 

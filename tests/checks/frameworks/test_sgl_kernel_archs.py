@@ -1,6 +1,6 @@
-"""sgl-kernel's PyPI wheels against the GPUs here, judged from compat/extensions.toml
-[[kernel_archs]] rows read from the wheels themselves (scripts/wheel_archs.py): from 0.3.18
-sgl_kernel/sm90/ and sm100/common_ops.abi3.so carry SASS for 8.0, 8.9, 9.0, 9.0a, 10.0a and
+"""sgl-kernel's (and sglang-kernel's, its renamed successor) PyPI wheels against the GPUs here,
+judged from compat/extensions.toml [[kernel_archs]] rows read from the wheels themselves
+(scripts/wheel_archs.py): from 0.3.18 sgl_kernel/sm90/ and sm100/common_ops.abi3.so carry SASS for 8.0, 8.9, 9.0, 9.0a, 10.0a and
 12.0a and no PTX (the row keeps 8.0, 9.0, 10.0a, 12.0a: 8.9 and 9.0a run where those do), so a
 Turing GPU has no code, and the arch-specific 10.0a and 12.0a run on compute capability 10.0 and
 12.0 alone; 0.1.0 to 0.3.5 carried sm_75."""
@@ -42,10 +42,7 @@ def test_sgl_kernel_0_3_20_on_a_t4_fails_with_its_list() -> None:
 
 def test_arch_specific_sm_100a_code_does_not_run_on_a_b300() -> None:
     # B300: compute capability 10.3; sm_100a code runs on 10.0 alone.
-    snap = builders.h100_node(1)
-    snap.nvml.gpus[0].name = "NVIDIA B300 SXM6 AC"
-    snap.nvml.gpus[0].compute_capability = "10.3"
-    f = _sgl_kernel(snap, "0.3.20")
+    f = _sgl_kernel(_b300(), "0.3.20")
     assert f.status is Status.FAIL and "compute capability 10.3" in f.title
 
 
@@ -57,3 +54,21 @@ def test_sgl_kernel_before_0_3_9_has_no_blackwell_code() -> None:
 
 def test_sgl_kernel_0_3_5_still_runs_on_a_t4() -> None:
     assert "no kernels" not in _sgl_kernel(more_builders.t4_vm(), "0.3.5").title
+
+
+def _b300() -> Snapshot:
+    snap = builders.h100_node(1)
+    snap.nvml.gpus[0].name = "NVIDIA B300 SXM6 AC"
+    snap.nvml.gpus[0].compute_capability = "10.3"
+    return snap
+
+
+def test_sglang_kernel_reaches_the_b300_at_0_4_2() -> None:
+    # sglang-kernel, sgl-kernel renamed: sm_100a alone up to 0.4.1.post1, sm_103a from 0.4.2.
+    env = fb.with_torch(fb.environment(), "2.9.1+cu129", "12.9")
+    fb.add(env, "sglang-kernel", "0.4.1", [])
+    f = the(fb.on(_b300(), env), "frameworks.torch.extensions")
+    assert f.status is Status.FAIL
+    assert f.title.endswith("sglang-kernel 0.4.2 is the first release with it")
+    fb.add(env, "sglang-kernel", "0.4.6", [])
+    assert "no kernels" not in the(fb.on(_b300(), env), "frameworks.torch.extensions").title
