@@ -110,3 +110,13 @@ def test_a_wheel_is_read_one_library_at_a_time_and_nothing_is_left(tmp_path: Pat
     assert wheel_archs.main([str(wheel), "--json"]) == 0
     assert wheel.exists()  # a wheel given by path is the caller's: never deleted
     assert sorted(p.name for p in tmp_path.iterdir()) == [wheel.name]
+
+
+def test_only_reads_the_libraries_named(tmp_path: Path) -> None:
+    wheel = tmp_path / "sgl_kernel-0.3.20-cp310-abi3-manylinux2014_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("sgl_kernel/sm90/common_ops.abi3.so", b"x")
+        archive.writestr("lib/mscclpp.so.0.6.0", b"x")
+    assert list(wheel_archs.read_wheel(wheel, ["common_ops"])) == [
+        "sgl_kernel/sm90/common_ops.abi3.so"
+    ]
