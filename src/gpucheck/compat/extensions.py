@@ -15,6 +15,7 @@ from msgspec import Struct
 from packaging.version import Version
 
 from gpucheck.compat.rows import CompatError, Releases, Rows, parse_version
+from gpucheck.model.compiled_code import ptx_runs_on, sass_runs_on
 
 
 def matches(version: str, prefix: str) -> bool:
@@ -46,11 +47,13 @@ class NumpyAbi(Struct, frozen=True):
 
 
 class KernelArchs(Struct, frozen=True):
-    """The compute capabilities a kernel package's CUDA build carries SASS for, from a release."""
+    """The GPU code a kernel package's CUDA build carries, from a release: SASS per compute
+    capability ("8.0"; "9.0a" an arch-specific build) and PTX the driver compiles for newer GPUs."""
 
     package: str
     start: Version  # the TOML's `from`: holds until the package's next row
-    archs: tuple[str, ...]  # "8.0": sm_80 (runs on 8.x from 8.0 up, never on another major)
+    # SASS: "8.0" runs on 8.x from 8.0 up, never on another major; "9.0a" on 9.0 alone.
+    archs: tuple[str, ...]
     cuda_for: dict[str, str]  # arch -> the lowest build CUDA that adds it
     wheel_cuda: str | None  # the CUDA the release's prebuilt wheels are built with
     instead: str  # what to use on a GPU no release covers
@@ -58,15 +61,18 @@ class KernelArchs(Struct, frozen=True):
     # The source states a lowest compute capability, not a list (vLLM's installation docs):
     # the build runs on archs[0] and every newer GPU.
     and_newer: bool = False
+    # PTX for these virtual archs: the driver compiles it for a GPU of that capability or newer.
+    ptx: tuple[str, ...] = ()
 
     def runs_on(self, cc: str) -> str | None:
-        """The arch whose SASS runs on compute capability `cc`, or None."""
-        have = parse_version(cc)
-        for arch in self.archs:
-            want = parse_version(arch)
-            if have and want and want.major == have.major and want.minor <= have.minor:
-                return arch
-        lowest = parse_version(self.archs[0])
+        """The arch whose SASS, or else whose PTX, runs on compute capability `cc`, or None."""
+        sass = next((a for a in self.archs if sass_runs_on(a, cc)), None)
+        if sass is not None:
+            return sass
+        jit = next((a for a in reversed(self.ptx) if ptx_runs_on(a, cc)), None)
+        if jit is not None:
+            return jit
+        have, lowest = parse_version(cc), parse_version(self.archs[0])
         if self.and_newer and have and lowest and have >= lowest:
             return self.archs[0]
         return None
@@ -75,7 +81,23 @@ class KernelArchs(Struct, frozen=True):
         """The GPUs this build has code for, in words."""
         if self.and_newer:
             return f"compute capability {self.archs[0]} and newer"
-        return f"compute capability {', '.join(self.archs)} only"
+        listed = f"compute capability {', '.join(self.archs)}"
+        if self.ptx:
+            # The lowest PTX reaches every newer GPU; SASS below it stays a list.
+            return f"{listed} and, through PTX, {min(self.ptx, key=_cc_order)} and newer"
+        return f"{listed} only"
+
+
+def _cc_order(arch: str) -> tuple[int, int]:
+    version = parse_version(arch.rstrip("af"))
+    return (version.major, version.minor) if version else (0, 0)
+
+
+def _is_arch(text: str) -> bool:
+    """ "8.0", or an arch-specific "9.0a" / family "10.0f" build."""
+    base = text[:-1] if text.endswith(("a", "f")) else text
+    major, dot, minor = base.partition(".")
+    return bool(dot) and major.isdigit() and minor.isdigit()
 
 
 class KernelLibrary(Struct, frozen=True):
@@ -137,12 +159,14 @@ class ExtensionData(Struct):
         numpy = [r.struct(NumpyAbi, optional=("numpy1_builds",)) for r in rows.table("numpy_abi")]
         kernels = []
         for r in rows.table("kernel_archs"):
-            row = r.struct(KernelArchs, start=r.version("from"))
-            if not row.archs or not all(parse_version(a) for a in row.archs):
-                raise CompatError(f'{r.where}: archs must be compute capabilities ("8.0")')
-            if row.and_newer and len(row.archs) != 1:
+            row = r.struct(KernelArchs, optional=("ptx",), start=r.version("from"))
+            if not row.archs or not all(_is_arch(a) for a in row.archs):
+                raise CompatError(f'{r.where}: archs must be compute capabilities ("8.0", "9.0a")')
+            if not all(_is_arch(a) and not a.endswith(("a", "f")) for a in row.ptx):
+                raise CompatError(f'{r.where}: ptx must be compute capabilities ("8.0")')
+            if row.and_newer and (len(row.archs) != 1 or row.ptx):
                 raise CompatError(f"{r.where}: and_newer rows name one arch, the lowest")
-            if not set(row.cuda_for) <= set(row.archs):
+            if not set(row.cuda_for) <= set(row.archs) | set(row.ptx):
                 raise CompatError(f"{r.where}: cuda_for names an arch that archs does not list")
             kernels.append(row)
         libraries = []

@@ -162,7 +162,8 @@ TORCH_EXTENSIONS = (
     Extension("pytorch-triton", None, build_facts=False, requires=False, pinned_by_torch=True),
     Extension("vllm", "vllm._C"),
     Extension("sglang", "sglang"),
-    Extension("sgl-kernel", "sgl_kernel"),  # SGLang's compiled kernels (common_ops)
+    Extension("sgl-kernel", "sgl_kernel"),  # sglang's compiled kernels, a wheel of their own
+    Extension("sglang-kernel", "sgl_kernel"),  # the same module, renamed on PyPI from 0.4.0
     Extension("torch-tensorrt", "torch_tensorrt"),
 )
 

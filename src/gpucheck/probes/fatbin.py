@@ -10,6 +10,7 @@ add up, gives None: unknown, never a guess."""
 from __future__ import annotations
 
 import struct
+from collections import Counter
 from typing import BinaryIO
 
 from gpucheck.model.compiled_code import CompiledCode
@@ -26,9 +27,11 @@ def _arch(sm: int) -> str:
     return f"{sm // 10}.{sm % 10}"
 
 
-def _entries(fh: BinaryIO, start: int, size: int) -> CompiledCode | None:
-    sass: set[str] = set()
-    ptx: set[str] = set()
+def _entries(fh: BinaryIO, start: int, size: int) -> tuple[Counter[str], Counter[str]] | None:
+    """How many entries (one per compiled source file and architecture) carry SASS, and PTX,
+    for each architecture."""
+    sass: Counter[str] = Counter()
+    ptx: Counter[str] = Counter()
     pos, end, seen = start, start + size, 0
     while pos + 16 <= end:
         fh.seek(pos)
@@ -52,13 +55,12 @@ def _entries(fh: BinaryIO, start: int, size: int) -> CompiledCode | None:
             if entry_head < 48 or not 10 <= sm <= 1000:
                 return None
             if kind == _KIND_PTX:
-                ptx.add(_arch(sm))
+                ptx[_arch(sm)] += 1
             elif kind == _KIND_ELF:
-                sass.add(_arch(sm) + ("a" if flags & _ARCH_SPECIFIC else ""))
+                sass[_arch(sm) + ("a" if flags & _ARCH_SPECIFIC else "")] += 1
             entry += entry_head + payload
         pos = stop
-    key = _sort_key
-    return CompiledCode(sass=tuple(sorted(sass, key=key)), ptx=tuple(sorted(ptx, key=key)))
+    return sass, ptx
 
 
 def _sort_key(arch: str) -> tuple[int, int, str]:
@@ -67,15 +69,35 @@ def _sort_key(arch: str) -> tuple[int, int, str]:
     return int(major), int(minor), rest[len(minor) :]
 
 
-def read_compiled_code(path: str) -> CompiledCode | None:
-    """The architectures `path` carries code for; an empty CompiledCode where it has no fat
-    binary (a CPU-only library); None where it cannot be read or is not an ELF64 library."""
+def read_entry_counts(path: str) -> tuple[dict[str, int], dict[str, int]] | None:
+    """({arch: SASS entries}, {arch: PTX entries}) of `path`'s fat binary, sorted by arch: an
+    arch with a handful of entries beside one with hundreds covers a few source files only
+    (those built with the compiler's default arch), not the library. Empty where it has no fat
+    binary; None where it cannot be read or is not an ELF64 library."""
     try:
         with open(path, "rb") as fh:
             found = elf_section(fh, _SECTION)
             if found is None:
                 return None
             offset, size = found
-            return CompiledCode() if size == 0 else _entries(fh, offset, size)
+            counted = (Counter(), Counter()) if size == 0 else _entries(fh, offset, size)
     except (OSError, struct.error, ValueError):
         return None
+    if counted is None:
+        return None
+    sass, ptx = counted
+    return _sorted(sass), _sorted(ptx)
+
+
+def _sorted(counts: dict[str, int]) -> dict[str, int]:
+    return {arch: counts[arch] for arch in sorted(counts, key=_sort_key)}
+
+
+def read_compiled_code(path: str) -> CompiledCode | None:
+    """The architectures `path` carries code for; an empty CompiledCode where it has no fat
+    binary (a CPU-only library); None where it cannot be read or is not an ELF64 library."""
+    counts = read_entry_counts(path)
+    if counts is None:
+        return None
+    sass, ptx = counts
+    return CompiledCode(sass=tuple(sass), ptx=tuple(ptx))

@@ -1,8 +1,8 @@
-"""Kernel packages (flash-attn, vLLM) against the GPUs here: a release's CUDA build carries SASS
-for the compute capabilities its build files list, or from the lowest its docs name
-(compat/extensions.toml [[kernel_archs]]), and no PTX, so a GPU outside them gets "no kernel
-image is available for execution on the device" at the first call. Read from the release
-alone, before anything is imported."""
+"""Kernel packages (flash-attn, vLLM, sgl-kernel) against the GPUs here: a release's CUDA build
+carries SASS for some compute capabilities (its build files' list, or its wheel's own fat binary;
+"9.0a" runs on 9.0 alone) and PTX the driver compiles for newer GPUs (compat/extensions.toml
+[[kernel_archs]]), so a GPU neither reaches gets "no kernel image is available for execution on
+the device" at the first call. Read from the release alone, before anything is imported."""
 
 from __future__ import annotations
 
@@ -37,8 +37,9 @@ def build_cuda(row: KernelArchs, built: ExtensionBuild | None) -> str | None:
 
 
 def _covered(row: KernelArchs, cc: str, cuda: str | None) -> bool:
-    """Whether this release's build runs on `cc`; an arch added only from a CUDA newer than
-    the build's known CUDA does not count (an unknown build CUDA is given the benefit)."""
+    """Whether this release's build runs on `cc`, through SASS or PTX (the row's `runs_on`);
+    an arch added only from a CUDA newer than the build's known CUDA does not count (an unknown
+    build CUDA is given the benefit)."""
     arch = row.runs_on(cc)
     if arch is None:
         return False
