@@ -94,10 +94,11 @@ def test_the_install_beats_the_release_row() -> None:
 
 
 def test_without_the_facts_or_with_an_unreadable_library_the_row_decides() -> None:
+    # compat/extensions.toml: the vllm 0.20.0 row, read from its wheel, carries no sm_70.
     row_title = (
         "vllm 0.21.0 has no kernels for compute capability 7.0: its build carries code for "
-        "compute capability 7.5 and newer, so its kernels fail there; vllm releases before "
-        "0.21.0 have it"
+        "compute capability 7.5, 8.0, 9.0, 10.0, 12.0 only, so its kernels fail there; vllm "
+        "releases before 0.20.0 have it"
     )
     assert _judge(_v100(), _env("vllm", "0.21.0")).title == row_title
     unreadable = _lib("vllm", "0.21.0", "vllm/_C.abi3.so", None)
