@@ -1,65 +1,61 @@
 """The fat-binary reader's entry counts (probes/fatbin.py `read_entry_counts`): how many entries
-(one per compiled source file and architecture) carry SASS and PTX for each arch, which is what
-tells a library's own archs from the few files nvcc built for its default sm_52. The library
-here is laid out as nvcc lays one out: an ELF64 `.nv_fatbin` section of containers (<IHHQ magic
-0xBA55ED50, version, header size 16, body size) holding entries (<HHIQ kind 1 PTX / 2 SASS,
-version, header size 64, payload size; SM number at +28; flags at +40, 0x100000 for "a")."""
+(one per compiled source file and architecture) carry SASS and PTX for each arch, and the archs
+that stand for the library (`standing`): SASS with at least a quarter of the entries of the
+largest arch, PTX with half, which leaves out the few files nvcc built for its default sm_52."""
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
+from support import fatbin_files as ff
+
 from gpucheck.model.compiled_code import CompiledCode
-from gpucheck.probes.fatbin import read_compiled_code, read_entry_counts
-
-
-def _entry(kind: int, sm: int, arch_specific: bool = False) -> bytes:
-    head = bytearray(64)
-    struct.pack_into("<HHIQ", head, 0, kind, 0x0101, 64, 8)
-    struct.pack_into("<I", head, 28, sm)
-    struct.pack_into("<Q", head, 40, 0x100000 if arch_specific else 0)
-    return bytes(head) + b"\0" * 8
-
-
-def _library(path: Path, entries: list[bytes]) -> Path:
-    body = b"".join(entries)
-    fatbin = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
-    names = b"\0.nv_fatbin\0.shstrtab\0"
-    fat_at = 64
-    names_at = fat_at + len(fatbin)
-    shoff = names_at + len(names) + (-(names_at + len(names)) % 8)
-    header = bytearray(64)
-    header[:6] = b"\x7fELF\x02\x01"
-    struct.pack_into("<Q", header, 0x28, shoff)
-    struct.pack_into("<HHH", header, 0x3A, 64, 3, 2)
-    sections = bytes(64)  # the null section
-    sections += struct.pack("<IIQQQQ", 1, 1, 0, 0, fat_at, len(fatbin)).ljust(64, b"\0")
-    sections += struct.pack("<IIQQQQ", 12, 3, 0, 0, names_at, len(names)).ljust(64, b"\0")
-    data = bytes(header) + fatbin + names
-    path.write_bytes(data + b"\0" * (shoff - len(data)) + sections)
-    return path
-
-
-SASS, PTX = 2, 1
+from gpucheck.probes.fatbin import read_compiled_code, read_entry_counts, standing
 
 
 def test_entries_are_counted_per_arch(tmp_path: Path) -> None:
-    entries = [_entry(SASS, 52), _entry(PTX, 52)]
-    entries += [_entry(SASS, 80) for _ in range(3)] + [_entry(SASS, 90, arch_specific=True)]
-    entries += [_entry(SASS, 120) for _ in range(2)] + [_entry(PTX, 90)]
-    lib = _library(tmp_path / "_C.abi3.so", entries)
+    lib = tmp_path / "_C.abi3.so"
+    sass = ["5.2", *["8.0"] * 4, "9.0a", *["12.0"] * 2]
+    lib.write_bytes(ff.library(sass=sass, ptx=["5.2", "9.0", "9.0"]))
     assert read_entry_counts(str(lib)) == (
-        {"5.2": 1, "8.0": 3, "9.0a": 1, "12.0": 2},
-        {"5.2": 1, "9.0": 1},
+        {"5.2": 1, "8.0": 4, "9.0a": 1, "12.0": 2},
+        {"5.2": 1, "9.0": 2},
     )
+    # The largest arch has 4 entries: SASS needs 1, PTX 2.
     assert read_compiled_code(str(lib)) == CompiledCode(
-        sass=("5.2", "8.0", "9.0a", "12.0"), ptx=("5.2", "9.0")
+        sass=("5.2", "8.0", "9.0a", "12.0"), ptx=("9.0",)
+    )
+
+
+def test_the_default_arch_files_of_vllm_0_9_2_do_not_stand_for_its_library() -> None:
+    # The entry counts of vllm-0.9.2-cp38-abi3-manylinux1_x86_64.whl's vllm/_C.abi3.so, as read
+    # from the wheel: one sm_52 and one compute_52 entry beside 31 to 50 per arch.
+    sass = {"5.2": 1, "7.0": 31, "7.5": 32, "8.0": 50, "8.7": 16, "8.9": 34, "9.0": 47}
+    sass |= {"9.0a": 18, "10.0": 31, "10.0a": 10, "12.0": 31, "12.0a": 2}
+    ptx = {"5.2": 1, "8.9": 1, "9.0": 16}
+    assert standing(sass, ptx) == CompiledCode(
+        sass=("7.0", "7.5", "8.0", "8.7", "8.9", "9.0", "9.0a", "10.0", "12.0"), ptx=()
     )
 
 
 def test_an_empty_fat_binary_counts_nothing_and_not_an_elf_is_unknown(tmp_path: Path) -> None:
-    assert read_entry_counts(str(_library(tmp_path / "cpu.so", []))) == ({}, {})
+    cpu = tmp_path / "cpu.so"
+    cpu.write_bytes(ff.library())
+    assert read_entry_counts(str(cpu)) == ({}, {})
     text = tmp_path / "notes.so"
     text.write_bytes(b"not a library")
     assert read_entry_counts(str(text)) is None
+
+
+def test_a_section_of_zeros_is_walked_a_chunk_at_a_time(tmp_path: Path) -> None:
+    # 8 MiB of padding before the one container: found by searching, not a seek per 8 bytes.
+    lib = tmp_path / "padded.so"
+    padded = ff.elf([(".nv_fatbin", b"\0" * (8 << 20) + ff.container(sass=["8.0"]))])
+    lib.write_bytes(padded)
+    assert read_compiled_code(str(lib)) == CompiledCode(sass=("8.0",))
+
+
+def test_arch_specific_ptx_is_compiled_for_its_own_capability_alone(tmp_path: Path) -> None:
+    lib = tmp_path / "sm90a.so"
+    lib.write_bytes(ff.library(ptx=["9.0a"]))
+    assert read_compiled_code(str(lib)) == CompiledCode(ptx=("9.0a",))

@@ -39,7 +39,9 @@ def sass_runs_on(arch: str, cc: str) -> bool:
 def ptx_runs_on(arch: str, cc: str) -> bool:
     """Whether PTX for virtual architecture `arch` can be compiled by the driver for `cc`."""
     built, gpu = _cc(arch), _cc(cc)
-    return built is not None and gpu is not None and built <= gpu and not arch.endswith("a")
+    if built is None or gpu is None:
+        return False
+    return built == gpu if arch.endswith("a") else built <= gpu  # compute_90a: sm_90 alone
 
 
 def runs_on(code: CompiledCode, cc: str) -> bool:

@@ -21,6 +21,13 @@ _KIND_PTX, _KIND_ELF = 1, 2
 _ARCH_SPECIFIC = 0x100000  # entry flag: sm_90a, sm_100a (the cubin's e_flags say the same)
 _MAX_ENTRIES = 2_000_000  # bounds a corrupt file's walk; libtorch_cuda.so has tens of thousands
 _SECTION = b".nv_fatbin"
+_MAGIC_BYTES = struct.pack("<I", _FATBIN_MAGIC)
+_CHUNK = 1 << 20
+# An arch stands for the library when it has at least a quarter of the entries (compiled files)
+# of its largest arch; PTX, which must stand in for the whole library, at least half. What that
+# leaves out: the one to three files nvcc built for its default arch (sm_52) beside 30 to 250
+# (vLLM 0.9.2's _C: one sm_52 and one compute_52 entry, so no Pascal GPU runs it).
+_SASS_SHARE, _PTX_SHARE = 4, 2
 
 
 def _arch(sm: int) -> str:
@@ -38,7 +45,7 @@ def _entries(fh: BinaryIO, start: int, size: int) -> tuple[Counter[str], Counter
         head = fh.read(16)
         magic, _version, head_size, body_size = struct.unpack("<IHHQ", head)
         if magic != _FATBIN_MAGIC:
-            pos += 8  # containers are 8-byte aligned; padding between them
+            pos = _next_container(fh, pos, end)
             continue
         entry, stop = pos + head_size, pos + head_size + body_size
         if stop > end:
@@ -54,13 +61,33 @@ def _entries(fh: BinaryIO, start: int, size: int) -> tuple[Counter[str], Counter
             flags = struct.unpack_from("<Q", raw, 40)[0]
             if entry_head < 48 or not 10 <= sm <= 1000:
                 return None
+            arch = _arch(sm) + ("a" if flags & _ARCH_SPECIFIC else "")
             if kind == _KIND_PTX:
-                ptx[_arch(sm)] += 1
+                ptx[arch] += 1
             elif kind == _KIND_ELF:
-                sass[_arch(sm) + ("a" if flags & _ARCH_SPECIFIC else "")] += 1
+                sass[arch] += 1
             entry += entry_head + payload
         pos = stop
     return sass, ptx
+
+
+def _next_container(fh: BinaryIO, pos: int, end: int) -> int:
+    """Where the next container's magic lies after `pos` (containers are 8-byte aligned, with
+    padding between them), found a chunk at a time: a section of zeros costs one pass, not a
+    seek per 8 bytes."""
+    pos += 8
+    while pos < end:
+        fh.seek(pos)
+        chunk = fh.read(min(_CHUNK, end - pos))
+        if not chunk:
+            return end
+        at = chunk.find(_MAGIC_BYTES)
+        while at >= 0 and at % 8:
+            at = chunk.find(_MAGIC_BYTES, at + 1)
+        if at >= 0:
+            return pos + at
+        pos += max(8, (len(chunk) - len(_MAGIC_BYTES) + 1) // 8 * 8)
+    return end
 
 
 def _sort_key(arch: str) -> tuple[int, int, str]:
@@ -94,10 +121,17 @@ def _sorted(counts: dict[str, int]) -> dict[str, int]:
 
 
 def read_compiled_code(path: str) -> CompiledCode | None:
-    """The architectures `path` carries code for; an empty CompiledCode where it has no fat
-    binary (a CPU-only library); None where it cannot be read or is not an ELF64 library."""
+    """The architectures `path` carries code for, as a whole (`standing`); an empty
+    CompiledCode where it has no fat binary (a CPU-only library); None where it cannot be read
+    or is not an ELF64 library."""
     counts = read_entry_counts(path)
-    if counts is None:
-        return None
-    sass, ptx = counts
-    return CompiledCode(sass=tuple(sass), ptx=tuple(ptx))
+    return None if counts is None else standing(*counts)
+
+
+def standing(sass: dict[str, int], ptx: dict[str, int]) -> CompiledCode:
+    """The architectures that stand for a library, from its entry counts (see _SASS_SHARE)."""
+    top = max([*sass.values(), *ptx.values()], default=0)
+    return CompiledCode(
+        sass=tuple(a for a, n in sass.items() if n * _SASS_SHARE >= top),
+        ptx=tuple(a for a, n in ptx.items() if n * _PTX_SHARE >= top),
+    )
