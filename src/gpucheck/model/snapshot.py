@@ -277,8 +277,7 @@ class ProcessFacts(Struct):
     caller_pid: Count | None = None
     processes: list[HostProcess] = field(default_factory=list)
     fds_unreadable: Count = 0  # processes whose open files this user may not see
-    # Whether /proc lists every process to this user: root, or /proc without hidepid (where
-    # other users' PIDs are hidden, a PID NVML lists may simply be someone else's); None: unknown.
+    # /proc lists every PID to this user (root, or no hidepid mount option); None: unknown.
     sees_every_pid: bool | None = None
 
 
