@@ -199,3 +199,23 @@ def test_sgl_kernel_runs_where_any_of_its_per_gpu_libraries_does() -> None:
         "sgl-kernel 0.3.9 has no kernels for compute capability 7.0"
     )
     assert f.fix is not None and "vLLM or Hugging Face transformers" in f.fix.text
+
+
+def test_the_ptx_note_names_only_the_ptx_the_gpu_can_compile() -> None:
+    # vLLM 0.9.2's _C on a GTX 1080 (6.1): no SASS of major 6, and of its PTX (5.2, 8.9, 9.0)
+    # only 5.2 is at or below 6.1.
+    env = _env("vllm", "0.9.2", _lib("vllm", "0.9.2", "vllm/_C.abi3.so", VLLM_092_C))
+    f = _judge(fb.pascal_workstation(), env)
+    assert f.status is Status.PASS, f.title
+    assert (
+        "vllm: compute capability 6.1 runs vllm/_C.abi3.so from its PTX for 5.2 only (no SASS "
+        "for it): the driver compiles it at the first call (a one-time delay, then cached), and "
+        "only a driver that knows that PTX's ISA (one as new as the CUDA it was built with) can"
+    ) in f.evidence
+
+
+def test_architectures_that_do_not_parse_leave_the_verdict_to_the_row() -> None:
+    # A snapshot is input: an arch list the fat-binary reader never writes is not a fact.
+    garbled = CompiledCode(sass=("", "x.y", "9.0aa"))
+    env = _env("vllm", "0.9.2", _lib("vllm", "0.9.2", "vllm/_C.abi3.so", garbled))
+    assert _judge(builders.node([_a100()]), env).status is Status.PASS

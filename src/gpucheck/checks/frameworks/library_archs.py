@@ -75,9 +75,10 @@ def installed_code(
         return None
     installed = [c for c in env.compiled if c.package == dist.name and c.version == dist.version]
     libs = _for_torch_cuda(env, installed) if library.pick == "torch-cuda" else installed
-    # Every library the package may load must be read: an unread one might cover a GPU.
+    # Every library the package may load must be read (an unread one might cover a GPU) and
+    # name its architectures as the reader does (anything else is not a fact to judge by).
     codes = [c.code for c in libs]
-    if not libs or any(code is None or code.empty() for code in codes):
+    if not libs or any(code is None or code.empty() or not code.well_formed() for code in codes):
         return None
     outside: list[Target] = []
     ptx_only: list[Target] = []
@@ -171,7 +172,9 @@ def ptx_note(ctx: Context, env: PythonEnvironment, dist: Distribution) -> str | 
     if code is None or not code.ptx_only or code.outside:
         return None
     ccs = ", ".join(cc_list(code.ptx_only))
-    ptx = sorted({a for lib in code.loaded if lib.code for a in lib.code.ptx})
+    # The PTX the driver compiles for those GPUs: at or below their capability.
+    every = dict.fromkeys(a for lib in code.loaded if lib.code for a in lib.code.ptx)
+    ptx = [a for a in every if any(ptx_runs_on(a, t.cc) for t in code.ptx_only)]
     return (
         f"{dist.name}: compute capability {ccs} runs {_names(code)} from its PTX for "
         f"{', '.join(ptx)} only (no SASS for it): the driver compiles it at the first call "
