@@ -219,3 +219,32 @@ def test_architectures_that_do_not_parse_leave_the_verdict_to_the_row() -> None:
     garbled = CompiledCode(sass=("", "x.y", "9.0aa"))
     env = _env("vllm", "0.9.2", _lib("vllm", "0.9.2", "vllm/_C.abi3.so", garbled))
     assert _judge(builders.node([_a100()]), env).status is Status.PASS
+
+
+def test_a_flash_attn_source_build_is_reinstalled_through_its_setup_py_not_only_binary() -> None:
+    # flash-attn publishes only an sdist on PyPI (publish.yml: setup.py sdist, twine upload);
+    # its setup.py fetches the prebuilt wheel from the GitHub release (CachedWheelsCommand).
+    hopper_only = CompiledCode(sass=("9.0",))
+    name = "flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so"
+    env = _env("flash-attn", "2.7.4.post1", _lib("flash-attn", "2.7.4.post1", name, hopper_only))
+    f = _judge(builders.node([_a100()]), env)
+    assert f.status is Status.FAIL and f.fix is not None
+    assert f.title.endswith("the prebuilt flash-attn 2.7.4.post1 wheels carry it")
+    assert (
+        "pip install --no-build-isolation --no-cache-dir --force-reinstall --no-deps "
+        "'flash-attn==2.7.4.post1'"
+    ) in f.fix.text
+    assert "--only-binary" not in f.fix.text
+    assert "FLASH_ATTENTION_FORCE_BUILD unset" in f.fix.text
+
+
+def test_a_build_of_an_unreleased_commit_is_not_offered_a_reinstall() -> None:
+    # vllm 0.9.2.dev364 is a source build between releases: PyPI has no such version.
+    version = "0.9.2.dev364+g1a2b3c4d5"
+    hopper_only = _lib("vllm", version, "vllm/_C.abi3.so", CompiledCode(sass=("9.0",)))
+    f = _judge(builders.node([_a100()]), _env("vllm", version, hopper_only))
+    assert f.status is Status.FAIL and f.fix is not None
+    assert "pip install" not in f.fix.text
+    assert f.title.endswith(
+        "use an engine without vLLM's compiled kernels (e.g. Hugging Face transformers) there"
+    )
