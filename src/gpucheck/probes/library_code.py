@@ -63,18 +63,6 @@ def record_paths(dist: Distribution) -> list[str]:
     return [row[0] for row in csv.reader(io.StringIO(text)) if row and row[0]]
 
 
-def _glob(pattern: str) -> str:
-    """A row's glob as a regex whose `*` stays inside one folder (fnmatch's `*` crosses `/`:
-    "vllm/_C.*.so" would match "vllm/_C./../../outside.so")."""
-    parts = re.split(r"(\*)", pattern)
-    return "".join("[^/]*" if part == "*" else re.escape(part) for part in parts)
-
-
-def _matcher(globs: Sequence[str]) -> re.Pattern[str]:
-    """One pattern for a row's globs: a RECORD has thousands of paths (vLLM's: 1,250)."""
-    return re.compile("(?:" + "|".join(_glob(g) for g in globs) + r")\Z")
-
-
 def _inside(path: str) -> bool:
     """Whether a RECORD path stays in the site folder: relative, no `..` part (a RECORD is
     the install's own text, not to be trusted to name only its files)."""
@@ -94,7 +82,7 @@ def read_libraries(
         dist = env.dist(row.package)
         if dist is None or dist.location is None:
             continue
-        wanted = _matcher(row.files)
+        wanted = row.matcher()
         paths = [p for p in record_paths(dist) if _inside(p) and wanted.match(p)][:MAX_LIBRARIES]
         for path in paths:
             file = os.path.normpath(os.path.join(dist.location, path))

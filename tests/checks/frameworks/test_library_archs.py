@@ -6,6 +6,7 @@ optional library never decides, and without the facts the row decides as before.
 from __future__ import annotations
 
 from support import builders
+from support import fatbin_files as ff
 from support import framework_builders as fb
 from support.evaluate import the
 
@@ -133,23 +134,29 @@ def test_some_gpus_outside_warn_and_name_the_ones_that_run_it_first() -> None:
     assert "CUDA_VISIBLE_DEVICES" in f.fix.text
 
 
-def _bitsandbytes(cuda: str) -> PythonEnvironment:
-    # bitsandbytes 0.45.5's libraries (its build-cuda.sh lists, read back from the wheel).
-    libs = [
-        ("124", ("5.0", "5.2", "6.0", "6.1", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0")),
-        ("128", ("7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0")),
-    ]
+# bitsandbytes 0.45.5's wheel: a library for CUDA 11.7, 11.8, 12.0 to 12.6 and 12.8, each built
+# for the capabilities its build-cuda.sh gives that CUDA (support.fatbin_files).
+BNB_0455_CUDAS = ("117", "118", "120", "121", "122", "123", "124", "125", "126", "128")
+
+
+def _bnb_archs(cuda: str) -> tuple[str, ...]:
+    return ff.BNB_BUILD_CAPABILITIES.get(cuda, ff.BNB_BUILD_CAPABILITIES["124"])
+
+
+def _bitsandbytes(
+    cuda: str, version: str = "0.45.5", cudas: tuple[str, ...] = BNB_0455_CUDAS
+) -> PythonEnvironment:
     return _env(
         "bitsandbytes",
-        "0.45.5",
+        version,
         *(
             _lib(
                 "bitsandbytes",
-                "0.45.5",
+                version,
                 f"bitsandbytes/libbitsandbytes_cuda{v}.so",
-                CompiledCode(sass=archs),
+                CompiledCode(sass=_bnb_archs(v)),
             )
-            for v, archs in libs
+            for v in cudas
         ),
         cuda=cuda,
     )
@@ -168,16 +175,44 @@ def test_bitsandbytes_is_judged_by_the_library_for_torchs_cuda() -> None:
     assert _judge(fb.blackwell_workstation(), _bitsandbytes("12.8")).status is Status.PASS
 
 
-def test_bitsandbytes_falls_back_to_the_nearest_library_of_the_same_cuda_major() -> None:
-    # torch cu129 and no cuda129 library: bitsandbytes loads cuda128 (below first).
-    assert _judge(fb.blackwell_workstation(), _bitsandbytes("12.9")).status is Status.PASS
-    # torch cu126: the nearest below is cuda124, which has no sm_120.
-    assert (
-        "libbitsandbytes_cuda124.so"
-        in _judge(fb.blackwell_workstation(), _bitsandbytes("12.6")).title
-    )
-    # torch cu118: no CUDA 11 library here, so nothing is judged from the install.
-    assert _judge(fb.blackwell_workstation(), _bitsandbytes("11.8")).status is not Status.FAIL
+def test_bitsandbytes_before_0_50_has_no_gpu_code_without_the_library_for_torchs_cuda() -> None:
+    # 0.45.5's cextension.py loads libbitsandbytes_cuda129.so for a torch cu129 and, missing,
+    # its CPU library: no GPU ops on any GPU, though its cuda128 library would run on each.
+    for snap in (fb.blackwell_workstation(), builders.h100_node(1)):
+        f = _judge(snap, _bitsandbytes("12.9"))
+        assert f.status is Status.FAIL, f.title
+        assert f.title.startswith(
+            "bitsandbytes 0.45.5 has no CUDA library for torch's CUDA 12.9, so it has no GPU code "
+            "for compute capability"
+        )
+        assert f.title.endswith(
+            "(its GPU ops fail there); bitsandbytes 0.50.0 and later load the nearest library "
+            "of that CUDA major"
+        )
+        assert f.fix is not None
+        assert "pip install 'bitsandbytes>=0.50.0'" in f.fix.text
+        assert "or install a torch built for CUDA " in f.fix.text
+        assert "libbitsandbytes_cuda128.so" in f.fix.text
+
+
+def test_bitsandbytes_from_0_50_falls_back_to_the_nearest_library_of_the_same_cuda_major() -> None:
+    # The same libraries under a release with get_cuda_bnb_library_path's fallback (0.50.0):
+    # torch cu129 and no cuda129 library: it loads cuda128 (below first).
+    assert _judge(fb.blackwell_workstation(), _bitsandbytes("12.9", "0.50.0")).status is Status.PASS
+    # torch cu127: the nearest below is cuda126, which has no sm_120.
+    f = _judge(fb.blackwell_workstation(), _bitsandbytes("12.7", "0.50.0"))
+    assert f.status is Status.FAIL and "its bitsandbytes/libbitsandbytes_cuda126.so" in f.title
+    # torch cu118 beside CUDA 12 libraries only: never another major, so no GPU code.
+    f = _judge(fb.blackwell_workstation(), _bitsandbytes("11.8", "0.50.0", ("124", "128")))
+    assert f.status is Status.FAIL
+    assert f.title.startswith("bitsandbytes 0.50.0 has no CUDA library for torch's CUDA 11.8")
+    assert f.fix is not None and "pip install" not in f.fix.text
+
+
+def test_bitsandbytes_libraries_not_read_leave_the_verdict_to_the_row() -> None:
+    # Nothing read for this install (no RECORD): which libraries it has is unknown.
+    env = _bitsandbytes("12.9", cudas=())
+    assert _judge(fb.blackwell_workstation(), env).status is not Status.FAIL
 
 
 def test_sgl_kernel_runs_where_any_of_its_per_gpu_libraries_does() -> None:
@@ -247,4 +282,49 @@ def test_a_build_of_an_unreleased_commit_is_not_offered_a_reinstall() -> None:
     assert "pip install" not in f.fix.text
     assert f.title.endswith(
         "use an engine without vLLM's compiled kernels (e.g. Hugging Face transformers) there"
+    )
+
+
+def _sgl(path: str, *sass: str) -> LibraryCode:
+    return _lib("sgl-kernel", "0.3.9", f"sgl_kernel/{path}", CompiledCode(sass=sass))
+
+
+def test_sgl_kernel_is_judged_per_gpu_by_the_library_it_loads_there() -> None:
+    # load_utils.py loads sm90/ on 9.0 and sm100/ on every other GPU: SASS for 8.0 in sm90/
+    # alone does not run an A100, and sm100/'s 9.0 does not run an H100.
+    sm90, sm100 = (
+        _sgl("sm90/common_ops.abi3.so", "8.0", "9.0"),
+        _sgl("sm100/common_ops.abi3.so", "10.0"),
+    )
+    env = _env("sgl-kernel", "0.3.9", sm90, sm100)
+    f = _judge(builders.node([_a100()]), env)
+    assert f.status is Status.FAIL
+    assert f.title.startswith(
+        "sgl-kernel 0.3.9 has no kernels for compute capability 8.0: its "
+        "sgl_kernel/sm100/common_ops.abi3.so carries SASS for 10.0 and no PTX"
+    )
+    assert _judge(builders.h100_node(1), env).status is Status.PASS
+    swapped = _env(
+        "sgl-kernel",
+        "0.3.9",
+        _sgl("sm90/common_ops.abi3.so", "10.0"),
+        _sgl("sm100/common_ops.abi3.so", "9.0"),
+    )
+    assert _judge(builders.h100_node(1), swapped).status is Status.FAIL
+
+
+def test_sgl_kernel_falls_back_to_its_top_level_library_only_where_the_gpus_is_missing() -> None:
+    top = _sgl("common_ops.abi3.so", "8.0", "9.0")
+    # The older single-library layout: the top-level library on every GPU.
+    assert _judge(builders.node([_a100()]), _env("sgl-kernel", "0.3.9", top)).status is Status.PASS
+    # With sm100/ installed, an A100 loads it, never the top-level library.
+    env = _env("sgl-kernel", "0.3.9", top, _sgl("sm100/common_ops.abi3.so", "10.0"))
+    assert _judge(builders.node([_a100()]), env).status is Status.FAIL
+    # sm90/ alone: nothing an A100 loads (its import fails).
+    env = _env("sgl-kernel", "0.3.9", _sgl("sm90/common_ops.abi3.so", "8.0", "9.0"))
+    f = _judge(builders.node([_a100()]), env)
+    assert f.status is Status.FAIL
+    assert f.title.startswith(
+        "sgl-kernel 0.3.9 has no library it loads there (sgl_kernel/sm100/common_ops.*.so or "
+        "sgl_kernel/common_ops.*.so), so it has no GPU code for compute capability 8.0"
     )

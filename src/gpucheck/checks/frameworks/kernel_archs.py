@@ -10,6 +10,7 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets
 from gpucheck.checks.frameworks.library_archs import (
     InstalledCode,
+    fallback_release,
     installed_code,
     installed_code_outcome,
 )
@@ -115,7 +116,7 @@ def _from_install(
     release's own prebuilt wheels where they do (the install is a source build without it),
     else the first later release that does."""
     if row is None or not code.outside:
-        return installed_code_outcome(ctx, dist, code, None, None)
+        return installed_code_outcome(ctx, dist, code, *fallback_release(ctx, env, dist, code))
     cc = code.outside[0].cc
     if _covered(row, cc, row.wheel_cuda):
         base = dist.version.split("+", 1)[0]
