@@ -4,6 +4,7 @@ globs match one folder's files, never a path below or above it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from gpucheck.compat import CompatError
 from gpucheck.compat.extensions import ExtensionData
 
-SGL = {
+SGL: dict[str, object] = {
     "package": "sgl-kernel",
     "files": ["sgl_kernel/sm90/common_ops.*.so", "sgl_kernel/sm100/common_ops.*.so"],
     "pick": "by-gpu",
@@ -24,7 +25,7 @@ SGL = {
 }
 
 
-def _load(row: dict[str, object]) -> ExtensionData:
+def _load(row: Mapping[str, object]) -> ExtensionData:
     return ExtensionData.from_data(Path("extensions.toml"), {"kernel_library": [row]})
 
 
