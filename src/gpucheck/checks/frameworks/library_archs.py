@@ -41,7 +41,7 @@ class InstalledCode(Struct, frozen=True):
     # every GPU outside (with a torch for that CUDA, the package would load one of them)
     other_cuda: list[LibraryCode] = []
     # The library the package looks for on the GPUs outside where none is installed, in words
-    # ("a library for torch's CUDA 12.9"): it then has no GPU code there at all.
+    # ("CUDA library for torch's CUDA 12.9"): it then has no GPU code there at all.
     missing: str | None = None
 
 
@@ -50,7 +50,7 @@ def _cuda_of(lib: LibraryCode) -> tuple[int, int] | None:
     return (int(found[1] + found[2][:-1]), int(found[2][-1])) if found else None
 
 
-def torch_cuda(env: PythonEnvironment) -> tuple[int, int] | None:
+def _torch_cuda(env: PythonEnvironment) -> tuple[int, int] | None:
     """The CUDA torch here is built for, (12, 4); None where unknown."""
     parts = ((env.torch.cuda if env.torch else None) or "").split(".")
     if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
@@ -119,7 +119,7 @@ def installed_code(
         if bare is not None:
             missing = f"library it loads there ({' or '.join(_globs_for(library, bare.cc))})"
     elif library.pick == "torch-cuda":
-        want = torch_cuda(env)
+        want = _torch_cuda(env)
         if want is None:
             return None
         libs = _for_torch_cuda(library, dist, want, installed)
