@@ -6,9 +6,10 @@ for (probes/fatbin.py: milliseconds even for a 300 MB library; nothing is loaded
 
 The paths are the ones the environment's own interpreter reported (its site folders), so they
 are read as they are: under GPUCHECK_ROOT, as without it, an interpreter that ran sees its files
-where it said they are. Bounded: a few libraries per distribution, a time budget per
-environment; whatever cannot be read is left out (unknown: the checks fall back to the release
-rows), never a guess."""
+where it said they are. Only paths inside the site folder are read (a RECORD is the install's
+text: none absolute, none with a `..` part). Bounded: a few libraries per distribution, a time
+budget per environment; a library past the budget is listed unread and one that cannot be
+read has no code (unknown: the checks fall back to the release rows), never a guess."""
 
 from __future__ import annotations
 
