@@ -206,6 +206,10 @@ def test_bitsandbytes_from_0_50_falls_back_to_the_nearest_library_of_the_same_cu
     f = _judge(fb.blackwell_workstation(), _bitsandbytes("11.8", "0.50.0", ("124", "128")))
     assert f.status is Status.FAIL
     assert f.title.startswith("bitsandbytes 0.50.0 has no CUDA library for torch's CUDA 11.8")
+    assert (
+        "bitsandbytes 0.50.0 installs bitsandbytes/libbitsandbytes_cuda124.so, "
+        "bitsandbytes/libbitsandbytes_cuda128.so"
+    ) in f.evidence
     assert f.fix is not None and "pip install" not in f.fix.text
 
 

@@ -43,6 +43,7 @@ class InstalledCode(Struct, frozen=True):
     # The library the package looks for on the GPUs outside where none is installed, in words
     # ("CUDA library for torch's CUDA 12.9"): it then has no GPU code there at all.
     missing: str | None = None
+    present: list[str] = []  # where `missing`: the deciding libraries the install does have
 
 
 def _cuda_of(lib: LibraryCode) -> tuple[int, int] | None:
@@ -156,6 +157,7 @@ def installed_code(
         ptx_only,
         other_cuda if outside else [],
         missing if outside and not loaded else None,
+        [c.path for c in installed] if outside and not loaded else [],
     )
 
 
@@ -230,6 +232,11 @@ def installed_code_outcome(
     return verdict(
         title,
         *(f"{t.label}: compute capability {t.cc}" for t in code.outside),
+        *(
+            [f"{dist.name} {dist.version} installs {', '.join(code.present)}"]
+            if code.present
+            else []
+        ),
         *(f"{lib.file}: {carried(lib.code.sass, lib.code.ptx)}" for lib in code.loaded if lib.code),
         f"compat data: {code.library.source}",
         fix=Fix.of(*[part for way in ways for part in (way, OR)][:-1]),
