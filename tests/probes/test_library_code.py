@@ -125,11 +125,40 @@ def test_a_site_folder_that_is_gone_is_an_error_line_not_an_exception(tmp_path: 
     assert len(env.errors) == 1 and env.errors[0].startswith("compiled libraries: FileNotFound")
 
 
-def test_the_time_budget_stops_the_reading(tmp_path: Path) -> None:
+def test_past_the_time_budget_libraries_are_listed_unread(tmp_path: Path) -> None:
+    # Which libraries the install has stays known (bitsandbytes loads only the one for
+    # torch's CUDA: a library left out would read as one the install lacks).
     _vllm(tmp_path)
     env = _env(tmp_path, ("vllm", "0.9.2"))
-    assert read_libraries(env, load().extensions.libraries, budget=-1.0) == []
+    assert read_libraries(env, load().extensions.libraries, budget=-1.0) == [
+        LibraryCode("vllm", "0.9.2", "vllm/_C.abi3.so", str(tmp_path / "vllm/_C.abi3.so"), None)
+    ]
     assert env.errors == ["compiled libraries: stopped after -1 s at vllm/_C.abi3.so"]
+
+
+def _add_to_record(site: Path, *lines: str) -> None:
+    record = site / "vllm-0.9.2.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "".join(f"{line},,\n" for line in lines))
+
+
+def test_a_record_path_leaving_the_site_folder_is_not_read(tmp_path: Path) -> None:
+    site = tmp_path / "lib" / "site-packages"
+    _vllm(site)
+    # fnmatch's "vllm/_C.*.so" matched it, and the path resolved to lib/outside.so.
+    (tmp_path / "lib" / "outside.so").write_bytes(ff.library(["8.0"]))
+    _add_to_record(site, "vllm/_C./../../../outside.so")
+    found = add_library_code(_env(site, ("vllm", "0.9.2"))).compiled
+    assert [c.path for c in found] == ["vllm/_C.abi3.so"]
+
+
+def test_a_glob_star_stays_inside_one_folder(tmp_path: Path) -> None:
+    # "vllm/_C.*.so" names vllm/_C.<abi>.so, not a library in a folder below it.
+    _vllm(tmp_path)
+    (tmp_path / "vllm" / "_C.sub").mkdir()
+    (tmp_path / "vllm" / "_C.sub" / "kernels.so").write_bytes(ff.library(["8.0"]))
+    _add_to_record(tmp_path, "vllm/_C.sub/kernels.so")
+    found = add_library_code(_env(tmp_path, ("vllm", "0.9.2"))).compiled
+    assert [c.path for c in found] == ["vllm/_C.abi3.so"]
 
 
 def test_packages_without_a_row_are_not_read(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ layer built against a CUDA major and a range of GPUs.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -107,13 +109,29 @@ class KernelLibrary(Struct, frozen=True):
     package: str
     files: tuple[str, ...]  # globs on the distribution's RECORD paths ("vllm/_C.*.so")
     # "any": each match is a library the package may load (one covers a GPU that any runs on);
-    # "torch-cuda": it loads the one named for torch's CUDA build (libbitsandbytes_cuda124.so).
+    # "torch-cuda": it loads the one named for torch's CUDA build (libbitsandbytes_cuda124.so);
+    # "by-gpu": it loads the one `by_gpu` names for the GPU's compute capability.
     pick: str
     instead: str  # what to use on a GPU no build of it carries code for
     source: str
+    # "by-gpu": compute capability ("9.0", or "other": every one not named) -> the glob of the
+    # library loaded there; where none is installed, the `files` globs it does not name.
+    by_gpu: dict[str, str] = {}
+    # "torch-cuda": the first release that loads the nearest library of torch's CUDA major
+    # where none is named for torch's CUDA (before it: that one library, or no GPU code).
+    fallback_from: Version | None = None
+
+    def matcher(self, globs: Iterable[str] | None = None) -> re.Pattern[str]:
+        """One pattern for `globs` (default: `files`), whose `*` stays inside one folder
+        (fnmatch's crosses `/`: "vllm/_C.*.so" would match "vllm/_C./../../outside.so")."""
+        words = [
+            "".join("[^/]*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", g))
+            for g in (self.files if globs is None else globs)
+        ]
+        return re.compile("(?:" + "|".join(words) + r")\Z")
 
 
-LIBRARY_PICKS = ("any", "torch-cuda")
+LIBRARY_PICKS = ("any", "torch-cuda", "by-gpu")
 
 
 class CudaCheck(Struct, frozen=True):
@@ -174,6 +192,12 @@ class ExtensionData(Struct):
             library = r.struct(KernelLibrary, pick=r.opt_text("pick") or "any")
             if library.pick not in LIBRARY_PICKS or not library.files:
                 raise CompatError(f"{r.where}: pick must be one of {LIBRARY_PICKS}, files globs")
+            if (library.pick == "by-gpu") != bool(library.by_gpu) or not set(
+                library.by_gpu.values()
+            ) <= set(library.files):
+                raise CompatError(f"{r.where}: by_gpu (pick by-gpu only) names globs of files")
+            if library.fallback_from and library.pick != "torch-cuda":
+                raise CompatError(f"{r.where}: fallback_from is for pick torch-cuda")
             libraries.append(library)
         checks = []
         for r in rows.table("cuda_check"):

@@ -5,7 +5,11 @@ of that capability or newer (CUDA C++ Programming Guide, "Binary Compatibility" 
 Compatibility")."""
 
 # No `from __future__ import annotations`: msgspec evaluates string annotations on first decode.
+import re
+
 from msgspec import Struct
+
+ARCH = re.compile(r"\d+\.\d+[af]?")  # "8.0", "9.0a", "10.0f": what the fat binary reader writes
 
 
 class CompiledCode(Struct, frozen=True):
@@ -17,6 +21,10 @@ class CompiledCode(Struct, frozen=True):
 
     def empty(self) -> bool:
         return not self.sass and not self.ptx
+
+    def well_formed(self) -> bool:
+        """Whether every architecture reads as one (a snapshot is input: "", "9.0aa")."""
+        return all(ARCH.fullmatch(a) for a in (*self.sass, *self.ptx))
 
 
 def _cc(text: str) -> tuple[int, int] | None:

@@ -6,14 +6,14 @@ for (probes/fatbin.py: milliseconds even for a 300 MB library; nothing is loaded
 
 The paths are the ones the environment's own interpreter reported (its site folders), so they
 are read as they are: under GPUCHECK_ROOT, as without it, an interpreter that ran sees its files
-where it said they are. Bounded: a few libraries per distribution, a time budget per
-environment; whatever cannot be read is left out (unknown: the checks fall back to the release
-rows), never a guess."""
+where it said they are. Only paths inside the site folder are read (a RECORD is the install's
+text: none absolute, none with a `..` part). Bounded: a few libraries per distribution, a time
+budget per environment; a library past the budget is listed unread and one that cannot be
+read has no code (unknown: the checks fall back to the release rows), never a guess."""
 
 from __future__ import annotations
 
 import csv
-import fnmatch
 import io
 import os
 import re
@@ -64,32 +64,38 @@ def record_paths(dist: Distribution) -> list[str]:
     return [row[0] for row in csv.reader(io.StringIO(text)) if row and row[0]]
 
 
-def _matcher(globs: Sequence[str]) -> re.Pattern[str]:
-    """One pattern for a row's globs: a RECORD has thousands of paths (vLLM's: 1,250)."""
-    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs))
+def _inside(path: str) -> bool:
+    """Whether a RECORD path stays in the site folder: relative, no `..` part (a RECORD is
+    the install's own text, not to be trusted to name only its files)."""
+    return not os.path.isabs(path) and ".." not in re.split(r"[/\\]", path)
 
 
 def read_libraries(
     env: PythonEnvironment, rows: Sequence[KernelLibrary], budget: float = BUDGET_SECONDS
 ) -> list[LibraryCode]:
     """The deciding libraries of every distribution here that a row names. Raises OSError
-    where a RECORD cannot be read; stops (keeping what it read) when the budget is spent."""
+    where a RECORD cannot be read; once the budget is spent, the libraries left are listed
+    unread (code None), so a check still knows which ones the install has."""
     deadline = time.monotonic() + budget
     found: list[LibraryCode] = []
+    stopped = False
     for row in rows:
         dist = env.dist(row.package)
         if dist is None or dist.location is None:
             continue
-        wanted = _matcher(row.files)
-        paths = [p for p in record_paths(dist) if wanted.match(p)][:MAX_LIBRARIES]
+        wanted = row.matcher()
+        paths = [p for p in record_paths(dist) if _inside(p) and wanted.match(p)][:MAX_LIBRARIES]
         for path in paths:
-            if time.monotonic() > deadline:
-                env.errors.append(f"compiled libraries: stopped after {budget:g} s at {path}")
-                return found
             file = os.path.normpath(os.path.join(dist.location, path))
-            if os.path.isfile(file):
-                code = read_compiled_code(file)
-                found.append(LibraryCode(dist.name, dist.version, path, file, code))
+            if not os.path.isfile(file):
+                continue
+            if time.monotonic() > deadline and not stopped:
+                env.errors.append(f"compiled libraries: stopped after {budget:g} s at {path}")
+                stopped = True
+            # Past the budget a library is listed unread (unknown): which ones the install
+            # has stays known (bitsandbytes loads only the one for torch's CUDA).
+            code = None if stopped else read_compiled_code(file)
+            found.append(LibraryCode(dist.name, dist.version, path, file, code))
     return found
 
 

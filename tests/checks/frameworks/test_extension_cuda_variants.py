@@ -67,10 +67,18 @@ def test_torchvision_from_0_16_for_an_older_cuda_minor_passes() -> None:
     _with(env, "torchvision", "0.20.1+cu121", "12.1", "torch==2.5.1")
     f = _judge(env)
     assert f.status is Status.PASS
-    assert f.title == (
-        "torchvision 0.20.1+cu121 matches torch 2.5.1+cu124: built for CUDA 12.1, torch for "
-        "CUDA 12.4 (an older minor of the same major runs)"
-    )
+    assert f.title == "torchvision 0.20.1+cu121 matches torch 2.5.1+cu124"
+    assert f.evidence == ["requires torch==2.5.1"]
+
+
+def test_an_older_cuda_minor_alone_does_not_say_which_torch_it_was_built_for() -> None:
+    # facebookresearch/xformers#1096: 0.0.27.post2+cu121 beside torch 2.4.1+cu124. The CUDA
+    # tag says it runs, not which torch it was built for: no pin, no build facts, so unknown.
+    env = _torch("2.4.1+cu124", "12.4")
+    fb.add(env, "xformers", "0.0.27.post2+cu121", [])
+    f = _judge(env)
+    assert f.status is Status.INFO
+    assert f.title == ("xformers 0.0.27.post2+cu121: which torch it was built for is not recorded")
 
 
 def test_torchaudio_from_2_11_1_for_an_older_cuda_minor_passes() -> None:

@@ -364,11 +364,12 @@ def cuda_mismatch(
       loads lacks ('undefined symbol: cudaGetDriverEntryPointByVersion, version
       libcudart.so.12', NVIDIA/cutlass#2079: a build with CUDA 12.6 loaded beside 12.4;
       'cudaLibraryGetKernel', deepseek-ai/DeepGEMM#137: CUDA 12.8 beside torch's 12.6);
-    - an older minor of the same major: works. flash-attn publishes one wheel per CUDA major
-      for every minor ("Minor versions should be compatible", Dao-AILab/flash-attention
-      setup.py get_wheel_url); torchvision and torchaudio dropped their minor check
-      (pytorch/vision#7726, pytorch/audio#4226); xformers 0.0.27.post2 built for cu121 runs on
-      torch 2.4.1+cu124 (facebookresearch/xformers#1096)."""
+    - an older minor of the same major: works, so None (its pin or build facts decide).
+      flash-attn publishes one wheel per CUDA major for every minor ("Minor versions should
+      be compatible", Dao-AILab/flash-attention setup.py get_wheel_url); torchvision and
+      torchaudio dropped their minor check (pytorch/vision#7726, pytorch/audio#4226);
+      xformers 0.0.27.post2 built for cu121 runs on torch 2.4.1+cu124
+      (facebookresearch/xformers#1096)."""
     cuda = (built.cuda if built else None) or cuda_of_local_tag(dist.version)
     mine, theirs = major_minor(inst.torch.cuda or ""), major_minor(cuda or "")
     if mine is None or theirs is None or mine == theirs:
@@ -405,11 +406,8 @@ def cuda_mismatch(
             said,
             fix=fix,
         )
-    return Outcome.passed(
-        f"{name} matches torch {torch}: built for CUDA {theirs}, torch for CUDA {mine} "
-        "(an older minor of the same major runs)",
-        said,
-    )
+    # An older minor runs: whether it matches torch is for its pin or build facts to say.
+    return None
 
 
 @framework_check(

@@ -10,6 +10,7 @@ from gpucheck.checks.context import Context
 from gpucheck.checks.frameworks.driver_fit import Target, cc_list, targets
 from gpucheck.checks.frameworks.library_archs import (
     InstalledCode,
+    fallback_release,
     installed_code,
     installed_code_outcome,
 )
@@ -80,6 +81,31 @@ def release_step(
     )
 
 
+def _reinstall_step(
+    ctx: Context, env: PythonEnvironment, dist: Distribution, base: str, cc: str
+) -> Step:
+    """Reinstall release `base` from its prebuilt wheel. flash-attn is an sdist on PyPI whose
+    setup.py downloads the prebuilt wheel for this torch, CUDA and Python from its GitHub
+    release (so --only-binary finds nothing): pip runs it against the torch here, and without
+    its cache, which holds the wheel a source build left (Dao-AILab/flash-attention 5231d95,
+    tag v2.7.4.post1: setup.py CachedWheelsCommand, publish.yml `setup.py sdist`; README:
+    `pip install flash-attn --no-build-isolation`)."""
+    if dist.name in BUILT_AGAINST_TORCH:
+        how = "with FLASH_ATTENTION_FORCE_BUILD unset, its setup.py fetches that wheel"
+        flags = "--no-build-isolation --no-cache-dir --force-reinstall --no-deps"
+    else:
+        how, flags = "", f"--force-reinstall --no-deps --only-binary {dist.name}"
+    return pip_step(
+        ctx,
+        env,
+        f"if it was built from source: reinstall {dist.name} {base} from its prebuilt wheel, "
+        f"which carries code for compute capability {cc}" + (f" ({how})" if how else ""),
+        f"pip install {flags} '{dist.name}=={base}'",
+        [change(env, dist.name, requirement=f"=={base}")],
+        Layer.EXTENSIONS,
+    )
+
+
 def _from_install(
     ctx: Context,
     env: PythonEnvironment,
@@ -91,20 +117,14 @@ def _from_install(
     release's own prebuilt wheels where they do (the install is a source build without it),
     else the first later release that does."""
     if row is None or not code.outside:
-        return installed_code_outcome(ctx, dist, code, None, None)
+        return installed_code_outcome(ctx, dist, code, *fallback_release(ctx, env, dist, code))
     cc = code.outside[0].cc
     if _covered(row, cc, row.wheel_cuda):
         base = dist.version.split("+", 1)[0]
-        step = pip_step(
-            ctx,
-            env,
-            f"if it was built from source: reinstall {dist.name} {base} from its prebuilt wheel, "
-            f"which carries code for compute capability {cc}",
-            f"pip install --force-reinstall --no-deps --only-binary {dist.name} "
-            f"'{dist.name}=={base}'",
-            [change(env, dist.name, requirement=f"=={base}")],
-            Layer.EXTENSIONS,
-        )
+        released = parse_version(base)
+        if released is None or released.is_devrelease:  # a build of a commit: not on PyPI
+            return installed_code_outcome(ctx, dist, code, None, None)
+        step = _reinstall_step(ctx, env, dist, base, cc)
         return installed_code_outcome(
             ctx, dist, code, step, f"the prebuilt {dist.name} {base} wheels carry it"
         )
