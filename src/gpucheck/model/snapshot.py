@@ -277,8 +277,7 @@ class ProcessFacts(Struct):
     caller_pid: Count | None = None
     processes: list[HostProcess] = field(default_factory=list)
     fds_unreadable: Count = 0  # processes whose open files this user may not see
-    # /proc lists every PID to this user (root, or no hidepid mount option); None: unknown.
-    sees_every_pid: bool | None = None
+    sees_every_pid: bool | None = None  # root, or /proc without hidepid; None: unknown
 
 
 # --- CUDA and cuDNN -------------------------------------------------------------------------
