@@ -280,6 +280,9 @@ class ProcessFacts(Struct):
     # Whether /proc lists every process to this user: root, or /proc without hidepid (where
     # other users' PIDs are hidden, a PID NVML lists may simply be someone else's); None: unknown.
     sees_every_pid: bool | None = None
+    # PID 1's command name (/proc/1/comm): a host's init (systemd, init) says this /proc is the
+    # host's PID namespace; a private one (unshare -p, bubblewrap) has its own program there.
+    init_name: str | None = None
 
 
 # --- CUDA and cuDNN -------------------------------------------------------------------------
