@@ -223,7 +223,16 @@ def _container_host(ctx: Context) -> Outcome | None:
                 "repository)",
             ),
         )
-    if cdi_engines and not host.cdi_specs:
+    if cdi_engines and not host.cdi_specs and "nvidia-container-cli" in host.toolkit:
+        # The full toolkit's runtime injects the GPUs itself (legacy mode): NVIDIA's device
+        # plugin needs only nvidia-container-runtime as containerd's or CRI-O's default
+        # low-level runtime (NVIDIA/k8s-device-plugin README, Prerequisites). No spec is no fault.
+        evidence.append(
+            "no CDI spec: GPUs come through nvidia-container-runtime (legacy mode); "
+            "`--device nvidia.com/gpu=...` would need `nvidia-ctk cdi generate`"
+        )
+    elif cdi_engines and not host.cdi_specs:
+        # Without nvidia-container-cli, CDI is the only path to the GPU.
         return Outcome.warn(
             f"{engines} with the NVIDIA Container Toolkit but no CDI spec: `--device "
             "nvidia.com/gpu=all` finds no such device ('unresolvable CDI devices')",
