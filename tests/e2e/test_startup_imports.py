@@ -13,6 +13,7 @@ snapshots than a bare node's."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -80,21 +81,30 @@ NEVER_FOR_HELP = (
 )
 
 
-def imported(*args: str) -> set[str]:
-    """Every module `gpucheck ARGS` imports, from -X importtime in a fresh interpreter."""
+def imported(*args: str, env: dict[str, str] | None = None) -> set[str]:
+    """Every module `gpucheck ARGS` imports, from -X importtime in a fresh interpreter, less
+    those the interpreter imports before any command (`-c pass` in the same environment: site,
+    a sitecustomize, a coverage .pth or a distribution's hook are not gpucheck's imports)."""
+    names = _importtime([sys.executable, "-X", "importtime", "-m", "gpucheck", *args], env)
+    assert "gpucheck.entry" in names, "no -X importtime lines for gpucheck.entry"
+    return names - interpreter_start(env)
+
+
+def interpreter_start(env: dict[str, str] | None = None) -> set[str]:
+    """The modules a bare interpreter imports in this environment (`python -c pass`)."""
+    return _importtime([sys.executable, "-X", "importtime", "-c", "pass"], env)
+
+
+def _importtime(command: list[str], env: dict[str, str] | None) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "gpucheck", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+        command, capture_output=True, text=True, check=False, timeout=120, env=env
     )
     assert done.returncode in (0, 1), done.stderr[-2000:]
     names = set()
     for line in done.stderr.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
             names.add(line.rsplit("|", 1)[1].strip())
-    assert "gpucheck.entry" in names, "no -X importtime lines: " + done.stderr[-500:]
+    assert names, "no -X importtime lines: " + done.stderr[-500:]
     return names
 
 
@@ -139,3 +149,13 @@ def test_the_gate_sees_a_heavy_import() -> None:
         "jsonschema",
     }
     assert forbidden(names, NEVER) == ["gpucheck.checks.frameworks.torch", "rich", "rich.markdown"]
+
+
+def test_what_the_interpreter_imports_before_gpucheck_is_not_counted(tmp_path: Path) -> None:
+    """A sitecustomize (or a coverage .pth, a distribution's hook) that imports json loads it
+    in every interpreter: not gpucheck's import, not a failure of the gate."""
+    (tmp_path / "sitecustomize.py").write_text("import json\n")
+    paths = [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    assert "json" in interpreter_start(env)  # the hook ran
+    assert forbidden(imported("--help", env=env), NEVER + NEVER_FOR_HELP) == []

@@ -59,6 +59,14 @@ def test_fix_plans_the_findings_fixes_with_the_saved_snapshots_facts(tmp_path: P
             ExplainRequest(text="x" * (16 * 1024 * 1024 + 1)),
             "--text: the text is larger than 16 MiB: give the part of the log around the error",
         ),
+        (
+            ExplainRequest(text=OOM, probe=False, output_format="xml"),
+            "--format: 'xml' is not one of text, json, junit, html",
+        ),
+        (
+            ExplainRequest(text=OOM, probe=False, fix=True, output_format="junit"),
+            "explain --fix: the plan is text or json, not junit",
+        ),
     ],
 )
 def test_a_request_it_cannot_answer_is_one_line(request_: ExplainRequest, error: str) -> None:
@@ -78,3 +86,12 @@ def test_each_format_writes_what_the_command_line_wrote() -> None:
     assert written["junit"].startswith("<?xml")
     assert written["html"].startswith("<!DOCTYPE html>")
     assert written["text"].startswith("gpucheck explain: --text, 1 lines\n\nFAIL  [GPUs] ")
+
+
+def test_the_writer_refuses_a_format_it_has_no_writer_for() -> None:
+    answer = run_explain(ExplainRequest(text=OOM, probe=False))
+    with pytest.raises(UserError, match=r"^--format: 'yaml' is not one of text, json, junit"):
+        writer(answer, "yaml")
+    planned = run_explain(ExplainRequest(text=OOM, probe=False, fix=True))
+    with pytest.raises(UserError, match=r"^explain --fix: the plan is text or json, not html$"):
+        writer(planned, "html")

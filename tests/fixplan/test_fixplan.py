@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import pytest
 from support.builders import workstation
 from support.framework_builders import on, tensorflow_cpu, torch_cpu
 
@@ -189,6 +190,26 @@ def test_undo_of_a_folder_that_is_no_record_is_one_line(tmp_path: Path) -> None:
     assert done.stderr == (
         f"gpucheck: {tmp_path}: not an apply record (no plan.json and journal.json)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--apply"], "--apply"),
+        (["--from", "report.json"], "--from"),
+        (["--plan", "plan.json"], "--plan"),
+        (["--json"], "--json"),
+        (["-o", "out.txt"], "--output"),
+        (["--json", "--apply"], "--apply, --json"),
+    ],
+)
+def test_undo_refuses_the_options_it_would_ignore(
+    tmp_path: Path, extra: list[str], named: str
+) -> None:
+    done = gpucheck("fix", "--undo", str(tmp_path), "--yes", *extra, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == f"gpucheck: --undo restores a record alone: drop {named}\n"
+    assert not (tmp_path / "out.txt").exists()
 
 
 def test_a_reports_written_command_is_not_planned_its_snapshots_fix_is(tmp_path: Path) -> None:

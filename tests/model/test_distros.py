@@ -9,7 +9,7 @@ from support import builders
 from gpucheck import checks
 from gpucheck.checks.driver.fixes import package_steps, userspace_of
 from gpucheck.checks.fixes import distro
-from gpucheck.checks.system.machine import toolkit_install
+from gpucheck.checks.system.container_host import toolkit_install
 from gpucheck.model.distros import linux_family
 
 # PRETTY_NAME as each distribution's /etc/os-release ships it.

@@ -54,7 +54,10 @@ def test_doctor_names_hidden_holders_zombies_and_leaks_and_points_at_procs(
     commands = [step["command"] for step in fix["steps"] if step["command"]]
     assert "gpucheck procs --kill 4242" in commands
     assert "gpucheck procs" in commands
-    assert "sudo nvidia-smi -r -i 2" in commands
+    # The GPUs whose memory no live process holds: GPU 1's PID is gone (PID 4242, which NVML
+    # also lists, is in /proc: this is the driver's namespace), GPU 2's memory is leaked.
+    # GPU 0's live job is never reset under it.
+    assert "sudo nvidia-smi -r -i 1,2" in commands
 
 
 def test_doctor_names_a_holder_outside_the_namespace_on_a_full_gpu(simulate: Simulate) -> None:

@@ -89,6 +89,19 @@ def _a100x8() -> Any:
     return builders.node(gpus)
 
 
+def _a100_pcie_x8() -> Any:
+    """Eight A100 80GB PCIe cards, MIG off (a shared multi-GPU server): the a100x8 node with
+    the PCIe card's name, device id (0x20b5) and 300 W limit."""
+    snap = _a100x8()
+    for i, gpu in enumerate(snap.nvml.gpus):
+        gpu.name = "NVIDIA A100 80GB PCIe"
+        gpu.power_limit_w = 300.0
+        snap.cuda.driver.devices[i].name = gpu.name
+        snap.system.pci_gpus[i].device_id = "0x20b5"
+        snap.system.pci_gpus[i].name = None
+    return snap
+
+
 def _wsl() -> Any:
     """WSL2 with the Windows driver's paravirtualised GPU working: the workstation's RTX 3060
     seen through /dev/dxg and /usr/lib/wsl/lib, NVML and cuInit answering."""
@@ -152,6 +165,7 @@ BASELINES: dict[str, Callable[[], Any]] = {
     "h100x8": lambda: builders.h100_node(8),
     "a100_mig": _a100_mig,
     "a100x8": _a100x8,
+    "a100_pcie_x8": _a100_pcie_x8,
     "rtx3060": builders.workstation,
     "rtx4090": _rtx_4090,
     "rtx4090x2": lambda: _more_of_gpu0(_rtx_4090(), 2),

@@ -86,6 +86,23 @@ def fix(
 
     try:
         if undo is not None:
+            # --undo restores what a record says; any option about a plan would be ignored.
+            ignored = [
+                flag
+                for flag, given in (
+                    ("--apply", apply),
+                    ("--from", from_file is not None),
+                    ("--plan", plan_file is not None),
+                    ("--json", json_out),
+                    ("--format", fmt != "text"),
+                    ("--output", output is not None),
+                    ("--record", record is not None),
+                    ("--python", python is not None),
+                )
+                if given
+            ]
+            if ignored:
+                raise UserError(f"--undo restores a record alone: drop {', '.join(ignored)}")
             _undo(undo, yes)
             return
         formats = SAVED_PLAN_FORMATS if plan_file is not None else FORMATS

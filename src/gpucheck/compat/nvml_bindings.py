@@ -49,3 +49,12 @@ class NvmlBindingData(Struct):
         needed = [c for c in self.calls if c.binding == binding and version >= c.since]
         lacking = [c for c in needed if driver_branch < c.driver_branch]
         return lacking[0] if lacking else None
+
+    def first_unserved(self, binding: str, driver_branch: int) -> BindingCall | None:
+        """The oldest call of `binding` the driver's branch predates: its release is the first
+        of that binding the driver cannot serve (install one below it); None: every release
+        known here works on the driver."""
+        lacking = [
+            c for c in self.calls if c.binding == binding and driver_branch < c.driver_branch
+        ]
+        return lacking[0] if lacking else None

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from gpucheck.fixplan.plan import Plan
 
 TOO_LARGE = "is larger than 16 MiB: give the part of the log around the error"
+FORMATS = ("text", "json", "junit", "html")
+PLAN_FORMATS = ("text", "json")  # --fix's plan
 
 
 class ExplainRequest(Struct, frozen=True, kw_only=True):
@@ -28,6 +30,7 @@ class ExplainRequest(Struct, frozen=True, kw_only=True):
     probe: bool = True  # False: join no facts of this machine (--no-probe)
     fix: bool = False  # the findings' fixes as one plan
     compat_dirs: tuple[str, ...] = ()
+    output_format: str = "text"  # one of FORMATS (with fix, of PLAN_FORMATS)
 
 
 class ExplainAnswer(Struct):
@@ -41,6 +44,7 @@ class ExplainAnswer(Struct):
 
 def run_explain(request: ExplainRequest) -> ExplainAnswer:
     """The explanation `request` asks for, and with `fix` its plan."""
+    check_format(request.output_format, request.fix)  # before any text is read or probe run
     if not request.probe and request.from_file is not None:
         raise UserError("explain: --from and --no-probe: give one")
     content, name = _read_text(request)
@@ -72,9 +76,18 @@ def _read_text(request: ExplainRequest) -> tuple[str, str]:
     return decode(read_input(request.path, INPUT_LIMIT, TOO_LARGE, "FILE")), request.path
 
 
+def check_format(fmt: str, fix: bool) -> None:
+    """UserError unless `fmt` is one of FORMATS (with `fix`, of PLAN_FORMATS)."""
+    if fmt not in FORMATS:
+        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if fix and fmt not in PLAN_FORMATS:
+        raise UserError(f"explain --fix: the plan is text or json, not {fmt}")
+
+
 def writer(answer: ExplainAnswer, fmt: str) -> Callable[[IO[str]], None]:
     """What writes `answer` in format `fmt`: text, json, junit or html; a plan, text or json."""
     plan = answer.plan
+    check_format(fmt, plan is not None)
     if plan is not None:
         from gpucheck.fixplan.render import render_json, render_text
 

@@ -21,6 +21,8 @@ from gpucheck.model.environments import PythonEnvironment
 from gpucheck.model.fabric import FabricHostFacts, GpuPair
 from gpucheck.model.install_state import InstallStateFacts
 from gpucheck.model.network import NetworkFacts
+from gpucheck.model.processes import HostProcess as HostProcess
+from gpucheck.model.processes import ProcessFacts as ProcessFacts
 from gpucheck.model.types import ChildFailure, Count, Int, RunStatus
 from gpucheck.version import __version__
 
@@ -245,39 +247,6 @@ class NvmlFacts(Struct):
     device_count: Count | None = None
     gpus: list[GpuFacts] = field(default_factory=list)
     pairs: list[GpuPair] | None = None  # each GPU pair's P2P and topology; None: not probed
-
-
-# --- processes ------------------------------------------------------------------------------
-
-
-class HostProcess(Struct):
-    """A process as /proc shows it: one that has a /dev/nvidia* file open, or one NVML lists."""
-
-    pid: Count  # in the PID namespace of the /proc that was read
-    devices: list[str] = field(default_factory=list)  # /dev/nvidia* files it has open
-    name: str | None = None  # comm
-    # None: not read (the doctor's snapshots never hold them) or unreadable; [] for a kernel
-    # thread or a zombie
-    cmdline: list[str] | None = None
-    uid: Count | None = None  # real uid
-    user: str | None = None
-    state: str | None = None  # R, S, D, Z (zombie), T (stopped), ... from /proc/PID/status
-    ppid: Count | None = None
-    start_time: str | None = None  # ISO 8601, from the boot time and the start tick
-    nspid: list[Count] = field(default_factory=list)  # this PID in each nested PID namespace
-    cgroup: str | None = None  # the unified (or first) cgroup path
-    container_id: str | None = None  # from the cgroup path (docker, containerd, CRI-O, podman)
-    pod_uid: str | None = None  # Kubernetes pod, from the cgroup path
-    fds_readable: bool = True  # False: its fd table is closed to this user (another user's)
-
-
-class ProcessFacts(Struct):
-    scanned: bool = False  # False: /proc could not be listed (no facts, not "no holder")
-    caller_uid: Count | None = None
-    caller_pid: Count | None = None
-    processes: list[HostProcess] = field(default_factory=list)
-    fds_unreadable: Count = 0  # processes whose open files this user may not see
-    sees_every_pid: bool | None = None  # root, or /proc without hidepid; None: unknown
 
 
 # --- CUDA and cuDNN -------------------------------------------------------------------------

@@ -45,6 +45,7 @@ def probe_processes(
         return facts
     facts.scanned = True
     facts.sees_every_pid = lists_every_pid(proc, os.geteuid())
+    facts.init_name = _comm(proc / "1")
     wanted = set(also)
     boot = _boot_time(proc)
     users: dict[int, str | None] = {}
@@ -71,14 +72,26 @@ def lists_every_pid(proc: Path, euid: int) -> bool | None:
         lines = (proc / "self" / "mountinfo").read_text(errors="replace").splitlines()
     except OSError:
         return None
-    for line in lines:
-        fields = line.split()
-        if len(fields) < 5 or fields[4] != "/proc" or " - proc " not in f" {line} ":
-            continue
-        options = line.rsplit(" ", 1)[-1].split(",")
-        hide = next((o.split("=", 1)[1] for o in options if o.startswith("hidepid=")), "0")
-        return hide in ("0", "off")
-    return None
+    # The last proc mount on /proc is the one in effect: a service with ProtectProc=invisible
+    # (systemd.exec(5)) gets a second proc mount with hidepid over the host's.
+    mounts = [
+        line
+        for line in lines
+        if len(fields := line.split()) >= 5 and fields[4] == "/proc" and " - proc " in f" {line} "
+    ]
+    if not mounts:
+        return None
+    options = mounts[-1].rsplit(" ", 1)[-1].split(",")
+    hide = next((o.split("=", 1)[1] for o in options if o.startswith("hidepid=")), "0")
+    return hide in ("0", "off")
+
+
+def _comm(folder: Path) -> str | None:
+    """A process's command name (/proc/PID/comm); None where it cannot be read."""
+    raw = _read(folder / "comm")
+    if raw is None:
+        return None
+    return raw.decode("utf-8", "replace").strip() or None
 
 
 def _open_devices(folder: Path) -> tuple[list[str], bool]:

@@ -38,3 +38,21 @@ def test_docker_without_nvidia_container_cli_still_fails() -> None:
     f = the(snap, "system.container-gpu-access")
     assert f.status is Status.FAIL
     assert "nvidia-container-cli (libnvidia-container-tools)" in " ".join(f.evidence)
+
+
+FULL_TOOLKIT = [
+    "nvidia-container-cli",
+    "nvidia-container-runtime",
+    "nvidia-container-runtime-hook",
+    "nvidia-ctk",
+]
+
+
+def test_containerd_or_podman_with_the_full_toolkit_and_no_spec_passes() -> None:
+    # The full toolkit's runtime and hook inject the GPUs without CDI (legacy mode): NVIDIA's
+    # device plugin asks only for nvidia-container-runtime as the default low-level runtime
+    # (NVIDIA/k8s-device-plugin README, Prerequisites).
+    for engines in (["containerd"], ["podman"], ["containerd", "podman"]):
+        f = the(_host(engines, FULL_TOOLKIT, []), "system.container-gpu-access")
+        assert f.status is Status.PASS, engines
+        assert any("no CDI spec" in line for line in f.evidence)

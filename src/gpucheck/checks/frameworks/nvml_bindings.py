@@ -47,8 +47,22 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
         f"{d.name} {d.version}" for d in [*([official] if official else []), *copies, *others]
     ]
     items: list[tuple[str | None, Outcome | None]] = []
+    driver = parse_version(ctx.driver_version or "")
+    bindings = ctx.compat.nvml_bindings
+    unserved = bindings.first_unserved(OFFICIAL, driver.major) if driver else None
+    # The replacement must serve this driver too: the newest binding calls functions an old
+    # driver lacks, so it goes below the first release that calls one.
+    wanted = join([f"{OFFICIAL}<{unserved.since}" if unserved else OFFICIAL])
+    replace: Step | None = None
     if copies and (official or len(copies) > 1):
         names = join(d.name for d in [*copies, *others])
+        replace = pip_step(
+            ctx,
+            env,
+            "keep the official binding only",
+            f"pip uninstall -y {names} && pip install --force-reinstall {wanted}",
+            _replaced(env, [*copies, *others]),
+        )
         items.append(
             (
                 None,
@@ -56,40 +70,37 @@ def nvml_bindings(ctx: Context, env: PythonEnvironment) -> Outcome | None:
                     f"{len(copies) + (1 if official else 0)} NVML bindings install the same "
                     "`pynvml` module: the last installed wins, and removing one breaks the others",
                     *listed,
-                    fix=Fix.of(
-                        pip_step(
-                            ctx,
-                            env,
-                            "keep the official binding only",
-                            f"pip uninstall -y {names} && pip install --force-reinstall "
-                            "nvidia-ml-py",
-                            _replaced(env, [*copies, *others]),
-                        )
-                    ),
+                    fix=Fix.of(replace),
                 ),
             )
         )
     elif copies or others:
         names = join(d.name for d in [*copies, *others])
+        replace = pip_step(
+            ctx,
+            env,
+            "install the official binding instead",
+            f"pip uninstall -y {names} && pip install {wanted}",
+            _replaced(env, [*copies, *others]),
+        )
         items.append(
             (
                 None,
                 Outcome.warn(
                     f"{names}: an old copy of NVML's binding, no longer updated",
                     *listed,
-                    fix=Fix.of(
-                        pip_step(
-                            ctx,
-                            env,
-                            "install the official binding instead",
-                            f"pip uninstall -y {names} && pip install nvidia-ml-py",
-                            _replaced(env, [*copies, *others]),
-                        )
-                    ),
+                    fix=Fix.of(replace),
                 ),
             )
         )
-    driver = parse_version(ctx.driver_version or "")
+    # An old copy's own pynvml/nvml.py calls versioned functions too (pynvml 11.x): judged
+    # against the driver like the official binding, first among the warnings.
+    for copy in copies if driver is not None and replace is not None else []:
+        version = parse_version(copy.version)
+        lacking = bindings.missing(copy.name, version, driver.major) if version and driver else None
+        if lacking is not None and replace is not None:
+            what = f"{copy.name} {copy.version}"
+            items.insert(0, (None, _lacks(ctx, what, lacking, listed, replace)))
     branch = _branch(official) if official else None
     if official is not None and driver is not None and branch is not None:
         items.append((None, _age(ctx, env, official, branch, driver.major, listed)))
@@ -103,30 +114,19 @@ def _replaced(env: PythonEnvironment, removed: list[Distribution]) -> list[Chang
     return [*(change(env, d.name, remove=True) for d in removed), change(env, OFFICIAL)]
 
 
-def _too_new(
-    ctx: Context,
-    env: PythonEnvironment,
-    official: Distribution,
-    lacking: BindingCall,
-    listed: list[str],
-) -> Outcome:
-    """A binding whose unversioned calls need functions the driver's branch predates."""
+def _lacks(ctx: Context, what: str, lacking: BindingCall, listed: list[str], step: Step) -> Outcome:
+    """A binding (`what`: name and version) whose unversioned calls need functions the
+    driver's branch predates; `step` installs one that does not call them."""
     function = lacking.functions[0]
     return Outcome.warn(
-        f"nvidia-ml-py {official.version} calls {function}, which driver {ctx.driver_version} "
-        f"lacks (it came with R{lacking.driver_branch}): process lists fail with "
-        "NVMLError_FunctionNotFound in pynvml, nvitop and gpustat",
+        f"{what} calls {function}, which driver {ctx.driver_version} lacks (it came with "
+        f"R{lacking.driver_branch}): process lists fail with NVMLError_FunctionNotFound in "
+        "pynvml, nvitop and gpustat",
         *listed,
-        f"nvidia-ml-py {lacking.since} and newer call {', '.join(lacking.functions)} "
+        f"{lacking.binding} {lacking.since} and newer call {', '.join(lacking.functions)} "
         f"(source: {lacking.source})",
         fix=Fix.of(
-            pip_step(
-                ctx,
-                env,
-                f"install a binding that predates R{lacking.driver_branch}'s functions",
-                f"pip install 'nvidia-ml-py<{lacking.since}'",
-                [change(env, OFFICIAL)],
-            ),
+            step,
             OR,
             Step.manual(f"upgrade the driver to R{lacking.driver_branch} or newer", Layer.DRIVER),
         ),
@@ -148,7 +148,14 @@ def _age(
         ctx.compat.nvml_bindings.missing(OFFICIAL, version, driver_branch) if version else None
     )
     if lacking is not None:
-        return _too_new(ctx, env, official, lacking, listed)
+        step = pip_step(
+            ctx,
+            env,
+            f"install a binding that predates R{lacking.driver_branch}'s functions",
+            f"pip install 'nvidia-ml-py<{lacking.since}'",
+            [change(env, OFFICIAL)],
+        )
+        return _lacks(ctx, f"nvidia-ml-py {official.version}", lacking, listed, step)
     if branch >= driver_branch:
         return Outcome.passed(
             f"nvidia-ml-py {official.version} covers driver {ctx.driver_version}", *listed

@@ -21,7 +21,7 @@ from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.holders import UNACCOUNTED_FLOOR, GpuAccount, Holder, merge
 from gpucheck.model.layers import Layer
-from gpucheck.model.snapshot import GpuFacts, GpuProcess
+from gpucheck.model.snapshot import GpuFacts, GpuProcess, Snapshot
 
 # Memory in use with no process listed that means another context holds the GPU (another
 # container, a VM, a process in another PID namespace): the floor procs reads it by too.
@@ -238,11 +238,9 @@ def memory_in_use(ctx: Context) -> Outcome | None:
     by_pid = {h.pid: h for h in holders.holders}
     accounts = {a.index: a for a in holders.gpus}
     jobs = ctx.requirements.job_pids
-    facts = ctx.snapshot.processes
-    # A host's /proc that hides other users' processes (hidepid) lists no PID of theirs either.
-    on_host = ctx.snapshot.system.container is None and facts.scanned
-    on_host = on_host and facts.sees_every_pid is not False
+    on_host = _is_host_pid_namespace(ctx.snapshot)
     busy: list[tuple[GpuFacts, str]] = []
+    dead: set[int] = set()  # GPUs holding memory under PIDs that exited
     for g in gpus:
         account = accounts.get(g.index)
         if account is None:
@@ -260,6 +258,8 @@ def memory_in_use(ctx: Context) -> Outcome | None:
         # On a host, a PID NVML lists that the host's /proc lacks is no other namespace's: its
         # process exited and the driver still holds its context (qizhou000/VisEdit#5).
         gone = on_host and account.held_outside >= UNACCOUNTED_FLOOR
+        if gone:
+            dead.add(g.index)
         if not (over_half or account.leaked or account.zombie_pids or gone):
             continue
         who = ", ".join(_holder_text(p, by_pid.get(p.pid), in_container) for p in procs[:3])
@@ -297,6 +297,7 @@ def memory_in_use(ctx: Context) -> Outcome | None:
                 accounts,
                 {pid: h for pid, h in by_pid.items() if jobs is None or pid not in jobs},
                 [g for g in gpus if g not in [t for t, _ in busy]],
+                dead,
             ),
             subjects=gpu_subjects([g for g, _ in busy]),
         )
@@ -311,6 +312,26 @@ def memory_in_use(ctx: Context) -> Outcome | None:
             f"GPU memory on {known} GPU(s) free or held by running jobs", *note, *blind
         )
     return Outcome.passed(f"Memory free on {known} GPU(s)", *note, *blind)
+
+
+# PID 1's name on a host: its init system.
+HOST_INITS = frozenset({"systemd", "init", "runit", "openrc-init", "s6-svscan"})
+
+
+def _is_host_pid_namespace(snapshot: Snapshot) -> bool:
+    """Whether this /proc is the driver's PID namespace, where a PID NVML lists and /proc lacks
+    has exited. Not in a container; /proc lists every PID (hidepid hides other users' jobs,
+    unknown proves nothing); and either a PID NVML lists is in this /proc (the namespaces
+    agree) or PID 1 is a host's init. A private PID namespace with no container marker
+    (unshare -p --mount-proc, bubblewrap, Apptainer --pid) has its own program as PID 1 and
+    none of the driver's PIDs, so every NVML PID would look gone there."""
+    facts = snapshot.processes
+    if snapshot.system.container is not None or not facts.scanned:
+        return False
+    if facts.sees_every_pid is not True:
+        return False
+    listed = {p.pid for g in snapshot.nvml.gpus for p in g.processes or []}
+    return bool(listed & {p.pid for p in facts.processes}) or facts.init_name in HOST_INITS
 
 
 def _holder_text(p: GpuProcess, holder: Holder | None, in_container: bool) -> str:
@@ -332,6 +353,7 @@ def _memory_fix(
     account_of: dict[int, GpuAccount],
     by_pid: dict[int, Holder],
     free: list[GpuFacts],
+    dead: set[int],
 ) -> Fix:
     accounts = [account_of[g.index] for g in busy]
     wanted = {a.index for a in accounts}
@@ -368,15 +390,18 @@ def _memory_fix(
             )
         )
     if any(a.outside_pids or a.leaked for a in accounts):
-        leaked = [g for g in busy if account_of[g.index].leaked] or busy[:1]
+        # Only a GPU whose memory no live process holds is worth a reset; another busy GPU's
+        # job would lose its work. (Host PIDs seen from a container are live: no reset.)
+        leaked = [g for g in busy if account_of[g.index].leaked or g.index in dead]
         parts += [
             Step.run(
                 "memory held by no process here: see every holder (in a container, processes "
                 "of others show only as host PIDs: look with nvidia-smi on the host)",
                 "gpucheck procs",
             ),
-            reset_gpus(leaked, "with nothing left holding it, reset the GPU"),
         ]
+        if leaked:
+            parts.append(reset_gpus(leaked, "with nothing left holding it, reset the GPU"))
     if not parts:
         # The driver names holders without their memory (Windows WDDM, a vGPU guest): name them.
         listed = sorted(h.pid for h in by_pid.values() if wanted & set(h.gpus))
