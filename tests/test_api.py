@@ -156,7 +156,7 @@ def test_the_report_renders_in_a_notebook() -> None:
 
 def test_snapshot_of_this_machine_and_redacted() -> None:
     snap = gpucheck.snapshot(timeout=30)
-    assert snap.schema_version == "1.5" and not snap.redacted
+    assert snap.schema_version == "1.6" and not snap.redacted
     assert gpucheck.snapshot(redact=True, timeout=30).redacted
 
 

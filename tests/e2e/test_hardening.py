@@ -82,7 +82,7 @@ def test_output_through_a_link_replaces_the_target_and_keeps_link_and_mode(
     assert result.returncode == 0, result.stderr
     assert link.is_symlink()
     assert stat.S_IMODE(real.stat().st_mode) == 0o600
-    assert json.loads(real.read_text())["schema_version"] == "4.1"
+    assert json.loads(real.read_text())["schema_version"] == "4.2"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json", "snap.json"]
 
 

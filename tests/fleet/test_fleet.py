@@ -193,7 +193,7 @@ def test_bad_reports_are_counted_and_named_never_fatal(tmp_path: Path) -> None:
         "array.json": "[]",
         "empty.json": "",
         "other.json": '{"hello": "world"}',
-        "future.json": good.replace('"schema_version": "1.5"', '"schema_version": "9.0"'),
+        "future.json": good.replace('"schema_version": "1.6"', '"schema_version": "9.0"'),
         "wrongtype.json": good.replace('"exit_code": 0', '"exit_code": "zero"', 1),
         "good.json": good,
     }

@@ -26,7 +26,7 @@ from gpucheck.model.processes import ProcessFacts as ProcessFacts
 from gpucheck.model.types import ChildFailure, Count, Int, RunStatus
 from gpucheck.version import __version__
 
-SCHEMA_VERSION = "1.5"  # 1.1: frameworks (Python environments, static and deep facts)
+SCHEMA_VERSION = "1.6"  # 1.1: frameworks (Python environments, static and deep facts)
 # 1.2: the nvidia module on disk (what the next boot loads) and DKMS; every CUDA library
 # soname's copies (cuda.libraries); the container host's toolkit, runtimes and CDI specs;
 # libcuda's ldconfig cache entries; the kernel log's NVRM lines; system.host (identity);
@@ -38,6 +38,7 @@ SCHEMA_VERSION = "1.5"  # 1.1: frameworks (Python environments, static and deep 
 # 1.4 also: the docker CLI's engine (context, endpoint, dockerd); conda's build strings, depends
 # and CUDA libraries in environments. 1.5: network (RDMA devices and ports, NICs, GPU-NIC PCIe
 # distances, IOMMU, peermem, /dev/shm, memlock, NCCL env); install_state (DKMS, loader, CDI)
+# 1.6: environments[].compiled (kernel libraries' SASS/PTX); processes.sees_every_pid, init_name
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 SNAPSHOT_LIMIT = 64 * 1024 * 1024  # bytes: far above any real snapshot or report, far below harm
 

@@ -28,7 +28,8 @@ from gpucheck.version import __version__
 # 4.0 renamed check ids so each begins with its layer's name (checks/renamed.py: 3.x reports
 # are read with their ids mapped) and made a finding's section and a step's layer one enum.
 # 4.1: the network layer (section "network", its checks), snapshot 1.5, explain's Xid checks.
-REPORT_SCHEMA_VERSION = "4.1"
+# 4.2: snapshot 1.6 (installed kernel libraries' compiled code; /proc visibility).
+REPORT_SCHEMA_VERSION = "4.2"
 
 
 def exit_code(findings: list[Finding], strict: bool = False) -> int:
