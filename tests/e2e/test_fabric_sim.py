@@ -83,7 +83,7 @@ def not_ready(fabric: Fabric) -> sim.Scenario:
         (
             {"fabricmanager_version": "590.44.01-1"},
             "the fabric manager is version 590.44.01 and the driver 590.48.01",
-            "sudo apt-get install -y --allow-downgrades nvidia-fabricmanager-590=590.48.01-1",
+            "sudo apt-get install -y --allow-downgrades 'nvidia-fabricmanager-590=590.48.01-*'",
         ),
         (
             {
@@ -94,7 +94,7 @@ def not_ready(fabric: Fabric) -> sim.Scenario:
                 "fabricmanager_running": False,
             },
             "the fabric manager (nvidia-fabricmanager) is not installed",
-            "sudo apt-get install -y --allow-downgrades nvidia-fabricmanager-590=590.48.01-1",
+            "sudo apt-get install -y --allow-downgrades 'nvidia-fabricmanager-590=590.48.01-*'",
         ),
     ],
     ids=["stopped", "wrong-version", "not-installed"],

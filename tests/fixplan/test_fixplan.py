@@ -201,6 +201,8 @@ def test_undo_of_a_folder_that_is_no_record_is_one_line(tmp_path: Path) -> None:
         (["--json"], "--json"),
         (["-o", "out.txt"], "--output"),
         (["--json", "--apply"], "--apply, --json"),
+        (["--timeout", "3"], "--timeout"),
+        (["--compat-dir", "compat"], "--compat-dir"),
     ],
 )
 def test_undo_refuses_the_options_it_would_ignore(

@@ -59,3 +59,10 @@ def test_arch_specific_ptx_is_compiled_for_its_own_capability_alone(tmp_path: Pa
     lib = tmp_path / "sm90a.so"
     lib.write_bytes(ff.library(ptx=["9.0a"]))
     assert read_compiled_code(str(lib)) == CompiledCode(ptx=("9.0a",))
+
+
+def test_arch_specific_kernels_do_not_push_the_portable_archs_out() -> None:
+    # A build heavy in sm_100a kernels still runs on the GPUs its portable archs cover.
+    sass = {"7.5": 30, "8.0": 40, "9.0": 40, "10.0a": 200}
+    assert standing(sass, {}) == CompiledCode(sass=("7.5", "8.0", "9.0", "10.0a"))
+    assert standing({"9.0a": 12, "10.0a": 1}, {}) == CompiledCode(sass=("9.0a",))

@@ -98,6 +98,8 @@ def fix(
                     ("--output", output is not None),
                     ("--record", record is not None),
                     ("--python", python is not None),
+                    ("--timeout", timeout != 15.0),
+                    ("--compat-dir", compat_dir is not None),
                 )
                 if given
             ]

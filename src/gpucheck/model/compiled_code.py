@@ -9,7 +9,7 @@ import re
 
 from msgspec import Struct
 
-ARCH = re.compile(r"\d+\.\d+[af]?")  # "8.0", "9.0a", "10.0f": what the fat binary reader writes
+ARCH = re.compile(r"\d{1,3}\.\d[af]?")  # "8.0", "9.0a", "10.0f": what the fat binary reader writes
 
 
 class CompiledCode(Struct, frozen=True):

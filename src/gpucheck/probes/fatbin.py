@@ -130,7 +130,10 @@ def read_compiled_code(path: str) -> CompiledCode | None:
 
 def standing(sass: dict[str, int], ptx: dict[str, int]) -> CompiledCode:
     """The architectures that stand for a library, from its entry counts (see _SASS_SHARE)."""
-    top = max([*sass.values(), *ptx.values()], default=0)
+    # Measured against the largest portable arch: a build heavy in sm_90a / sm_100a kernels
+    # (CUTLASS work for one capability) must not push the portable archs out.
+    portable = [n for counts in (sass, ptx) for a, n in counts.items() if not a.endswith("a")]
+    top = max(portable or [*sass.values(), *ptx.values()], default=0)
     return CompiledCode(
         sass=tuple(a for a, n in sass.items() if n * _SASS_SHARE >= top),
         ptx=tuple(a for a, n in ptx.items() if n * _PTX_SHARE >= top),

@@ -45,15 +45,15 @@ def install_fabric_manager(ctx: Context, driver: str) -> Step:
         )
     branch = driver.split(".")[0]
     # The version pinned: with the branch's package already installed at another release, a
-    # bare install changes nothing. NVIDIA's repository names it DRIVER-1
-    # (nvidia-fabricmanager-460_460.32.03-1_amd64.deb: NVIDIA/apt-packaging-fabric-manager's
-    # README); Ubuntu's archive DRIVER-0ubuntu... (packages.ubuntu.com, fabric-manager-BRANCH).
+    # bare install changes nothing. The revision differs by repository: NVIDIA's names it
+    # DRIVER-1 (nvidia-fabricmanager-460_460.32.03-1_amd64.deb: NVIDIA/apt-packaging-fabric-
+    # manager's README), Ubuntu's archive DRIVER-0ubuntu... (packages.ubuntu.com), so the pin is
+    # the driver's release with any revision, an apt version pattern (one quoted word).
     package = f"nvidia-fabricmanager-{branch}"
     return Step.run(
-        f"install the fabric manager of driver {driver} exactly ({package} {driver}-1 from "
-        f"NVIDIA's repository; Ubuntu's own archive names it {driver}-0ubuntu...: "
+        f"install the fabric manager of driver {driver} exactly (any packaging revision of it: "
         f"`apt-cache madison {package}` lists the versions there are), then start it",
-        join(["sudo", "apt-get", "install", "-y", "--allow-downgrades", f"{package}={driver}-1"])
+        join(["sudo", "apt-get", "install", "-y", "--allow-downgrades", f"{package}={driver}-*"])
         + f" && {start}",
         Tool.APT,
         changes=[Change(f"nvidia-fabricmanager-{branch}", None, driver)],

@@ -21,6 +21,7 @@ from gpucheck.model.environments import Distribution, ExtensionBuild, PythonEnvi
 from gpucheck.model.finding import Outcome
 from gpucheck.model.fix import OR, Fix, Step
 from gpucheck.model.layers import Layer
+from gpucheck.model.shell import join
 
 # Packages whose release is often built on install (an sdist that imports torch in its
 # setup.py): pip must build it against the torch already installed.
@@ -90,17 +91,25 @@ def _reinstall_step(
     its cache, which holds the wheel a source build left (Dao-AILab/flash-attention 5231d95,
     tag v2.7.4.post1: setup.py CachedWheelsCommand, publish.yml `setup.py sdist`; README:
     `pip install flash-attn --no-build-isolation`)."""
+    wanted = f"{dist.name}=={base}"
     if dist.name in BUILT_AGAINST_TORCH:
         how = "with FLASH_ATTENTION_FORCE_BUILD unset, its setup.py fetches that wheel"
-        flags = "--no-build-isolation --no-cache-dir --force-reinstall --no-deps"
+        flags = ["--no-build-isolation", "--no-cache-dir", "--force-reinstall", "--no-deps"]
+        command = join(["pip", "install", *flags, wanted])
     else:
-        how, flags = "", f"--force-reinstall --no-deps --only-binary {dist.name}"
+        # The wheel is built against the torch its Requires-Dist pins, which a source build
+        # may not have had: the second install leaves the wheel and brings its dependencies.
+        how = "then pip brings the torch that wheel is built for"
+        flags = ["--force-reinstall", "--no-deps", "--only-binary", dist.name]
+        command = (
+            join(["pip", "install", *flags, wanted]) + " && " + join(["pip", "install", wanted])
+        )
     return pip_step(
         ctx,
         env,
         f"if it was built from source: reinstall {dist.name} {base} from its prebuilt wheel, "
-        f"which carries code for compute capability {cc}" + (f" ({how})" if how else ""),
-        f"pip install {flags} '{dist.name}=={base}'",
+        f"which carries code for compute capability {cc} ({how})",
+        command,
         [change(env, dist.name, requirement=f"=={base}")],
         Layer.EXTENSIONS,
     )

@@ -112,16 +112,19 @@ def container_host(ctx: Context) -> Outcome | None:
                 "repository)",
             ),
         )
-    if cdi_engines and not host.cdi_specs and "nvidia-container-cli" in host.toolkit:
+    legacy = {"containerd", "nerdctl"} & set(host.engines)  # the probe's engine programs
+    if legacy and not host.cdi_specs and "nvidia-container-cli" in host.toolkit:
         # The full toolkit's runtime injects the GPUs itself (legacy mode): NVIDIA's device
         # plugin needs only nvidia-container-runtime as containerd's or CRI-O's default
         # low-level runtime (NVIDIA/k8s-device-plugin README, Prerequisites). No spec is no fault.
+        # Podman has no such default: its GPU path is CDI (the toolkit's .deb installs no OCI
+        # hook for it, NVIDIA/nvidia-container-toolkit#17), so podman alone still needs a spec.
         evidence.append(
             "no CDI spec: GPUs come through nvidia-container-runtime (legacy mode); "
             "`--device nvidia.com/gpu=...` would need `nvidia-ctk cdi generate`"
         )
     elif cdi_engines and not host.cdi_specs:
-        # Without nvidia-container-cli, CDI is the only path to the GPU.
+        # Without nvidia-container-cli, or with podman alone, CDI is the only path to the GPU.
         return Outcome.warn(
             f"{engines} with the NVIDIA Container Toolkit but no CDI spec: `--device "
             "nvidia.com/gpu=all` finds no such device ('unresolvable CDI devices')",
