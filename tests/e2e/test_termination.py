@@ -44,6 +44,9 @@ def test_termination_ends_the_probe_children_too(simulate: Simulate, signum: int
         env={**os.environ, **machine.env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # As a terminal starts it: under nohup the suite inherits SIGHUP ignored, and gpucheck
+        # leaves an ignored signal ignored (nohup gpucheck ... must survive a closed terminal).
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 20
