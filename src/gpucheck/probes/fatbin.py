@@ -24,9 +24,10 @@ _SECTION = b".nv_fatbin"
 _MAGIC_BYTES = struct.pack("<I", _FATBIN_MAGIC)
 _CHUNK = 1 << 20
 # An arch stands for the library when it has at least a quarter of the entries (compiled files)
-# of its largest portable (not arch-specific) arch; PTX, which must stand in for the whole library, at least half. What that
-# leaves out: the one to three files nvcc built for its default arch (sm_52) beside 30 to 250
-# (vLLM 0.9.2's _C: one sm_52 and one compute_52 entry, so no Pascal GPU runs it).
+# of its largest portable (not arch-specific) arch; PTX, which must stand in for the whole
+# library, at least half. What that leaves out: the one to three files nvcc built for its
+# default arch (sm_52) beside 30 to 250 (vLLM 0.9.2's _C: one sm_52 and one compute_52 entry,
+# so no Pascal GPU runs it).
 _SASS_SHARE, _PTX_SHARE = 4, 2
 
 
