@@ -62,9 +62,10 @@ def test_a_vllm_built_without_the_gpus_code_fails_from_the_installed_library(
         "vllm 0.6.4 has no kernels for compute capability 8.0: its vllm/_C.abi3.so carries "
         "SASS for 9.0, 9.0a and no PTX"
     )
+    # Both installs go to the venv's own interpreter: the wheel, then the torch it needs.
+    pip = f"{tmp_path}/venv/bin/python -m pip install"
     assert (
-        "pip install --force-reinstall --no-deps --only-binary vllm vllm==0.6.4 && "
-        "pip install vllm==0.6.4"
+        f"`{pip} --force-reinstall --no-deps --only-binary vllm vllm==0.6.4 && {pip} vllm==0.6.4`"
     ) in d.text("frameworks.torch.extensions")
 
 
